@@ -1,0 +1,27 @@
+//! Embeds `runbooks/*.rhai` and `stdlib/*.rhai` into the binary, so an installed opsbook
+//! works from any directory. Files on the search path still override these copies.
+
+use std::fmt::Write;
+use std::path::Path;
+
+fn main() {
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let mut code = String::new();
+    for (dir, constant) in [("runbooks", "RUNBOOKS"), ("stdlib", "STDLIB")] {
+        println!("cargo:rerun-if-changed={dir}");
+        let mut files: Vec<_> = std::fs::read_dir(Path::new(&root).join(dir))
+            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.retain(|p| p.extension().is_some_and(|e| e == "rhai"));
+        files.sort();
+        writeln!(code, "pub static {constant}: &[(&str, &str)] = &[").unwrap();
+        for path in files {
+            let name = path.file_stem().unwrap().to_string_lossy();
+            println!("cargo:rerun-if-changed={}", path.display());
+            writeln!(code, "    ({name:?}, include_str!({:?})),", path.display().to_string()).unwrap();
+        }
+        writeln!(code, "];").unwrap();
+    }
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("embedded.rs");
+    std::fs::write(out, code).expect("write embedded.rs");
+}

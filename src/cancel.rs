@@ -1,0 +1,65 @@
+//! Cancellation of a run: set by Ctrl-C (or SIGTERM), seen by the engine between script
+//! operations and by every host call that waits, so a run ends within a second even while
+//! blocked on I/O or a sleep.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::watch;
+
+#[derive(Debug)]
+struct Inner {
+    // The atomic is what the engine polls after every operation; the channel wakes waiters.
+    flag: AtomicBool,
+    tx: watch::Sender<bool>,
+}
+
+/// A cloneable flag that async code can wait on.
+#[derive(Clone, Debug)]
+pub struct Cancel(Arc<Inner>);
+
+impl Default for Cancel {
+    fn default() -> Self {
+        Cancel(Arc::new(Inner { flag: AtomicBool::new(false), tx: watch::channel(false).0 }))
+    }
+}
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.flag.store(true, Ordering::SeqCst);
+        self.0.tx.send_replace(true);
+    }
+
+    /// Clears the flag (the REPL cancels one statement, then goes on).
+    pub fn reset(&self) {
+        self.0.flag.store(false, Ordering::SeqCst);
+        self.0.tx.send_replace(false);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.flag.load(Ordering::Relaxed)
+    }
+
+    /// Resolves once `cancel()` has been called.
+    pub async fn cancelled(&self) {
+        let mut rx = self.0.tx.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiters_wake_on_cancel() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let c = Cancel::default();
+        let c2 = c.clone();
+        rt.block_on(async move {
+            tokio::spawn(async move { c2.cancel() });
+            tokio::time::timeout(std::time::Duration::from_secs(1), c.cancelled()).await.unwrap();
+            assert!(c.is_cancelled());
+        });
+    }
+}

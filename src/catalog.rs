@@ -1,0 +1,211 @@
+//! Where runbooks and stdlib modules are found.
+//!
+//! A runbook is looked up by name in, highest first: `--runbooks DIR` (repeatable, first
+//! wins), `$OPSBOOK_PATH` (colon-separated), `./runbooks`, `$XDG_CONFIG_HOME/opsbook/runbooks`,
+//! `/etc/opsbook/runbooks`, then the copies built into the binary. A stdlib module
+//! (`import "stack" as stack;`) is looked up in the `stdlib` folder beside each of those
+//! runbook folders, in the same order, then among the built-in modules. The first file found
+//! wins, so an operator overrides a built-in by dropping a file of the same name higher up.
+//!
+//! The catalog also remembers the text of every file it handed out, keyed by the source name
+//! the engine sees, so diagnostics can quote the offending line.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, suggest};
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+}
+
+/// Runbook or module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Runbook,
+    Module,
+}
+
+/// Where an entry comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Dir(PathBuf),
+    BuiltIn,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Dir(d) => write!(f, "{}", d.display()),
+            Origin::BuiltIn => f.write_str("built-in"),
+        }
+    }
+}
+
+/// A runbook or module with its text.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: String,
+    pub kind: Kind,
+    pub origin: Origin,
+    /// What diagnostics call the file: its path, or `<built-in>/runbooks/NAME.rhai`.
+    pub source: String,
+    pub text: Arc<str>,
+}
+
+/// One folder on the search path.
+#[derive(Debug, Clone)]
+pub struct SearchDir {
+    pub runbooks: PathBuf,
+    pub stdlib: PathBuf,
+    /// Why it is on the path (`--runbooks`, `$OPSBOOK_PATH`, …).
+    pub reason: &'static str,
+}
+
+#[derive(Debug, Default)]
+pub struct Catalog {
+    dirs: Vec<SearchDir>,
+    texts: Mutex<HashMap<String, Arc<str>>>,
+}
+
+impl Catalog {
+    /// The search path for these `--runbooks` folders and the environment.
+    pub fn new(cli_dirs: &[PathBuf]) -> Catalog {
+        let mut dirs: Vec<(PathBuf, &'static str)> = cli_dirs.iter().map(|d| (d.clone(), "--runbooks")).collect();
+        if let Some(path) = std::env::var_os("OPSBOOK_PATH") {
+            dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()).map(|p| (p, "$OPSBOOK_PATH")));
+        }
+        dirs.push((PathBuf::from("runbooks"), "working directory"));
+        if let Some(config) = crate::config::xdg_config_home() {
+            dirs.push((config.join("opsbook/runbooks"), "$XDG_CONFIG_HOME"));
+        }
+        dirs.push((PathBuf::from("/etc/opsbook/runbooks"), "system"));
+        let dirs = dirs
+            .into_iter()
+            .map(|(runbooks, reason)| {
+                let stdlib = runbooks.parent().unwrap_or(Path::new("")).join("stdlib");
+                SearchDir { runbooks, stdlib, reason }
+            })
+            .collect();
+        Catalog { dirs, texts: Mutex::default() }
+    }
+
+    pub fn search_path(&self) -> &[SearchDir] {
+        &self.dirs
+    }
+
+    fn folders(&self, kind: Kind) -> impl Iterator<Item = &Path> {
+        self.dirs.iter().map(move |d| match kind {
+            Kind::Runbook => d.runbooks.as_path(),
+            Kind::Module => d.stdlib.as_path(),
+        })
+    }
+
+    fn built_ins(kind: Kind) -> &'static [(&'static str, &'static str)] {
+        match kind {
+            Kind::Runbook => embedded::RUNBOOKS,
+            Kind::Module => embedded::STDLIB,
+        }
+    }
+
+    /// Every name of this kind with the entry that wins, sorted by name.
+    pub fn all(&self, kind: Kind) -> Result<Vec<Entry>, Error> {
+        let mut found: BTreeMap<String, Entry> = BTreeMap::new();
+        for dir in self.folders(kind) {
+            let Ok(read) = std::fs::read_dir(dir) else { continue };
+            let mut paths: Vec<PathBuf> = read.filter_map(Result::ok).map(|e| e.path()).collect();
+            paths.sort();
+            for path in paths.into_iter().filter(|p| p.extension().is_some_and(|e| e == "rhai") && p.is_file()) {
+                let name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+                if !found.contains_key(&name) {
+                    found.insert(name.clone(), self.load_file(&name, kind, dir, &path)?);
+                }
+            }
+        }
+        for (name, text) in Self::built_ins(kind) {
+            if !found.contains_key(*name) {
+                found.insert(name.to_string(), self.built_in(name, kind, text));
+            }
+        }
+        Ok(found.into_values().collect())
+    }
+
+    /// The winning entry for `name`, or an error suggesting close names.
+    pub fn find(&self, kind: Kind, name: &str) -> Result<Entry, Error> {
+        let name = name.strip_suffix(".rhai").unwrap_or(name);
+        if valid_name(name) {
+            for dir in self.folders(kind) {
+                let path = dir.join(format!("{name}.rhai"));
+                if path.is_file() {
+                    return self.load_file(name, kind, dir, &path);
+                }
+            }
+            if let Some((_, text)) = Self::built_ins(kind).iter().find(|(n, _)| *n == name) {
+                return Ok(self.built_in(name, kind, text));
+            }
+        }
+        let all = self.all(kind)?;
+        let suggestions = suggest(name, all.iter().map(|e| e.name.as_str()));
+        Err(match kind {
+            Kind::Runbook => Error::UnknownRunbook { name: name.to_string(), suggestions },
+            Kind::Module => Error::UnknownModule { name: name.to_string(), suggestions },
+        })
+    }
+
+    fn load_file(&self, name: &str, kind: Kind, dir: &Path, path: &Path) -> Result<Entry, Error> {
+        let text: Arc<str> = std::fs::read_to_string(path)
+            .map_err(|source| Error::Io { context: format!("cannot read `{}`", path.display()), source })?
+            .into();
+        let source = path.display().to_string();
+        self.remember(&source, &text);
+        Ok(Entry { name: name.to_string(), kind, origin: Origin::Dir(dir.to_path_buf()), source, text })
+    }
+
+    fn built_in(&self, name: &str, kind: Kind, text: &'static str) -> Entry {
+        let folder = match kind {
+            Kind::Runbook => "runbooks",
+            Kind::Module => "stdlib",
+        };
+        let source = format!("<built-in>/{folder}/{name}.rhai");
+        let text: Arc<str> = text.into();
+        self.remember(&source, &text);
+        Entry { name: name.to_string(), kind, origin: Origin::BuiltIn, source, text }
+    }
+
+    /// Registers a text under a source name (also used for REPL input and `--` scripts).
+    pub fn remember(&self, source: &str, text: &Arc<str>) {
+        self.texts.lock().unwrap_or_else(|e| e.into_inner()).insert(source.to_string(), text.clone());
+    }
+
+    /// The text of a source handed out earlier, for quoting in diagnostics.
+    pub fn text_of(&self, source: &str) -> Option<Arc<str>> {
+        self.texts.lock().unwrap_or_else(|e| e.into_inner()).get(source).cloned()
+    }
+}
+
+/// Names are file stems: no path separators, no leading dot.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && !name.contains('/') && !name.contains('\0')
+}
+
+impl Entry {
+    /// The runbook's documentation: its `//!` lines without the marker.
+    pub fn doc(&self) -> String {
+        let mut lines = Vec::new();
+        for line in self.text.lines() {
+            let trimmed = line.trim_start();
+            if let Some(rest) = trimmed.strip_prefix("//!") {
+                lines.push(rest.strip_prefix(' ').unwrap_or(rest).to_string());
+            } else if !(trimmed.is_empty() && lines.is_empty()) {
+                break;
+            }
+        }
+        lines.join("\n").trim().to_string()
+    }
+
+    /// The first sentence-line of the doc header.
+    pub fn summary(&self) -> String {
+        self.doc().lines().next().unwrap_or("").to_string()
+    }
+}

@@ -1,0 +1,135 @@
+//! Command-line arguments (clap derive).
+//!
+//! Everything the operator types is declared here and nowhere else. Options that shape the
+//! environment a runbook runs in (config, search path, output format, dry-run, verbosity) are
+//! `global`, so they are accepted before or after the subcommand. `subcommand.rs` turns the
+//! parsed arguments into work.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Operate and verify a self-hosted monitoring stack through editable Rhai runbooks.
+///
+/// Every procedure (start order, restart-all, verifications, end-to-end flows, the checklist)
+/// is a `.rhai` runbook you can read and edit; opsbook provides the verbs (units, journal,
+/// HTTP probes, queries) and the report.
+#[derive(Debug, Parser)]
+#[command(name = "opsbook", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Examples:\n  opsbook list\n  opsbook run quick-check\n  \
+                        opsbook run restart-all --dry-run\n  opsbook run logs --set unit=loki --format json")]
+pub struct Arguments {
+    #[command(flatten)]
+    pub global: GlobalOptions,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options accepted anywhere on the command line.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GlobalOptions {
+    /// Read configuration from this TOML file (it must exist); overrides $OPSBOOK_CONFIG.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Look for runbooks in DIR first (repeatable; the first given wins). Modules are looked up
+    /// in the `stdlib` folder beside DIR.
+    #[arg(long = "runbooks", global = true, value_name = "DIR")]
+    pub runbook_dirs: Vec<PathBuf>,
+
+    /// Report format.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+
+    /// Report what mutating calls would do instead of doing them; reads still run.
+    #[arg(long, global = true)]
+    pub dry_run: bool,
+
+    /// Talk to the user's service manager (rootless units) instead of the system's.
+    #[arg(long, global = true)]
+    pub user: bool,
+
+    /// More diagnostics on stderr (-v debug, -vv trace). $RUST_LOG sets a level too.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// How a run's report is written to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum Format {
+    /// Readable lines, streamed as checks happen; colour only on a terminal.
+    #[default]
+    Human,
+    /// One JSON document (schema in README).
+    Json,
+    /// JUnit XML, for CI systems.
+    Junit,
+    /// Test Anything Protocol, version 13.
+    Tap,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a runbook by name and report its checks.
+    ///
+    /// Exit status: 0 all checks passed, 1 a check failed or the runbook aborted,
+    /// 2 usage, configuration or script error, 130 interrupted.
+    Run(RunArgs),
+
+    /// List every runbook found, with its summary and where it comes from.
+    List,
+
+    /// Show a runbook's documentation, parameters and source path.
+    Show {
+        /// Runbook name (file name without `.rhai`).
+        name: String,
+    },
+
+    /// Compile runbooks and stdlib modules without running them (all when no name is given).
+    Check {
+        /// Runbook names; none means every runbook and module found.
+        names: Vec<String>,
+    },
+
+    /// List the host functions runbooks can call.
+    Fns {
+        /// Only functions whose namespace, name or doc contains this text.
+        filter: Option<String>,
+
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+
+        /// Write Rhai definition files for editors into DIR instead of listing.
+        #[arg(long, value_name = "DIR", conflicts_with = "json")]
+        definitions: Option<PathBuf>,
+    },
+
+    /// Print the effective configuration and where each value came from (secrets redacted).
+    Config,
+
+    /// Print a shell completion script.
+    Completions {
+        /// Target shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Arguments of `opsbook run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Runbook name (see `opsbook list`).
+    pub name: String,
+
+    /// Override a runbook parameter (repeatable); see `opsbook show NAME` for the parameters.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub params: Vec<(String, String)>,
+}
+
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+    }
+}

@@ -1,0 +1,450 @@
+//! The effective configuration: defaults from the spec, TOML files, environment, flags.
+//!
+//! Every key is declared once in `KEYS` (name, kind, default, environment variable, help), so
+//! adding a setting is one line. Files are layered, lowest first: `/etc/opsbook/config.toml`,
+//! `$XDG_CONFIG_HOME/opsbook/config.toml`, `./opsbook.toml`, then one explicit file
+//! (`--config`, else `$OPSBOOK_CONFIG`, which must exist); then the stack tools' own
+//! environment variables (`INFLUX_HOST`, `INFLUX_TOKEN`, `INFLUX_ORG`, `LOKI_ADDR`); then flags.
+//! Each value remembers where it came from, for `opsbook config`.
+//!
+//! The API token is never a plain value here: `metrics_db.token` is shown redacted, and
+//! `token()` resolves it (inline, `token_file` with permissions checked, or `token_command`)
+//! into a `Secret` only when a host module needs it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use toml::de::{DeTable, DeValue};
+
+use crate::diagnostic::Diagnostic;
+use crate::error::{Error, suggest};
+use crate::process::{self, Capture};
+use crate::secret::Secret;
+
+/// What a key accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Url,
+    Int,
+    Duration,
+    /// A command: an argv array, or a string run by `sh -c`.
+    Command,
+    Choice(&'static [&'static str]),
+}
+
+/// One declared configuration key.
+pub struct Key {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub env: Option<&'static str>,
+    pub secret: bool,
+    pub help: &'static str,
+}
+
+const fn key(name: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Key {
+    Key { name, kind, default, env: None, secret: false, help }
+}
+
+const fn env_key(name: &'static str, kind: Kind, default: &'static str, env: &'static str, help: &'static str) -> Key {
+    Key { name, kind, default, env: Some(env), secret: false, help }
+}
+
+/// Every configuration key, with its default from the spec.
+pub static KEYS: &[Key] = &[
+    key("scope", Kind::Choice(&["system", "user"]), "system", "which service manager: system bus, or user bus for rootless units"),
+    env_key("metrics_db.url", Kind::Url, "http://127.0.0.1:8086", "INFLUX_HOST", "base address of the metrics database (InfluxDB 2 API)"),
+    key("metrics_db.unit", Kind::Text, "influxdb.service", "unit of the metrics database"),
+    env_key("metrics_db.org", Kind::Text, "", "INFLUX_ORG", "organisation the token belongs to"),
+    key("metrics_db.bucket", Kind::Text, "telegraf", "bucket the metrics agent writes to"),
+    Key {
+        name: "metrics_db.token",
+        kind: Kind::Text,
+        default: "",
+        env: Some("INFLUX_TOKEN"),
+        secret: true,
+        help: "API token (prefer token_file or token_command)",
+    },
+    key("metrics_db.token_file", Kind::Text, "", "file holding the API token; must not be readable by group or others"),
+    key("metrics_db.token_command", Kind::Command, "", "command printing the API token on stdout"),
+    env_key("log_store.url", Kind::Url, "http://127.0.0.1:3100", "LOKI_ADDR", "base address of the log store (Loki API)"),
+    key("log_store.unit", Kind::Text, "loki.service", "unit of the log store"),
+    key("metrics_agent.unit", Kind::Text, "telegraf.service", "unit of the metrics agent"),
+    key("metrics_agent.config", Kind::Text, "/etc/telegraf/telegraf.conf", "configuration file of the metrics agent"),
+    key("log_shipper.unit", Kind::Text, "alloy.service", "unit of the log shipper"),
+    key("log_shipper.url", Kind::Url, "http://127.0.0.1:12345", "local metrics endpoint of the log shipper"),
+    key("log_shipper.config", Kind::Text, "/etc/alloy/config.alloy", "configuration file of the log shipper"),
+    key("limits.max_operations", Kind::Int, "50000000", "operations a runbook may execute before it is stopped as runaway"),
+    key("limits.token_command_timeout", Kind::Duration, "10s", "how long token_command may run"),
+];
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Default,
+    File { path: PathBuf, line: usize },
+    Env(&'static str),
+    Flag(&'static str),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Origin::Env(var) => write!(f, "env {var}"),
+            Origin::Flag(flag) => write!(f, "flag {flag}"),
+        }
+    }
+}
+
+/// A configured value: scalars are kept as text, commands as argv.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Text(String),
+    Argv(Vec<String>),
+}
+
+impl Value {
+    fn as_text(&self) -> String {
+        match self {
+            Value::Text(t) => t.clone(),
+            Value::Argv(a) => a.join(" "),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Setting {
+    pub value: Value,
+    pub origin: Origin,
+}
+
+/// What loading looks at besides the files themselves.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub explicit: Option<PathBuf>,
+    pub user_scope: bool,
+}
+
+/// The effective configuration.
+pub struct Config {
+    settings: BTreeMap<&'static str, Setting>,
+    files: Vec<PathBuf>,
+    token: OnceLock<Result<Option<Secret>, String>>,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config").field("files", &self.files).finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Defaults only; what tests and `--sandbox` start from.
+    pub fn defaults() -> Config {
+        let settings = KEYS
+            .iter()
+            .map(|k| (k.name, Setting { value: Value::Text(k.default.to_string()), origin: Origin::Default }))
+            .collect();
+        Config { settings, files: Vec::new(), token: OnceLock::new() }
+    }
+
+    /// Loads files, environment and flags in precedence order.
+    pub fn load(sources: &Sources) -> Result<Config, Error> {
+        let mut config = Config::defaults();
+        for path in implicit_files() {
+            if path.is_file() {
+                config.merge_file(&path)?;
+            }
+        }
+        let explicit = sources.explicit.clone().or_else(|| std::env::var_os("OPSBOOK_CONFIG").map(PathBuf::from));
+        if let Some(path) = explicit {
+            config.merge_file(&path)?;
+        }
+        for k in KEYS {
+            if let Some(var) = k.env
+                && let Ok(text) = std::env::var(var)
+                && !text.is_empty()
+            {
+                config.set(k.name, Value::Text(text), Origin::Env(var))?;
+            }
+        }
+        if sources.user_scope {
+            config.set("scope", Value::Text("user".into()), Origin::Flag("--user"))?;
+        }
+        Ok(config)
+    }
+
+    /// Sets one key, validating the value against its kind.
+    pub fn set(&mut self, name: &str, value: Value, origin: Origin) -> Result<(), Error> {
+        let key = lookup(name).ok_or_else(|| Error::ConfigValue {
+            key: name.to_string(),
+            problem: unknown_key_problem(name),
+        })?;
+        if let Err(problem) = validate(key, &value) {
+            return Err(Error::ConfigValue { key: name.to_string(), problem });
+        }
+        self.settings.insert(key.name, Setting { value, origin });
+        if key.secret || key.name.starts_with("metrics_db.token") {
+            self.token = OnceLock::new();
+        }
+        Ok(())
+    }
+
+    fn merge_file(&mut self, path: &Path) -> Result<(), Error> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::ConfigFileMissing { path: path.to_path_buf(), reason: e.to_string() })?;
+        let shown = path.display().to_string();
+        let table = DeTable::parse(&text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            Error::located(Diagnostic::at_offset(format!("invalid TOML: {}", e.message().trim()), &shown, &text, offset))
+        })?;
+        let mut found = Vec::new();
+        flatten(table.get_ref(), "", &mut found);
+        for (name, span, value) in found {
+            let at = |message: String| Error::located(Diagnostic::at_offset(message, &shown, &text, span.start));
+            let key = lookup(&name).ok_or_else(|| at(unknown_key_problem(&name)))?;
+            let value = to_value(key, value).map_err(at)?;
+            validate(key, &value).map_err(|p| at(format!("`{name}`: {p}")))?;
+            let line = crate::diagnostic::line_column(&text, span.start).0;
+            self.settings.insert(key.name, Setting { value, origin: Origin::File { path: path.to_path_buf(), line } });
+        }
+        self.files.push(path.to_path_buf());
+        Ok(())
+    }
+
+    pub fn setting(&self, name: &str) -> &Setting {
+        self.settings.get(name).unwrap_or_else(|| panic!("config key `{name}` is not declared in KEYS"))
+    }
+
+    /// A text value (commands joined by spaces).
+    pub fn text(&self, name: &str) -> String {
+        self.setting(name).value.as_text()
+    }
+
+    pub fn int(&self, name: &str) -> i64 {
+        self.text(name).parse().unwrap_or_default()
+    }
+
+    pub fn duration(&self, name: &str) -> Duration {
+        parse_duration(&self.text(name)).unwrap_or(Duration::from_secs(10))
+    }
+
+    /// The files that were read, lowest precedence first.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    /// Every key with its value (secrets redacted) and origin, in declaration order.
+    pub fn describe(&self) -> Vec<(&'static Key, String, &Origin)> {
+        KEYS.iter()
+            .map(|k| {
+                let s = self.setting(k.name);
+                let shown = match (&s.value, k.secret) {
+                    (Value::Text(t), true) if t.is_empty() => "(not set)".to_string(),
+                    (_, true) => "<redacted>".to_string(),
+                    (Value::Argv(a), false) => serde_json::to_string(a).unwrap_or_default(),
+                    (Value::Text(t), false) => t.clone(),
+                };
+                (k, shown, &s.origin)
+            })
+            .collect()
+    }
+
+    /// The configuration as scripts see it (`config.metrics_db.url`): nested, no secrets.
+    pub fn script_view(&self) -> serde_json::Value {
+        let mut root = serde_json::Map::new();
+        for k in KEYS.iter().filter(|k| !k.secret) {
+            let value = match &self.setting(k.name).value {
+                Value::Argv(a) => serde_json::json!(a),
+                Value::Text(t) if k.kind == Kind::Int => serde_json::json!(t.parse::<i64>().unwrap_or_default()),
+                Value::Text(t) => serde_json::json!(t),
+            };
+            match k.name.split_once('.') {
+                Some((section, leaf)) => {
+                    let entry = root.entry(section).or_insert_with(|| serde_json::json!({}));
+                    if let Some(map) = entry.as_object_mut() {
+                        map.insert(leaf.to_string(), value);
+                    }
+                }
+                None => {
+                    root.insert(k.name.to_string(), value);
+                }
+            }
+        }
+        serde_json::Value::Object(root)
+    }
+
+    /// The API token, resolved once: inline value, else `token_file`, else `token_command`.
+    /// `Ok(None)` when none is configured.
+    pub fn token(&self) -> Result<Option<Secret>, Error> {
+        self.token.get_or_init(|| self.resolve_token()).clone().map_err(Error::Token)
+    }
+
+    fn resolve_token(&self) -> Result<Option<Secret>, String> {
+        let inline = self.text("metrics_db.token");
+        if !inline.trim().is_empty() {
+            return Ok(Some(Secret::new(inline)));
+        }
+        let file = self.text("metrics_db.token_file");
+        if !file.is_empty() {
+            return read_token_file(Path::new(&file)).map(Some);
+        }
+        let command = &self.setting("metrics_db.token_command").value;
+        let argv = match command {
+            Value::Argv(a) if !a.is_empty() => a.clone(),
+            Value::Text(t) if !t.trim().is_empty() => vec!["sh".into(), "-c".into(), t.clone()],
+            _ => return Ok(None),
+        };
+        let timeout = self.duration("limits.token_command_timeout");
+        let out = process::run(&argv, timeout, Capture::default()).map_err(|e| format!("token_command failed: {e}"))?;
+        if out.code != Some(0) {
+            // stdout may hold part of the token: only stderr is quoted.
+            return Err(format!(
+                "token_command `{}` exited with {}: {}",
+                argv.join(" "),
+                out.code.map_or("a signal".to_string(), |c| format!("status {c}")),
+                out.stderr.trim()
+            ));
+        }
+        let token = out.stdout.trim().to_string();
+        if token.is_empty() {
+            return Err(format!("token_command `{}` printed nothing", argv.join(" ")));
+        }
+        Ok(Some(Secret::new(token)))
+    }
+}
+
+fn read_token_file(path: &Path) -> Result<Secret, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "token_file `{}` is readable by group or others (mode {mode:04o})\n  help: run `chmod 600 {}`",
+            path.display(),
+            path.display()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
+    if text.trim().is_empty() {
+        return Err(format!("token_file `{}` is empty", path.display()));
+    }
+    Ok(Secret::new(text))
+}
+
+fn implicit_files() -> Vec<PathBuf> {
+    let mut files = vec![PathBuf::from("/etc/opsbook/config.toml")];
+    if let Some(dir) = xdg_config_home() {
+        files.push(dir.join("opsbook/config.toml"));
+    }
+    files.push(PathBuf::from("opsbook.toml"));
+    files
+}
+
+/// `$XDG_CONFIG_HOME`, else `~/.config`.
+pub fn xdg_config_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+}
+
+fn lookup(name: &str) -> Option<&'static Key> {
+    KEYS.iter().find(|k| k.name == name)
+}
+
+fn unknown_key_problem(name: &str) -> String {
+    let hint = match suggest(name, KEYS.iter().map(|k| k.name)).first() {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None => "; `opsbook config` lists every key".to_string(),
+    };
+    format!("unknown key `{name}`{hint}")
+}
+
+type Found<'a, 'i> = Vec<(String, std::ops::Range<usize>, &'a DeValue<'i>)>;
+
+fn flatten<'a, 'i>(table: &'a DeTable<'i>, prefix: &str, out: &mut Found<'a, 'i>) {
+    for (k, v) in table.iter() {
+        let name = if prefix.is_empty() { k.get_ref().to_string() } else { format!("{prefix}.{}", k.get_ref()) };
+        match v.get_ref() {
+            DeValue::Table(inner) => flatten(inner, &name, out),
+            other => out.push((name, k.span(), other)),
+        }
+    }
+}
+
+fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
+    let kind_name = value.type_str();
+    match (key.kind, value) {
+        (Kind::Command, DeValue::Array(items)) => items
+            .iter()
+            .map(|i| i.get_ref().as_str().map(str::to_string).ok_or_else(|| "command array items must be strings".to_string()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Argv),
+        (Kind::Int, DeValue::Integer(i)) => Ok(Value::Text(i.as_str().replace('_', ""))),
+        (Kind::Int, _) => Err(format!("`{}` expects an integer, found {kind_name}", key.name)),
+        (_, DeValue::String(s)) => Ok(Value::Text(s.to_string())),
+        _ => Err(format!("`{}` expects a string, found {kind_name}", key.name)),
+    }
+}
+
+fn validate(key: &Key, value: &Value) -> Result<(), String> {
+    let Value::Text(text) = value else { return Ok(()) };
+    match key.kind {
+        Kind::Url if !(text.starts_with("http://") || text.starts_with("https://")) => {
+            Err(format!("`{text}` is not an http:// or https:// address"))
+        }
+        Kind::Int if text.parse::<i64>().is_err() => Err(format!("`{text}` is not an integer")),
+        Kind::Duration if parse_duration(text).is_none() => Err(format!("`{text}` is not a duration like `5s` or `2m`")),
+        Kind::Choice(options) if !options.contains(&text.as_str()) => {
+            Err(format!("`{text}` is not one of {}", options.join(", ")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A duration as operators write it: `5s`, `1m 30s`, `250ms`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    humantime::parse_duration(text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_accept_units_and_bare_seconds() {
+        assert_eq!(parse_duration("5s"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_duration("1m 30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("soon"), None);
+    }
+
+    #[test]
+    fn script_view_hides_the_token() {
+        let mut c = Config::defaults();
+        c.set("metrics_db.token", Value::Text("sekrit-token".into()), Origin::Flag("test")).unwrap();
+        let view = c.script_view().to_string();
+        assert!(!view.contains("sekrit-token"));
+        assert!(view.contains("\"bucket\":\"telegraf\""));
+    }
+
+    #[test]
+    fn set_rejects_bad_values_with_the_reason() {
+        let mut c = Config::defaults();
+        let e = c.set("log_store.url", Value::Text("localhost:3100".into()), Origin::Default).unwrap_err();
+        assert!(e.to_string().contains("not an http://"));
+        let e = c.set("log_store.ur", Value::Text("x".into()), Origin::Default).unwrap_err();
+        assert!(e.to_string().contains("did you mean `log_store.url`"), "{e}");
+    }
+}

@@ -1,0 +1,194 @@
+//! Builds the Rhai engine a runbook runs in, and explains what went wrong when one fails.
+//!
+//! The engine gets: limits (a runaway loop hits `limits.max_operations`), cancellation
+//! checked after every operation, `print`/`debug` routed into the report, `config` as a
+//! read-only variable, a module resolver backed by the catalog, and the host modules.
+//! `explain` turns an evaluation error into a rustc-style diagnostic that points into the
+//! right file (runbook or stdlib module) and classifies it: operational failure, script
+//! mistake or interruption.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rhai::module_resolvers::ModuleResolver;
+use rhai::{Dynamic, Engine, EvalAltResult, Module, ParseError, Position, Scope, Shared};
+
+type SharedModule = Shared<Module>;
+
+use crate::catalog::{Catalog, Kind};
+use crate::diagnostic::Diagnostic;
+use crate::host::{self, Host};
+use crate::report::Level;
+
+/// A configured engine for one host context.
+pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
+    let mut engine = Engine::new();
+    engine.set_max_operations(host.config.int("limits.max_operations").max(0) as u64);
+    engine.set_max_call_levels(64);
+    engine.set_max_string_size(64 << 20);
+    engine.set_max_array_size(10_000_000);
+    engine.set_max_map_size(1_000_000);
+
+    let cancel = host.cancel.clone();
+    engine.on_progress(move |_| cancel.is_cancelled().then(|| Dynamic::from("interrupted")));
+
+    let h = host.clone();
+    engine.on_print(move |text| h.log(Level::Info, text));
+    let h = host.clone();
+    engine.on_debug(move |text, _, _| h.log(Level::Info, text));
+
+    let view: Dynamic = rhai::serde::to_dynamic(host.config.script_view()).unwrap_or_default();
+    let view = view.into_read_only();
+    #[allow(deprecated)] // on_var is marked volatile, not deprecated
+    engine.on_var(move |name, _, _| Ok((name == "config").then(|| view.clone())));
+
+    // `until` is a Rhai keyword (`do … until`); after `::` it is the name `wait::until`.
+    #[allow(deprecated)] // volatile, not deprecated
+    engine.on_parse_token(|token, _, _| {
+        thread_local!(static AFTER_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+        let token = match token {
+            rhai::Token::Until if AFTER_PATH.get() => rhai::Token::Identifier(Box::new("until".into())),
+            other => other,
+        };
+        AFTER_PATH.set(matches!(token, rhai::Token::DoubleColon));
+        token
+    });
+
+    engine.set_module_resolver(CatalogResolver { catalog: catalog.clone(), cache: Mutex::default() });
+
+    engine.register_global_module(host::core::module(host).into());
+    engine.register_global_module(host::time::module(host).into());
+    engine.register_static_module("wait", host::wait::module(host).into());
+    engine
+}
+
+/// Resolves `import "name"` through the catalog, compiling each module once per engine.
+struct CatalogResolver {
+    catalog: Arc<Catalog>,
+    cache: Mutex<HashMap<String, SharedModule>>,
+}
+
+impl ModuleResolver for CatalogResolver {
+    fn resolve(&self, engine: &Engine, _source: Option<&str>, path: &str, pos: Position) -> Result<SharedModule, Box<EvalAltResult>> {
+        if let Some(m) = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
+            return Ok(m.clone());
+        }
+        let entry = self
+            .catalog
+            .find(Kind::Module, path)
+            .map_err(|_| Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos)))?;
+        let in_module = |e: Box<EvalAltResult>| Box::new(EvalAltResult::ErrorInModule(path.to_string(), e, pos));
+        let mut ast = engine.compile(&*entry.text).map_err(|e| in_module(e.into()))?;
+        ast.set_source(entry.source.as_str());
+        let module: SharedModule = Module::eval_ast_as_new(Scope::new(), &ast, engine).map_err(in_module)?.into();
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), module.clone());
+        Ok(module)
+    }
+}
+
+/// What kind of failure an evaluation error is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// `throw` or a host function failing: the run aborts (exit 1).
+    Aborted,
+    /// The script is wrong: unknown function, wrong type, runaway loop… (exit 2).
+    Script,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// An explained evaluation error.
+#[derive(Debug)]
+pub struct Explained {
+    pub class: Class,
+    /// One line: the innermost message, for reports.
+    pub message: String,
+    pub diagnostic: Diagnostic,
+}
+
+/// A compile error of `source` as a diagnostic.
+pub fn parse_diagnostic(err: &ParseError, source: &str, catalog: &Catalog) -> Diagnostic {
+    let text = catalog.text_of(source);
+    let pos = err.position();
+    Diagnostic::at(err.err_type().to_string(), source, text.as_deref(), pos.line().unwrap_or(0), pos.position().unwrap_or(1))
+}
+
+/// Walks the error chain to the innermost error, following the source files of the
+/// functions and modules it passes through.
+pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: Option<&Host>) -> Explained {
+    let mut source = main_source.to_string();
+    let mut current = err;
+    let mut trail: Vec<(String, String, Position)> = Vec::new(); // (what, in which source, where)
+    loop {
+        match current {
+            EvalAltResult::ErrorInFunctionCall(name, fn_source, inner, pos) => {
+                let what = if name.starts_with("anon$") { "in a closure".to_string() } else { format!("in function `{name}`") };
+                trail.push((what, source.clone(), *pos));
+                if !fn_source.is_empty() {
+                    source = fn_source.clone();
+                }
+                current = inner;
+            }
+            EvalAltResult::ErrorInModule(path, inner, pos) => {
+                trail.push((format!("importing module `{path}`"), source.clone(), *pos));
+                if let Ok(entry) = catalog.find(Kind::Module, path) {
+                    source = entry.source;
+                }
+                current = inner;
+            }
+            _ => break,
+        }
+    }
+    let cancelled = host.is_some_and(|h| h.cancel.is_cancelled());
+    let max_ops = host.map_or(0, |h| h.config.int("limits.max_operations"));
+    let (class, message) = match current {
+        EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, host::core::text(value)),
+        EvalAltResult::ErrorTerminated(..) if cancelled => (Class::Interrupted, "interrupted".to_string()),
+        EvalAltResult::ErrorTerminated(value, _) => (Class::Aborted, host::core::text(value)),
+        EvalAltResult::ErrorTooManyOperations(_) => (
+            Class::Script,
+            format!("the runbook exceeded {max_ops} operations and was stopped (a runaway loop?); `limits.max_operations` raises the limit"),
+        ),
+        EvalAltResult::ErrorModuleNotFound(name, _) => {
+            let mut message = format!("no stdlib module named `{name}`");
+            let names: Vec<String> = catalog.all(Kind::Module).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default();
+            if let Some(s) = crate::error::suggest(name, names.iter().map(String::as_str)).first() {
+                message.push_str(&format!("; did you mean `{s}`?"));
+            }
+            (Class::Script, message)
+        }
+        EvalAltResult::ErrorParsing(kind, _) => (Class::Script, kind.to_string()),
+        other => (Class::Script, strip_position(&other.to_string())),
+    };
+    // The innermost position; when it has none, the innermost wrapper's call site.
+    let mut pos = current.position();
+    if pos.is_none()
+        && let Some((_, s, p)) = trail.iter().rev().find(|(_, _, p)| !p.is_none())
+    {
+        source = s.clone();
+        pos = *p;
+    }
+    let text = catalog.text_of(&source);
+    let mut diagnostic = Diagnostic::at(&message, &source, text.as_deref(), pos.line().unwrap_or(0), pos.position().unwrap_or(1));
+    for (what, s, p) in trail.iter().rev() {
+        match p.line() {
+            Some(line) => diagnostic.notes.push(format!("note: {what}, called at {s}:{line}:{}", p.position().unwrap_or(1))),
+            None => diagnostic.notes.push(format!("note: {what}")),
+        }
+    }
+    if class == Class::Script
+        && let EvalAltResult::ErrorFunctionNotFound(..) = current
+    {
+        diagnostic.notes.push("help: `opsbook fns` lists the host functions and their signatures".to_string());
+    }
+    Explained { class, message, diagnostic }
+}
+
+/// Rhai appends ` (line N, position M)` to messages; the diagnostic shows that already.
+fn strip_position(message: &str) -> String {
+    let first = message.lines().next().unwrap_or(message);
+    match first.rfind(" (line ") {
+        Some(i) if first.ends_with(')') => first[..i].to_string(),
+        _ => first.to_string(),
+    }
+}

@@ -1,0 +1,120 @@
+//! Errors that stop opsbook before or outside a runbook's checks (exit status 2).
+//!
+//! Errors are data; the wording lives in the one `Display` below. Messages are lower-case,
+//! name things in backticks, and end with a remedy where one exists. A failed *check* is not
+//! an error: it is a record in the report (exit status 1).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::diagnostic::Diagnostic;
+
+#[derive(Debug)]
+pub enum Error {
+    /// The command line asked for something that cannot be done.
+    Usage(String),
+    UnknownRunbook { name: String, suggestions: Vec<String> },
+    UnknownModule { name: String, suggestions: Vec<String> },
+    UnknownParam { runbook: String, key: String, declared: Vec<String>, suggestions: Vec<String> },
+    BadParamValue { key: String, value: String, expected: String },
+    /// A config file, runbook or module that does not parse, with its position.
+    Located(Box<Diagnostic>),
+    ConfigFileMissing { path: PathBuf, reason: String },
+    ConfigValue { key: String, problem: String },
+    Token(String),
+    Io { context: String, source: std::io::Error },
+    /// Several runbooks or modules failed `opsbook check`.
+    Many(Vec<Error>),
+}
+
+impl Error {
+    pub fn located(d: Diagnostic) -> Error {
+        Error::Located(Box::new(d))
+    }
+}
+
+fn did_you_mean(f: &mut fmt::Formatter<'_>, suggestions: &[String]) -> fmt::Result {
+    match suggestions {
+        [] => Ok(()),
+        [one] => write!(f, "\n  help: did you mean `{one}`?"),
+        many => {
+            let list: Vec<String> = many.iter().map(|s| format!("`{s}`")).collect();
+            write!(f, "\n  help: did you mean one of {}?", list.join(", "))
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(message) => write!(f, "error: {message}"),
+            Error::UnknownRunbook { name, suggestions } => {
+                write!(f, "error: no runbook named `{name}`")?;
+                did_you_mean(f, suggestions)?;
+                write!(f, "\n  help: `opsbook list` shows every runbook and where it comes from")
+            }
+            Error::UnknownModule { name, suggestions } => {
+                write!(f, "error: no stdlib module named `{name}`")?;
+                did_you_mean(f, suggestions)
+            }
+            Error::UnknownParam { runbook, key, declared, suggestions } => {
+                write!(f, "error: runbook `{runbook}` has no parameter `{key}`")?;
+                did_you_mean(f, suggestions)?;
+                if declared.is_empty() {
+                    write!(f, "\n  note: `{runbook}` declares no parameters")
+                } else {
+                    write!(f, "\n  note: its parameters are {}", declared.join(", "))
+                }
+            }
+            Error::BadParamValue { key, value, expected } => {
+                write!(f, "error: parameter `{key}` expects {expected}, got `{value}`")
+            }
+            Error::Located(d) => write!(f, "{}", d.to_string().trim_end()),
+            Error::ConfigFileMissing { path, reason } => {
+                write!(f, "error: cannot read config file `{}`: {reason}", path.display())
+            }
+            Error::ConfigValue { key, problem } => write!(f, "error: config `{key}`: {problem}"),
+            Error::Token(message) => write!(f, "error: API token: {message}"),
+            Error::Io { context, source } => write!(f, "error: {context}\n  caused by: {source}"),
+            Error::Many(errors) => {
+                for (i, e) in errors.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Names among `candidates` close to `name`, closest first (for "did you mean").
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .map(|c| {
+            let score = strsim::jaro_winkler(name, c).max(if c.contains(name) || name.contains(c) { 0.9 } else { 0.0 });
+            (score, c)
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, c)| c.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_prefer_close_names() {
+        let names = ["restart-all", "restart", "status", "quick-check"];
+        assert_eq!(suggest("restart-al", names)[0], "restart-all");
+        assert!(suggest("zzz", names).is_empty());
+        assert_eq!(suggest("quickcheck", names), vec!["quick-check"]);
+    }
+}

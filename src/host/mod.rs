@@ -1,0 +1,151 @@
+//! The host side of the scripting boundary: what every host module is built from.
+//!
+//! `Host` is the context captured by the closures each module registers: the configuration,
+//! dry-run policy, the cancellation flag, the tokio runtime that async work runs on, and the
+//! recorder of the current run. One file per API area builds one Rhai module from it
+//! (`core` and `time` are global; the rest are namespaced: `unit::…`, `journal::…`).
+//!
+//! Rhai is synchronous and the host is tokio: a host function calls `Host::block_on` from the
+//! script thread (never from inside the runtime), which races the work against cancellation.
+
+pub mod core;
+pub mod time;
+pub mod wait;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rhai::{Dynamic, EvalAltResult, Position};
+
+use crate::cancel::Cancel;
+use crate::config::Config;
+use crate::report::{Level, Outcome, Recorder};
+
+/// The result type of host functions.
+pub type HostResult<T> = Result<T, Box<EvalAltResult>>;
+
+/// What host modules act with.
+pub struct Host {
+    pub config: Arc<Config>,
+    pub dry_run: bool,
+    pub cancel: Cancel,
+    runtime: OnceLock<tokio::runtime::Runtime>,
+    recorder: Mutex<Option<Recorder>>,
+    /// `--set` overrides, already checked against the runbook's declared parameters.
+    params: Mutex<BTreeMap<String, Dynamic>>,
+}
+
+impl Host {
+    pub fn new(config: Arc<Config>, dry_run: bool) -> Arc<Host> {
+        Arc::new(Host {
+            config,
+            dry_run,
+            cancel: Cancel::default(),
+            runtime: OnceLock::new(),
+            recorder: Mutex::new(None),
+            params: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The runtime, started on first use (listing and compiling never start it).
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("opsbook-io")
+                .enable_all()
+                .build()
+                .expect("cannot start the tokio runtime")
+        })
+    }
+
+    /// Runs async work from the script thread, racing it against cancellation.
+    /// The future is made inside the runtime, so timers and sockets find their reactor.
+    pub fn block_on<F, Fut, T>(&self, make: F) -> HostResult<T>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let cancel = self.cancel.clone();
+        self.runtime().block_on(async move {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Err(interrupted()),
+                value = make() => Ok(value),
+            }
+        })
+    }
+
+    pub fn set_recorder(&self, recorder: Option<Recorder>) -> Option<Recorder> {
+        std::mem::replace(&mut *self.recorder.lock().unwrap_or_else(|e| e.into_inner()), recorder)
+    }
+
+    pub fn take_recorder(&self) -> Option<Recorder> {
+        self.set_recorder(None)
+    }
+
+    fn with_recorder<R>(&self, f: impl FnOnce(&mut Recorder) -> R) -> Option<R> {
+        self.recorder.lock().unwrap_or_else(|e| e.into_inner()).as_mut().map(f)
+    }
+
+    /// Adds a check record (or prints it when no run is being recorded, as in the REPL).
+    pub fn record(&self, name: &str, outcome: Outcome, detail: &str, expected: Option<String>, actual: Option<String>) {
+        let done = self.with_recorder(|r| r.record(name, outcome, detail, expected.clone(), actual.clone()));
+        if done.is_none() {
+            let detail = if detail.is_empty() { String::new() } else { format!(" — {detail}") };
+            eprintln!("{} {name}{detail}", outcome.as_str());
+        }
+    }
+
+    pub fn section(&self, name: &str) {
+        if self.with_recorder(|r| r.section(name)).is_none() {
+            eprintln!("== {name}");
+        }
+    }
+
+    pub fn log(&self, level: Level, message: &str) {
+        if self.with_recorder(|r| r.log(level, message)).is_none() {
+            let message = crate::secret::redact(message);
+            eprintln!("{message}");
+        }
+    }
+
+    /// Under `--dry-run`, records `would …` and returns true: the caller must not act.
+    pub fn plan(&self, action: &str) -> bool {
+        if self.dry_run {
+            self.log(Level::Plan, &format!("would {action}"));
+        }
+        self.dry_run
+    }
+
+    pub fn set_params(&self, params: BTreeMap<String, Dynamic>) {
+        *self.params.lock().unwrap_or_else(|e| e.into_inner()) = params;
+    }
+
+    pub fn param_override(&self, name: &str) -> Option<Dynamic> {
+        self.params.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+}
+
+/// A runtime error raised by a host function: the run aborts with this message.
+pub fn fail(message: impl Into<String>) -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(message.into()), Position::NONE))
+}
+
+/// The error that unwinds a script when the operator interrupts it.
+pub fn interrupted() -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorTerminated(Dynamic::from("interrupted"), Position::NONE))
+}
+
+/// Registers one documented function into a module. `params` names each parameter with its
+/// type and ends with the return type, as `opsbook fns` and editor definitions show them.
+#[macro_export]
+macro_rules! register {
+    ($module:expr, $name:expr, [$($param:expr),* $(,)?], $doc:expr, $func:expr) => {
+        rhai::FuncRegistration::new($name)
+            .with_params_info([$($param),*])
+            .with_comments([$doc])
+            .set_into_module($module, $func)
+    };
+}

@@ -1,0 +1,58 @@
+//! Time: `sleep`, `duration` and the parsing of duration arguments that every module shares
+//! (`"5s"`, `"1m 30s"`, `"250ms"`, or a number of seconds).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rhai::{Dynamic, ImmutableString, Module};
+
+use super::{Host, HostResult, fail};
+use crate::register;
+
+pub fn module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(&mut m, "sleep", ["duration: ?", "()"],
+        "/// Waits for a duration (`\"5s\"`, `\"1m\"`, or seconds as a number). Ctrl-C ends it.\n\
+         /// Prefer `wait::until` where you wait for something to become true.",
+        move |d: Dynamic| -> HostResult<()> { sleep(&h, duration_arg(&d)?) });
+    register!(&mut m, "duration", ["text: ?", "f64"],
+        "/// A duration in seconds, from `\"5s\"`, `\"1m 30s\"`, `\"250ms\"` or a number.",
+        |d: Dynamic| -> HostResult<f64> { Ok(duration_arg(&d)?.as_secs_f64()) });
+    m
+}
+
+/// Sleeps on the runtime, with a progress line for waits of two seconds and more.
+pub fn sleep(host: &Host, total: Duration) -> HostResult<()> {
+    let started = Instant::now();
+    let result = host.block_on(|| async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let end = tokio::time::Instant::now() + total;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(end) => break,
+                _ = tick.tick() => if total >= Duration::from_secs(2) {
+                    crate::progress::show("sleeping", started.elapsed(), total);
+                },
+            }
+        }
+    });
+    crate::progress::clear();
+    result
+}
+
+/// A duration argument: text parsed like the config's durations, or seconds as a number.
+pub fn duration_arg(value: &Dynamic) -> HostResult<Duration> {
+    let bad = |shown: String| fail(format!("`{shown}` is not a duration (try \"5s\", \"2m\" or a number of seconds)"));
+    if let Some(s) = value.read_lock::<ImmutableString>() {
+        return crate::config::parse_duration(&s).ok_or_else(|| bad(s.to_string()));
+    }
+    let secs = if let Ok(i) = value.as_int() {
+        i as f64
+    } else if let Ok(f) = value.as_float() {
+        f
+    } else {
+        return Err(bad(value.to_string()));
+    };
+    if secs.is_finite() && secs >= 0.0 { Ok(Duration::from_secs_f64(secs)) } else { Err(bad(value.to_string())) }
+}

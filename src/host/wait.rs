@@ -1,0 +1,88 @@
+//! `wait::until`: polling with a deadline, the replacement for the spec's blind waits.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rhai::{Dynamic, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
+
+use super::time::duration_arg;
+use super::{Host, HostResult, fail};
+use crate::register;
+
+pub fn module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(&mut m, "until", ["condition: FnPtr", "options: ?", "Map"],
+        "/// Calls `condition` until it returns true (or a map whose `ok` is true), or the deadline\n\
+         /// passes. `options` is a deadline (`\"60s\"`) or `#{timeout: \"60s\", every: \"500ms\"}`.\n\
+         /// Returns `#{ok, waited, attempts, last}`: `waited` in seconds, `last` the final value\n\
+         /// the condition returned (or the error it raised). Never throws on timeout.",
+        move |ctx: NativeCallContext, condition: FnPtr, options: Dynamic| until(&h, &ctx, &condition, &options));
+    m
+}
+
+struct Options {
+    timeout: Duration,
+    every: Duration,
+}
+
+fn options(value: &Dynamic) -> HostResult<Options> {
+    let mut o = Options { timeout: Duration::from_secs(60), every: Duration::from_millis(250) };
+    if let Some(map) = value.read_lock::<Map>() {
+        for (k, v) in map.iter() {
+            match k.as_str() {
+                "timeout" => o.timeout = duration_arg(v)?,
+                "every" => o.every = duration_arg(v)?,
+                other => return Err(fail(format!("wait::until: unknown option `{other}` (timeout, every)"))),
+            }
+        }
+    } else if !value.is_unit() {
+        o.timeout = duration_arg(value)?;
+    }
+    o.every = o.every.max(Duration::from_millis(10));
+    Ok(o)
+}
+
+/// Whether a condition's value means "done".
+fn truthy(value: &Dynamic) -> bool {
+    if let Ok(b) = value.as_bool() {
+        return b;
+    }
+    value.read_lock::<Map>().and_then(|m| m.get("ok").and_then(|v| v.as_bool().ok())).unwrap_or(false)
+}
+
+fn until(host: &Host, ctx: &NativeCallContext, condition: &FnPtr, options_value: &Dynamic) -> HostResult<Map> {
+    let o = options(options_value)?;
+    let started = Instant::now();
+    let mut attempts: i64 = 0;
+    let (ok, last) = loop {
+        attempts += 1;
+        let last = match condition.call_within_context::<Dynamic>(ctx, ()) {
+            Ok(v) => v,
+            // A probe that throws is "not yet"; a broken script is not.
+            Err(e) if matches!(*e, EvalAltResult::ErrorRuntime(..)) => Dynamic::from(e.to_string()),
+            Err(e) => return Err(e),
+        };
+        if truthy(&last) {
+            break (true, last);
+        }
+        let elapsed = started.elapsed();
+        if elapsed >= o.timeout {
+            break (false, last);
+        }
+        crate::progress::show("waiting", elapsed, o.timeout);
+        let nap = o.every.min(o.timeout - elapsed);
+        let slept = host.block_on(|| tokio::time::sleep(nap));
+        if let Err(e) = slept {
+            crate::progress::clear();
+            return Err(e);
+        }
+    };
+    crate::progress::clear();
+    let mut result = Map::new();
+    result.insert("ok".into(), ok.into());
+    result.insert("waited".into(), started.elapsed().as_secs_f64().into());
+    result.insert("attempts".into(), attempts.into());
+    result.insert("last".into(), last);
+    Ok(result)
+}

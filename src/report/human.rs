@@ -1,0 +1,80 @@
+//! The human format: one line per check as it happens, details indented below a failure,
+//! log lines in between, and a closing `N passed, N failed` line. Colour only when asked.
+
+use std::io::Write;
+
+use super::{End, Event, Formatter, Level, Outcome, Report};
+
+pub struct Human {
+    colour: bool,
+}
+
+impl Human {
+    pub fn new(colour: bool) -> Human {
+        Human { colour }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+    }
+}
+
+fn millis(d: std::time::Duration) -> String {
+    if d.as_millis() >= 1000 { format!("{:.1}s", d.as_secs_f64()) } else { format!("{}ms", d.as_millis()) }
+}
+
+impl Formatter for Human {
+    fn begin(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+        let mode = if report.dry_run { "  (dry run: nothing will be changed)" } else { "" };
+        writeln!(out, "{} {}{mode}", self.paint("1", &report.runbook), self.paint("2", &format!("({})", report.source)))
+    }
+
+    fn event(&mut self, out: &mut dyn Write, event: &Event) -> std::io::Result<()> {
+        match event {
+            Event::Section(name) => writeln!(out, "\n{}", self.paint("1", &format!("== {name}"))),
+            Event::Log(line) => match line.level {
+                Level::Info => writeln!(out, "  {}", line.message),
+                Level::Warn => writeln!(out, "  {} {}", self.paint("33", "warning:"), line.message),
+                Level::Plan => writeln!(out, "  {} {}", self.paint("36", "plan:"), line.message),
+            },
+            Event::Record(r) => {
+                let tag = match r.outcome {
+                    Outcome::Pass => self.paint("32", "ok  "),
+                    Outcome::Fail => self.paint("1;31", "FAIL"),
+                    Outcome::Warn => self.paint("33", "WARN"),
+                    Outcome::Skip => self.paint("2", "skip"),
+                };
+                let detail = if r.detail.is_empty() { String::new() } else { format!(" — {}", r.detail) };
+                let took = if r.duration.as_millis() >= 100 { self.paint("2", &format!("  ({})", millis(r.duration))) } else { String::new() };
+                writeln!(out, "  {tag}  {}{detail}{took}", r.name)?;
+                if r.outcome != Outcome::Pass {
+                    if let Some(e) = &r.expected {
+                        writeln!(out, "          expected: {e}")?;
+                    }
+                    if let Some(a) = &r.actual {
+                        writeln!(out, "          actual:   {a}")?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+        writeln!(out)?;
+        match &report.end {
+            End::Completed => {}
+            End::Aborted(message) => writeln!(out, "{} {message}\n", self.paint("1;31", "aborted:"))?,
+            End::ScriptError(_) => writeln!(out, "{}\n", self.paint("1;31", "stopped by a script error (see stderr)"))?,
+            End::Interrupted => writeln!(out, "{}\n", self.paint("1;33", "interrupted"))?,
+        }
+        let summary = report.summary();
+        let line = summary.line();
+        let line = if summary.failed > 0 || report.end != End::Completed { self.paint("1;31", &line) } else { self.paint("1;32", &line) };
+        writeln!(out, "{line}  {}", self.paint("2", &format!("({})", millis(report.duration))))
+    }
+
+    fn shows_logs(&self) -> bool {
+        true
+    }
+}

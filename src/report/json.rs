@@ -1,0 +1,70 @@
+//! The JSON format: one document per run (schema version 1, documented in README).
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use super::{End, Event, Formatter, Report, seconds};
+
+pub struct Json;
+
+pub fn document(report: &Report) -> Value {
+    let summary = report.summary();
+    let checks: Vec<Value> = report
+        .records()
+        .map(|r| {
+            json!({
+                "section": r.section,
+                "name": r.name,
+                "outcome": r.outcome.as_str(),
+                "detail": r.detail,
+                "expected": r.expected,
+                "actual": r.actual,
+                "duration_s": seconds(r.duration),
+                "at_s": seconds(r.at),
+            })
+        })
+        .collect();
+    let log: Vec<Value> = report
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Log(l) => Some(json!({
+                "section": l.section, "level": l.level.as_str(), "message": l.message, "at_s": seconds(l.at),
+            })),
+            _ => None,
+        })
+        .collect();
+    let error = match &report.end {
+        End::Aborted(m) => json!({"kind": "aborted", "message": m}),
+        End::ScriptError(m) => json!({"kind": "script", "message": m}),
+        End::Interrupted => json!({"kind": "interrupted", "message": "interrupted"}),
+        End::Completed => Value::Null,
+    };
+    json!({
+        "schema": 1,
+        "opsbook": env!("CARGO_PKG_VERSION"),
+        "runbook": report.runbook,
+        "source": report.source,
+        "params": report.params,
+        "dry_run": report.dry_run,
+        "started_at": humantime::format_rfc3339_millis(report.started).to_string(),
+        "duration_s": seconds(report.duration),
+        "outcome": report.outcome(),
+        "exit_code": report.exit_code(),
+        "summary": {
+            "passed": summary.passed, "failed": summary.failed,
+            "warnings": summary.warnings, "skipped": summary.skipped,
+        },
+        "checks": checks,
+        "log": log,
+        "error": error,
+    })
+}
+
+impl Formatter for Json {
+    fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, &document(report))?;
+        writeln!(out)
+    }
+}

@@ -1,0 +1,103 @@
+//! The JUnit XML format: one `testsuite` per run, one `testcase` per check. Failures carry
+//! the detail and expected/actual; skips are `skipped`; warnings pass with the warning in
+//! `system-out`; an aborted or broken run adds an `error` test case.
+
+use std::io::Write;
+
+use super::{End, Event, Formatter, Outcome, Report, seconds};
+
+pub struct Junit;
+
+/// Text made safe for XML attributes and content (control characters dropped).
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Formatter for Junit {
+    fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+        let s = report.summary();
+        let errors = usize::from(report.end != End::Completed);
+        let tests = s.passed + s.failed + s.warnings + s.skipped + errors;
+        let suite = esc(&report.runbook);
+        writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+        writeln!(
+            out,
+            r#"<testsuites name="opsbook" tests="{tests}" failures="{}" errors="{errors}" skipped="{}" time="{:.3}">"#,
+            s.failed,
+            s.skipped,
+            seconds(report.duration)
+        )?;
+        writeln!(
+            out,
+            r#"  <testsuite name="{suite}" tests="{tests}" failures="{}" errors="{errors}" skipped="{}" time="{:.3}" timestamp="{}">"#,
+            s.failed,
+            s.skipped,
+            seconds(report.duration),
+            humantime::format_rfc3339_seconds(report.started)
+        )?;
+        for r in report.records() {
+            let class = match &r.section {
+                Some(section) => format!("{suite}.{}", esc(section)),
+                None => suite.clone(),
+            };
+            write!(out, r#"    <testcase name="{}" classname="{class}" time="{:.3}""#, esc(&r.name), seconds(r.duration))?;
+            let mut body = String::new();
+            match r.outcome {
+                Outcome::Pass => {}
+                Outcome::Fail => {
+                    let mut text = r.detail.clone();
+                    if let Some(e) = &r.expected {
+                        text.push_str(&format!("\nexpected: {e}"));
+                    }
+                    if let Some(a) = &r.actual {
+                        text.push_str(&format!("\nactual: {a}"));
+                    }
+                    body = format!(r#"      <failure message="{}">{}</failure>"#, esc(&r.detail), esc(&text));
+                }
+                Outcome::Skip => body = format!(r#"      <skipped message="{}"/>"#, esc(&r.detail)),
+                Outcome::Warn => body = format!("      <system-out>warning: {}</system-out>", esc(&r.detail)),
+            }
+            if body.is_empty() {
+                writeln!(out, "/>")?;
+            } else {
+                writeln!(out, ">\n{body}\n    </testcase>")?;
+            }
+        }
+        let (kind, message) = match &report.end {
+            End::Completed => ("", String::new()),
+            End::Aborted(m) => ("aborted", m.clone()),
+            End::ScriptError(m) => ("script error", m.clone()),
+            End::Interrupted => ("interrupted", "interrupted by the operator".to_string()),
+        };
+        if !kind.is_empty() {
+            writeln!(out, r#"    <testcase name="{kind}" classname="{suite}" time="0">"#)?;
+            writeln!(out, r#"      <error message="{}" type="{kind}">{}</error>"#, esc(&message), esc(&message))?;
+            writeln!(out, "    </testcase>")?;
+        }
+        let logs: Vec<String> = report
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Log(l) => Some(format!("[{}] {}", l.level.as_str(), l.message)),
+                _ => None,
+            })
+            .collect();
+        if !logs.is_empty() {
+            writeln!(out, "    <system-out>{}</system-out>", esc(&logs.join("\n")))?;
+        }
+        writeln!(out, "  </testsuite>\n</testsuites>")
+    }
+}

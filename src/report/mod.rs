@@ -1,0 +1,308 @@
+//! What a run produced: check records, log lines, and how the run ended.
+//!
+//! Runbooks add records through `check`/`warn`/`skip`, group them with `section`, and log with
+//! `log`/`print`. The `Recorder` keeps the `Report` and hands every event to the chosen
+//! `Format` as it happens (so the human format streams progress) and the whole report at the
+//! end (so JSON and JUnit are one document). The report decides the exit status.
+
+mod human;
+mod json;
+mod junit;
+mod tap;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::cli::Format;
+use crate::secret::RedactingWriter;
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Warn,
+    Skip,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Warn => "warn",
+            Outcome::Skip => "skip",
+        }
+    }
+}
+
+/// One check as it happened.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub section: Option<String>,
+    pub name: String,
+    pub outcome: Outcome,
+    pub detail: String,
+    pub expected: Option<String>,
+    pub actual: Option<String>,
+    /// Time since the previous record or section: what this check took to establish.
+    pub duration: Duration,
+    /// Time since the run started.
+    pub at: Duration,
+}
+
+/// Importance of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    /// A mutating call not carried out under `--dry-run`.
+    Plan,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Plan => "plan",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LogLine {
+    pub section: Option<String>,
+    pub level: Level,
+    pub message: String,
+    pub at: Duration,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// The script ran to its end.
+    Completed,
+    /// A host call or `throw` stopped the script: an operational failure (exit 1).
+    Aborted(String),
+    /// The script itself is wrong: unknown function, wrong types… (exit 2).
+    ScriptError(String),
+    /// Ctrl-C (exit 130).
+    Interrupted,
+}
+
+/// Something that happened during a run, in order.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Section(String),
+    Record(Record),
+    Log(LogLine),
+}
+
+/// The whole run.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub runbook: String,
+    pub source: String,
+    pub params: BTreeMap<String, String>,
+    pub dry_run: bool,
+    pub started: SystemTime,
+    pub duration: Duration,
+    pub events: Vec<Event>,
+    pub end: End,
+}
+
+/// Counts per outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub passed: usize,
+    pub failed: usize,
+    pub warnings: usize,
+    pub skipped: usize,
+}
+
+impl Report {
+    pub fn records(&self) -> impl Iterator<Item = &Record> {
+        self.events.iter().filter_map(|e| match e {
+            Event::Record(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    pub fn summary(&self) -> Summary {
+        let mut s = Summary::default();
+        for r in self.records() {
+            match r.outcome {
+                Outcome::Pass => s.passed += 1,
+                Outcome::Fail => s.failed += 1,
+                Outcome::Warn => s.warnings += 1,
+                Outcome::Skip => s.skipped += 1,
+            }
+        }
+        s
+    }
+
+    /// `passed`, `failed`, `error` or `interrupted`.
+    pub fn outcome(&self) -> &'static str {
+        match &self.end {
+            End::Interrupted => "interrupted",
+            End::ScriptError(_) => "error",
+            End::Aborted(_) => "failed",
+            End::Completed if self.summary().failed > 0 => "failed",
+            End::Completed => "passed",
+        }
+    }
+
+    /// 0 all checks passed; 1 a check failed or the run aborted; 2 script error; 130 interrupted.
+    pub fn exit_code(&self) -> u8 {
+        match self.outcome() {
+            "passed" => 0,
+            "failed" => 1,
+            "interrupted" => 130,
+            _ => 2,
+        }
+    }
+}
+
+impl Summary {
+    /// `3 passed, 1 failed` plus skipped and warnings when there are any.
+    pub fn line(&self) -> String {
+        let mut line = format!("{} passed, {} failed", self.passed, self.failed);
+        if self.skipped > 0 {
+            line.push_str(&format!(", {} skipped", self.skipped));
+        }
+        if self.warnings > 0 {
+            let s = if self.warnings == 1 { "" } else { "s" };
+            line.push_str(&format!(", {} warning{s}", self.warnings));
+        }
+        line
+    }
+}
+
+/// An output format: sees each event as it happens and the report at the end.
+pub trait Formatter: Send {
+    fn begin(&mut self, _out: &mut dyn Write, _report: &Report) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn event(&mut self, _out: &mut dyn Write, _event: &Event) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()>;
+    /// Whether log lines appear in this format's stream; if not they go to stderr as well.
+    fn shows_logs(&self) -> bool {
+        false
+    }
+}
+
+pub fn formatter(format: Format, colour: bool) -> Box<dyn Formatter> {
+    match format {
+        Format::Human => Box::new(human::Human::new(colour)),
+        Format::Json => Box::new(json::Json),
+        Format::Junit => Box::new(junit::Junit),
+        Format::Tap => Box::new(tap::Tap::default()),
+    }
+}
+
+/// Whether stdout should get colour: a terminal, and `NO_COLOR` unset.
+pub fn colour_wanted() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+}
+
+/// Collects the report of one run and feeds the formatter.
+pub struct Recorder {
+    report: Report,
+    formatter: Box<dyn Formatter>,
+    out: Box<dyn Write + Send>,
+    clock: Instant,
+    last_mark: Duration,
+    section: Option<String>,
+}
+
+impl Recorder {
+    pub fn new(runbook: &str, source: &str, params: BTreeMap<String, String>, dry_run: bool, format: Format) -> Recorder {
+        Self::with_output(runbook, source, params, dry_run, formatter(format, colour_wanted()), Box::new(std::io::stdout()))
+    }
+
+    pub fn with_output(
+        runbook: &str,
+        source: &str,
+        params: BTreeMap<String, String>,
+        dry_run: bool,
+        mut formatter: Box<dyn Formatter>,
+        out: Box<dyn Write + Send>,
+    ) -> Recorder {
+        let report = Report {
+            runbook: runbook.to_string(),
+            source: source.to_string(),
+            params,
+            dry_run,
+            started: SystemTime::now(),
+            duration: Duration::ZERO,
+            events: Vec::new(),
+            end: End::Completed,
+        };
+        let mut out: Box<dyn Write + Send> = Box::new(RedactingWriter::new(out));
+        let _ = formatter.begin(&mut out, &report);
+        let _ = out.flush();
+        Recorder { report, formatter, out, clock: Instant::now(), last_mark: Duration::ZERO, section: None }
+    }
+
+    fn push(&mut self, event: Event) {
+        let _ = self.formatter.event(&mut self.out, &event);
+        let _ = self.out.flush();
+        self.report.events.push(event);
+    }
+
+    pub fn section(&mut self, name: &str) {
+        self.section = Some(name.to_string());
+        self.last_mark = self.clock.elapsed();
+        self.push(Event::Section(name.to_string()));
+    }
+
+    pub fn record(&mut self, name: &str, outcome: Outcome, detail: &str, expected: Option<String>, actual: Option<String>) {
+        let at = self.clock.elapsed();
+        let record = Record {
+            section: self.section.clone(),
+            name: name.to_string(),
+            outcome,
+            detail: detail.to_string(),
+            expected,
+            actual,
+            duration: at.saturating_sub(self.last_mark),
+            at,
+        };
+        self.last_mark = at;
+        self.push(Event::Record(record));
+    }
+
+    pub fn log(&mut self, level: Level, message: &str) {
+        if !self.formatter.shows_logs() {
+            let mut err = RedactingWriter::new(std::io::stderr());
+            let _ = writeln!(err, "{message}");
+        }
+        let line = LogLine { section: self.section.clone(), level, message: message.to_string(), at: self.clock.elapsed() };
+        self.push(Event::Log(line));
+    }
+
+    pub fn summary(&self) -> Summary {
+        self.report.summary()
+    }
+
+    /// Ends the run, writes the final output and returns the report.
+    pub fn finish(mut self, end: End) -> Report {
+        self.report.end = end;
+        self.report.duration = self.clock.elapsed();
+        let _ = self.formatter.finish(&mut self.out, &self.report);
+        let _ = self.out.flush();
+        self.report
+    }
+}
+
+/// Seconds with millisecond precision, as the machine formats want them.
+pub(crate) fn seconds(d: Duration) -> f64 {
+    (d.as_millis() as f64) / 1000.0
+}

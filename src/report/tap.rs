@@ -1,0 +1,74 @@
+//! The TAP (version 13) format, streamed: one test line per check as it happens, YAML
+//! diagnostics under failures, log lines as comments, the plan at the end.
+
+use std::io::Write;
+
+use super::{End, Event, Formatter, Outcome, Report};
+
+#[derive(Default)]
+pub struct Tap {
+    count: usize,
+}
+
+fn one_line(text: &str) -> String {
+    text.replace('\n', " ").replace('#', "\\#")
+}
+
+fn yaml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+impl Formatter for Tap {
+    fn begin(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+        writeln!(out, "TAP version 13")?;
+        writeln!(out, "# opsbook run {} ({})", report.runbook, report.source)
+    }
+
+    fn event(&mut self, out: &mut dyn Write, event: &Event) -> std::io::Result<()> {
+        match event {
+            Event::Section(name) => writeln!(out, "# == {}", one_line(name)),
+            Event::Log(l) => writeln!(out, "# {}{}", if l.level.as_str() == "info" { String::new() } else { format!("{}: ", l.level.as_str()) }, one_line(&l.message)),
+            Event::Record(r) => {
+                self.count += 1;
+                let name = one_line(&r.name);
+                match r.outcome {
+                    Outcome::Pass => writeln!(out, "ok {} - {name}", self.count),
+                    Outcome::Skip => writeln!(out, "ok {} - {name} # SKIP {}", self.count, one_line(&r.detail)),
+                    Outcome::Warn => {
+                        writeln!(out, "ok {} - {name}", self.count)?;
+                        writeln!(out, "# warning: {}", one_line(&r.detail))
+                    }
+                    Outcome::Fail => {
+                        writeln!(out, "not ok {} - {name}", self.count)?;
+                        writeln!(out, "  ---")?;
+                        writeln!(out, "  message: {}", yaml_string(&r.detail))?;
+                        if let Some(e) = &r.expected {
+                            writeln!(out, "  expected: {}", yaml_string(e))?;
+                        }
+                        if let Some(a) = &r.actual {
+                            writeln!(out, "  actual: {}", yaml_string(a))?;
+                        }
+                        if let Some(s) = &r.section {
+                            writeln!(out, "  section: {}", yaml_string(s))?;
+                        }
+                        writeln!(out, "  ...")
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+        match &report.end {
+            End::Completed => {}
+            End::Aborted(m) | End::ScriptError(m) => writeln!(out, "Bail out! {}", one_line(m))?,
+            End::Interrupted => writeln!(out, "Bail out! interrupted")?,
+        }
+        writeln!(out, "1..{}", self.count)?;
+        writeln!(out, "# {}", report.summary().line())
+    }
+
+    fn shows_logs(&self) -> bool {
+        true
+    }
+}

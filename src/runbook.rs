@@ -1,0 +1,218 @@
+//! A runbook: compiled, its parameters read from the script, and run into a report.
+//!
+//! Parameters are declared in the script itself (`let wait = param("wait", "5s");`). They are
+//! found by walking the compiled AST for `param` calls with a literal name, so `show` can list
+//! them and `run` can reject an unknown `--set` key, or a value of the wrong kind, before
+//! anything runs. The default's kind decides what `--set` accepts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Scope, Stmt};
+
+use crate::catalog::{Catalog, Entry};
+use crate::engine::{self, Class};
+use crate::error::{Error, suggest};
+use crate::host::Host;
+use crate::report::{End, Recorder, Report};
+
+/// What a parameter accepts, from the kind of its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Text,
+    Duration,
+    Int,
+    Float,
+    Bool,
+    List,
+    /// Declared with `()` as default: the operator must give it.
+    Required,
+}
+
+impl ParamKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ParamKind::Text => "text",
+            ParamKind::Duration => "a duration like 5s or 2m",
+            ParamKind::Int => "an integer",
+            ParamKind::Float => "a number",
+            ParamKind::Bool => "true or false",
+            ParamKind::List => "a comma-separated list",
+            ParamKind::Required => "text (required)",
+        }
+    }
+}
+
+/// A declared parameter.
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub default: Dynamic,
+    pub kind: ParamKind,
+}
+
+impl Param {
+    /// The default as the operator would type it.
+    pub fn default_text(&self) -> String {
+        match self.kind {
+            ParamKind::Required => "(required)".to_string(),
+            ParamKind::List => self
+                .default
+                .clone()
+                .into_typed_array::<Dynamic>()
+                .map(|a| a.iter().map(crate::host::core::text).collect::<Vec<_>>().join(","))
+                .unwrap_or_default(),
+            _ => crate::host::core::text(&self.default),
+        }
+    }
+
+    /// Converts `--set` text into a value of this parameter's kind.
+    pub fn convert(&self, text: &str) -> Result<Dynamic, Error> {
+        let bad = || Error::BadParamValue { key: self.name.clone(), value: text.to_string(), expected: self.kind.describe().to_string() };
+        Ok(match self.kind {
+            ParamKind::Text | ParamKind::Required => Dynamic::from(text.to_string()),
+            ParamKind::Duration => {
+                crate::config::parse_duration(text).ok_or_else(bad)?;
+                Dynamic::from(text.to_string())
+            }
+            ParamKind::Int => Dynamic::from(text.trim().parse::<i64>().map_err(|_| bad())?),
+            ParamKind::Float => Dynamic::from(text.trim().parse::<f64>().map_err(|_| bad())?),
+            ParamKind::Bool => Dynamic::from(match text.trim().to_ascii_lowercase().as_str() {
+                "true" | "yes" | "on" | "1" => true,
+                "false" | "no" | "off" | "0" => false,
+                _ => return Err(bad()),
+            }),
+            ParamKind::List => {
+                let items: rhai::Array =
+                    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| Dynamic::from(s.to_string())).collect();
+                Dynamic::from_array(items)
+            }
+        })
+    }
+}
+
+fn kind_of(default: &Dynamic) -> ParamKind {
+    if default.is_unit() {
+        ParamKind::Required
+    } else if default.is_bool() {
+        ParamKind::Bool
+    } else if default.is_int() {
+        ParamKind::Int
+    } else if default.is_float() {
+        ParamKind::Float
+    } else if default.is_array() {
+        ParamKind::List
+    } else if let Some(s) = default.read_lock::<ImmutableString>()
+        && s.trim().parse::<f64>().is_err()
+        && crate::config::parse_duration(&s).is_some()
+    {
+        ParamKind::Duration
+    } else {
+        ParamKind::Text
+    }
+}
+
+/// A compiled runbook.
+pub struct Compiled {
+    pub entry: Entry,
+    pub ast: AST,
+    pub params: Vec<Param>,
+    /// Modules it imports by literal name.
+    pub imports: Vec<String>,
+}
+
+/// Compiles a runbook or module; a syntax error becomes a located diagnostic.
+pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry) -> Result<Compiled, Error> {
+    let mut ast = engine.compile(&*entry.text).map_err(|e| Error::located(engine::parse_diagnostic(&e, &entry.source, catalog)))?;
+    ast.set_source(entry.source.as_str());
+    let mut params: Vec<Param> = Vec::new();
+    let mut imports = Vec::new();
+    ast.walk(&mut |path: &[ASTNode]| {
+        match path.last() {
+            Some(ASTNode::Expr(Expr::FnCall(call, _))) if call.name == "param" && call.namespace.is_empty() && call.args.len() == 2 => {
+                if let (Expr::StringConstant(name, _), default) = (&call.args[0], &call.args[1]) {
+                    let default = default.get_literal_value(None).unwrap_or(Dynamic::UNIT);
+                    if !params.iter().any(|p| p.name == name.as_str()) {
+                        params.push(Param { name: name.to_string(), kind: kind_of(&default), default });
+                    }
+                }
+            }
+            Some(ASTNode::Stmt(Stmt::Import(import, _))) => {
+                if let Expr::StringConstant(name, _) = &import.0 {
+                    imports.push(name.to_string());
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+    Ok(Compiled { entry, ast, params, imports })
+}
+
+impl Compiled {
+    /// Checks `--set` pairs against the declared parameters and converts them.
+    pub fn bind(&self, pairs: &[(String, String)]) -> Result<BTreeMap<String, Dynamic>, Error> {
+        let mut bound = BTreeMap::new();
+        for (key, value) in pairs {
+            let Some(param) = self.params.iter().find(|p| &p.name == key) else {
+                let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
+                return Err(Error::UnknownParam {
+                    runbook: self.entry.name.clone(),
+                    key: key.clone(),
+                    suggestions: suggest(key, names.iter().copied()),
+                    declared: names.iter().map(|n| format!("`{n}`")).collect(),
+                });
+            };
+            bound.insert(key.clone(), param.convert(value)?);
+        }
+        if let Some(missing) = self.params.iter().find(|p| p.kind == ParamKind::Required && !bound.contains_key(&p.name)) {
+            return Err(Error::Usage(format!(
+                "runbook `{}` needs `--set {}=…`\n  help: `opsbook show {}` describes its parameters",
+                self.entry.name, missing.name, self.entry.name
+            )));
+        }
+        Ok(bound)
+    }
+
+    /// The parameters as the report shows them: every declared one with its effective value.
+    pub fn effective_params(&self, bound: &BTreeMap<String, Dynamic>) -> BTreeMap<String, String> {
+        self.params
+            .iter()
+            .map(|p| {
+                let value = match bound.get(&p.name) {
+                    Some(v) if p.kind == ParamKind::List => Param { default: v.clone(), ..p.clone() }.default_text(),
+                    Some(v) => crate::host::core::text(v),
+                    None => p.default_text(),
+                };
+                (p.name.clone(), value)
+            })
+            .collect()
+    }
+}
+
+/// Runs a compiled runbook with its recorder installed; returns the finished report.
+/// A script error is printed to stderr as a diagnostic.
+pub fn run(engine: &Engine, host: &Arc<Host>, catalog: &Catalog, compiled: &Compiled, recorder: Recorder) -> Report {
+    host.set_recorder(Some(recorder));
+    let result = engine.run_ast_with_scope(&mut Scope::new(), &compiled.ast);
+    let end = match result {
+        Ok(()) => End::Completed,
+        Err(e) => {
+            let explained = engine::explain(&e, &compiled.entry.source, catalog, Some(host));
+            match explained.class {
+                Class::Interrupted => End::Interrupted,
+                Class::Aborted => {
+                    let d = &explained.diagnostic;
+                    let place = if d.line > 0 { format!(" (at {}:{}:{})", d.file, d.line, d.column) } else { String::new() };
+                    End::Aborted(format!("{}{place}", explained.message))
+                }
+                Class::Script => {
+                    eprint!("{}", crate::secret::redact(&explained.diagnostic.to_string()));
+                    End::ScriptError(explained.message)
+                }
+            }
+        }
+    };
+    let recorder = host.take_recorder().expect("the recorder was installed above");
+    recorder.finish(end)
+}

@@ -1,0 +1,275 @@
+//! What each subcommand does. `execute` returns the exit status, or an error (exit 2).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use clap::CommandFactory;
+
+use crate::catalog::{Catalog, Kind};
+use crate::cli::{Arguments, Command, Format, GlobalOptions, RunArgs};
+use crate::config::{Config, Sources};
+use crate::error::Error;
+use crate::host::Host;
+use crate::report::Recorder;
+use crate::runbook;
+
+pub fn execute(args: Arguments) -> Result<u8, Error> {
+    let global = args.global;
+    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    match args.command {
+        Command::Run(run) => run_runbook(&global, &catalog, run),
+        Command::List => list(&global, &catalog),
+        Command::Show { name } => show(&global, &catalog, &name),
+        Command::Check { names } => check(&global, &catalog, &names),
+        Command::Fns { filter, json, definitions } => fns(&global, &catalog, filter.as_deref(), json, definitions),
+        Command::Config => config(&global, &catalog),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Arguments::command(), "opsbook", &mut std::io::stdout());
+            Ok(0)
+        }
+    }
+}
+
+fn load_config(global: &GlobalOptions) -> Result<Arc<Config>, Error> {
+    let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
+    Config::load(&sources).map(Arc::new)
+}
+
+fn run_runbook(global: &GlobalOptions, catalog: &Arc<Catalog>, args: RunArgs) -> Result<u8, Error> {
+    let config = load_config(global)?;
+    let host = Host::new(config, global.dry_run);
+    let engine = crate::engine::build(&host, catalog);
+    let entry = catalog.find(Kind::Runbook, &args.name)?;
+    let compiled = runbook::compile(&engine, catalog, entry)?;
+    let bound = compiled.bind(&args.params)?;
+    let shown_params = compiled.effective_params(&bound);
+    host.set_params(bound);
+    install_signal_handlers(&host);
+    let recorder = Recorder::new(&compiled.entry.name, &compiled.entry.source, shown_params, global.dry_run, global.format);
+    let report = runbook::run(&engine, &host, catalog, &compiled, recorder);
+    Ok(report.exit_code())
+}
+
+/// Ctrl-C or SIGTERM cancels the run (partial report, exit 130); a second Ctrl-C quits at once.
+fn install_signal_handlers(host: &Arc<Host>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let cancel = host.cancel.clone();
+    let ready = std::sync::mpsc::channel::<()>();
+    host.runtime().spawn(async move {
+        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+            return;
+        };
+        let _ = ready.0.send(());
+        loop {
+            tokio::select! {
+                _ = int.recv() => {},
+                _ = term.recv() => {},
+            }
+            if cancel.is_cancelled() {
+                std::process::exit(130);
+            }
+            eprintln!("\ninterrupted: stopping the runbook (Ctrl-C again to quit at once)");
+            cancel.cancel();
+        }
+    });
+    // The handlers must be in place before the script starts, or an early Ctrl-C kills us.
+    let _ = ready.1.recv_timeout(std::time::Duration::from_secs(1));
+}
+
+fn list(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
+    let entries = catalog.all(Kind::Runbook)?;
+    let mut out = std::io::stdout().lock();
+    if global.format == Format::Json {
+        let rows: Vec<_> = entries
+            .iter()
+            .map(|e| serde_json::json!({"name": e.name, "summary": e.summary(), "from": e.origin.to_string(), "source": e.source}))
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows).unwrap_or_default()).ok();
+        return Ok(0);
+    }
+    if entries.is_empty() {
+        writeln!(out, "no runbooks found; search path:").ok();
+        for d in catalog.search_path() {
+            writeln!(out, "  {} ({})", d.runbooks.display(), d.reason).ok();
+        }
+        return Ok(0);
+    }
+    let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(4).max(4);
+    let summary_width = entries.iter().map(|e| e.summary().chars().count()).max().unwrap_or(7).clamp(7, 72);
+    writeln!(out, "{:width$}  {:summary_width$}  FROM", "NAME", "SUMMARY").ok();
+    for e in &entries {
+        let mut summary = e.summary();
+        if summary.chars().count() > summary_width {
+            summary = summary.chars().take(summary_width - 1).collect::<String>() + "…";
+        }
+        writeln!(out, "{:width$}  {summary:summary_width$}  {}", e.name, e.origin).ok();
+    }
+    Ok(0)
+}
+
+fn show(global: &GlobalOptions, catalog: &Arc<Catalog>, name: &str) -> Result<u8, Error> {
+    let config = load_config(global)?;
+    let host = Host::new(config, true);
+    let engine = crate::engine::build(&host, catalog);
+    let entry = catalog.find(Kind::Runbook, name)?;
+    let compiled = runbook::compile(&engine, catalog, entry)?;
+    let e = &compiled.entry;
+    let mut out = std::io::stdout().lock();
+    if global.format == Format::Json {
+        let params: Vec<_> = compiled
+            .params
+            .iter()
+            .map(|p| serde_json::json!({"name": p.name, "default": p.default_text(), "kind": p.kind.describe()}))
+            .collect();
+        let doc = serde_json::json!({
+            "name": e.name, "doc": e.doc(), "source": e.source, "from": e.origin.to_string(),
+            "params": params, "imports": compiled.imports,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc).unwrap_or_default()).ok();
+        return Ok(0);
+    }
+    writeln!(out, "{}  ({}, {})\n", e.name, e.source, e.origin).ok();
+    let doc = e.doc();
+    writeln!(out, "{}\n", if doc.is_empty() { "(no `//!` documentation)" } else { doc.as_str() }).ok();
+    if compiled.params.is_empty() {
+        writeln!(out, "Parameters: none").ok();
+    } else {
+        writeln!(out, "Parameters (set with --set NAME=VALUE):").ok();
+        let width = compiled.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
+        let dwidth = compiled.params.iter().map(|p| p.default_text().len()).max().unwrap_or(0);
+        for p in &compiled.params {
+            writeln!(out, "  {:width$}  {:dwidth$}  {}", p.name, p.default_text(), p.kind.describe()).ok();
+        }
+    }
+    if !compiled.imports.is_empty() {
+        writeln!(out, "\nImports: {}", compiled.imports.join(", ")).ok();
+    }
+    writeln!(out, "\nRun: opsbook run {}", e.name).ok();
+    Ok(0)
+}
+
+fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Result<u8, Error> {
+    let config = load_config(global)?;
+    let host = Host::new(config, true);
+    let engine = crate::engine::build(&host, catalog);
+    let (runbooks, modules) = if names.is_empty() {
+        (catalog.all(Kind::Runbook)?, catalog.all(Kind::Module)?)
+    } else {
+        (names.iter().map(|n| catalog.find(Kind::Runbook, n)).collect::<Result<Vec<_>, _>>()?, Vec::new())
+    };
+    let mut errors = Vec::new();
+    let mut checked_modules: BTreeMap<String, bool> = BTreeMap::new();
+    let mut module_results = Vec::new();
+    for m in modules {
+        checked_modules.insert(m.name.clone(), true);
+        module_results.push(runbook::compile(&engine, catalog, m).map(|_| ()));
+    }
+    let (mut n_runbooks, mut n_modules) = (0, module_results.len());
+    for result in module_results {
+        if let Err(e) = result {
+            errors.push(e);
+        }
+    }
+    for entry in runbooks {
+        n_runbooks += 1;
+        let source = entry.source.clone();
+        match runbook::compile(&engine, catalog, entry) {
+            Err(e) => errors.push(e),
+            Ok(compiled) => {
+                for import in &compiled.imports {
+                    if checked_modules.contains_key(import) {
+                        continue;
+                    }
+                    checked_modules.insert(import.clone(), true);
+                    match catalog.find(Kind::Module, import) {
+                        Ok(m) => {
+                            n_modules += 1;
+                            if let Err(e) = runbook::compile(&engine, catalog, m) {
+                                errors.push(e);
+                            }
+                        }
+                        Err(Error::UnknownModule { name, suggestions }) => {
+                            let hint = suggestions.first().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+                            errors.push(Error::Usage(format!("{source} imports `{name}`, which is not a stdlib module{hint}")));
+                        }
+                        Err(e) => errors.push(e),
+                    }
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        let s = |n: usize| if n == 1 { "" } else { "s" };
+        println!("checked {n_runbooks} runbook{} and {n_modules} module{}: no errors", s(n_runbooks), s(n_modules));
+        Ok(0)
+    } else {
+        Err(Error::Many(errors))
+    }
+}
+
+fn fns(global: &GlobalOptions, catalog: &Arc<Catalog>, filter: Option<&str>, json: bool, definitions: Option<std::path::PathBuf>) -> Result<u8, Error> {
+    let config = load_config(global)?;
+    let host = Host::new(config, true);
+    let engine = crate::engine::build(&host, catalog);
+    if let Some(dir) = definitions {
+        std::fs::create_dir_all(&dir)
+            .and_then(|_| engine.definitions().include_standard_packages(false).write_to_dir(&dir))
+            .map_err(|source| Error::Io { context: format!("cannot write definitions into `{}`", dir.display()), source })?;
+        println!("wrote Rhai definition files into {}", dir.display());
+        return Ok(0);
+    }
+    let mut functions = crate::functions::list(&engine);
+    if let Some(filter) = filter {
+        let f = filter.to_lowercase();
+        functions.retain(|d| {
+            d.namespace.to_lowercase().contains(&f) || d.name.to_lowercase().contains(&f) || d.doc.to_lowercase().contains(&f)
+        });
+    }
+    let mut out = std::io::stdout().lock();
+    if json || global.format == Format::Json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&functions).unwrap_or_default()).ok();
+        return Ok(0);
+    }
+    for d in &functions {
+        writeln!(out, "{}", d.signature).ok();
+        for line in d.doc.lines() {
+            writeln!(out, "    {line}").ok();
+        }
+        writeln!(out).ok();
+    }
+    if functions.is_empty() {
+        writeln!(out, "no host function matches").ok();
+    }
+    Ok(0)
+}
+
+fn config(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
+    let config = load_config(global)?;
+    let rows = config.describe();
+    let mut out = std::io::stdout().lock();
+    if global.format == Format::Json {
+        let values: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(k, v, o)| (k.name.to_string(), serde_json::json!({"value": v, "from": o.to_string()})))
+            .collect();
+        let files: Vec<String> = config.files().iter().map(|p| p.display().to_string()).collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&serde_json::json!({"files": files, "settings": values})).unwrap_or_default()).ok();
+        return Ok(0);
+    }
+    let width = rows.iter().map(|(k, _, _)| k.name.len()).max().unwrap_or(0);
+    let vwidth = rows.iter().map(|(_, v, _)| v.len() + 2).max().unwrap_or(0).min(40);
+    for (k, v, origin) in &rows {
+        writeln!(out, "{:width$} = {:vwidth$}  # {origin}", k.name, format!("{v:?}")).ok();
+    }
+    writeln!(out).ok();
+    match config.files() {
+        [] => writeln!(out, "config files: none found (defaults and environment only)").ok(),
+        files => writeln!(out, "config files (lowest precedence first): {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")).ok(),
+    };
+    writeln!(out, "runbook search path (first wins, then built-in):").ok();
+    for d in catalog.search_path() {
+        writeln!(out, "  {}  [{}]  modules: {}", d.runbooks.display(), d.reason, d.stdlib.display()).ok();
+    }
+    Ok(0)
+}

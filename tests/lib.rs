@@ -1,0 +1,5 @@
+//! Integration tests: one binary that drives the real `opsbook` executable.
+
+mod support;
+
+mod cli;
