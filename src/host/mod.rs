@@ -21,6 +21,7 @@ use rhai::{Dynamic, EvalAltResult, Position};
 use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::report::{Level, Outcome, Recorder};
+use crate::world::World;
 
 /// The result type of host functions.
 pub type HostResult<T> = Result<T, Box<EvalAltResult>>;
@@ -28,6 +29,8 @@ pub type HostResult<T> = Result<T, Box<EvalAltResult>>;
 /// What host modules act with.
 pub struct Host {
     pub config: Arc<Config>,
+    /// What unit, journal, command and container calls act on.
+    pub world: World,
     pub dry_run: bool,
     pub cancel: Cancel,
     runtime: OnceLock<tokio::runtime::Runtime>,
@@ -37,9 +40,10 @@ pub struct Host {
 }
 
 impl Host {
-    pub fn new(config: Arc<Config>, dry_run: bool) -> Arc<Host> {
+    pub fn new(config: Arc<Config>, world: World, dry_run: bool) -> Arc<Host> {
         Arc::new(Host {
             config,
+            world,
             dry_run,
             cancel: Cancel::default(),
             runtime: OnceLock::new(),

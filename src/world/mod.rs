@@ -1,0 +1,20 @@
+//! The seams between host modules and the machine they act on.
+//!
+//! Host modules (`src/host/*`) never talk to D-Bus, journalctl, processes or podman
+//! directly: they go through the small traits declared in this folder, one file per seam
+//! (units, journal, commands, containers). Each trait has a real implementation (zbus,
+//! `journalctl -o json`, child processes, podman) and, for `--sandbox`, an in-process twin.
+//! Later, an SSH implementation plugs in at the same place.
+
+use crate::config::Config;
+
+/// The implementations a run acts through, chosen once per run.
+#[derive(Clone, Default)]
+pub struct World {}
+
+impl World {
+    /// The real machine: system or user service manager per `scope`, real processes.
+    pub fn real(_config: &Config) -> World {
+        World {}
+    }
+}
