@@ -111,7 +111,8 @@ fn list(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
 
 fn show(global: &GlobalOptions, catalog: &Arc<Catalog>, name: &str) -> Result<u8, Error> {
     let config = load_config(global)?;
-    let host = Host::new(config, crate::world::World::default(), true);
+    let world = crate::world::World::real(&config);
+    let host = Host::new(config, world, true);
     let engine = crate::engine::build(&host, catalog);
     let entry = catalog.find(Kind::Runbook, name)?;
     let compiled = runbook::compile(&engine, catalog, entry)?;
@@ -152,7 +153,8 @@ fn show(global: &GlobalOptions, catalog: &Arc<Catalog>, name: &str) -> Result<u8
 
 fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Result<u8, Error> {
     let config = load_config(global)?;
-    let host = Host::new(config, crate::world::World::default(), true);
+    let world = crate::world::World::real(&config);
+    let host = Host::new(config, world, true);
     let engine = crate::engine::build(&host, catalog);
     let (runbooks, modules) = if names.is_empty() {
         (catalog.all(Kind::Runbook)?, catalog.all(Kind::Module)?)
@@ -211,7 +213,8 @@ fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Re
 
 fn fns(global: &GlobalOptions, catalog: &Arc<Catalog>, filter: Option<&str>, json: bool, definitions: Option<std::path::PathBuf>) -> Result<u8, Error> {
     let config = load_config(global)?;
-    let host = Host::new(config, crate::world::World::default(), true);
+    let world = crate::world::World::real(&config);
+    let host = Host::new(config, world, true);
     let engine = crate::engine::build(&host, catalog);
     if let Some(dir) = definitions {
         std::fs::create_dir_all(&dir)

@@ -9,11 +9,12 @@
 use crate::config::Config;
 
 /// The implementations a run acts through, chosen once per run.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct World {}
 
 impl World {
     /// The real machine: system or user service manager per `scope`, real processes.
+    /// Cheap: nothing connects until first use (`list`, `check` and `fns` build one too).
     pub fn real(_config: &Config) -> World {
         World {}
     }
