@@ -6,7 +6,13 @@
 //! `journalctl -o json`, child processes, podman) and, for `--sandbox`, an in-process twin.
 //! Later, an SSH implementation plugs in at the same place.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::config::Config;
+
+/// What trait methods that do I/O return: host modules await it through `Host::block_on`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The implementations a run acts through, chosen once per run.
 #[derive(Clone)]
