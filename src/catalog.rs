@@ -74,7 +74,9 @@ impl Catalog {
     pub fn new(cli_dirs: &[PathBuf]) -> Catalog {
         let mut dirs: Vec<(PathBuf, &'static str)> = cli_dirs.iter().map(|d| (d.clone(), "--runbooks")).collect();
         if let Some(path) = std::env::var_os("OPSBOOK_PATH") {
-            dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()).map(|p| (p, "$OPSBOOK_PATH")));
+            dirs.extend(
+                std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()).map(|p| (p, "$OPSBOOK_PATH")),
+            );
         }
         dirs.push((PathBuf::from("runbooks"), "working directory"));
         if let Some(config) = crate::config::xdg_config_home() {

@@ -56,8 +56,19 @@ const fn env_key(name: &'static str, kind: Kind, default: &'static str, env: &'s
 
 /// Every configuration key, with its default from the spec.
 pub static KEYS: &[Key] = &[
-    key("scope", Kind::Choice(&["system", "user"]), "system", "which service manager: system bus, or user bus for rootless units"),
-    env_key("metrics_db.url", Kind::Url, "http://127.0.0.1:8086", "INFLUX_HOST", "base address of the metrics database (InfluxDB 2 API)"),
+    key(
+        "scope",
+        Kind::Choice(&["system", "user"]),
+        "system",
+        "which service manager: system bus, or user bus for rootless units",
+    ),
+    env_key(
+        "metrics_db.url",
+        Kind::Url,
+        "http://127.0.0.1:8086",
+        "INFLUX_HOST",
+        "base address of the metrics database (InfluxDB 2 API)",
+    ),
     key("metrics_db.unit", Kind::Text, "influxdb.service", "unit of the metrics database"),
     env_key("metrics_db.org", Kind::Text, "", "INFLUX_ORG", "organisation the token belongs to"),
     key("metrics_db.bucket", Kind::Text, "telegraf", "bucket the metrics agent writes to"),
@@ -71,14 +82,25 @@ pub static KEYS: &[Key] = &[
     },
     key("metrics_db.token_file", Kind::Text, "", "file holding the API token; must not be readable by group or others"),
     key("metrics_db.token_command", Kind::Command, "", "command printing the API token on stdout"),
-    env_key("log_store.url", Kind::Url, "http://127.0.0.1:3100", "LOKI_ADDR", "base address of the log store (Loki API)"),
+    env_key(
+        "log_store.url",
+        Kind::Url,
+        "http://127.0.0.1:3100",
+        "LOKI_ADDR",
+        "base address of the log store (Loki API)",
+    ),
     key("log_store.unit", Kind::Text, "loki.service", "unit of the log store"),
     key("metrics_agent.unit", Kind::Text, "telegraf.service", "unit of the metrics agent"),
     key("metrics_agent.config", Kind::Text, "/etc/telegraf/telegraf.conf", "configuration file of the metrics agent"),
     key("log_shipper.unit", Kind::Text, "alloy.service", "unit of the log shipper"),
     key("log_shipper.url", Kind::Url, "http://127.0.0.1:12345", "local metrics endpoint of the log shipper"),
     key("log_shipper.config", Kind::Text, "/etc/alloy/config.alloy", "configuration file of the log shipper"),
-    key("limits.max_operations", Kind::Int, "50000000", "operations a runbook may execute before it is stopped as runaway"),
+    key(
+        "limits.max_operations",
+        Kind::Int,
+        "50000000",
+        "operations a runbook may execute before it is stopped as runaway",
+    ),
     key("limits.token_command_timeout", Kind::Duration, "10s", "how long token_command may run"),
 ];
 
@@ -182,10 +204,8 @@ impl Config {
 
     /// Sets one key, validating the value against its kind.
     pub fn set(&mut self, name: &str, value: Value, origin: Origin) -> Result<(), Error> {
-        let key = lookup(name).ok_or_else(|| Error::ConfigValue {
-            key: name.to_string(),
-            problem: unknown_key_problem(name),
-        })?;
+        let key = lookup(name)
+            .ok_or_else(|| Error::ConfigValue { key: name.to_string(), problem: unknown_key_problem(name) })?;
         if let Err(problem) = validate(key, &value) {
             return Err(Error::ConfigValue { key: name.to_string(), problem });
         }
@@ -202,7 +222,12 @@ impl Config {
         let shown = path.display().to_string();
         let table = DeTable::parse(&text).map_err(|e| {
             let offset = e.span().map_or(0, |s| s.start);
-            Error::located(Diagnostic::at_offset(format!("invalid TOML: {}", e.message().trim()), &shown, &text, offset))
+            Error::located(Diagnostic::at_offset(
+                format!("invalid TOML: {}", e.message().trim()),
+                &shown,
+                &text,
+                offset,
+            ))
         })?;
         let mut found = Vec::new();
         flatten(table.get_ref(), "", &mut found);
@@ -331,7 +356,8 @@ fn read_token_file(path: &Path) -> Result<Secret, String> {
             path.display()
         ));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
     if text.trim().is_empty() {
         return Err(format!("token_file `{}` is empty", path.display()));
     }
@@ -384,7 +410,12 @@ fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
     match (key.kind, value) {
         (Kind::Command, DeValue::Array(items)) => items
             .iter()
-            .map(|i| i.get_ref().as_str().map(str::to_string).ok_or_else(|| "command array items must be strings".to_string()))
+            .map(|i| {
+                i.get_ref()
+                    .as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| "command array items must be strings".to_string())
+            })
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Argv),
         (Kind::Int, DeValue::Integer(i)) => Ok(Value::Text(i.as_str().replace('_', ""))),
@@ -401,7 +432,9 @@ fn validate(key: &Key, value: &Value) -> Result<(), String> {
             Err(format!("`{text}` is not an http:// or https:// address"))
         }
         Kind::Int if text.parse::<i64>().is_err() => Err(format!("`{text}` is not an integer")),
-        Kind::Duration if parse_duration(text).is_none() => Err(format!("`{text}` is not a duration like `5s` or `2m`")),
+        Kind::Duration if parse_duration(text).is_none() => {
+            Err(format!("`{text}` is not a duration like `5s` or `2m`"))
+        }
         Kind::Choice(options) if !options.contains(&text.as_str()) => {
             Err(format!("`{text}` is not one of {}", options.join(", ")))
         }

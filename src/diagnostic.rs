@@ -31,7 +31,13 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A diagnostic at a 1-based line and column of `text`.
-    pub fn at(message: impl Into<String>, file: impl Into<String>, text: Option<&str>, line: usize, column: usize) -> Self {
+    pub fn at(
+        message: impl Into<String>,
+        file: impl Into<String>,
+        text: Option<&str>,
+        line: usize,
+        column: usize,
+    ) -> Self {
         let source_line = text.and_then(|t| t.lines().nth(line.checked_sub(1)?)).map(str::to_string);
         Diagnostic { message: message.into(), file: file.into(), line, column, source_line, notes: Vec::new() }
     }

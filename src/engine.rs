@@ -69,7 +69,13 @@ struct CatalogResolver {
 }
 
 impl ModuleResolver for CatalogResolver {
-    fn resolve(&self, engine: &Engine, _source: Option<&str>, path: &str, pos: Position) -> Result<SharedModule, Box<EvalAltResult>> {
+    fn resolve(
+        &self,
+        engine: &Engine,
+        _source: Option<&str>,
+        path: &str,
+        pos: Position,
+    ) -> Result<SharedModule, Box<EvalAltResult>> {
         if let Some(m) = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
             return Ok(m.clone());
         }
@@ -110,7 +116,13 @@ pub struct Explained {
 pub fn parse_diagnostic(err: &ParseError, source: &str, catalog: &Catalog) -> Diagnostic {
     let text = catalog.text_of(source);
     let pos = err.position();
-    Diagnostic::at(err.err_type().to_string(), source, text.as_deref(), pos.line().unwrap_or(0), pos.position().unwrap_or(1))
+    Diagnostic::at(
+        err.err_type().to_string(),
+        source,
+        text.as_deref(),
+        pos.line().unwrap_or(0),
+        pos.position().unwrap_or(1),
+    )
 }
 
 /// Walks the error chain to the innermost error, following the source files of the
@@ -122,7 +134,11 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
     loop {
         match current {
             EvalAltResult::ErrorInFunctionCall(name, fn_source, inner, pos) => {
-                let what = if name.starts_with("anon$") { "in a closure".to_string() } else { format!("in function `{name}`") };
+                let what = if name.starts_with("anon$") {
+                    "in a closure".to_string()
+                } else {
+                    format!("in function `{name}`")
+                };
                 trail.push((what, source.clone(), *pos));
                 if !fn_source.is_empty() {
                     source = fn_source.clone();
@@ -147,11 +163,14 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
         EvalAltResult::ErrorTerminated(value, _) => (Class::Aborted, host::core::text(value)),
         EvalAltResult::ErrorTooManyOperations(_) => (
             Class::Script,
-            format!("the runbook exceeded {max_ops} operations and was stopped (a runaway loop?); `limits.max_operations` raises the limit"),
+            format!(
+                "the runbook exceeded {max_ops} operations and was stopped (a runaway loop?); `limits.max_operations` raises the limit"
+            ),
         ),
         EvalAltResult::ErrorModuleNotFound(name, _) => {
             let mut message = format!("no stdlib module named `{name}`");
-            let names: Vec<String> = catalog.all(Kind::Module).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default();
+            let names: Vec<String> =
+                catalog.all(Kind::Module).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default();
             if let Some(s) = crate::error::suggest(name, names.iter().map(String::as_str)).first() {
                 message.push_str(&format!("; did you mean `{s}`?"));
             }
@@ -169,10 +188,13 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
         pos = *p;
     }
     let text = catalog.text_of(&source);
-    let mut diagnostic = Diagnostic::at(&message, &source, text.as_deref(), pos.line().unwrap_or(0), pos.position().unwrap_or(1));
+    let mut diagnostic =
+        Diagnostic::at(&message, &source, text.as_deref(), pos.line().unwrap_or(0), pos.position().unwrap_or(1));
     for (what, s, p) in trail.iter().rev() {
         match p.line() {
-            Some(line) => diagnostic.notes.push(format!("note: {what}, called at {s}:{line}:{}", p.position().unwrap_or(1))),
+            Some(line) => {
+                diagnostic.notes.push(format!("note: {what}, called at {s}:{line}:{}", p.position().unwrap_or(1)))
+            }
             None => diagnostic.notes.push(format!("note: {what}")),
         }
     }

@@ -13,16 +13,40 @@ use crate::diagnostic::Diagnostic;
 pub enum Error {
     /// The command line asked for something that cannot be done.
     Usage(String),
-    UnknownRunbook { name: String, suggestions: Vec<String> },
-    UnknownModule { name: String, suggestions: Vec<String> },
-    UnknownParam { runbook: String, key: String, declared: Vec<String>, suggestions: Vec<String> },
-    BadParamValue { key: String, value: String, expected: String },
+    UnknownRunbook {
+        name: String,
+        suggestions: Vec<String>,
+    },
+    UnknownModule {
+        name: String,
+        suggestions: Vec<String>,
+    },
+    UnknownParam {
+        runbook: String,
+        key: String,
+        declared: Vec<String>,
+        suggestions: Vec<String>,
+    },
+    BadParamValue {
+        key: String,
+        value: String,
+        expected: String,
+    },
     /// A config file, runbook or module that does not parse, with its position.
     Located(Box<Diagnostic>),
-    ConfigFileMissing { path: PathBuf, reason: String },
-    ConfigValue { key: String, problem: String },
+    ConfigFileMissing {
+        path: PathBuf,
+        reason: String,
+    },
+    ConfigValue {
+        key: String,
+        problem: String,
+    },
     Token(String),
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
     /// Several runbooks or modules failed `opsbook check`.
     Many(Vec<Error>),
 }

@@ -97,13 +97,15 @@ mod tests {
 
     #[test]
     fn captures_output_and_status() {
-        let f = run(&argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]), Duration::from_secs(5), Capture::default()).unwrap();
+        let f = run(&argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]), Duration::from_secs(5), Capture::default())
+            .unwrap();
         assert_eq!((f.code, f.stdout.as_str(), f.stderr.as_str(), f.timed_out), (Some(3), "out\n", "err\n", false));
     }
 
     #[test]
     fn timeout_kills_the_whole_group() {
-        let f = run(&argv(&["sh", "-c", "sleep 30 & sleep 30"]), Duration::from_millis(200), Capture::default()).unwrap();
+        let f =
+            run(&argv(&["sh", "-c", "sleep 30 & sleep 30"]), Duration::from_millis(200), Capture::default()).unwrap();
         assert!(f.timed_out);
         assert!(f.duration < Duration::from_secs(5), "{:?}", f.duration);
     }

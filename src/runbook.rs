@@ -68,7 +68,11 @@ impl Param {
 
     /// Converts `--set` text into a value of this parameter's kind.
     pub fn convert(&self, text: &str) -> Result<Dynamic, Error> {
-        let bad = || Error::BadParamValue { key: self.name.clone(), value: text.to_string(), expected: self.kind.describe().to_string() };
+        let bad = || Error::BadParamValue {
+            key: self.name.clone(),
+            value: text.to_string(),
+            expected: self.kind.describe().to_string(),
+        };
         Ok(match self.kind {
             ParamKind::Text | ParamKind::Required => Dynamic::from(text.to_string()),
             ParamKind::Duration => {
@@ -83,8 +87,12 @@ impl Param {
                 _ => return Err(bad()),
             }),
             ParamKind::List => {
-                let items: rhai::Array =
-                    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| Dynamic::from(s.to_string())).collect();
+                let items: rhai::Array = text
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| Dynamic::from(s.to_string()))
+                    .collect();
                 Dynamic::from_array(items)
             }
         })
@@ -123,13 +131,17 @@ pub struct Compiled {
 
 /// Compiles a runbook or module; a syntax error becomes a located diagnostic.
 pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry) -> Result<Compiled, Error> {
-    let mut ast = engine.compile(&*entry.text).map_err(|e| Error::located(engine::parse_diagnostic(&e, &entry.source, catalog)))?;
+    let mut ast = engine
+        .compile(&*entry.text)
+        .map_err(|e| Error::located(engine::parse_diagnostic(&e, &entry.source, catalog)))?;
     ast.set_source(entry.source.as_str());
     let mut params: Vec<Param> = Vec::new();
     let mut imports = Vec::new();
     ast.walk(&mut |path: &[ASTNode]| {
         match path.last() {
-            Some(ASTNode::Expr(Expr::FnCall(call, _))) if call.name == "param" && call.namespace.is_empty() && call.args.len() == 2 => {
+            Some(ASTNode::Expr(Expr::FnCall(call, _)))
+                if call.name == "param" && call.namespace.is_empty() && call.args.len() == 2 =>
+            {
                 if let (Expr::StringConstant(name, _), default) = (&call.args[0], &call.args[1]) {
                     let default = default.get_literal_value(None).unwrap_or(Dynamic::UNIT);
                     if !params.iter().any(|p| p.name == name.as_str()) {
@@ -165,7 +177,9 @@ impl Compiled {
             };
             bound.insert(key.clone(), param.convert(value)?);
         }
-        if let Some(missing) = self.params.iter().find(|p| p.kind == ParamKind::Required && !bound.contains_key(&p.name)) {
+        if let Some(missing) =
+            self.params.iter().find(|p| p.kind == ParamKind::Required && !bound.contains_key(&p.name))
+        {
             return Err(Error::Usage(format!(
                 "runbook `{}` needs `--set {}=…`\n  help: `opsbook show {}` describes its parameters",
                 self.entry.name, missing.name, self.entry.name
@@ -203,7 +217,8 @@ pub fn run(engine: &Engine, host: &Arc<Host>, catalog: &Catalog, compiled: &Comp
                 Class::Interrupted => End::Interrupted,
                 Class::Aborted => {
                     let d = &explained.diagnostic;
-                    let place = if d.line > 0 { format!(" (at {}:{}:{})", d.file, d.line, d.column) } else { String::new() };
+                    let place =
+                        if d.line > 0 { format!(" (at {}:{}:{})", d.file, d.line, d.column) } else { String::new() };
                     End::Aborted(format!("{}{place}", explained.message))
                 }
                 Class::Script => {

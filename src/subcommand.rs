@@ -47,7 +47,8 @@ fn run_runbook(global: &GlobalOptions, catalog: &Arc<Catalog>, args: RunArgs) ->
     let shown_params = compiled.effective_params(&bound);
     host.set_params(bound);
     install_signal_handlers(&host);
-    let recorder = Recorder::new(&compiled.entry.name, &compiled.entry.source, shown_params, global.dry_run, global.format);
+    let recorder =
+        Recorder::new(&compiled.entry.name, &compiled.entry.source, shown_params, global.dry_run, global.format);
     let report = runbook::run(&engine, &host, catalog, &compiled, recorder);
     Ok(report.exit_code())
 }
@@ -193,8 +194,11 @@ fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Re
                             }
                         }
                         Err(Error::UnknownModule { name, suggestions }) => {
-                            let hint = suggestions.first().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
-                            errors.push(Error::Usage(format!("{source} imports `{name}`, which is not a stdlib module{hint}")));
+                            let hint =
+                                suggestions.first().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+                            errors.push(Error::Usage(format!(
+                                "{source} imports `{name}`, which is not a stdlib module{hint}"
+                            )));
                         }
                         Err(e) => errors.push(e),
                     }
@@ -211,7 +215,13 @@ fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Re
     }
 }
 
-fn fns(global: &GlobalOptions, catalog: &Arc<Catalog>, filter: Option<&str>, json: bool, definitions: Option<std::path::PathBuf>) -> Result<u8, Error> {
+fn fns(
+    global: &GlobalOptions,
+    catalog: &Arc<Catalog>,
+    filter: Option<&str>,
+    json: bool,
+    definitions: Option<std::path::PathBuf>,
+) -> Result<u8, Error> {
     let config = load_config(global)?;
     let world = crate::world::World::real(&config);
     let host = Host::new(config, world, true);
@@ -219,7 +229,10 @@ fn fns(global: &GlobalOptions, catalog: &Arc<Catalog>, filter: Option<&str>, jso
     if let Some(dir) = definitions {
         std::fs::create_dir_all(&dir)
             .and_then(|_| engine.definitions().include_standard_packages(false).write_to_dir(&dir))
-            .map_err(|source| Error::Io { context: format!("cannot write definitions into `{}`", dir.display()), source })?;
+            .map_err(|source| Error::Io {
+                context: format!("cannot write definitions into `{}`", dir.display()),
+                source,
+            })?;
         println!("wrote Rhai definition files into {}", dir.display());
         return Ok(0);
     }
@@ -227,7 +240,9 @@ fn fns(global: &GlobalOptions, catalog: &Arc<Catalog>, filter: Option<&str>, jso
     if let Some(filter) = filter {
         let f = filter.to_lowercase();
         functions.retain(|d| {
-            d.namespace.to_lowercase().contains(&f) || d.name.to_lowercase().contains(&f) || d.doc.to_lowercase().contains(&f)
+            d.namespace.to_lowercase().contains(&f)
+                || d.name.to_lowercase().contains(&f)
+                || d.doc.to_lowercase().contains(&f)
         });
     }
     let mut out = std::io::stdout().lock();
@@ -258,7 +273,12 @@ fn config(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
             .map(|(k, v, o)| (k.name.to_string(), serde_json::json!({"value": v, "from": o.to_string()})))
             .collect();
         let files: Vec<String> = config.files().iter().map(|p| p.display().to_string()).collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&serde_json::json!({"files": files, "settings": values})).unwrap_or_default()).ok();
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"files": files, "settings": values})).unwrap_or_default()
+        )
+        .ok();
         return Ok(0);
     }
     let width = rows.iter().map(|(k, _, _)| k.name.len()).max().unwrap_or(0);
@@ -269,7 +289,12 @@ fn config(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
     writeln!(out).ok();
     match config.files() {
         [] => writeln!(out, "config files: none found (defaults and environment only)").ok(),
-        files => writeln!(out, "config files (lowest precedence first): {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")).ok(),
+        files => writeln!(
+            out,
+            "config files (lowest precedence first): {}",
+            files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+        )
+        .ok(),
     };
     writeln!(out, "runbook search path (first wins, then built-in):").ok();
     for d in catalog.search_path() {

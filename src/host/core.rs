@@ -16,61 +16,109 @@ pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
 
     let h = host.clone();
-    register!(&mut m, "check", ["name: &str", "ok: bool", "bool"],
+    register!(
+        &mut m,
+        "check",
+        ["name: &str", "ok: bool", "bool"],
         "/// Records a check that passed when `ok` is true. Returns `ok`.",
-        move |name: &str, ok: bool| { h.record(name, outcome(ok), "", None, None); ok });
+        move |name: &str, ok: bool| {
+            h.record(name, outcome(ok), "", None, None);
+            ok
+        }
+    );
     let h = host.clone();
-    register!(&mut m, "check", ["name: &str", "ok: bool", "detail: ?", "bool"],
+    register!(
+        &mut m,
+        "check",
+        ["name: &str", "ok: bool", "detail: ?", "bool"],
         "/// Records a check with a detail saying what was seen. Returns `ok`.",
-        move |name: &str, ok: bool, detail: Dynamic| { h.record(name, outcome(ok), &text(&detail), None, None); ok });
+        move |name: &str, ok: bool, detail: Dynamic| {
+            h.record(name, outcome(ok), &text(&detail), None, None);
+            ok
+        }
+    );
     let h = host.clone();
-    register!(&mut m, "check", ["name: &str", "result: Map", "bool"],
+    register!(
+        &mut m,
+        "check",
+        ["name: &str", "result: Map", "bool"],
         "/// Records a check from a map `#{ok, detail, expected, actual}`; `ok` is required.\n/// Returns `ok`.",
         move |name: &str, result: Map| -> HostResult<bool> {
-            let ok = result.get("ok").and_then(|v| v.as_bool().ok())
+            let ok = result
+                .get("ok")
+                .and_then(|v| v.as_bool().ok())
                 .ok_or_else(|| fail(format!("check `{name}`: the map needs a boolean `ok`")))?;
             let field = |k: &str| result.get(k).filter(|v| !v.is_unit()).map(text);
             h.record(name, outcome(ok), &field("detail").unwrap_or_default(), field("expected"), field("actual"));
             Ok(ok)
-        });
+        }
+    );
     let h = host.clone();
-    register!(&mut m, "warn", ["name: &str", "detail: ?", "()"],
+    register!(
+        &mut m,
+        "warn",
+        ["name: &str", "detail: ?", "()"],
         "/// Records a warning: worth a look, but not a failure.",
-        move |name: &str, detail: Dynamic| h.record(name, Outcome::Warn, &text(&detail), None, None));
+        move |name: &str, detail: Dynamic| h.record(name, Outcome::Warn, &text(&detail), None, None)
+    );
     let h = host.clone();
-    register!(&mut m, "skip", ["name: &str", "reason: ?", "()"],
+    register!(
+        &mut m,
+        "skip",
+        ["name: &str", "reason: ?", "()"],
         "/// Records a check that was not run, and why.",
-        move |name: &str, reason: Dynamic| h.record(name, Outcome::Skip, &text(&reason), None, None));
+        move |name: &str, reason: Dynamic| h.record(name, Outcome::Skip, &text(&reason), None, None)
+    );
     let h = host.clone();
-    register!(&mut m, "section", ["name: &str", "()"],
+    register!(
+        &mut m,
+        "section",
+        ["name: &str", "()"],
         "/// Starts a group of checks; reports show the records under it.",
-        move |name: &str| h.section(name));
+        move |name: &str| h.section(name)
+    );
     let h = host.clone();
-    register!(&mut m, "log", ["message: ?", "()"],
+    register!(
+        &mut m,
+        "log",
+        ["message: ?", "()"],
         "/// Writes a line into the report's log (and to the screen).",
-        move |message: Dynamic| h.log(Level::Info, &text(&message)));
+        move |message: Dynamic| h.log(Level::Info, &text(&message))
+    );
 
     let h = host.clone();
-    register!(&mut m, "param", ["name: &str", "default: ?", "?"],
+    register!(
+        &mut m,
+        "param",
+        ["name: &str", "default: ?", "?"],
         "/// A runbook parameter: the `--set name=value` given on the command line, else `default`.\n\
          /// Declare each parameter once at the top of the runbook; `opsbook show` lists them and\n\
          /// the kind of the default decides what `--set` accepts.",
-        move |name: &str, default: Dynamic| h.param_override(name).unwrap_or(default));
+        move |name: &str, default: Dynamic| h.param_override(name).unwrap_or(default)
+    );
 
-    register!(&mut m, "env", ["name: &str", "?"],
+    register!(
+        &mut m,
+        "env",
+        ["name: &str", "?"],
         "/// The environment variable `name`, or `()` when unset. Secrets (INFLUX_TOKEN) are refused.",
         |name: &str| -> HostResult<Dynamic> {
             if SECRET_VARS.contains(&name) {
-                return Err(fail(format!("`{name}` holds a secret; scripts never see it (the influx:: functions use it for you)")));
+                return Err(fail(format!(
+                    "`{name}` holds a secret; scripts never see it (the influx:: functions use it for you)"
+                )));
             }
             Ok(std::env::var(name).map(Dynamic::from).unwrap_or(Dynamic::UNIT))
-        });
-    register!(&mut m, "hostname", ["String"],
-        "/// This machine's host name.",
-        hostname);
-    register!(&mut m, "now", ["String"],
+        }
+    );
+    register!(&mut m, "hostname", ["String"], "/// This machine's host name.", hostname);
+    register!(
+        &mut m,
+        "now",
+        ["String"],
         "/// The current time as `YYYY-MM-DD HH:MM:SS UTC`, a form `journalctl --since` accepts.",
-        now_text);
+        now_text
+    );
     m
 }
 

@@ -12,13 +12,21 @@ use crate::register;
 pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
-    register!(&mut m, "sleep", ["duration: ?", "()"],
+    register!(
+        &mut m,
+        "sleep",
+        ["duration: ?", "()"],
         "/// Waits for a duration (`\"5s\"`, `\"1m\"`, or seconds as a number). Ctrl-C ends it.\n\
          /// Prefer `wait::until` where you wait for something to become true.",
-        move |d: Dynamic| -> HostResult<()> { sleep(&h, duration_arg(&d)?) });
-    register!(&mut m, "duration", ["text: ?", "f64"],
+        move |d: Dynamic| -> HostResult<()> { sleep(&h, duration_arg(&d)?) }
+    );
+    register!(
+        &mut m,
+        "duration",
+        ["text: ?", "f64"],
         "/// A duration in seconds, from `\"5s\"`, `\"1m 30s\"`, `\"250ms\"` or a number.",
-        |d: Dynamic| -> HostResult<f64> { Ok(duration_arg(&d)?.as_secs_f64()) });
+        |d: Dynamic| -> HostResult<f64> { Ok(duration_arg(&d)?.as_secs_f64()) }
+    );
     m
 }
 

@@ -12,12 +12,16 @@ use crate::register;
 pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
-    register!(&mut m, "until", ["condition: FnPtr", "options: ?", "Map"],
+    register!(
+        &mut m,
+        "until",
+        ["condition: FnPtr", "options: ?", "Map"],
         "/// Calls `condition` until it returns true (or a map whose `ok` is true), or the deadline\n\
          /// passes. `options` is a deadline (`\"60s\"`) or `#{timeout: \"60s\", every: \"500ms\"}`.\n\
          /// Returns `#{ok, waited, attempts, last}`: `waited` in seconds, `last` the final value\n\
          /// the condition returned (or the error it raised). Never throws on timeout.",
-        move |ctx: NativeCallContext, condition: FnPtr, options: Dynamic| until(&h, &ctx, &condition, &options));
+        move |ctx: NativeCallContext, condition: FnPtr, options: Dynamic| until(&h, &ctx, &condition, &options)
+    );
     m
 }
 

@@ -45,7 +45,11 @@ impl Formatter for Human {
                     Outcome::Skip => self.paint("2", "skip"),
                 };
                 let detail = if r.detail.is_empty() { String::new() } else { format!(" — {}", r.detail) };
-                let took = if r.duration.as_millis() >= 100 { self.paint("2", &format!("  ({})", millis(r.duration))) } else { String::new() };
+                let took = if r.duration.as_millis() >= 100 {
+                    self.paint("2", &format!("  ({})", millis(r.duration)))
+                } else {
+                    String::new()
+                };
                 writeln!(out, "  {tag}  {}{detail}{took}", r.name)?;
                 if r.outcome != Outcome::Pass {
                     if let Some(e) = &r.expected {
@@ -70,7 +74,11 @@ impl Formatter for Human {
         }
         let summary = report.summary();
         let line = summary.line();
-        let line = if summary.failed > 0 || report.end != End::Completed { self.paint("1;31", &line) } else { self.paint("1;32", &line) };
+        let line = if summary.failed > 0 || report.end != End::Completed {
+            self.paint("1;31", &line)
+        } else {
+            self.paint("1;32", &line)
+        };
         writeln!(out, "{line}  {}", self.paint("2", &format!("({})", millis(report.duration))))
     }
 

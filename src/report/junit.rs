@@ -53,7 +53,12 @@ impl Formatter for Junit {
                 Some(section) => format!("{suite}.{}", esc(section)),
                 None => suite.clone(),
             };
-            write!(out, r#"    <testcase name="{}" classname="{class}" time="{:.3}""#, esc(&r.name), seconds(r.duration))?;
+            write!(
+                out,
+                r#"    <testcase name="{}" classname="{class}" time="{:.3}""#,
+                esc(&r.name),
+                seconds(r.duration)
+            )?;
             let mut body = String::new();
             match r.outcome {
                 Outcome::Pass => {}

@@ -223,8 +223,21 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(runbook: &str, source: &str, params: BTreeMap<String, String>, dry_run: bool, format: Format) -> Recorder {
-        Self::with_output(runbook, source, params, dry_run, formatter(format, colour_wanted()), Box::new(std::io::stdout()))
+    pub fn new(
+        runbook: &str,
+        source: &str,
+        params: BTreeMap<String, String>,
+        dry_run: bool,
+        format: Format,
+    ) -> Recorder {
+        Self::with_output(
+            runbook,
+            source,
+            params,
+            dry_run,
+            formatter(format, colour_wanted()),
+            Box::new(std::io::stdout()),
+        )
     }
 
     pub fn with_output(
@@ -263,7 +276,14 @@ impl Recorder {
         self.push(Event::Section(name.to_string()));
     }
 
-    pub fn record(&mut self, name: &str, outcome: Outcome, detail: &str, expected: Option<String>, actual: Option<String>) {
+    pub fn record(
+        &mut self,
+        name: &str,
+        outcome: Outcome,
+        detail: &str,
+        expected: Option<String>,
+        actual: Option<String>,
+    ) {
         let at = self.clock.elapsed();
         let record = Record {
             section: self.section.clone(),
@@ -284,7 +304,8 @@ impl Recorder {
             let mut err = RedactingWriter::new(std::io::stderr());
             let _ = writeln!(err, "{message}");
         }
-        let line = LogLine { section: self.section.clone(), level, message: message.to_string(), at: self.clock.elapsed() };
+        let line =
+            LogLine { section: self.section.clone(), level, message: message.to_string(), at: self.clock.elapsed() };
         self.push(Event::Log(line));
     }
 

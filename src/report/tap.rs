@@ -27,7 +27,12 @@ impl Formatter for Tap {
     fn event(&mut self, out: &mut dyn Write, event: &Event) -> std::io::Result<()> {
         match event {
             Event::Section(name) => writeln!(out, "# == {}", one_line(name)),
-            Event::Log(l) => writeln!(out, "# {}{}", if l.level.as_str() == "info" { String::new() } else { format!("{}: ", l.level.as_str()) }, one_line(&l.message)),
+            Event::Log(l) => writeln!(
+                out,
+                "# {}{}",
+                if l.level.as_str() == "info" { String::new() } else { format!("{}: ", l.level.as_str()) },
+                one_line(&l.message)
+            ),
             Event::Record(r) => {
                 self.count += 1;
                 let name = one_line(&r.name);
