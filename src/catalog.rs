@@ -135,6 +135,15 @@ impl Catalog {
 
     /// The winning entry for `name`, or an error suggesting close names.
     pub fn find(&self, kind: Kind, name: &str) -> Result<Entry, Error> {
+        // A path (`./try.rhai`, `drafts/x.rhai`) runs that file: handy while writing one.
+        if kind == Kind::Runbook && name.contains('/') {
+            let path = Path::new(name);
+            if path.is_file() {
+                let stem = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+                return self.load_file(&stem, kind, path.parent().unwrap_or(Path::new(".")), path);
+            }
+            return Err(Error::Usage(format!("no runbook file `{name}`")));
+        }
         let name = name.strip_suffix(".rhai").unwrap_or(name);
         if valid_name(name) {
             for dir in self.folders(kind) {

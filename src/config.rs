@@ -196,6 +196,11 @@ impl Config {
                 config.set(k.name, Value::Text(text), Origin::Env(var))?;
             }
         }
+        // Known to the redactor from the start, whether or not anything resolves it.
+        let inline = config.text("metrics_db.token");
+        if !inline.trim().is_empty() {
+            Secret::new(inline);
+        }
         if sources.user_scope {
             config.set("scope", Value::Text("user".into()), Origin::Flag("--user"))?;
         }

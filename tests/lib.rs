@@ -3,3 +3,6 @@
 mod support;
 
 mod cli;
+mod config;
+mod run;
+mod secrets;

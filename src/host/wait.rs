@@ -55,6 +55,23 @@ fn truthy(value: &Dynamic) -> bool {
     value.read_lock::<Map>().and_then(|m| m.get("ok").and_then(|v| v.as_bool().ok())).unwrap_or(false)
 }
 
+/// Whether the error (under any call wrappers) was raised by `throw` or a host function.
+fn is_runtime(e: &EvalAltResult) -> bool {
+    match e {
+        EvalAltResult::ErrorInFunctionCall(.., inner, _) => is_runtime(inner),
+        EvalAltResult::ErrorRuntime(..) => true,
+        _ => false,
+    }
+}
+
+fn innermost_message(e: &EvalAltResult) -> String {
+    match e {
+        EvalAltResult::ErrorInFunctionCall(.., inner, _) => innermost_message(inner),
+        EvalAltResult::ErrorRuntime(value, _) => super::core::text(value),
+        other => other.to_string(),
+    }
+}
+
 fn until(host: &Host, ctx: &NativeCallContext, condition: &FnPtr, options_value: &Dynamic) -> HostResult<Map> {
     let o = options(options_value)?;
     let started = Instant::now();
@@ -64,7 +81,7 @@ fn until(host: &Host, ctx: &NativeCallContext, condition: &FnPtr, options_value:
         let last = match condition.call_within_context::<Dynamic>(ctx, ()) {
             Ok(v) => v,
             // A probe that throws is "not yet"; a broken script is not.
-            Err(e) if matches!(*e, EvalAltResult::ErrorRuntime(..)) => Dynamic::from(e.to_string()),
+            Err(e) if is_runtime(&e) => Dynamic::from(innermost_message(&e)),
             Err(e) => return Err(e),
         };
         if truthy(&last) {

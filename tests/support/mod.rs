@@ -1,1 +1,230 @@
+//! A small builder for driving the real `opsbook` binary in a scratch directory.
+//!
+//! Each test gets its own temporary directory that is the working directory, `$HOME` and
+//! `$XDG_CONFIG_HOME` parent, with `runbooks/` and `stdlib/` beside each other as in the repo,
+//! and an environment cleared of anything that could leak in from the developer's shell.
+//!
+//! ```ignore
+//! Test::new().runbook("x", "check(\"a\", true);").args(["run", "x"]).run().code(0).stdout_has("1 passed");
+//! ```
 
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn opsbook() -> &'static str {
+    env!("CARGO_BIN_EXE_opsbook")
+}
+
+#[must_use]
+pub struct Test {
+    dir: tempfile::TempDir,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    stdin: Option<String>,
+}
+
+impl Default for Test {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Test {
+    pub fn new() -> Test {
+        let dir = tempfile::Builder::new().prefix("opsbook-test").tempdir().expect("temp dir");
+        Test { dir, args: Vec::new(), env: Vec::new(), stdin: None }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a file relative to the test directory (parents created).
+    pub fn file(self, relative: &str, contents: &str) -> Test {
+        let path = self.dir.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+        self
+    }
+
+    pub fn runbook(self, name: &str, source: &str) -> Test {
+        self.file(&format!("runbooks/{name}.rhai"), source)
+    }
+
+    pub fn module(self, name: &str, source: &str) -> Test {
+        self.file(&format!("stdlib/{name}.rhai"), source)
+    }
+
+    /// `./opsbook.toml`.
+    pub fn config(self, toml: &str) -> Test {
+        self.file("opsbook.toml", toml)
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, args: I) -> Test {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Test {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn stdin(mut self, text: &str) -> Test {
+        self.stdin = Some(text.to_string());
+        self
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(opsbook());
+        cmd.current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("XDG_CONFIG_HOME", self.dir.path().join(".config"))
+            .env("XDG_STATE_HOME", self.dir.path().join(".state"))
+            .args(&self.args);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Runs to completion (killed after 60 s).
+    pub fn run(self) -> Output {
+        let mut cmd = self.command();
+        cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start opsbook");
+        if let Some(text) = &self.stdin {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        }
+        let out = wait_output(child, Duration::from_secs(60));
+        Output { code: out.0, stdout: out.1, stderr: out.2, test: self }
+    }
+
+    /// Starts without waiting, for tests that signal the process.
+    pub fn spawn(self) -> Running {
+        let mut cmd = self.command();
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = cmd.spawn().expect("start opsbook");
+        Running { child: Some(child), test: Some(self) }
+    }
+}
+
+fn wait_output(mut child: Child, limit: Duration) -> (i32, String, String) {
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        out.read_to_string(&mut s).ok();
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        err.read_to_string(&mut s).ok();
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            child.kill().ok();
+            panic!("opsbook did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let code = status.code().unwrap_or(-1);
+    (code, t_out.join().unwrap(), t_err.join().unwrap())
+}
+
+/// A finished run.
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub test: Test,
+}
+
+impl Output {
+    fn context(&self) -> String {
+        format!("\n--- exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+
+    pub fn code(self, expected: i32) -> Output {
+        assert_eq!(self.code, expected, "unexpected exit status{}", self.context());
+        self
+    }
+
+    pub fn stdout_has(self, text: &str) -> Output {
+        assert!(self.stdout.contains(text), "stdout lacks {text:?}{}", self.context());
+        self
+    }
+
+    pub fn stdout_lacks(self, text: &str) -> Output {
+        assert!(!self.stdout.contains(text), "stdout has {text:?}{}", self.context());
+        self
+    }
+
+    pub fn stderr_has(self, text: &str) -> Output {
+        assert!(self.stderr.contains(text), "stderr lacks {text:?}{}", self.context());
+        self
+    }
+
+    pub fn stderr_lacks(self, text: &str) -> Output {
+        assert!(!self.stderr.contains(text), "stderr has {text:?}{}", self.context());
+        self
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}{}", self.context()))
+    }
+}
+
+/// A run in progress.
+pub struct Running {
+    child: Option<Child>,
+    test: Option<Test>,
+}
+
+impl Running {
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.pid(), signal);
+        }
+    }
+
+    /// Waits for the end; returns the output and how long the wait took.
+    pub fn wait(mut self, limit: Duration) -> (Output, Duration) {
+        let started = Instant::now();
+        let (code, stdout, stderr) = wait_output(self.child.take().unwrap(), limit);
+        let took = started.elapsed();
+        (Output { code, stdout, stderr, test: self.test.take().unwrap() }, took)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().ok();
+            c.wait().ok();
+        }
+    }
+}
+
+/// Where the repository's own runbooks live (for tests of the built-ins).
+pub fn repo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
