@@ -10,6 +10,6 @@ bin="$PWD/target/release/opsbook"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$scratch"
-hyperfine -N --warmup 5 --runs 50 --export-markdown "$scratch/cli.md" \
-  "$bin list" "$bin check" "$bin --version"
-cat "$scratch/cli.md"
+hyperfine -N --warmup 5 --runs 100 --export-json "$scratch/cli.json" \
+  -n "opsbook list" "$bin list" -n "opsbook check" "$bin check" -n "opsbook --version" "$bin --version"
+python3 "$OLDPWD/bench/medians.py" "$scratch/cli.json"
