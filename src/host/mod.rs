@@ -102,6 +102,11 @@ impl Host {
         }
     }
 
+    /// Failed checks recorded so far in this run.
+    pub fn failed_checks(&self) -> usize {
+        self.with_recorder(|r| r.summary().failed).unwrap_or(0)
+    }
+
     pub fn section(&self, name: &str) {
         if self.with_recorder(|r| r.section(name)).is_none() {
             eprintln!("== {name}");
