@@ -25,6 +25,9 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     let mut engine = Engine::new();
     engine.set_max_operations(host.config.int("limits.max_operations").max(0) as u64);
     engine.set_max_call_levels(64);
+    // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
+    // (64, 32) are tight for that, and this is still far from a parser stack overflow.
+    engine.set_max_expr_depths(128, 96);
     engine.set_max_string_size(64 << 20);
     engine.set_max_array_size(10_000_000);
     engine.set_max_map_size(1_000_000);
