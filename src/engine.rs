@@ -45,7 +45,8 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     #[allow(deprecated)] // on_var is marked volatile, not deprecated
     engine.on_var(move |name, _, _| Ok((name == "config").then(|| view.clone())));
 
-    // `until` is a Rhai keyword (`do … until`); after `::` it is the name `wait::until`.
+    // `until` is a Rhai keyword (`do … until`); after `::` or `.` it is a name: `wait::until`,
+    // `query.until`.
     #[allow(deprecated)] // volatile, not deprecated
     engine.on_parse_token(|token, _, _| {
         thread_local!(static AFTER_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
@@ -53,7 +54,7 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
             rhai::Token::Until if AFTER_PATH.get() => rhai::Token::Identifier(Box::new("until".into())),
             other => other,
         };
-        AFTER_PATH.set(matches!(token, rhai::Token::DoubleColon));
+        AFTER_PATH.set(matches!(token, rhai::Token::DoubleColon | rhai::Token::Period));
         token
     });
 
