@@ -19,6 +19,7 @@ pub mod report;
 pub mod runbook;
 pub mod secret;
 pub mod subcommand;
+pub mod wire;
 pub mod world;
 
 use std::process::ExitCode;
