@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod functions;
 pub mod host;
+pub mod http_client;
 pub mod process;
 pub mod progress;
 pub mod report;

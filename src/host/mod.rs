@@ -9,6 +9,10 @@
 //! script thread (never from inside the runtime), which races the work against cancellation.
 
 pub mod core;
+pub mod http;
+pub mod influx;
+pub mod loki;
+pub mod prom;
 pub mod time;
 pub mod wait;
 
@@ -34,6 +38,7 @@ pub struct Host {
     pub dry_run: bool,
     pub cancel: Cancel,
     runtime: OnceLock<tokio::runtime::Runtime>,
+    http: OnceLock<Result<Arc<crate::http_client::Http>, String>>,
     recorder: Mutex<Option<Recorder>>,
     /// `--set` overrides, already checked against the runbook's declared parameters.
     params: Mutex<BTreeMap<String, Dynamic>>,
@@ -47,6 +52,7 @@ impl Host {
             dry_run,
             cancel: Cancel::default(),
             runtime: OnceLock::new(),
+            http: OnceLock::new(),
             recorder: Mutex::new(None),
             params: Mutex::new(BTreeMap::new()),
         })
@@ -62,6 +68,20 @@ impl Host {
                 .build()
                 .expect("cannot start the tokio runtime")
         })
+    }
+
+    /// The run's HTTP client, built on first use.
+    pub fn http(&self) -> HostResult<Arc<crate::http_client::Http>> {
+        self.http
+            .get_or_init(|| crate::http_client::Http::new(&self.config).map(Arc::new))
+            .clone()
+            .map_err(fail)
+    }
+
+    /// Sends one request from the script thread: the response, or the reason there is none.
+    pub fn send(&self, request: crate::http_client::Request<'_>) -> HostResult<Result<crate::http_client::Response, String>> {
+        let http = self.http()?;
+        self.block_on(|| async move { http.send(request).await })
     }
 
     /// Runs async work from the script thread, racing it against cancellation.

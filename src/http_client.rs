@@ -1,0 +1,225 @@
+//! The one HTTP client a run uses: reqwest over rustls (ring), system roots plus an optional
+//! CA file, no redirects (a probe reports a 30x instead of following it), a timeout on every
+//! request covering connect, headers and body. Failures come back as a short reason an
+//! operator can act on: "connection refused", "timed out after 5s", "TLS: …".
+
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::config::Config;
+use crate::secret::Secret;
+
+/// Bodies larger than this are cut (a probe never needs more).
+const MAX_BODY: usize = 64 << 20;
+
+pub struct Http {
+    client: reqwest::Client,
+    pub default_timeout: Duration,
+}
+
+/// A request to send.
+pub struct Request<'a> {
+    pub method: reqwest::Method,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    pub timeout: Option<Duration>,
+    /// Sent as `Authorization: Token …`, marked sensitive so no log shows it.
+    pub token: Option<&'a Secret>,
+}
+
+impl<'a> Request<'a> {
+    pub fn new(method: reqwest::Method, url: impl Into<String>) -> Request<'a> {
+        Request { method, url: url.into(), headers: Vec::new(), body: None, timeout: None, token: None }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = Some(body.into());
+        self
+    }
+
+    pub fn token(mut self, token: Option<&'a Secret>) -> Self {
+        self.token = token;
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// What came back.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    /// Lower-case names, in order.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    pub elapsed: Duration,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn content_type(&self) -> &str {
+        self.header("content-type").unwrap_or("")
+    }
+
+    /// `HTTP 503: Ingester not ready…` — the status and the start of the body.
+    pub fn summary(&self) -> String {
+        let body = crate::wire::excerpt(&self.body, 160);
+        if body.is_empty() { format!("HTTP {}", self.status) } else { format!("HTTP {}: {body}", self.status) }
+    }
+}
+
+impl Http {
+    pub fn new(config: &Config) -> Result<Http, String> {
+        // One crypto provider for the whole process; a second install is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(5))
+            .user_agent(concat!("opsbook/", env!("CARGO_PKG_VERSION")));
+        let ca_file = config.text("http.ca_file");
+        if !ca_file.is_empty() {
+            let pem = std::fs::read(&ca_file).map_err(|e| format!("cannot read http.ca_file `{ca_file}`: {e}"))?;
+            let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("http.ca_file `{ca_file}`: {e}"))?;
+            builder = builder.add_root_certificate(cert);
+        }
+        let client = builder.build().map_err(|e| format!("cannot set up HTTP: {}", reason(&e, Duration::ZERO)))?;
+        Ok(Http { client, default_timeout: config.duration("http.timeout") })
+    }
+
+    /// Sends a request; `Err` is a reason (the server gave no HTTP answer).
+    pub async fn send(&self, request: Request<'_>) -> Result<Response, String> {
+        let timeout = request.timeout.unwrap_or(self.default_timeout);
+        let started = Instant::now();
+        let mut headers = HeaderMap::new();
+        for (k, v) in &request.headers {
+            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| format!("invalid header name `{k}`"))?;
+            let value = HeaderValue::from_str(v).map_err(|_| format!("invalid value for header `{k}`"))?;
+            headers.append(name, value);
+        }
+        if let Some(token) = request.token {
+            let mut value =
+                HeaderValue::from_str(&format!("Token {}", token.expose())).map_err(|_| "the API token has characters a header cannot carry")?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let mut builder = self.client.request(request.method, &request.url).headers(headers).timeout(timeout);
+        if let Some(body) = request.body {
+            builder = builder.body(body);
+        }
+        let mut response = builder.send().await.map_err(|e| reason(&e, timeout))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| reason(&e, timeout))? {
+            body.extend_from_slice(&chunk);
+            if body.len() > MAX_BODY {
+                body.truncate(MAX_BODY);
+                break;
+            }
+        }
+        Ok(Response { status, headers, body: String::from_utf8_lossy(&body).into_owned(), elapsed: started.elapsed() })
+    }
+}
+
+/// A short, actionable reason for a failed request.
+fn reason(e: &reqwest::Error, timeout: Duration) -> String {
+    if e.is_timeout() {
+        return format!("timed out after {}", humantime::format_duration(timeout));
+    }
+    if e.is_builder() {
+        return format!("invalid request: {e}");
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    let mut last = e.to_string();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return "connection refused".into(),
+                std::io::ErrorKind::ConnectionReset => return "connection reset by the server".into(),
+                std::io::ErrorKind::TimedOut => return format!("timed out after {}", humantime::format_duration(timeout)),
+                _ => {}
+            }
+        }
+        if let Some(tls) = s.downcast_ref::<rustls::Error>() {
+            return format!("TLS: {tls}");
+        }
+        let text = s.to_string();
+        if text.contains("dns error") || text.contains("failed to lookup address") {
+            return format!("cannot resolve host ({text})");
+        }
+        last = text;
+        source = s.source();
+    }
+    if e.is_connect() { format!("cannot connect: {last}") } else { last }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn http() -> Http {
+        Http::new(&Config::defaults()).unwrap()
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    }
+
+    #[test]
+    fn refused_connections_say_so() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let r = rt().block_on(http().send(Request::new(reqwest::Method::GET, format!("http://127.0.0.1:{port}/"))));
+        assert_eq!(r.unwrap_err(), "connection refused");
+    }
+
+    #[test]
+    fn a_silent_server_costs_at_most_the_timeout() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let keep = std::thread::spawn(move || listener.accept().map(|(s, _)| std::thread::sleep(Duration::from_secs(3)) == drop(s)));
+        let started = Instant::now();
+        let req = Request::new(reqwest::Method::GET, format!("http://127.0.0.1:{port}/")).timeout(Some(Duration::from_millis(300)));
+        let r = rt().block_on(http().send(req));
+        assert_eq!(r.unwrap_err(), "timed out after 300ms");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        drop(keep);
+    }
+
+    #[test]
+    fn answers_come_back_with_status_headers_and_body() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let n = s.read(&mut buf).unwrap();
+            let req = String::from_utf8_lossy(&buf[..n]).to_string();
+            let auth_ok = req.contains("authorization: Token tok-123-secret");
+            let body = if auth_ok { "ready" } else { "no auth" };
+            write!(s, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        });
+        let token = Secret::new("tok-123-secret");
+        let req = Request::new(reqwest::Method::GET, format!("http://127.0.0.1:{port}/ready")).token(Some(&token));
+        let r = rt().block_on(http().send(req)).unwrap();
+        assert_eq!((r.status, r.body.as_str(), r.content_type()), (503, "ready", "text/plain"));
+        assert_eq!(r.summary(), "HTTP 503: ready");
+    }
+}
