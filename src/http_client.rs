@@ -110,8 +110,8 @@ impl Http {
             headers.append(name, value);
         }
         if let Some(token) = request.token {
-            let mut value =
-                HeaderValue::from_str(&format!("Token {}", token.expose())).map_err(|_| "the API token has characters a header cannot carry")?;
+            let mut value = HeaderValue::from_str(&format!("Token {}", token.expose()))
+                .map_err(|_| "the API token has characters a header cannot carry")?;
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
@@ -153,7 +153,9 @@ fn reason(e: &reqwest::Error, timeout: Duration) -> String {
             match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => return "connection refused".into(),
                 std::io::ErrorKind::ConnectionReset => return "connection reset by the server".into(),
-                std::io::ErrorKind::TimedOut => return format!("timed out after {}", humantime::format_duration(timeout)),
+                std::io::ErrorKind::TimedOut => {
+                    return format!("timed out after {}", humantime::format_duration(timeout));
+                }
                 _ => {}
             }
         }
@@ -194,9 +196,15 @@ mod tests {
     fn a_silent_server_costs_at_most_the_timeout() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let keep = std::thread::spawn(move || listener.accept().map(|(s, _)| std::thread::sleep(Duration::from_secs(3)) == drop(s)));
+        let keep = std::thread::spawn(move || {
+            if let Ok((s, _)) = listener.accept() {
+                std::thread::sleep(Duration::from_secs(3));
+                drop(s);
+            }
+        });
         let started = Instant::now();
-        let req = Request::new(reqwest::Method::GET, format!("http://127.0.0.1:{port}/")).timeout(Some(Duration::from_millis(300)));
+        let req = Request::new(reqwest::Method::GET, format!("http://127.0.0.1:{port}/"))
+            .timeout(Some(Duration::from_millis(300)));
         let r = rt().block_on(http().send(req));
         assert_eq!(r.unwrap_err(), "timed out after 300ms");
         assert!(started.elapsed() < Duration::from_secs(2));
@@ -214,7 +222,12 @@ mod tests {
             let req = String::from_utf8_lossy(&buf[..n]).to_string();
             let auth_ok = req.contains("authorization: Token tok-123-secret");
             let body = if auth_ok { "ready" } else { "no auth" };
-            write!(s, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+            write!(
+                s,
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
         });
         let token = Secret::new("tok-123-secret");
         let req = Request::new(reqwest::Method::GET, format!("http://127.0.0.1:{port}/ready")).token(Some(&token));

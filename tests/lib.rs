@@ -4,5 +4,6 @@ mod support;
 
 mod cli;
 mod config;
+mod probes;
 mod run;
 mod secrets;

@@ -111,6 +111,16 @@ pub fn module(host: &Arc<Host>) -> Module {
             Ok(std::env::var(name).map(Dynamic::from).unwrap_or(Dynamic::UNIT))
         }
     );
+    register!(
+        &mut m,
+        "parse_json",
+        ["text: &str", "?"],
+        "/// Parses JSON text into maps, arrays and values (throws quoting the error).",
+        |text: &str| -> HostResult<Dynamic> {
+            let value: serde_json::Value = serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
+            rhai::serde::to_dynamic(value)
+        }
+    );
     register!(&mut m, "hostname", ["String"], "/// This machine's host name.", hostname);
     register!(
         &mut m,

@@ -14,28 +14,46 @@ use crate::register;
 
 pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
-    for (name, method) in [("get", reqwest::Method::GET), ("head", reqwest::Method::HEAD), ("post", reqwest::Method::POST)] {
+    for (name, method) in
+        [("get", reqwest::Method::GET), ("head", reqwest::Method::HEAD), ("post", reqwest::Method::POST)]
+    {
         let h = host.clone();
         let method2 = method.clone();
-        register!(&mut m, name, ["url: &str", "Map"],
+        register!(
+            &mut m,
+            name,
+            ["url: &str", "Map"],
             "/// Sends the request and returns `#{status, ok, headers, text, elapsed_ms}` (`ok`: a 2xx\n\
              /// status). Throws when no HTTP answer came back (refused, timed out, TLS…).",
-            move |url: &str| request(&h, method.clone(), url, &Map::new()));
+            move |url: &str| request(&h, method.clone(), url, &Map::new())
+        );
         let h = host.clone();
-        register!(&mut m, name, ["url: &str", "options: Map", "Map"],
+        register!(
+            &mut m,
+            name,
+            ["url: &str", "options: Map", "Map"],
             "/// Like the one-argument form, with options `#{headers: #{…}, body: \"…\", timeout: \"5s\"}`.",
-            move |url: &str, options: Map| request(&h, method2.clone(), url, &options));
+            move |url: &str, options: Map| request(&h, method2.clone(), url, &options)
+        );
     }
     let h = host.clone();
-    register!(&mut m, "probe", ["url: &str", "Map"],
+    register!(
+        &mut m,
+        "probe",
+        ["url: &str", "Map"],
         "/// GETs `url` and never throws: `#{ok, status, detail, elapsed_ms}`. `ok` is a 2xx answer;\n\
          /// otherwise `detail` says why (\"connection refused\", \"timed out after 5s\", the status and\n\
          /// the first bytes of the body).",
-        move |url: &str| probe(&h, url, &Map::new()));
+        move |url: &str| probe(&h, url, &Map::new())
+    );
     let h = host.clone();
-    register!(&mut m, "probe", ["url: &str", "options: Map", "Map"],
+    register!(
+        &mut m,
+        "probe",
+        ["url: &str", "options: Map", "Map"],
         "/// A probe with options `#{method: \"HEAD\", timeout: \"2s\", headers: #{…}}`.",
-        move |url: &str, options: Map| probe(&h, url, &options));
+        move |url: &str, options: Map| probe(&h, url, &options)
+    );
     m
 }
 
@@ -99,7 +117,9 @@ fn probe(host: &Host, url: &str, options: &Map) -> HostResult<Map> {
     };
     let req = build(method, url, options)?;
     Ok(match host.send(req)? {
-        Ok(r) if (200..300).contains(&r.status) => probe_result(true, Some(r.status), format!("HTTP {}", r.status), Some(r.elapsed)),
+        Ok(r) if (200..300).contains(&r.status) => {
+            probe_result(true, Some(r.status), format!("HTTP {}", r.status), Some(r.elapsed))
+        }
         Ok(r) => probe_result(false, Some(r.status), r.summary(), Some(r.elapsed)),
         Err(reason) => probe_result(false, None, reason, None),
     })

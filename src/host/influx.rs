@@ -18,30 +18,50 @@ use crate::wire::flux_csv::{self, Value};
 pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
-    register!(&mut m, "health", ["Map"],
+    register!(
+        &mut m,
+        "health",
+        ["Map"],
         "/// GET /health, never throws: `#{ok, status, state, version, message, detail}`. `ok` when\n\
          /// the answer is 200 and the server reports `pass`.",
-        move || health(&h));
+        move || health(&h)
+    );
     let h = host.clone();
-    register!(&mut m, "ping", ["Map"],
+    register!(
+        &mut m,
+        "ping",
+        ["Map"],
         "/// HEAD /ping, never throws: `#{ok, status, version, build, detail}`; `ok` on 204.",
-        move || ping(&h));
+        move || ping(&h)
+    );
     let h = host.clone();
-    register!(&mut m, "buckets", ["Array"],
+    register!(
+        &mut m,
+        "buckets",
+        ["Array"],
         "/// The buckets the token can see: `[#{name, id, retention, type}]`, retention in seconds\n\
          /// (0: forever). Throws quoting the server when the listing is refused.",
-        move || buckets(&h));
+        move || buckets(&h)
+    );
     let h = host.clone();
-    register!(&mut m, "query", ["flux: &str", "Array"],
+    register!(
+        &mut m,
+        "query",
+        ["flux: &str", "Array"],
         "/// Runs a Flux query and returns every row of every table as a map of typed values\n\
          /// (`_value`, `_time`, `_field`, tags…). Throws quoting InfluxDB's error; a refused token\n\
          /// says so without showing it.",
-        move |flux: &str| query(&h, flux));
+        move |flux: &str| query(&h, flux)
+    );
     let h = host.clone();
-    register!(&mut m, "storage", ["Map"],
+    register!(
+        &mut m,
+        "storage",
+        ["Map"],
         "/// The storage backend from the server's runtime configuration (GET /api/v2/config), never\n\
          /// throws: `#{ok, backend, path, detail}`.",
-        move || storage(&h));
+        move || storage(&h)
+    );
     m
 }
 
@@ -52,7 +72,9 @@ fn url(host: &Host, path: &str) -> String {
 fn token(host: &Host) -> HostResult<Secret> {
     match host.config.token().map_err(|e| fail(e.to_string()))? {
         Some(t) => Ok(t),
-        None => Err(fail("no API token configured for the metrics database: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN")),
+        None => Err(fail(
+            "no API token configured for the metrics database: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN",
+        )),
     }
 }
 
@@ -121,9 +143,10 @@ fn authed(host: &Host, request: Request<'_>) -> HostResult<Response> {
 
 fn buckets(host: &Host) -> HostResult<Array> {
     let r = authed(host, Request::new(reqwest::Method::GET, url(host, "/api/v2/buckets?limit=100")))?;
-    let json: Json = serde_json::from_str(&r.body)
-        .map_err(|_| fail(format!("bucket listing is not JSON: {}", r.summary())))?;
-    let list = json.get("buckets").and_then(Json::as_array).ok_or_else(|| fail("bucket listing has no `buckets` array"))?;
+    let json: Json =
+        serde_json::from_str(&r.body).map_err(|_| fail(format!("bucket listing is not JSON: {}", r.summary())))?;
+    let list =
+        json.get("buckets").and_then(Json::as_array).ok_or_else(|| fail("bucket listing has no `buckets` array"))?;
     Ok(list
         .iter()
         .map(|b| {
@@ -206,7 +229,12 @@ fn storage(host: &Host) -> HostResult<Map> {
         .map(str::to_string);
     let mut m = match &path {
         Some(p) => probe_result(true, Some(200), format!("local disk: engine at {p}"), Some(r.elapsed)),
-        None => probe_result(false, Some(200), format!("no `engine-path` in the runtime config: {}", r.summary()), Some(r.elapsed)),
+        None => probe_result(
+            false,
+            Some(200),
+            format!("no `engine-path` in the runtime config: {}", r.summary()),
+            Some(r.elapsed),
+        ),
     };
     m.insert("backend".into(), if path.is_some() { "local" } else { "" }.into());
     m.insert("path".into(), path.unwrap_or_default().into());

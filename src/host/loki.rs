@@ -13,43 +13,67 @@ use super::time::duration_arg;
 use super::{Host, HostResult, fail};
 use crate::http_client::{Request, Response};
 use crate::register;
-use crate::wire::loki_json::{self, QueryResult};
 use crate::wire::loki_config;
+use crate::wire::loki_json::{self, QueryResult};
 
 pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
-    register!(&mut m, "ready", ["Map"],
+    register!(
+        &mut m,
+        "ready",
+        ["Map"],
         "/// GET /ready, never throws: `#{ok, status, detail}`. `ok` when the body says `ready`; while\n\
          /// Loki starts (503) `detail` quotes its reason, e.g. \"waiting for 15s after being ready\".",
-        move || ready(&h));
+        move || ready(&h)
+    );
     let h = host.clone();
-    register!(&mut m, "labels", ["Array"],
+    register!(
+        &mut m,
+        "labels",
+        ["Array"],
         "/// The label names the log store knows (throws quoting the server on failure).",
-        move || strings(&h, "/loki/api/v1/labels".to_string()));
+        move || strings(&h, "/loki/api/v1/labels".to_string())
+    );
     let h = host.clone();
-    register!(&mut m, "label_values", ["name: &str", "Array"],
-        "/// The values of one label.",
-        move |name: &str| strings(&h, format!("/loki/api/v1/label/{}/values", form_encode(name))));
+    register!(&mut m, "label_values", ["name: &str", "Array"], "/// The values of one label.", move |name: &str| {
+        strings(&h, format!("/loki/api/v1/label/{}/values", form_encode(name)))
+    });
     let h = host.clone();
-    register!(&mut m, "query", ["query: &str", "Array"],
+    register!(
+        &mut m,
+        "query",
+        ["query: &str", "Array"],
         "/// `query(selector, #{})` with the defaults: the last hour, at most 100 lines.",
-        move |q: &str| query(&h, q, &Map::new()));
+        move |q: &str| query(&h, q, &Map::new())
+    );
     let h = host.clone();
-    register!(&mut m, "query", ["query: &str", "options: Map", "Array"],
+    register!(
+        &mut m,
+        "query",
+        ["query: &str", "options: Map", "Array"],
         "/// Log lines for a selector (`{hostname=\"h1\"} |= \"x\"`), newest first:\n\
          /// `[#{time, time_ns, line, labels}]`. Options: `limit` (100), `since` (\"1h\"), `direction`\n\
          /// (\"backward\"). A metric query (`count_over_time(…)`) returns `[#{time, value, labels}]`.",
-        move |q: &str, options: Map| query(&h, q, &options));
+        move |q: &str, options: Map| query(&h, q, &options)
+    );
     let h = host.clone();
-    register!(&mut m, "push", ["labels: Map", "line: &str", "Map"],
+    register!(
+        &mut m,
+        "push",
+        ["labels: Map", "line: &str", "Map"],
         "/// Pushes one line with these labels (diagnostics), never throws: `#{ok, status, detail}`.",
-        move |labels: Map, line: &str| push(&h, &labels, line));
+        move |labels: Map, line: &str| push(&h, &labels, line)
+    );
     let h = host.clone();
-    register!(&mut m, "storage", ["Map"],
+    register!(
+        &mut m,
+        "storage",
+        ["Map"],
         "/// The storage backend in force (last `schema_config` period of GET /config), never throws:\n\
          /// `#{ok, backend, object_storage, detail}`.",
-        move || storage(&h));
+        move || storage(&h)
+    );
     m
 }
 
@@ -70,9 +94,12 @@ fn ready(host: &Host) -> HostResult<Map> {
     Ok(match host.send(Request::new(reqwest::Method::GET, url(host, "/ready")))? {
         Err(reason) => probe_result(false, None, reason, None),
         Ok(r) if r.status == 200 && r.body.trim() == "ready" => probe_result(true, Some(200), "ready", Some(r.elapsed)),
-        Ok(r) if r.status == 503 => {
-            probe_result(false, Some(503), format!("not ready yet: {}", crate::wire::excerpt(&r.body, 160)), Some(r.elapsed))
-        }
+        Ok(r) if r.status == 503 => probe_result(
+            false,
+            Some(503),
+            format!("not ready yet: {}", crate::wire::excerpt(&r.body, 160)),
+            Some(r.elapsed),
+        ),
         Ok(r) => probe_result(false, Some(r.status), format!("expected `ready`, got {}", r.summary()), Some(r.elapsed)),
     })
 }
@@ -170,9 +197,19 @@ fn storage(host: &Host) -> HostResult<Map> {
     let mut m = match stores.last() {
         Some(store) => {
             let kind = if loki_config::is_object_storage(store) { "object storage" } else { "local disk" };
-            probe_result(true, Some(200), format!("{kind}: {store} (schema periods: {})", stores.join(", ")), Some(r.elapsed))
+            probe_result(
+                true,
+                Some(200),
+                format!("{kind}: {store} (schema periods: {})", stores.join(", ")),
+                Some(r.elapsed),
+            )
         }
-        None => probe_result(false, Some(200), format!("no schema_config object_store in /config: {}", r.summary()), Some(r.elapsed)),
+        None => probe_result(
+            false,
+            Some(200),
+            format!("no schema_config object_store in /config: {}", r.summary()),
+            Some(r.elapsed),
+        ),
     };
     let last = stores.last().cloned().unwrap_or_default();
     m.insert("object_storage".into(), (!last.is_empty() && loki_config::is_object_storage(&last)).into());

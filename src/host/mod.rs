@@ -72,14 +72,14 @@ impl Host {
 
     /// The run's HTTP client, built on first use.
     pub fn http(&self) -> HostResult<Arc<crate::http_client::Http>> {
-        self.http
-            .get_or_init(|| crate::http_client::Http::new(&self.config).map(Arc::new))
-            .clone()
-            .map_err(fail)
+        self.http.get_or_init(|| crate::http_client::Http::new(&self.config).map(Arc::new)).clone().map_err(fail)
     }
 
     /// Sends one request from the script thread: the response, or the reason there is none.
-    pub fn send(&self, request: crate::http_client::Request<'_>) -> HostResult<Result<crate::http_client::Response, String>> {
+    pub fn send(
+        &self,
+        request: crate::http_client::Request<'_>,
+    ) -> HostResult<Result<crate::http_client::Response, String>> {
         let http = self.http()?;
         self.block_on(|| async move { http.send(request).await })
     }

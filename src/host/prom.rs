@@ -21,23 +21,46 @@ pub struct Scrape {
 pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
-    register!(&mut m, "scrape", ["url: &str", "Scrape"],
+    register!(
+        &mut m,
+        "scrape",
+        ["url: &str", "Scrape"],
         "/// GETs a metrics endpoint and parses its exposition text; never throws. Read it with\n\
          /// `prom::value`; `prom::ok(s)` and `prom::error(s)` tell whether the scrape worked.",
-        move |url: &str| scrape(&h, url));
-    register!(&mut m, "value", ["scrape: Scrape", "name: &str", "f64"],
+        move |url: &str| scrape(&h, url)
+    );
+    register!(
+        &mut m,
+        "value",
+        ["scrape: Scrape", "name: &str", "f64"],
         "/// The sum of every sample named `name` (0.0 when absent). Throws when the scrape failed.",
-        |s: &mut Scrape, name: &str| value(s, name, &Map::new()));
-    register!(&mut m, "value", ["scrape: Scrape", "name: &str", "labels: Map", "f64"],
+        |s: &mut Scrape, name: &str| value(s, name, &Map::new())
+    );
+    register!(
+        &mut m,
+        "value",
+        ["scrape: Scrape", "name: &str", "labels: Map", "f64"],
         "/// The sum of the samples named `name` whose labels include all of `labels`.",
-        |s: &mut Scrape, name: &str, labels: Map| value(s, name, &labels));
-    register!(&mut m, "ok", ["scrape: Scrape", "bool"],
+        |s: &mut Scrape, name: &str, labels: Map| value(s, name, &labels)
+    );
+    register!(
+        &mut m,
+        "ok",
+        ["scrape: Scrape", "bool"],
         "/// Whether the scrape got a parsable exposition.",
-        |s: &mut Scrape| s.result.is_ok());
-    register!(&mut m, "error", ["scrape: Scrape", "String"],
+        |s: &mut Scrape| s.result.is_ok()
+    );
+    register!(
+        &mut m,
+        "error",
+        ["scrape: Scrape", "String"],
         "/// Why the scrape failed (empty when it worked).",
-        |s: &mut Scrape| s.result.as_ref().err().cloned().unwrap_or_default());
-    register!(&mut m, "samples", ["scrape: Scrape", "name: &str", "Array"],
+        |s: &mut Scrape| s.result.as_ref().err().cloned().unwrap_or_default()
+    );
+    register!(
+        &mut m,
+        "samples",
+        ["scrape: Scrape", "name: &str", "Array"],
         "/// Every sample named `name`: `[#{labels, value}]`.",
         |s: &mut Scrape, name: &str| -> HostResult<Array> {
             let e = s.result.as_ref().map_err(|e| fail(format!("scrape of {} failed: {e}", s.url)))?;
@@ -52,7 +75,8 @@ pub fn module(host: &Arc<Host>) -> Module {
                     Dynamic::from_map(m)
                 })
                 .collect())
-        });
+        }
+    );
     m
 }
 
@@ -60,7 +84,9 @@ fn scrape(host: &Host, url: &str) -> HostResult<Scrape> {
     let result = match host.send(Request::new(reqwest::Method::GET, url))? {
         Err(reason) => Err(reason),
         Ok(r) if r.status != 200 => Err(r.summary()),
-        Ok(r) => exposition::parse(&r.body).map(Arc::new).map_err(|e| format!("not exposition text ({e}): {}", r.summary())),
+        Ok(r) => {
+            exposition::parse(&r.body).map(Arc::new).map_err(|e| format!("not exposition text ({e}): {}", r.summary()))
+        }
     };
     Ok(Scrape { url: url.to_string(), result })
 }

@@ -50,7 +50,10 @@ fn is_name_char(c: char, first: bool) -> bool {
 }
 
 /// Parses the labels after `{`; returns them and the rest after `}`.
-fn parse_labels(mut rest: &str, line_no: usize) -> Result<(Vec<(String, String)>, &str), String> {
+/// Label pairs, in the order written.
+type Labels = Vec<(String, String)>;
+
+fn parse_labels(mut rest: &str, line_no: usize) -> Result<(Labels, &str), String> {
     let err = |what: &str| format!("line {line_no}: {what}");
     let mut labels = Vec::new();
     loop {

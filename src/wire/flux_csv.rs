@@ -214,7 +214,8 @@ mod tests {
 
     #[test]
     fn error_tables_become_errors() {
-        let text = "#datatype,string,string\n#group,true,true\n#default,,\n,error,reference\n,\"type error: bad\",897\n";
+        let text =
+            "#datatype,string,string\n#group,true,true\n#default,,\n,error,reference\n,\"type error: bad\",897\n";
         assert_eq!(parse(text).unwrap_err(), "query failed: type error: bad");
     }
 

@@ -15,9 +15,7 @@ pub fn object_stores(yaml: &str) -> Vec<String> {
             in_schema = line.trim_end() == "schema_config:";
             continue;
         }
-        if in_schema
-            && let Some(value) = line.trim().trim_start_matches("- ").strip_prefix("object_store:")
-        {
+        if in_schema && let Some(value) = line.trim().trim_start_matches("- ").strip_prefix("object_store:") {
             let value = value.trim().trim_matches('"').trim_matches('\'');
             if !value.is_empty() {
                 stores.push(value.to_string());

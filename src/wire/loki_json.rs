@@ -65,7 +65,7 @@ pub fn parse_query(body: &str) -> Result<QueryResult, String> {
                     }
                 }
             }
-            entries.sort_by(|a, b| b.time_ns.cmp(&a.time_ns));
+            entries.sort_by_key(|e| std::cmp::Reverse(e.time_ns));
             Ok(QueryResult::Streams(entries))
         }
         "matrix" | "vector" => {
@@ -73,7 +73,9 @@ pub fn parse_query(body: &str) -> Result<QueryResult, String> {
             for series in result {
                 let labels = labels_of(series.get("metric"));
                 let points: Vec<&Value> = match kind {
-                    "matrix" => series.get("values").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default(),
+                    "matrix" => {
+                        series.get("values").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default()
+                    }
                     _ => series.get("value").into_iter().collect(),
                 };
                 for p in points {
@@ -113,7 +115,9 @@ mod tests {
         assert!(entries[0].labels.contains(&("hostname".into(), "h1".into())));
         let QueryResult::Metric(m) = parse_query(&wire("query-range-matrix.json").unwrap()).unwrap() else { panic!() };
         assert!(!m.is_empty());
-        let QueryResult::Metric(v) = parse_query(&wire("query-instant-metric.json").unwrap()).unwrap() else { panic!() };
+        let QueryResult::Metric(v) = parse_query(&wire("query-instant-metric.json").unwrap()).unwrap() else {
+            panic!()
+        };
         assert!(!v.is_empty());
         assert!(parse_strings(&wire("labels.json").unwrap()).unwrap().contains(&"service_type".to_string()));
     }
@@ -122,7 +126,12 @@ mod tests {
     fn wrong_answers_are_errors() {
         assert!(parse_query("<html>").unwrap_err().starts_with("not JSON"));
         assert!(parse_query("{\"status\":\"error\",\"error\":\"boom\"}").unwrap_err().contains("boom"));
-        assert!(parse_query("{\"status\":\"success\",\"data\":{\"resultType\":\"streams\",\"result\":[{\"values\":[[1,2]]}]}}").is_err());
+        assert!(
+            parse_query(
+                "{\"status\":\"success\",\"data\":{\"resultType\":\"streams\",\"result\":[{\"values\":[[1,2]]}]}}"
+            )
+            .is_err()
+        );
         assert!(parse_strings("{\"status\":\"success\",\"data\":{}}").is_err());
     }
 }

@@ -5,8 +5,8 @@
 
 pub mod exposition;
 pub mod flux_csv;
-pub mod loki_json;
 pub mod loki_config;
+pub mod loki_json;
 
 /// The first bytes of a body, for quoting in a failed check: at most `max` characters on one
 /// line, with an ellipsis when cut.

@@ -10,6 +10,8 @@
 
 #![allow(dead_code)]
 
+pub mod wire;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,58 @@
+//! A real HTTP server on a loopback port with scripted answers (tests/support/wire_server.py),
+//! for probing behaviour the twin cannot produce on demand: captured answers of real servers,
+//! HTML error pages, servers that never answer.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+pub struct WireServer {
+    pub port: u16,
+    child: Child,
+    routes: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// A captured body from ../shared/wire, or None (the caller skips) when shared/ is absent.
+pub fn capture(path: &str) -> Option<String> {
+    std::fs::read_to_string(format!("{}/../shared/wire/{path}", env!("CARGO_MANIFEST_DIR"))).ok()
+}
+
+impl WireServer {
+    /// Starts a server answering `routes` (see wire_server.py); None when python3 is missing.
+    pub fn start(routes: serde_json::Value) -> Option<WireServer> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("routes.json");
+        std::fs::write(&path, routes.to_string()).unwrap();
+        let script = format!("{}/tests/support/wire_server.py", env!("CARGO_MANIFEST_DIR"));
+        let mut child =
+            match Command::new("python3").arg(script).arg(&path).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn() {
+                Ok(c) => c,
+                Err(e) => {
+                    println!("skipped: python3 not available ({e})");
+                    return None;
+                }
+            };
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line.trim().parse().expect("wire server port");
+        Some(WireServer { port, child, routes: path, _dir: dir })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Requests received so far, one JSON object each.
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        let log = std::fs::read_to_string(self.routes.with_extension("json.log")).unwrap_or_default();
+        log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+}
+
+impl Drop for WireServer {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
