@@ -95,6 +95,8 @@ pub static KEYS: &[Key] = &[
     key("log_shipper.unit", Kind::Text, "alloy.service", "unit of the log shipper"),
     key("log_shipper.url", Kind::Url, "http://127.0.0.1:12345", "local metrics endpoint of the log shipper"),
     key("log_shipper.config", Kind::Text, "/etc/alloy/config.alloy", "configuration file of the log shipper"),
+    key("units.job_timeout", Kind::Duration, "90s", "how long a start/stop/restart/reload job may take"),
+    key("units.settle", Kind::Duration, "300ms", "how long a started unit is watched for dying at once"),
     key("http.timeout", Kind::Duration, "5s", "default timeout of every HTTP request (probes and queries)"),
     key("http.ca_file", Kind::Text, "", "extra CA certificate (PEM) trusted for https:// addresses"),
     key(

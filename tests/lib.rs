@@ -7,3 +7,4 @@ mod config;
 mod probes;
 mod run;
 mod secrets;
+mod units;

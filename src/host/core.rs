@@ -140,6 +140,8 @@ fn outcome(ok: bool) -> Outcome {
 pub fn text(value: &Dynamic) -> String {
     if value.is_unit() {
         String::new()
+    } else if let Some(status) = value.read_lock::<crate::world::units::UnitStatus>() {
+        super::unit::describe(&status)
     } else if let Some(s) = value.read_lock::<ImmutableString>() {
         s.to_string()
     } else {

@@ -14,6 +14,7 @@ pub mod influx;
 pub mod loki;
 pub mod prom;
 pub mod time;
+pub mod unit;
 pub mod wait;
 
 use std::collections::BTreeMap;

@@ -6,8 +6,12 @@
 //! `journalctl -o json`, child processes, podman) and, for `--sandbox`, an in-process twin.
 //! Later, an SSH implementation plugs in at the same place.
 
+pub mod systemd_dbus;
+pub mod units;
+
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::config::Config;
 
@@ -16,12 +20,15 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The implementations a run acts through, chosen once per run.
 #[derive(Clone)]
-pub struct World {}
+pub struct World {
+    pub units: Arc<dyn units::Units>,
+}
 
 impl World {
     /// The real machine: system or user service manager per `scope`, real processes.
     /// Cheap: nothing connects until first use (`list`, `check` and `fns` build one too).
-    pub fn real(_config: &Config) -> World {
-        World {}
+    pub fn real(config: &Config) -> World {
+        let user = config.text("scope") == "user";
+        World { units: Arc::new(systemd_dbus::SystemdDbus::new(user)) }
     }
 }

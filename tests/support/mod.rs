@@ -10,6 +10,7 @@
 
 #![allow(dead_code)]
 
+pub mod private_host;
 pub mod wire;
 
 use std::io::Read;
@@ -156,6 +157,16 @@ pub struct Output {
 }
 
 impl Output {
+    /// From a process run elsewhere (the private host); `test` is a fresh scratch dir.
+    pub fn from_raw(out: std::process::Output, _dir: &Path) -> Output {
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            test: Test::new(),
+        }
+    }
+
     fn context(&self) -> String {
         format!("\n--- exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
     }

@@ -1,0 +1,371 @@
+//! `unit::` — the service manager: status, start/stop/restart/reload with job waiting,
+//! enable/disable, daemon-reload and listing, over the `Units` world seam (systemd over
+//! D-Bus, or the sandbox). Mutating calls honour `--dry-run`: they are recorded as "would …"
+//! and never sent. Short names work: `loki` is `loki.service`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rhai::{Array, Dynamic, Engine, Map, Module};
+
+use super::time::duration_arg;
+use super::{Host, HostResult, fail};
+use crate::register;
+use crate::world::units::{Job, UnitError, UnitStatus, full_name};
+
+pub fn module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(
+        &mut m,
+        "status",
+        ["name: &str", "UnitStatus"],
+        "/// The unit's state: `name`, `description`, `load_state`, `active_state`, `sub_state`,\n\
+         /// `unit_file_state`, `main_pid`, `since`, `result`, `exec_main_status`. A unit that is not\n\
+         /// installed reads `load_state: \"not-found\"`. Printing it reads like `systemctl status`.",
+        move |name: &str| status(&h, name)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "is_active",
+        ["name: &str", "bool"],
+        "/// Whether the unit is active (as `systemctl is-active --quiet`).",
+        move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(status(&h, name)?.active_state == "active")
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "is_enabled",
+        ["name: &str", "bool"],
+        "/// Whether the unit starts at boot (enabled, static, indirect… as `systemctl is-enabled`).",
+        move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(enabled_state(&status(&h, name)?.unit_file_state))
+    );
+    for job in [Job::Start, Job::Stop, Job::Restart, Job::Reload] {
+        let verb = job.verb();
+        let doc = format!(
+            "/// {}s the unit(s) — a name or an array, in order — waiting for each job to finish\n\
+             /// (`units.job_timeout`, 90 s). Returns `[#{{unit, job, result, ok}}]`. Throws when a job\n\
+             /// fails, naming the unit, the result and its last log lines; `try_{verb}` returns instead.",
+            capitalise(verb)
+        );
+        let h = host.clone();
+        register!(&mut m, verb, ["units: ?", "Array"], doc.as_str(), move |units: Dynamic| {
+            jobs(&h, job, &units, &Map::new(), true)
+        });
+        let h = host.clone();
+        register!(
+            &mut m,
+            verb,
+            ["units: ?", "options: Map", "Array"],
+            "/// With options `#{timeout: \"30s\"}`.",
+            move |units: Dynamic, options: Map| jobs(&h, job, &units, &options, true)
+        );
+        let h = host.clone();
+        let try_name = format!("try_{verb}");
+        register!(
+            &mut m,
+            try_name.as_str(),
+            ["units: ?", "Array"],
+            "/// Like the throwing form, but every outcome is returned (`ok: false`, `result`, `error`).",
+            move |units: Dynamic| jobs(&h, job, &units, &Map::new(), false)
+        );
+    }
+    let h = host.clone();
+    register!(
+        &mut m,
+        "reload_or_restart",
+        ["name: &str", "Map"],
+        "/// Reloads the unit; when it cannot reload (systemd refuses the job type), restarts it.\n\
+         /// Returns the outcome with `action`: \"reloaded\" or \"restarted\".",
+        move |name: &str| reload_or_restart(&h, name)
+    );
+    for (verb, enable) in [("enable", true), ("disable", false)] {
+        let h = host.clone();
+        register!(
+            &mut m,
+            verb,
+            ["units: ?", "Array"],
+            "/// Enables or disables the unit file(s) at boot, then reloads the manager (as systemctl).",
+            move |units: Dynamic| set_enabled(&h, &units, enable)
+        );
+    }
+    let h = host.clone();
+    register!(
+        &mut m,
+        "daemon_reload",
+        ["()"],
+        "/// Makes the manager re-read unit files (`systemctl daemon-reload`).",
+        move || -> HostResult<()> {
+            if h.plan("reload the service manager (daemon-reload)") {
+                return Ok(());
+            }
+            let units = h.world.units.clone();
+            h.block_on(|| async move { units.daemon_reload().await })?.map_err(|e| fail(e.to_string()))
+        }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "list",
+        ["pattern: &str", "Array"],
+        "/// Loaded units matching a glob (`*.service`): `[#{name, description, load_state,\n\
+         /// active_state, sub_state}]`.",
+        move |pattern: &str| list(&h, pattern)
+    );
+    m
+}
+
+/// Registers the `UnitStatus` type: its fields as properties, and how it prints.
+pub fn register_types(engine: &mut Engine) {
+    engine.register_type_with_name::<UnitStatus>("UnitStatus");
+    engine.register_get("name", |s: &mut UnitStatus| s.name.clone());
+    engine.register_get("description", |s: &mut UnitStatus| s.description.clone());
+    engine.register_get("load_state", |s: &mut UnitStatus| s.load_state.clone());
+    engine.register_get("active_state", |s: &mut UnitStatus| s.active_state.clone());
+    engine.register_get("sub_state", |s: &mut UnitStatus| s.sub_state.clone());
+    engine.register_get("unit_file_state", |s: &mut UnitStatus| s.unit_file_state.clone());
+    engine.register_get("main_pid", |s: &mut UnitStatus| s.main_pid as i64);
+    engine.register_get("since", |s: &mut UnitStatus| {
+        s.since.map(|t| humantime::format_rfc3339_seconds(t).to_string()).unwrap_or_default()
+    });
+    engine.register_get("result", |s: &mut UnitStatus| s.result.clone());
+    engine.register_get("exec_main_status", |s: &mut UnitStatus| s.exec_main_status as i64);
+    engine.register_get("can_reload", |s: &mut UnitStatus| s.can_reload);
+    engine.register_fn("to_string", |s: &mut UnitStatus| describe(s));
+    engine.register_fn("to_debug", |s: &mut UnitStatus| describe(s));
+    engine.register_fn("to_map", |s: &mut UnitStatus| status_map(s));
+}
+
+/// `loki.service - Loki · loaded (enabled) · active (running) since … ago`
+pub fn describe(s: &UnitStatus) -> String {
+    if s.load_state == "not-found" {
+        return format!("{} - not installed (load state not-found)", s.name);
+    }
+    let since = match s.since {
+        Some(t) => {
+            let ago = std::time::SystemTime::now().duration_since(t).unwrap_or_default();
+            let ago = humantime::format_duration(Duration::from_secs(ago.as_secs()));
+            format!(" since {}; {ago} ago", humantime::format_rfc3339_seconds(t))
+        }
+        None => String::new(),
+    };
+    let file = if s.unit_file_state.is_empty() { String::new() } else { format!(" ({})", s.unit_file_state) };
+    let failure = if s.active_state == "failed" {
+        format!(", result {} status {}", s.result, s.exec_main_status)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} - {} · {}{file} · {} ({}){since}{failure}",
+        s.name, s.description, s.load_state, s.active_state, s.sub_state
+    )
+}
+
+fn status_map(s: &UnitStatus) -> Map {
+    let mut m = Map::new();
+    m.insert("name".into(), s.name.clone().into());
+    m.insert("description".into(), s.description.clone().into());
+    m.insert("load_state".into(), s.load_state.clone().into());
+    m.insert("active_state".into(), s.active_state.clone().into());
+    m.insert("sub_state".into(), s.sub_state.clone().into());
+    m.insert("unit_file_state".into(), s.unit_file_state.clone().into());
+    m.insert("main_pid".into(), (s.main_pid as i64).into());
+    m.insert("result".into(), s.result.clone().into());
+    m.insert("exec_main_status".into(), (s.exec_main_status as i64).into());
+    m
+}
+
+fn capitalise(verb: &str) -> String {
+    let mut c = verb.chars();
+    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+}
+
+fn enabled_state(state: &str) -> bool {
+    matches!(state, "enabled" | "enabled-runtime" | "static" | "indirect" | "generated" | "alias")
+}
+
+fn status(host: &Host, name: &str) -> HostResult<UnitStatus> {
+    let unit = full_name(name);
+    let units = host.world.units.clone();
+    host.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
+}
+
+/// Unit names from a string or an array of strings.
+fn names(value: &Dynamic) -> HostResult<Vec<String>> {
+    if let Ok(s) = value.clone().into_immutable_string() {
+        return Ok(vec![full_name(&s)]);
+    }
+    if let Some(list) = value.read_lock::<Array>() {
+        return list
+            .iter()
+            .map(|v| {
+                v.clone().into_immutable_string().map(|s| full_name(&s)).map_err(|_| fail("unit names must be strings"))
+            })
+            .collect();
+    }
+    Err(fail(format!("expected a unit name or an array of names, got {}", value.type_name())))
+}
+
+fn outcome(unit: &str, job: &str, result: &str) -> Map {
+    let mut m = Map::new();
+    m.insert("unit".into(), unit.into());
+    m.insert("job".into(), job.into());
+    m.insert("result".into(), result.into());
+    m.insert("ok".into(), (result == "done").into());
+    m
+}
+
+fn job_timeout(host: &Host, options: &Map) -> HostResult<Duration> {
+    for k in options.keys() {
+        if k != "timeout" {
+            return Err(fail(format!("unknown option `{k}` (timeout)")));
+        }
+    }
+    match options.get("timeout") {
+        Some(t) => duration_arg(t),
+        None => Ok(host.config.duration("units.job_timeout")),
+    }
+}
+
+/// The failure message of a job: unit, result, the unit's state, and a hint.
+fn failure(host: &Host, job: Job, unit: &str, result: &str) -> String {
+    let mut message = format!("{} of `{unit}` {result}", job.verb());
+    if let Ok(s) = status(host, unit) {
+        message.push_str(&format!(
+            " (now {} ({}), result {}, exit status {})",
+            s.active_state, s.sub_state, s.result, s.exec_main_status
+        ));
+    }
+    message.push_str(&format!("\n  hint: `journalctl -u {unit} -n 20` shows why"));
+    message
+}
+
+fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<Result<Map, (Map, String)>> {
+    if host.plan(&format!("{} {unit}", job.verb())) {
+        let mut m = outcome(unit, job.verb(), "skipped");
+        m.insert("dry_run".into(), true.into());
+        m.insert("ok".into(), true.into());
+        return Ok(Ok(m));
+    }
+    let units = host.world.units.clone();
+    let name = unit.to_string();
+    let done = host.block_on(|| async move { units.run_job(job, &name, timeout).await })?;
+    Ok(match done {
+        // A simple service's start job is "done" once forked; watch it settle so a process
+        // that dies at once (ExecStart=/bin/false) is a failed start, as an operator sees it.
+        Ok(o) if o.result == "done" && matches!(job, Job::Start | Job::Restart) => match settled(host, unit)? {
+            None => Ok(outcome(unit, job.verb(), "done")),
+            Some(state) => {
+                let message = failure(host, job, unit, &format!("failed: the unit is {state} right after starting"));
+                let mut m = outcome(unit, job.verb(), "failed");
+                m.insert("error".into(), message.clone().into());
+                Err((m, message))
+            }
+        },
+        Ok(o) if o.result == "done" => Ok(outcome(unit, job.verb(), "done")),
+        Ok(o) => {
+            let message = failure(host, job, unit, &o.result);
+            let mut m = outcome(unit, job.verb(), &o.result);
+            m.insert("error".into(), message.clone().into());
+            Err((m, message))
+        }
+        Err(e) => {
+            let kind = match &e {
+                UnitError::NotFound { .. } => "not-found",
+                UnitError::NotApplicable { .. } => "not-applicable",
+                UnitError::Timeout { .. } => "timeout",
+                UnitError::AccessDenied { .. } => "access-denied",
+                _ => "error",
+            };
+            let mut m = outcome(unit, job.verb(), kind);
+            m.insert("error".into(), e.to_string().into());
+            Err((m, e.to_string()))
+        }
+    })
+}
+
+/// Watches a just-started unit for `units.settle`; the state if it fell over.
+fn settled(host: &Host, unit: &str) -> HostResult<Option<String>> {
+    let deadline = std::time::Instant::now() + host.config.duration("units.settle");
+    loop {
+        let s = status(host, unit)?;
+        if s.active_state == "failed" || s.active_state == "inactive" {
+            return Ok(Some(format!("{} ({})", s.active_state, s.sub_state)));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        super::time::sleep(host, Duration::from_millis(50))?;
+    }
+}
+
+fn jobs(host: &Host, job: Job, units: &Dynamic, options: &Map, raise: bool) -> HostResult<Array> {
+    let timeout = job_timeout(host, options)?;
+    let mut outcomes = Array::new();
+    let mut failures = Vec::new();
+    for unit in names(units)? {
+        match run_one(host, job, &unit, timeout)? {
+            Ok(m) => outcomes.push(m.into()),
+            Err((m, message)) => {
+                outcomes.push(m.into());
+                failures.push(message);
+            }
+        }
+    }
+    if raise && !failures.is_empty() {
+        return Err(fail(failures.join("\n")));
+    }
+    Ok(outcomes)
+}
+
+fn reload_or_restart(host: &Host, name: &str) -> HostResult<Map> {
+    let unit = full_name(name);
+    let timeout = host.config.duration("units.job_timeout");
+    if host.dry_run {
+        let can_reload = status(host, &unit).map(|s| s.can_reload).unwrap_or(false);
+        let (job, action) = if can_reload { (Job::Reload, "reloaded") } else { (Job::Restart, "restarted") };
+        let mut m = run_one(host, job, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
+        m.insert("action".into(), action.into());
+        return Ok(m);
+    }
+    match run_one(host, Job::Reload, &unit, timeout)? {
+        Ok(mut m) => {
+            m.insert("action".into(), "reloaded".into());
+            Ok(m)
+        }
+        Err((m, message)) if m.get("result").map(|r| r.to_string()) == Some("not-applicable".into()) => {
+            host.log(crate::report::Level::Info, &format!("{unit} cannot reload ({message}); restarting it"));
+            let mut m = run_one(host, Job::Restart, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
+            m.insert("action".into(), "restarted".into());
+            Ok(m)
+        }
+        Err((_, message)) => Err(fail(message)),
+    }
+}
+
+fn set_enabled(host: &Host, units: &Dynamic, enable: bool) -> HostResult<Array> {
+    let names = names(units)?;
+    let verb = if enable { "enable" } else { "disable" };
+    if host.plan(&format!("{verb} {}", names.join(" "))) {
+        return Ok(names.iter().map(|u| outcome(u, verb, "skipped").into()).collect());
+    }
+    let world = host.world.units.clone();
+    let list = names.clone();
+    host.block_on(|| async move { world.set_enabled(&list, enable).await })?.map_err(|e| fail(e.to_string()))?;
+    Ok(names.iter().map(|u| outcome(u, verb, "done").into()).collect())
+}
+
+fn list(host: &Host, pattern: &str) -> HostResult<Array> {
+    let units = host.world.units.clone();
+    let p = pattern.to_string();
+    let found = host.block_on(|| async move { units.list(&p).await })?.map_err(|e| fail(e.to_string()))?;
+    Ok(found
+        .iter()
+        .map(|s| {
+            let mut m = status_map(s);
+            m.retain(|k, _| matches!(k.as_str(), "name" | "description" | "load_state" | "active_state" | "sub_state"));
+            Dynamic::from_map(m)
+        })
+        .collect())
+}

@@ -1,0 +1,154 @@
+//! The service-manager seam: what `unit::` needs from systemd, as a small trait.
+//! Implemented over D-Bus (`systemd_dbus.rs`) and by the sandbox's simulated manager.
+
+use std::time::{Duration, SystemTime};
+
+use super::BoxFuture;
+
+/// A unit's state, as `systemctl status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitStatus {
+    pub name: String,
+    pub description: String,
+    /// `loaded`, `not-found`, `masked`, `error`…
+    pub load_state: String,
+    /// `active`, `inactive`, `failed`, `activating`, `deactivating`, `reloading`.
+    pub active_state: String,
+    /// `running`, `dead`, `exited`, `failed`, `start`…
+    pub sub_state: String,
+    /// `enabled`, `disabled`, `static`, `masked`…; empty when there is no unit file.
+    pub unit_file_state: String,
+    pub main_pid: u32,
+    /// When the unit entered its current state; `None` if it never changed.
+    pub since: Option<SystemTime>,
+    /// The service's last result: `success`, `exit-code`, `signal`, `timeout`…
+    pub result: String,
+    pub exec_main_status: i32,
+    pub can_reload: bool,
+}
+
+/// A state-changing job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    Start,
+    Stop,
+    Restart,
+    Reload,
+}
+
+impl Job {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Job::Start => "start",
+            Job::Stop => "stop",
+            Job::Restart => "restart",
+            Job::Reload => "reload",
+        }
+    }
+}
+
+/// Why a request to the manager failed (the job never ran, or its result is unknown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnitError {
+    /// The unit file does not exist.
+    NotFound {
+        unit: String,
+    },
+    /// systemd refuses the job type for this unit (e.g. reload without `ExecReload`).
+    NotApplicable {
+        unit: String,
+        job: Job,
+    },
+    /// Reload of a unit that is not running.
+    Inactive {
+        unit: String,
+    },
+    AccessDenied {
+        unit: String,
+        action: String,
+        detail: String,
+    },
+    NoBus {
+        address: String,
+        reason: String,
+    },
+    /// The job did not finish within the timeout.
+    Timeout {
+        unit: String,
+        job: Job,
+        after: Duration,
+    },
+    Other(String),
+}
+
+impl std::fmt::Display for UnitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnitError::NotFound { unit } => write!(f, "unit `{unit}` is not installed on this host"),
+            UnitError::NotApplicable { unit, job } => {
+                write!(f, "unit `{unit}` does not support {} (systemd refuses the job)", job.verb())
+            }
+            UnitError::Inactive { unit } => write!(f, "unit `{unit}` is not active, so it cannot be reloaded"),
+            UnitError::AccessDenied { unit, action, detail } => write!(
+                f,
+                "access denied to {action} `{unit}` ({detail})\n  help: run as root, or pass `--user` for units of your user manager"
+            ),
+            UnitError::NoBus { address, reason } => write!(
+                f,
+                "cannot reach the service manager at `{address}`: {reason}\n  help: is systemd running here? `--user` talks to your user manager"
+            ),
+            UnitError::Timeout { unit, job, after } => {
+                write!(f, "{} of `{unit}` did not finish within {}", job.verb(), humantime::format_duration(*after))
+            }
+            UnitError::Other(message) => f.write_str(message),
+        }
+    }
+}
+
+/// What a finished job reports: `done`, `failed`, `canceled`, `timeout`, `dependency`,
+/// `skipped` (systemd's `JobRemoved` results).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobOutcome {
+    pub unit: String,
+    pub job: Job,
+    pub result: String,
+}
+
+/// The service manager.
+pub trait Units: Send + Sync {
+    fn status<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<UnitStatus, UnitError>>;
+    /// Queues a job (mode `replace`) and waits for it to finish, at most `timeout`.
+    fn run_job<'a>(
+        &'a self,
+        job: Job,
+        unit: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<JobOutcome, UnitError>>;
+    /// Enables or disables unit files, then reloads the manager as `systemctl` does.
+    fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<(), UnitError>>;
+    fn daemon_reload(&self) -> BoxFuture<'_, Result<(), UnitError>>;
+    /// Loaded units whose names match a glob pattern (`*.service`, `loki*`).
+    fn list<'a>(&'a self, pattern: &'a str) -> BoxFuture<'a, Result<Vec<UnitStatus>, UnitError>>;
+}
+
+/// `loki` → `loki.service`; names with a type suffix stay as they are.
+pub fn full_name(name: &str) -> String {
+    const TYPES: &[&str] = &[
+        ".service",
+        ".socket",
+        ".target",
+        ".timer",
+        ".mount",
+        ".path",
+        ".slice",
+        ".scope",
+        ".device",
+        ".swap",
+        ".automount",
+    ];
+    if TYPES.iter().any(|t| name.ends_with(t)) || name.contains('*') {
+        name.to_string()
+    } else {
+        format!("{name}.service")
+    }
+}

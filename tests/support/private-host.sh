@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# A private stack host: run as the init of a mount+net+pid namespace, e.g.
+#   unshare --mount --net --pid --fork --kill-child --mount-proc bash private-host.sh STATE [CMD...]
+# It boots a real systemd-journald and a real `systemd --user` with its own D-Bus session
+# bus, on tmpfs mounts so nothing of the real machine's /run is touched, and its own
+# loopback. Then it touches STATE/ready and either runs CMD (and ends, taking everything with
+# it) or waits to be killed. Recipe: shared/notes/private-host.md.
+set -euo pipefail
+state=$1
+shift
+mount --make-rprivate /
+for d in /run/systemd /run/user /run/log /var/log/journal; do
+  mkdir -p "$d"
+  mount -t tmpfs tmpfs "$d"
+done
+mkdir -p /run/systemd/system /run/user/0/home /run/user/0/systemd/user
+ip link set lo up
+/lib/systemd/systemd-journald &
+for _ in $(seq 200); do [ -S /run/systemd/journal/stdout ] && break; sleep 0.02; done
+[ -e /dev/log ] && mount --bind /run/systemd/journal/dev-log /dev/log || true
+export XDG_RUNTIME_DIR=/run/user/0 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/0/bus HOME=/run/user/0/home
+/lib/systemd/systemd --user >/dev/null 2>&1 &
+for _ in $(seq 500); do
+  s=$(systemctl --user is-system-running 2>/dev/null || true)
+  case "$s" in running|degraded) break ;; esac
+  sleep 0.02
+done
+touch "$state/ready"
+if [ $# -gt 0 ]; then
+  "$@"
+  exit $?
+fi
+while true; do sleep 3600; done

@@ -1,0 +1,153 @@
+//! `unit::` against a real systemd: a private host (real `systemd --user`, real journald)
+//! with real unit files. Skipped, saying why, where namespaces or systemd are unavailable.
+
+use crate::support::Test;
+use crate::support::private_host::PrivateHost;
+
+fn boot() -> Option<PrivateHost> {
+    match PrivateHost::boot() {
+        Ok(h) => Some(h),
+        Err(why) => {
+            println!("skipped: {why}");
+            None
+        }
+    }
+}
+
+const SLEEPER: &str = "[Unit]\nDescription=Sleeper for tests\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=default.target\n";
+const RELOADABLE: &str =
+    "[Unit]\nDescription=Reloadable\n[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/true\n";
+const BROKEN: &str = "[Unit]\nDescription=Broken on purpose\n[Service]\nExecStart=/bin/false\n";
+
+fn run(host: &PrivateHost, src: &str, extra: &[&str]) -> crate::support::Output {
+    let t = Test::new().runbook("t", src);
+    let mut args = vec!["run", "t"];
+    args.extend_from_slice(extra);
+    let out = host.opsbook(t.path(), &args);
+    drop(t);
+    out
+}
+
+#[test]
+fn start_stop_restart_and_status() {
+    let Some(host) = boot() else { return };
+    host.install_unit("sleeper.service", SLEEPER);
+    let src = r#"
+let s = unit::status("sleeper");
+check("inactive at first", s.active_state == "inactive" && s.load_state == "loaded", s);
+let o = unit::start("sleeper");
+check("start done", o[0].result == "done" && o[0].unit == "sleeper.service", o);
+let s = unit::status("sleeper.service");
+check("running", s.active_state == "active" && s.sub_state == "running" && s.main_pid > 0, s);
+check("since", s.since.starts_with("20"), s.since);
+check("is_active", unit::is_active("sleeper"));
+check("prints like systemctl", `${s}`.contains("active (running) since"), `${s}`);
+let pid = s.main_pid;
+unit::restart(["sleeper"]);
+check("restarted", unit::status("sleeper").main_pid != pid);
+let l = unit::list("sleep*");
+check("list", l.len() == 1 && l[0].name == "sleeper.service" && l[0].active_state == "active", l);
+unit::stop("sleeper");
+check("stopped", !unit::is_active("sleeper"));
+"#;
+    run(&host, src, &[]).code(0).stdout_has("9 passed, 0 failed");
+}
+
+#[test]
+fn reload_with_and_without_exec_reload() {
+    let Some(host) = boot() else { return };
+    host.install_unit("reloadable.service", RELOADABLE);
+    host.install_unit("sleeper.service", SLEEPER);
+    let src = r#"
+unit::start(["reloadable", "sleeper"]);
+let r = unit::reload("reloadable");
+check("reload done", r[0].result == "done", r);
+let t = unit::try_reload("sleeper");
+check("reload refused", !t[0].ok && t[0].result == "not-applicable" && t[0].error.contains("does not support reload"), t);
+let pid = unit::status("sleeper").main_pid;
+let o = unit::reload_or_restart("sleeper");
+check("fell back to restart", o.action == "restarted" && unit::status("sleeper").main_pid != pid, o);
+let o = unit::reload_or_restart("reloadable");
+check("reloaded in place", o.action == "reloaded", o);
+"#;
+    run(&host, src, &[]).code(0).stdout_has("4 passed, 0 failed");
+}
+
+#[test]
+fn enable_and_disable() {
+    let Some(host) = boot() else { return };
+    host.install_unit("sleeper.service", SLEEPER);
+    let src = r#"
+check("disabled at first", !unit::is_enabled("sleeper"), unit::status("sleeper").unit_file_state);
+unit::enable("sleeper");
+check("enabled", unit::is_enabled("sleeper") && unit::status("sleeper").unit_file_state == "enabled");
+unit::disable(["sleeper"]);
+check("disabled again", unit::status("sleeper").unit_file_state == "disabled");
+"#;
+    run(&host, src, &[]).code(0).stdout_has("3 passed, 0 failed");
+    assert_eq!(host.systemctl(&["is-enabled", "sleeper"]), "disabled");
+}
+
+#[test]
+fn a_failing_start_is_reported_clearly() {
+    let Some(host) = boot() else { return };
+    host.install_unit("broken.service", BROKEN);
+    run(&host, "unit::start(\"broken\");", &[])
+        .code(1)
+        .stdout_has("start of `broken.service` failed")
+        .stdout_has("result exit-code, exit status 1")
+        .stdout_has("journalctl -u broken.service");
+    let src = "let t = unit::try_start(\"broken\");\ncheck(\"failed outcome\", !t[0].ok && t[0].result == \"failed\", t);\nlet s = unit::status(\"broken\");\ncheck(\"failed state\", s.active_state == \"failed\" && s.result == \"exit-code\", s);";
+    run(&host, src, &[]).code(0).stdout_has("2 passed");
+}
+
+#[test]
+fn an_unknown_unit_is_named() {
+    let Some(host) = boot() else { return };
+    run(
+        &host,
+        "check(\"not-found\", unit::status(\"loki\").load_state == \"not-found\");\nunit::start(\"loki\");",
+        &[],
+    )
+    .code(1)
+    .stdout_has("1 passed")
+    .stdout_has("unit `loki.service` is not installed on this host");
+}
+
+#[test]
+fn dry_run_sends_nothing_mutating() {
+    let Some(host) = boot() else { return };
+    host.install_unit("sleeper.service", SLEEPER);
+    host.install_unit("other.service", SLEEPER);
+    host.systemctl(&["start", "sleeper"]);
+    let before = host.systemctl(&["show", "sleeper", "-p", "MainPID", "-p", "ActiveEnterTimestampMonotonic"]);
+    let src = r#"
+unit::restart("sleeper");
+unit::stop("sleeper");
+unit::start("other");
+unit::enable("other");
+unit::reload_or_restart("sleeper");
+unit::daemon_reload();
+check("reads still run", unit::status("sleeper").active_state == "active");
+"#;
+    run(&host, src, &["--dry-run"])
+        .code(0)
+        .stdout_has("would restart sleeper.service")
+        .stdout_has("would stop sleeper.service")
+        .stdout_has("would start other.service")
+        .stdout_has("would enable other.service")
+        .stdout_has("1 passed");
+    assert_eq!(host.systemctl(&["show", "sleeper", "-p", "MainPID", "-p", "ActiveEnterTimestampMonotonic"]), before);
+    assert_eq!(host.systemctl(&["is-active", "other"]), "inactive");
+    assert_eq!(host.systemctl(&["is-enabled", "other"]), "disabled");
+}
+
+#[test]
+fn no_bus_names_the_address() {
+    let t = Test::new().runbook("t", "unit::status(\"loki\");");
+    t.env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
+        .args(["run", "t", "--user"])
+        .run()
+        .code(1)
+        .stdout_has("cannot reach the service manager at `unix:path=/nonexistent/bus`");
+}
