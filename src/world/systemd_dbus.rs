@@ -24,7 +24,6 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(15);
     gen_blocking = false
 )]
 trait Manager {
-    fn load_unit(&self, name: &str) -> zbus::Result<OwnedObjectPath>;
     fn start_unit(&self, name: &str, mode: &str) -> zbus::Result<OwnedObjectPath>;
     fn stop_unit(&self, name: &str, mode: &str) -> zbus::Result<OwnedObjectPath>;
     fn restart_unit(&self, name: &str, mode: &str) -> zbus::Result<OwnedObjectPath>;
@@ -56,6 +55,7 @@ pub struct SystemdDbus {
     connection: OnceCell<Result<(Connection, ManagerProxy<'static>), UnitError>>,
     /// The runtime the connection lives on: zbus spawns tasks when a connection is dropped.
     runtime: std::sync::OnceLock<tokio::runtime::Handle>,
+    subscribed: OnceCell<()>,
 }
 
 impl Drop for SystemdDbus {
@@ -69,7 +69,7 @@ impl Drop for SystemdDbus {
 
 impl SystemdDbus {
     pub fn new(user: bool) -> SystemdDbus {
-        SystemdDbus { user, connection: OnceCell::new(), runtime: std::sync::OnceLock::new() }
+        SystemdDbus { user, connection: OnceCell::new(), runtime: std::sync::OnceLock::new(), subscribed: OnceCell::new() }
     }
 
     fn address(&self) -> String {
@@ -103,10 +103,6 @@ impl SystemdDbus {
                     Err(_) => return Err(no_bus(format!("no answer within {}s", CALL_TIMEOUT.as_secs()))),
                 };
                 let manager = ManagerProxy::new(&connection).await.map_err(|e| no_bus(e.to_string()))?;
-                // Without a subscription systemd emits no JobRemoved signals to us.
-                if let Err(e) = manager.subscribe().await {
-                    tracing::debug!("Subscribe: {e}");
-                }
                 Ok((connection, manager))
             })
             .await;
@@ -134,14 +130,18 @@ impl SystemdDbus {
     }
 
     async fn status_of(&self, unit: &str) -> Result<UnitStatus, UnitError> {
-        let manager = self.manager().await?;
-        let path = call(unit, "inspect", manager.load_unit(unit)).await?;
-        let u = self.properties(&path, "org.freedesktop.systemd1.Unit").await?;
-        let s = if unit.ends_with(".service") {
-            self.properties(&path, "org.freedesktop.systemd1.Service").await.unwrap_or_default()
-        } else {
-            HashMap::new()
+        // The unit's object path is its escaped name; systemd loads the unit when the path is
+        // read, so one round trip per interface (both in flight at once) is enough.
+        let path = unit_path(unit)?;
+        let service = async {
+            if unit.ends_with(".service") {
+                self.properties(&path, "org.freedesktop.systemd1.Service").await.unwrap_or_default()
+            } else {
+                HashMap::new()
+            }
         };
+        let (u, s) = futures_util::future::join(self.properties(&path, "org.freedesktop.systemd1.Unit"), service).await;
+        let u = u?;
         let since_us = get::<u64>(&u, "StateChangeTimestamp");
         Ok(UnitStatus {
             name: text(&u, "Id").unwrap_or_else(|| unit.to_string()),
@@ -160,6 +160,14 @@ impl SystemdDbus {
 
     async fn job(&self, job: Job, unit: &str, timeout: Duration) -> Result<JobOutcome, UnitError> {
         let manager = self.manager().await?;
+        // Without a subscription systemd emits no JobRemoved signals to us; only jobs need it.
+        self.subscribed
+            .get_or_init(|| async {
+                if let Err(e) = manager.subscribe().await {
+                    tracing::debug!("Subscribe: {e}");
+                }
+            })
+            .await;
         // Subscribe to JobRemoved first: a fast job may finish before the call returns.
         let mut removed = call(unit, job.verb(), manager.receive_job_removed()).await?;
         let queued = match job {
@@ -184,6 +192,22 @@ impl SystemdDbus {
             Err(_) => Err(UnitError::Timeout { unit: unit.to_string(), job, after: timeout }),
         }
     }
+}
+
+/// `/org/freedesktop/systemd1/unit/loki_2eservice`: systemd's bus path escaping.
+fn unit_path(unit: &str) -> Result<OwnedObjectPath, UnitError> {
+    let mut path = String::from("/org/freedesktop/systemd1/unit/");
+    if unit.is_empty() {
+        path.push('_');
+    }
+    for (i, b) in unit.bytes().enumerate() {
+        if b.is_ascii_alphabetic() || (b.is_ascii_digit() && i > 0) {
+            path.push(b as char);
+        } else {
+            path.push_str(&format!("_{b:02x}"));
+        }
+    }
+    OwnedObjectPath::try_from(path).map_err(|e| UnitError::Other(format!("unit name `{unit}`: {e}")))
 }
 
 /// Runs one D-Bus call with the call timeout, classifying its error.
