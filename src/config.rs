@@ -97,6 +97,7 @@ pub static KEYS: &[Key] = &[
     key("log_shipper.config", Kind::Text, "/etc/alloy/config.alloy", "configuration file of the log shipper"),
     key("units.job_timeout", Kind::Duration, "90s", "how long a start/stop/restart/reload job may take"),
     key("units.settle", Kind::Duration, "300ms", "how long a started unit is watched for dying at once"),
+    key("journal.timeout", Kind::Duration, "30s", "how long one journalctl read may take"),
     key("http.timeout", Kind::Duration, "5s", "default timeout of every HTTP request (probes and queries)"),
     key("http.ca_file", Kind::Text, "", "extra CA certificate (PEM) trusted for https:// addresses"),
     key(

@@ -66,6 +66,7 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     engine.register_type_with_name::<host::prom::Scrape>("Scrape");
     host::unit::register_types(&mut engine);
     engine.register_static_module("unit", host::unit::module(host).into());
+    engine.register_static_module("journal", host::journal::module(host).into());
     engine.register_static_module("http", host::http::module(host).into());
     engine.register_static_module("influx", host::influx::module(host).into());
     engine.register_static_module("loki", host::loki::module(host).into());

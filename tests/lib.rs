@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod config;
+mod journal;
 mod probes;
 mod run;
 mod secrets;

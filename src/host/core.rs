@@ -158,7 +158,12 @@ pub fn hostname() -> String {
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for now.
 pub fn now_text() -> String {
-    let rfc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    time_text(std::time::SystemTime::now())
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC`: readable, and a time `journalctl --since` accepts.
+pub fn time_text(t: std::time::SystemTime) -> String {
+    let rfc = humantime::format_rfc3339_seconds(t).to_string();
     // 2026-11-22T09:31:05Z → 2026-11-22 09:31:05 UTC
     format!("{} UTC", rfc.trim_end_matches('Z').replacen('T', " ", 1))
 }

@@ -11,6 +11,7 @@
 pub mod core;
 pub mod http;
 pub mod influx;
+pub mod journal;
 pub mod loki;
 pub mod prom;
 pub mod time;

@@ -237,7 +237,20 @@ fn failure(host: &Host, job: Job, unit: &str, result: &str) -> String {
             s.active_state, s.sub_state, s.result, s.exec_main_status
         ));
     }
-    message.push_str(&format!("\n  hint: `journalctl -u {unit} -n 20` shows why"));
+    let last = super::journal::read_entries(
+        host,
+        crate::world::journal::Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() },
+    );
+    match last {
+        Ok(entries) if !entries.is_empty() => {
+            message.push_str("\n  its last log lines:");
+            for e in entries {
+                message.push_str(&format!("\n    {}", e.message));
+            }
+        }
+        _ => {}
+    }
+    message.push_str(&format!("\n  hint: `journalctl -u {unit} -n 20` shows more"));
     message
 }
 

@@ -6,6 +6,7 @@
 //! `journalctl -o json`, child processes, podman) and, for `--sandbox`, an in-process twin.
 //! Later, an SSH implementation plugs in at the same place.
 
+pub mod journal;
 pub mod systemd_dbus;
 pub mod units;
 
@@ -22,6 +23,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Clone)]
 pub struct World {
     pub units: Arc<dyn units::Units>,
+    pub journal: Arc<dyn journal::Journal>,
 }
 
 impl World {
@@ -29,6 +31,12 @@ impl World {
     /// Cheap: nothing connects until first use (`list`, `check` and `fns` build one too).
     pub fn real(config: &Config) -> World {
         let user = config.text("scope") == "user";
-        World { units: Arc::new(systemd_dbus::SystemdDbus::new(user)) }
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        World {
+            units: Arc::new(systemd_dbus::SystemdDbus::new(user)),
+            // root reads every journal file; an unprivileged user reads its own with --user.
+            journal: Arc::new(journal::Journalctl { user: user && !root, timeout: config.duration("journal.timeout") }),
+        }
     }
 }

@@ -69,7 +69,12 @@ impl Drop for SystemdDbus {
 
 impl SystemdDbus {
     pub fn new(user: bool) -> SystemdDbus {
-        SystemdDbus { user, connection: OnceCell::new(), runtime: std::sync::OnceLock::new(), subscribed: OnceCell::new() }
+        SystemdDbus {
+            user,
+            connection: OnceCell::new(),
+            runtime: std::sync::OnceLock::new(),
+            subscribed: OnceCell::new(),
+        }
     }
 
     fn address(&self) -> String {

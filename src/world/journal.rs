@@ -1,0 +1,287 @@
+//! The journal seam: reading, following and writing log entries. The real implementation
+//! runs `journalctl -o json` (it understands the spec's `--since "1 hour ago"` texts, both
+//! scopes, and later SSH) and writes through journald's native socket; the sandbox keeps an
+//! in-memory journal behind the same trait.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+
+use super::BoxFuture;
+
+/// What to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Query {
+    /// Matches `_SYSTEMD_UNIT`, `_SYSTEMD_USER_UNIT`, `UNIT` or `USER_UNIT`.
+    pub unit: Option<String>,
+    /// The newest `lines` entries (all when `None`).
+    pub lines: Option<usize>,
+    /// journalctl time texts: "1 hour ago", "09:00", "2026-11-22 09:00:00", "today".
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// Highest priority number kept: 3 keeps emerg..err.
+    pub max_priority: Option<u8>,
+    /// A regular expression the message must match (journalctl --grep).
+    pub grep: Option<String>,
+    pub identifier: Option<String>,
+}
+
+/// One entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Microseconds since the epoch.
+    pub realtime_us: u64,
+    pub priority: u8,
+    pub unit: String,
+    pub identifier: String,
+    pub pid: u32,
+    pub message: String,
+}
+
+/// Entries arriving while following.
+pub type Feed = mpsc::Receiver<Result<Entry, String>>;
+
+pub trait Journal: Send + Sync {
+    fn read<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Vec<Entry>, String>>;
+    /// Starts following: new entries matching `query` arrive on the feed until it is dropped.
+    fn follow<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Feed, String>>;
+    /// Writes an entry tagged with `identifier` at `priority`.
+    fn emit<'a>(&'a self, identifier: &'a str, message: &'a str, priority: u8) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// syslog priority names.
+pub const PRIORITIES: [&str; 8] = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"];
+
+pub fn priority_number(text: &str) -> Option<u8> {
+    text.parse::<u8>().ok().filter(|p| *p < 8).or_else(|| {
+        let t = text.to_ascii_lowercase();
+        let t = match t.as_str() {
+            "error" => "err",
+            "warn" => "warning",
+            "emergency" => "emerg",
+            "critical" => "crit",
+            other => other,
+        }
+        .to_string();
+        PRIORITIES.iter().position(|p| *p == t).map(|p| p as u8)
+    })
+}
+
+/// journalctl and the native journal socket.
+pub struct Journalctl {
+    /// `--user` for an unprivileged user's own journal.
+    pub user: bool,
+    pub timeout: Duration,
+}
+
+impl Journalctl {
+    fn args(&self, query: &Query) -> Vec<String> {
+        let mut args: Vec<String> = vec!["--no-pager".into(), "-o".into(), "json".into()];
+        args.push(
+            "--output-fields=MESSAGE,PRIORITY,_SYSTEMD_UNIT,_SYSTEMD_USER_UNIT,UNIT,USER_UNIT,SYSLOG_IDENTIFIER,_COMM,_PID"
+                .into(),
+        );
+        if self.user {
+            args.push("--user".into());
+        }
+        if let Some(n) = query.lines {
+            args.push(format!("--lines={n}"));
+        }
+        if let Some(s) = &query.since {
+            args.push(format!("--since={s}"));
+        }
+        if let Some(u) = &query.until {
+            args.push(format!("--until={u}"));
+        }
+        if let Some(p) = query.max_priority {
+            args.push(format!("--priority={p}"));
+        }
+        if let Some(g) = &query.grep {
+            args.push(format!("--grep={g}"));
+        }
+        if let (Some(id), None) = (&query.identifier, &query.unit) {
+            args.push(format!("SYSLOG_IDENTIFIER={id}"));
+        }
+        if let Some(unit) = &query.unit {
+            // OR of the four fields that attribute a line to a unit, as `journalctl -u` does.
+            for (i, field) in ["_SYSTEMD_UNIT", "_SYSTEMD_USER_UNIT", "UNIT", "USER_UNIT"].iter().enumerate() {
+                if i > 0 {
+                    args.push("+".into());
+                }
+                args.push(format!("{field}={unit}"));
+            }
+        }
+        args
+    }
+}
+
+/// A journal field's text: strings as they are, byte arrays decoded, multi-valued joined.
+fn field_text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(items) if items.iter().all(Value::is_u64) => {
+            let bytes: Vec<u8> = items.iter().filter_map(Value::as_u64).map(|b| b as u8).collect();
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().filter_map(|i| field_text(Some(i))).collect();
+            Some(parts.join("\n"))
+        }
+        Value::Null => Some("[value larger than 4096 bytes not shown]".into()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// One line of `journalctl -o json`.
+pub fn parse_entry(line: &str) -> Result<Entry, String> {
+    let v: Value =
+        serde_json::from_str(line).map_err(|e| format!("journalctl printed something that is not JSON ({e})"))?;
+    let get = |k: &str| field_text(v.get(k));
+    let unit =
+        ["_SYSTEMD_UNIT", "_SYSTEMD_USER_UNIT", "UNIT", "USER_UNIT"].iter().find_map(|k| get(k)).unwrap_or_default();
+    Ok(Entry {
+        realtime_us: get("__REALTIME_TIMESTAMP").and_then(|t| t.parse().ok()).unwrap_or(0),
+        priority: get("PRIORITY").and_then(|p| p.parse().ok()).unwrap_or(6),
+        unit,
+        identifier: get("SYSLOG_IDENTIFIER").or_else(|| get("_COMM")).unwrap_or_default(),
+        pid: get("_PID").and_then(|p| p.parse().ok()).unwrap_or(0),
+        message: get("MESSAGE").unwrap_or_default(),
+    })
+}
+
+fn journalctl_error(stderr: &str, code: Option<i32>) -> String {
+    let first = stderr.lines().next().unwrap_or("").trim();
+    format!("journalctl failed ({}): {first}", code.map_or("killed".into(), |c| format!("status {c}")))
+}
+
+impl Journal for Journalctl {
+    fn read<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Vec<Entry>, String>> {
+        Box::pin(async move {
+            let mut cmd = tokio::process::Command::new("journalctl");
+            cmd.args(self.args(query)).kill_on_drop(true).stdin(std::process::Stdio::null());
+            let out = match tokio::time::timeout(self.timeout, cmd.output()).await {
+                Ok(Ok(out)) => out,
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err("`journalctl` not found in PATH".into());
+                }
+                Ok(Err(e)) => return Err(format!("cannot run journalctl: {e}")),
+                Err(_) => {
+                    return Err(format!(
+                        "journalctl did not finish within {}",
+                        humantime::format_duration(self.timeout)
+                    ));
+                }
+            };
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            // --grep with no match exits 1 with nothing on stderr: that is an empty result.
+            if !out.status.success() && !(out.stdout.is_empty() && stderr.trim().is_empty()) {
+                return Err(journalctl_error(&stderr, out.status.code()));
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut entries = Vec::new();
+            for line in text.lines().filter(|l| l.starts_with('{')) {
+                let e = parse_entry(line)?;
+                if query.identifier.as_ref().is_none_or(|id| &e.identifier == id) {
+                    entries.push(e);
+                }
+            }
+            Ok(entries)
+        })
+    }
+
+    fn follow<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Feed, String>> {
+        Box::pin(async move {
+            let mut args = self.args(&Query { lines: Some(query.lines.unwrap_or(0)), ..query.clone() });
+            args.push("--follow".into());
+            let mut child = tokio::process::Command::new("journalctl")
+                .args(args)
+                .kill_on_drop(true)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot run journalctl: {e}"))?;
+            let stdout = child.stdout.take().ok_or("journalctl has no stdout")?;
+            let (tx, rx) = mpsc::channel(1024);
+            let identifier = query.identifier.clone();
+            tokio::spawn(async move {
+                let _child = child; // killed when this task ends (the feed was dropped)
+                let mut lines = tokio::io::BufReader::new(stdout).lines();
+                loop {
+                    tokio::select! {
+                        _ = tx.closed() => break,
+                        line = lines.next_line() => match line {
+                            Ok(Some(l)) if l.starts_with('{') => {
+                                let e = parse_entry(&l);
+                                if let Ok(entry) = &e && identifier.as_ref().is_some_and(|id| &entry.identifier != id) {
+                                    continue;
+                                }
+                                if tx.send(e).await.is_err() { break; }
+                            }
+                            Ok(Some(_)) => {}
+                            _ => break,
+                        }
+                    }
+                }
+            });
+            Ok(rx)
+        })
+    }
+
+    fn emit<'a>(&'a self, identifier: &'a str, message: &'a str, priority: u8) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move { native_send(identifier, message, priority) })
+    }
+}
+
+/// Sends one entry over journald's native protocol (a datagram of `FIELD=value` lines;
+/// values with a newline use the length-prefixed binary form).
+pub fn native_send(identifier: &str, message: &str, priority: u8) -> Result<(), String> {
+    const SOCKET: &str = "/run/systemd/journal/socket";
+    let mut datagram = Vec::new();
+    for (field, value) in [("MESSAGE", message), ("SYSLOG_IDENTIFIER", identifier), ("PRIORITY", &priority.to_string())]
+    {
+        if value.contains('\n') {
+            datagram.extend_from_slice(field.as_bytes());
+            datagram.push(b'\n');
+            datagram.extend_from_slice(&(value.len() as u64).to_le_bytes());
+            datagram.extend_from_slice(value.as_bytes());
+            datagram.push(b'\n');
+        } else {
+            datagram.extend_from_slice(format!("{field}={value}\n").as_bytes());
+        }
+    }
+    let socket = std::os::unix::net::UnixDatagram::unbound().map_err(|e| e.to_string())?;
+    socket.send_to(&datagram, SOCKET).map_err(|e| format!("cannot write to the journal at {SOCKET}: {e}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_handle_binary_multi_valued_and_null_fields() {
+        let e = parse_entry(r#"{"__REALTIME_TIMESTAMP":"1795338824104597","PRIORITY":"3","_SYSTEMD_UNIT":"loki.service","SYSLOG_IDENTIFIER":"loki","_PID":"42","MESSAGE":"boom"}"#).unwrap();
+        assert_eq!(
+            (e.realtime_us, e.priority, e.unit.as_str(), e.pid, e.message.as_str()),
+            (1795338824104597, 3, "loki.service", 42, "boom")
+        );
+        let e = parse_entry(r#"{"MESSAGE":[104,105,255],"_SYSTEMD_USER_UNIT":"a.service"}"#).unwrap();
+        assert_eq!((e.message.as_str(), e.unit.as_str()), ("hi\u{fffd}", "a.service"));
+        let e = parse_entry(r#"{"MESSAGE":["one","two"],"SYSLOG_IDENTIFIER":["x","y"]}"#).unwrap();
+        assert_eq!(e.message, "one\ntwo");
+        assert!(parse_entry(r#"{"MESSAGE":null}"#).unwrap().message.contains("4096"));
+        assert!(parse_entry("not json").is_err());
+    }
+
+    #[test]
+    fn priorities_by_name_or_number() {
+        assert_eq!(priority_number("err"), Some(3));
+        assert_eq!(priority_number("warning"), Some(4));
+        assert_eq!(priority_number("error"), Some(3));
+        assert_eq!(priority_number("6"), Some(6));
+        assert_eq!(priority_number("loud"), None);
+    }
+}

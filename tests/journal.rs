@@ -1,0 +1,83 @@
+//! `journal::` against a real journald in a private host: read by unit, priority and time,
+//! emit and read back, follow until told to stop. Skipped, saying why, where unavailable.
+
+use crate::support::Test;
+use crate::support::private_host::PrivateHost;
+
+fn boot() -> Option<PrivateHost> {
+    PrivateHost::boot().map_err(|why| println!("skipped: {why}")).ok()
+}
+
+const TALKER: &str = "[Unit]\nDescription=Talker\n[Service]\nExecStart=/bin/sh -c 'echo hello-from-talker; echo \"<3>talker-broke-something\"; echo \"<4>talker-is-worried\"; exec sleep infinity'\n";
+const TICKER: &str =
+    "[Unit]\nDescription=Ticker\n[Service]\nExecStart=/bin/sh -c 'while true; do echo tick; sleep 0.1; done'\n";
+
+fn run(host: &PrivateHost, src: &str) -> crate::support::Output {
+    let t = Test::new().runbook("t", src);
+    host.opsbook(t.path(), &["run", "t"])
+}
+
+#[test]
+fn read_by_unit_priority_and_time() {
+    let Some(host) = boot() else { return };
+    host.install_unit("talker.service", TALKER);
+    host.systemctl(&["start", "talker"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let src = r#"
+let all = journal::read(#{ unit: "talker" });
+check("by unit", all.filter(|e| e.message == "hello-from-talker").len() == 1, all.map(|e| e.message));
+check("fields", all.filter(|e| e.message == "hello-from-talker")[0].unit == "talker.service");
+let errs = journal::errors("talker", "1 hour ago");
+check("errors only", errs.len() == 1 && errs[0].message == "talker-broke-something" && errs[0].priority_name == "err", errs);
+let warns = journal::warnings("talker", "1 hour ago");
+check("warnings and worse", warns.len() == 2, warns);
+check("priority option", journal::read(#{ unit: "talker", priority: "warning" }).len() == 2);
+check("since in the future", journal::read(#{ unit: "talker", since: "2099-01-01 00:00:00" }).is_empty());
+check("lines", journal::read(#{ unit: "talker", lines: 1 }).len() == 1);
+check("grep", journal::read(#{ unit: "talker", grep: "worried" }).len() == 1);
+check("grep without match", journal::read(#{ unit: "talker", grep: "nothing-like-this" }).is_empty());
+"#;
+    run(&host, src).code(0).stdout_has("9 passed, 0 failed");
+}
+
+#[test]
+fn emit_and_read_back() {
+    let Some(host) = boot() else { return };
+    let src = r#"
+let marker = journal::emit("opsbook-test", "end-to-end check", "warning");
+let found = wait::until(|| journal::read(#{ identifier: "opsbook-test", grep: marker }).len() == 1, "5s");
+check("read back", found.ok);
+let e = journal::read(#{ identifier: "opsbook-test" })[0];
+check("fields", e.priority == 4 && e.message.contains(marker) && e.message.starts_with("end-to-end check"), e);
+"#;
+    run(&host, src).code(0).stdout_has("2 passed, 0 failed");
+}
+
+#[test]
+fn follow_stops_on_request_and_on_timeout() {
+    let Some(host) = boot() else { return };
+    host.install_unit("ticker.service", TICKER);
+    host.systemctl(&["start", "ticker"]);
+    let src = r#"
+let seen = [];
+let n = journal::follow(#{ unit: "ticker", timeout: "10s" }, |e| { seen.push(e.message); seen.len() < 3 });
+check("stopped after three", n == 3, n);
+let started = timestamp();
+let quiet = journal::follow(#{ unit: "nothing-here", timeout: "500ms" }, |e| true);
+check("timeout", quiet == 0 && started.elapsed < 5.0, started.elapsed);
+"#;
+    run(&host, src).code(0).stdout_has("2 passed, 0 failed");
+}
+
+#[test]
+fn a_failed_start_quotes_the_units_last_lines() {
+    let Some(host) = boot() else { return };
+    host.install_unit(
+        "dies.service",
+        "[Service]\nExecStart=/bin/sh -c 'echo config file /etc/x.conf missing >&2; exit 1'\n",
+    );
+    run(&host, "unit::start(\"dies\");")
+        .code(1)
+        .stdout_has("its last log lines:")
+        .stdout_has("config file /etc/x.conf missing");
+}
