@@ -176,7 +176,8 @@ impl Journal for Journalctl {
             };
             let stderr = String::from_utf8_lossy(&out.stderr);
             // --grep with no match exits 1 with nothing on stderr: that is an empty result.
-            if !out.status.success() && !(out.stdout.is_empty() && stderr.trim().is_empty()) {
+            let no_match = out.stdout.is_empty() && stderr.trim().is_empty();
+            if !out.status.success() && !no_match {
                 return Err(journalctl_error(&stderr, out.status.code()));
             }
             let text = String::from_utf8_lossy(&out.stdout);
