@@ -67,6 +67,10 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     host::unit::register_types(&mut engine);
     engine.register_static_module("unit", host::unit::module(host).into());
     engine.register_static_module("journal", host::journal::module(host).into());
+    engine.register_static_module("host", host::system::module(host).into());
+    engine.register_static_module("agent", host::agent::module(host).into());
+    engine.register_static_module("shipper", host::shipper::module(host).into());
+    engine.register_static_module("container", host::container::module(host).into());
     engine.register_static_module("http", host::http::module(host).into());
     engine.register_static_module("influx", host::influx::module(host).into());
     engine.register_static_module("loki", host::loki::module(host).into());

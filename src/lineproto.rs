@@ -124,7 +124,11 @@ fn field_value(c: &mut Cursor<'_>) -> Result<FieldValue, ParseError> {
         c.pos += 1;
     }
     let raw: String = c.chars[start..c.pos].iter().collect();
-    let bad = |c: &Cursor<'_>| ParseError { line: c.line, column: start + 1, message: format!("invalid field value `{raw}`") };
+    let bad = |c: &Cursor<'_>| ParseError {
+        line: c.line,
+        column: start + 1,
+        message: format!("invalid field value `{raw}`"),
+    };
     match raw.as_str() {
         "t" | "T" | "true" | "True" | "TRUE" => return Ok(FieldValue::Bool(true)),
         "f" | "F" | "false" | "False" | "FALSE" => return Ok(FieldValue::Bool(false)),
@@ -138,12 +142,11 @@ fn field_value(c: &mut Cursor<'_>) -> Result<FieldValue, ParseError> {
         return u.parse().map(FieldValue::UInt).map_err(|_| bad(c));
     }
     // Floats: digits, sign, dot, exponent; no inf/nan (line protocol has none).
-    if raw.chars().all(|ch| ch.is_ascii_digit() || matches!(ch, '.' | '-' | '+' | 'e' | 'E')) {
-        if let Ok(f) = raw.parse::<f64>()
-            && f.is_finite()
-        {
-            return Ok(FieldValue::Float(f));
-        }
+    if raw.chars().all(|ch| ch.is_ascii_digit() || matches!(ch, '.' | '-' | '+' | 'e' | 'E'))
+        && let Ok(f) = raw.parse::<f64>()
+        && f.is_finite()
+    {
+        return Ok(FieldValue::Float(f));
     }
     Err(bad(c))
 }
@@ -266,7 +269,8 @@ mod tests {
         assert_eq!(p[0].tags, vec![("tag1".into(), "value1".into()), ("tag2".into(), "value2".into())]);
         assert_eq!(p[0].fields, vec![("fieldKey".into(), FieldValue::Str("fieldValue".into()))]);
         assert_eq!(p[0].timestamp, Some(1556813561098000000));
-        let p = parse("cpu,cpu=cpu-total,host=h1 usage_idle=98.5,usage_system=0.7,usage_user=0.8 1700000000000000000").unwrap();
+        let p = parse("cpu,cpu=cpu-total,host=h1 usage_idle=98.5,usage_system=0.7,usage_user=0.8 1700000000000000000")
+            .unwrap();
         assert_eq!(p[0].fields[1], ("usage_system".into(), FieldValue::Float(0.7)));
         let p = parse("mem,host=h1 active=123i,available_percent=77.1,total=8u").unwrap();
         assert_eq!(p[0].fields[0].1, FieldValue::Int(123));

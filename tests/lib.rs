@@ -8,4 +8,5 @@ mod journal;
 mod probes;
 mod run;
 mod secrets;
+mod tools;
 mod units;

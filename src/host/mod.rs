@@ -8,13 +8,18 @@
 //! Rhai is synchronous and the host is tokio: a host function calls `Host::block_on` from the
 //! script thread (never from inside the runtime), which races the work against cancellation.
 
+pub mod agent;
+pub mod container;
 pub mod core;
 pub mod http;
 pub mod influx;
 pub mod journal;
 pub mod loki;
 pub mod prom;
+pub mod shipper;
+pub mod system;
 pub mod time;
+pub mod tools;
 pub mod unit;
 pub mod wait;
 

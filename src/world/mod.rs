@@ -6,6 +6,8 @@
 //! `journalctl -o json`, child processes, podman) and, for `--sandbox`, an in-process twin.
 //! Later, an SSH implementation plugs in at the same place.
 
+pub mod commands;
+pub mod containers;
 pub mod journal;
 pub mod systemd_dbus;
 pub mod units;
@@ -24,6 +26,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct World {
     pub units: Arc<dyn units::Units>,
     pub journal: Arc<dyn journal::Journal>,
+    pub commands: Arc<dyn commands::Commands>,
+    pub containers: Arc<dyn containers::Containers>,
 }
 
 impl World {
@@ -33,10 +37,17 @@ impl World {
         let user = config.text("scope") == "user";
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
+        let commands: Arc<dyn commands::Commands> = Arc::new(commands::Processes);
         World {
             units: Arc::new(systemd_dbus::SystemdDbus::new(user)),
             // root reads every journal file; an unprivileged user reads its own with --user.
             journal: Arc::new(journal::Journalctl { user: user && !root, timeout: config.duration("journal.timeout") }),
+            commands: commands.clone(),
+            containers: Arc::new(containers::Podman {
+                program: config.text("container.runtime"),
+                commands,
+                timeout: config.duration("tools.timeout"),
+            }),
         }
     }
 }

@@ -1,0 +1,144 @@
+//! `container::` — the server containers through the runtime (Podman): list, inspect, logs,
+//! stats, top. `restart` works but warns: the service manager is the right way (spec 10.5),
+//! so the container's unit knows about it.
+
+use std::sync::Arc;
+
+use rhai::{Array, Dynamic, Map, Module};
+
+use super::{Host, HostResult, fail};
+use crate::register;
+use crate::report::Level;
+use crate::world::containers::Container;
+
+pub fn module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(
+        &mut m,
+        "list",
+        ["all: bool", "Array"],
+        "/// Containers (`all`: also stopped ones): `[#{name, id, image, state, status, running}]`.",
+        move |all: bool| list(&h, all)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "inspect",
+        ["name: &str", "Map"],
+        "/// `podman inspect` of one container, as a map.",
+        move |name: &str| -> HostResult<Map> {
+            let c = h.world.containers.clone();
+            let n = name.to_string();
+            let v = h.block_on(|| async move { c.inspect(&n).await })?.map_err(fail)?;
+            let d: Dynamic = rhai::serde::to_dynamic(v)?;
+            d.try_cast::<Map>().ok_or_else(|| fail("podman inspect did not describe a container"))
+        }
+    );
+    let h = host.clone();
+    register!(&mut m, "logs", ["name: &str", "Array"], "/// The container's last 100 log lines.", move |name: &str| {
+        logs(&h, name, &Map::new())
+    });
+    let h = host.clone();
+    register!(
+        &mut m,
+        "logs",
+        ["name: &str", "options: Map", "Array"],
+        "/// Log lines with options `#{tail: 100, since: \"10m\"}`.",
+        move |name: &str, options: Map| logs(&h, name, &options)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "stats",
+        ["name: &str", "Map"],
+        "/// Resource use: `#{name, cpu_percent, mem_usage, mem_percent, net_io, block_io, pids}`.",
+        move |name: &str| -> HostResult<Map> {
+            let c = h.world.containers.clone();
+            let n = name.to_string();
+            let s = h.block_on(|| async move { c.stats(&n).await })?.map_err(fail)?;
+            let mut m = Map::new();
+            for (k, v) in [
+                ("name", s.name),
+                ("cpu_percent", s.cpu_percent),
+                ("mem_usage", s.mem_usage),
+                ("mem_percent", s.mem_percent),
+                ("net_io", s.net_io),
+                ("block_io", s.block_io),
+                ("pids", s.pids),
+            ] {
+                m.insert(k.into(), v.into());
+            }
+            Ok(m)
+        }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "top",
+        ["name: &str", "Array"],
+        "/// The container's processes: `[#{USER, PID, …, COMMAND}]` as `podman top` names them.",
+        move |name: &str| -> HostResult<Array> {
+            let c = h.world.containers.clone();
+            let n = name.to_string();
+            let rows = h.block_on(|| async move { c.top(&n).await })?.map_err(fail)?;
+            Ok(rows
+                .into_iter()
+                .map(|r| Dynamic::from_map(r.into_iter().map(|(k, v)| (k.into(), v.into())).collect()))
+                .collect())
+        }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "restart",
+        ["name: &str", "()"],
+        "/// Restarts the container directly — discouraged: prefer `unit::restart` on its unit so\n\
+         /// the service manager stays in charge (spec 10.5). Logs a warning saying so.",
+        move |name: &str| -> HostResult<()> {
+            h.log(Level::Warn, &format!("restarting container `{name}` directly; the service manager is the right way (unit::restart on its unit)"));
+            if h.plan(&format!("restart container {name}")) {
+                return Ok(());
+            }
+            let c = h.world.containers.clone();
+            let n = name.to_string();
+            h.block_on(|| async move { c.restart(&n).await })?.map_err(fail)
+        }
+    );
+    m
+}
+
+fn container_map(c: &Container) -> Map {
+    let mut m = Map::new();
+    m.insert("name".into(), c.name.clone().into());
+    m.insert("id".into(), c.id.clone().into());
+    m.insert("image".into(), c.image.clone().into());
+    m.insert("state".into(), c.state.clone().into());
+    m.insert("status".into(), c.status.clone().into());
+    m.insert("running".into(), (c.state == "running").into());
+    m
+}
+
+fn list(host: &Host, all: bool) -> HostResult<Array> {
+    let c = host.world.containers.clone();
+    let found = host.block_on(|| async move { c.list(all).await })?.map_err(fail)?;
+    Ok(found.iter().map(|c| Dynamic::from_map(container_map(c))).collect())
+}
+
+fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {
+    let mut tail = 100usize;
+    let mut since = None;
+    for (k, v) in options {
+        match k.as_str() {
+            "tail" => {
+                tail = v.as_int().map_err(|_| fail("container::logs: `tail` must be an integer"))?.max(0) as usize
+            }
+            "since" => since = Some(super::core::text(v)),
+            other => return Err(fail(format!("container::logs: unknown option `{other}` (tail, since)"))),
+        }
+    }
+    let c = host.world.containers.clone();
+    let n = name.to_string();
+    let lines = host.block_on(|| async move { c.logs(&n, tail, since.as_deref()).await })?.map_err(fail)?;
+    Ok(lines.into_iter().map(Dynamic::from).collect())
+}

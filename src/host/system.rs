@@ -1,0 +1,243 @@
+//! `host::` — this machine: run a command, generate CPU load, check TCP reach and network
+//! interfaces, the host name. Commands go through the `Commands` world seam.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rhai::{Array, Dynamic, Map, Module};
+
+use super::http::probe_result;
+use super::time::duration_arg;
+use super::{Host, HostResult, fail};
+use crate::register;
+use crate::world::commands::{Completed, Invocation};
+
+pub fn module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(
+        &mut m,
+        "exec",
+        ["argv: Array", "Map"],
+        "/// Runs a command (argv array, no shell) and returns `#{ok, code, stdout, stderr, duration,\n\
+         /// timed_out}`; `ok` is exit status 0. Times out after `host.exec_timeout` (60 s), killing\n\
+         /// the whole process group. Throws when the command cannot start.",
+        move |argv: Array| exec(&h, &argv, &Map::new())
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "exec",
+        ["argv: Array", "options: Map", "Map"],
+        "/// With options `#{timeout: \"10s\", env: #{NAME: \"value\"}, stdin: \"text\"}`.",
+        move |argv: Array, options: Map| exec(&h, &argv, &options)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "cpu_load",
+        ["workers: i64", "duration: ?", "Map"],
+        "/// Keeps `workers` threads busy for `duration` with system calls (kernel time, which raises\n\
+         /// `usage_system`, not only user time). Returns `#{user, system, wall}` CPU seconds produced.\n\
+         /// Ctrl-C ends it early.",
+        move |workers: i64, d: Dynamic| cpu_load(&h, workers, duration_arg(&d)?)
+    );
+    register!(&mut m, "hostname", ["String"], "/// This machine's host name.", super::core::hostname);
+    let h = host.clone();
+    register!(
+        &mut m,
+        "tcp_connect",
+        ["address: &str", "timeout: ?", "Map"],
+        "/// Opens (and closes) a TCP connection to `host:port` or to a URL's host and port, never\n\
+         /// throws: `#{ok, address, detail, elapsed_ms}`.",
+        move |address: &str, timeout: Dynamic| tcp_connect(&h, address, duration_arg(&timeout)?)
+    );
+    register!(
+        &mut m,
+        "interface",
+        ["name: &str", "Map"],
+        "/// A network interface (a tunnel, say): `#{exists, up, state}` from /sys/class/net.",
+        |name: &str| interface(name)
+    );
+    m
+}
+
+/// Runs an invocation through the world.
+pub fn run(host: &Host, invocation: Invocation) -> HostResult<Result<Completed, String>> {
+    let commands = host.world.commands.clone();
+    host.block_on(|| async move { commands.run(&invocation).await })
+}
+
+pub fn completed_map(c: &Completed) -> Map {
+    let mut m = Map::new();
+    m.insert("ok".into(), (c.code == Some(0)).into());
+    m.insert("code".into(), c.code.map_or(Dynamic::UNIT, |c| (c as i64).into()));
+    m.insert("stdout".into(), c.stdout.clone().into());
+    m.insert("stderr".into(), c.stderr.clone().into());
+    m.insert("duration".into(), c.duration.as_secs_f64().into());
+    m.insert("timed_out".into(), c.timed_out.into());
+    m
+}
+
+fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
+    let argv: Vec<String> = argv.iter().map(super::core::text).collect();
+    if argv.is_empty() {
+        return Err(fail("host::exec: empty argv"));
+    }
+    let mut inv = Invocation { argv, timeout: host.config.duration("host.exec_timeout"), ..Invocation::default() };
+    for (k, v) in options {
+        match k.as_str() {
+            "timeout" => inv.timeout = duration_arg(v)?,
+            "stdin" => inv.stdin = Some(super::core::text(v)),
+            "env" => {
+                let env = v.read_lock::<Map>().ok_or_else(|| fail("host::exec: `env` must be a map"))?;
+                inv.env = env.iter().map(|(k, v)| (k.to_string(), super::core::text(v))).collect();
+            }
+            other => return Err(fail(format!("host::exec: unknown option `{other}` (timeout, env, stdin)"))),
+        }
+    }
+    if host.plan(&format!("run `{}`", inv.argv.join(" "))) {
+        let mut m = completed_map(&Completed {
+            code: Some(0),
+            stdout: String::new(),
+            stderr: String::new(),
+            duration: Duration::ZERO,
+            timed_out: false,
+        });
+        m.insert("dry_run".into(), true.into());
+        return Ok(m);
+    }
+    let done = run(host, inv)?.map_err(fail)?;
+    Ok(completed_map(&done))
+}
+
+fn thread_cpu() -> (f64, f64) {
+    // SAFETY: getrusage fills the struct we pass; RUSAGE_THREAD is Linux's per-thread usage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
+}
+
+fn cpu_load(host: &Host, workers: i64, duration: Duration) -> HostResult<Map> {
+    if !(1..=64).contains(&workers) {
+        return Err(fail(format!("host::cpu_load: workers must be 1 to 64, got {workers}")));
+    }
+    if host.plan(&format!("load {workers} CPU(s) for {}", humantime::format_duration(duration))) {
+        return Ok(Map::new());
+    }
+    let stop = AtomicBool::new(false);
+    let started = Instant::now();
+    let (user, system) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    use std::io::{Read, Write};
+                    let before = thread_cpu();
+                    let (mut zero, mut null) = match (
+                        std::fs::File::open("/dev/zero"),
+                        std::fs::OpenOptions::new().write(true).open("/dev/null"),
+                    ) {
+                        (Ok(z), Ok(n)) => (z, n),
+                        _ => return (0.0, 0.0),
+                    };
+                    // Reads from /dev/zero are kernel work (page clearing, copies): system time.
+                    let mut buf = vec![0u8; 1 << 16];
+                    while !stop.load(Ordering::Relaxed) && started.elapsed() < duration {
+                        for _ in 0..64 {
+                            let _ = zero.read(&mut buf);
+                            let _ = null.write(&buf);
+                        }
+                    }
+                    let after = thread_cpu();
+                    (after.0 - before.0, after.1 - before.1)
+                })
+            })
+            .collect();
+        while started.elapsed() < duration && !host.cancel.is_cancelled() {
+            crate::progress::show("generating CPU load", started.elapsed(), duration);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stop.store(true, Ordering::Relaxed);
+        crate::progress::clear();
+        handles.into_iter().map(|h| h.join().unwrap_or((0.0, 0.0))).fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1))
+    });
+    if host.cancel.is_cancelled() {
+        return Err(super::interrupted());
+    }
+    let mut m = Map::new();
+    m.insert("user".into(), user.into());
+    m.insert("system".into(), system.into());
+    m.insert("wall".into(), started.elapsed().as_secs_f64().into());
+    Ok(m)
+}
+
+/// `host:port` from `host:port` or a URL.
+fn address_of(text: &str) -> Option<String> {
+    let rest = text.split_once("://").map_or(text, |(_, r)| r);
+    let authority = rest.split('/').next()?;
+    if authority.is_empty() {
+        return None;
+    }
+    if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        return Some(authority.to_string());
+    }
+    let port = if text.starts_with("https://") { 443 } else { 80 };
+    Some(format!("{authority}:{port}"))
+}
+
+fn tcp_connect(host: &Host, target: &str, timeout: Duration) -> HostResult<Map> {
+    let Some(address) = address_of(target) else {
+        return Err(fail(format!("host::tcp_connect: `{target}` is not host:port or a URL")));
+    };
+    let a = address.clone();
+    let started = Instant::now();
+    let result =
+        host.block_on(|| async move { tokio::time::timeout(timeout, tokio::net::TcpStream::connect(a)).await })?;
+    let elapsed = started.elapsed();
+    let mut m = match result {
+        Ok(Ok(_)) => probe_result(true, None, format!("connected in {} ms", elapsed.as_millis()), Some(elapsed)),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            probe_result(false, None, "connection refused", Some(elapsed))
+        }
+        Ok(Err(e)) => probe_result(false, None, e.to_string(), Some(elapsed)),
+        Err(_) => {
+            probe_result(false, None, format!("timed out after {}", humantime::format_duration(timeout)), Some(elapsed))
+        }
+    };
+    m.insert("address".into(), address.into());
+    Ok(m)
+}
+
+fn interface(name: &str) -> HostResult<Map> {
+    if name.is_empty() || name.contains('/') || name.contains("..") {
+        return Err(fail(format!("host::interface: `{name}` is not an interface name")));
+    }
+    let state = std::fs::read_to_string(format!("/sys/class/net/{name}/operstate")).ok().map(|s| s.trim().to_string());
+    let flags = std::fs::read_to_string(format!("/sys/class/net/{name}/flags"))
+        .ok()
+        .and_then(|f| i64::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok());
+    let mut m = Map::new();
+    m.insert("exists".into(), state.is_some().into());
+    // Tunnels often report operstate "unknown" while up: the IFF_UP flag decides.
+    let up = state.as_deref() == Some("up") || flags.is_some_and(|f| f & 1 == 1);
+    m.insert("up".into(), up.into());
+    m.insert("state".into(), state.unwrap_or_else(|| "absent".into()).into());
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_from_urls_and_pairs() {
+        assert_eq!(address_of("http://127.0.0.1:8086/health").as_deref(), Some("127.0.0.1:8086"));
+        assert_eq!(address_of("db.example:3100").as_deref(), Some("db.example:3100"));
+        assert_eq!(address_of("https://db.example/x").as_deref(), Some("db.example:443"));
+        assert_eq!(address_of("http://").as_deref(), None);
+    }
+}

@@ -1,0 +1,37 @@
+//! Running the stack's own tools: a configured command (argv array, or a string run by
+//! `sh -c`) with `{config}` replaced by the component's configuration path. Shared by the
+//! `agent::` and `shipper::` modules.
+
+use super::{Host, HostResult, fail};
+use crate::config::Value;
+use crate::world::commands::{Completed, Invocation};
+
+/// The command configured under `key`, else `default`, with `{config}` filled in.
+pub fn command(host: &Host, key: &str, default: &[&str], config_path: &str) -> Vec<String> {
+    let fill = |s: &str| s.replace("{config}", config_path);
+    match &host.config.setting(key).value {
+        Value::Argv(argv) if !argv.is_empty() => argv.iter().map(|a| fill(a)).collect(),
+        Value::Text(t) if !t.trim().is_empty() => vec!["sh".into(), "-c".into(), fill(t)],
+        _ => default.iter().map(|a| fill(a)).collect(),
+    }
+}
+
+/// Runs a tool; a missing binary says which key to set.
+pub fn run_tool(host: &Host, argv: Vec<String>, key: &str) -> HostResult<Completed> {
+    let timeout = host.config.duration("tools.timeout");
+    let program = argv.first().cloned().unwrap_or_default();
+    let done = super::system::run(host, Invocation { argv, timeout, ..Invocation::default() })?;
+    match done {
+        Ok(c) => Ok(c),
+        Err(e) if e.ends_with("not found in PATH") => {
+            Err(fail(format!("`{program}` not found in PATH (set {key} in config)")))
+        }
+        Err(e) => Err(fail(e)),
+    }
+}
+
+/// The last lines of a tool's output, for a failed check's detail.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join(" | ")
+}
