@@ -89,6 +89,15 @@ pub fn module(host: &Arc<Host>) -> Module {
     let h = host.clone();
     register!(
         &mut m,
+        "failed_checks",
+        ["i64"],
+        "/// How many checks have failed so far in this run (for a closing verdict).",
+        move || h.failed_checks() as i64
+    );
+
+    let h = host.clone();
+    register!(
+        &mut m,
         "param",
         ["name: &str", "default: ?", "?"],
         "/// A runbook parameter: the `--set name=value` given on the command line, else `default`.\n\

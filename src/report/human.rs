@@ -44,7 +44,12 @@ impl Formatter for Human {
                     Outcome::Warn => self.paint("33", "WARN"),
                     Outcome::Skip => self.paint("2", "skip"),
                 };
-                let detail = if r.detail.is_empty() { String::new() } else { format!(" — {}", r.detail) };
+                // Continuation lines of a detail (a remedy, a hint) stay under the check.
+                let detail = if r.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", r.detail.replace('\n', "\n          "))
+                };
                 let took = if r.duration.as_millis() >= 100 {
                     self.paint("2", &format!("  ({})", millis(r.duration)))
                 } else {
