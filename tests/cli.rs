@@ -75,7 +75,7 @@ fn unknown_runbook_suggests_close_names() {
         .run()
         .code(2)
         .stderr_has("no runbook named `restart-al`")
-        .stderr_has("did you mean `restart-all`?");
+        .stderr_has("did you mean one of `restart-all`");
     Test::new().args(["show", "zzzz-nothing"]).run().code(2).stderr_has("no runbook named `zzzz-nothing`");
 }
 
