@@ -5,7 +5,7 @@ use crate::support::Test;
 use crate::support::private_host::PrivateHost;
 
 fn boot() -> Option<PrivateHost> {
-    PrivateHost::boot().map_err(|why| println!("skipped: {why}")).ok()
+    PrivateHost::boot().map_err(crate::support::skip).ok()
 }
 
 const TALKER: &str = "[Unit]\nDescription=Talker\n[Service]\nExecStart=/bin/sh -c 'echo hello-from-talker; echo \"<3>talker-broke-something\"; echo \"<4>talker-is-worried\"; exec sleep infinity'\n";

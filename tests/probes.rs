@@ -45,7 +45,7 @@ fn config_for(db: &str, logs: &str) -> String {
 
 #[test]
 fn log_store_probes_and_queries_read_real_loki_answers() {
-    let Some(routes) = loki_routes() else { return println!("skipped: ../shared/wire not present") };
+    let Some(routes) = loki_routes() else { return crate::support::skip("../shared/wire not present") };
     let Some(loki) = WireServer::start(routes) else { return };
     let src = r#"
 let r = loki::ready();
@@ -84,7 +84,7 @@ check("push", loki::push(#{ service_type: "x" }, "a line").ok);
 #[test]
 fn loki_starting_up_is_not_ready_with_its_reason() {
     let Some(text) = capture("loki-3.4.6/ready-starting.txt") else {
-        return println!("skipped: ../shared/wire not present");
+        return crate::support::skip("../shared/wire not present");
     };
     let body = text.split("\r\n\r\n").nth(1).or_else(|| text.split("\n\n").nth(1)).unwrap().to_string();
     let Some(loki) = WireServer::start(
@@ -249,7 +249,7 @@ impl Drop for Daemon {
 
 #[test]
 fn real_prometheus_exposition_parses() {
-    let Ok(bin) = which("prometheus") else { return println!("skipped: Debian's prometheus is not installed") };
+    let Ok(bin) = which("prometheus") else { return crate::support::skip("Debian's prometheus is not installed") };
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     std::fs::write(dir.path().join("p.yml"), "global:\n  scrape_interval: 1h\n").unwrap();
@@ -279,7 +279,7 @@ check("histogram buckets", prom::samples(s, "prometheus_http_request_duration_se
 
 #[test]
 fn real_influxdb_answers_ping() {
-    let Ok(bin) = which("influxd") else { return println!("skipped: Debian's influxdb is not installed") };
+    let Ok(bin) = which("influxd") else { return crate::support::skip("Debian's influxdb is not installed") };
     let dir = tempfile::tempdir().unwrap();
     let (port, bind) = (free_port(), free_port());
     let d = dir.path().display();

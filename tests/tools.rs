@@ -168,7 +168,7 @@ fn tcp_reach_and_interfaces() {
 #[test]
 fn containers_through_the_real_podman() {
     if std::process::Command::new("podman").arg("--version").output().is_err() {
-        return println!("skipped: podman is not installed");
+        return crate::support::skip("podman is not installed");
     }
     let t = Test::new();
     let name = format!("opsbook-test-{}", std::process::id());
@@ -186,7 +186,10 @@ fn containers_through_the_real_podman() {
     let imported =
         std::process::Command::new("podman").args(["import", tar.to_str().unwrap(), &image]).output().unwrap();
     if !imported.status.success() {
-        return println!("skipped: podman cannot import images here: {}", String::from_utf8_lossy(&imported.stderr));
+        return crate::support::skip(format!(
+            "podman cannot import images here: {}",
+            String::from_utf8_lossy(&imported.stderr)
+        ));
     }
     let created =
         std::process::Command::new("podman").args(["create", "--name", &name, &image, "/empty"]).output().unwrap();

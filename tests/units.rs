@@ -8,7 +8,7 @@ fn boot() -> Option<PrivateHost> {
     match PrivateHost::boot() {
         Ok(h) => Some(h),
         Err(why) => {
-            println!("skipped: {why}");
+            crate::support::skip(why);
             None
         }
     }

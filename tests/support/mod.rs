@@ -237,6 +237,24 @@ impl Drop for Running {
     }
 }
 
+/// Marks the calling test as skipped because a real part it needs is missing. The reason is
+/// printed (visible with `--nocapture`) and appended to `target/tmp/skipped.log`. With
+/// `OPSBOOK_TEST_REQUIRE_ALL` set (`.ci/run` sets it, after installing every part) a skip is a
+/// failure instead: nothing passes in CI without having run.
+pub fn skip(reason: impl AsRef<str>) {
+    let reason = reason.as_ref();
+    if std::env::var_os("OPSBOOK_TEST_REQUIRE_ALL").is_some() {
+        panic!("this test cannot run here, and OPSBOOK_TEST_REQUIRE_ALL forbids skipping: {reason}");
+    }
+    eprintln!("skipped: {reason}");
+    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("skipped.log");
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+        use std::io::Write;
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let _ = writeln!(f, "{test}: {reason}");
+    }
+}
+
 /// Where the repository's own runbooks live (for tests of the built-ins).
 pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

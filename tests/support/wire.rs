@@ -29,7 +29,7 @@ impl WireServer {
             match Command::new("python3").arg(script).arg(&path).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn() {
                 Ok(c) => c,
                 Err(e) => {
-                    println!("skipped: python3 not available ({e})");
+                    super::skip(format!("python3 not available ({e})"));
                     return None;
                 }
             };
