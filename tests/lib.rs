@@ -7,6 +7,7 @@ mod config;
 mod journal;
 mod probes;
 mod run;
+mod runbooks;
 mod secrets;
 mod tools;
 mod units;

@@ -9,6 +9,15 @@ set -euo pipefail
 state=$1
 shift
 mount --make-rprivate /
+# Our own cgroup, so hosts running side by side don't share unit cgroups (the cgroup
+# tree is not namespaced here): the user manager takes its own cgroup as its root.
+for hierarchy in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do
+  if [ -e "$hierarchy/cgroup.procs" ]; then
+    cg="$hierarchy/opsbook-host-$(basename "$state")"
+    mkdir -p "$cg" && echo $$ > "$cg/cgroup.procs" && echo "$cg" > "$state/cgroup"
+    break
+  fi
+done
 for d in /run/systemd /run/user /run/log /var/log/journal; do
   mkdir -p "$d"
   mount -t tmpfs tmpfs "$d"

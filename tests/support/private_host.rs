@@ -123,5 +123,25 @@ impl Drop for PrivateHost {
         }
         self.unshare.kill().ok();
         self.unshare.wait().ok();
+        // Remove the host's (now empty) cgroups, deepest first.
+        if let Ok(cg) = std::fs::read_to_string(self._state.path().join("cgroup")) {
+            remove_cgroup(Path::new(cg.trim()));
+        }
+    }
+}
+
+fn remove_cgroup(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_cgroup(&e.path());
+            }
+        }
+    }
+    for _ in 0..50 {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """A small real HTTP server for tests: serves scripted answers on a loopback port.
 
-Usage: wire_server.py ROUTES.json
+Usage: wire_server.py ROUTES.json [PORT]
 ROUTES.json maps "METHOD /path" (path without the query string) to an answer
 {"status": 200, "headers": {"Content-Type": "..."}, "body": "...", "body_file": "...",
  "delay": 0.0, "hang": false, "require_token": "..."}; "require_token" answers 401 with
 InfluxDB's JSON unless the request carries `Authorization: Token <value>`.
 Requests are appended to ROUTES.json.log as JSON lines (method, path, headers).
 The chosen port is printed on stdout as the first line; the server exits when stdin closes.
+With PORT (a stand-in server run as a unit) it listens there and runs until stopped.
 """
 import json
 import sys
@@ -72,8 +73,12 @@ class Handler(BaseHTTPRequestHandler):
         self.answer("POST")
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
 server.daemon_threads = True
 print(server.server_address[1], flush=True)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-sys.stdin.read()
+if port:
+    server.serve_forever()
+else:
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sys.stdin.read()
