@@ -350,16 +350,17 @@ impl Config {
         let out = process::run(&argv, timeout, Capture::default()).map_err(|e| format!("token_command failed: {e}"))?;
         if out.code != Some(0) {
             // stdout may hold part of the token: only stderr is quoted.
+            // Only the program is named: the rest of the command line may carry secrets too.
             return Err(format!(
-                "token_command `{}` exited with {}: {}",
-                argv.join(" "),
+                "token_command (`{}`) exited with {}: {}",
+                argv[0],
                 out.code.map_or("a signal".to_string(), |c| format!("status {c}")),
                 out.stderr.trim()
             ));
         }
         let token = out.stdout.trim().to_string();
         if token.is_empty() {
-            return Err(format!("token_command `{}` printed nothing", argv.join(" ")));
+            return Err(format!("token_command (`{}`) printed nothing", argv[0]));
         }
         Ok(Some(Secret::new(token)))
     }

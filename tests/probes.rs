@@ -329,3 +329,88 @@ check("max", m.contains(`r._field == "usage_system"`) && m.contains(`r.cpu == "c
 "#;
     Test::new().runbook("f", src).args(["run", "f"]).run().code(0).stdout_has("3 passed");
 }
+
+#[test]
+fn the_token_comes_from_a_file_or_a_command_and_is_never_shown() {
+    let Some(db) = WireServer::start(influx_routes()) else { return };
+    let src = "let b = influx::buckets();\ncheck(\"listed\", b.len() == 2);";
+    // A token file readable by others is refused, naming the remedy.
+    let t = Test::new().file("token", TOKEN);
+    let path = t.path().join("token");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let toml = format!("[metrics_db]\nurl = \"{}\"\norg = \"o\"\ntoken_file = \"{}\"\n", db.url(), path.display());
+    let out = t
+        .config(&toml)
+        .runbook("t", src)
+        .args(["run", "t"])
+        .run()
+        .code(1)
+        .stdout_has("readable by group or others (mode 0644)")
+        .stdout_has("chmod 600");
+    assert!(!out.stdout.contains(TOKEN));
+    // With mode 600 it is used.
+    let t = Test::new().file("token", &format!("{TOKEN}\n"));
+    let path = t.path().join("token");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let toml = format!("[metrics_db]\nurl = \"{}\"\norg = \"o\"\ntoken_file = \"{}\"\n", db.url(), path.display());
+    let out = t
+        .config(&toml)
+        .runbook("t", src)
+        .args(["run", "t", "--format", "json", "-vv"])
+        .env("RUST_LOG", "trace")
+        .run()
+        .code(0);
+    assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
+    // A token command's output is used; when it fails only its stderr is quoted.
+    let toml = format!(
+        "[metrics_db]\nurl = \"{}\"\norg = \"o\"\ntoken_command = [\"sh\", \"-c\", \"echo {TOKEN}\"]\n",
+        db.url()
+    );
+    let out = Test::new().config(&toml).runbook("t", src).args(["run", "t"]).run().code(0);
+    assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
+    let toml = format!(
+        "[metrics_db]\nurl = \"{}\"\norg = \"o\"\ntoken_command = [\"sh\", \"-c\", \"echo {TOKEN}; echo vault is sealed >&2; exit 2\"]\n",
+        db.url()
+    );
+    let out = Test::new()
+        .config(&toml)
+        .runbook("t", src)
+        .args(["run", "t"])
+        .run()
+        .code(1)
+        .stdout_has("exited with status 2: vault is sealed");
+    assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
+}
+
+#[test]
+fn tls_problems_are_named() {
+    let Some(plain) = WireServer::start(json!({"GET /": {"body": "hello"}})) else { return };
+    let src = format!("let p = http::probe(\"https://127.0.0.1:{}/\");\ncheck(\"tls\", p.ok, p.detail);", plain.port);
+    let out = Test::new().runbook("t", &src).args(["run", "t"]).run().code(1);
+    assert!(out.stdout.contains("TLS:") || out.stdout.contains("tls") || out.stdout.contains("SSL"), "{}", out.stdout);
+    Test::new()
+        .config("[http]\nca_file = \"/nonexistent/ca.pem\"\n")
+        .runbook("t", "http::probe(\"https://127.0.0.1:1/\");")
+        .args(["run", "t"])
+        .run()
+        .code(1)
+        .stdout_has("cannot read http.ca_file `/nonexistent/ca.pem`");
+}
+
+#[test]
+fn a_truncated_answer_is_a_failure_quoting_it() {
+    let Some(loki) = WireServer::start(json!({
+        "GET /loki/api/v1/query_range": {"headers": {"Content-Type": "application/json"}, "body": "{\"status\":\"success\",\"data\":{\"resultType\":\"streams\",\"res"},
+    })) else {
+        return;
+    };
+    Test::new()
+        .config(&config_for("http://127.0.0.1:1", &loki.url()))
+        .runbook("t", "loki::query(`{a=\"b\"}`);")
+        .args(["run", "t"])
+        .run()
+        .code(1)
+        .stdout_has("log store: not JSON")
+        .stdout_has("{\"status\":\"success\",\"data\":{\"resultType\":\"streams\",\"res");
+}

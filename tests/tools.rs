@@ -213,3 +213,19 @@ container::top("{name}");
     std::process::Command::new("podman").args(["rmi", "-f", &image]).output().ok();
     out.code(1).stdout_has("5 passed, 0 failed").stdout_has("top can only be used on running containers");
 }
+
+#[test]
+fn restarting_a_container_directly_warns() {
+    if std::process::Command::new("podman").arg("--version").output().is_err() {
+        return crate::support::skip("podman is not installed");
+    }
+    Test::new()
+        .runbook("r", "container::restart(\"opsbook-no-such-container\");")
+        .args(["run", "r"])
+        .run()
+        .code(1)
+        .stdout_has(
+            "warning: restarting container `opsbook-no-such-container` directly; the service manager is the right way",
+        )
+        .stdout_has("`podman restart opsbook-no-such-container` failed");
+}

@@ -182,5 +182,17 @@ h -Inf\n";
         for s in ["{", "x{", "x{\"", "x{a", "x{a=", "x{a=\"\\", "#", "# TYPE", "é{}"] {
             let _ = parse(s);
         }
+        // Arbitrary text from the exposition's own alphabet: never a panic.
+        let alphabet: Vec<char> = "ab_:{}=\",\\ \n#0123456789.+-eInfNaé".chars().collect();
+        let mut seed = 0x9e3779b97f4a7c15u64;
+        for _ in 0..20000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 48) as usize;
+            let text: String =
+                (0..len).map(|i| alphabet[((seed >> (i % 48)) as usize + i * 7) % alphabet.len()]).collect();
+            let _ = parse(&text);
+        }
     }
 }

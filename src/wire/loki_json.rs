@@ -134,4 +134,18 @@ mod tests {
         );
         assert!(parse_strings("{\"status\":\"success\",\"data\":{}}").is_err());
     }
+
+    #[test]
+    fn every_prefix_of_a_real_answer_is_handled() {
+        let Some(body) = wire("query-range-streams.json") else {
+            return println!("skipped: ../shared/wire not present");
+        };
+        // Truncated answers, as a dropped connection leaves them: errors, never panics.
+        for cut in 0..body.len() {
+            if body.is_char_boundary(cut) {
+                let _ = parse_query(&body[..cut]);
+                let _ = parse_strings(&body[..cut]);
+            }
+        }
+    }
 }
