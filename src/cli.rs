@@ -109,6 +109,10 @@ pub enum Command {
     /// Print the effective configuration and where each value came from (secrets redacted).
     Config,
 
+    /// Run one stand-in of the stack in the foreground (metrics-db, log-store, metrics-agent,
+    /// log-shipper), logging to stdout; ports default to the spec's.
+    Twin(crate::twin::TwinArgs),
+
     /// Print a shell completion script.
     Completions {
         /// Target shell.

@@ -21,6 +21,7 @@ pub mod report;
 pub mod runbook;
 pub mod secret;
 pub mod subcommand;
+pub mod twin;
 pub mod wire;
 pub mod world;
 
