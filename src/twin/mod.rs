@@ -14,6 +14,8 @@
 //! Each process logs to stdout in its counterpart's style (see `logger`), so under systemd the
 //! journal holds its lines.
 
+pub mod agent;
+pub mod agent_config;
 pub mod faults;
 pub mod flux;
 pub mod flux_csv;
@@ -23,6 +25,10 @@ pub mod logql;
 pub mod metrics_db;
 pub mod points;
 pub mod push;
+pub mod sampler;
+pub mod shipper;
+pub mod shipper_config;
+pub mod toml_check;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -149,6 +155,14 @@ fn duration(text: &str) -> Result<Duration, String> {
 
 /// Runs one twin in the foreground until SIGINT/SIGTERM; returns the exit status.
 pub fn run(args: TwinArgs) -> Result<u8, Error> {
+    if let Service::LogShipper(ShipperArgs { action: Some(ShipperAction::Validate { config }), .. }) = &args.service {
+        return Ok(shipper::validate_command(config));
+    }
+    if let Service::MetricsAgent(a) = &args.service
+        && a.test
+    {
+        return agent::test_command(&a.config);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -158,7 +172,10 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
         match args.service {
             Service::MetricsDb(a) => run_metrics_db(a).await,
             Service::LogStore(a) => run_log_store(a).await,
-            _ => Ok(0),
+            Service::MetricsAgent(a) => agent::run_command(&a.config, a.once, stop_signal()).await,
+            Service::LogShipper(a) => {
+                shipper::run_command(a.config.as_deref(), a.listen.as_deref(), stop_signal()).await
+            }
         }
     })
 }
