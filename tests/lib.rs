@@ -10,4 +10,5 @@ mod run;
 mod runbooks;
 mod secrets;
 mod tools;
+mod twin;
 mod units;

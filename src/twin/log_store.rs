@@ -735,14 +735,20 @@ fn stats(t: &Tally, exec: Duration) -> Value {
     })
 }
 
-/// A 400 (or other) answer in Loki's plain-text style.
+/// A 400 (or other) answer in Loki's plain-text style. Query errors come without a final
+/// newline (as captured from Loki 3.4); `/ready` and push errors, written by Go's
+/// `http.Error`, with one.
 fn text_error(status: StatusCode, text: impl Into<String>) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::X_CONTENT_TYPE_OPTIONS, "nosniff")],
-        format!("{}\n", text.into()),
+        text.into(),
     )
         .into_response()
+}
+
+fn text_line(status: StatusCode, text: &str) -> Response {
+    text_error(status, format!("{text}\n"))
 }
 
 fn json_ok(v: Value) -> Response {
@@ -905,9 +911,9 @@ async fn handle_query(store: &LogStore, params: &Params, instant: bool) -> Respo
 
 async fn ready(State(store): State<Arc<LogStore>>) -> Response {
     if store.is_ready() {
-        text_error(StatusCode::OK, "ready")
+        text_line(StatusCode::OK, "ready")
     } else {
-        text_error(StatusCode::SERVICE_UNAVAILABLE, "Ingester not ready: waiting for 15s after being ready")
+        text_line(StatusCode::SERVICE_UNAVAILABLE, "Ingester not ready: waiting for 15s after being ready")
     }
 }
 
@@ -921,18 +927,18 @@ async fn push_handler(State(store): State<Arc<LogStore>>, headers: HeaderMap, bo
     let encoding = push::encoding_of(&h(header::CONTENT_TYPE));
     let plain = match push::decompress(&h(header::CONTENT_ENCODING), &body, 100 << 20) {
         Ok(p) => p,
-        Err(e) => return text_error(StatusCode::BAD_REQUEST, e),
+        Err(e) => return text_line(StatusCode::BAD_REQUEST, &e),
     };
     let streams = match push::decode(encoding, &plain) {
         Ok(s) => s,
         Err(e) => {
             store.warn("error decoding push request", &[("err", &e)]);
-            return text_error(StatusCode::BAD_REQUEST, e);
+            return text_line(StatusCode::BAD_REQUEST, &e);
         }
     };
     match store.ingest(streams) {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err((status, text)) => text_error(status, text),
+        Err((status, text)) => text_line(status, &text),
     }
 }
 
@@ -1052,7 +1058,7 @@ async fn method_not_allowed() -> StatusCode {
 }
 
 async fn not_found() -> Response {
-    text_error(StatusCode::NOT_FOUND, "404 page not found")
+    text_line(StatusCode::NOT_FOUND, "404 page not found")
 }
 
 /// The HTTP routes, with the fault middleware in front.
