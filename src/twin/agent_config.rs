@@ -32,6 +32,28 @@ use super::toml_check::{self, Checker};
 use crate::diagnostic::Diagnostic;
 use crate::secret::Secret;
 
+/// A complete config, shown by `opsbook twin metrics-agent --help` (and tested to load).
+pub const EXAMPLE: &str = r#"# Config file: a subset of Telegraf's TOML.
+[global_tags]                  # optional tags on every metric
+  role = "client"
+[agent]
+  interval = "10s"             # gather and write every interval
+  hostname = ""                # "" = this machine's name
+[[outputs.influxdb_v2]]
+  urls = ["http://127.0.0.1:8086"]
+  token = "$INFLUX_TOKEN"      # $VAR and ${VAR} come from the environment
+  organization = "opsbook"
+  bucket = "telegraf"
+  timeout = "5s"
+  content_encoding = "gzip"    # or "identity"
+[[inputs.cpu]]
+  percpu = true
+  totalcpu = true
+[[inputs.mem]]
+[[inputs.disk]]
+  ignore_fs = ["tmpfs", "devtmpfs", "overlay", "squashfs"]
+"#;
+
 /// One `[[outputs.influxdb_v2]]`.
 #[derive(Debug, Clone)]
 pub struct Output {
@@ -303,6 +325,12 @@ mod tests {
         assert_eq!(c.outputs[0].token.expose(), "tok");
         assert!(c.outputs[0].gzip);
         assert_eq!(c.inputs.cpu.as_ref().map(|c| c.percpu), Some(false));
+        assert_eq!(c.input_names(), vec!["cpu", "disk", "mem"]);
+    }
+
+    #[test]
+    fn the_documented_example_loads() {
+        let c = parse("example.conf", EXAMPLE).unwrap();
         assert_eq!(c.input_names(), vec!["cpu", "disk", "mem"]);
     }
 

@@ -61,9 +61,11 @@ pub enum Service {
     LogStore(LogStoreArgs),
     /// The metrics agent: samples cpu, mem and disk of this host every interval and writes line
     /// protocol to the metrics database (a Telegraf-style TOML config). SIGHUP reloads.
+    #[command(after_long_help = agent_config::EXAMPLE)]
     MetricsAgent(AgentArgs),
     /// The log shipper: follows the journal and pushes to the log store (a TOML config), with
     /// /metrics, /-/ready and /-/reload on 127.0.0.1:12345. SIGHUP reloads.
+    #[command(after_long_help = shipper_config::EXAMPLE)]
     LogShipper(ShipperArgs),
 }
 
@@ -116,7 +118,7 @@ pub struct LogStoreArgs {
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// Config file (Telegraf TOML subset; see `opsbook twin metrics-agent --help`).
+    /// Config file (a Telegraf TOML subset; the example below).
     #[arg(value_name = "CONFIG")]
     pub config: PathBuf,
     /// Gather once, print each metric as `> ` + line protocol, and exit without writing.
@@ -132,7 +134,7 @@ pub struct AgentArgs {
 pub struct ShipperArgs {
     #[command(subcommand)]
     pub action: Option<ShipperAction>,
-    /// Config file (TOML; see `opsbook twin log-shipper --help`).
+    /// Config file (TOML, the example below); without one, the defaults shown there.
     #[arg(value_name = "CONFIG")]
     pub config: Option<PathBuf>,
     /// Address of /metrics, /-/ready and /-/reload (overrides the config's `server.listen`).

@@ -32,6 +32,30 @@ use std::time::Duration;
 use super::toml_check::{self, Checker};
 use crate::diagnostic::Diagnostic;
 
+/// A complete config, shown by `opsbook twin log-shipper --help` (and tested to load).
+pub const EXAMPLE: &str = r#"# Config file (TOML); every key is optional.
+[server]
+listen = "127.0.0.1:12345"        # /metrics, /-/ready, /-/reload
+
+[journal]
+units = ["loki.service"]          # units to follow; empty or absent: every entry
+user = false                      # read the user's journal (journalctl --user)
+
+[labels]                          # on every stream, beside `unit`
+service_type = "journal"
+hostname = ""                     # "" = this machine's name
+
+[write]
+url = "http://127.0.0.1:3100/loki/api/v1/push"
+format = "protobuf"               # snappy-compressed protobuf, as Alloy sends; or "json"
+batch_wait = "1s"                 # send a batch this long after its first entry...
+batch_size = 1048576              # ...or once it holds this many bytes
+timeout = "10s"
+max_retries = 10                  # then the batch is dropped (counted in /metrics)
+min_backoff = "500ms"
+max_backoff = "5m"
+"#;
+
 /// How pushes are encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -204,6 +228,12 @@ mod tests {
         assert_eq!(c.units, vec!["loki.service"]);
         assert_eq!(c.labels, vec![("hostname".into(), "h1".into()), ("service_type".into(), "test".into())]);
         assert_eq!((c.format, c.batch_wait), (Format::Json, Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn the_documented_example_loads() {
+        let c = parse("example.toml", EXAMPLE).unwrap();
+        assert_eq!((c.units.len(), c.format), (1, Format::Protobuf));
     }
 
     #[test]
