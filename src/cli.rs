@@ -109,6 +109,11 @@ pub enum Command {
     /// Print the effective configuration and where each value came from (secrets redacted).
     Config,
 
+    /// Explore interactively: host functions, stdlib modules and runbooks at a prompt.
+    ///
+    /// Variables, functions and imports persist across lines; `:help` lists the commands.
+    Repl,
+
     /// Print a shell completion script.
     Completions {
         /// Target shell.
