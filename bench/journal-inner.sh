@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs inside the private host for bench/journal.sh.
+# journal::read of 100,000 entries against `journalctl -o json` alone, side by side in one
+# hyperfine run, with a real journald. Runs inside the private host (bench/journal.sh).
 set -euo pipefail
 state=$1
 seq -f 'benchmark line %g with some words in it like a real log line would have' 1 100000 | systemd-cat -t benchgen
@@ -8,7 +9,7 @@ for _ in $(seq 100); do
   [ "$n" -ge 100000 ] && break
   sleep 0.2
 done
-echo "entries: $n" >&2
+echo "entries in the journal: $n" > "$state/entries.txt"
 mkdir -p "$state/runbooks"
 cat > "$state/runbooks/read100k.rhai" <<'RHAI'
 let e = journal::read(#{ identifier: "benchgen", lines: 100000 });

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs inside the private host for bench/units.sh.
+# Status of the four stack units: opsbook (one D-Bus connection) against four
+# `systemctl is-active` processes, side by side in one hyperfine run. Runs inside the private
+# host (bench/units.sh).
 set -euo pipefail
 state=$1
 for u in influxdb loki telegraf alloy; do

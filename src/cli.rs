@@ -109,6 +109,11 @@ pub enum Command {
     /// Print the effective configuration and where each value came from (secrets redacted).
     Config,
 
+    /// Explore interactively: host functions, stdlib modules and runbooks at a prompt.
+    ///
+    /// Variables, functions and imports persist across lines; `:help` lists the commands.
+    Repl,
+
     /// Run one stand-in of the stack in the foreground (metrics-db, log-store, metrics-agent,
     /// log-shipper), logging to stdout; ports default to the spec's.
     Twin(crate::twin::TwinArgs),

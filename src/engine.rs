@@ -45,18 +45,7 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     #[allow(deprecated)] // on_var is marked volatile, not deprecated
     engine.on_var(move |name, _, _| Ok((name == "config").then(|| view.clone())));
 
-    // `until` is a Rhai keyword (`do … until`); after `::` or `.` it is a name: `wait::until`,
-    // `query.until`.
-    #[allow(deprecated)] // volatile, not deprecated
-    engine.on_parse_token(|token, _, _| {
-        thread_local!(static AFTER_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
-        let token = match token {
-            rhai::Token::Until if AFTER_PATH.get() => rhai::Token::Identifier(Box::new("until".into())),
-            other => other,
-        };
-        AFTER_PATH.set(matches!(token, rhai::Token::DoubleColon | rhai::Token::Period));
-        token
-    });
+    keyword_fixes(&mut engine);
 
     engine.set_module_resolver(CatalogResolver { catalog: catalog.clone(), cache: Mutex::default() });
 
@@ -76,6 +65,21 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     engine.register_static_module("loki", host::loki::module(host).into());
     engine.register_static_module("prom", host::prom::module(host).into());
     engine
+}
+
+/// `until` is a Rhai keyword (`do … until`); after `::` or `.` it is a name: `wait::until`,
+/// `query.until`. Shared by the REPL's parse-only engine.
+pub fn keyword_fixes(engine: &mut Engine) {
+    #[allow(deprecated)] // volatile, not deprecated
+    engine.on_parse_token(|token, _, _| {
+        thread_local!(static AFTER_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+        let token = match token {
+            rhai::Token::Until if AFTER_PATH.get() => rhai::Token::Identifier(Box::new("until".into())),
+            other => other,
+        };
+        AFTER_PATH.set(matches!(token, rhai::Token::DoubleColon | rhai::Token::Period));
+        token
+    });
 }
 
 /// Resolves `import "name"` through the catalog, compiling each module once per engine.

@@ -17,6 +17,7 @@ pub mod http_client;
 pub mod lineproto;
 pub mod process;
 pub mod progress;
+pub mod repl;
 pub mod report;
 pub mod runbook;
 pub mod secret;

@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod journal;
 mod probes;
+mod repl;
 mod run;
 mod runbooks;
 mod secrets;

@@ -48,6 +48,14 @@ fn stack(t: &Test, loki_ready: bool) -> Option<PrivateHost> {
     host.install_unit("alloy.service", CLIENT);
     host.systemctl(&["enable", "influxdb", "loki", "telegraf", "alloy"]);
     host.systemctl(&["start", "influxdb", "loki", "telegraf", "alloy"]);
+    // The stand-in servers take a moment to listen (longer on a loaded machine).
+    let wait = "for p in 8086 3100; do for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done; (echo > /dev/tcp/127.0.0.1/3100) 2>/dev/null && (echo > /dev/tcp/127.0.0.1/8086) 2>/dev/null";
+    let up = host.exec(&["bash", "-c", wait]);
+    if !up.status.success() {
+        let why =
+            host.exec(&["sh", "-c", "systemctl --user status influxdb loki --no-pager; journalctl --no-pager -n 30"]);
+        panic!("stand-in servers did not come up:\n{}", String::from_utf8_lossy(&why.stdout));
+    }
     Some(host)
 }
 

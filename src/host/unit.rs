@@ -237,10 +237,16 @@ fn failure(host: &Host, job: Job, unit: &str, result: &str) -> String {
             s.active_state, s.sub_state, s.result, s.exec_main_status
         ));
     }
-    let last = super::journal::read_entries(
-        host,
-        crate::world::journal::Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() },
-    );
+    // journald writes a dying unit's last lines asynchronously: give them a moment.
+    let query = crate::world::journal::Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
+    let mut last = super::journal::read_entries(host, query.clone());
+    for _ in 0..5 {
+        if !matches!(&last, Ok(entries) if entries.is_empty()) {
+            break;
+        }
+        let _ = super::time::sleep(host, Duration::from_millis(100));
+        last = super::journal::read_entries(host, query.clone());
+    }
     match last {
         Ok(entries) if !entries.is_empty() => {
             message.push_str("\n  its last log lines:");

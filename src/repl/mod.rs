@@ -1,0 +1,357 @@
+//! `opsbook repl`: explore the stack and develop runbooks line by line.
+//!
+//! One engine and one scope for the whole session: variables, functions (`fn …`) and
+//! imported modules persist across lines. Lines starting with `:` are commands (`:help`).
+//! An unfinished statement continues on the next line. Ctrl-C cancels the running
+//! statement (every host call watches the cancellation) or clears the line; Ctrl-D exits.
+//! History lives in `$XDG_STATE_HOME/opsbook/history`.
+
+mod helper;
+mod pretty;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rhai::{AST, Dynamic, Engine, Scope};
+use rustyline::error::ReadlineError;
+use rustyline::history::DefaultHistory;
+
+use crate::catalog::{Catalog, Kind};
+use crate::cli::{Format, GlobalOptions};
+use crate::config::{Config, Sources};
+use crate::error::Error;
+use crate::host::Host;
+use crate::report::Recorder;
+use crate::secret::redact;
+use helper::{ReplHelper, Vocabulary};
+
+const COMMANDS: &[&str] =
+    &[":help", ":fns", ":doc", ":vars", ":reset", ":reload", ":history", ":run", ":load", ":quit"];
+
+const HELP: &str = "\
+Type Rhai: `unit::status(\"loki\")`, `let e = journal::read(#{unit: \"loki\", since: \"1 hour ago\"})`,
+`influx::query(flux::recent(\"telegraf\", \"5m\"))` after `import \"flux\" as flux;`.
+Variables, functions and imports persist. Tab completes; the hint shows the signature.
+
+  :run NAME [k=v]...  run a runbook and print its report
+  :load FILE          run a script into this session
+  :fns [FILTER]       host functions and their signatures
+  :doc NAME           documentation of a host function or a runbook
+  :vars               variables in this session
+  :reset              forget variables and functions
+  :reload             re-read runbooks and stdlib modules after editing them
+  :history            lines entered
+  :quit               leave (or Ctrl-D); Ctrl-C cancels a running statement";
+
+/// An interactive session.
+struct Session {
+    global: GlobalOptions,
+    catalog: Arc<Catalog>,
+    config: Arc<Config>,
+    host: Arc<Host>,
+    engine: Engine,
+    scope: Scope<'static>,
+    /// Function definitions entered so far.
+    functions: AST,
+    imports: Vec<(String, String)>,
+    evaluating: Arc<AtomicBool>,
+}
+
+/// Runs the REPL until `:quit` or Ctrl-D.
+pub fn run(global: &GlobalOptions, catalog: Arc<Catalog>) -> Result<u8, Error> {
+    let config = Arc::new(Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?);
+    let world = crate::world::World::real(&config);
+    let host = Host::new(config.clone(), world, global.dry_run);
+    let engine = crate::engine::build(&host, &catalog);
+    let mut session = Session {
+        global: global.clone(),
+        catalog,
+        config,
+        host,
+        engine,
+        scope: Scope::new(),
+        functions: AST::empty(),
+        imports: Vec::new(),
+        evaluating: Arc::new(AtomicBool::new(false)),
+    };
+    session.install_interrupt();
+
+    let mut parser = Engine::new_raw();
+    crate::engine::keyword_fixes(&mut parser);
+    let mut editor: rustyline::Editor<ReplHelper, DefaultHistory> =
+        rustyline::Editor::new().map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
+    editor.set_helper(Some(ReplHelper { vocabulary: session.vocabulary(), parser }));
+    let history = history_path();
+    if let Some(path) = &history {
+        let _ = editor.load_history(path);
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        println!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
+    }
+    loop {
+        match editor.readline("opsbook> ") {
+            Ok(line) => {
+                let input = line.trim();
+                if input.is_empty() {
+                    continue;
+                }
+                let _ = editor.add_history_entry(input);
+                if input.starts_with(':') {
+                    match session.command(input, editor.history()) {
+                        Flow::Quit => break,
+                        Flow::Reloaded => {
+                            if let Some(h) = editor.helper_mut() {
+                                h.vocabulary = session.vocabulary();
+                            }
+                        }
+                        Flow::Continue => {}
+                    }
+                } else {
+                    session.eval(input, "<repl>");
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => {
+                eprintln!("error: {e}");
+                break;
+            }
+        }
+    }
+    if let Some(path) = &history {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = editor.save_history(path);
+    }
+    Ok(0)
+}
+
+/// `$XDG_STATE_HOME/opsbook/history`, else `~/.local/state/opsbook/history`.
+fn history_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+    let dir = base.join("opsbook");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("history"))
+}
+
+enum Flow {
+    Continue,
+    Reloaded,
+    Quit,
+}
+
+impl Session {
+    /// Ctrl-C while a statement runs cancels it; at the prompt the line editor handles it.
+    fn install_interrupt(&self) {
+        let cancel = self.host.cancel.clone();
+        let evaluating = self.evaluating.clone();
+        self.host.runtime().spawn(async move {
+            let Ok(mut int) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) else { return };
+            while int.recv().await.is_some() {
+                if evaluating.load(Ordering::SeqCst) {
+                    cancel.cancel();
+                }
+            }
+        });
+    }
+
+    fn vocabulary(&self) -> Vocabulary {
+        let names =
+            |kind| self.catalog.all(kind).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default();
+        let units = ["metrics_db", "log_store", "metrics_agent", "log_shipper"]
+            .iter()
+            .map(|c| self.config.text(&format!("{c}.unit")))
+            .collect();
+        Vocabulary {
+            functions: crate::functions::list(&self.engine),
+            runbooks: names(Kind::Runbook),
+            modules: names(Kind::Module),
+            units,
+            commands: COMMANDS.to_vec(),
+        }
+    }
+
+    /// Makes `import "x" as y;` lines last for the session: the module becomes a static one.
+    fn keep_imports(&mut self, ast: &AST) {
+        let mut found = Vec::new();
+        ast.walk(&mut |path: &[rhai::ASTNode]| {
+            if let Some(rhai::ASTNode::Stmt(rhai::Stmt::Import(import, _))) = path.last()
+                && let rhai::Expr::StringConstant(module, _) = &import.0
+                && !import.1.name.is_empty()
+            {
+                found.push((module.to_string(), import.1.name.to_string()));
+            }
+            true
+        });
+        for (module, alias) in found {
+            let resolved = self.engine.module_resolver().resolve(&self.engine, None, &module, rhai::Position::NONE);
+            if let Ok(m) = resolved {
+                self.engine.register_static_module(alias.as_str(), m);
+                self.imports.retain(|(_, a)| a != &alias);
+                self.imports.push((module, alias));
+            }
+        }
+    }
+
+    /// Compiles and runs one input; prints its value or its error.
+    fn eval(&mut self, input: &str, source: &str) {
+        let text: Arc<str> = input.into();
+        self.catalog.remember(source, &text);
+        let mut ast = match self.engine.compile_with_scope(&self.scope, input) {
+            Ok(ast) => ast,
+            Err(e) => {
+                eprint!("{}", redact(&crate::engine::parse_diagnostic(&e, source, &self.catalog).to_string()));
+                return;
+            }
+        };
+        ast.set_source(source);
+        self.keep_imports(&ast);
+        self.functions = self.functions.merge(&ast.clone_functions_only());
+        let program = self.functions.merge(&ast);
+        self.host.cancel.reset();
+        self.evaluating.store(true, Ordering::SeqCst);
+        let result = self.engine.eval_ast_with_scope::<Dynamic>(&mut self.scope, &program);
+        self.evaluating.store(false, Ordering::SeqCst);
+        crate::progress::clear();
+        match result {
+            Ok(value) => {
+                let shown = pretty::show(&value);
+                if !shown.is_empty() {
+                    println!("{}", redact(&shown));
+                }
+            }
+            Err(e) => {
+                let explained = crate::engine::explain(&e, source, &self.catalog, Some(&self.host));
+                match explained.class {
+                    crate::engine::Class::Interrupted => eprintln!("interrupted"),
+                    _ => eprint!("{}", redact(&explained.diagnostic.to_string())),
+                }
+            }
+        }
+        self.host.cancel.reset();
+    }
+
+    fn command(&mut self, input: &str, history: &DefaultHistory) -> Flow {
+        let mut words = input.split_whitespace();
+        let command = words.next().unwrap_or("");
+        let args: Vec<&str> = words.collect();
+        match command {
+            ":quit" | ":q" | ":exit" => return Flow::Quit,
+            ":help" | ":h" => println!("{HELP}"),
+            ":fns" => {
+                let filter = args.first().map(|f| f.to_lowercase());
+                for f in crate::functions::list(&self.engine) {
+                    if filter
+                        .as_ref()
+                        .is_none_or(|x| f.signature.to_lowercase().contains(x) || f.doc.to_lowercase().contains(x))
+                    {
+                        println!("{}", f.signature);
+                    }
+                }
+            }
+            ":doc" => self.doc(args.first().copied().unwrap_or("")),
+            ":vars" => {
+                for (name, constant, value) in self.scope.iter() {
+                    let shown = pretty::show(&value).replace('\n', " ");
+                    println!("{}{name} = {}", if constant { "const " } else { "" }, redact(&shown));
+                }
+                for (module, alias) in &self.imports {
+                    println!("import \"{module}\" as {alias}");
+                }
+            }
+            ":reset" => {
+                self.scope.clear();
+                self.functions = AST::empty();
+                println!("variables and functions forgotten");
+            }
+            ":reload" => {
+                // A new engine forgets compiled modules; imports are resolved again.
+                self.engine = crate::engine::build(&self.host, &self.catalog);
+                let imports = std::mem::take(&mut self.imports);
+                for (module, alias) in imports {
+                    self.eval(&format!("import \"{module}\" as {alias};"), "<reload>");
+                }
+                println!("runbooks and stdlib re-read");
+                return Flow::Reloaded;
+            }
+            ":history" => {
+                for (i, entry) in history.iter().enumerate() {
+                    println!("{:4}  {entry}", i + 1);
+                }
+            }
+            ":load" => match args.first() {
+                Some(file) => match std::fs::read_to_string(file) {
+                    Ok(text) => self.eval(&text, file),
+                    Err(e) => eprintln!("error: cannot read `{file}`: {e}"),
+                },
+                None => eprintln!("usage: :load FILE"),
+            },
+            ":run" => self.run_runbook(&args),
+            other => {
+                let hint = crate::error::suggest(other, COMMANDS.iter().copied())
+                    .first()
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                eprintln!("error: unknown command `{other}`{hint} (:help lists them)");
+            }
+        }
+        Flow::Continue
+    }
+
+    fn doc(&self, name: &str) {
+        if name.is_empty() {
+            return eprintln!("usage: :doc NAME (a host function such as unit::status, or a runbook)");
+        }
+        let (ns, fname) = name.rsplit_once("::").unwrap_or(("", name));
+        let found: Vec<_> = crate::functions::list(&self.engine)
+            .into_iter()
+            .filter(|f| f.name == fname && (ns.is_empty() || f.namespace == ns))
+            .collect();
+        for f in &found {
+            println!("{}\n    {}\n", f.signature, f.doc.replace('\n', "\n    "));
+        }
+        if let Ok(entry) = self.catalog.find(Kind::Runbook, name) {
+            println!("runbook {} ({})\n{}", entry.name, entry.source, entry.doc());
+        } else if found.is_empty() {
+            eprintln!("error: no host function or runbook named `{name}`");
+        }
+    }
+
+    fn run_runbook(&mut self, args: &[&str]) {
+        let Some(name) = args.first() else { return eprintln!("usage: :run NAME [key=value]...") };
+        let mut pairs = Vec::new();
+        for a in &args[1..] {
+            match a.split_once('=') {
+                Some((k, v)) => pairs.push((k.to_string(), v.to_string())),
+                None => return eprintln!("error: expected key=value, got `{a}`"),
+            }
+        }
+        let result = self.catalog.find(Kind::Runbook, name).and_then(|entry| {
+            let compiled = crate::runbook::compile(&self.engine, &self.catalog, entry)?;
+            let bound = compiled.bind(&pairs)?;
+            Ok((compiled, bound))
+        });
+        let (compiled, bound) = match result {
+            Ok(ok) => ok,
+            Err(e) => return eprintln!("{}", redact(&e.to_string())),
+        };
+        let shown = compiled.effective_params(&bound);
+        self.host.set_params(bound);
+        let recorder =
+            Recorder::new(&compiled.entry.name, &compiled.entry.source, shown, self.global.dry_run, Format::Human);
+        self.host.cancel.reset();
+        self.evaluating.store(true, Ordering::SeqCst);
+        let report = crate::runbook::run(&self.engine, &self.host, &self.catalog, &compiled, recorder);
+        self.evaluating.store(false, Ordering::SeqCst);
+        self.host.cancel.reset();
+        self.host.set_params(Default::default());
+        if report.exit_code() != 0 {
+            eprintln!("(runbook ended with exit status {})", report.exit_code());
+        }
+    }
+}
