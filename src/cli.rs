@@ -114,6 +114,10 @@ pub enum Command {
     /// Variables, functions and imports persist across lines; `:help` lists the commands.
     Repl,
 
+    /// Run one stand-in of the stack in the foreground (metrics-db, log-store, metrics-agent,
+    /// log-shipper), logging to stdout; ports default to the spec's.
+    Twin(crate::twin::TwinArgs),
+
     /// Print a shell completion script.
     Completions {
         /// Target shell.

@@ -22,6 +22,7 @@ pub mod report;
 pub mod runbook;
 pub mod secret;
 pub mod subcommand;
+pub mod twin;
 pub mod wire;
 pub mod world;
 

@@ -25,6 +25,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         Command::Fns { filter, json, definitions } => fns(&global, &catalog, filter.as_deref(), json, definitions),
         Command::Config => config(&global, &catalog),
         Command::Repl => crate::repl::run(&global, catalog),
+        Command::Twin(args) => crate::twin::run(args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Arguments::command(), "opsbook", &mut std::io::stdout());
             Ok(0)

@@ -1,0 +1,138 @@
+//! Where a twin's log lines go. As a process (`opsbook twin …`) they go to stdout, so under
+//! systemd the journal holds them as it would hold the real component's; in-process (the
+//! sandbox) they go to whatever sink the caller gives, e.g. its simulated journal.
+//!
+//! Each component formats its own lines in its real counterpart's style (Loki and Alloy
+//! logfmt, Telegraf's `I!`/`E!` prefixes); this file only carries them and their level.
+//! Under systemd (`$JOURNAL_STREAM` set) a line is prefixed with `<N>`, the syslog priority,
+//! which journald's stdout stream turns into the entry's PRIORITY — so `journalctl -p err`
+//! finds a twin's errors just as it finds the real component's.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+/// Severity of a line (syslog priority in parentheses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl Level {
+    pub fn priority(self) -> u8 {
+        match self {
+            Level::Error => 3,
+            Level::Warn => 4,
+            Level::Info => 6,
+            Level::Debug => 7,
+        }
+    }
+
+    /// The lower-case word logfmt loggers use (`level=warn`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
+}
+
+/// Receives every line a twin logs.
+pub type Sink = Arc<dyn Fn(Level, &str) + Send + Sync>;
+
+/// Lines to stdout, one write each, with the journald priority prefix under systemd.
+pub fn stdout() -> Sink {
+    let journal = std::env::var_os("JOURNAL_STREAM").is_some();
+    Arc::new(move |level, line| {
+        let mut out = std::io::stdout().lock();
+        let _ = if journal { writeln!(out, "<{}>{line}", level.priority()) } else { writeln!(out, "{line}") };
+        let _ = out.flush();
+    })
+}
+
+/// What `memory()` keeps.
+pub type Kept = Arc<Mutex<Vec<(Level, String)>>>;
+
+/// Lines kept in memory (tests, and the sandbox when it has no journal of its own).
+pub fn memory() -> (Sink, Kept) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let kept = lines.clone();
+    let sink: Sink = Arc::new(move |level, line| {
+        if let Ok(mut l) = kept.lock() {
+            l.push((level, line.to_string()));
+        }
+    });
+    (sink, lines)
+}
+
+/// Lines dropped.
+pub fn discard() -> Sink {
+    Arc::new(|_, _| {})
+}
+
+/// RFC 3339 UTC time of now with the given sub-second digits (0, 3, 6 or 9).
+pub fn now_rfc3339(digits: u8) -> String {
+    let now = std::time::SystemTime::now();
+    match digits {
+        0 => humantime::format_rfc3339_seconds(now).to_string(),
+        3 => humantime::format_rfc3339_millis(now).to_string(),
+        6 => humantime::format_rfc3339_micros(now).to_string(),
+        _ => humantime::format_rfc3339_nanos(now).to_string(),
+    }
+}
+
+/// A logfmt value: bare when it needs no quoting, else double-quoted with escapes.
+pub fn logfmt_value(text: &str) -> String {
+    if !text.is_empty() && !text.chars().any(|c| c == ' ' || c == '"' || c == '=' || c.is_control()) {
+        return text.to_string();
+    }
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// One logfmt line: `ts=… level=… msg=… k=v …` as Loki and Alloy print them.
+pub fn logfmt(level: Level, msg: &str, fields: &[(&str, &str)]) -> String {
+    let mut line = format!("level={} ts={} msg={}", level.word(), now_rfc3339(9), logfmt_value(msg));
+    for (k, v) in fields {
+        line.push_str(&format!(" {k}={}", logfmt_value(v)));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logfmt_quotes_only_what_needs_it() {
+        assert_eq!(logfmt_value("ready"), "ready");
+        assert_eq!(logfmt_value("two words"), "\"two words\"");
+        assert_eq!(logfmt_value("a\"b\n"), "\"a\\\"b\\n\"");
+        assert_eq!(logfmt_value(""), "\"\"");
+        let line = logfmt(Level::Warn, "slow push", &[("component", "distributor")]);
+        assert!(line.starts_with("level=warn ts=") && line.ends_with("msg=\"slow push\" component=distributor"));
+    }
+
+    #[test]
+    fn memory_sink_keeps_lines_in_order() {
+        let (sink, lines) = memory();
+        sink(Level::Info, "one");
+        sink(Level::Error, "two");
+        let kept = lines.lock().unwrap().clone();
+        assert_eq!(kept, vec![(Level::Info, "one".to_string()), (Level::Error, "two".to_string())]);
+    }
+}

@@ -1,0 +1,386 @@
+//! Loki's push format, both ways: decoding what `POST /loki/api/v1/push` receives (JSON,
+//! optionally gzip- or deflate-compressed; protobuf `logproto.PushRequest` in a raw snappy
+//! block, as Promtail and Alloy send it) and encoding what the shipper twin sends.
+//!
+//! The protobuf messages are small, so they are read and written by hand here instead of
+//! generating code:
+//!
+//! ```text
+//! PushRequest   { repeated StreamAdapter streams = 1; }
+//! StreamAdapter { string labels = 1; repeated EntryAdapter entries = 2; uint64 hash = 3; }
+//! EntryAdapter  { Timestamp timestamp = 1; string line = 2; repeated LabelPair structuredMetadata = 3; }
+//! LabelPair     { string name = 1; string value = 2; }
+//! Timestamp     { int64 seconds = 1; int32 nanos = 2; }
+//! ```
+
+use std::io::Read;
+
+use serde_json::Value;
+
+/// One pushed entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushEntry {
+    /// Nanoseconds since the epoch.
+    pub ts: i64,
+    pub line: String,
+    /// Structured metadata (`[ts, line, {k: v}]` in JSON).
+    pub metadata: Vec<(String, String)>,
+}
+
+/// One pushed stream: its labels (sorted by name) and entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushStream {
+    pub labels: Vec<(String, String)>,
+    pub entries: Vec<PushEntry>,
+}
+
+/// How a push body is encoded, from its headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Json,
+    Protobuf,
+}
+
+/// The body's format from `Content-Type` (Loki treats anything but JSON as protobuf).
+pub fn encoding_of(content_type: &str) -> Encoding {
+    let base = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if base == "application/json" { Encoding::Json } else { Encoding::Protobuf }
+}
+
+/// Undoes a `Content-Encoding` (gzip, deflate, or none).
+pub fn decompress(content_encoding: &str, body: &[u8], max: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let limit = max as u64 + 1;
+    match content_encoding.trim().to_ascii_lowercase().as_str() {
+        "" | "identity" => return Ok(body.to_vec()),
+        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(body)
+            .take(limit)
+            .read_to_end(&mut out)
+            .map_err(|e| format!("gzip: invalid header or data ({e})"))?,
+        "deflate" => flate2::read::ZlibDecoder::new(body)
+            .take(limit)
+            .read_to_end(&mut out)
+            .map_err(|e| format!("deflate: {e}"))?,
+        other => return Err(format!("Content-Encoding {other:?} not supported")),
+    };
+    if out.len() > max {
+        return Err(format!("message larger than max ({} vs {max})", out.len()));
+    }
+    Ok(out)
+}
+
+/// Decodes a (decompressed) body.
+pub fn decode(encoding: Encoding, body: &[u8]) -> Result<Vec<PushStream>, String> {
+    match encoding {
+        Encoding::Json => decode_json(body),
+        Encoding::Protobuf => {
+            let raw = snap::raw::Decoder::new().decompress_vec(body).map_err(|e| format!("snappy: {e}"))?;
+            decode_protobuf(&raw)
+        }
+    }
+}
+
+fn decode_json(body: &[u8]) -> Result<Vec<PushStream>, String> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| format!("loghttp.PushRequest: {e}"))?;
+    let streams =
+        v.get("streams").and_then(Value::as_array).ok_or("loghttp.PushRequest.Streams: expected an array `streams`")?;
+    let mut out = Vec::new();
+    for (i, s) in streams.iter().enumerate() {
+        let obj = s.get("stream").and_then(Value::as_object).ok_or(format!("streams[{i}]: no `stream` object"))?;
+        let mut labels = Vec::new();
+        for (k, v) in obj {
+            let v = v.as_str().ok_or(format!("streams[{i}].stream.{k}: label values must be strings"))?;
+            labels.push((k.clone(), v.to_string()));
+        }
+        labels.sort();
+        let values = s.get("values").and_then(Value::as_array).ok_or(format!("streams[{i}]: no `values` array"))?;
+        let mut entries = Vec::with_capacity(values.len());
+        for (j, e) in values.iter().enumerate() {
+            let at = || format!("streams[{i}].values[{j}]");
+            let parts = e.as_array().ok_or_else(|| format!("{}: expected [timestamp, line]", at()))?;
+            if parts.len() < 2 || parts.len() > 3 {
+                return Err(format!("{}: expected [timestamp, line] or [timestamp, line, metadata]", at()));
+            }
+            let ts = parts[0]
+                .as_str()
+                .and_then(|t| t.parse::<i64>().ok())
+                .ok_or_else(|| format!("{}: timestamp must be a string of nanoseconds", at()))?;
+            let line = parts[1].as_str().ok_or_else(|| format!("{}: line must be a string", at()))?.to_string();
+            let mut metadata = Vec::new();
+            if let Some(meta) = parts.get(2) {
+                let meta = meta.as_object().ok_or_else(|| format!("{}: metadata must be an object", at()))?;
+                for (k, v) in meta {
+                    metadata.push((k.clone(), v.as_str().unwrap_or_default().to_string()));
+                }
+            }
+            entries.push(PushEntry { ts, line, metadata });
+        }
+        out.push(PushStream { labels, entries });
+    }
+    Ok(out)
+}
+
+/// Protobuf wire reading: a cursor over one message's bytes.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn done(&self) -> bool {
+        self.pos >= self.bytes.len()
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.bytes.get(self.pos).ok_or("protobuf: truncated varint")?;
+            self.pos += 1;
+            value |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Ok(value);
+            }
+        }
+        Err("protobuf: varint too long".into())
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let len = self.varint()? as usize;
+        let end = self.pos.checked_add(len).filter(|e| *e <= self.bytes.len()).ok_or("protobuf: truncated field")?;
+        let slice = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(slice)
+    }
+
+    /// The next field's number and wire type.
+    fn key(&mut self) -> Result<(u64, u8), String> {
+        let key = self.varint()?;
+        Ok((key >> 3, (key & 7) as u8))
+    }
+
+    fn skip(&mut self, wire_type: u8) -> Result<(), String> {
+        match wire_type {
+            0 => self.varint().map(drop),
+            1 => self.advance(8),
+            2 => self.bytes().map(drop),
+            5 => self.advance(4),
+            t => Err(format!("protobuf: unsupported wire type {t}")),
+        }
+    }
+
+    fn advance(&mut self, n: usize) -> Result<(), String> {
+        if self.pos + n > self.bytes.len() {
+            return Err("protobuf: truncated field".into());
+        }
+        self.pos += n;
+        Ok(())
+    }
+}
+
+fn utf8(bytes: &[u8], what: &str) -> Result<String, String> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| format!("protobuf: {what} is not valid UTF-8"))
+}
+
+fn decode_protobuf(raw: &[u8]) -> Result<Vec<PushStream>, String> {
+    let mut r = Reader { bytes: raw, pos: 0 };
+    let mut out = Vec::new();
+    while !r.done() {
+        match r.key()? {
+            (1, 2) => out.push(decode_stream(r.bytes()?)?),
+            (_, t) => r.skip(t)?,
+        }
+    }
+    Ok(out)
+}
+
+fn decode_stream(bytes: &[u8]) -> Result<PushStream, String> {
+    let mut r = Reader { bytes, pos: 0 };
+    let mut labels_text = String::new();
+    let mut entries = Vec::new();
+    while !r.done() {
+        match r.key()? {
+            (1, 2) => labels_text = utf8(r.bytes()?, "stream labels")?,
+            (2, 2) => entries.push(decode_entry(r.bytes()?)?),
+            (_, t) => r.skip(t)?,
+        }
+    }
+    let labels = super::logql::parse_labels(&labels_text).map_err(|e| format!("stream labels {labels_text:?}: {e}"))?;
+    Ok(PushStream { labels, entries })
+}
+
+fn decode_entry(bytes: &[u8]) -> Result<PushEntry, String> {
+    let mut r = Reader { bytes, pos: 0 };
+    let (mut seconds, mut nanos) = (0i64, 0i64);
+    let mut line = String::new();
+    let mut metadata = Vec::new();
+    while !r.done() {
+        match r.key()? {
+            (1, 2) => {
+                let mut t = Reader { bytes: r.bytes()?, pos: 0 };
+                while !t.done() {
+                    match t.key()? {
+                        (1, 0) => seconds = t.varint()? as i64,
+                        (2, 0) => nanos = t.varint()? as i32 as i64,
+                        (_, w) => t.skip(w)?,
+                    }
+                }
+            }
+            (2, 2) => line = utf8(r.bytes()?, "line")?,
+            (3, 2) => {
+                let mut p = Reader { bytes: r.bytes()?, pos: 0 };
+                let (mut name, mut value) = (String::new(), String::new());
+                while !p.done() {
+                    match p.key()? {
+                        (1, 2) => name = utf8(p.bytes()?, "metadata name")?,
+                        (2, 2) => value = utf8(p.bytes()?, "metadata value")?,
+                        (_, w) => p.skip(w)?,
+                    }
+                }
+                metadata.push((name, value));
+            }
+            (_, t) => r.skip(t)?,
+        }
+    }
+    Ok(PushEntry { ts: seconds.saturating_mul(1_000_000_000).saturating_add(nanos), line, metadata })
+}
+
+/// Protobuf wire writing.
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
+    put_varint(out, (field << 3) | 2);
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// A label set as Loki writes it in protobuf pushes: `{a="b", c="d"}`, Go-quoted.
+pub fn labels_text(labels: &[(String, String)]) -> String {
+    let parts: Vec<String> =
+        labels.iter().map(|(k, v)| format!("{k}={}", serde_json::Value::String(v.clone()))).collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+/// Encodes streams as a snappy-compressed `PushRequest`, the body real shippers send with
+/// `Content-Type: application/x-protobuf`.
+pub fn encode_protobuf(streams: &[PushStream]) -> Vec<u8> {
+    let mut request = Vec::new();
+    for s in streams {
+        let mut stream = Vec::new();
+        put_bytes(&mut stream, 1, labels_text(&s.labels).as_bytes());
+        for e in &s.entries {
+            let mut entry = Vec::new();
+            let mut ts = Vec::new();
+            let (secs, nanos) = (e.ts.div_euclid(1_000_000_000), e.ts.rem_euclid(1_000_000_000));
+            if secs != 0 {
+                put_varint(&mut ts, 1 << 3);
+                put_varint(&mut ts, secs as u64);
+            }
+            if nanos != 0 {
+                put_varint(&mut ts, 2 << 3);
+                put_varint(&mut ts, nanos as u64);
+            }
+            put_bytes(&mut entry, 1, &ts);
+            put_bytes(&mut entry, 2, e.line.as_bytes());
+            for (k, v) in &e.metadata {
+                let mut pair = Vec::new();
+                put_bytes(&mut pair, 1, k.as_bytes());
+                put_bytes(&mut pair, 2, v.as_bytes());
+                put_bytes(&mut entry, 3, &pair);
+            }
+            put_bytes(&mut stream, 2, &entry);
+        }
+        put_bytes(&mut request, 1, &stream);
+    }
+    snap::raw::Encoder::new().compress_vec(&request).unwrap_or_default()
+}
+
+/// Encodes streams as Loki's JSON push body.
+pub fn encode_json(streams: &[PushStream]) -> Vec<u8> {
+    let streams: Vec<Value> = streams
+        .iter()
+        .map(|s| {
+            let labels: serde_json::Map<String, Value> =
+                s.labels.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+            let values: Vec<Value> = s
+                .entries
+                .iter()
+                .map(|e| {
+                    let mut v = vec![Value::String(e.ts.to_string()), Value::String(e.line.clone())];
+                    if !e.metadata.is_empty() {
+                        v.push(Value::Object(
+                            e.metadata.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect(),
+                        ));
+                    }
+                    Value::Array(v)
+                })
+                .collect();
+            serde_json::json!({"stream": labels, "values": values})
+        })
+        .collect();
+    serde_json::to_vec(&serde_json::json!({ "streams": streams })).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<PushStream> {
+        vec![PushStream {
+            labels: vec![("hostname".into(), "h1".into()), ("service_type".into(), "test \"q\"".into())],
+            entries: vec![
+                PushEntry { ts: 1_795_338_824_104_597_505, line: "hello loki".into(), metadata: vec![] },
+                PushEntry {
+                    ts: 1_795_338_825_000_000_000,
+                    line: "second ✓".into(),
+                    metadata: vec![("trace".into(), "abc".into())],
+                },
+            ],
+        }]
+    }
+
+    #[test]
+    fn protobuf_round_trips() {
+        let body = encode_protobuf(&sample());
+        assert_eq!(decode(Encoding::Protobuf, &body).unwrap(), sample());
+    }
+
+    #[test]
+    fn json_round_trips_and_reads_the_capture() {
+        let body = encode_json(&sample());
+        assert_eq!(decode(Encoding::Json, &body).unwrap(), sample());
+        let captured = r#"{"streams":[{"stream":{"service_type":"test","hostname":"h1"},"values":[["1795338824104597505","ceo-tools test line level=info msg=\"hello loki\""]]}]}"#;
+        let s = decode(Encoding::Json, captured.as_bytes()).unwrap();
+        assert_eq!(s[0].labels[0], ("hostname".to_string(), "h1".to_string()));
+        assert_eq!(s[0].entries[0].ts, 1_795_338_824_104_597_505);
+    }
+
+    #[test]
+    fn gzip_bodies_are_inflated_and_bounded() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&encode_json(&sample())).unwrap();
+        let zipped = gz.finish().unwrap();
+        let plain = decompress("gzip", &zipped, 1 << 20).unwrap();
+        assert_eq!(decode(Encoding::Json, &plain).unwrap(), sample());
+        assert!(decompress("gzip", &zipped, 10).unwrap_err().contains("larger than max"));
+        assert!(decompress("gzip", b"not gzip", 1 << 20).is_err());
+        assert!(decompress("br", b"x", 10).is_err());
+    }
+
+    #[test]
+    fn malformed_bodies_are_errors_not_panics() {
+        assert!(decode(Encoding::Json, b"{").is_err());
+        assert!(decode(Encoding::Json, br#"{"streams":[{"stream":{},"values":[["x","y"]]}]}"#).is_err());
+        assert!(decode(Encoding::Protobuf, b"garbage").is_err());
+        let truncated = snap::raw::Encoder::new().compress_vec(&[0x0a, 0x05, 0x0a]).unwrap();
+        assert!(decode(Encoding::Protobuf, &truncated).is_err());
+        assert_eq!(encoding_of("application/json; charset=utf-8"), Encoding::Json);
+        assert_eq!(encoding_of("application/x-protobuf"), Encoding::Protobuf);
+    }
+}

@@ -1,0 +1,614 @@
+//! The log-shipper twin: an Alloy-like agent that follows the journal and pushes its entries
+//! to the log store.
+//!
+//! Entries come from the `Journal` seam (`crate::world::journal`): the real one follows
+//! `journalctl -o json --follow` (starting at now, killed when the shipper stops); the
+//! sandbox plugs its in-process journal into the same trait. Each entry becomes a line of
+//! the stream labelled with the config's static labels (`hostname`, `service_type`, …) and
+//! its `unit`; batches go out after `batch_wait` or at `batch_size` bytes, as snappy
+//! protobuf (what Alloy sends) or JSON, retried with backoff, then dropped and counted.
+//!
+//! Its local endpoint (127.0.0.1:12345 by default) serves `/metrics` (Alloy's
+//! `loki_write_sent_entries_total` and friends), `/-/ready`, `/-/healthy` and `/-/reload`
+//! (200 `config reloaded`, or 400 with the error). SIGHUP reloads too. `validate CONFIG`
+//! checks a file offline like `alloy validate`.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::logger::{self, Level, Sink};
+use super::push::{self, PushEntry, PushStream};
+use super::shipper_config::{self, Format, ShipperConfig};
+use crate::error::Error;
+use crate::world::journal::{Entry, Journal, Journalctl, Query};
+
+/// The Alloy version the twin reports.
+pub const VERSION: &str = "v1.9.0";
+const COMPONENT: &str = "loki.write.default";
+const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// Fault knobs for the sandbox.
+#[derive(Debug, Default)]
+pub struct ShipperFaults {
+    /// Every reload fails (as when the file on disk is broken and cannot be read).
+    pub reload_fails: AtomicBool,
+    /// `/-/ready` answers 503.
+    pub not_ready: AtomicBool,
+}
+
+#[derive(Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    sum: f64,
+    count: u64,
+}
+
+#[derive(Default)]
+struct Metrics {
+    lines_read: AtomicU64,
+    parse_errors: AtomicU64,
+    sent_entries: AtomicU64,
+    sent_bytes: AtomicU64,
+    encoded_bytes: AtomicU64,
+    retries: AtomicU64,
+    dropped: Mutex<BTreeMap<&'static str, (u64, u64)>>,
+    durations: Mutex<BTreeMap<String, Histogram>>,
+    config_ok: AtomicBool,
+    config_failures: AtomicU64,
+}
+
+/// A running shipper's state; share it with `Arc`.
+pub struct Shipper {
+    config: RwLock<ShipperConfig>,
+    path: Option<PathBuf>,
+    journal: Arc<dyn Journal>,
+    pub faults: ShipperFaults,
+    log: Sink,
+    client: reqwest::Client,
+    metrics: Metrics,
+    /// Bumped on every successful reload: the pipeline restarts with the new config.
+    generation: tokio::sync::watch::Sender<u64>,
+}
+
+impl Shipper {
+    pub fn new(config: ShipperConfig, path: Option<PathBuf>, journal: Arc<dyn Journal>, log: Sink) -> Arc<Shipper> {
+        let metrics = Metrics::default();
+        metrics.config_ok.store(true, Ordering::Relaxed);
+        Arc::new(Shipper {
+            config: RwLock::new(config),
+            path,
+            journal,
+            faults: ShipperFaults::default(),
+            log,
+            client: super::agent::http_client(),
+            metrics,
+            generation: tokio::sync::watch::channel(0).0,
+        })
+    }
+
+    pub fn config(&self) -> ShipperConfig {
+        self.config.read().map(|c| c.clone()).unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// Alloy's logfmt: `ts=… level=… msg=… k=v…`.
+    fn say(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
+        let mut line =
+            format!("ts={} level={} msg={}", logger::now_rfc3339(9), level.word(), logger::logfmt_value(msg));
+        for (k, v) in fields {
+            line.push_str(&format!(" {k}={}", logger::logfmt_value(v)));
+        }
+        (self.log)(level, &line);
+    }
+
+    /// Entries sent successfully so far.
+    pub fn sent_entries(&self) -> u64 {
+        self.metrics.sent_entries.load(Ordering::Relaxed)
+    }
+
+    /// Re-reads the config file; the pipeline restarts with it. On failure the old config
+    /// stays in force and the error is returned (Alloy's behaviour).
+    pub fn reload(&self) -> Result<(), String> {
+        let result = if self.faults.reload_fails.load(Ordering::Relaxed) {
+            Err("reading config path: the configuration could not be loaded".to_string())
+        } else if let Some(path) = &self.path {
+            shipper_config::load(path)
+                .map_err(|d| d.iter().map(|d| d.to_string().trim_end().to_string()).collect::<Vec<_>>().join("\n"))
+        } else {
+            Err("the shipper was started without a config file".to_string())
+        };
+        match result {
+            Ok(c) => {
+                if let Ok(mut current) = self.config.write() {
+                    *current = c;
+                }
+                self.metrics.config_ok.store(true, Ordering::Relaxed);
+                self.generation.send_modify(|g| *g += 1);
+                self.say(Level::Info, "config reloaded", &[("service", "http")]);
+                Ok(())
+            }
+            Err(e) => {
+                self.metrics.config_ok.store(false, Ordering::Relaxed);
+                self.metrics.config_failures.fetch_add(1, Ordering::Relaxed);
+                self.say(Level::Error, "failed to reload config", &[("err", &e)]);
+                Err(e)
+            }
+        }
+    }
+
+    fn host_label(&self) -> String {
+        let url = self.config().url;
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+        rest.split('/').next().unwrap_or(rest).to_string()
+    }
+
+    /// The `/metrics` exposition text.
+    pub fn metrics_text(&self) -> String {
+        let m = &self.metrics;
+        let host = self.host_label();
+        let base = format!("component_id=\"{COMPONENT}\",component_path=\"/\",host=\"{host}\"");
+        let mut out = String::new();
+        let mut head = |name: &str, kind: &str, help: &str| {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        };
+        head(
+            "alloy_build_info",
+            "gauge",
+            "A metric with a constant '1' value labeled by version, revision, branch, goversion from which alloy was built, and the goos and goarch for the build.",
+        );
+        let mut body = format!(
+            "alloy_build_info{{branch=\"HEAD\",goarch=\"amd64\",goos=\"linux\",goversion=\"go1.24.1\",revision=\"opsbook-twin\",tags=\"builtinassets\",version=\"{VERSION}\"}} 1\n"
+        );
+        let counter = |body: &mut String, name: &str, labels: &str, v: u64| {
+            body.push_str(&format!("{name}{{{labels}}} {v}\n"));
+        };
+        out.push_str(&body);
+        body.clear();
+        let section = |out: &mut String, name: &str, kind: &str, help: &str, lines: String| {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{lines}"));
+        };
+        section(
+            &mut out,
+            "alloy_config_last_load_successful",
+            "gauge",
+            "Config loaded successfully.",
+            format!("alloy_config_last_load_successful {}\n", u8::from(m.config_ok.load(Ordering::Relaxed))),
+        );
+        section(
+            &mut out,
+            "alloy_config_load_failures_total",
+            "counter",
+            "Config failed to load.",
+            format!("alloy_config_load_failures_total {}\n", m.config_failures.load(Ordering::Relaxed)),
+        );
+        let source = "component_id=\"loki.source.journal.read\",component_path=\"/\"";
+        let mut lines = String::new();
+        counter(&mut lines, "loki_source_journal_target_lines_total", source, m.lines_read.load(Ordering::Relaxed));
+        section(
+            &mut out,
+            "loki_source_journal_target_lines_total",
+            "counter",
+            "Total number of successful journal lines read",
+            lines,
+        );
+        let mut lines = String::new();
+        counter(
+            &mut lines,
+            "loki_source_journal_target_parsing_errors_total",
+            source,
+            m.parse_errors.load(Ordering::Relaxed),
+        );
+        section(
+            &mut out,
+            "loki_source_journal_target_parsing_errors_total",
+            "counter",
+            "Total number of parsing errors while reading journal messages",
+            lines,
+        );
+        for (name, help, v) in [
+            ("loki_write_sent_entries_total", "Number of log entries sent to the ingester.", &m.sent_entries),
+            ("loki_write_sent_bytes_total", "Number of bytes sent.", &m.sent_bytes),
+            ("loki_write_encoded_bytes_total", "Number of bytes encoded and ready to send.", &m.encoded_bytes),
+            ("loki_write_batch_retries_total", "Number of times batches has had to be retried.", &m.retries),
+        ] {
+            let mut lines = String::new();
+            counter(&mut lines, name, &base, v.load(Ordering::Relaxed));
+            section(&mut out, name, "counter", help, lines);
+        }
+        let dropped = m.dropped.lock().map(|d| d.clone()).unwrap_or_default();
+        for (name, help, pick) in [
+            (
+                "loki_write_dropped_entries_total",
+                "Number of log entries dropped because failed to be sent to the ingester after all retries.",
+                0,
+            ),
+            (
+                "loki_write_dropped_bytes_total",
+                "Number of bytes dropped because failed to be sent to the ingester after all retries.",
+                1,
+            ),
+        ] {
+            let mut lines = String::new();
+            for reason in ["ingester_error", "line_too_long", "rate_limited", "stream_limited"] {
+                let (entries, bytes) = dropped.get(reason).copied().unwrap_or((0, 0));
+                counter(
+                    &mut lines,
+                    name,
+                    &format!("{base},reason=\"{reason}\""),
+                    if pick == 0 { entries } else { bytes },
+                );
+            }
+            section(&mut out, name, "counter", help, lines);
+        }
+        let mut lines = String::new();
+        if let Ok(durations) = m.durations.lock() {
+            for (status, h) in durations.iter() {
+                let labels = format!("{base},status_code=\"{status}\"");
+                let mut cumulative = 0;
+                for (i, le) in BUCKETS.iter().enumerate() {
+                    cumulative += h.counts[i];
+                    lines.push_str(&format!(
+                        "loki_write_request_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}\n"
+                    ));
+                }
+                lines.push_str(&format!(
+                    "loki_write_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}\n",
+                    h.count
+                ));
+                lines.push_str(&format!("loki_write_request_duration_seconds_sum{{{labels}}} {}\n", h.sum));
+                lines.push_str(&format!("loki_write_request_duration_seconds_count{{{labels}}} {}\n", h.count));
+            }
+        }
+        section(&mut out, "loki_write_request_duration_seconds", "histogram", "Duration of send requests.", lines);
+        out
+    }
+
+    fn observe(&self, status: &str, elapsed: Duration) {
+        if let Ok(mut d) = self.metrics.durations.lock() {
+            let h = d.entry(status.to_string()).or_default();
+            let secs = elapsed.as_secs_f64();
+            if let Some(i) = BUCKETS.iter().position(|le| secs <= *le) {
+                h.counts[i] += 1;
+            }
+            h.count += 1;
+            h.sum += secs;
+        }
+    }
+
+    fn drop_batch(&self, reason: &'static str, entries: u64, bytes: u64) {
+        if let Ok(mut d) = self.metrics.dropped.lock() {
+            let e = d.entry(reason).or_default();
+            e.0 += entries;
+            e.1 += bytes;
+        }
+    }
+
+    /// Sends one batch with retries; `stop` aborts the waiting between attempts.
+    async fn send(&self, batch: Vec<PushStream>, stop: &tokio::sync::watch::Receiver<bool>) {
+        let cfg = self.config();
+        let entries: u64 = batch.iter().map(|s| s.entries.len() as u64).sum();
+        let bytes: u64 = batch.iter().flat_map(|s| &s.entries).map(|e| e.line.len() as u64).sum();
+        let (body, content_type) = match cfg.format {
+            Format::Protobuf => (push::encode_protobuf(&batch), "application/x-protobuf"),
+            Format::Json => (push::encode_json(&batch), "application/json"),
+        };
+        self.metrics.encoded_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        let host = self.host_label();
+        let mut backoff = cfg.min_backoff;
+        for attempt in 0..=cfg.max_retries {
+            let started = Instant::now();
+            let result = self
+                .client
+                .post(&cfg.url)
+                .timeout(cfg.timeout)
+                .header("content-type", content_type)
+                .header("user-agent", format!("Alloy/{VERSION}"))
+                .body(body.clone())
+                .send()
+                .await;
+            let (status, error, retry) = match result {
+                Ok(r) if r.status().is_success() => {
+                    self.observe(r.status().as_str(), started.elapsed());
+                    self.metrics.sent_entries.fetch_add(entries, Ordering::Relaxed);
+                    self.metrics.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
+                    self.say(
+                        Level::Debug,
+                        "batch sent",
+                        &[
+                            ("component_id", COMPONENT),
+                            ("host", &host),
+                            ("entries", &entries.to_string()),
+                            ("status", r.status().as_str()),
+                        ],
+                    );
+                    return;
+                }
+                Ok(r) => {
+                    let status = r.status();
+                    self.observe(status.as_str(), started.elapsed());
+                    let text = r.text().await.unwrap_or_default();
+                    let error = format!(
+                        "server returned HTTP status {} ({}): {}",
+                        status,
+                        status.as_u16(),
+                        crate::wire::excerpt(&text, 300)
+                    );
+                    (status.as_u16().to_string(), error, status.is_server_error() || status.as_u16() == 429)
+                }
+                Err(e) => {
+                    self.observe("failed", started.elapsed());
+                    let mut reason = e.to_string();
+                    let mut source = std::error::Error::source(&e);
+                    while let Some(s) = source {
+                        reason = format!("{reason}: {s}");
+                        source = s.source();
+                    }
+                    ("-1".to_string(), format!("Post {:?}: {reason}", cfg.url), true)
+                }
+            };
+            let fields = [
+                ("component_path", "/"),
+                ("component_id", COMPONENT),
+                ("component", "client"),
+                ("host", host.as_str()),
+                ("status", status.as_str()),
+                ("tenant", ""),
+                ("error", error.as_str()),
+            ];
+            if !retry || attempt == cfg.max_retries {
+                self.say(Level::Error, "final error sending batch, no retries left, dropping data", &fields);
+                let reason = if status == "429" { "rate_limited" } else { "ingester_error" };
+                self.drop_batch(reason, entries, bytes);
+                return;
+            }
+            self.say(Level::Warn, "error sending batch, will retry", &fields);
+            self.metrics.retries.fetch_add(1, Ordering::Relaxed);
+            let mut stop = stop.clone();
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {},
+                _ = stopped(&mut stop) => {
+                    self.drop_batch("ingester_error", entries, bytes);
+                    return;
+                }
+            }
+            backoff = (backoff * 2).min(cfg.max_backoff);
+        }
+    }
+
+    /// One entry as a stream's line: static labels plus `unit`.
+    fn labels_for(cfg: &ShipperConfig, e: &Entry) -> Vec<(String, String)> {
+        let mut labels = cfg.labels.clone();
+        if !e.unit.is_empty() {
+            labels.push(("unit".into(), e.unit.clone()));
+        }
+        labels.sort();
+        labels
+    }
+
+    /// Follows the journal and ships batches until the config changes or `stop` is set.
+    async fn pipeline(self: &Arc<Self>, stop: tokio::sync::watch::Receiver<bool>) {
+        let mut generation = self.generation.subscribe();
+        loop {
+            generation.mark_unchanged();
+            let cfg = self.config();
+            let query = Query { unit: (cfg.units.len() == 1).then(|| cfg.units[0].clone()), ..Query::default() };
+            let mut feed = match self.journal.follow(&query).await {
+                Ok(f) => f,
+                Err(e) => {
+                    self.say(
+                        Level::Error,
+                        "failed to follow the journal",
+                        &[("component_id", "loki.source.journal.read"), ("err", &e)],
+                    );
+                    let mut s = stop.clone();
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(5)) => continue,
+                        _ = stopped(&mut s) => return,
+                        _ = generation.changed() => continue,
+                    }
+                }
+            };
+            self.say(
+                Level::Info,
+                "journal target started",
+                &[("component_id", "loki.source.journal.read"), ("units", &cfg.units.join(","))],
+            );
+            let mut streams: BTreeMap<Vec<(String, String)>, Vec<PushEntry>> = BTreeMap::new();
+            let mut size = 0usize;
+            let mut first_at: Option<Instant> = None;
+            let mut s = stop.clone();
+            let restart = loop {
+                let deadline = first_at.map(|t| t + cfg.batch_wait);
+                tokio::select! {
+                    entry = feed.recv() => match entry {
+                        Some(Ok(e)) => {
+                            if !cfg.units.is_empty() && !cfg.units.contains(&e.unit) {
+                                continue;
+                            }
+                            self.metrics.lines_read.fetch_add(1, Ordering::Relaxed);
+                            let ts = if e.realtime_us > 0 { e.realtime_us as i64 * 1000 } else { super::flux::now_ns() };
+                            size += e.message.len();
+                            streams.entry(Self::labels_for(&cfg, &e)).or_default().push(PushEntry { ts, line: e.message, metadata: Vec::new() });
+                            first_at.get_or_insert_with(Instant::now);
+                            if size >= cfg.batch_size {
+                                self.ship(&mut streams, &mut size, &mut first_at, &stop).await;
+                            }
+                        }
+                        Some(Err(e)) => {
+                            self.metrics.parse_errors.fetch_add(1, Ordering::Relaxed);
+                            self.say(Level::Warn, "could not read a journal entry", &[("err", &e)]);
+                        }
+                        None => {
+                            self.say(Level::Warn, "journal follow ended; restarting", &[("component_id", "loki.source.journal.read")]);
+                            break true;
+                        }
+                    },
+                    _ = sleep_until(deadline) => self.ship(&mut streams, &mut size, &mut first_at, &stop).await,
+                    _ = generation.changed() => break true,
+                    _ = stopped(&mut s) => break false,
+                }
+            };
+            // Whatever was read goes out before the follower is replaced or the shipper stops.
+            self.ship(&mut streams, &mut size, &mut first_at, &stop).await;
+            drop(feed);
+            if !restart {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn ship(
+        &self,
+        streams: &mut BTreeMap<Vec<(String, String)>, Vec<PushEntry>>,
+        size: &mut usize,
+        first_at: &mut Option<Instant>,
+        stop: &tokio::sync::watch::Receiver<bool>,
+    ) {
+        if streams.is_empty() {
+            return;
+        }
+        let batch: Vec<PushStream> =
+            std::mem::take(streams).into_iter().map(|(labels, entries)| PushStream { labels, entries }).collect();
+        *size = 0;
+        *first_at = None;
+        self.send(batch, stop).await;
+    }
+}
+
+/// Completes once the stop flag is set (or its sender is gone).
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await.map(|_| ());
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn text(status: StatusCode, body: impl Into<String>) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body.into()).into_response()
+}
+
+async fn metrics(State(s): State<Arc<Shipper>>) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], s.metrics_text()).into_response()
+}
+
+async fn ready(State(s): State<Arc<Shipper>>) -> Response {
+    if s.faults.not_ready.load(Ordering::Relaxed) {
+        text(StatusCode::SERVICE_UNAVAILABLE, "Alloy is not ready.\n")
+    } else {
+        text(StatusCode::OK, "Alloy is ready.\n")
+    }
+}
+
+async fn healthy() -> Response {
+    text(StatusCode::OK, "All Alloy components are healthy.\n")
+}
+
+async fn reload(State(s): State<Arc<Shipper>>) -> Response {
+    match s.reload() {
+        Ok(()) => text(StatusCode::OK, "config reloaded\n"),
+        Err(e) => text(StatusCode::BAD_REQUEST, format!("{e}\n")),
+    }
+}
+
+async fn not_found() -> Response {
+    text(StatusCode::NOT_FOUND, "404 page not found\n")
+}
+
+pub fn router(shipper: Arc<Shipper>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/-/ready", get(ready))
+        .route("/-/healthy", get(healthy))
+        .route("/-/reload", get(reload).post(reload))
+        .fallback(not_found)
+        .with_state(shipper)
+}
+
+/// Serves the local endpoint on `listener` and ships the journal until `shutdown`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    shipper: Arc<Shipper>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    shipper.say(Level::Info, "starting Alloy", &[("version", VERSION)]);
+    shipper.say(Level::Info, "now listening for http traffic", &[("service", "http"), ("addr", &addr)]);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let worker = shipper.clone();
+    let pipeline = tokio::spawn(async move { worker.pipeline(stop_rx).await });
+    let server = axum::serve(listener, router(shipper.clone())).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let result = server.await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), pipeline).await;
+    shipper.say(Level::Info, "Alloy stopped", &[]);
+    result
+}
+
+/// `opsbook twin log-shipper validate CONFIG`: exit 0 silently, or diagnostics and exit 1.
+pub fn validate_command(path: &Path) -> u8 {
+    match shipper_config::load(path) {
+        Ok(_) => 0,
+        Err(diagnostics) => {
+            for d in &diagnostics {
+                eprint!("{d}");
+            }
+            eprintln!(
+                "Error: {} is invalid ({} problem{})",
+                path.display(),
+                diagnostics.len(),
+                if diagnostics.len() == 1 { "" } else { "s" }
+            );
+            1
+        }
+    }
+}
+
+/// `opsbook twin log-shipper [CONFIG] [--listen ADDR]`: runs until SIGINT/SIGTERM.
+pub async fn run_command(
+    path: Option<&Path>,
+    listen: Option<&str>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<u8, Error> {
+    let config = match path.map(shipper_config::load).transpose() {
+        Ok(c) => c.unwrap_or_default(),
+        Err(diagnostics) => {
+            for d in &diagnostics {
+                eprint!("{d}");
+            }
+            return Ok(1);
+        }
+    };
+    let addr = listen.map(str::to_string).unwrap_or_else(|| config.listen.clone());
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })?;
+    let journal: Arc<dyn Journal> = Arc::new(Journalctl { user: config.user, timeout: Duration::from_secs(30) });
+    let shipper = Shipper::new(config, path.map(Path::to_path_buf), journal, logger::stdout());
+    let reloader = shipper.clone();
+    tokio::spawn(async move {
+        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
+        while hup.recv().await.is_some() {
+            let _ = reloader.reload();
+        }
+    });
+    serve(listener, shipper, shutdown)
+        .await
+        .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
+    Ok(0)
+}
