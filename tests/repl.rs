@@ -32,7 +32,9 @@ impl Tmux {
             .unwrap_or(false);
         assert!(ok, "tmux new-session failed");
         let t = Tmux { socket, _test: test };
-        t.wait_for("opsbook>", Duration::from_secs(10));
+        t.wait_for("opsbook>", Duration::from_secs(20));
+        // The prompt is drawn just before the editor switches the terminal to raw mode.
+        std::thread::sleep(Duration::from_millis(100));
         Some(t)
     }
 
@@ -76,13 +78,13 @@ fn multi_line_input_and_persisted_variables() {
     let Some(t) = Tmux::start(Test::new()) else { return };
     t.line("let base = 40;");
     t.line("fn add_two(x) {");
-    t.wait_for("fn add_two(x) {", Duration::from_secs(5));
+    t.wait_for("fn add_two(x) {", Duration::from_secs(15));
     t.line("  x + 2");
     t.line("}");
     t.line("add_two(base) * 1000 + 7");
-    t.wait_for("42007", Duration::from_secs(5));
+    t.wait_for("42007", Duration::from_secs(15));
     t.line(":vars");
-    t.wait_for("base = 40", Duration::from_secs(5));
+    t.wait_for("base = 40", Duration::from_secs(15));
 }
 
 #[test]
@@ -90,12 +92,12 @@ fn tab_completes_host_functions() {
     let Some(t) = Tmux::start(Test::new()) else { return };
     t.keys(&["-l", "wait::unt"]);
     t.keys(&["Tab"]);
-    t.wait_for("wait::until", Duration::from_secs(5));
+    t.wait_for("wait::until", Duration::from_secs(15));
     t.keys(&["C-u"]);
     t.keys(&["-l", "duration(\"1m\""]);
     t.keys(&[")"]);
     t.keys(&["Enter"]);
-    t.wait_for("60.0", Duration::from_secs(5));
+    t.wait_for("60.0", Duration::from_secs(15));
 }
 
 #[test]
@@ -104,10 +106,10 @@ fn run_prints_a_runbooks_report() {
         .runbook("hello", "//! Says hello.\nlet who = param(\"who\", \"world\");\ncheck(`hello ${who}`, true);");
     let Some(t) = Tmux::start(test) else { return };
     t.line(":run hello who=operator");
-    t.wait_for("hello operator", Duration::from_secs(5));
-    t.wait_for("1 passed, 0 failed", Duration::from_secs(5));
+    t.wait_for("hello operator", Duration::from_secs(15));
+    t.wait_for("1 passed, 0 failed", Duration::from_secs(15));
     t.line(":doc hello");
-    t.wait_for("Says hello.", Duration::from_secs(5));
+    t.wait_for("Says hello.", Duration::from_secs(15));
 }
 
 #[test]
@@ -117,9 +119,9 @@ fn ctrl_c_cancels_a_long_sleep_within_a_second() {
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
     t.keys(&["C-c"]);
-    t.wait_for("interrupted", Duration::from_secs(5));
+    t.wait_for("interrupted", Duration::from_secs(15));
     assert!(started.elapsed() < Duration::from_secs(1), "took {:?}", started.elapsed());
     t.line("1 + 1");
-    t.wait_for("2", Duration::from_secs(5));
+    t.wait_for("2", Duration::from_secs(15));
     assert!(!t.screen().lines().any(|l| l.trim() == "not reached"), "{}", t.screen());
 }
