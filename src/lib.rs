@@ -20,6 +20,7 @@ pub mod progress;
 pub mod repl;
 pub mod report;
 pub mod runbook;
+pub mod sandbox;
 pub mod secret;
 pub mod subcommand;
 pub mod twin;
