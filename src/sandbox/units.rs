@@ -60,21 +60,8 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// A unit's properties, as `unit::status` reports them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimStatus {
-    pub name: String,
-    pub description: String,
-    pub load_state: String,
-    pub active_state: String,
-    pub sub_state: String,
-    pub unit_file_state: String,
-    pub main_pid: u32,
-    pub since: SystemTime,
-    pub result: String,
-    pub exec_main_status: i32,
-    pub can_reload: bool,
-}
+/// A unit's properties: the same record the real manager reports.
+pub type SimStatus = crate::world::units::UnitStatus;
 
 struct SimUnit {
     status: SimStatus,
@@ -117,7 +104,7 @@ impl SimManager {
             sub_state: "dead".into(),
             unit_file_state: "enabled".into(),
             main_pid: 0,
-            since: SystemTime::now(),
+            since: Some(SystemTime::now()),
             result: "success".into(),
             exec_main_status: 0,
             can_reload,
@@ -152,7 +139,7 @@ impl SimManager {
                 sub_state: "dead".into(),
                 unit_file_state: String::new(),
                 main_pid: 0,
-                since: SystemTime::UNIX_EPOCH,
+                since: None,
                 result: "success".into(),
                 exec_main_status: 0,
                 can_reload: false,
@@ -170,7 +157,7 @@ impl SimManager {
         if let Some(u) = self.lock().get_mut(name) {
             u.status.active_state = active.into();
             u.status.sub_state = sub.into();
-            u.status.since = SystemTime::now();
+            u.status.since = Some(SystemTime::now());
             f(&mut u.status);
         }
     }
