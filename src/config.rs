@@ -123,9 +123,14 @@ pub static KEYS: &[Key] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
     Default,
-    File { path: PathBuf, line: usize },
+    File {
+        path: PathBuf,
+        line: usize,
+    },
     Env(&'static str),
     Flag(&'static str),
+    /// Pointed at the in-process stack by `--sandbox`.
+    Sandbox,
 }
 
 impl fmt::Display for Origin {
@@ -135,6 +140,7 @@ impl fmt::Display for Origin {
             Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
             Origin::Env(var) => write!(f, "env {var}"),
             Origin::Flag(flag) => write!(f, "flag {flag}"),
+            Origin::Sandbox => f.write_str("sandbox"),
         }
     }
 }

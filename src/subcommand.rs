@@ -13,6 +13,8 @@ use crate::error::Error;
 use crate::host::Host;
 use crate::report::Recorder;
 use crate::runbook;
+use crate::sandbox::Sandbox;
+use crate::world::World;
 
 pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
@@ -38,9 +40,21 @@ fn load_config(global: &GlobalOptions) -> Result<Arc<Config>, Error> {
     Config::load(&sources).map(Arc::new)
 }
 
+/// The configuration and the world a run acts on: this machine, or with `--sandbox` an
+/// in-process stack (kept alive by the returned `Sandbox` until it is dropped).
+pub fn environment(global: &GlobalOptions) -> Result<(Arc<Config>, World, Option<Sandbox>), Error> {
+    let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
+    let config = Config::load(&sources)?;
+    if !global.sandbox {
+        let world = World::real(&config);
+        return Ok((Arc::new(config), world, None));
+    }
+    let (sandbox, config) = Sandbox::start(config, &global.faults)?;
+    Ok((Arc::new(config), sandbox.world.clone(), Some(sandbox)))
+}
+
 fn run_runbook(global: &GlobalOptions, catalog: &Arc<Catalog>, args: RunArgs) -> Result<u8, Error> {
-    let config = load_config(global)?;
-    let world = crate::world::World::real(&config);
+    let (config, world, _sandbox) = environment(global)?;
     let host = Host::new(config, world, global.dry_run);
     let engine = crate::engine::build(&host, catalog);
     let entry = catalog.find(Kind::Runbook, &args.name)?;
@@ -114,7 +128,7 @@ fn list(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
 
 fn show(global: &GlobalOptions, catalog: &Arc<Catalog>, name: &str) -> Result<u8, Error> {
     let config = load_config(global)?;
-    let world = crate::world::World::real(&config);
+    let world = World::real(&config);
     let host = Host::new(config, world, true);
     let engine = crate::engine::build(&host, catalog);
     let entry = catalog.find(Kind::Runbook, name)?;
@@ -156,7 +170,7 @@ fn show(global: &GlobalOptions, catalog: &Arc<Catalog>, name: &str) -> Result<u8
 
 fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Result<u8, Error> {
     let config = load_config(global)?;
-    let world = crate::world::World::real(&config);
+    let world = World::real(&config);
     let host = Host::new(config, world, true);
     let engine = crate::engine::build(&host, catalog);
     let (runbooks, modules) = if names.is_empty() {
@@ -225,7 +239,7 @@ fn fns(
     definitions: Option<std::path::PathBuf>,
 ) -> Result<u8, Error> {
     let config = load_config(global)?;
-    let world = crate::world::World::real(&config);
+    let world = World::real(&config);
     let host = Host::new(config, world, true);
     let engine = crate::engine::build(&host, catalog);
     if let Some(dir) = definitions {
@@ -266,7 +280,7 @@ fn fns(
 }
 
 fn config(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
-    let config = load_config(global)?;
+    let (config, _world, _sandbox) = environment(global)?;
     let rows = config.describe();
     let mut out = std::io::stdout().lock();
     if global.format == Format::Json {

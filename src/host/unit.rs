@@ -239,11 +239,10 @@ fn failure(host: &Host, job: Job, unit: &str, result: &str) -> String {
     }
     // journald writes a dying unit's last lines asynchronously: give them a moment.
     let query = crate::world::journal::Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
+    // Under load that takes well over a second; this only delays a report that is already a failure.
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
     let mut last = super::journal::read_entries(host, query.clone());
-    for _ in 0..5 {
-        if !matches!(&last, Ok(entries) if entries.is_empty()) {
-            break;
-        }
+    while matches!(&last, Ok(entries) if entries.is_empty()) && std::time::Instant::now() < deadline {
         let _ = super::time::sleep(host, Duration::from_millis(100));
         last = super::journal::read_entries(host, query.clone());
     }

@@ -19,7 +19,7 @@ use rustyline::history::DefaultHistory;
 
 use crate::catalog::{Catalog, Kind};
 use crate::cli::{Format, GlobalOptions};
-use crate::config::{Config, Sources};
+use crate::config::Config;
 use crate::error::Error;
 use crate::host::Host;
 use crate::report::Recorder;
@@ -56,12 +56,13 @@ struct Session {
     functions: AST,
     imports: Vec<(String, String)>,
     evaluating: Arc<AtomicBool>,
+    /// The in-process stack of `--sandbox`, alive as long as the session.
+    _sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// Runs the REPL until `:quit` or Ctrl-D.
 pub fn run(global: &GlobalOptions, catalog: Arc<Catalog>) -> Result<u8, Error> {
-    let config = Arc::new(Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?);
-    let world = crate::world::World::real(&config);
+    let (config, world, sandbox) = crate::subcommand::environment(global)?;
     let host = Host::new(config.clone(), world, global.dry_run);
     let engine = crate::engine::build(&host, &catalog);
     let mut session = Session {
@@ -74,6 +75,7 @@ pub fn run(global: &GlobalOptions, catalog: Arc<Catalog>) -> Result<u8, Error> {
         functions: AST::empty(),
         imports: Vec::new(),
         evaluating: Arc::new(AtomicBool::new(false)),
+        _sandbox: sandbox,
     };
     session.install_interrupt();
 
@@ -89,8 +91,9 @@ pub fn run(global: &GlobalOptions, catalog: Arc<Catalog>) -> Result<u8, Error> {
     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         println!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
     }
+    let prompt = if global.sandbox { "opsbook[sandbox]> " } else { "opsbook> " };
     loop {
-        match editor.readline("opsbook> ") {
+        match editor.readline(prompt) {
             Ok(line) => {
                 let input = line.trim();
                 if input.is_empty() {

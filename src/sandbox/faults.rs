@@ -11,7 +11,7 @@
 //! | `metrics-db:error-500`, `log-store:error-500` | every answer is a 500 |
 //! | `metrics-db:garbage`, `log-store:garbage` | every answer is 200 with an HTML page |
 //! | `metrics-db:refuse-token` | the token is refused (401) |
-//! | `metrics-agent:not-writing` | the agent runs but writes nothing |
+//! | `metrics-agent:not-writing` | the agent runs but writes nothing (and wrote nothing before: no history) |
 //! | `log-shipper:bad-config` | the shipper's configuration does not validate |
 //! | `log-shipper:reload-fails` | the shipper's reload endpoint answers 400 |
 //! | `C:no-reload` | the unit has no reload support (systemd refuses the job) |

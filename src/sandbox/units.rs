@@ -11,11 +11,13 @@ use std::time::SystemTime;
 
 use super::journal::MemJournal;
 use crate::world::BoxFuture;
+use crate::world::units::{Job, JobOutcome, UnitError, UnitStatus, Units};
 
 /// What a simulated unit runs.
 pub trait Component: Send + Sync {
-    /// Starts it; `Err` is what the process would print before exiting with status 1.
-    fn start(&self) -> BoxFuture<'_, Result<(), String>>;
+    /// Starts it as process `pid`; `Err` is what the process would print before exiting
+    /// with status 1.
+    fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>>;
     fn stop(&self) -> BoxFuture<'_, ()>;
     /// Re-reads configuration (only called for units with reload support).
     fn reload(&self) -> BoxFuture<'_, Result<(), String>>;
@@ -61,7 +63,7 @@ impl std::fmt::Display for Refusal {
 }
 
 /// A unit's properties: the same record the real manager reports.
-pub type SimStatus = crate::world::units::UnitStatus;
+pub type SimStatus = UnitStatus;
 
 struct SimUnit {
     status: SimStatus,
@@ -185,7 +187,7 @@ impl SimManager {
             *next += 1;
             *next
         };
-        match component.start().await {
+        match component.start(pid).await {
             Ok(()) => {
                 self.set_state(name, "active", "running", |s| {
                     s.main_pid = pid;
@@ -283,6 +285,80 @@ impl SimManager {
     }
 }
 
+impl Refusal {
+    fn into_error(self, job: Job) -> UnitError {
+        match self {
+            Refusal::NotFound(unit) => UnitError::NotFound { unit },
+            Refusal::NotApplicable { unit, .. } => UnitError::NotApplicable { unit, job },
+            Refusal::Inactive(unit) => UnitError::Inactive { unit },
+        }
+    }
+}
+
+/// `*` and `?` globs, as `systemctl list-units PATTERN` matches them.
+fn glob(pattern: &str, name: &str) -> bool {
+    fn at(p: &[u8], n: &[u8]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => at(&p[1..], n) || (!n.is_empty() && at(p, &n[1..])),
+            (Some(b'?'), Some(_)) => at(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => at(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    at(pattern.as_bytes(), name.as_bytes())
+}
+
+impl Units for SimManager {
+    fn status<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<UnitStatus, UnitError>> {
+        Box::pin(async move { Ok(SimManager::status(self, unit)) })
+    }
+
+    fn run_job<'a>(
+        &'a self,
+        job: Job,
+        unit: &'a str,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'a, Result<JobOutcome, UnitError>> {
+        Box::pin(async move {
+            let work = async {
+                match job {
+                    Job::Start => self.start(unit).await,
+                    Job::Stop => self.stop(unit).await,
+                    Job::Restart => self.restart(unit).await,
+                    Job::Reload => self.reload(unit).await,
+                }
+            };
+            let result = tokio::time::timeout(timeout, work).await.map_err(|_| UnitError::Timeout {
+                unit: self.resolve(unit),
+                job,
+                after: timeout,
+            })?;
+            let result = result.map_err(|r| r.into_error(job))?;
+            Ok(JobOutcome { unit: self.resolve(unit), job, result: result.as_str().to_string() })
+        })
+    }
+
+    fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<(), UnitError>> {
+        Box::pin(async move {
+            for u in units {
+                SimManager::set_enabled(self, u, enabled).map_err(|r| r.into_error(Job::Start))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn daemon_reload(&self) -> BoxFuture<'_, Result<(), UnitError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn list<'a>(&'a self, pattern: &'a str) -> BoxFuture<'a, Result<Vec<UnitStatus>, UnitError>> {
+        Box::pin(async move {
+            Ok(self.names().into_iter().filter(|n| glob(pattern, n)).map(|n| SimManager::status(self, &n)).collect())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,7 +371,7 @@ mod tests {
     }
 
     impl Component for Fake {
-        fn start(&self) -> BoxFuture<'_, Result<(), String>> {
+        fn start(&self, _pid: u32) -> BoxFuture<'_, Result<(), String>> {
             Box::pin(async move {
                 if self.fail.load(Ordering::SeqCst) {
                     return Err("fake: cannot bind".into());
@@ -354,5 +430,18 @@ mod tests {
         m.start("r").await.unwrap();
         assert_eq!(m.reload("r").await, Ok(JobResult::Done));
         assert_eq!(f.reloads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn the_units_trait_reports_refusals_as_systemd_errors() {
+        let m = SimManager::new(Arc::default());
+        m.add("loki.service", "Loki", "loki", false, fake());
+        let t = std::time::Duration::from_secs(1);
+        assert_eq!(m.run_job(Job::Start, "loki", t).await.unwrap().result, "done");
+        let e = m.run_job(Job::Reload, "loki", t).await.unwrap_err();
+        assert_eq!(e, UnitError::NotApplicable { unit: "loki.service".into(), job: Job::Reload });
+        assert!(matches!(m.run_job(Job::Stop, "nope", t).await, Err(UnitError::NotFound { .. })));
+        assert_eq!(m.list("lo*").await.unwrap().len(), 1);
+        assert!(m.list("*.socket").await.unwrap().is_empty());
     }
 }

@@ -324,21 +324,24 @@ pub async fn run(agent: Arc<Agent>, shutdown: impl Future<Output = ()> + Send) {
     agent.say(Level::Info, "[agent] Stopping running outputs");
 }
 
-fn print_diagnostics(path: &Path, diagnostics: &[crate::diagnostic::Diagnostic]) {
-    eprintln!("{} E! error loading config file {}:", logger::now_rfc3339(0), path.display());
+fn diagnostics_text(path: &Path, diagnostics: &[crate::diagnostic::Diagnostic]) -> String {
+    let mut text = format!("{} E! error loading config file {}:\n", logger::now_rfc3339(0), path.display());
     for d in diagnostics {
-        eprint!("{d}");
+        text.push_str(&d.to_string());
     }
+    text
 }
 
-/// `opsbook twin metrics-agent CONFIG --test`.
-pub fn test_command(path: &Path) -> Result<u8, Error> {
+fn print_diagnostics(path: &Path, diagnostics: &[crate::diagnostic::Diagnostic]) {
+    eprint!("{}", diagnostics_text(path, diagnostics));
+}
+
+/// What `--test` prints: the exit status, stdout (`> ` + line protocol per metric) and stderr.
+/// Blocks for half a second (cpu usage needs two readings).
+pub fn test_output(path: &Path) -> (u8, String, String) {
     let config = match agent_config::load(path) {
         Ok(c) => c,
-        Err(d) => {
-            print_diagnostics(path, &d);
-            return Ok(1);
-        }
+        Err(d) => return (1, String::new(), diagnostics_text(path, &d)),
     };
     let mut sampler = Sampler::new();
     let tags = config.tags();
@@ -348,18 +351,19 @@ pub fn test_command(path: &Path) -> Result<u8, Error> {
         std::thread::sleep(Duration::from_millis(500));
     }
     let now = super::flux::now_ns() / 1_000_000_000 * 1_000_000_000;
-    let points = match sampler.gather(&config.inputs, &tags, now) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{} E! [telegraf] Error running agent: {e}", logger::now_rfc3339(0));
-            return Ok(1);
-        }
-    };
-    let mut out = std::io::stdout().lock();
-    for p in points {
-        let _ = writeln!(out, "> {}", p.to_line());
+    match sampler.gather(&config.inputs, &tags, now) {
+        Ok(points) => (0, points.iter().map(|p| format!("> {}\n", p.to_line())).collect(), String::new()),
+        Err(e) => (1, String::new(), format!("{} E! [telegraf] Error running agent: {e}\n", logger::now_rfc3339(0))),
     }
-    Ok(0)
+}
+
+/// `opsbook twin metrics-agent CONFIG --test`.
+pub fn test_command(path: &Path) -> Result<u8, Error> {
+    let (code, stdout, stderr) = test_output(path);
+    print!("{stdout}");
+    eprint!("{stderr}");
+    let _ = std::io::stdout().flush();
+    Ok(code)
 }
 
 /// `opsbook twin metrics-agent CONFIG [--once]`: runs until SIGINT/SIGTERM; SIGHUP reloads.

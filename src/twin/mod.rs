@@ -263,7 +263,7 @@ impl Shutdown {
         self.0.notify_waiters();
     }
 
-    pub fn signal(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn signal(&self) -> impl Future<Output = ()> + Send + use<> {
         let this = self.clone();
         async move {
             loop {

@@ -560,23 +560,28 @@ pub async fn serve(
     result
 }
 
-/// `opsbook twin log-shipper validate CONFIG`: exit 0 silently, or diagnostics and exit 1.
-pub fn validate_command(path: &Path) -> u8 {
+/// What `validate` reports: exit status 0 and nothing, or 1 and the diagnostics.
+pub fn validate_output(path: &Path) -> (u8, String) {
     match shipper_config::load(path) {
-        Ok(_) => 0,
+        Ok(_) => (0, String::new()),
         Err(diagnostics) => {
-            for d in &diagnostics {
-                eprint!("{d}");
-            }
-            eprintln!(
-                "Error: {} is invalid ({} problem{})",
+            let mut text: String = diagnostics.iter().map(|d| d.to_string()).collect();
+            text.push_str(&format!(
+                "Error: {} is invalid ({} problem{})\n",
                 path.display(),
                 diagnostics.len(),
                 if diagnostics.len() == 1 { "" } else { "s" }
-            );
-            1
+            ));
+            (1, text)
         }
     }
+}
+
+/// `opsbook twin log-shipper validate CONFIG`: exit 0 silently, or diagnostics and exit 1.
+pub fn validate_command(path: &Path) -> u8 {
+    let (code, stderr) = validate_output(path);
+    eprint!("{stderr}");
+    code
 }
 
 /// `opsbook twin log-shipper [CONFIG] [--listen ADDR]`: runs until SIGINT/SIGTERM.

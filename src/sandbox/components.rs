@@ -1,0 +1,294 @@
+//! The four twin components as the simulated units run them: starting a unit binds its
+//! loopback port and serves (so a stopped server's port refuses connections, as a real one
+//! does), stopping it closes the port. Each component re-reads its configuration file at
+//! start, as the real process would; its log lines go to the sandbox journal under its unit.
+//! Faults that belong to a process (fail at start, slow to listen, not writing, reload
+//! failing) are applied here on every start.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+use super::journal::MemJournal;
+use super::units::Component;
+use crate::twin::agent::{self, Agent};
+use crate::twin::log_store::LogStore;
+use crate::twin::logger::{Level, Sink};
+use crate::twin::metrics_db::MetricsDb;
+use crate::twin::shipper::{self, Shipper};
+use crate::twin::{Shutdown, agent_config, shipper_config};
+use crate::world::BoxFuture;
+use crate::world::journal::Journal;
+
+/// A component's log sink: its lines in the sandbox journal, under its unit and current PID.
+pub struct Voice {
+    journal: Arc<MemJournal>,
+    unit: String,
+    identifier: String,
+    pid: Arc<AtomicU32>,
+}
+
+impl Voice {
+    pub fn new(journal: &Arc<MemJournal>, unit: &str, identifier: &str) -> Voice {
+        Voice {
+            journal: journal.clone(),
+            unit: unit.to_string(),
+            identifier: identifier.to_string(),
+            pid: Arc::default(),
+        }
+    }
+
+    /// The sink a twin logs through.
+    pub fn sink(&self) -> Sink {
+        let (journal, unit, identifier, pid) =
+            (self.journal.clone(), self.unit.clone(), self.identifier.clone(), self.pid.clone());
+        Arc::new(move |level: Level, line: &str| {
+            journal.append(&unit, &identifier, pid.load(Ordering::Relaxed), level.priority(), line)
+        })
+    }
+
+    fn say(&self, level: Level, line: &str) {
+        (self.sink())(level, line)
+    }
+}
+
+/// The running task of a component, stopped through its shutdown signal.
+#[derive(Default)]
+struct Running(Mutex<Option<(Shutdown, JoinHandle<()>)>>);
+
+impl Running {
+    fn spawn<F, Fut>(&self, runtime: &Handle, run: F)
+    where
+        F: FnOnce(Shutdown) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let shutdown = Shutdown::new();
+        let task = runtime.spawn(run(shutdown.clone()));
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((shutdown, task));
+    }
+
+    /// Signals the task and waits for it (a graceful stop), at most 5 s, then aborts it.
+    async fn stop(&self) {
+        let Some((shutdown, mut task)) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() else { return };
+        shutdown.trigger();
+        if tokio::time::timeout(Duration::from_secs(5), &mut task).await.is_err() {
+            task.abort();
+        }
+    }
+}
+
+/// A non-blocking listener on `addr` for the sandbox runtime to adopt.
+fn listen(addr: SocketAddr, what: &str) -> Result<std::net::TcpListener, String> {
+    let l = std::net::TcpListener::bind(addr).map_err(|e| format!("{what}: listen tcp {addr}: bind: {e}"))?;
+    l.set_nonblocking(true).map_err(|e| format!("{what}: {e}"))?;
+    Ok(l)
+}
+
+/// What every component shares: where it runs, what it says, and its process-level faults.
+pub struct Common {
+    pub runtime: Handle,
+    pub voice: Voice,
+    running: Arc<Running>,
+    /// Starting fails with this line (the process exits with status 1 after printing it).
+    pub fail_start: Option<String>,
+}
+
+impl Common {
+    pub fn new(runtime: Handle, voice: Voice, fail_start: Option<String>) -> Common {
+        Common { runtime, voice, running: Arc::default(), fail_start }
+    }
+
+    fn begin(&self, pid: u32) -> Result<(), String> {
+        self.voice.pid.store(pid, Ordering::Relaxed);
+        match &self.fail_start {
+            Some(line) => Err(line.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The metrics database. A `slow_listen` delay opens the port only that long after the start,
+/// as InfluxDB opens its HTTP listener after loading its engine.
+pub struct MetricsDbComponent {
+    pub common: Common,
+    pub db: Arc<MetricsDb>,
+    pub addr: SocketAddr,
+    pub slow_listen: Option<Duration>,
+}
+
+impl Component for MetricsDbComponent {
+    fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.common.begin(pid)?;
+            let (db, addr, delay) = (self.db.clone(), self.addr, self.slow_listen);
+            let early = if delay.is_none() { Some(listen(addr, "influxd")?) } else { None };
+            let voice = self.common.voice.sink();
+            self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
+                let listener = match early {
+                    Some(l) => l,
+                    None => {
+                        let signal = shutdown.signal();
+                        tokio::select! {
+                            _ = tokio::time::sleep(delay.unwrap_or_default()) => {}
+                            _ = signal => return,
+                        }
+                        match listen(addr, "influxd") {
+                            Ok(l) => l,
+                            Err(e) => return voice(Level::Error, &e),
+                        }
+                    }
+                };
+                if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
+                    let _ = crate::twin::metrics_db::serve(l, db, shutdown.signal()).await;
+                }
+            });
+            Ok(())
+        })
+    }
+
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.common.running.stop())
+    }
+
+    fn reload(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Err("influxd has no reload".to_string()) })
+    }
+}
+
+/// The log store: not ready for `ready_delay` after each start, as Loki's ingester.
+pub struct LogStoreComponent {
+    pub common: Common,
+    pub store: Arc<LogStore>,
+    pub addr: SocketAddr,
+    pub ready_delay: Duration,
+}
+
+impl Component for LogStoreComponent {
+    fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.common.begin(pid)?;
+            let listener = listen(self.addr, "loki")?;
+            self.store.delay_ready(self.ready_delay);
+            let store = self.store.clone();
+            self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
+                if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
+                    let _ = crate::twin::log_store::serve(l, store, shutdown.signal()).await;
+                }
+            });
+            Ok(())
+        })
+    }
+
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.common.running.stop())
+    }
+
+    fn reload(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Err("loki has no reload".to_string()) })
+    }
+}
+
+/// The metrics agent: a new agent from its config file at each start; SIGHUP-style reload.
+pub struct AgentComponent {
+    pub common: Common,
+    pub config: PathBuf,
+    pub not_writing: bool,
+    pub agent: Mutex<Option<Arc<Agent>>>,
+}
+
+impl Component for AgentComponent {
+    fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.common.begin(pid)?;
+            let config = agent_config::load(&self.config).map_err(|d| {
+                let first = d.first().map(|d| d.to_string()).unwrap_or_default();
+                format!("E! error loading config file {}: {}", self.config.display(), first.trim_end())
+            })?;
+            let agent = Agent::new(config, Some(self.config.clone()), self.common.voice.sink());
+            agent.faults.not_writing.store(self.not_writing, Ordering::Relaxed);
+            *self.agent.lock().unwrap_or_else(|e| e.into_inner()) = Some(agent.clone());
+            self.common.voice.say(Level::Info, &format!("I! Loading config: {}", self.config.display()));
+            self.common.running.spawn(&self.common.runtime, move |shutdown| agent::run(agent, shutdown.signal()));
+            Ok(())
+        })
+    }
+
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.common.running.stop())
+    }
+
+    fn reload(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            let agent = self.agent.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            agent.ok_or_else(|| "not running".to_string())?.reload()
+        })
+    }
+}
+
+/// The log shipper: follows the sandbox journal and pushes to the log store.
+pub struct ShipperComponent {
+    pub common: Common,
+    pub config: PathBuf,
+    pub journal: Arc<MemJournal>,
+    pub addr: SocketAddr,
+    pub reload_fails: bool,
+    pub shipper: Mutex<Option<Arc<Shipper>>>,
+}
+
+impl ShipperComponent {
+    /// The running shipper, if any.
+    pub fn current(&self) -> Option<Arc<Shipper>> {
+        self.shipper.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Component for ShipperComponent {
+    fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.common.begin(pid)?;
+            let config = shipper_config::load(&self.config).map_err(|d| {
+                let first = d.first().map(|d| d.to_string()).unwrap_or_default();
+                format!("Error: {}: {}", self.config.display(), first.trim_end())
+            })?;
+            let listener = listen(self.addr, "alloy")?;
+            let journal: Arc<dyn Journal> = self.journal.clone();
+            let shipper = Shipper::new(config, Some(self.config.clone()), journal, self.common.voice.sink());
+            shipper.faults.reload_fails.store(self.reload_fails, Ordering::Relaxed);
+            *self.shipper.lock().unwrap_or_else(|e| e.into_inner()) = Some(shipper.clone());
+            let following = self.journal.followers();
+            self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
+                if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
+                    let _ = shipper::serve(l, shipper, shutdown.signal()).await;
+                }
+            });
+            // Started once its pipeline follows the journal, so no line logged after the
+            // start is missed (a real shipper catches up from its saved position).
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+            while self.journal.followers() <= following && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            Ok(())
+        })
+    }
+
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.common.running.stop())
+    }
+
+    /// Alloy's unit reloads with SIGHUP, which always "succeeds": a failed reload only shows
+    /// in the shipper's log and metrics, as with the real one.
+    fn reload(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            if let Some(s) = self.current() {
+                let _ = s.reload();
+            }
+            Ok(())
+        })
+    }
+}
