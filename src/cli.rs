@@ -57,7 +57,7 @@ pub struct GlobalOptions {
     pub sandbox: bool,
 
     /// With --sandbox, make the stack misbehave (repeatable): COMPONENT:FAULT[=VALUE].
-    #[arg(long = "fault", global = true, value_name = "SPEC", requires = "sandbox", long_help = FAULT_HELP)]
+    #[arg(long = "fault", global = true, value_name = "SPEC", long_help = FAULT_HELP)]
     pub faults: Vec<String>,
 
     /// More diagnostics on stderr (-v debug, -vv trace). $RUST_LOG sets a level too.

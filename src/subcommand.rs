@@ -46,6 +46,11 @@ pub fn environment(global: &GlobalOptions) -> Result<(Arc<Config>, World, Option
     let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
     let config = Config::load(&sources)?;
     if !global.sandbox {
+        if let Some(spec) = global.faults.first() {
+            return Err(Error::Usage(format!(
+                "`--fault {spec}` rehearses a failure of the in-process stack: add `--sandbox`"
+            )));
+        }
         let world = World::real(&config);
         return Ok((Arc::new(config), world, None));
     }

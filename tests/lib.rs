@@ -9,6 +9,7 @@ mod probes;
 mod repl;
 mod run;
 mod runbooks;
+mod sandbox;
 mod secrets;
 mod tools;
 mod twin;

@@ -12,6 +12,11 @@ struct Tmux {
 
 impl Tmux {
     fn start(test: Test) -> Option<Tmux> {
+        Tmux::start_with(test, "")
+    }
+
+    /// Starts `opsbook repl` with extra arguments (e.g. `--sandbox`).
+    fn start_with(test: Test, args: &str) -> Option<Tmux> {
         if std::process::Command::new("tmux").arg("-V").output().is_err() {
             crate::support::skip("tmux is not installed");
             return None;
@@ -19,7 +24,7 @@ impl Tmux {
         let socket =
             format!("opsbook-test-{}-{}", std::process::id(), test.path().file_name().unwrap().to_string_lossy());
         let cmd = format!(
-            "env -i PATH=/usr/bin:/bin HOME={d} XDG_STATE_HOME={d}/.state TERM=xterm {bin} repl",
+            "env -i PATH=/usr/bin:/bin HOME={d} XDG_STATE_HOME={d}/.state TERM=xterm {bin} repl {args}",
             d = test.path().display(),
             bin = crate::support::opsbook()
         );
@@ -32,7 +37,7 @@ impl Tmux {
             .unwrap_or(false);
         assert!(ok, "tmux new-session failed");
         let t = Tmux { socket, _test: test };
-        t.wait_for("opsbook>", Duration::from_secs(20));
+        t.wait_for(if args.contains("--sandbox") { "opsbook[sandbox]>" } else { "opsbook>" }, Duration::from_secs(20));
         // The prompt is drawn just before the editor switches the terminal to raw mode.
         std::thread::sleep(Duration::from_millis(100));
         Some(t)
@@ -124,4 +129,16 @@ fn ctrl_c_cancels_a_long_sleep_within_a_second() {
     t.line("1 + 1");
     t.wait_for("2", Duration::from_secs(15));
     assert!(!t.screen().lines().any(|l| l.trim() == "not reached"), "{}", t.screen());
+}
+
+#[test]
+fn the_sandbox_stack_can_be_explored_and_broken() {
+    let Some(t) = Tmux::start_with(Test::new(), "--sandbox") else { return };
+    t.line(":run quick-check");
+    t.wait_for("stack healthy", Duration::from_secs(15));
+    t.line("unit::stop(\"loki\")");
+    t.line(":run quick-check");
+    t.wait_for("stack NOT healthy", Duration::from_secs(15));
+    t.line("journal::read(#{unit: \"loki\", lines: 2})");
+    t.wait_for("Stopped Loki service.", Duration::from_secs(15));
 }

@@ -1,0 +1,220 @@
+//! `--sandbox`: every built-in runbook passes against the in-process stack, and each
+//! `--fault` is caught by the runbook meant to catch it, with a message naming the cause.
+//! These need no root, no systemd and no network beyond loopback, so they always run.
+
+use crate::support::{Output, Test};
+
+fn sandbox(args: &[&str]) -> Output {
+    Test::new().args(["--sandbox"]).args(args).run()
+}
+
+/// Runs each runbook in the sandbox and expects it to pass (exit 0, no failed check).
+fn all_pass(runs: &[&[&str]]) {
+    for args in runs {
+        let out = sandbox(&[&["run"], *args].concat());
+        let summary = out.stdout.lines().last().unwrap_or("").to_string();
+        assert!(
+            out.code == 0 && summary.contains(" 0 failed"),
+            "`opsbook run {}` did not pass in the sandbox:\n{}\n{}",
+            args.join(" "),
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
+/// Every built-in runbook, by the test that runs it in the sandbox.
+const COVERED: &[&str] = &[
+    "status",
+    "quick-check",
+    "logs",
+    "containers",
+    "e2e-logs",
+    "verify",
+    "checklist",
+    "verify-metrics-db",
+    "verify-log-store",
+    "verify-metrics-agent",
+    "verify-log-shipper",
+    "stop",
+    "start",
+    "restart",
+    "reload-agent",
+    "reload-shipper",
+    "restart-all",
+    "e2e-metrics",
+];
+
+#[test]
+fn every_built_in_runbook_is_run_here() {
+    let out = Test::new().args(["list", "--format", "json"]).run().code(0);
+    let listed: Vec<String> =
+        out.json().as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_string()).collect();
+    let missing: Vec<&String> = listed.iter().filter(|n| !COVERED.contains(&n.as_str())).collect();
+    assert!(missing.is_empty(), "built-in runbooks no sandbox test runs: {missing:?}");
+}
+
+#[test]
+fn status_checks_and_logs_runbooks_pass() {
+    all_pass(&[
+        &["status"],
+        &["quick-check"],
+        &["logs", "--set", "unit=log-shipper", "--set", "since=10 min ago"],
+        &["containers"],
+        &["e2e-logs"],
+    ]);
+    sandbox(&["run", "quick-check"]).code(0).stdout_has("6 passed, 0 failed").stdout_has("stack healthy");
+    // The shipper's own start lines are in its unit's journal.
+    sandbox(&["run", "logs", "--set", "unit=alloy"]).code(0).stdout_has("Started Vendor-agnostic");
+}
+
+#[test]
+fn verification_runbooks_pass() {
+    all_pass(&[&["verify"], &["checklist"]]);
+    for component in ["metrics-db", "log-store", "metrics-agent", "log-shipper"] {
+        all_pass(&[&[&format!("verify-{component}")]]);
+    }
+}
+
+#[test]
+fn mutating_runbooks_pass() {
+    all_pass(&[
+        &["stop"],
+        &["start"],
+        &["restart", "--set", "component=log-store"],
+        &["reload-agent"],
+        &["reload-shipper"],
+        &["restart-all"],
+    ]);
+}
+
+#[test]
+fn the_end_to_end_metrics_flow_passes() {
+    all_pass(&[&["e2e-metrics", "--set", "load=3s"]]);
+}
+
+#[test]
+fn stop_really_stops_and_the_ports_close() {
+    let src = r#"
+unit::stop(["telegraf", "alloy", "influxdb", "loki"]);
+let db = influx::health();
+check("database port closed", #{ ok: !db.ok && db.detail.contains("refused"), detail: db.detail });
+check("unit inactive", unit::status("loki").active_state == "inactive");
+unit::start("loki");
+check("log store answers again", loki::ready().ok);
+"#;
+    Test::new().runbook("t", src).args(["run", "t", "--sandbox"]).run().code(0).stdout_has("3 passed, 0 failed");
+}
+
+#[test]
+fn a_stopped_or_failing_server_fails_the_quick_check_naming_it() {
+    sandbox(&["run", "quick-check", "--fault", "log-store:down"])
+        .code(1)
+        .stdout_has("loki.service active")
+        .stdout_has("inactive (dead)")
+        .stdout_has("connection refused")
+        .stdout_has("stack NOT healthy");
+    sandbox(&["run", "quick-check", "--fault", "metrics-db:fail-start"]).code(1).stdout_has("failed (failed)");
+    // Starting it again fails, quoting the server's own last words.
+    sandbox(&["run", "start", "--fault", "metrics-db:fail-start"])
+        .code(1)
+        .stdout_has("start of `influxdb.service` failed")
+        .stdout_has("Failed to open engine");
+}
+
+#[test]
+fn broken_servers_are_named_by_what_they_answered() {
+    sandbox(&["run", "quick-check", "--fault", "log-store:error-500"])
+        .code(1)
+        .stdout_has("log store /ready says ready")
+        .stdout_has("HTTP 500");
+    sandbox(&["run", "quick-check", "--fault", "metrics-db:garbage"])
+        .code(1)
+        .stdout_has("not InfluxDB's health JSON")
+        .stdout_has("<!DOCTYPE html>");
+    sandbox(&["run", "verify-metrics-db", "--fault", "metrics-db:refuse-token"])
+        .code(1)
+        .stdout_has("authenticated bucket listing")
+        .stdout_has("refused the API token");
+}
+
+#[test]
+fn a_slow_server_holds_the_clients_back() {
+    let out = sandbox(&[
+        "run",
+        "start",
+        "--set",
+        "deadline=1s",
+        "--fault",
+        "log-store:slow-ready=60s",
+        "--fault",
+        "metrics-agent:down",
+        "--fault",
+        "log-shipper:down",
+    ]);
+    let out = out.code(1).stdout_has("clients NOT started").stdout_has("Ingester not ready");
+    assert!(!out.stdout.contains("== start clients"), "{}", out.stdout);
+    sandbox(&["run", "quick-check", "--fault", "metrics-db:slow-ready=60s"])
+        .code(1)
+        .stdout_has("metrics database /health answers 200")
+        .stdout_has("connection refused");
+    // A short delay is waited out.
+    sandbox(&["run", "start", "--fault", "log-store:slow-ready=1s"]).code(0).stdout_has("servers ready");
+}
+
+#[test]
+fn client_faults_are_caught_by_their_verifications() {
+    sandbox(&["run", "verify-metrics-agent", "--fault", "metrics-agent:not-writing"])
+        .code(1)
+        .stdout_has("cpu points written in the last 5 minutes");
+    let out = sandbox(&["run", "reload-shipper", "--fault", "log-shipper:bad-config", "--format", "json"]).code(1);
+    let report = out.json();
+    let checks = report["checks"].as_array().unwrap();
+    assert!(checks.iter().all(|c| c["section"] != "reload"), "reloaded despite a bad config: {report}");
+    assert!(out.stdout.contains("did you mean `batch_wait`?"), "{}", out.stdout);
+    sandbox(&["run", "verify-log-shipper", "--fault", "log-shipper:bad-config"])
+        .code(1)
+        .stdout_has("FAIL  configuration validates");
+    // A failed reload is remedied by a restart, and the report says why it restarted.
+    sandbox(&["run", "reload-shipper", "--fault", "log-shipper:reload-fails"])
+        .code(0)
+        .stdout_has("WARN  shipper reload")
+        .stdout_has("the configuration could not be loaded")
+        .stdout_has("restarting the unit instead");
+    sandbox(&["run", "reload-agent", "--fault", "metrics-agent:no-reload"])
+        .code(0)
+        .stdout_has("does not support reload (systemd refuses the job)")
+        .stdout_has("telegraf.service: restarted");
+}
+
+#[test]
+fn bad_fault_specs_are_usage_errors() {
+    sandbox(&["run", "status", "--fault", "log-stor:down"]).code(2).stderr_has("did you mean `log-store`?");
+    sandbox(&["run", "status", "--fault", "metrics-agent:garbage"]).code(2).stderr_has("does not apply");
+    Test::new().args(["run", "status", "--fault", "log-store:down"]).run().code(2).stderr_has("--sandbox");
+}
+
+#[test]
+fn the_sandbox_leaves_nothing_behind_and_never_shows_its_token() {
+    let t = Test::new();
+    let tmp = t.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp_text = tmp.display().to_string();
+    let out = t
+        .env("TMPDIR", &tmp_text)
+        .args(["run", "verify-metrics-db", "--sandbox", "--format", "json", "-vv"])
+        .run()
+        .code(0);
+    let token = regex_like_token(&out.stdout) || regex_like_token(&out.stderr);
+    assert!(!token, "the sandbox's API token was shown");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the sandbox left files in TMPDIR");
+    sandbox(&["config"]).code(0).stdout_has("<redacted>").stdout_has("# sandbox");
+}
+
+/// Whether `text` holds something shaped like the sandbox's token (`sandbox-` + 48 hex digits).
+fn regex_like_token(text: &str) -> bool {
+    text.match_indices("sandbox-").any(|(at, _)| {
+        let rest = &text[at + 8..];
+        rest.len() >= 48 && rest[..48].chars().all(|c| c.is_ascii_hexdigit())
+    })
+}
