@@ -218,3 +218,36 @@ fn regex_like_token(text: &str) -> bool {
         rest.len() >= 48 && rest[..48].chars().all(|c| c.is_ascii_hexdigit())
     })
 }
+
+/// As root, the test drops to `nobody` inside a network namespace that has only loopback:
+/// the sandbox needs neither privileges nor a network.
+#[test]
+fn the_sandbox_needs_no_root_and_no_network() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: that alone is the proof for the first half.
+        sandbox(&["run", "quick-check"]).code(0).stdout_has("stack healthy");
+        crate::support::skip("not root: cannot make a network namespace to prove the loopback-only half");
+        return;
+    }
+    let t = Test::new();
+    let dir = t.path().display().to_string();
+    std::process::Command::new("chmod").args(["777", &dir]).status().unwrap();
+    let script = format!(
+        "ip link set lo up && ip -o link | grep -vc ': lo:' | grep -qx 0 && \
+         exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/bin:/bin HOME={dir} TMPDIR={dir} \
+         {bin} run quick-check --sandbox",
+        bin = crate::support::opsbook()
+    );
+    let out = std::process::Command::new("unshare").args(["--net", "sh", "-c", &script]).current_dir(&dir).output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => return crate::support::skip(format!("cannot run unshare: {e}")),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("stack healthy"),
+        "quick-check --sandbox as nobody without a network:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
