@@ -4,19 +4,12 @@
 # hyperfine run: the process floor (`opsbook --version`) and the same runbook with a server
 # down (a failing run exercises the refused-connection path). Then the peak memory of the
 # heaviest sandbox runbooks. Run from the repository root:  bash bench/sandbox.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
-command -v hyperfine >/dev/null || { echo "hyperfine is needed: apt-get install -y hyperfine" >&2; exit 1; }
-cargo build --release -q
-bin="$PWD/target/release/opsbook"
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-cd "$scratch"
+source "$(dirname "$0")/common.sh"
 hyperfine -N --warmup 5 --runs 50 -i --export-json "$scratch/sandbox.json" \
   -n "opsbook --version" "$bin --version" \
   -n "opsbook run quick-check --sandbox" "$bin run quick-check --sandbox" \
   -n "the same with --fault log-store:down" "$bin run quick-check --sandbox --fault log-store:down"
-python3 "$OLDPWD/bench/medians.py" "$scratch/sandbox.json"
+python3 "$repo/bench/medians.py" "$scratch/sandbox.json"
 echo "peak memory (max RSS):"
 for r in quick-check verify checklist; do
   /usr/bin/env python3 - "$bin" "$r" <<'PY'

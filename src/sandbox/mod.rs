@@ -232,7 +232,8 @@ impl Sandbox {
                 }
             }
             // The shipper's first push (the units' start lines) lands before any runbook runs.
-            if let Some(s) = shipper.current() {
+            let store_up = manager.status(&logs_unit).active_state == "active" && !store.faults.any();
+            if let Some(s) = shipper.current().filter(|_| store_up) {
                 let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
                 while s.sent_entries() == 0 && store.is_ready() && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(Duration::from_millis(1)).await;

@@ -56,6 +56,14 @@ impl Faults {
         self.refuse_token.load(Ordering::Relaxed)
     }
 
+    /// Whether any knob is set.
+    pub fn any(&self) -> bool {
+        !self.delay().is_zero()
+            || self.fail_status.load(Ordering::Relaxed) != 0
+            || self.garbage.load(Ordering::Relaxed)
+            || self.refuses_token()
+    }
+
     /// Clears every knob.
     pub fn clear(&self) {
         self.set_delay(Duration::ZERO);
