@@ -102,7 +102,8 @@ fn until(host: &Host, ctx: &NativeCallContext, condition: &FnPtr, options_value:
     crate::progress::clear();
     let mut result = Map::new();
     result.insert("ok".into(), ok.into());
-    result.insert("waited".into(), started.elapsed().as_secs_f64().into());
+    // Milliseconds are all a report needs (`waited 0.215s`, not `0.215067339s`).
+    result.insert("waited".into(), ((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0).into());
     result.insert("attempts".into(), attempts.into());
     result.insert("last".into(), last);
     Ok(result)
