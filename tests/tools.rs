@@ -27,12 +27,13 @@ check("captured", r.code == 3 && r.stdout == "out\n" && r.stderr == "err\n" && !
 let e = host::exec(["sh", "-c", "echo $GREETING; cat"], #{{ env: #{{ GREETING: "hi" }}, stdin: "from stdin" }});
 check("env and stdin", e.stdout == "hi\nfrom stdin", e.stdout);
 let started = timestamp();
-let s = host::exec(["sh", "-c", "sleep 30 & echo $! > {pid}; sleep 30"], #{{ timeout: "300ms" }});
+let s = host::exec(["sh", "-c", "sleep 30 & echo $! > {pid}; echo waiting for the lock; sleep 30"], #{{ timeout: "300ms" }});
 check("timed out", s.timed_out && s.code == () && started.elapsed < 5.0, s);
+check("what it printed before is kept", s.stdout == "waiting for the lock\n" && s.stderr.contains("killed after 300ms"), s);
 "#,
         pid = pidfile.display()
     );
-    let _out = t.runbook("x", &src).args(["run", "x"]).run().code(0).stdout_has("3 passed, 0 failed");
+    let _out = t.runbook("x", &src).args(["run", "x"]).run().code(0).stdout_has("4 passed, 0 failed");
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     std::thread::sleep(Duration::from_millis(100));
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();

@@ -36,6 +36,38 @@ pub trait Commands: Send + Sync {
 /// Real child processes.
 pub struct Processes;
 
+/// A pipe read to its end in the background; what arrived so far is readable at any time.
+struct Collected {
+    bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Collected {
+    fn start<R>(pipe: Option<R>) -> Collected
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    {
+        let bytes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = bytes.clone();
+        let done = tokio::spawn(async move {
+            let Some(mut pipe) = pipe else { return };
+            let mut chunk = [0u8; 8192];
+            while let Ok(n @ 1..) = tokio::io::AsyncReadExt::read(&mut pipe, &mut chunk).await {
+                sink.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&chunk[..n]);
+            }
+        });
+        Collected { bytes, done }
+    }
+
+    /// Waits a moment for the end of the pipe (a grandchild may still hold it open), then
+    /// returns what arrived.
+    async fn text(self) -> String {
+        let _ = tokio::time::timeout(Duration::from_millis(200), self.done).await;
+        let bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
 /// Kills the process group unless disarmed: covers timeouts and abandoned futures alike.
 struct GroupGuard(Option<u32>);
 
@@ -71,30 +103,28 @@ impl Commands for Processes {
                     let _ = stdin.write_all(text.as_bytes()).await;
                 });
             }
-            let waited = tokio::time::timeout(inv.timeout, child.wait_with_output()).await;
-            Ok(match waited {
-                Ok(Ok(out)) => {
-                    guard.0 = None;
-                    Completed {
-                        code: out.status.code(),
-                        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-                        duration: started.elapsed(),
-                        timed_out: false,
-                    }
-                }
+            // Read both pipes as the child writes, so a command that times out still shows
+            // what it printed (often the best clue to why it hung).
+            let out = Collected::start(child.stdout.take());
+            let err = Collected::start(child.stderr.take());
+            let waited = tokio::time::timeout(inv.timeout, child.wait()).await;
+            let timed_out = waited.is_err();
+            if timed_out {
+                drop(guard); // kill the group now: the pipes close and the readers finish
+            } else {
+                guard.0 = None;
+            }
+            let code = match waited {
+                Ok(Ok(status)) => status.code(),
                 Ok(Err(e)) => return Err(format!("waiting for `{program}`: {e}")),
-                Err(_) => {
-                    drop(guard); // kill the group now
-                    Completed {
-                        code: None,
-                        stdout: String::new(),
-                        stderr: format!("killed after {}", humantime::format_duration(inv.timeout)),
-                        duration: started.elapsed(),
-                        timed_out: true,
-                    }
-                }
-            })
+                Err(_) => None,
+            };
+            let (stdout, mut stderr) = (out.text().await, err.text().await);
+            if timed_out {
+                let note = format!("killed after {}", humantime::format_duration(inv.timeout));
+                stderr = if stderr.trim().is_empty() { note } else { format!("{}\n{note}", stderr.trim_end()) };
+            }
+            Ok(Completed { code, stdout, stderr, duration: started.elapsed(), timed_out })
         })
     }
 }

@@ -62,6 +62,11 @@ pub struct Podman {
 
 impl Podman {
     async fn podman(&self, args: &[&str]) -> Result<String, String> {
+        self.podman_output(args).await.map(|done| done.stdout)
+    }
+
+    /// Runs the runtime; a failure quotes its first line of stderr.
+    async fn podman_output(&self, args: &[&str]) -> Result<super::commands::Completed, String> {
         let mut argv = vec![self.program.clone()];
         argv.extend(args.iter().map(|a| a.to_string()));
         let inv = Invocation { argv, timeout: self.timeout, ..Invocation::default() };
@@ -80,8 +85,30 @@ impl Podman {
             let first = done.stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
             return Err(format!("`{} {}` failed: {first}", self.program, args.join(" ")));
         }
-        Ok(done.stdout)
+        Ok(done)
     }
+}
+
+/// `podman logs --timestamps` prints the container's stdout on stdout and its stderr on stderr
+/// (where Loki and InfluxDB log), each line after an RFC 3339 time: merged back into one log
+/// in time order, without the times.
+pub fn merge_logs(stdout: &str, stderr: &str) -> Vec<String> {
+    // RFC 3339 with trimmed nanoseconds does not sort as text: pad the fraction to 9 digits.
+    fn key(time: &str) -> String {
+        let Some((head, rest)) = time.split_once('.') else { return time.to_string() };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        format!("{head}.{digits:0<9}{}", &rest[digits.len()..])
+    }
+    let mut lines: Vec<(String, &str)> = stdout
+        .lines()
+        .chain(stderr.lines())
+        .map(|l| match l.split_once(' ') {
+            Some((t, rest)) if t.len() >= 20 && t.as_bytes()[4] == b'-' && t.contains('T') => (key(t), rest),
+            _ => (String::new(), l),
+        })
+        .collect();
+    lines.sort_by(|a, b| a.0.cmp(&b.0));
+    lines.into_iter().map(|(_, l)| l.to_string()).collect()
 }
 
 fn text(v: &Value, key: &str) -> String {
@@ -171,12 +198,13 @@ impl Containers for Podman {
     ) -> BoxFuture<'a, Result<Vec<String>, String>> {
         Box::pin(async move {
             let tail = tail.to_string();
-            let mut args = vec!["logs", "--tail", tail.as_str()];
+            let mut args = vec!["logs", "--timestamps", "--tail", tail.as_str()];
             if let Some(s) = since {
                 args.extend(["--since", s]);
             }
             args.push(name);
-            Ok(self.podman(&args).await?.lines().map(str::to_string).collect())
+            let done = self.podman_output(&args).await?;
+            Ok(merge_logs(&done.stdout, &done.stderr))
         })
     }
 
@@ -212,6 +240,13 @@ mod tests {
         let inspect: Value = serde_json::from_str(&fixture("inspect.json")).unwrap();
         assert_eq!(inspect[0]["State"]["Status"], "created");
         assert!(parse_ps("<html>").is_err() && parse_stats("[]").is_err());
+    }
+
+    #[test]
+    fn logs_of_both_streams_merge_in_time_order() {
+        let out = "2026-11-22T09:00:01.5+00:00 out two\n2026-11-22T09:00:03+00:00 out four\n";
+        let err = "2026-11-22T09:00:01.123456789+00:00 err one\n2026-11-22T09:00:02.25+00:00 err three\n";
+        assert_eq!(merge_logs(out, err), ["err one", "out two", "err three", "out four"]);
     }
 
     #[test]
