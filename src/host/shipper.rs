@@ -43,12 +43,7 @@ fn validate(host: &Host) -> HostResult<Map> {
     let errors: Array = if ok {
         Array::new()
     } else {
-        done.stderr
-            .lines()
-            .chain(done.stdout.lines())
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| Dynamic::from(l.to_string()))
-            .collect()
+        diagnostics(&format!("{}\n{}", done.stderr, done.stdout)).into_iter().map(Dynamic::from).collect()
     };
     let detail = if ok {
         format!("{path} is valid")
@@ -64,6 +59,34 @@ fn validate(host: &Host) -> HostResult<Map> {
     Ok(m)
 }
 
+/// One `file:line:col: message` per problem from a validator's output: Alloy prints
+/// `Error: file:line:col: message` and a source excerpt; rustc-style tools print `error: message`
+/// then ` --> file:line:col`. Excerpts and summaries are dropped; output in neither shape is
+/// kept line by line, so nothing the tool said is lost.
+fn diagnostics(output: &str) -> Vec<String> {
+    let mut found: Vec<(String, bool)> = Vec::new(); // (text, has a location)
+    for line in output.lines().map(str::trim) {
+        let lower = line.to_ascii_lowercase();
+        if let Some(rest) = lower.starts_with("error:").then(|| line["error:".len()..].trim()) {
+            if rest.contains(" is invalid (") {
+                continue; // the summary line
+            }
+            let located = rest.split(':').nth(2).is_some_and(|c| c.trim().parse::<u32>().is_ok());
+            found.push((rest.to_string(), located));
+        } else if let Some(at) = line.strip_prefix("-->")
+            && let Some((text, located)) = found.last_mut()
+            && !*located
+        {
+            *text = format!("{}: {text}", at.trim());
+            *located = true;
+        }
+    }
+    if found.is_empty() {
+        return output.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect();
+    }
+    found.into_iter().map(|(text, _)| text).collect()
+}
+
 fn reload(host: &Host) -> HostResult<Map> {
     let url = format!("{}/-/reload", host.config.text("log_shipper.url").trim_end_matches('/'));
     if host.plan(&format!("POST {url}")) {
@@ -74,4 +97,21 @@ fn reload(host: &Host) -> HostResult<Map> {
         Ok(r) if r.status == 200 => probe_result(true, Some(200), crate::wire::excerpt(&r.body, 120), Some(r.elapsed)),
         Ok(r) => probe_result(false, Some(r.status), r.summary(), Some(r.elapsed)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::diagnostics;
+
+    #[test]
+    fn validator_output_becomes_one_line_per_problem() {
+        let alloy = "Error: /etc/alloy/config.alloy:3:3: unrecognized attribute name \"batchwait\"\n\n2 | loki.write \"default\" {\n3 |   batchwait = \"1s\"\n  |   ^^^^^^^^^\n4 | }\n";
+        assert_eq!(diagnostics(alloy), ["/etc/alloy/config.alloy:3:3: unrecognized attribute name \"batchwait\""]);
+        let twin = "error: unknown key `batchwait` in [write]; did you mean `batch_wait`?\n --> /x/alloy.toml:3:1\n  |\n3 | batchwait = \"1s\"\n  | ^\nError: /x/alloy.toml is invalid (1 problem)\n";
+        assert_eq!(
+            diagnostics(twin),
+            ["/x/alloy.toml:3:1: unknown key `batchwait` in [write]; did you mean `batch_wait`?"]
+        );
+        assert_eq!(diagnostics("panic: something odd\n\n  at main.go:1\n"), ["panic: something odd", "  at main.go:1"]);
+    }
 }
