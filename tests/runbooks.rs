@@ -1,9 +1,7 @@
-//! The built-in runbooks on a real systemd: a private host with the four units under the
-//! spec's names and ports. The servers are stand-ins answering like InfluxDB and Loki
-//! (tests/support/wire_server.py with captured answers); the clients are plain long-running
-//! processes, the agent's unit with an `ExecReload` like Telegraf's.
-
-use serde_json::json;
+//! The built-in runbooks on a real systemd: a private host with the four components installed
+//! as real units under the spec's names and ports, each one the twin (`opsbook twin …` as
+//! `ExecStart`, with `ExecReload` where the real unit has one), configured from files in the
+//! test's directory, and opsbook's configuration pointed at their config files and tools.
 
 use crate::support::Test;
 use crate::support::private_host::PrivateHost;
@@ -12,78 +10,221 @@ fn boot() -> Option<PrivateHost> {
     PrivateHost::boot().map_err(crate::support::skip).ok()
 }
 
-const HEALTH: &str = "{\"name\":\"influxdb\",\"message\":\"ready for queries and writes\",\"status\":\"pass\",\"checks\":[],\"version\":\"v2.7.11\",\"commit\":\"x\"}";
+const TOKEN: &str = "runbook-test-token-1f2e3d";
 
-fn server_unit(t: &Test, name: &str, port: u16, routes: serde_json::Value) -> String {
-    let path = t.path().join(format!("{name}.json"));
-    std::fs::write(&path, routes.to_string()).unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/wire_server.py");
-    format!(
-        "[Unit]\nDescription={name} stand-in\n[Service]\nExecStart=/usr/bin/python3 {script} {} {port}\n[Install]\nWantedBy=default.target\n",
-        path.display()
-    )
-}
-
-const CLIENT: &str = "[Unit]\nDescription=client stand-in\n[Service]\nExecStart=/bin/sh -c 'trap \"\" HUP; exec sleep infinity'\nExecReload=/bin/kill -HUP $MAINPID\n[Install]\nWantedBy=default.target\n";
-
-/// A private host with the four units installed, enabled and started.
-fn stack(t: &Test, loki_ready: bool) -> Option<PrivateHost> {
-    let host = boot()?;
-    let ready = if loki_ready {
-        json!({"status": 200, "headers": {"Content-Type": "text/plain"}, "body": "ready\n"})
-    } else {
-        json!({"status": 503, "headers": {"Content-Type": "text/plain"}, "body": "Ingester not ready: waiting for 15s after being ready\n"})
+/// The twin units and their config files, written into the test's directory.
+fn install_twins(t: &Test, host: &PrivateHost, loki_ready_delay: &str) {
+    let bin = crate::support::opsbook();
+    let dir = t.path().display();
+    let write = |name: &str, text: String| std::fs::write(t.path().join(name), text).unwrap();
+    write(
+        "telegraf.conf",
+        format!(
+            "[agent]\n  interval = \"1s\"\n  flush_interval = \"1s\"\n[[outputs.influxdb_v2]]\n  urls = [\"http://127.0.0.1:8086\"]\n  token = \"{TOKEN}\"\n  organization = \"opsbook\"\n  bucket = \"telegraf\"\n[[inputs.cpu]]\n  percpu = false\n  totalcpu = true\n[[inputs.mem]]\n[[inputs.disk]]\n"
+        ),
+    );
+    write(
+        "alloy.toml",
+        "[server]\nlisten = \"127.0.0.1:12345\"\n[labels]\nservice_type = \"journal\"\n[write]\nurl = \"http://127.0.0.1:3100/loki/api/v1/push\"\nbatch_wait = \"200ms\"\n".to_string(),
+    );
+    // A private, empty container store: the real podman, and no containers.
+    write("podman", format!("#!/bin/sh\nexec podman --root {dir}/containers --runroot {dir}/containers-run \"$@\"\n"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(t.path().join("podman"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    write(
+        "opsbook.toml",
+        format!(
+            "[metrics_db]\ntoken = \"{TOKEN}\"\norg = \"opsbook\"\n\
+[metrics_agent]\nconfig = \"{dir}/telegraf.conf\"\ntest_command = [\"{bin}\", \"twin\", \"metrics-agent\", \"{{config}}\", \"--test\"]\n\
+[log_shipper]\nconfig = \"{dir}/alloy.toml\"\nvalidate_command = [\"{bin}\", \"twin\", \"log-shipper\", \"validate\", \"{{config}}\"]\n\
+[container]\nruntime = \"{dir}/podman\"\n"
+        ),
+    );
+    let unit = |description: &str, exec: String, reload: bool| {
+        let reload = if reload { "ExecReload=/bin/kill -HUP $MAINPID\n" } else { "" };
+        format!(
+            "[Unit]\nDescription={description}\n[Service]\nExecStart={exec}\n{reload}Restart=no\n[Install]\nWantedBy=default.target\n"
+        )
     };
     host.install_unit(
         "influxdb.service",
-        &server_unit(
-            t,
-            "influxdb",
-            8086,
-            json!({"GET /health": {"headers": {"Content-Type": "application/json"}, "body": HEALTH}}),
-        ),
+        &unit("InfluxDB (twin)", format!("{bin} twin metrics-db --token {TOKEN} --org opsbook"), false),
     );
-    host.install_unit("loki.service", &server_unit(t, "loki", 3100, json!({"GET /ready": ready})));
-    host.install_unit("telegraf.service", CLIENT);
-    host.install_unit("alloy.service", CLIENT);
+    host.install_unit(
+        "loki.service",
+        &unit("Loki (twin)", format!("{bin} twin log-store --ready-delay {loki_ready_delay}"), false),
+    );
+    host.install_unit(
+        "telegraf.service",
+        &unit("Telegraf (twin)", format!("{bin} twin metrics-agent {dir}/telegraf.conf"), true),
+    );
+    host.install_unit("alloy.service", &unit("Alloy (twin)", format!("{bin} twin log-shipper {dir}/alloy.toml"), true));
     host.systemctl(&["enable", "influxdb", "loki", "telegraf", "alloy"]);
-    host.systemctl(&["start", "influxdb", "loki", "telegraf", "alloy"]);
-    // The stand-in servers take a moment to listen (longer on a loaded machine).
-    let wait = "for p in 8086 3100; do for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done; (echo > /dev/tcp/127.0.0.1/3100) 2>/dev/null && (echo > /dev/tcp/127.0.0.1/8086) 2>/dev/null";
-    let up = host.exec(&["bash", "-c", wait]);
-    if !up.status.success() {
-        let why =
-            host.exec(&["sh", "-c", "systemctl --user status influxdb loki --no-pager; journalctl --no-pager -n 30"]);
-        panic!("stand-in servers did not come up:\n{}", String::from_utf8_lossy(&why.stdout));
+}
+
+/// Waits (inside the host) until both ports accept connections; panics with the units' state.
+fn wait_for_ports(host: &PrivateHost, ports: &[u16]) {
+    let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+    let wait = format!(
+        "for p in {}; do for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null || exit 1; done",
+        list.join(" ")
+    );
+    if !host.exec(&["bash", "-c", &wait]).status.success() {
+        let why = host.exec(&[
+            "sh",
+            "-c",
+            "systemctl --user status --no-pager influxdb loki telegraf alloy; journalctl --no-pager -n 40",
+        ]);
+        panic!("the twin servers did not come up:\n{}", String::from_utf8_lossy(&why.stdout));
     }
+}
+
+/// A private host running the four twins, started in the safe order: servers, then (once they
+/// listen and the log store is ready) the clients. `loki_ready_delay` is the log store's
+/// not-ready window after each start (Loki's is 15 s).
+fn stack(t: &Test, loki_ready_delay: &str) -> Option<PrivateHost> {
+    let host = boot()?;
+    install_twins(t, &host, loki_ready_delay);
+    host.systemctl(&["start", "influxdb", "loki"]);
+    wait_for_ports(&host, &[8086, 3100]);
     Some(host)
+}
+
+/// `stack`, with the clients started once the log store is ready, and the first metrics and
+/// log lines arrived (so "recent data" checks have something to find).
+fn running_stack(t: &Test) -> Option<PrivateHost> {
+    let host = stack(t, "1s")?;
+    opsbook(&host, t, &["run", "--runbooks", "probe", "ready"]).code(0);
+    host.systemctl(&["start", "telegraf", "alloy"]);
+    opsbook(&host, t, &["run", "--runbooks", "probe", "data"]).code(0);
+    Some(host)
+}
+
+/// Runbooks the setup uses, in the test directory's `probe/` folder.
+fn probes(t: Test) -> Test {
+    t.file("probe/ready.rhai", "check(\"log store ready\", wait::until(|| loki::ready().ok, \"20s\").ok);")
+        .file(
+            "probe/data.rhai",
+            "import \"flux\" as flux;\n\
+let cpu = wait::until(|| influx::query(flux::cpu_count(config.metrics_db.bucket)).len() > 0, \"20s\");\n\
+check(\"cpu points arrived\", cpu.ok);\n\
+let logs = wait::until(|| loki::query(`{hostname=\"${hostname()}\"}`, #{ limit: 1, since: \"5m\" }).len() > 0, \"20s\");\n\
+check(\"log lines arrived\", logs.ok);\n",
+        )
 }
 
 fn opsbook(host: &PrivateHost, t: &Test, args: &[&str]) -> crate::support::Output {
     host.opsbook(t.path(), args)
 }
 
+/// Runs each runbook and expects it to pass: exit 0 and no failed check.
+fn all_pass(host: &PrivateHost, t: &Test, runs: &[&[&str]]) {
+    for args in runs {
+        let out = opsbook(host, t, &[&["run"], *args].concat());
+        let summary = out.stdout.lines().last().unwrap_or("").to_string();
+        assert!(
+            out.code == 0 && summary.contains(" 0 failed"),
+            "`opsbook run {}` did not pass on the twin stack:\n{}\n{}",
+            args.join(" "),
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
 #[test]
-fn quick_check_and_status_pass_on_a_healthy_stack() {
-    let wait =
-        "let ok = wait::until(|| influx::health().ok && loki::ready().ok, \"10s\").ok;\ncheck(\"servers up\", ok);";
-    let t = Test::new().runbook("wait", wait);
-    let Some(host) = stack(&t, true) else { return };
-    opsbook(&host, &t, &["run", "wait"]).code(0);
+fn reading_and_verifying_runbooks_pass_on_the_twin_stack() {
+    let t = probes(Test::new());
+    let Some(host) = running_stack(&t) else { return };
+    all_pass(
+        &host,
+        &t,
+        &[
+            &["status"],
+            &["quick-check"],
+            &["verify-metrics-db"],
+            &["verify-log-store"],
+            &["verify-metrics-agent"],
+            &["verify-log-shipper"],
+            &["verify"],
+            &["checklist"],
+            &["e2e-logs"],
+            &["logs", "--set", "unit=metrics-agent", "--set", "since=10 min ago"],
+            &["containers"],
+        ],
+    );
     opsbook(&host, &t, &["run", "quick-check"]).code(0).stdout_has("6 passed, 0 failed").stdout_has("stack healthy");
-    opsbook(&host, &t, &["run", "status"]).code(0).stdout_has("8 passed, 0 failed");
+    // The agent's own lines, from the real journal.
+    opsbook(&host, &t, &["run", "logs", "--set", "unit=telegraf"]).code(0).stdout_has("I! Loaded inputs: cpu");
+    opsbook(&host, &t, &["run", "containers"]).code(0).stdout_has("skip  server containers");
+}
+
+#[test]
+fn mutating_runbooks_and_the_metrics_flow_pass_on_the_twin_stack() {
+    let t = probes(Test::new());
+    let Some(host) = running_stack(&t) else { return };
+    let pid = host.systemctl(&["show", "telegraf", "-p", "MainPID"]);
+    all_pass(&host, &t, &[&["reload-agent"], &["reload-shipper"]]);
+    assert_eq!(host.systemctl(&["show", "telegraf", "-p", "MainPID"]), pid, "a reload must not restart");
+    all_pass(
+        &host,
+        &t,
+        &[
+            &["restart", "--set", "component=log-store"],
+            &["restart-all", "--set", "settle=200ms"],
+            &["e2e-metrics", "--set", "load=5s"],
+            &["stop"],
+            &["start"],
+            &["quick-check"],
+        ],
+    );
 }
 
 #[test]
 fn a_stopped_log_store_fails_the_quick_check_naming_it() {
-    let t = Test::new();
-    let Some(host) = stack(&t, true) else { return };
+    let t = probes(Test::new());
+    let Some(host) = running_stack(&t) else { return };
     host.systemctl(&["stop", "loki"]);
     opsbook(&host, &t, &["run", "quick-check"])
         .code(1)
         .stdout_has("FAIL  loki.service active")
         .stdout_has("FAIL  log store /ready says ready — connection refused")
         .stdout_has("stack NOT healthy");
+}
+
+/// The shipper's log lines about reloads (it logs every one, failed or not).
+fn shipper_reload_lines(host: &PrivateHost) -> usize {
+    let out = host.exec(&[
+        "journalctl",
+        "--no-pager",
+        "-o",
+        "cat",
+        "--grep",
+        "reload",
+        "_SYSTEMD_UNIT=alloy.service",
+        "+",
+        "_SYSTEMD_USER_UNIT=alloy.service",
+    ]);
+    String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("reload")).count()
+}
+
+#[test]
+fn a_broken_shipper_config_stops_reload_shipper_before_the_reload() {
+    let t = probes(Test::new());
+    let Some(host) = running_stack(&t) else { return };
+    // A good reload shows in the shipper's log…
+    opsbook(&host, &t, &["run", "reload-shipper"]).code(0);
+    let after_good = shipper_reload_lines(&host);
+    assert!(after_good > 0, "the shipper's reload line was not found in the journal");
+    // …a broken file stops the runbook before it asks.
+    std::fs::write(t.path().join("alloy.toml"), "[write]\nurl = \"loki:3100\"\nbatchwait = \"1s\"\n").unwrap();
+    opsbook(&host, &t, &["run", "reload-shipper"])
+        .code(1)
+        .stdout_has("FAIL  configuration validates")
+        .stdout_has("alloy.toml:3:1: unknown key `batchwait`")
+        .stdout_has("not reloading: fix the configuration first");
+    assert_eq!(shipper_reload_lines(&host), after_good, "the shipper was asked to reload a broken config");
+    assert_eq!(host.systemctl(&["is-active", "alloy"]), "active");
 }
 
 /// `ActiveEnterTimestampMonotonic` / `InactiveEnterTimestampMonotonic` of a unit, in µs.
@@ -97,9 +238,10 @@ fn times(host: &PrivateHost, unit: &str) -> (u64, u64) {
 
 #[test]
 fn restart_all_keeps_the_safe_order() {
-    let t = Test::new();
-    let Some(host) = stack(&t, true) else { return };
-    opsbook(&host, &t, &["run", "restart-all", "--set", "settle=200ms"]).code(0).stdout_has("0 failed");
+    let t = probes(Test::new());
+    let Some(host) = running_stack(&t) else { return };
+    let started = std::time::Instant::now();
+    let out = opsbook(&host, &t, &["run", "restart-all", "--set", "settle=200ms", "--format", "json"]).code(0);
     let (db, logs) = (times(&host, "influxdb"), times(&host, "loki"));
     let (agent, shipper) = (times(&host, "telegraf"), times(&host, "alloy"));
     // Clients went down before the servers came back up…
@@ -108,56 +250,50 @@ fn restart_all_keeps_the_safe_order() {
             client.1 < db.0 && client.1 < logs.0,
             "a client stopped after a server restarted: {client:?} {db:?} {logs:?}"
         );
-        // …and came back only after the servers were up again.
+        // …and came back only after the servers were up again…
         assert!(
             client.0 > db.0 && client.0 > logs.0,
             "a client started before the servers: {client:?} {db:?} {logs:?}"
         );
+        // …and after the log store's 1 s not-ready window, which the runbook waits out.
+        assert!(client.0 >= logs.0 + 1_000_000, "a client started before the log store was ready: {client:?} {logs:?}");
     }
-    // The servers were restarted, not left alone.
-    assert!(db.1 > 0 && logs.1 > 0);
+    assert!(db.1 > 0 && logs.1 > 0, "the servers were not restarted");
+    let report = out.json();
+    assert_eq!(report["summary"]["failed"], 0, "{report}");
+    assert!(started.elapsed().as_secs() < 60);
 }
 
 #[test]
 fn start_holds_the_clients_back_while_the_log_store_is_not_ready() {
-    let t = Test::new();
-    let Some(host) = stack(&t, false) else { return };
-    host.systemctl(&["stop", "telegraf", "alloy"]);
+    let t = probes(Test::new());
+    let Some(host) = stack(&t, "1h") else { return };
     opsbook(&host, &t, &["run", "start", "--set", "deadline=2s"])
         .code(1)
-        .stdout_has("not ready yet: Ingester not ready")
+        .stdout_has("Ingester not ready")
         .stdout_has("clients NOT started");
     assert_eq!(host.systemctl(&["is-active", "telegraf"]), "inactive");
     assert_eq!(host.systemctl(&["is-active", "alloy"]), "inactive");
 }
 
 #[test]
-fn reload_agent_reloads_and_stop_stops_in_order() {
-    let t = executable_agent(Test::new());
-    let Some(host) = stack(&t, true) else { return };
-    let pid = host.systemctl(&["show", "telegraf", "-p", "MainPID"]);
-    opsbook(&host, &t, &["run", "reload-agent"]).code(0).stdout_has("telegraf.service: reloaded");
-    assert_eq!(host.systemctl(&["show", "telegraf", "-p", "MainPID"]), pid, "a reload must not restart");
+fn stop_stops_the_clients_before_the_servers() {
+    let t = probes(Test::new());
+    let Some(host) = running_stack(&t) else { return };
     opsbook(&host, &t, &["run", "stop"]).code(0).stdout_has("4 passed, 0 failed");
-    let (agent, db) = (times(&host, "telegraf"), times(&host, "influxdb"));
-    assert!(agent.1 < db.1, "the agent must stop before the database");
-}
-
-fn executable_agent(t: Test) -> Test {
-    let t = t.file(
-        "bin/telegraf",
-        "#!/bin/sh\necho '> cpu,cpu=cpu-total,host=h usage_system=1 1'\necho '> mem,host=h used=1i 1'\necho '> disk,host=h used=1i 1'\n",
-    );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(t.path().join("bin/telegraf"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = t.path().join("bin/telegraf");
-    t.config(&format!("[metrics_agent]\ntest_command = [\"{}\"]\n", bin.display()))
+    let (agent, shipper, db, logs) =
+        (times(&host, "telegraf"), times(&host, "alloy"), times(&host, "influxdb"), times(&host, "loki"));
+    for client in [agent, shipper] {
+        for server in [db, logs] {
+            assert!(client.1 < server.1, "a client stopped after a server: {client:?} {server:?}");
+        }
+    }
 }
 
 #[test]
 fn dry_run_prints_the_plan_in_order_and_changes_nothing() {
-    let t = Test::new();
-    let Some(host) = stack(&t, true) else { return };
+    let t = probes(Test::new());
+    let Some(host) = running_stack(&t) else { return };
     let before: Vec<_> = ["influxdb", "loki", "telegraf", "alloy"].iter().map(|u| times(&host, u)).collect();
     let out = opsbook(&host, &t, &["run", "restart-all", "--dry-run", "--set", "settle=0s"]).code(0);
     let plan: Vec<&str> = out.stdout.lines().filter(|l| l.contains("would ")).collect();
