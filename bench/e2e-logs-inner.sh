@@ -8,7 +8,7 @@ state=$1
 source "$REPO/bench/twin-units.sh"
 mkdir -p "$state/runs"
 for i in $(seq 20); do
-  "$OPSBOOK_BIN" --user --format json run e2e-logs > "$state/runs/$i.json" || true
+  "$OPSBOOK_BIN" --user --format json run e2e-logs > "$state/runs/$i.json" 2>/dev/null || true
 done
 python3 - "$state" <<'PY' > "$state/e2e-logs.txt"
 import glob, json, re, statistics, sys
