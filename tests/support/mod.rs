@@ -176,6 +176,13 @@ impl Output {
         self
     }
 
+    /// A run that passed: exit 0 and a summary line counting no failed check.
+    pub fn passed(self, what: &str) -> Output {
+        let summary = self.stdout.lines().last().unwrap_or("");
+        assert!(self.code == 0 && summary.contains(" 0 failed"), "{what} did not pass{}", self.context());
+        self
+    }
+
     pub fn stdout_has(self, text: &str) -> Output {
         assert!(self.stdout.contains(text), "stdout lacks {text:?}{}", self.context());
         self
