@@ -17,6 +17,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "opsbook", version, propagate_version = true, max_term_width = 100)]
 #[command(after_help = "Examples:\n  opsbook list\n  opsbook run quick-check\n  \
+                        opsbook run quick-check --sandbox --fault log-store:down\n  \
                         opsbook run restart-all --dry-run\n  opsbook run logs --set unit=loki --format json")]
 pub struct Arguments {
     #[command(flatten)]
