@@ -95,7 +95,8 @@ pub struct Common {
     pub runtime: Handle,
     pub voice: Voice,
     running: Arc<Running>,
-    /// Starting fails with this line (the process exits with status 1 after printing it).
+    /// Starting fails with this line (the process exits with status 1 after printing it);
+    /// `{ts}` in it becomes the time of the attempt.
     pub fail_start: Option<String>,
 }
 
@@ -107,7 +108,7 @@ impl Common {
     fn begin(&self, pid: u32) -> Result<(), String> {
         self.voice.pid.store(pid, Ordering::Relaxed);
         match &self.fail_start {
-            Some(line) => Err(line.clone()),
+            Some(line) => Err(line.replace("{ts}", &crate::twin::logger::now_rfc3339(6))),
             None => Ok(()),
         }
     }

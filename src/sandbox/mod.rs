@@ -31,7 +31,7 @@ use std::time::Duration;
 use crate::config::{Config, Origin, Value};
 use crate::error::Error;
 use crate::secret::Secret;
-use crate::twin::{log_store, logger, metrics_db};
+use crate::twin::{log_store, metrics_db};
 use crate::world::World;
 use components::{AgentComponent, Common, LogStoreComponent, MetricsDbComponent, ShipperComponent, Voice};
 use faults::{Fault, Faults};
@@ -101,23 +101,19 @@ impl Sandbox {
         let journal = Arc::new(MemJournal::default());
         let manager = Arc::new(SimManager::new(journal.clone()));
         let handle = runtime.handle().clone();
-        let unit = |key: &str| config.text(key);
+        let unit = |key: &str| crate::world::units::full_name(&config.text(key));
         let common = |component: &str, unit: &str, identifier: &str, failure: String| {
             let fail = faults.has(component, |f| *f == Fault::FailStart).then_some(failure);
             Common::new(handle.clone(), Voice::new(&journal, unit, identifier), fail)
         };
         let reloadable = |component: &str| !faults.has(component, |f| *f == Fault::NoReload);
-        let now = || logger::now_rfc3339(6);
 
         let db_unit = unit("metrics_db.unit");
         let db_common = common(
             "metrics-db",
             &db_unit,
             "influxd",
-            format!(
-                "ts={} lvl=error msg=\"Failed to open engine\" error=\"open /var/lib/influxdb2/engine: permission denied\"",
-                now()
-            ),
+            "ts={ts} lvl=error msg=\"Failed to open engine\" error=\"open /var/lib/influxdb2/engine: permission denied\"".into(),
         );
         let db = metrics_db::MetricsDb::new(
             metrics_db::Options {
@@ -134,10 +130,7 @@ impl Sandbox {
             "log-store",
             &logs_unit,
             "loki",
-            format!(
-                "level=error ts={} caller=main.go:74 msg=\"validating config\" err=\"invalid schema config: the table period must be a multiple of 24h\"",
-                now()
-            ),
+            "level=error ts={ts} caller=main.go:74 msg=\"validating config\" err=\"invalid schema config: the table period must be a multiple of 24h\"".into(),
         );
         let store = log_store::LogStore::new(
             log_store::Options { ready_delay: Duration::ZERO, listen: layout.logs.to_string(), ..Default::default() },
@@ -182,10 +175,8 @@ impl Sandbox {
                     "metrics-agent",
                     &agent_unit,
                     "telegraf",
-                    format!(
-                        "{} E! [telegraf] Error running agent: could not initialize output influxdb_v2: no such host",
-                        now()
-                    ),
+                    "{ts} E! [telegraf] Error running agent: could not initialize output influxdb_v2: no such host"
+                        .into(),
                 ),
                 config: layout.agent_config.clone(),
                 not_writing: faults.has("metrics-agent", |f| *f == Fault::NotWriting),
@@ -198,10 +189,7 @@ impl Sandbox {
                 "log-shipper",
                 &shipper_unit,
                 "alloy",
-                format!(
-                    "ts={} level=error msg=\"could not perform the initial load successfully\" err=\"open /var/lib/alloy/data: permission denied\"",
-                    now()
-                ),
+                "ts={ts} level=error msg=\"could not perform the initial load successfully\" err=\"open /var/lib/alloy/data: permission denied\"".into(),
             ),
             config: layout.shipper_config.clone(),
             journal: journal.clone(),
