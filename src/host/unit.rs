@@ -21,7 +21,7 @@ pub fn module(host: &Arc<Host>) -> Module {
         "status",
         ["name: &str", "UnitStatus"],
         "/// The unit's state: `name`, `description`, `load_state`, `active_state`, `sub_state`,\n\
-         /// `unit_file_state`, `main_pid`, `since`, `result`, `exec_main_status`. A unit that is not\n\
+         /// `unit_file_state`, `main_pid`, `since`, `result`, `exec_main_status`, `exec_main_pid`. A unit that is not\n\
          /// installed reads `load_state: \"not-found\"`. Printing it reads like `systemctl status`.",
         move |name: &str| status(&h, name)
     );
@@ -131,6 +131,7 @@ pub fn register_types(engine: &mut Engine) {
     });
     engine.register_get("result", |s: &mut UnitStatus| s.result.clone());
     engine.register_get("exec_main_status", |s: &mut UnitStatus| s.exec_main_status as i64);
+    engine.register_get("exec_main_pid", |s: &mut UnitStatus| s.exec_main_pid as i64);
     engine.register_get("can_reload", |s: &mut UnitStatus| s.can_reload);
     engine.register_fn("to_string", |s: &mut UnitStatus| describe(s));
     engine.register_fn("to_debug", |s: &mut UnitStatus| describe(s));
@@ -173,6 +174,7 @@ fn status_map(s: &UnitStatus) -> Map {
     m.insert("main_pid".into(), (s.main_pid as i64).into());
     m.insert("result".into(), s.result.clone().into());
     m.insert("exec_main_status".into(), (s.exec_main_status as i64).into());
+    m.insert("exec_main_pid".into(), (s.exec_main_pid as i64).into());
     m
 }
 
@@ -228,35 +230,50 @@ fn job_timeout(host: &Host, options: &Map) -> HostResult<Duration> {
     }
 }
 
-/// The failure message of a job: unit, result, the unit's state, and a hint.
-fn failure(host: &Host, job: Job, unit: &str, result: &str) -> String {
+/// The failure message of a job that began at `began`: unit, result, the unit's state, its
+/// last log lines, and a hint.
+fn failure(host: &Host, job: Job, unit: &str, result: &str, began: std::time::SystemTime) -> String {
     let mut message = format!("{} of `{unit}` {result}", job.verb());
-    if let Ok(s) = status(host, unit) {
+    let state = status(host, unit).ok();
+    if let Some(s) = &state {
         message.push_str(&format!(
             " (now {} ({}), result {}, exit status {})",
             s.active_state, s.sub_state, s.result, s.exec_main_status
         ));
     }
-    // journald writes a dying unit's last lines asynchronously: give them a moment.
-    let query = crate::world::journal::Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
-    // Under load that takes well over a second; this only delays a report that is already a failure.
-    let deadline = std::time::Instant::now() + Duration::from_secs(3);
-    let mut last = super::journal::read_entries(host, query.clone());
-    while matches!(&last, Ok(entries) if entries.is_empty()) && std::time::Instant::now() < deadline {
-        let _ = super::time::sleep(host, Duration::from_millis(100));
-        last = super::journal::read_entries(host, query.clone());
-    }
-    match last {
-        Ok(entries) if !entries.is_empty() => {
-            message.push_str("\n  its last log lines:");
-            for e in entries {
-                message.push_str(&format!("\n    {}", e.message));
-            }
+    let lines = last_lines(host, unit, state.map_or(0, |s| s.exec_main_pid), began);
+    if !lines.is_empty() {
+        message.push_str("\n  its last log lines:");
+        for line in lines {
+            message.push_str(&format!("\n    {line}"));
         }
-        _ => {}
     }
     message.push_str(&format!("\n  hint: `journalctl -u {unit} -n 20` shows more"));
     message
+}
+
+/// The unit's last five log lines. journald writes a dying unit's lines asynchronously, so
+/// they get a moment (under load well over a second). And a process that died before journald
+/// could read its metadata leaves lines attributed to no unit: those are found by the main
+/// process's PID since the job began, as `systemctl status` finds them by invocation.
+fn last_lines(host: &Host, unit: &str, pid: u32, began: std::time::SystemTime) -> Vec<String> {
+    use crate::world::journal::Query;
+    let by_unit = Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
+    let since = super::core::time_text(began - Duration::from_secs(1));
+    let by_pid = (pid > 0).then(|| Query { pid: Some(pid), since: Some(since), lines: Some(5), ..Default::default() });
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        for query in [Some(&by_unit), by_pid.as_ref()].into_iter().flatten() {
+            match super::journal::read_entries(host, query.clone()) {
+                Ok(entries) if !entries.is_empty() => return entries.into_iter().map(|e| e.message).collect(),
+                Ok(_) => {}
+                Err(_) => return Vec::new(),
+            }
+        }
+        if std::time::Instant::now() >= deadline || super::time::sleep(host, Duration::from_millis(100)).is_err() {
+            return Vec::new();
+        }
+    }
 }
 
 fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<Result<Map, (Map, String)>> {
@@ -268,6 +285,7 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
     }
     let units = host.world.units.clone();
     let name = unit.to_string();
+    let began = std::time::SystemTime::now();
     let done = host.block_on(|| async move { units.run_job(job, &name, timeout).await })?;
     Ok(match done {
         // A simple service's start job is "done" once forked; watch it settle so a process
@@ -275,7 +293,8 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
         Ok(o) if o.result == "done" && matches!(job, Job::Start | Job::Restart) => match settled(host, unit)? {
             None => Ok(outcome(unit, job.verb(), "done")),
             Some(state) => {
-                let message = failure(host, job, unit, &format!("failed: the unit is {state} right after starting"));
+                let message =
+                    failure(host, job, unit, &format!("failed: the unit is {state} right after starting"), began);
                 let mut m = outcome(unit, job.verb(), "failed");
                 m.insert("error".into(), message.clone().into());
                 Err((m, message))
@@ -283,7 +302,7 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
         },
         Ok(o) if o.result == "done" => Ok(outcome(unit, job.verb(), "done")),
         Ok(o) => {
-            let message = failure(host, job, unit, &o.result);
+            let message = failure(host, job, unit, &o.result, began);
             let mut m = outcome(unit, job.verb(), &o.result);
             m.insert("error".into(), message.clone().into());
             Err((m, message))

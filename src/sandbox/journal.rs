@@ -95,6 +95,7 @@ struct Filter {
     max_priority: Option<u8>,
     grep: Option<regex::Regex>,
     identifier: Option<String>,
+    pid: Option<u32>,
 }
 
 impl Filter {
@@ -113,6 +114,7 @@ impl Filter {
             max_priority: q.max_priority,
             grep,
             identifier: q.identifier.clone(),
+            pid: q.pid,
         })
     }
 
@@ -122,6 +124,7 @@ impl Filter {
             && self.until.is_none_or(|u| e.realtime_us <= u)
             && self.max_priority.is_none_or(|p| e.priority <= p)
             && self.identifier.as_ref().is_none_or(|i| &e.identifier == i)
+            && self.pid.is_none_or(|p| e.pid == p)
             && self.grep.as_ref().is_none_or(|g| g.is_match(&e.message))
     }
 }

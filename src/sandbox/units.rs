@@ -109,6 +109,7 @@ impl SimManager {
             since: Some(SystemTime::now()),
             result: "success".into(),
             exec_main_status: 0,
+            exec_main_pid: 0,
             can_reload,
         };
         self.lock().insert(name.to_string(), SimUnit { status, identifier: identifier.to_string(), component });
@@ -144,6 +145,7 @@ impl SimManager {
                 since: None,
                 result: "success".into(),
                 exec_main_status: 0,
+                exec_main_pid: 0,
                 can_reload: false,
             },
         }
@@ -191,6 +193,7 @@ impl SimManager {
             Ok(()) => {
                 self.set_state(name, "active", "running", |s| {
                     s.main_pid = pid;
+                    s.exec_main_pid = pid;
                     s.result = "success".into();
                     s.exec_main_status = 0;
                 });
@@ -204,6 +207,7 @@ impl SimManager {
                 self.manager_log(name, 3, format!("Failed to start {description}."));
                 self.set_state(name, "failed", "failed", |s| {
                     s.main_pid = 0;
+                    s.exec_main_pid = pid;
                     s.result = "exit-code".into();
                     s.exec_main_status = 1;
                 });

@@ -26,6 +26,9 @@ pub struct Query {
     /// A regular expression the message must match (journalctl --grep).
     pub grep: Option<String>,
     pub identifier: Option<String>,
+    /// Entries of this process only (`_PID`): a process that died at once may have lines
+    /// journald could not attribute to its unit.
+    pub pid: Option<u32>,
 }
 
 /// One entry.
@@ -100,6 +103,9 @@ impl Journalctl {
         }
         if let Some(g) = &query.grep {
             args.push(format!("--grep={g}"));
+        }
+        if let Some(pid) = query.pid {
+            args.push(format!("_PID={pid}"));
         }
         if let (Some(id), None) = (&query.identifier, &query.unit) {
             args.push(format!("SYSLOG_IDENTIFIER={id}"));

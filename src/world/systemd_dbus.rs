@@ -159,6 +159,7 @@ impl SystemdDbus {
             since: since_us.filter(|us| *us > 0).map(|us| UNIX_EPOCH + Duration::from_micros(us)),
             result: text(&s, "Result").unwrap_or_default(),
             exec_main_status: get::<i32>(&s, "ExecMainStatus").unwrap_or(0),
+            exec_main_pid: get::<u32>(&s, "ExecMainPID").unwrap_or(0),
             can_reload: get::<bool>(&u, "CanReload").unwrap_or(false),
         })
     }
@@ -321,6 +322,7 @@ impl Units for SystemdDbus {
                     since: None,
                     result: String::new(),
                     exec_main_status: 0,
+                    exec_main_pid: 0,
                     can_reload: false,
                 })
                 .collect())

@@ -24,6 +24,8 @@ pub struct UnitStatus {
     /// The service's last result: `success`, `exit-code`, `signal`, `timeout`…
     pub result: String,
     pub exec_main_status: i32,
+    /// The PID of the last main process, kept after it exited (0 when it never ran).
+    pub exec_main_pid: u32,
     pub can_reload: bool,
 }
 
