@@ -11,7 +11,7 @@ use crate::cli::{Arguments, Command, Format, GlobalOptions, RunArgs};
 use crate::config::{Config, Sources};
 use crate::error::Error;
 use crate::host::Host;
-use crate::report::Recorder;
+use crate::report::{Mode, Recorder};
 use crate::runbook;
 use crate::sandbox::Sandbox;
 use crate::world::World;
@@ -58,6 +58,11 @@ pub fn environment(global: &GlobalOptions) -> Result<(Arc<Config>, World, Option
     Ok((Arc::new(config), sandbox.world.clone(), Some(sandbox)))
 }
 
+/// How runs act, from the global options.
+pub fn mode(global: &GlobalOptions) -> Mode {
+    Mode { dry_run: global.dry_run, sandbox: global.sandbox.then(|| global.faults.clone()) }
+}
+
 fn run_runbook(global: &GlobalOptions, catalog: &Arc<Catalog>, args: RunArgs) -> Result<u8, Error> {
     let (config, world, _sandbox) = environment(global)?;
     let host = Host::new(config, world, global.dry_run);
@@ -69,7 +74,7 @@ fn run_runbook(global: &GlobalOptions, catalog: &Arc<Catalog>, args: RunArgs) ->
     host.set_params(bound);
     install_signal_handlers(&host);
     let recorder =
-        Recorder::new(&compiled.entry.name, &compiled.entry.source, shown_params, global.dry_run, global.format);
+        Recorder::new(&compiled.entry.name, &compiled.entry.source, shown_params, mode(global), global.format);
     let report = runbook::run(&engine, &host, catalog, &compiled, recorder);
     Ok(report.exit_code())
 }

@@ -102,6 +102,7 @@ check("log store answers again", loki::ready().ok);
 fn a_stopped_or_failing_server_fails_the_quick_check_naming_it() {
     sandbox(&["run", "quick-check", "--fault", "log-store:down"])
         .code(1)
+        .stdout_has("[sandbox: in-process stack, faults log-store:down]")
         .stdout_has("loki.service active")
         .stdout_has("inactive (dead)")
         .stdout_has("connection refused")
@@ -161,6 +162,10 @@ fn client_faults_are_caught_by_their_verifications() {
         .stdout_has("cpu points written in the last 5 minutes");
     let out = sandbox(&["run", "reload-shipper", "--fault", "log-shipper:bad-config", "--format", "json"]).code(1);
     let report = out.json();
+    assert_eq!(
+        (report["sandbox"].as_bool(), report["faults"][0].as_str()),
+        (Some(true), Some("log-shipper:bad-config"))
+    );
     let checks = report["checks"].as_array().unwrap();
     assert!(checks.iter().all(|c| c["section"] != "reload"), "reloaded despite a bad config: {report}");
     assert!(out.stdout.contains("did you mean `batch_wait`?"), "{}", out.stdout);

@@ -345,8 +345,13 @@ impl Session {
         };
         let shown = compiled.effective_params(&bound);
         self.host.set_params(bound);
-        let recorder =
-            Recorder::new(&compiled.entry.name, &compiled.entry.source, shown, self.global.dry_run, Format::Human);
+        let recorder = Recorder::new(
+            &compiled.entry.name,
+            &compiled.entry.source,
+            shown,
+            crate::subcommand::mode(&self.global),
+            Format::Human,
+        );
         self.host.cancel.reset();
         self.evaluating.store(true, Ordering::SeqCst);
         let report = crate::runbook::run(&self.engine, &self.host, &self.catalog, &compiled, recorder);

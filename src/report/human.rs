@@ -25,7 +25,18 @@ fn millis(d: std::time::Duration) -> String {
 
 impl Formatter for Human {
     fn begin(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
-        let mode = if report.dry_run { "  (dry run: nothing will be changed)" } else { "" };
+        let mut mode = String::new();
+        if let Some(faults) = &report.sandbox {
+            // Never mistaken for a verdict on the real stack.
+            mode.push_str("  [sandbox: in-process stack");
+            if !faults.is_empty() {
+                mode.push_str(&format!(", faults {}", faults.join(" ")));
+            }
+            mode.push(']');
+        }
+        if report.dry_run {
+            mode.push_str("  (dry run: nothing will be changed)");
+        }
         writeln!(out, "{} {}{mode}", self.paint("1", &report.runbook), self.paint("2", &format!("({})", report.source)))
     }
 

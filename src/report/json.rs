@@ -48,6 +48,8 @@ pub fn document(report: &Report) -> Value {
         "source": report.source,
         "params": report.params,
         "dry_run": report.dry_run,
+        "sandbox": report.sandbox.is_some(),
+        "faults": report.sandbox.clone().unwrap_or_default(),
         "started_at": humantime::format_rfc3339_millis(report.started).to_string(),
         "duration_s": seconds(report.duration),
         "outcome": report.outcome(),

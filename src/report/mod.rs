@@ -100,6 +100,14 @@ pub enum Event {
     Log(LogLine),
 }
 
+/// How a run acts: changing things or only planning, on this machine or in the sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mode {
+    pub dry_run: bool,
+    /// `Some(faults)` when the run is against the in-process stack.
+    pub sandbox: Option<Vec<String>>,
+}
+
 /// The whole run.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -107,6 +115,8 @@ pub struct Report {
     pub source: String,
     pub params: BTreeMap<String, String>,
     pub dry_run: bool,
+    /// Run against the in-process stack (`--sandbox`), with these faults injected.
+    pub sandbox: Option<Vec<String>>,
     pub started: SystemTime,
     pub duration: Duration,
     pub events: Vec<Event>,
@@ -223,18 +233,12 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(
-        runbook: &str,
-        source: &str,
-        params: BTreeMap<String, String>,
-        dry_run: bool,
-        format: Format,
-    ) -> Recorder {
+    pub fn new(runbook: &str, source: &str, params: BTreeMap<String, String>, mode: Mode, format: Format) -> Recorder {
         Self::with_output(
             runbook,
             source,
             params,
-            dry_run,
+            mode,
             formatter(format, colour_wanted()),
             Box::new(std::io::stdout()),
         )
@@ -244,7 +248,7 @@ impl Recorder {
         runbook: &str,
         source: &str,
         params: BTreeMap<String, String>,
-        dry_run: bool,
+        mode: Mode,
         mut formatter: Box<dyn Formatter>,
         out: Box<dyn Write + Send>,
     ) -> Recorder {
@@ -252,7 +256,8 @@ impl Recorder {
             runbook: runbook.to_string(),
             source: source.to_string(),
             params,
-            dry_run,
+            dry_run: mode.dry_run,
+            sandbox: mode.sandbox,
             started: SystemTime::now(),
             duration: Duration::ZERO,
             events: Vec::new(),
