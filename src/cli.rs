@@ -53,7 +53,7 @@ pub struct GlobalOptions {
 
     /// Run against an in-process stack instead of this machine's: the four components as
     /// simulated units, their servers on loopback ports, an in-memory journal. Needs no root,
-    /// no systemd and no network; nothing outside the process is touched.
+    /// no systemd and no network; changes nothing on this machine.
     #[arg(long, global = true)]
     pub sandbox: bool,
 
@@ -66,19 +66,18 @@ pub struct GlobalOptions {
     pub verbose: u8,
 }
 
-const FAULT_HELP: &str = "With --sandbox, make the stack misbehave (repeatable): COMPONENT:FAULT[=VALUE].\n\
-Components: metrics-db, log-store, metrics-agent, log-shipper.\n\
-  C:down                  the unit is stopped when the run begins\n\
-  C:fail-start            starting the unit fails (its process exits with status 1)\n\
-  C:no-reload             the unit has no reload support (systemd refuses the job)\n\
-  metrics-db:slow-ready[=15s], log-store:slow-ready[=15s]\n\
-                          not listening / not ready for a while after each start\n\
-  metrics-db:error-500, log-store:error-500    every answer is a 500\n\
-  metrics-db:garbage, log-store:garbage        every answer is an HTML page\n\
-  metrics-db:refuse-token the API token is refused (401)\n\
-  metrics-agent:not-writing   the agent runs but writes nothing\n\
-  log-shipper:bad-config  the shipper's configuration file no longer validates\n\
-  log-shipper:reload-fails    the shipper's reload fails";
+const FAULT_HELP: &str = "With --sandbox, make the stack misbehave (repeatable): COMPONENT:FAULT[=VALUE], the \
+components being metrics-db, log-store, metrics-agent, log-shipper.\n\
+- C:down — the unit is stopped when the run begins\n\
+- C:fail-start — starting the unit fails (its process exits with status 1)\n\
+- C:no-reload — the unit has no reload support (systemd refuses the job)\n\
+- metrics-db:slow-ready[=15s], log-store:slow-ready[=15s] — not listening / not ready for a while after each start\n\
+- metrics-db:error-500, log-store:error-500 — every answer is a 500\n\
+- metrics-db:garbage, log-store:garbage — every answer is an HTML page\n\
+- metrics-db:refuse-token — the API token is refused (401)\n\
+- metrics-agent:not-writing — the agent runs but writes nothing\n\
+- log-shipper:bad-config — the shipper's configuration file no longer validates\n\
+- log-shipper:reload-fails — the shipper's reload fails";
 
 /// How a run's report is written to stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
