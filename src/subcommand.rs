@@ -83,12 +83,14 @@ fn run_runbook(global: &GlobalOptions, catalog: &Arc<Catalog>, args: RunArgs) ->
 fn install_signal_handlers(host: &Arc<Host>) {
     use tokio::signal::unix::{SignalKind, signal};
     let cancel = host.cancel.clone();
-    let ready = std::sync::mpsc::channel::<()>();
-    host.runtime().spawn(async move {
-        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-            return;
-        };
-        let _ = ready.0.send(());
+    // Registered before the script starts (an early Ctrl-C must not kill us), in the runtime's
+    // context so the handlers are in place when this returns.
+    let runtime = host.runtime();
+    let _context = runtime.enter();
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return;
+    };
+    runtime.spawn(async move {
         loop {
             tokio::select! {
                 _ = int.recv() => {},
@@ -101,8 +103,6 @@ fn install_signal_handlers(host: &Arc<Host>) {
             cancel.cancel();
         }
     });
-    // The handlers must be in place before the script starts, or an early Ctrl-C kills us.
-    let _ = ready.1.recv_timeout(std::time::Duration::from_secs(1));
 }
 
 fn list(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {

@@ -153,8 +153,12 @@ impl Session {
     fn install_interrupt(&self) {
         let cancel = self.host.cancel.clone();
         let evaluating = self.evaluating.clone();
-        self.host.runtime().spawn(async move {
-            let Ok(mut int) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) else { return };
+        // Registered here, before the first prompt: a Ctrl-C that came before the handler
+        // would kill the session.
+        let runtime = self.host.runtime();
+        let _context = runtime.enter();
+        let Ok(mut int) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) else { return };
+        runtime.spawn(async move {
             while int.recv().await.is_some() {
                 if evaluating.load(Ordering::SeqCst) {
                     cancel.cancel();
