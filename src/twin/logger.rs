@@ -4,9 +4,10 @@
 //!
 //! Each component formats its own lines in its real counterpart's style (Loki and Alloy
 //! logfmt, Telegraf's `I!`/`E!` prefixes); this file only carries them and their level.
-//! Under systemd (`$JOURNAL_STREAM` set) a line is prefixed with `<N>`, the syslog priority,
-//! which journald's stdout stream turns into the entry's PRIORITY — so `journalctl -p err`
-//! finds a twin's errors just as it finds the real component's.
+//! As a process a twin writes its lines plain, as the real components do (Telegraf's text
+//! logger and Alloy's logfmt handler write no `<N>` syslog prefix), so under systemd journald
+//! files every line at its default priority, info: the level is only in the text
+//! (`E!`, `level=error`, `lvl=error`), and `journalctl -p err` finds none of them.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -44,12 +45,11 @@ impl Level {
 /// Receives every line a twin logs.
 pub type Sink = Arc<dyn Fn(Level, &str) + Send + Sync>;
 
-/// Lines to stdout, one write each, with the journald priority prefix under systemd.
+/// Lines to stdout, one write each, plain (no journald priority prefix: see the top).
 pub fn stdout() -> Sink {
-    let journal = std::env::var_os("JOURNAL_STREAM").is_some();
-    Arc::new(move |level, line| {
+    Arc::new(move |_level, line| {
         let mut out = std::io::stdout().lock();
-        let _ = if journal { writeln!(out, "<{}>{line}", level.priority()) } else { writeln!(out, "{line}") };
+        let _ = writeln!(out, "{line}");
         let _ = out.flush();
     })
 }
