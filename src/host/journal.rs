@@ -31,7 +31,10 @@ pub fn module(host: &Arc<Host>) -> Module {
         &mut m,
         "errors",
         ["unit: &str", "since: &str", "Array"],
-        "/// The unit's entries at priority err or worse since a time (e.g. `now()` before a restart).",
+        "/// The unit's entries at priority err or worse since a time (e.g. `now()` before a restart):\n\
+         /// by journald's priority, or by the level written in the line (Telegraf's `E!`, logfmt\n\
+         /// `level=error` / `lvl=error`), since the components log plain text that journald files\n\
+         /// at priority info. Such entries keep the priority journald gave them.",
         move |unit: &str, since: &str| by_priority(&h, unit, since, 3)
     );
     let h = host.clone();
@@ -39,7 +42,8 @@ pub fn module(host: &Arc<Host>) -> Module {
         &mut m,
         "warnings",
         ["unit: &str", "since: &str", "Array"],
-        "/// The unit's entries at priority warning or worse since a time.",
+        "/// The unit's entries at priority warning or worse since a time: by journald's priority\n\
+         /// or by the level in the line (`W!`/`E!`, `level=warn`, `lvl=warn`, or worse), as `errors`.",
         move |unit: &str, since: &str| by_priority(&h, unit, since, 4)
     );
     let h = host.clone();
@@ -121,15 +125,25 @@ fn read(host: &Host, q: &Map) -> HostResult<Array> {
     Ok(read_entries(host, query)?.iter().map(|e| Dynamic::from_map(entry_map(e))).collect())
 }
 
+/// Lines whose own text says err or worse: Telegraf's `E!`, and logfmt's `level=` (Loki,
+/// Alloy) or `lvl=` (InfluxDB). A capital in the pattern makes journalctl's --grep match case.
+const ERROR_MARKS: &str = r"(^|\s)(E!|(level|lvl)=(error|crit|critical|alert|emerg|fatal|panic|dpanic))(\s|$)";
+/// The same for warning or worse.
+const WARNING_MARKS: &str =
+    r"(^|\s)(E!|W!|(level|lvl)=(warn|warning|error|crit|critical|alert|emerg|fatal|panic|dpanic))(\s|$)";
+
+/// Entries at priority `max` or worse: those journald filed so (a `<N>` prefix, syslog, the
+/// journal API), and those filed at its default priority whose text carries the level, which
+/// is how the real components log (plain text on stderr).
 fn by_priority(host: &Host, unit: &str, since: &str, max: u8) -> HostResult<Array> {
-    let query = Query {
-        unit: Some(full_name(unit)),
-        since: Some(since.to_string()),
-        max_priority: Some(max),
-        lines: Some(1000),
-        ..Query::default()
-    };
-    Ok(read_entries(host, query)?.iter().map(|e| Dynamic::from_map(entry_map(e))).collect())
+    let base =
+        Query { unit: Some(full_name(unit)), since: Some(since.to_string()), lines: Some(1000), ..Query::default() };
+    let marks = if max <= 3 { ERROR_MARKS } else { WARNING_MARKS };
+    let mut entries = read_entries(host, Query { max_priority: Some(max), ..base.clone() })?;
+    entries.extend(read_entries(host, Query { grep: Some(marks.to_string()), ..base })?);
+    entries.sort_by(|a, b| (a.realtime_us, a.pid, &a.message).cmp(&(b.realtime_us, b.pid, &b.message)));
+    entries.dedup();
+    Ok(entries.iter().map(|e| Dynamic::from_map(entry_map(e))).collect())
 }
 
 fn follow(host: &Host, ctx: &NativeCallContext, q: &Map, callback: &FnPtr) -> HostResult<i64> {
@@ -175,4 +189,40 @@ fn emit(host: &Host, tag: &str, message: &str, priority: &str) -> HostResult<Str
     let tag = tag.to_string();
     host.block_on(|| async move { journal.emit(&tag, &line, p).await })?.map_err(fail)?;
     Ok(marker)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ERROR_MARKS, WARNING_MARKS};
+
+    #[test]
+    fn level_marks_match_the_components_own_lines() {
+        let errors = regex::Regex::new(ERROR_MARKS).unwrap();
+        let warnings = regex::Regex::new(WARNING_MARKS).unwrap();
+        let error_lines = [
+            "2026-11-23T00:07:22Z E! [outputs.influxdb_v2] When writing to [http://127.0.0.1:8086]: connection refused",
+            "ts=2026-11-23T00:07:32.4Z level=error msg=\"failed to reload config\" err=\"unknown key\"",
+            "ts=2026-11-23T00:07:32.4Z lvl=error msg=\"Failed to open engine\" log_id=0pS",
+            "level=error ts=2026-11-23T00:07:32Z caller=main.go:1 msg=\"error running loki\"",
+        ];
+        let warning_lines = [
+            "2026-11-23T00:07:22Z W! [agent] Collection took longer than expected",
+            "ts=2026-11-23T00:07:32Z level=warn msg=\"error sending batch, will retry\" status=-1",
+        ];
+        let quiet_lines = [
+            "2026-11-23T00:07:22Z I! Loaded inputs: cpu disk mem",
+            "ts=2026-11-23T00:07:32Z level=info msg=\"no error\" errors=0",
+            "ts=2026-11-23T00:07:32Z level=debug msg=\"batch sent\" status=204",
+            "level=errors_total value=3",
+        ];
+        for l in error_lines {
+            assert!(errors.is_match(l) && warnings.is_match(l), "{l}");
+        }
+        for l in warning_lines {
+            assert!(!errors.is_match(l) && warnings.is_match(l), "{l}");
+        }
+        for l in quiet_lines {
+            assert!(!warnings.is_match(l), "{l}");
+        }
+    }
 }
