@@ -343,3 +343,27 @@ fn dry_run_prints_the_plan_in_order_and_changes_nothing() {
     let after: Vec<_> = ["influxdb", "loki", "telegraf", "alloy"].iter().map(|u| times(&host, u)).collect();
     assert_eq!(before, after);
 }
+
+/// The agent's errors, as Telegraf writes them: `E!` lines on stderr, which journald files at
+/// its default priority (info), not err. The verification must find them all the same.
+#[test]
+fn an_agent_that_cannot_write_fails_its_verification_quoting_its_errors() {
+    let t = probes(Test::new());
+    let Some(host) = running_stack(&t) else { return };
+    opsbook(&host, &t, &["run", "verify-metrics-agent"]).passed("verify-metrics-agent before the fault");
+    host.systemctl(&["stop", "influxdb"]);
+    let wait = "for i in $(seq 100); do journalctl --no-pager -o cat _SYSTEMD_UNIT=telegraf.service | grep -q ' E! ' && exit 0; sleep 0.1; done; exit 1";
+    assert!(host.exec(&["bash", "-c", wait]).status.success(), "the agent logged no E! line with its output down");
+    // As the real agent's, its error lines carry no priority of their own.
+    let by_priority =
+        host.exec(&["journalctl", "--no-pager", "-o", "cat", "-p", "err", "_SYSTEMD_UNIT=telegraf.service"]);
+    assert_eq!(
+        String::from_utf8_lossy(&by_priority.stdout).trim(),
+        "",
+        "the twin's errors are filed at priority err, the real agent's are not"
+    );
+    opsbook(&host, &t, &["run", "verify-metrics-agent"])
+        .code(1)
+        .stdout_has("FAIL  telegraf.service logged no errors since 1 hour ago")
+        .stdout_has("E! [outputs.influxdb_v2]");
+}
