@@ -82,10 +82,11 @@ impl Sandbox {
             .build()
             .map_err(io("cannot start the sandbox's runtime"))?;
         let dir = private_dir().map_err(io("cannot create the sandbox's temporary directory"))?;
+        let [db, logs, shipper] = free_ports().map_err(io("no free loopback port for the sandbox"))?;
         let layout = Layout {
-            db: free_port().map_err(io("no free loopback port for the sandbox"))?,
-            logs: free_port().map_err(io("no free loopback port for the sandbox"))?,
-            shipper: free_port().map_err(io("no free loopback port for the sandbox"))?,
+            db,
+            logs,
+            shipper,
             agent_config: dir.join("telegraf.conf"),
             shipper_config: dir.join("alloy.toml"),
         };
@@ -334,9 +335,15 @@ fn shipper_config(l: &Layout) -> String {
     )
 }
 
-/// A free loopback port (the component binds it again when its unit starts).
-fn free_port() -> std::io::Result<SocketAddr> {
-    std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()
+/// Three distinct free loopback ports (the components bind them again when their units
+/// start). All three are held until all are chosen, or the kernel may hand out one twice.
+fn free_ports() -> std::io::Result<[SocketAddr; 3]> {
+    let held = [
+        std::net::TcpListener::bind("127.0.0.1:0")?,
+        std::net::TcpListener::bind("127.0.0.1:0")?,
+        std::net::TcpListener::bind("127.0.0.1:0")?,
+    ];
+    Ok([held[0].local_addr()?, held[1].local_addr()?, held[2].local_addr()?])
 }
 
 /// A random API token from the kernel's generator.
