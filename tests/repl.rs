@@ -1,5 +1,5 @@
 //! The REPL driven through a real terminal (tmux): multi-line input, a persisted variable,
-//! completion of a host function, `:run`, and Ctrl-C during a long sleep.
+//! lines typed ahead, completion of a host function, `:run`, and Ctrl-C during a long sleep.
 
 use std::time::{Duration, Instant};
 
@@ -7,6 +7,8 @@ use crate::support::Test;
 
 struct Tmux {
     socket: String,
+    /// The prompt without its trailing space, as `capture-pane` shows it.
+    prompt: &'static str,
     _test: Test,
 }
 
@@ -36,10 +38,9 @@ impl Tmux {
             .map(|s| s.success())
             .unwrap_or(false);
         assert!(ok, "tmux new-session failed");
-        let t = Tmux { socket, _test: test };
-        t.wait_for(if args.contains("--sandbox") { "opsbook[sandbox]>" } else { "opsbook>" }, Duration::from_secs(20));
-        // The prompt is drawn just before the editor switches the terminal to raw mode.
-        std::thread::sleep(Duration::from_millis(100));
+        let prompt = if args.contains("--sandbox") { "opsbook[sandbox]>" } else { "opsbook>" };
+        let t = Tmux { socket, prompt, _test: test };
+        t.wait_for(prompt, Duration::from_secs(20));
         Some(t)
     }
 
@@ -49,10 +50,26 @@ impl Tmux {
         assert!(status.success());
     }
 
-    /// Types text literally, then presses Enter.
+    /// Types text literally, waits until the editor shows it, then presses Enter: keys are
+    /// only sent to an editor that has shown it reads them, as an operator would type.
     fn line(&self, text: &str) {
-        self.keys(&["-l", text]);
+        // tmux reads an argument's trailing `;` as its command separator: send that one as hex.
+        match text.strip_suffix(';') {
+            Some(head) => self.keys(&["-l", head, ";", "send-keys", "-H", "3b"]),
+            None => self.keys(&["-l", text]),
+        }
+        self.wait_until(&format!("the typed `{text}` on the last line"), Duration::from_secs(15), |screen| {
+            last_line(screen).contains(text.trim())
+        });
         self.keys(&["Enter"]);
+    }
+
+    /// Waits for a fresh, empty prompt (the previous line done), then types a line.
+    fn command(&self, text: &str) {
+        self.wait_until("an empty prompt on the last line", Duration::from_secs(15), |screen| {
+            last_line(screen) == self.prompt
+        });
+        self.line(text);
     }
 
     fn screen(&self) -> String {
@@ -60,16 +77,26 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn wait_for(&self, text: &str, limit: Duration) -> Duration {
+    fn wait_for(&self, text: &str, limit: Duration) {
+        self.wait_until(&format!("`{text}`"), limit, |screen| screen.contains(text));
+    }
+
+    fn wait_until(&self, what: &str, limit: Duration, seen: impl Fn(&str) -> bool) {
         let started = Instant::now();
         loop {
-            if self.screen().contains(text) {
-                return started.elapsed();
+            let screen = self.screen();
+            if seen(&screen) {
+                return;
             }
-            assert!(started.elapsed() < limit, "`{text}` did not appear within {limit:?}:\n{}", self.screen());
+            assert!(started.elapsed() < limit, "{what} did not appear within {limit:?}:\n{screen}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The last non-blank line of a screen, without trailing blanks.
+fn last_line(screen: &str) -> &str {
+    screen.lines().map(str::trim_end).rfind(|l| !l.is_empty()).unwrap_or("")
 }
 
 impl Drop for Tmux {
@@ -81,15 +108,29 @@ impl Drop for Tmux {
 #[test]
 fn multi_line_input_and_persisted_variables() {
     let Some(t) = Tmux::start(Test::new()) else { return };
-    t.line("let base = 40;");
+    t.command("let base = 40;");
     t.line("fn add_two(x) {");
-    t.wait_for("fn add_two(x) {", Duration::from_secs(15));
     t.line("  x + 2");
     t.line("}");
-    t.line("add_two(base) * 1000 + 7");
+    t.command("add_two(base) * 1000 + 7");
     t.wait_for("42007", Duration::from_secs(15));
-    t.line(":vars");
+    t.command(":vars");
     t.wait_for("base = 40", Duration::from_secs(15));
+}
+
+#[test]
+fn lines_typed_ahead_are_kept() {
+    // One burst, as a paste without bracketed paste arrives: the editor reads both lines at
+    // once, and the second must not be dropped with its read-ahead when the first is accepted.
+    let Some(t) = Tmux::start(Test::new()) else { return };
+    #[rustfmt::skip]
+    t.keys(&[
+        "-l", "print(\"first\")", ";", "send-keys", "Enter", ";",
+        "send-keys", "-l", "print(\"sec\" + \"ond\")", ";", "send-keys", "Enter",
+    ]);
+    t.wait_until("the typed-ahead line's output `second`", Duration::from_secs(15), |screen| {
+        screen.lines().any(|l| l.trim() == "second")
+    });
 }
 
 #[test]
@@ -110,35 +151,35 @@ fn run_prints_a_runbooks_report() {
     let test = Test::new()
         .runbook("hello", "//! Says hello.\nlet who = param(\"who\", \"world\");\ncheck(`hello ${who}`, true);");
     let Some(t) = Tmux::start(test) else { return };
-    t.line(":run hello who=operator");
+    t.command(":run hello who=operator");
     t.wait_for("hello operator", Duration::from_secs(15));
     t.wait_for("1 passed, 0 failed", Duration::from_secs(15));
-    t.line(":doc hello");
+    t.command(":doc hello");
     t.wait_for("Says hello.", Duration::from_secs(15));
 }
 
 #[test]
 fn ctrl_c_cancels_a_long_sleep_within_a_second() {
     let Some(t) = Tmux::start(Test::new()) else { return };
-    t.line("sleep(\"1m\"); print(\"not reached\");");
+    t.command("sleep(\"1m\"); print(\"not reached\");");
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
     t.keys(&["C-c"]);
     t.wait_for("interrupted", Duration::from_secs(15));
     assert!(started.elapsed() < Duration::from_secs(1), "took {:?}", started.elapsed());
-    t.line("1 + 1");
-    t.wait_for("2", Duration::from_secs(15));
+    t.command("1 + 1");
+    t.wait_until("the result 2", Duration::from_secs(15), |screen| screen.lines().any(|l| l.trim() == "2"));
     assert!(!t.screen().lines().any(|l| l.trim() == "not reached"), "{}", t.screen());
 }
 
 #[test]
 fn the_sandbox_stack_can_be_explored_and_broken() {
     let Some(t) = Tmux::start_with(Test::new(), "--sandbox") else { return };
-    t.line(":run quick-check");
+    t.command(":run quick-check");
     t.wait_for("stack healthy", Duration::from_secs(15));
-    t.line("unit::stop(\"loki\")");
-    t.line(":run quick-check");
+    t.command("unit::stop(\"loki\")");
+    t.command(":run quick-check");
     t.wait_for("stack NOT healthy", Duration::from_secs(15));
-    t.line("journal::read(#{unit: \"loki\", lines: 2})");
+    t.command("journal::read(#{unit: \"loki\", lines: 2})");
     t.wait_for("Stopped Loki service.", Duration::from_secs(15));
 }
