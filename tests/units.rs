@@ -143,6 +143,35 @@ check("reads still run", unit::status("sleeper").active_state == "active");
 }
 
 #[test]
+fn access_denied_names_the_unit_and_the_way_out() {
+    // The bus daemon itself refuses, as a system bus refuses a user without the right.
+    let policy = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <policy context="default">
+    <deny send_destination="org.freedesktop.systemd1" send_interface="org.freedesktop.systemd1.Manager" send_member="StartUnit"/>
+  </policy>
+</busconfig>"#;
+    let host = match PrivateHost::boot_with_bus_policy(Some(policy)) {
+        Ok(h) => h,
+        Err(why) => return crate::support::skip(why),
+    };
+    host.install_unit("sleeper.service", SLEEPER);
+    let src = r#"
+check("status is still allowed", unit::status("sleeper").load_state == "loaded");
+let t = unit::try_start("sleeper");
+check("try_start says access-denied", t[0].result == "access-denied", t);
+unit::start("sleeper");
+"#;
+    run(&host, src, &[])
+        .code(1)
+        .stdout_has("2 passed")
+        .stdout_has("access denied to start `sleeper.service`")
+        .stdout_has("help: run as root, or pass `--user`");
+    assert_eq!(host.systemctl(&["is-active", "sleeper"]), "inactive");
+}
+
+#[test]
 fn no_bus_names_the_address() {
     let t = Test::new().runbook("t", "unit::status(\"loki\");");
     t.env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")

@@ -9,6 +9,11 @@ set -euo pipefail
 state=$1
 shift
 mount --make-rprivate /
+# A test's own session-bus policy (STATE/dbus-session.d), seen only inside this host.
+if [ -d "$state/dbus-session.d" ]; then
+  [ -d /etc/dbus-1/session.d ] || { echo "/etc/dbus-1/session.d is missing (apt-get install dbus)" >&2; exit 1; }
+  mount --bind "$state/dbus-session.d" /etc/dbus-1/session.d
+fi
 # Our own cgroup, so hosts running side by side don't share unit cgroups (the cgroup
 # tree is not namespaced here): the user manager takes its own cgroup as its root.
 for hierarchy in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do

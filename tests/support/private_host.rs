@@ -22,6 +22,12 @@ pub const ENV: [(&str, &str); 3] = [
 impl PrivateHost {
     /// Boots a host, or says why it cannot (the caller prints "skipped: …" and returns).
     pub fn boot() -> Result<PrivateHost, String> {
+        PrivateHost::boot_with_bus_policy(None)
+    }
+
+    /// Boots a host whose session bus also reads `policy` (a dbus-daemon `<busconfig>`), as a
+    /// system's bus reads its policy files: what it denies is denied by the real bus daemon.
+    pub fn boot_with_bus_policy(policy: Option<&str>) -> Result<PrivateHost, String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("not root: namespaces need CAP_SYS_ADMIN".into());
@@ -33,6 +39,12 @@ impl PrivateHost {
             }
         }
         let state = tempfile::tempdir().map_err(|e| e.to_string())?;
+        if let Some(policy) = policy {
+            let dir = state.path().join("dbus-session.d");
+            std::fs::create_dir(&dir)
+                .and_then(|()| std::fs::write(dir.join("opsbook-test.conf"), policy))
+                .map_err(|e| e.to_string())?;
+        }
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/private-host.sh");
         let mut unshare = Command::new("unshare")
             .args(["--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", script])
