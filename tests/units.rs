@@ -167,7 +167,7 @@ unit::start("sleeper");
         .code(1)
         .stdout_has("2 passed")
         .stdout_has("access denied to start `sleeper.service`")
-        .stdout_has("help: run as root, or pass `--user`");
+        .stdout_has("help: the system's units need root");
     assert_eq!(host.systemctl(&["is-active", "sleeper"]), "inactive");
 }
 

@@ -93,7 +93,7 @@ impl std::fmt::Display for UnitError {
             UnitError::Inactive { unit } => write!(f, "unit `{unit}` is not active, so it cannot be reloaded"),
             UnitError::AccessDenied { unit, action, detail } => write!(
                 f,
-                "access denied to {action} `{unit}` ({detail})\n  help: run as root, or pass `--user` for units of your user manager"
+                "access denied to {action} `{unit}` ({detail})\n  help: the system's units need root (or a polkit rule that allows you); `--user` manages your own user manager's units"
             ),
             UnitError::NoBus { address, reason } => write!(
                 f,
