@@ -9,7 +9,8 @@ set -euo pipefail
 state=$1
 shift
 mount --make-rprivate /
-# A test's own session-bus policy (STATE/dbus-session.d), seen only inside this host.
+# A test's own session-bus policy (STATE/dbus-session.d) in place of the machine's
+# session.d, seen only inside this host's mount namespace.
 if [ -d "$state/dbus-session.d" ]; then
   [ -d /etc/dbus-1/session.d ] || { echo "/etc/dbus-1/session.d is missing (apt-get install dbus)" >&2; exit 1; }
   mount --bind "$state/dbus-session.d" /etc/dbus-1/session.d
