@@ -11,17 +11,17 @@ use crate::support::wire::{WireServer, capture};
 
 const TOKEN: &str = "CANARY-probe-token-51d2";
 
-fn loki_routes() -> Option<serde_json::Value> {
-    Some(json!({
+fn loki_routes() -> serde_json::Value {
+    json!({
         "GET /ready": {"status": 200, "headers": {"Content-Type": "text/plain; charset=utf-8"}, "body": "ready\n"},
-        "GET /loki/api/v1/labels": {"headers": {"Content-Type": "application/json"}, "body": capture("loki-3.4.6/labels.json")?},
-        "GET /loki/api/v1/label/hostname/values": {"headers": {"Content-Type": "application/json"}, "body": capture("loki-3.4.6/label-hostname-values.json")?},
-        "GET /loki/api/v1/query_range": {"headers": {"Content-Type": "application/json"}, "body": capture("loki-3.4.6/query-range-streams.json")?},
-        "GET /loki/api/v1/query": {"headers": {"Content-Type": "application/json"}, "body": capture("loki-3.4.6/query-instant-metric.json")?},
-        "GET /metrics": {"headers": {"Content-Type": "text/plain; version=0.0.4"}, "body": capture("loki-3.4.6/metrics-excerpt.txt")?},
-        "GET /config": {"headers": {"Content-Type": "text/plain"}, "body": capture("loki-3.4.6/config.yaml")?},
+        "GET /loki/api/v1/labels": {"headers": {"Content-Type": "application/json"}, "body": capture("loki-3.4.6/labels.json")},
+        "GET /loki/api/v1/label/hostname/values": {"headers": {"Content-Type": "application/json"}, "body": capture("loki-3.4.6/label-hostname-values.json")},
+        "GET /loki/api/v1/query_range": {"headers": {"Content-Type": "application/json"}, "body": capture("loki-3.4.6/query-range-streams.json")},
+        "GET /loki/api/v1/query": {"headers": {"Content-Type": "application/json"}, "body": capture("loki-3.4.6/query-instant-metric.json")},
+        "GET /metrics": {"headers": {"Content-Type": "text/plain; version=0.0.4"}, "body": capture("loki-3.4.6/metrics-excerpt.txt")},
+        "GET /config": {"headers": {"Content-Type": "text/plain"}, "body": capture("loki-3.4.6/config.yaml")},
         "POST /loki/api/v1/push": {"status": 204},
-    }))
+    })
 }
 
 const ANNOTATED: &str = "#datatype,string,long,dateTime:RFC3339,dateTime:RFC3339,dateTime:RFC3339,double,string,string,string\r\n#group,false,false,true,true,false,false,true,true,true\r\n#default,_result,,,,,,,,\r\n,result,table,_start,_stop,_time,_value,_field,_measurement,cpu\r\n,,0,2026-11-22T09:00:00Z,2026-11-22T09:01:00Z,2026-11-22T09:00:10Z,12.5,usage_system,cpu,cpu-total\r\n\r\n";
@@ -45,7 +45,7 @@ fn config_for(db: &str, logs: &str) -> String {
 
 #[test]
 fn log_store_probes_and_queries_read_real_loki_answers() {
-    let Some(routes) = loki_routes() else { return crate::support::skip("../shared/wire not present") };
+    let routes = loki_routes();
     let Some(loki) = WireServer::start(routes) else { return };
     let src = r#"
 let r = loki::ready();
@@ -83,9 +83,7 @@ check("push", loki::push(#{ service_type: "x" }, "a line").ok);
 
 #[test]
 fn loki_starting_up_is_not_ready_with_its_reason() {
-    let Some(text) = capture("loki-3.4.6/ready-starting.txt") else {
-        return crate::support::skip("../shared/wire not present");
-    };
+    let text = capture("loki-3.4.6/ready-starting.txt");
     let body = text.split("\r\n\r\n").nth(1).or_else(|| text.split("\n\n").nth(1)).unwrap().to_string();
     let Some(loki) = WireServer::start(
         json!({"GET /ready": {"status": 503, "headers": {"Content-Type": "text/plain"}, "body": body}}),

@@ -1,4 +1,4 @@
-//! The stack twin against real wire facts: every capture of a real server in ../shared/wire
+//! The stack twin against real wire facts: every capture of a real server in tests/fixtures/wire
 //! reproduced (status, content type, body shape), the official InfluxDB Python client reading
 //! the twin's CSV, the twin shipper's pushes accepted by the twin log store (JSON and
 //! protobuf), and the `opsbook twin …` processes themselves (serving, --test, validate,
@@ -67,19 +67,17 @@ fn header(r: &reqwest::blocking::Response, name: &str) -> String {
 }
 
 /// The raw body of a captured response (after the blank line), or the file when it is a body.
-fn captured_body(path: &str) -> Option<String> {
-    let text = capture(path)?;
-    Some(match text.split_once("\r\n\r\n") {
+fn captured_body(path: &str) -> String {
+    let text = capture(path);
+    match text.split_once("\r\n\r\n") {
         Some((_, body)) if path.ends_with(".txt") => body.to_string(),
         _ => text,
-    })
+    }
 }
 
 #[test]
 fn loki_captures_are_reproduced() {
-    let Some(push_body) = capture("loki-3.4.6/push-body.json") else {
-        return skip("../shared/wire is not beside the repository");
-    };
+    let push_body = capture("loki-3.4.6/push-body.json");
     let rt = runtime();
     let (url, store, stop) =
         start_log_store(&rt, log_store::Options { ready_delay: Duration::from_millis(600), ..Default::default() });
@@ -89,12 +87,12 @@ fn loki_captures_are_reproduced() {
     let r = c.get(format!("{url}/ready")).send().unwrap();
     assert_eq!(r.status(), 503);
     assert_eq!(header(&r, "content-type"), "text/plain; charset=utf-8");
-    assert_eq!(r.text().unwrap(), captured_body("loki-3.4.6/ready-starting.txt").unwrap());
+    assert_eq!(r.text().unwrap(), captured_body("loki-3.4.6/ready-starting.txt"));
     assert_eq!(c.head(format!("{url}/ready")).send().unwrap().status(), 405);
     std::thread::sleep(Duration::from_millis(700));
     let r = c.get(format!("{url}/ready")).send().unwrap();
     assert_eq!((r.status().as_u16(), header(&r, "x-content-type-options")), (200, "nosniff".to_string()));
-    assert_eq!(r.text().unwrap(), captured_body("loki-3.4.6/ready.txt").unwrap());
+    assert_eq!(r.text().unwrap(), captured_body("loki-3.4.6/ready.txt"));
 
     // The captured push (its timestamp is within Loki's one-week window): 204, no body.
     let r = c
@@ -116,7 +114,7 @@ fn loki_captures_are_reproduced() {
         .unwrap();
     assert_eq!(r.status(), 200);
     let ours: Value = r.json().unwrap();
-    let theirs: Value = serde_json::from_str(&capture("loki-3.4.6/query-range-streams.json").unwrap()).unwrap();
+    let theirs: Value = serde_json::from_str(&capture("loki-3.4.6/query-range-streams.json")).unwrap();
     assert_eq!(shape(&ours), shape(&theirs), "query_range streams body shape");
     assert_eq!(
         ours["data"]["result"][0]["stream"], theirs["data"]["result"][0]["stream"],
@@ -132,7 +130,7 @@ fn loki_captures_are_reproduced() {
         .unwrap();
     assert_eq!(r.status(), 400);
     assert_eq!(header(&r, "content-type"), "text/plain; charset=utf-8");
-    assert_eq!(r.text().unwrap(), captured_body("loki-3.4.6/query-instant-logquery-400.txt").unwrap());
+    assert_eq!(r.text().unwrap(), captured_body("loki-3.4.6/query-instant-logquery-400.txt"));
 
     let r = c
         .get(format!("{url}/loki/api/v1/query"))
@@ -140,7 +138,7 @@ fn loki_captures_are_reproduced() {
         .send()
         .unwrap();
     let ours: Value = r.json().unwrap();
-    let theirs: Value = serde_json::from_str(&capture("loki-3.4.6/query-instant-metric.json").unwrap()).unwrap();
+    let theirs: Value = serde_json::from_str(&capture("loki-3.4.6/query-instant-metric.json")).unwrap();
     assert_eq!(shape(&ours), shape(&theirs), "instant metric body shape");
     assert_eq!(ours["data"]["result"][0]["metric"], theirs["data"]["result"][0]["metric"]);
     assert_eq!(ours["data"]["result"][0]["value"][1], "1");
@@ -152,7 +150,7 @@ fn loki_captures_are_reproduced() {
         .send()
         .unwrap();
     let ours: Value = r.json().unwrap();
-    let theirs: Value = serde_json::from_str(&capture("loki-3.4.6/query-range-matrix.json").unwrap()).unwrap();
+    let theirs: Value = serde_json::from_str(&capture("loki-3.4.6/query-range-matrix.json")).unwrap();
     assert_eq!(shape(&ours), shape(&theirs), "matrix body shape");
     assert_eq!(ours["data"]["result"][0]["values"][0], theirs["data"]["result"][0]["values"][0], "step-aligned sample");
 
@@ -165,17 +163,17 @@ fn loki_captures_are_reproduced() {
         let r = c.get(format!("{url}{path}")).query(&since).send().unwrap();
         assert_eq!(header(&r, "content-type"), "application/json; charset=UTF-8");
         let ours: Value = r.json().unwrap();
-        let theirs: Value = serde_json::from_str(&capture(&format!("loki-3.4.6/{file}")).unwrap()).unwrap();
+        let theirs: Value = serde_json::from_str(&capture(&format!("loki-3.4.6/{file}"))).unwrap();
         assert_eq!(ours, theirs, "{path}");
     }
     let ours: Value = c.get(format!("{url}/loki/api/v1/status/buildinfo")).send().unwrap().json().unwrap();
-    let theirs: Value = serde_json::from_str(&capture("loki-3.4.6/buildinfo.json").unwrap()).unwrap();
+    let theirs: Value = serde_json::from_str(&capture("loki-3.4.6/buildinfo.json")).unwrap();
     assert_eq!(shape(&ours), shape(&theirs));
 
     // /metrics: the captured families, with the same label names, and the chunk counter.
     let metrics = c.get(format!("{url}/metrics")).send().unwrap().text().unwrap();
     let ours = opsbook::wire::exposition::parse(&metrics).unwrap();
-    let excerpt = capture("loki-3.4.6/metrics-excerpt.txt").unwrap();
+    let excerpt = capture("loki-3.4.6/metrics-excerpt.txt");
     for line in excerpt.lines().filter(|l| l.starts_with("# TYPE")) {
         assert!(metrics.contains(line), "missing `{line}`");
     }
@@ -195,7 +193,7 @@ fn loki_captures_are_reproduced() {
     // /config: YAML naming the backend as Loki's does.
     let yaml = c.get(format!("{url}/config")).send().unwrap().text().unwrap();
     assert_eq!(opsbook::wire::loki_config::object_stores(&yaml), vec!["filesystem".to_string()]);
-    let real = capture("loki-3.4.6/config.yaml").unwrap();
+    let real = capture("loki-3.4.6/config.yaml");
     assert_eq!(opsbook::wire::loki_config::object_stores(&real), vec!["filesystem".to_string()]);
     stop.trigger();
 }
@@ -279,11 +277,10 @@ fn influx_captures_and_api_answers() {
     let c = client();
     let r = c.head(format!("{url}/ping")).send().unwrap();
     assert_eq!(r.status(), 204);
-    if let Some(ping) = capture("influxdb-1.6/ping-headers.txt") {
-        for name in ["X-Influxdb-Build", "X-Influxdb-Version"] {
-            assert!(ping.contains(name));
-            assert!(!header(&r, name).is_empty(), "{name}");
-        }
+    let ping = capture("influxdb-1.6/ping-headers.txt");
+    for name in ["X-Influxdb-Build", "X-Influxdb-Version"] {
+        assert!(ping.contains(name));
+        assert!(!header(&r, name).is_empty(), "{name}");
     }
     let health: Value = c.get(format!("{url}/health")).send().unwrap().json().unwrap();
     assert_eq!((health["name"].as_str(), health["status"].as_str()), (Some("influxdb"), Some("pass")));

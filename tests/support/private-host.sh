@@ -4,7 +4,7 @@
 # It boots a real systemd-journald and a real `systemd --user` with its own D-Bus session
 # bus, on tmpfs mounts so nothing of the real machine's /run is touched, and its own
 # loopback. Then it touches STATE/ready and either runs CMD (and ends, taking everything with
-# it) or waits to be killed. Recipe: shared/notes/private-host.md.
+# it) or waits to be killed. (A mount+net+pid namespace with a real systemd --user and journald.)
 set -euo pipefail
 state=$1
 shift
