@@ -7,7 +7,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+use crate::report::Format;
 
 /// Operate and verify a self-hosted monitoring stack through editable Rhai runbooks.
 ///
@@ -78,20 +80,6 @@ components being metrics-db, log-store, metrics-agent, log-shipper.\n\
 - metrics-agent:not-writing — the agent runs but writes nothing\n\
 - log-shipper:bad-config — the shipper's configuration file no longer validates\n\
 - log-shipper:reload-fails — the shipper's reload fails";
-
-/// How a run's report is written to stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum Format {
-    /// Readable lines, streamed as checks happen; colour only on a terminal.
-    #[default]
-    Human,
-    /// One JSON document (schema in README).
-    Json,
-    /// JUnit XML, for CI systems.
-    Junit,
-    /// Test Anything Protocol, version 13.
-    Tap,
-}
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

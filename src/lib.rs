@@ -22,6 +22,7 @@ pub mod report;
 pub mod runbook;
 pub mod sandbox;
 pub mod secret;
+pub mod session;
 pub mod subcommand;
 pub mod twin;
 pub mod wire;

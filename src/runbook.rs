@@ -1,4 +1,4 @@
-//! A runbook: compiled, its parameters read from the script, and run into a report.
+//! A runbook compiled, its parameters read from the script (`Session::run` runs it).
 //!
 //! Parameters are declared in the script itself (`let wait = param("wait", "5s");`). They are
 //! found by walking the compiled AST for `param` calls with a literal name, so `show` can list
@@ -6,15 +6,12 @@
 //! anything runs. The default's kind decides what `--set` accepts.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Scope, Stmt};
+use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Stmt};
 
 use crate::catalog::{Catalog, Entry};
-use crate::engine::{self, Class};
+use crate::engine;
 use crate::error::{Error, suggest};
-use crate::host::Host;
-use crate::report::{End, Recorder, Report};
 
 /// What a parameter accepts, from the kind of its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,32 +199,4 @@ impl Compiled {
             })
             .collect()
     }
-}
-
-/// Runs a compiled runbook with its recorder installed; returns the finished report.
-/// A script error is printed to stderr as a diagnostic.
-pub fn run(engine: &Engine, host: &Arc<Host>, catalog: &Catalog, compiled: &Compiled, recorder: Recorder) -> Report {
-    host.set_recorder(Some(recorder));
-    let result = engine.run_ast_with_scope(&mut Scope::new(), &compiled.ast);
-    let end = match result {
-        Ok(()) => End::Completed,
-        Err(e) => {
-            let explained = engine::explain(&e, &compiled.entry.source, catalog, Some(host));
-            match explained.class {
-                Class::Interrupted => End::Interrupted,
-                Class::Aborted => {
-                    let d = &explained.diagnostic;
-                    let place =
-                        if d.line > 0 { format!(" (at {}:{}:{})", d.file, d.line, d.column) } else { String::new() };
-                    End::Aborted(format!("{}{place}", explained.message))
-                }
-                Class::Script => {
-                    eprint!("{}", crate::secret::redact(&explained.diagnostic.to_string()));
-                    End::ScriptError(explained.message)
-                }
-            }
-        }
-    };
-    let recorder = host.take_recorder().expect("the recorder was installed above");
-    recorder.finish(end)
 }

@@ -7,26 +7,27 @@ use std::sync::Arc;
 use clap::CommandFactory;
 
 use crate::catalog::{Catalog, Kind};
-use crate::cli::{Arguments, Command, Format, GlobalOptions, RunArgs};
-use crate::config::{Config, Sources};
+use crate::cli::{Arguments, Command, RunArgs};
 use crate::error::Error;
 use crate::host::Host;
-use crate::report::{Mode, Recorder};
-use crate::runbook;
-use crate::sandbox::Sandbox;
-use crate::world::World;
+use crate::report::Format;
+use crate::session::{Reach, Session};
 
+/// Builds the session the subcommand needs (if any) and executes it.
 pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
-    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    let session = |reach| Session::open(&global, reach);
     match args.command {
-        Command::Run(run) => run_runbook(&global, &catalog, run),
-        Command::List => list(&global, &catalog),
-        Command::Show { name } => show(&global, &catalog, &name),
-        Command::Check { names } => check(&global, &catalog, &names),
-        Command::Fns { filter, json, definitions } => fns(&global, &catalog, filter.as_deref(), json, definitions),
-        Command::Config => config(&global, &catalog),
-        Command::Repl => crate::repl::run(&global, catalog),
+        Command::Run(run) => run_runbook(&session(Reach::Act)?, &run, global.format),
+        // Listing reads only the catalog: it works with a broken configuration file too.
+        Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),
+        Command::Show { name } => show(&session(Reach::Describe)?, &name, global.format),
+        Command::Check { names } => check(&session(Reach::Describe)?, &names),
+        Command::Fns { filter, json, definitions } => {
+            fns(&session(Reach::Describe)?, filter.as_deref(), json || global.format == Format::Json, definitions)
+        }
+        Command::Config => config(&session(Reach::Act)?, global.format),
+        Command::Repl => crate::repl::run(session(Reach::Act)?, global.sandbox),
         Command::Twin(args) => crate::twin::run(args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Arguments::command(), "opsbook", &mut std::io::stdout());
@@ -35,47 +36,10 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
     }
 }
 
-fn load_config(global: &GlobalOptions) -> Result<Arc<Config>, Error> {
-    let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
-    Config::load(&sources).map(Arc::new)
-}
-
-/// The configuration and the world a run acts on: this machine, or with `--sandbox` an
-/// in-process stack (kept alive by the returned `Sandbox` until it is dropped).
-pub fn environment(global: &GlobalOptions) -> Result<(Arc<Config>, World, Option<Sandbox>), Error> {
-    let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
-    let config = Config::load(&sources)?;
-    if !global.sandbox {
-        if let Some(spec) = global.faults.first() {
-            return Err(Error::Usage(format!(
-                "`--fault {spec}` rehearses a failure of the in-process stack: add `--sandbox`"
-            )));
-        }
-        let world = World::real(&config);
-        return Ok((Arc::new(config), world, None));
-    }
-    let (sandbox, config) = Sandbox::start(config, &global.faults)?;
-    Ok((Arc::new(config), sandbox.world.clone(), Some(sandbox)))
-}
-
-/// How runs act, from the global options.
-pub fn mode(global: &GlobalOptions) -> Mode {
-    Mode { dry_run: global.dry_run, sandbox: global.sandbox.then(|| global.faults.clone()) }
-}
-
-fn run_runbook(global: &GlobalOptions, catalog: &Arc<Catalog>, args: RunArgs) -> Result<u8, Error> {
-    let (config, world, _sandbox) = environment(global)?;
-    let host = Host::new(config, world, global.dry_run);
-    let engine = crate::engine::build(&host, catalog);
-    let entry = catalog.find(Kind::Runbook, &args.name)?;
-    let compiled = runbook::compile(&engine, catalog, entry)?;
-    let bound = compiled.bind(&args.params)?;
-    let shown_params = compiled.effective_params(&bound);
-    host.set_params(bound);
-    install_signal_handlers(&host);
-    let recorder =
-        Recorder::new(&compiled.entry.name, &compiled.entry.source, shown_params, mode(global), global.format);
-    let report = runbook::run(&engine, &host, catalog, &compiled, recorder);
+fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
+    let compiled = session.compile(&args.name)?;
+    install_signal_handlers(&session.host);
+    let report = session.run(&compiled, &args.params, format)?;
     Ok(report.exit_code())
 }
 
@@ -105,10 +69,10 @@ fn install_signal_handlers(host: &Arc<Host>) {
     });
 }
 
-fn list(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
+fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
     let entries = catalog.all(Kind::Runbook)?;
     let mut out = std::io::stdout().lock();
-    if global.format == Format::Json {
+    if format == Format::Json {
         let rows: Vec<_> = entries
             .iter()
             .map(|e| serde_json::json!({"name": e.name, "summary": e.summary(), "from": e.origin.to_string(), "source": e.source}))
@@ -136,16 +100,11 @@ fn list(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
     Ok(0)
 }
 
-fn show(global: &GlobalOptions, catalog: &Arc<Catalog>, name: &str) -> Result<u8, Error> {
-    let config = load_config(global)?;
-    let world = World::real(&config);
-    let host = Host::new(config, world, true);
-    let engine = crate::engine::build(&host, catalog);
-    let entry = catalog.find(Kind::Runbook, name)?;
-    let compiled = runbook::compile(&engine, catalog, entry)?;
+fn show(session: &Session, name: &str, format: Format) -> Result<u8, Error> {
+    let compiled = session.compile(name)?;
     let e = &compiled.entry;
     let mut out = std::io::stdout().lock();
-    if global.format == Format::Json {
+    if format == Format::Json {
         let params: Vec<_> = compiled
             .params
             .iter()
@@ -178,11 +137,8 @@ fn show(global: &GlobalOptions, catalog: &Arc<Catalog>, name: &str) -> Result<u8
     Ok(0)
 }
 
-fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Result<u8, Error> {
-    let config = load_config(global)?;
-    let world = World::real(&config);
-    let host = Host::new(config, world, true);
-    let engine = crate::engine::build(&host, catalog);
+fn check(session: &Session, names: &[String]) -> Result<u8, Error> {
+    let catalog = &session.catalog;
     let (runbooks, modules) = if names.is_empty() {
         (catalog.all(Kind::Runbook)?, catalog.all(Kind::Module)?)
     } else {
@@ -193,7 +149,7 @@ fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Re
     let mut module_results = Vec::new();
     for m in modules {
         checked_modules.insert(m.name.clone(), true);
-        module_results.push(runbook::compile(&engine, catalog, m).map(|_| ()));
+        module_results.push(session.compile_entry(m).map(|_| ()));
     }
     let (mut n_runbooks, mut n_modules) = (0, module_results.len());
     for result in module_results {
@@ -204,7 +160,7 @@ fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Re
     for entry in runbooks {
         n_runbooks += 1;
         let source = entry.source.clone();
-        match runbook::compile(&engine, catalog, entry) {
+        match session.compile_entry(entry) {
             Err(e) => errors.push(e),
             Ok(compiled) => {
                 for import in &compiled.imports {
@@ -215,7 +171,7 @@ fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Re
                     match catalog.find(Kind::Module, import) {
                         Ok(m) => {
                             n_modules += 1;
-                            if let Err(e) = runbook::compile(&engine, catalog, m) {
+                            if let Err(e) = session.compile_entry(m) {
                                 errors.push(e);
                             }
                         }
@@ -242,16 +198,12 @@ fn check(global: &GlobalOptions, catalog: &Arc<Catalog>, names: &[String]) -> Re
 }
 
 fn fns(
-    global: &GlobalOptions,
-    catalog: &Arc<Catalog>,
+    session: &Session,
     filter: Option<&str>,
     json: bool,
     definitions: Option<std::path::PathBuf>,
 ) -> Result<u8, Error> {
-    let config = load_config(global)?;
-    let world = World::real(&config);
-    let host = Host::new(config, world, true);
-    let engine = crate::engine::build(&host, catalog);
+    let engine = session.engine();
     if let Some(dir) = definitions {
         std::fs::create_dir_all(&dir)
             .and_then(|_| engine.definitions().include_standard_packages(false).write_to_dir(&dir))
@@ -262,7 +214,7 @@ fn fns(
         println!("wrote Rhai definition files into {}", dir.display());
         return Ok(0);
     }
-    let mut functions = crate::functions::list(&engine);
+    let mut functions = crate::functions::list(engine);
     if let Some(filter) = filter {
         let f = filter.to_lowercase();
         functions.retain(|d| {
@@ -272,7 +224,7 @@ fn fns(
         });
     }
     let mut out = std::io::stdout().lock();
-    if json || global.format == Format::Json {
+    if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&functions).unwrap_or_default()).ok();
         return Ok(0);
     }
@@ -289,11 +241,11 @@ fn fns(
     Ok(0)
 }
 
-fn config(global: &GlobalOptions, catalog: &Catalog) -> Result<u8, Error> {
-    let (config, _world, _sandbox) = environment(global)?;
+fn config(session: &Session, format: Format) -> Result<u8, Error> {
+    let (config, catalog) = (&session.config, &session.catalog);
     let rows = config.describe();
     let mut out = std::io::stdout().lock();
-    if global.format == Format::Json {
+    if format == Format::Json {
         let values: serde_json::Map<String, serde_json::Value> = rows
             .iter()
             .map(|(k, v, o)| (k.name.to_string(), serde_json::json!({"value": v, "from": o.to_string()})))

@@ -17,13 +17,11 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
 
-use crate::catalog::{Catalog, Kind};
-use crate::cli::{Format, GlobalOptions};
-use crate::config::Config;
+use crate::catalog::Kind;
 use crate::error::Error;
-use crate::host::Host;
-use crate::report::Recorder;
+use crate::report::Format;
 use crate::secret::redact;
+use crate::session::Session;
 use helper::{ReplHelper, Vocabulary};
 
 const COMMANDS: &[&str] =
@@ -44,38 +42,24 @@ Variables, functions and imports persist. Tab completes; the hint shows the sign
   :history            lines entered
   :quit               leave (or Ctrl-D); Ctrl-C cancels a running statement";
 
-/// An interactive session.
-struct Session {
-    global: GlobalOptions,
-    catalog: Arc<Catalog>,
-    config: Arc<Config>,
-    host: Arc<Host>,
-    engine: Engine,
+/// An interactive session: the machine's session plus what the operator typed.
+struct Repl {
+    session: Session,
     scope: Scope<'static>,
     /// Function definitions entered so far.
     functions: AST,
     imports: Vec<(String, String)>,
     evaluating: Arc<AtomicBool>,
-    /// The in-process stack of `--sandbox`, alive as long as the session.
-    _sandbox: Option<crate::sandbox::Sandbox>,
 }
 
-/// Runs the REPL until `:quit` or Ctrl-D.
-pub fn run(global: &GlobalOptions, catalog: Arc<Catalog>) -> Result<u8, Error> {
-    let (config, world, sandbox) = crate::subcommand::environment(global)?;
-    let host = Host::new(config.clone(), world, global.dry_run);
-    let engine = crate::engine::build(&host, &catalog);
-    let mut session = Session {
-        global: global.clone(),
-        catalog,
-        config,
-        host,
-        engine,
+/// Runs the REPL against `session` until `:quit` or Ctrl-D.
+pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
+    let mut session = Repl {
+        session,
         scope: Scope::new(),
         functions: AST::empty(),
         imports: Vec::new(),
         evaluating: Arc::new(AtomicBool::new(false)),
-        _sandbox: sandbox,
     };
     session.install_interrupt();
 
@@ -91,7 +75,7 @@ pub fn run(global: &GlobalOptions, catalog: Arc<Catalog>) -> Result<u8, Error> {
     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         println!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
     }
-    let prompt = if global.sandbox { "opsbook[sandbox]> " } else { "opsbook> " };
+    let prompt = if sandbox { "opsbook[sandbox]> " } else { "opsbook> " };
     loop {
         match editor.readline(prompt) {
             Ok(line) => {
@@ -148,14 +132,14 @@ enum Flow {
     Quit,
 }
 
-impl Session {
+impl Repl {
     /// Ctrl-C while a statement runs cancels it; at the prompt the line editor handles it.
     fn install_interrupt(&self) {
-        let cancel = self.host.cancel.clone();
+        let cancel = self.session.host.cancel.clone();
         let evaluating = self.evaluating.clone();
         // Registered here, before the first prompt: a Ctrl-C that came before the handler
         // would kill the session.
-        let runtime = self.host.runtime();
+        let runtime = self.session.host.runtime();
         let _context = runtime.enter();
         let Ok(mut int) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) else { return };
         runtime.spawn(async move {
@@ -168,14 +152,15 @@ impl Session {
     }
 
     fn vocabulary(&self) -> Vocabulary {
-        let names =
-            |kind| self.catalog.all(kind).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default();
+        let names = |kind| {
+            self.session.catalog.all(kind).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default()
+        };
         let units = ["metrics_db", "log_store", "metrics_agent", "log_shipper"]
             .iter()
-            .map(|c| self.config.text(&format!("{c}.unit")))
+            .map(|c| self.session.config.text(&format!("{c}.unit")))
             .collect();
         Vocabulary {
-            functions: crate::functions::list(&self.engine),
+            functions: crate::functions::list(self.session.engine()),
             runbooks: names(Kind::Runbook),
             modules: names(Kind::Module),
             units,
@@ -196,9 +181,10 @@ impl Session {
             true
         });
         for (module, alias) in found {
-            let resolved = self.engine.module_resolver().resolve(&self.engine, None, &module, rhai::Position::NONE);
+            let engine = self.session.engine();
+            let resolved = engine.module_resolver().resolve(engine, None, &module, rhai::Position::NONE);
             if let Ok(m) = resolved {
-                self.engine.register_static_module(alias.as_str(), m);
+                self.session.engine_mut().register_static_module(alias.as_str(), m);
                 self.imports.retain(|(_, a)| a != &alias);
                 self.imports.push((module, alias));
             }
@@ -208,11 +194,11 @@ impl Session {
     /// Compiles and runs one input; prints its value or its error.
     fn eval(&mut self, input: &str, source: &str) {
         let text: Arc<str> = input.into();
-        self.catalog.remember(source, &text);
-        let mut ast = match self.engine.compile_with_scope(&self.scope, input) {
+        self.session.catalog.remember(source, &text);
+        let mut ast = match self.session.engine().compile_with_scope(&self.scope, input) {
             Ok(ast) => ast,
             Err(e) => {
-                eprint!("{}", redact(&crate::engine::parse_diagnostic(&e, source, &self.catalog).to_string()));
+                eprint!("{}", redact(&crate::engine::parse_diagnostic(&e, source, &self.session.catalog).to_string()));
                 return;
             }
         };
@@ -220,9 +206,9 @@ impl Session {
         self.keep_imports(&ast);
         self.functions = self.functions.merge(&ast.clone_functions_only());
         let program = self.functions.merge(&ast);
-        self.host.cancel.reset();
+        self.session.host.cancel.reset();
         self.evaluating.store(true, Ordering::SeqCst);
-        let result = self.engine.eval_ast_with_scope::<Dynamic>(&mut self.scope, &program);
+        let result = self.session.engine().eval_ast_with_scope::<Dynamic>(&mut self.scope, &program);
         self.evaluating.store(false, Ordering::SeqCst);
         crate::progress::clear();
         match result {
@@ -233,14 +219,14 @@ impl Session {
                 }
             }
             Err(e) => {
-                let explained = crate::engine::explain(&e, source, &self.catalog, Some(&self.host));
+                let explained = crate::engine::explain(&e, source, &self.session.catalog, Some(&self.session.host));
                 match explained.class {
                     crate::engine::Class::Interrupted => eprintln!("interrupted"),
                     _ => eprint!("{}", redact(&explained.diagnostic.to_string())),
                 }
             }
         }
-        self.host.cancel.reset();
+        self.session.host.cancel.reset();
     }
 
     fn command(&mut self, input: &str, history: &DefaultHistory) -> Flow {
@@ -252,7 +238,7 @@ impl Session {
             ":help" | ":h" => println!("{HELP}"),
             ":fns" => {
                 let filter = args.first().map(|f| f.to_lowercase());
-                for f in crate::functions::list(&self.engine) {
+                for f in crate::functions::list(self.session.engine()) {
                     if filter
                         .as_ref()
                         .is_none_or(|x| f.signature.to_lowercase().contains(x) || f.doc.to_lowercase().contains(x))
@@ -278,7 +264,7 @@ impl Session {
             }
             ":reload" => {
                 // A new engine forgets compiled modules; imports are resolved again.
-                self.engine = crate::engine::build(&self.host, &self.catalog);
+                self.session.reload();
                 let imports = std::mem::take(&mut self.imports);
                 for (module, alias) in imports {
                     self.eval(&format!("import \"{module}\" as {alias};"), "<reload>");
@@ -315,14 +301,14 @@ impl Session {
             return eprintln!("usage: :doc NAME (a host function such as unit::status, or a runbook)");
         }
         let (ns, fname) = name.rsplit_once("::").unwrap_or(("", name));
-        let found: Vec<_> = crate::functions::list(&self.engine)
+        let found: Vec<_> = crate::functions::list(self.session.engine())
             .into_iter()
             .filter(|f| f.name == fname && (ns.is_empty() || f.namespace == ns))
             .collect();
         for f in &found {
             println!("{}\n    {}\n", f.signature, f.doc.replace('\n', "\n    "));
         }
-        if let Ok(entry) = self.catalog.find(Kind::Runbook, name) {
+        if let Ok(entry) = self.session.catalog.find(Kind::Runbook, name) {
             println!("runbook {} ({})\n{}", entry.name, entry.source, entry.doc());
         } else if found.is_empty() {
             eprintln!("error: no host function or runbook named `{name}`");
@@ -338,32 +324,21 @@ impl Session {
                 None => return eprintln!("error: expected key=value, got `{a}`"),
             }
         }
-        let result = self.catalog.find(Kind::Runbook, name).and_then(|entry| {
-            let compiled = crate::runbook::compile(&self.engine, &self.catalog, entry)?;
-            let bound = compiled.bind(&pairs)?;
-            Ok((compiled, bound))
-        });
-        let (compiled, bound) = match result {
-            Ok(ok) => ok,
+        let compiled = match self.session.compile(name) {
+            Ok(compiled) => compiled,
             Err(e) => return eprintln!("{}", redact(&e.to_string())),
         };
-        let shown = compiled.effective_params(&bound);
-        self.host.set_params(bound);
-        let recorder = Recorder::new(
-            &compiled.entry.name,
-            &compiled.entry.source,
-            shown,
-            crate::subcommand::mode(&self.global),
-            Format::Human,
-        );
-        self.host.cancel.reset();
+        self.session.host.cancel.reset();
         self.evaluating.store(true, Ordering::SeqCst);
-        let report = crate::runbook::run(&self.engine, &self.host, &self.catalog, &compiled, recorder);
+        let report = self.session.run(&compiled, &pairs, Format::Human);
         self.evaluating.store(false, Ordering::SeqCst);
-        self.host.cancel.reset();
-        self.host.set_params(Default::default());
-        if report.exit_code() != 0 {
-            eprintln!("(runbook ended with exit status {})", report.exit_code());
+        self.session.host.cancel.reset();
+        match report {
+            Ok(report) if report.exit_code() != 0 => {
+                eprintln!("(runbook ended with exit status {})", report.exit_code())
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("{}", redact(&e.to_string())),
         }
     }
 }

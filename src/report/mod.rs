@@ -14,8 +14,21 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::cli::Format;
 use crate::secret::RedactingWriter;
+
+/// How a run's report is written to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// Readable lines, streamed as checks happen; colour only on a terminal.
+    #[default]
+    Human,
+    /// One JSON document (schema in README).
+    Json,
+    /// JUnit XML, for CI systems.
+    Junit,
+    /// Test Anything Protocol, version 13.
+    Tap,
+}
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
