@@ -16,6 +16,7 @@ use rhai::{Dynamic, Engine, EvalAltResult, Module, ParseError, Position, Scope, 
 type SharedModule = Shared<Module>;
 
 use crate::catalog::{Catalog, Kind};
+use crate::config::keys;
 use crate::diagnostic::Diagnostic;
 use crate::host::{self, Host};
 use crate::report::Level;
@@ -23,7 +24,7 @@ use crate::report::Level;
 /// A configured engine for one host context.
 pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     let mut engine = Engine::new();
-    engine.set_max_operations(host.config.int("limits.max_operations").max(0) as u64);
+    engine.set_max_operations(host.config.int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
     engine.set_max_call_levels(64);
     // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
     // (64, 32) are tight for that, and this is still far from a parser stack overflow.
@@ -176,7 +177,7 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
         }
     }
     let cancelled = host.is_some_and(|h| h.cancel.is_cancelled());
-    let max_ops = host.map_or(0, |h| h.config.int("limits.max_operations"));
+    let max_ops = host.map_or(0, |h| h.config.int(keys::LIMITS_MAX_OPERATIONS));
     let (class, message) = match current {
         EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, host::core::text(value)),
         EvalAltResult::ErrorTerminated(..) if cancelled => (Class::Interrupted, "interrupted".to_string()),

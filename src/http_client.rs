@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::Config;
+use crate::config::keys;
 use crate::secret::Secret;
 
 /// Bodies larger than this are cut (a probe never needs more).
@@ -89,14 +90,14 @@ impl Http {
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5))
             .user_agent(concat!("opsbook/", env!("CARGO_PKG_VERSION")));
-        let ca_file = config.text("http.ca_file");
+        let ca_file = config.text(keys::HTTP_CA_FILE);
         if !ca_file.is_empty() {
             let pem = std::fs::read(&ca_file).map_err(|e| format!("cannot read http.ca_file `{ca_file}`: {e}"))?;
             let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("http.ca_file `{ca_file}`: {e}"))?;
             builder = builder.add_root_certificate(cert);
         }
         let client = builder.build().map_err(|e| format!("cannot set up HTTP: {}", reason(&e, Duration::ZERO)))?;
-        Ok(Http { client, default_timeout: config.duration("http.timeout") })
+        Ok(Http { client, default_timeout: config.duration(keys::HTTP_TIMEOUT) })
     }
 
     /// Sends a request; `Err` is a reason (the server gave no HTTP answer).

@@ -8,6 +8,7 @@ use rhai::{Array, Dynamic, Map, Module};
 
 use super::tools::{command, run_tool, tail};
 use super::{Host, HostResult};
+use crate::config::keys;
 use crate::lineproto::{self, FieldValue};
 use crate::register;
 
@@ -38,9 +39,9 @@ fn field(v: &FieldValue) -> Dynamic {
 }
 
 fn config_test(host: &Host) -> HostResult<Map> {
-    let path = host.config.text("metrics_agent.config");
-    let argv = command(host, "metrics_agent.test_command", &["telegraf", "--config", "{config}", "--test"], &path);
-    let done = run_tool(host, argv, "metrics_agent.test_command")?;
+    let path = host.config.text(keys::METRICS_AGENT_CONFIG);
+    let argv = command(host, keys::METRICS_AGENT_TEST_COMMAND, &["telegraf", "--config", "{config}", "--test"], &path);
+    let done = run_tool(host, argv, keys::METRICS_AGENT_TEST_COMMAND)?;
     let mut records = Array::new();
     let mut measurements: Vec<String> = Vec::new();
     let mut parse_errors = Vec::new();

@@ -10,6 +10,7 @@ use serde_json::Value as Json;
 
 use super::http::probe_result;
 use super::{Host, HostResult, fail};
+use crate::config::keys;
 use crate::http_client::{Request, Response};
 use crate::register;
 use crate::secret::Secret;
@@ -66,7 +67,7 @@ pub fn module(host: &Arc<Host>) -> Module {
 }
 
 fn url(host: &Host, path: &str) -> String {
-    format!("{}{path}", host.config.text("metrics_db.url").trim_end_matches('/'))
+    format!("{}{path}", host.config.text(keys::METRICS_DB_URL).trim_end_matches('/'))
 }
 
 fn token(host: &Host) -> HostResult<Secret> {
@@ -180,7 +181,7 @@ fn dynamic(v: Value) -> Dynamic {
 }
 
 fn query(host: &Host, flux: &str) -> HostResult<Array> {
-    let org = host.config.text("metrics_db.org");
+    let org = host.config.text(keys::METRICS_DB_ORG);
     if org.is_empty() {
         return Err(fail("no organisation configured for the metrics database: set metrics_db.org or INFLUX_ORG"));
     }

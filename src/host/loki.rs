@@ -11,6 +11,7 @@ use super::http::probe_result;
 use super::influx::form_encode;
 use super::time::duration_arg;
 use super::{Host, HostResult, fail};
+use crate::config::keys;
 use crate::http_client::{Request, Response};
 use crate::register;
 use crate::wire::loki_config;
@@ -78,7 +79,7 @@ pub fn module(host: &Arc<Host>) -> Module {
 }
 
 fn url(host: &Host, path: &str) -> String {
-    format!("{}{path}", host.config.text("log_store.url").trim_end_matches('/'))
+    format!("{}{path}", host.config.text(keys::LOG_STORE_URL).trim_end_matches('/'))
 }
 
 fn get(host: &Host, path: &str) -> HostResult<Response> {

@@ -8,6 +8,7 @@ use rhai::{Array, Dynamic, Map, Module};
 use super::http::probe_result;
 use super::tools::{command, run_tool, tail};
 use super::{Host, HostResult};
+use crate::config::keys;
 use crate::http_client::Request;
 use crate::register;
 
@@ -36,9 +37,9 @@ pub fn module(host: &Arc<Host>) -> Module {
 }
 
 fn validate(host: &Host) -> HostResult<Map> {
-    let path = host.config.text("log_shipper.config");
-    let argv = command(host, "log_shipper.validate_command", &["alloy", "validate", "{config}"], &path);
-    let done = run_tool(host, argv, "log_shipper.validate_command")?;
+    let path = host.config.text(keys::LOG_SHIPPER_CONFIG);
+    let argv = command(host, keys::LOG_SHIPPER_VALIDATE_COMMAND, &["alloy", "validate", "{config}"], &path);
+    let done = run_tool(host, argv, keys::LOG_SHIPPER_VALIDATE_COMMAND)?;
     let ok = done.code == Some(0) && !done.timed_out;
     let errors: Array = if ok {
         Array::new()
@@ -88,7 +89,7 @@ fn diagnostics(output: &str) -> Vec<String> {
 }
 
 fn reload(host: &Host) -> HostResult<Map> {
-    let url = format!("{}/-/reload", host.config.text("log_shipper.url").trim_end_matches('/'));
+    let url = format!("{}/-/reload", host.config.text(keys::LOG_SHIPPER_URL).trim_end_matches('/'));
     if host.plan(&format!("POST {url}")) {
         return Ok(probe_result(true, None, "dry run", None));
     }

@@ -10,6 +10,7 @@ use rhai::{Array, Dynamic, Map, Module};
 use super::http::probe_result;
 use super::time::duration_arg;
 use super::{Host, HostResult, fail};
+use crate::config::keys;
 use crate::register;
 use crate::world::commands::{Completed, Invocation};
 
@@ -85,7 +86,7 @@ fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
     if argv.is_empty() {
         return Err(fail("host::exec: empty argv"));
     }
-    let mut inv = Invocation { argv, timeout: host.config.duration("host.exec_timeout"), ..Invocation::default() };
+    let mut inv = Invocation { argv, timeout: host.config.duration(keys::HOST_EXEC_TIMEOUT), ..Invocation::default() };
     for (k, v) in options {
         match k.as_str() {
             "timeout" => inv.timeout = duration_arg(v)?,

@@ -3,28 +3,24 @@
 //! `agent::` and `shipper::` modules.
 
 use super::{Host, HostResult, fail};
-use crate::config::Value;
+use crate::config::{Key, keys};
 use crate::world::commands::{Completed, Invocation};
 
 /// The command configured under `key`, else `default`, with `{config}` filled in.
-pub fn command(host: &Host, key: &str, default: &[&str], config_path: &str) -> Vec<String> {
-    let fill = |s: &str| s.replace("{config}", config_path);
-    match &host.config.setting(key).value {
-        Value::Argv(argv) if !argv.is_empty() => argv.iter().map(|a| fill(a)).collect(),
-        Value::Text(t) if !t.trim().is_empty() => vec!["sh".into(), "-c".into(), fill(t)],
-        _ => default.iter().map(|a| fill(a)).collect(),
-    }
+pub fn command(host: &Host, key: &Key, default: &[&str], config_path: &str) -> Vec<String> {
+    let argv = host.config.command(key).unwrap_or_else(|| default.iter().map(|a| a.to_string()).collect());
+    argv.iter().map(|a| a.replace("{config}", config_path)).collect()
 }
 
 /// Runs a tool; a missing binary says which key to set.
-pub fn run_tool(host: &Host, argv: Vec<String>, key: &str) -> HostResult<Completed> {
-    let timeout = host.config.duration("tools.timeout");
+pub fn run_tool(host: &Host, argv: Vec<String>, key: &Key) -> HostResult<Completed> {
+    let timeout = host.config.duration(keys::TOOLS_TIMEOUT);
     let program = argv.first().cloned().unwrap_or_default();
     let done = super::system::run(host, Invocation { argv, timeout, ..Invocation::default() })?;
     match done {
         Ok(c) => Ok(c),
         Err(e) if e.ends_with("not found in PATH") => {
-            Err(fail(format!("`{program}` not found in PATH (set {key} in config)")))
+            Err(fail(format!("`{program}` not found in PATH (set {} in config)", key.name)))
         }
         Err(e) => Err(fail(e)),
     }

@@ -10,6 +10,7 @@ use rhai::{Array, Dynamic, Engine, Map, Module};
 
 use super::time::duration_arg;
 use super::{Host, HostResult, fail};
+use crate::config::keys;
 use crate::register;
 use crate::world::units::{Job, UnitError, UnitStatus, full_name};
 
@@ -226,7 +227,7 @@ fn job_timeout(host: &Host, options: &Map) -> HostResult<Duration> {
     }
     match options.get("timeout") {
         Some(t) => duration_arg(t),
-        None => Ok(host.config.duration("units.job_timeout")),
+        None => Ok(host.config.duration(keys::UNITS_JOB_TIMEOUT)),
     }
 }
 
@@ -324,7 +325,7 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
 
 /// Watches a just-started unit for `units.settle`; the state if it fell over.
 fn settled(host: &Host, unit: &str) -> HostResult<Option<String>> {
-    let deadline = std::time::Instant::now() + host.config.duration("units.settle");
+    let deadline = std::time::Instant::now() + host.config.duration(keys::UNITS_SETTLE);
     loop {
         let s = status(host, unit)?;
         if s.active_state == "failed" || s.active_state == "inactive" {
@@ -358,7 +359,7 @@ fn jobs(host: &Host, job: Job, units: &Dynamic, options: &Map, raise: bool) -> H
 
 fn reload_or_restart(host: &Host, name: &str) -> HostResult<Map> {
     let unit = full_name(name);
-    let timeout = host.config.duration("units.job_timeout");
+    let timeout = host.config.duration(keys::UNITS_JOB_TIMEOUT);
     if host.dry_run {
         let can_reload = status(host, &unit).map(|s| s.can_reload).unwrap_or(false);
         let (job, action) = if can_reload { (Job::Reload, "reloaded") } else { (Job::Restart, "restarted") };

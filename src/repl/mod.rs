@@ -18,6 +18,7 @@ use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
 
 use crate::catalog::Kind;
+use crate::config::keys;
 use crate::error::Error;
 use crate::report::Format;
 use crate::secret::redact;
@@ -155,9 +156,9 @@ impl Repl {
         let names = |kind| {
             self.session.catalog.all(kind).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default()
         };
-        let units = ["metrics_db", "log_store", "metrics_agent", "log_shipper"]
-            .iter()
-            .map(|c| self.session.config.text(&format!("{c}.unit")))
+        let units = [keys::METRICS_DB_UNIT, keys::LOG_STORE_UNIT, keys::METRICS_AGENT_UNIT, keys::LOG_SHIPPER_UNIT]
+            .into_iter()
+            .map(|k| self.session.config.text(k))
             .collect();
         Vocabulary {
             functions: crate::functions::list(self.session.engine()),

@@ -28,7 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::config::{Config, Origin, Value};
+use crate::config::keys;
+use crate::config::{Config, Key, Origin, Value};
 use crate::error::Error;
 use crate::secret::Secret;
 use crate::twin::{log_store, metrics_db};
@@ -91,8 +92,8 @@ impl Sandbox {
             shipper_config: dir.join("alloy.toml"),
         };
         let token = Secret::new(random_token());
-        let org = Some(config.text("metrics_db.org")).filter(|o| !o.is_empty()).unwrap_or("opsbook".into());
-        let bucket = config.text("metrics_db.bucket");
+        let org = Some(config.text(keys::METRICS_DB_ORG)).filter(|o| !o.is_empty()).unwrap_or("opsbook".into());
+        let bucket = config.text(keys::METRICS_DB_BUCKET);
         write_private(&layout.agent_config, &agent_config(&layout, &token, &org, &bucket))
             .map_err(io("cannot write the sandbox agent's configuration"))?;
         write_private(&layout.shipper_config, &shipper_config(&layout))
@@ -102,14 +103,14 @@ impl Sandbox {
         let journal = Arc::new(MemJournal::default());
         let manager = Arc::new(SimManager::new(journal.clone()));
         let handle = runtime.handle().clone();
-        let unit = |key: &str| crate::world::units::full_name(&config.text(key));
+        let unit = |key: &Key| crate::world::units::full_name(&config.text(key));
         let common = |component: &str, unit: &str, identifier: &str, failure: String| {
             let fail = faults.has(component, |f| *f == Fault::FailStart).then_some(failure);
             Common::new(handle.clone(), Voice::new(&journal, unit, identifier), fail)
         };
         let reloadable = |component: &str| !faults.has(component, |f| *f == Fault::NoReload);
 
-        let db_unit = unit("metrics_db.unit");
+        let db_unit = unit(keys::METRICS_DB_UNIT);
         let db_common = common(
             "metrics-db",
             &db_unit,
@@ -126,7 +127,7 @@ impl Sandbox {
             token.clone(),
             db_common.voice.sink(),
         );
-        let logs_unit = unit("log_store.unit");
+        let logs_unit = unit(keys::LOG_STORE_UNIT);
         let logs_common = common(
             "log-store",
             &logs_unit,
@@ -165,7 +166,7 @@ impl Sandbox {
                 ready_delay: faults.slow_ready("log-store").unwrap_or_default(),
             }),
         );
-        let agent_unit = unit("metrics_agent.unit");
+        let agent_unit = unit(keys::METRICS_AGENT_UNIT);
         manager.add(
             &agent_unit,
             "Telegraf",
@@ -184,7 +185,7 @@ impl Sandbox {
                 agent: Mutex::default(),
             }),
         );
-        let shipper_unit = unit("log_shipper.unit");
+        let shipper_unit = unit(keys::LOG_SHIPPER_UNIT);
         let shipper = Arc::new(ShipperComponent {
             common: common(
                 "log-shipper",
@@ -291,28 +292,27 @@ fn seed_history(db: &metrics_db::MetricsDb, bucket: &str) {
     }
 }
 
-/// Points `config` at the sandbox: its addresses, token, files and tools.
+/// Points `config` at the sandbox: its addresses, token, files and tools. The token is
+/// handed over as a secret, never written into a setting.
 fn point_config(config: &mut Config, l: &Layout, token: &Secret, org: &str) -> Result<(), Error> {
     let text = |s: &str| Value::Text(s.to_string());
     let argv = |a: &[&str]| Value::Argv(a.iter().map(|s| s.to_string()).collect());
     let settings = [
-        ("metrics_db.url", text(&format!("http://{}", l.db))),
-        ("metrics_db.org", text(org)),
-        ("metrics_db.token", text(token.expose())),
-        ("metrics_db.token_file", text("")),
-        ("metrics_db.token_command", text("")),
-        ("log_store.url", text(&format!("http://{}", l.logs))),
-        ("log_shipper.url", text(&format!("http://{}", l.shipper))),
-        ("metrics_agent.config", text(&l.agent_config.display().to_string())),
-        ("log_shipper.config", text(&l.shipper_config.display().to_string())),
-        ("metrics_agent.test_command", argv(&["telegraf", "--config", "{config}", "--test"])),
-        ("log_shipper.validate_command", argv(&["alloy", "validate", "{config}"])),
-        ("units.settle", text("0s")),
-        ("http.ca_file", text("")),
+        (keys::METRICS_DB_URL, text(&format!("http://{}", l.db))),
+        (keys::METRICS_DB_ORG, text(org)),
+        (keys::LOG_STORE_URL, text(&format!("http://{}", l.logs))),
+        (keys::LOG_SHIPPER_URL, text(&format!("http://{}", l.shipper))),
+        (keys::METRICS_AGENT_CONFIG, text(&l.agent_config.display().to_string())),
+        (keys::LOG_SHIPPER_CONFIG, text(&l.shipper_config.display().to_string())),
+        (keys::METRICS_AGENT_TEST_COMMAND, argv(&["telegraf", "--config", "{config}", "--test"])),
+        (keys::LOG_SHIPPER_VALIDATE_COMMAND, argv(&["alloy", "validate", "{config}"])),
+        (keys::UNITS_SETTLE, text("0s")),
+        (keys::HTTP_CA_FILE, text("")),
     ];
     for (key, value) in settings {
         config.set(key, value, Origin::Sandbox)?;
     }
+    config.hand_token(token.clone(), Origin::Sandbox);
     Ok(())
 }
 

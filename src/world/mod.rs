@@ -17,6 +17,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::config::keys;
 
 /// What trait methods that do I/O return: host modules await it through `Host::block_on`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -34,19 +35,22 @@ impl World {
     /// The real machine: system or user service manager per `scope`, real processes.
     /// Cheap: nothing connects until first use (`list`, `check` and `fns` build one too).
     pub fn real(config: &Config) -> World {
-        let user = config.text("scope") == "user";
+        let user = config.text(keys::SCOPE) == "user";
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
         let commands: Arc<dyn commands::Commands> = Arc::new(commands::Processes);
         World {
             units: Arc::new(systemd_dbus::SystemdDbus::new(user)),
             // root reads every journal file; an unprivileged user reads its own with --user.
-            journal: Arc::new(journal::Journalctl { user: user && !root, timeout: config.duration("journal.timeout") }),
+            journal: Arc::new(journal::Journalctl {
+                user: user && !root,
+                timeout: config.duration(keys::JOURNAL_TIMEOUT),
+            }),
             commands: commands.clone(),
             containers: Arc::new(containers::Podman {
-                program: config.text("container.runtime"),
+                program: config.text(keys::CONTAINER_RUNTIME),
                 commands,
-                timeout: config.duration("tools.timeout"),
+                timeout: config.duration(keys::TOOLS_TIMEOUT),
             }),
         }
     }

@@ -19,105 +19,12 @@ use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
 
+pub mod keys;
+
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, suggest};
-use crate::process::{self, Capture};
-use crate::secret::Secret;
-
-/// What a key accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Text,
-    Url,
-    Int,
-    Duration,
-    /// A command: an argv array, or a string run by `sh -c`.
-    Command,
-    Choice(&'static [&'static str]),
-}
-
-/// One declared configuration key.
-pub struct Key {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub default: &'static str,
-    pub env: Option<&'static str>,
-    pub secret: bool,
-    pub help: &'static str,
-}
-
-const fn key(name: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Key {
-    Key { name, kind, default, env: None, secret: false, help }
-}
-
-const fn env_key(name: &'static str, kind: Kind, default: &'static str, env: &'static str, help: &'static str) -> Key {
-    Key { name, kind, default, env: Some(env), secret: false, help }
-}
-
-/// Every configuration key, with its default from the spec.
-pub static KEYS: &[Key] = &[
-    key(
-        "scope",
-        Kind::Choice(&["system", "user"]),
-        "system",
-        "which service manager: system bus, or user bus for rootless units",
-    ),
-    env_key(
-        "metrics_db.url",
-        Kind::Url,
-        "http://127.0.0.1:8086",
-        "INFLUX_HOST",
-        "base address of the metrics database (InfluxDB 2 API)",
-    ),
-    key("metrics_db.unit", Kind::Text, "influxdb.service", "unit of the metrics database"),
-    env_key("metrics_db.org", Kind::Text, "", "INFLUX_ORG", "organisation the token belongs to"),
-    key("metrics_db.bucket", Kind::Text, "telegraf", "bucket the metrics agent writes to"),
-    Key {
-        name: "metrics_db.token",
-        kind: Kind::Text,
-        default: "",
-        env: Some("INFLUX_TOKEN"),
-        secret: true,
-        help: "API token (prefer token_file or token_command)",
-    },
-    key("metrics_db.token_file", Kind::Text, "", "file holding the API token; must not be readable by group or others"),
-    key("metrics_db.token_command", Kind::Command, "", "command printing the API token on stdout"),
-    env_key(
-        "log_store.url",
-        Kind::Url,
-        "http://127.0.0.1:3100",
-        "LOKI_ADDR",
-        "base address of the log store (Loki API)",
-    ),
-    key("log_store.unit", Kind::Text, "loki.service", "unit of the log store"),
-    key("metrics_agent.unit", Kind::Text, "telegraf.service", "unit of the metrics agent"),
-    key("metrics_agent.config", Kind::Text, "/etc/telegraf/telegraf.conf", "configuration file of the metrics agent"),
-    key(
-        "metrics_agent.test_command",
-        Kind::Command,
-        "",
-        "configuration test; default: telegraf --config {config} --test",
-    ),
-    key("log_shipper.unit", Kind::Text, "alloy.service", "unit of the log shipper"),
-    key("log_shipper.url", Kind::Url, "http://127.0.0.1:12345", "local metrics endpoint of the log shipper"),
-    key("log_shipper.config", Kind::Text, "/etc/alloy/config.alloy", "configuration file of the log shipper"),
-    key("log_shipper.validate_command", Kind::Command, "", "offline validation; default: alloy validate {config}"),
-    key("container.runtime", Kind::Text, "podman", "container runtime program for container::"),
-    key("tools.timeout", Kind::Duration, "30s", "how long the agent's and shipper's own tools may run"),
-    key("units.job_timeout", Kind::Duration, "90s", "how long a start/stop/restart/reload job may take"),
-    key("units.settle", Kind::Duration, "300ms", "how long a started unit is watched for dying at once"),
-    key("host.exec_timeout", Kind::Duration, "60s", "default timeout of host::exec"),
-    key("journal.timeout", Kind::Duration, "30s", "how long one journalctl read may take"),
-    key("http.timeout", Kind::Duration, "5s", "default timeout of every HTTP request (probes and queries)"),
-    key("http.ca_file", Kind::Text, "", "extra CA certificate (PEM) trusted for https:// addresses"),
-    key(
-        "limits.max_operations",
-        Kind::Int,
-        "50000000",
-        "operations a runbook may execute before it is stopped as runaway",
-    ),
-    key("limits.token_command_timeout", Kind::Duration, "10s", "how long token_command may run"),
-];
+use crate::secret::{Secret, TokenSource};
+pub use keys::{KEYS, Key, Kind};
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +85,8 @@ pub struct Sources {
 pub struct Config {
     settings: BTreeMap<&'static str, Setting>,
     files: Vec<PathBuf>,
+    /// A token handed over as a value (the sandbox's), never stored as text.
+    given_token: Option<Secret>,
     token: OnceLock<Result<Option<Secret>, String>>,
 }
 
@@ -194,7 +103,7 @@ impl Config {
             .iter()
             .map(|k| (k.name, Setting { value: Value::Text(k.default.to_string()), origin: Origin::Default }))
             .collect();
-        Config { settings, files: Vec::new(), token: OnceLock::new() }
+        Config { settings, files: Vec::new(), given_token: None, token: OnceLock::new() }
     }
 
     /// Loads files, environment and flags in precedence order.
@@ -214,32 +123,40 @@ impl Config {
                 && let Ok(text) = std::env::var(var)
                 && !text.is_empty()
             {
-                config.set(k.name, Value::Text(text), Origin::Env(var))?;
+                config.set(k, Value::Text(text), Origin::Env(var))?;
             }
         }
         // Known to the redactor from the start, whether or not anything resolves it.
-        let inline = config.text("metrics_db.token");
+        let inline = config.text(keys::METRICS_DB_TOKEN);
         if !inline.trim().is_empty() {
             Secret::new(inline);
         }
         if sources.user_scope {
-            config.set("scope", Value::Text("user".into()), Origin::Flag("--user"))?;
+            config.set(keys::SCOPE, Value::Text("user".into()), Origin::Flag("--user"))?;
         }
         Ok(config)
     }
 
     /// Sets one key, validating the value against its kind.
-    pub fn set(&mut self, name: &str, value: Value, origin: Origin) -> Result<(), Error> {
-        let key = lookup(name)
-            .ok_or_else(|| Error::ConfigValue { key: name.to_string(), problem: unknown_key_problem(name) })?;
+    pub fn set(&mut self, key: &'static Key, value: Value, origin: Origin) -> Result<(), Error> {
         if let Err(problem) = validate(key, &value) {
-            return Err(Error::ConfigValue { key: name.to_string(), problem });
+            return Err(Error::ConfigValue { key: key.name.to_string(), problem });
         }
         self.settings.insert(key.name, Setting { value, origin });
-        if key.secret || key.name.starts_with("metrics_db.token") {
+        if key.name.starts_with("metrics_db.token") {
             self.token = OnceLock::new();
         }
         Ok(())
+    }
+
+    /// Hands over a token as a value (the sandbox's own): it replaces every other source and
+    /// is never stored as text, so no view of the configuration can show it.
+    pub fn hand_token(&mut self, token: Secret, origin: Origin) {
+        for key in [keys::METRICS_DB_TOKEN, keys::METRICS_DB_TOKEN_FILE, keys::METRICS_DB_TOKEN_COMMAND] {
+            self.settings.insert(key.name, Setting { value: Value::Text(String::new()), origin: origin.clone() });
+        }
+        self.given_token = Some(token);
+        self.token = OnceLock::new();
     }
 
     fn merge_file(&mut self, path: &Path) -> Result<(), Error> {
@@ -259,7 +176,7 @@ impl Config {
         flatten(table.get_ref(), "", &mut found);
         for (name, span, value) in found {
             let at = |message: String| Error::located(Diagnostic::at_offset(message, &shown, &text, span.start));
-            let key = lookup(&name).ok_or_else(|| at(unknown_key_problem(&name)))?;
+            let key = keys::lookup(&name).ok_or_else(|| at(unknown_key_problem(&name)))?;
             let value = to_value(key, value).map_err(at)?;
             validate(key, &value).map_err(|p| at(format!("`{name}`: {p}")))?;
             let line = crate::diagnostic::line_column(&text, span.start).0;
@@ -269,21 +186,31 @@ impl Config {
         Ok(())
     }
 
-    pub fn setting(&self, name: &str) -> &Setting {
-        self.settings.get(name).unwrap_or_else(|| panic!("config key `{name}` is not declared in KEYS"))
+    pub fn setting(&self, key: &Key) -> &Setting {
+        // Every declared key has a setting from `defaults()` on.
+        &self.settings[key.name]
     }
 
     /// A text value (commands joined by spaces).
-    pub fn text(&self, name: &str) -> String {
-        self.setting(name).value.as_text()
+    pub fn text(&self, key: &Key) -> String {
+        self.setting(key).value.as_text()
     }
 
-    pub fn int(&self, name: &str) -> i64 {
-        self.text(name).parse().unwrap_or_default()
+    pub fn int(&self, key: &Key) -> i64 {
+        self.text(key).parse().unwrap_or_default()
     }
 
-    pub fn duration(&self, name: &str) -> Duration {
-        parse_duration(&self.text(name)).unwrap_or(Duration::from_secs(10))
+    pub fn duration(&self, key: &Key) -> Duration {
+        parse_duration(&self.text(key)).unwrap_or(Duration::from_secs(10))
+    }
+
+    /// A command as argv: an array as given, a string run by `sh -c`, `None` when unset.
+    pub fn command(&self, key: &Key) -> Option<Vec<String>> {
+        match &self.setting(key).value {
+            Value::Argv(a) if !a.is_empty() => Some(a.clone()),
+            Value::Text(t) if !t.trim().is_empty() => Some(vec!["sh".into(), "-c".into(), t.clone()]),
+            _ => None,
+        }
     }
 
     /// The files that were read, lowest precedence first.
@@ -294,9 +221,10 @@ impl Config {
     /// Every key with its value (secrets redacted) and origin, in declaration order.
     pub fn describe(&self) -> Vec<(&'static Key, String, &Origin)> {
         KEYS.iter()
-            .map(|k| {
-                let s = self.setting(k.name);
+            .map(|&k| {
+                let s = self.setting(k);
                 let shown = match (&s.value, k.secret) {
+                    (_, true) if self.given_token.is_some() => "<redacted>".to_string(),
                     (Value::Text(t), true) if t.is_empty() => "(not set)".to_string(),
                     (_, true) => "<redacted>".to_string(),
                     (Value::Argv(a), false) => serde_json::to_string(a).unwrap_or_default(),
@@ -311,7 +239,7 @@ impl Config {
     pub fn script_view(&self) -> serde_json::Value {
         let mut root = serde_json::Map::new();
         for k in KEYS.iter().filter(|k| !k.secret) {
-            let value = match &self.setting(k.name).value {
+            let value = match &self.setting(k).value {
                 Value::Argv(a) => serde_json::json!(a),
                 Value::Text(t) if k.kind == Kind::Int => serde_json::json!(t.parse::<i64>().unwrap_or_default()),
                 Value::Text(t) => serde_json::json!(t),
@@ -331,64 +259,30 @@ impl Config {
         serde_json::Value::Object(root)
     }
 
-    /// The API token, resolved once: inline value, else `token_file`, else `token_command`.
-    /// `Ok(None)` when none is configured.
+    /// The API token, resolved once: handed over, inline value, else `token_file`, else
+    /// `token_command`. `Ok(None)` when none is configured.
     pub fn token(&self) -> Result<Option<Secret>, Error> {
-        self.token.get_or_init(|| self.resolve_token()).clone().map_err(Error::Token)
+        self.token.get_or_init(|| self.token_source().resolve()).clone().map_err(Error::Token)
     }
 
-    fn resolve_token(&self) -> Result<Option<Secret>, String> {
-        let inline = self.text("metrics_db.token");
+    /// Where the token comes from, by the settings' precedence.
+    pub fn token_source(&self) -> TokenSource {
+        if let Some(given) = &self.given_token {
+            return TokenSource::Given(given.clone());
+        }
+        let inline = self.text(keys::METRICS_DB_TOKEN);
         if !inline.trim().is_empty() {
-            return Ok(Some(Secret::new(inline)));
+            return TokenSource::Given(Secret::new(inline));
         }
-        let file = self.text("metrics_db.token_file");
+        let file = self.text(keys::METRICS_DB_TOKEN_FILE);
         if !file.is_empty() {
-            return read_token_file(Path::new(&file)).map(Some);
+            return TokenSource::File(PathBuf::from(file));
         }
-        let command = &self.setting("metrics_db.token_command").value;
-        let argv = match command {
-            Value::Argv(a) if !a.is_empty() => a.clone(),
-            Value::Text(t) if !t.trim().is_empty() => vec!["sh".into(), "-c".into(), t.clone()],
-            _ => return Ok(None),
-        };
-        let timeout = self.duration("limits.token_command_timeout");
-        let out = process::run(&argv, timeout, Capture::default()).map_err(|e| format!("token_command failed: {e}"))?;
-        if out.code != Some(0) {
-            // stdout may hold part of the token: only stderr is quoted.
-            // Only the program is named: the rest of the command line may carry secrets too.
-            return Err(format!(
-                "token_command (`{}`) exited with {}: {}",
-                argv[0],
-                out.code.map_or("a signal".to_string(), |c| format!("status {c}")),
-                out.stderr.trim()
-            ));
+        match self.command(keys::METRICS_DB_TOKEN_COMMAND) {
+            Some(argv) => TokenSource::Command { argv, timeout: self.duration(keys::LIMITS_TOKEN_COMMAND_TIMEOUT) },
+            None => TokenSource::None,
         }
-        let token = out.stdout.trim().to_string();
-        if token.is_empty() {
-            return Err(format!("token_command (`{}`) printed nothing", argv[0]));
-        }
-        Ok(Some(Secret::new(token)))
     }
-}
-
-fn read_token_file(path: &Path) -> Result<Secret, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(format!(
-            "token_file `{}` is readable by group or others (mode {mode:04o})\n  help: run `chmod 600 {}`",
-            path.display(),
-            path.display()
-        ));
-    }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
-    if text.trim().is_empty() {
-        return Err(format!("token_file `{}` is empty", path.display()));
-    }
-    Ok(Secret::new(text))
 }
 
 fn implicit_files() -> Vec<PathBuf> {
@@ -406,10 +300,6 @@ pub fn xdg_config_home() -> Option<PathBuf> {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-}
-
-fn lookup(name: &str) -> Option<&'static Key> {
-    KEYS.iter().find(|k| k.name == name)
 }
 
 fn unknown_key_problem(name: &str) -> String {
@@ -493,7 +383,7 @@ mod tests {
     #[test]
     fn script_view_hides_the_token() {
         let mut c = Config::defaults();
-        c.set("metrics_db.token", Value::Text("sekrit-token".into()), Origin::Flag("test")).unwrap();
+        c.set(keys::METRICS_DB_TOKEN, Value::Text("sekrit-token".into()), Origin::Flag("test")).unwrap();
         let view = c.script_view().to_string();
         assert!(!view.contains("sekrit-token"));
         assert!(view.contains("\"bucket\":\"telegraf\""));
@@ -502,9 +392,11 @@ mod tests {
     #[test]
     fn set_rejects_bad_values_with_the_reason() {
         let mut c = Config::defaults();
-        let e = c.set("log_store.url", Value::Text("localhost:3100".into()), Origin::Default).unwrap_err();
-        assert!(e.to_string().contains("not an http://"));
-        let e = c.set("log_store.ur", Value::Text("x".into()), Origin::Default).unwrap_err();
-        assert!(e.to_string().contains("did you mean `log_store.url`"), "{e}");
+        let e = c.set(keys::LOG_STORE_URL, Value::Text("localhost:3100".into()), Origin::Default).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "error: config `log_store.url`: `localhost:3100` is not an http:// or https:// address"
+        );
+        assert_eq!(unknown_key_problem("log_store.ur"), "unknown key `log_store.ur`; did you mean `log_store.url`?");
     }
 }

@@ -7,6 +7,10 @@
 //! about to leave the process (reports, diagnostics, log lines): a server that echoes the token
 //! back in an error body cannot make opsbook print it.
 
+mod token;
+
+pub use token::TokenSource;
+
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};

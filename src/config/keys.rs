@@ -1,0 +1,128 @@
+//! Every configuration key, declared once: name, kind, default, environment variable, help.
+//!
+//! Each key is a constant (`keys::LOG_STORE_URL`) that `Config::text`, `int` and `duration`
+//! take, so a misspelt key does not compile; `KEYS` lists them all in declaration order for
+//! `opsbook config`, the files' validation and the scripts' `config` view.
+
+/// What a key accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Url,
+    Int,
+    Duration,
+    /// A command: an argv array, or a string run by `sh -c`.
+    Command,
+    Choice(&'static [&'static str]),
+}
+
+/// One declared configuration key.
+#[derive(Debug)]
+pub struct Key {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub env: Option<&'static str>,
+    pub secret: bool,
+    pub help: &'static str,
+}
+
+const fn key(name: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Key {
+    Key { name, kind, default, env: None, secret: false, help }
+}
+
+const fn env_key(name: &'static str, kind: Kind, default: &'static str, env: &'static str, help: &'static str) -> Key {
+    Key { name, kind, default, env: Some(env), secret: false, help }
+}
+
+/// Declares each key as a constant and `KEYS` as the list of all of them.
+macro_rules! keys {
+    ($($id:ident = $key:expr;)*) => {
+        $(#[allow(missing_docs)] pub const $id: &Key = &$key;)*
+        /// Every configuration key, in declaration order, with its default.
+        pub static KEYS: &[&Key] = &[$($id),*];
+    };
+}
+
+keys! {
+    SCOPE = key(
+        "scope",
+        Kind::Choice(&["system", "user"]),
+        "system",
+        "which service manager: system bus, or user bus for rootless units",
+    );
+    METRICS_DB_URL = env_key(
+        "metrics_db.url",
+        Kind::Url,
+        "http://127.0.0.1:8086",
+        "INFLUX_HOST",
+        "base address of the metrics database (InfluxDB 2 API)",
+    );
+    METRICS_DB_UNIT = key("metrics_db.unit", Kind::Text, "influxdb.service", "unit of the metrics database");
+    METRICS_DB_ORG = env_key("metrics_db.org", Kind::Text, "", "INFLUX_ORG", "organisation the token belongs to");
+    METRICS_DB_BUCKET = key("metrics_db.bucket", Kind::Text, "telegraf", "bucket the metrics agent writes to");
+    METRICS_DB_TOKEN = Key {
+        name: "metrics_db.token",
+        kind: Kind::Text,
+        default: "",
+        env: Some("INFLUX_TOKEN"),
+        secret: true,
+        help: "API token (prefer token_file or token_command)",
+    };
+    METRICS_DB_TOKEN_FILE = key("metrics_db.token_file", Kind::Text, "", "file holding the API token; must not be readable by group or others");
+    METRICS_DB_TOKEN_COMMAND = key("metrics_db.token_command", Kind::Command, "", "command printing the API token on stdout");
+    LOG_STORE_URL = env_key(
+        "log_store.url",
+        Kind::Url,
+        "http://127.0.0.1:3100",
+        "LOKI_ADDR",
+        "base address of the log store (Loki API)",
+    );
+    LOG_STORE_UNIT = key("log_store.unit", Kind::Text, "loki.service", "unit of the log store");
+    METRICS_AGENT_UNIT = key("metrics_agent.unit", Kind::Text, "telegraf.service", "unit of the metrics agent");
+    METRICS_AGENT_CONFIG = key("metrics_agent.config", Kind::Text, "/etc/telegraf/telegraf.conf", "configuration file of the metrics agent");
+    METRICS_AGENT_TEST_COMMAND = key(
+        "metrics_agent.test_command",
+        Kind::Command,
+        "",
+        "configuration test; default: telegraf --config {config} --test",
+    );
+    LOG_SHIPPER_UNIT = key("log_shipper.unit", Kind::Text, "alloy.service", "unit of the log shipper");
+    LOG_SHIPPER_URL = key("log_shipper.url", Kind::Url, "http://127.0.0.1:12345", "local metrics endpoint of the log shipper");
+    LOG_SHIPPER_CONFIG = key("log_shipper.config", Kind::Text, "/etc/alloy/config.alloy", "configuration file of the log shipper");
+    LOG_SHIPPER_VALIDATE_COMMAND = key("log_shipper.validate_command", Kind::Command, "", "offline validation; default: alloy validate {config}");
+    CONTAINER_RUNTIME = key("container.runtime", Kind::Text, "podman", "container runtime program for container::");
+    TOOLS_TIMEOUT = key("tools.timeout", Kind::Duration, "30s", "how long the agent's and shipper's own tools may run");
+    UNITS_JOB_TIMEOUT = key("units.job_timeout", Kind::Duration, "90s", "how long a start/stop/restart/reload job may take");
+    UNITS_SETTLE = key("units.settle", Kind::Duration, "300ms", "how long a started unit is watched for dying at once");
+    HOST_EXEC_TIMEOUT = key("host.exec_timeout", Kind::Duration, "60s", "default timeout of host::exec");
+    JOURNAL_TIMEOUT = key("journal.timeout", Kind::Duration, "30s", "how long one journalctl read may take");
+    HTTP_TIMEOUT = key("http.timeout", Kind::Duration, "5s", "default timeout of every HTTP request (probes and queries)");
+    HTTP_CA_FILE = key("http.ca_file", Kind::Text, "", "extra CA certificate (PEM) trusted for https:// addresses");
+    LIMITS_MAX_OPERATIONS = key(
+        "limits.max_operations",
+        Kind::Int,
+        "50000000",
+        "operations a runbook may execute before it is stopped as runaway",
+    );
+    LIMITS_TOKEN_COMMAND_TIMEOUT = key("limits.token_command_timeout", Kind::Duration, "10s", "how long token_command may run");
+}
+
+/// The key named `name`, as files and scripts spell it.
+pub fn lookup(name: &str) -> Option<&'static Key> {
+    KEYS.iter().copied().find(|k| k.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_constant_is_found_by_its_name() {
+        for k in KEYS {
+            assert_eq!(lookup(k.name).map(|found| found.name), Some(k.name));
+        }
+        assert_eq!(LOG_STORE_URL.name, "log_store.url");
+        assert_eq!(METRICS_DB_TOKEN_COMMAND.name, "metrics_db.token_command");
+    }
+}

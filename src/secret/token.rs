@@ -1,0 +1,82 @@
+//! Where the metrics database's API token comes from, and reading it from there.
+//!
+//! One `TokenSource` per configuration: given inline (a config value, `$INFLUX_TOKEN`, or
+//! handed over by the sandbox), a file that must not be readable by group or others, or a
+//! command that prints it (run with a deadline; its stdout is never quoted, since it may hold
+//! part of the token). Resolving yields a `Secret`, or a reason an operator can act on.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::Secret;
+use crate::process::{self, Capture};
+
+/// Where the token comes from, in the order the configuration is consulted.
+#[derive(Debug, Clone)]
+pub enum TokenSource {
+    /// No token configured: calls that need one say so.
+    None,
+    /// The token itself.
+    Given(Secret),
+    /// A file holding it (mode 0600 or stricter).
+    File(PathBuf),
+    /// A command printing it on stdout.
+    Command { argv: Vec<String>, timeout: Duration },
+}
+
+impl TokenSource {
+    /// Reads the token: `Ok(None)` when none is configured.
+    pub fn resolve(&self) -> Result<Option<Secret>, String> {
+        match self {
+            TokenSource::None => Ok(None),
+            TokenSource::Given(secret) => Ok(Some(secret.clone())),
+            TokenSource::File(path) => read_file(path).map(Some),
+            TokenSource::Command { argv, timeout } => run_command(argv, *timeout).map(Some),
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<Secret, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "token_file `{}` is readable by group or others (mode {mode:04o})\n  help: run `chmod 600 {}`",
+            path.display(),
+            path.display()
+        ));
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
+    if text.trim().is_empty() {
+        return Err(format!("token_file `{}` is empty", path.display()));
+    }
+    Ok(Secret::new(text))
+}
+
+fn run_command(argv: &[String], timeout: Duration) -> Result<Secret, String> {
+    let out = process::run(argv, timeout, Capture::default()).map_err(|e| format!("token_command failed: {e}"))?;
+    if out.timed_out {
+        return Err(format!(
+            "token_command (`{}`) did not finish within {}",
+            argv[0],
+            humantime::format_duration(timeout)
+        ));
+    }
+    if out.code != Some(0) {
+        // stdout may hold part of the token: only stderr is quoted.
+        // Only the program is named: the rest of the command line may carry secrets too.
+        return Err(format!(
+            "token_command (`{}`) exited with {}: {}",
+            argv[0],
+            out.code.map_or("a signal".to_string(), |c| format!("status {c}")),
+            out.stderr.trim()
+        ));
+    }
+    let token = out.stdout.trim().to_string();
+    if token.is_empty() {
+        return Err(format!("token_command (`{}`) printed nothing", argv[0]));
+    }
+    Ok(Secret::new(token))
+}
