@@ -127,7 +127,7 @@ pub enum Command {
     Repl,
 
     /// Run one stand-in of the stack in the foreground (metrics-db, log-store, metrics-agent,
-    /// log-shipper), logging to stdout; ports default to the spec's.
+    /// log-shipper), logging to stdout, on the stack's usual ports (8086, 3100, 12345).
     Twin(crate::twin::TwinArgs),
 
     /// Print a shell completion script.

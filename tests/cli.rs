@@ -7,21 +7,26 @@ const DOCUMENTED: &str = "//! Restart one thing, carefully.\n//! Second line of 
 
 #[test]
 fn help_and_version() {
-    let out = Test::new().args(["--help"]).run().code(0);
-    for sub in ["run", "list", "show", "check", "fns", "config", "completions"] {
-        assert!(out.stdout.contains(sub), "--help lacks {sub}");
+    // Whole texts: a subcommand dropped from the help, or a changed word, fails here.
+    Test::new().args(["--help"]).run().code(0).stdout_is_fixture("cli/help.txt");
+    for sub in ["run", "list", "show", "check", "fns", "config", "repl", "completions"] {
+        Test::new().args([sub, "--help"]).run().code(0).stdout_is_fixture(&format!("cli/help-{sub}.txt"));
     }
-    for sub in ["run", "list", "show", "check", "fns", "config", "completions"] {
-        Test::new().args([sub, "--help"]).run().code(0).stdout_has("Usage: opsbook");
-    }
-    Test::new().args(["--version"]).run().code(0).stdout_has(env!("CARGO_PKG_VERSION"));
+    Test::new().args(["--version"]).run().code(0).stdout_is(&format!("opsbook {}\n", env!("CARGO_PKG_VERSION")));
 }
 
 #[test]
 fn usage_errors_exit_2() {
-    Test::new().args(["frobnicate"]).run().code(2).stderr_has("unrecognized subcommand");
-    Test::new().args(["run"]).run().code(2).stderr_has("NAME");
-    Test::new().args(["run", "x", "--set", "novalue"]).run().code(2).stderr_has("expected KEY=VALUE");
+    let more = "\nFor more information, try '--help'.\n";
+    Test::new().args(["frobnicate"]).run().code(2).stderr_is(&format!(
+        "error: unrecognized subcommand 'frobnicate'\n\nUsage: opsbook [OPTIONS] <COMMAND>\n{more}"
+    ));
+    Test::new().args(["run"]).run().code(2).stderr_is(&format!(
+        "error: the following required arguments were not provided:\n  <NAME>\n\nUsage: opsbook run <NAME>\n{more}"
+    ));
+    Test::new().args(["run", "x", "--set", "novalue"]).run().code(2).stderr_is(&format!(
+        "error: invalid value 'novalue' for '--set <KEY=VALUE>': expected KEY=VALUE, got `novalue`\n{more}"
+    ));
 }
 
 #[test]
@@ -40,31 +45,36 @@ fn global_options_go_before_or_after_the_subcommand() {
 
 #[test]
 fn list_shows_name_summary_and_origin() {
-    let out = Test::new().runbook("restart-thing", DOCUMENTED).args(["list"]).run().code(0);
-    let line = out.stdout.lines().find(|l| l.starts_with("restart-thing")).expect("listed");
-    assert!(line.contains("Restart one thing, carefully."), "{line}");
-    assert!(!line.contains("Second line"), "{line}");
-    assert!(line.trim_end().ends_with("runbooks"), "{line}");
-    // Built-in runbooks come along from the binary wherever it runs.
+    // The header, then one line per runbook; the operator's own shows its first doc line only
+    // and the folder it came from; the built-ins come along from the binary wherever it runs.
+    Test::new()
+        .runbook("restart-thing", DOCUMENTED)
+        .args(["list"])
+        .run()
+        .code(0)
+        .stdout_matches(r"NAME +SUMMARY +FROM\n(?:\S+ +.+ +built-in\n)+restart-thing +Restart one thing, carefully\. +runbooks\n(?:\S+ +.+ +built-in\n)+");
     let json = Test::new().args(["list", "--format", "json"]).run().code(0).json();
-    assert!(json.as_array().unwrap().iter().all(|e| e["from"] == "built-in"));
+    let runbooks = json.as_array().unwrap();
+    assert_eq!(runbooks.len(), std::fs::read_dir(crate::support::repo_dir().join("runbooks")).unwrap().count());
+    assert!(runbooks.iter().all(|e| e["from"] == "built-in"), "{json}");
 }
 
 #[test]
 fn show_prints_doc_params_and_source() {
-    Test::new()
-        .runbook("restart-thing", DOCUMENTED)
-        .args(["show", "restart-thing"])
-        .run()
-        .code(0)
-        .stdout_has("runbooks/restart-thing.rhai")
-        .stdout_has("Second line of the doc.")
-        .stdout_has("settle")
-        .stdout_has("5s")
-        .stdout_has("a duration")
-        .stdout_has("count")
-        .stdout_has("an integer")
-        .stdout_has("a,b");
+    Test::new().runbook("restart-thing", DOCUMENTED).args(["show", "restart-thing"]).run().code(0).stdout_is(
+        "restart-thing  (runbooks/restart-thing.rhai, runbooks)
+
+Restart one thing, carefully.
+Second line of the doc.
+
+Parameters (set with --set NAME=VALUE):
+  settle  [DUR]   a duration like [DUR] or 2m
+  count   3    an integer
+  names   a,b  a comma-separated list
+
+Run: opsbook run restart-thing
+",
+    );
 }
 
 #[test]
@@ -160,10 +170,11 @@ fn runbooks_dir_overrides_cwd_and_builtins() {
 
 #[test]
 fn run_accepts_a_path_to_a_script() {
+    // The check's name differs from the file's, so only running the file can produce it.
     Test::new()
-        .file("scratch/try.rhai", "check(\"scratch\", true);")
+        .file("scratch/try.rhai", "check(\"ran from the file\", true);")
         .args(["run", "scratch/try.rhai"])
         .run()
         .code(0)
-        .stdout_has("scratch");
+        .stdout_is("try (scratch/try.rhai)\n  ok    ran from the file\n\n1 passed, 0 failed  ([DUR])\n");
 }

@@ -183,6 +183,49 @@ impl Output {
         self
     }
 
+    /// Stdout is exactly `expected` once durations and temporary paths are masked (`mask`).
+    pub fn stdout_is(self, expected: &str) -> Output {
+        let seen = mask(&self.stdout);
+        assert!(seen == expected, "stdout differs{}", diff(expected, &seen, &self.context()));
+        self
+    }
+
+    /// Stderr is exactly `expected` once masked.
+    pub fn stderr_is(self, expected: &str) -> Output {
+        let seen = mask(&self.stderr);
+        assert!(seen == expected, "stderr differs{}", diff(expected, &seen, &self.context()));
+        self
+    }
+
+    /// The whole masked stdout matches `pattern` (anchored at both ends; `(?s)` is implied
+    /// nowhere, so say where lines may vary).
+    pub fn stdout_matches(self, pattern: &str) -> Output {
+        let seen = mask(&self.stdout);
+        let re = regex::Regex::new(&format!("^(?:{pattern})$")).expect("a valid pattern");
+        assert!(re.is_match(&seen), "stdout does not match{}", diff(pattern, &seen, &self.context()));
+        self
+    }
+
+    /// Stdout, masked, equals the file `tests/fixtures/NAME`; with `OPSBOOK_BLESS=1` the file
+    /// is written from what was seen instead (then review the change with `git diff`).
+    pub fn stdout_is_fixture(self, name: &str) -> Output {
+        let path = repo_dir().join("tests/fixtures").join(name);
+        let seen = mask(&self.stdout);
+        if std::env::var_os("OPSBOOK_BLESS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &seen).unwrap();
+            return self;
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            seen == expected,
+            "stdout differs from {} (OPSBOOK_BLESS=1 rewrites it){}",
+            path.display(),
+            diff(&expected, &seen, &self.context())
+        );
+        self
+    }
+
     pub fn stdout_has(self, text: &str) -> Output {
         assert!(self.stdout.contains(text), "stdout lacks {text:?}{}", self.context());
         self
@@ -206,6 +249,42 @@ impl Output {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}{}", self.context()))
     }
+}
+
+/// `text` with what varies from run to run replaced: durations (`12ms`, `0.5s`, `(3ms)`)
+/// become `[DUR]`, the test's scratch directories and temporary files become `[TMP]`.
+pub fn mask(text: &str) -> String {
+    use std::sync::OnceLock;
+    static RULES: OnceLock<Vec<(regex::Regex, &'static str)>> = OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        vec![
+            (regex::Regex::new(r"(?:/private)?/tmp/[A-Za-z0-9._-]+").unwrap(), "[TMP]"),
+            (regex::Regex::new(r"\b\d+(?:\.\d+)?(?:ms|µs|s)\b").unwrap(), "[DUR]"),
+        ]
+    });
+    rules.iter().fold(text.to_string(), |t, (re, with)| re.replace_all(&t, *with).into_owned())
+}
+
+/// Expected and seen side by side, line by line, for a failed whole-output comparison.
+fn diff(expected: &str, seen: &str, context: &str) -> String {
+    let mut out = String::from("\n--- expected / seen (first differing line marked >)\n");
+    let (e, s): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), seen.lines().collect());
+    let mut marked = false;
+    for i in 0..e.len().max(s.len()) {
+        let (a, b) = (e.get(i).copied().unwrap_or("<none>"), s.get(i).copied().unwrap_or("<none>"));
+        let mark = if a != b && !marked {
+            marked = true;
+            ">"
+        } else {
+            " "
+        };
+        if a == b {
+            out.push_str(&format!("{mark}   {a}\n"));
+        } else {
+            out.push_str(&format!("{mark} - {a}\n{mark} + {b}\n"));
+        }
+    }
+    out + context
 }
 
 /// A run in progress.
