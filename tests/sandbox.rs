@@ -55,7 +55,12 @@ fn status_checks_and_logs_runbooks_pass() {
         &["containers"],
         &["e2e-logs"],
     ]);
-    sandbox(&["run", "quick-check"]).code(0).stdout_has("6 passed, 0 failed").stdout_has("stack healthy");
+    sandbox(&["run", "quick-check"]).code(0).stdout_is(&quick_check_report(
+        "",
+        ACTIVE,
+        [DB_HEALTHY, STORE_READY],
+        "stack healthy",
+    ));
     // The shipper's own start lines are in its unit's journal.
     sandbox(&["run", "logs", "--set", "unit=alloy"]).code(0).stdout_has("Started Vendor-agnostic");
 }
@@ -98,16 +103,41 @@ check("log store answers again", loki::ready().ok);
     Test::new().runbook("t", src).args(["run", "t", "--sandbox"]).run().code(0).stdout_has("3 passed, 0 failed");
 }
 
+/// The quick check's whole report in the sandbox with these faults, unit and server lines.
+fn quick_check_report(faults: &str, units: [&str; 4], servers: [&str; 2], verdict: &str) -> String {
+    let failed = units.iter().chain(&servers).filter(|l| l.starts_with("FAIL")).count();
+    let faults = if faults.is_empty() { String::new() } else { format!(", faults {faults}") };
+    format!(
+        "quick-check (<built-in>/runbooks/quick-check.rhai)  [sandbox: in-process stack{faults}]\n\n\
+         == units\n{}\n\n== servers\n{}\n  {verdict}\n\n{} passed, {failed} failed  ([DUR])\n",
+        units.map(|l| format!("  {l}")).join("\n"),
+        servers.map(|l| format!("  {l}")).join("\n"),
+        6 - failed,
+    )
+}
+
+const ACTIVE: [&str; 4] = [
+    "ok    influxdb.service active — active (running)",
+    "ok    loki.service active — active (running)",
+    "ok    telegraf.service active — active (running)",
+    "ok    alloy.service active — active (running)",
+];
+const DB_HEALTHY: &str =
+    "ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)";
+const STORE_READY: &str = "ok    log store /ready says ready — ready";
+
 #[test]
 fn a_stopped_or_failing_server_fails_the_quick_check_naming_it() {
-    sandbox(&["run", "quick-check", "--fault", "log-store:down"])
+    let stopped = "FAIL  loki.service active — inactive (dead); result success\n          expected: active (running)\n          actual:   inactive (dead)";
+    sandbox(&["run", "quick-check", "--fault", "log-store:down"]).code(1).stdout_is(&quick_check_report(
+        "log-store:down",
+        [ACTIVE[0], stopped, ACTIVE[2], ACTIVE[3]],
+        [DB_HEALTHY, "FAIL  log store /ready says ready — connection refused"],
+        "stack NOT healthy: 2 check(s) failed",
+    ));
+    sandbox(&["run", "quick-check", "--fault", "metrics-db:fail-start"])
         .code(1)
-        .stdout_has("[sandbox: in-process stack, faults log-store:down]")
-        .stdout_has("loki.service active")
-        .stdout_has("inactive (dead)")
-        .stdout_has("connection refused")
-        .stdout_has("stack NOT healthy");
-    sandbox(&["run", "quick-check", "--fault", "metrics-db:fail-start"]).code(1).stdout_has("failed (failed)");
+        .stdout_matches(r"(?s).*\n  FAIL  influxdb\.service active — failed \(failed\); result exit-code\n.*");
     // Starting it again fails, quoting the server's own last words.
     sandbox(&["run", "start", "--fault", "metrics-db:fail-start"])
         .code(1)
@@ -147,19 +177,21 @@ fn a_slow_server_holds_the_clients_back() {
     ]);
     let out = out.code(1).stdout_has("clients NOT started").stdout_has("Ingester not ready");
     assert!(!out.stdout.contains("== start clients"), "{}", out.stdout);
-    sandbox(&["run", "quick-check", "--fault", "metrics-db:slow-ready=60s"])
-        .code(1)
-        .stdout_has("metrics database /health answers 200")
-        .stdout_has("connection refused");
+    sandbox(&["run", "quick-check", "--fault", "metrics-db:slow-ready=60s"]).code(1).stdout_is(&quick_check_report(
+        "metrics-db:slow-ready=[DUR]",
+        ACTIVE,
+        ["FAIL  metrics database /health answers 200 — connection refused", STORE_READY],
+        "stack NOT healthy: 1 check(s) failed",
+    ));
     // A short delay is waited out.
     sandbox(&["run", "start", "--fault", "log-store:slow-ready=1s"]).code(0).stdout_has("servers ready");
 }
 
 #[test]
 fn client_faults_are_caught_by_their_verifications() {
-    sandbox(&["run", "verify-metrics-agent", "--fault", "metrics-agent:not-writing"])
-        .code(1)
-        .stdout_has("cpu points written in the last 5 minutes");
+    sandbox(&["run", "verify-metrics-agent", "--fault", "metrics-agent:not-writing"]).code(1).stdout_matches(
+        r"(?s).*\n  FAIL  cpu points written in the last 5 minutes\n          expected: > 0\n          actual:   0\n.*",
+    );
     let out = sandbox(&["run", "reload-shipper", "--fault", "log-shipper:bad-config", "--format", "json"]).code(1);
     let report = out.json();
     assert_eq!(
