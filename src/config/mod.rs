@@ -1,4 +1,4 @@
-//! The effective configuration: defaults from the spec, TOML files, environment, flags.
+//! The effective configuration: the stack's usual defaults, TOML files, environment, flags.
 //!
 //! Every key is declared once in `KEYS` (name, kind, default, environment variable, help), so
 //! adding a setting is one line. Files are layered, lowest first: `/etc/opsbook/config.toml`,
