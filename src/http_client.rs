@@ -11,11 +11,24 @@ use crate::config::Config;
 use crate::config::keys;
 use crate::secret::Secret;
 
+/// What both clients share: no redirects (a probe reports a 30x), a connect deadline.
+fn builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(5))
+        .user_agent(concat!("opsbook/", env!("CARGO_PKG_VERSION")))
+}
+
 /// Bodies larger than this are cut (a probe never needs more).
 const MAX_BODY: usize = 64 << 20;
 
 pub struct Http {
-    client: reqwest::Client,
+    /// For http:// addresses: no certificate store is loaded (reading the system's hundreds of
+    /// roots is most of a quick check's start-up).
+    plain: reqwest::Client,
+    /// For https:// addresses: system roots plus `http.ca_file`, built on the first such request.
+    secure: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    ca_file: String,
     pub default_timeout: Duration,
 }
 
@@ -86,18 +99,35 @@ impl Http {
     pub fn new(config: &Config) -> Result<Http, String> {
         // One crypto provider for the whole process; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(5))
-            .user_agent(concat!("opsbook/", env!("CARGO_PKG_VERSION")));
-        let ca_file = config.text(keys::HTTP_CA_FILE);
-        if !ca_file.is_empty() {
-            let pem = std::fs::read(&ca_file).map_err(|e| format!("cannot read http.ca_file `{ca_file}`: {e}"))?;
-            let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("http.ca_file `{ca_file}`: {e}"))?;
-            builder = builder.add_root_certificate(cert);
+        let plain = builder()
+            .tls_certs_only([])
+            .build()
+            .map_err(|e| format!("cannot set up HTTP: {}", reason(&e, Duration::ZERO)))?;
+        Ok(Http {
+            plain,
+            secure: std::sync::OnceLock::new(),
+            ca_file: config.text(keys::HTTP_CA_FILE),
+            default_timeout: config.duration(keys::HTTP_TIMEOUT),
+        })
+    }
+
+    /// The client for `url`: the TLS one (built now if this is the first https:// request).
+    fn client_for(&self, url: &str) -> Result<&reqwest::Client, String> {
+        if !url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
+            return Ok(&self.plain);
         }
-        let client = builder.build().map_err(|e| format!("cannot set up HTTP: {}", reason(&e, Duration::ZERO)))?;
-        Ok(Http { client, default_timeout: config.duration(keys::HTTP_TIMEOUT) })
+        self.secure.get_or_init(|| self.build_secure()).as_ref().map_err(Clone::clone)
+    }
+
+    fn build_secure(&self) -> Result<reqwest::Client, String> {
+        let mut builder = builder();
+        if !self.ca_file.is_empty() {
+            let ca_file = &self.ca_file;
+            let pem = std::fs::read(ca_file).map_err(|e| format!("cannot read http.ca_file `{ca_file}`: {e}"))?;
+            let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("http.ca_file `{ca_file}`: {e}"))?;
+            builder = builder.tls_certs_merge([cert]);
+        }
+        builder.build().map_err(|e| format!("cannot set up HTTPS: {}", reason(&e, Duration::ZERO)))
     }
 
     /// Sends a request; `Err` is a reason (the server gave no HTTP answer).
@@ -116,7 +146,8 @@ impl Http {
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
-        let mut builder = self.client.request(request.method, &request.url).headers(headers).timeout(timeout);
+        let client = self.client_for(&request.url)?;
+        let mut builder = client.request(request.method, &request.url).headers(headers).timeout(timeout);
         if let Some(body) = request.body {
             builder = builder.body(body);
         }

@@ -389,11 +389,11 @@ fn tls_problems_are_named() {
     assert!(out.stdout.contains("TLS:") || out.stdout.contains("tls") || out.stdout.contains("SSL"), "{}", out.stdout);
     Test::new()
         .config("[http]\nca_file = \"/nonexistent/ca.pem\"\n")
-        .runbook("t", "http::probe(\"https://127.0.0.1:1/\");")
+        .runbook("t", "let p = http::probe(\"https://127.0.0.1:1/\");\ncheck(\"tls\", p.ok, p.detail);")
         .args(["run", "t"])
         .run()
         .code(1)
-        .stdout_has("cannot read http.ca_file `/nonexistent/ca.pem`");
+        .stdout_has("FAIL  tls — cannot read http.ca_file `/nonexistent/ca.pem`: No such file or directory");
 }
 
 #[test]
