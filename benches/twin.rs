@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opsbook::twin::{self, log_store, logger, metrics_db};
+use opsbook::wire::loki_push;
 
 fn median(mut runs: Vec<Duration>) -> Duration {
     runs.sort();
@@ -36,7 +37,7 @@ fn main() {
 
     // 1,000,000 points: 100 hosts × 10 cpu series (cpu-total + 9 cores) × 1,000 timestamps a
     // second apart ending now, one usage_system field each.
-    let now_s = twin::flux::now_ns() / 1_000_000_000;
+    let now_s = twin::now_ns() / 1_000_000_000;
     let mut bodies = Vec::new();
     let mut body = String::new();
     let mut lines = 0;
@@ -118,18 +119,18 @@ fn main() {
     let listener = rt.block_on(twin::loopback()).unwrap();
     let store_url = format!("http://{}", listener.local_addr().unwrap());
     rt.spawn(log_store::serve(listener, Arc::clone(&store), std::future::pending()));
-    let now = twin::flux::now_ns();
+    let now = twin::now_ns();
     let pushes: Vec<Vec<u8>> = (0..100)
         .map(|batch| {
-            let streams: Vec<twin::push::PushStream> = (0..10)
-                .map(|unit| twin::push::PushStream {
+            let streams: Vec<loki_push::PushStream> = (0..10)
+                .map(|unit| loki_push::PushStream {
                     labels: vec![
                         ("hostname".into(), format!("host{:02}", batch % 20)),
                         ("service_type".into(), "bench".into()),
                         ("unit".into(), format!("unit{unit}.service")),
                     ],
                     entries: (0..100)
-                        .map(|i| twin::push::PushEntry {
+                        .map(|i| loki_push::PushEntry {
                             ts: now - 600_000_000_000 + (batch * 1000 + unit * 100 + i) as i64 * 1_000_000,
                             line: format!("level=info msg=\"request {i} served\" batch={batch} unit={unit} took=12ms"),
                             metadata: vec![],
@@ -137,7 +138,7 @@ fn main() {
                         .collect(),
                 })
                 .collect();
-            twin::push::encode_json(&streams)
+            loki_push::encode_json(&streams)
         })
         .collect();
     let started = Instant::now();

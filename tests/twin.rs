@@ -8,7 +8,8 @@ use std::net::TcpListener as StdListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opsbook::twin::{self, Shutdown, log_store, logger, metrics_db, shipper, shipper_config};
+use opsbook::twin::{self, Shutdown, log_store, logger, metrics_db, shipper};
+use opsbook::wire::loki_push;
 use opsbook::world::BoxFuture;
 use opsbook::world::journal::{Entry, Feed, Journal, Query};
 use serde_json::{Value, json};
@@ -204,23 +205,23 @@ fn log_store_pushes_in_every_encoding_and_selects_like_loki() {
     let (url, _store, _stop) =
         start_log_store(&rt, log_store::Options { ready_delay: Duration::ZERO, ..Default::default() });
     let c = client();
-    let now = twin::flux::now_ns();
-    let stream = |unit: &str, lines: &[&str], at: i64| twin::push::PushStream {
+    let now = twin::now_ns();
+    let stream = |unit: &str, lines: &[&str], at: i64| loki_push::PushStream {
         labels: vec![("hostname".into(), "h1".into()), ("unit".into(), unit.into())],
         entries: lines
             .iter()
             .enumerate()
-            .map(|(i, l)| twin::push::PushEntry {
+            .map(|(i, l)| loki_push::PushEntry {
                 ts: now - 1000 + at + i as i64,
                 line: l.to_string(),
                 metadata: vec![],
             })
             .collect(),
     };
-    let json = twin::push::encode_json(&[stream("a.service", &["json one", "json two error"], 0)]);
+    let json = loki_push::encode_json(&[stream("a.service", &["json one", "json two error"], 0)]);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &twin::push::encode_json(&[stream("b.service", &["gzip line"], 10)])).unwrap();
-    let proto = twin::push::encode_protobuf(&[stream("c.service", &["protobuf line"], 20)]);
+    std::io::Write::write_all(&mut gz, &loki_push::encode_json(&[stream("b.service", &["gzip line"], 10)])).unwrap();
+    let proto = loki_push::encode_protobuf(&[stream("c.service", &["protobuf line"], 20)]);
     for (body, ctype, encoding) in [
         (json, "application/json", ""),
         (gz.finish().unwrap(), "application/json", "gzip"),
@@ -297,7 +298,7 @@ fn influx_captures_and_api_answers() {
     let config: Value = c.get(format!("{url}/api/v2/config")).header(auth.0, auth.1).send().unwrap().json().unwrap();
     assert_eq!(config["config"]["engine-path"], "/var/lib/influxdb2/engine");
 
-    let now = twin::flux::now_ns();
+    let now = twin::now_ns();
     let body = format!(
         "cpu,cpu=cpu-total,host=h1 usage_system=42.5,usage_idle=50 {now}\ncpu,cpu=cpu0,host=h1 usage_system=7 {now}\n"
     );
@@ -463,7 +464,7 @@ fn shipper_pushes_are_accepted_by_the_log_store_in_json_and_protobuf() {
         start_log_store(&rt, log_store::Options { ready_delay: Duration::ZERO, ..Default::default() });
     let c = client();
     for format in ["protobuf", "json"] {
-        let config = shipper_config::parse(
+        let config = shipper::config::parse(
             "s.toml",
             &format!(
                 "[journal]\nunits = [\"loki.service\", \"telegraf.service\"]\n[labels]\nservice_type = \"{format}-test\"\nhostname = \"h1\"\n\
@@ -479,7 +480,7 @@ fn shipper_pushes_are_accepted_by_the_log_store_in_json_and_protobuf() {
         let shipper_url = format!("http://{}", listener.local_addr().unwrap());
         let stop = Shutdown::new();
         let server = rt.spawn(shipper::serve(listener, s.clone(), stop.signal()));
-        let now_us = (twin::flux::now_ns() / 1000) as u64;
+        let now_us = (twin::now_ns() / 1000) as u64;
         for (i, unit) in ["loki.service", "sshd.service", "telegraf.service"].iter().enumerate() {
             let entry = Entry {
                 realtime_us: now_us + i as u64,
@@ -553,7 +554,7 @@ fn twin_processes_serve_log_to_stdout_and_stop_on_sigterm() {
     assert_eq!(client().get(format!("http://127.0.0.1:{port}/ready")).send().unwrap().text().unwrap(), "ready\n");
     running.signal(libc::SIGTERM);
     let (out, _) = running.wait(Duration::from_secs(10));
-    out.code(0).stdout_has("msg=\"Loki started\"").stdout_has("Loki stopped");
+    out.code(0).stdout_has("msg=\"Starting Loki\"").stdout_has("Loki stopped");
 
     let port = free_port();
     let running = Test::new()
@@ -595,7 +596,7 @@ fn agent_test_mode_prints_line_protocol_like_telegraf() {
     let mut measurements = std::collections::BTreeSet::new();
     for line in out.stdout.lines() {
         let lp = line.strip_prefix("> ").unwrap_or_else(|| panic!("not `> ` + line protocol: {line}"));
-        for p in opsbook::lineproto::parse(lp).unwrap() {
+        for p in opsbook::wire::line_protocol::parse(lp).unwrap() {
             assert!(p.tags.contains(&("host".into(), "twin-host".into())));
             if p.measurement == "cpu" && p.tags.contains(&("cpu".into(), "cpu-total".into())) {
                 assert!(p.fields.iter().any(|(k, _)| k == "usage_system"));

@@ -18,11 +18,11 @@ use tokio::task::JoinHandle;
 use super::journal::MemJournal;
 use super::units::Component;
 use crate::twin::agent::{self, Agent};
-use crate::twin::log_store::LogStore;
+use crate::twin::log_store::{self, LogStore};
 use crate::twin::logger::{Level, Sink};
-use crate::twin::metrics_db::MetricsDb;
+use crate::twin::metrics_db::{self, MetricsDb};
 use crate::twin::shipper::{self, Shipper};
-use crate::twin::{Shutdown, agent_config, shipper_config};
+use crate::twin::{Shutdown, logger};
 use crate::world::BoxFuture;
 use crate::world::journal::Journal;
 
@@ -108,7 +108,7 @@ impl Common {
     fn begin(&self, pid: u32) -> Result<(), String> {
         self.voice.pid.store(pid, Ordering::Relaxed);
         match &self.fail_start {
-            Some(line) => Err(line.replace("{ts}", &crate::twin::logger::now_rfc3339(6))),
+            Some(line) => Err(line.replace("{ts}", &logger::now_rfc3339(6))),
             None => Ok(()),
         }
     }
@@ -146,7 +146,7 @@ impl Component for MetricsDbComponent {
                     }
                 };
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = crate::twin::metrics_db::serve(l, db, shutdown.signal()).await;
+                    let _ = metrics_db::serve(l, db, shutdown.signal()).await;
                 }
             });
             Ok(())
@@ -179,7 +179,7 @@ impl Component for LogStoreComponent {
             let store = self.store.clone();
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = crate::twin::log_store::serve(l, store, shutdown.signal()).await;
+                    let _ = log_store::serve(l, store, shutdown.signal()).await;
                 }
             });
             Ok(())
@@ -207,7 +207,7 @@ impl Component for AgentComponent {
     fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             self.common.begin(pid)?;
-            let config = agent_config::load(&self.config).map_err(|d| {
+            let config = agent::config::load(&self.config).map_err(|d| {
                 let first = d.first().map(|d| d.to_string()).unwrap_or_default();
                 format!("E! error loading config file {}: {}", self.config.display(), first.trim_end())
             })?;
@@ -253,7 +253,7 @@ impl Component for ShipperComponent {
     fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             self.common.begin(pid)?;
-            let config = shipper_config::load(&self.config).map_err(|d| {
+            let config = shipper::config::load(&self.config).map_err(|d| {
                 let first = d.first().map(|d| d.to_string()).unwrap_or_default();
                 format!("Error: {}: {}", self.config.display(), first.trim_end())
             })?;

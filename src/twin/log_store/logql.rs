@@ -184,13 +184,6 @@ pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(labels)
 }
 
-/// Whether a label name is valid (`[a-zA-Z_][a-zA-Z0-9_]*`).
-pub fn valid_label_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// A Prometheus-style duration: `5m`, `1h30m`, `500ms`, `1d`, `1w`.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let mut total = Duration::ZERO;
