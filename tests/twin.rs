@@ -12,6 +12,7 @@ use opsbook::twin::{self, Shutdown, log_store, logger, metrics_db, shipper};
 use opsbook::wire::loki_push;
 use opsbook::world::BoxFuture;
 use opsbook::world::journal::{Entry, Feed, Journal, Query};
+use regex::Regex;
 use serde_json::{Value, json};
 
 use crate::support::wire::capture;
@@ -524,6 +525,268 @@ fn shipper_pushes_are_accepted_by_the_log_store_in_json_and_protobuf() {
     assert!(store.entry_count() >= 4);
 }
 
+/// The phases of the captured Loki life (`log-levels-one-life.txt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Start,
+    Queries,
+    Stop,
+}
+
+/// Each warn/error line Loki 3.4.6 logged over one life, as a regex over the whole line with
+/// its timestamp and trace ID masked, and the phase it belongs to (from the capture's times:
+/// start at :00, two `limit=1` queries at :20, SIGTERM at :25).
+fn loki_life() -> Vec<(Phase, Regex)> {
+    let ts = Regex::new(r"ts=2026-11-23T14:46:(\d\d)\.\d+Z").unwrap();
+    capture("loki-3.4.6/log-levels-one-life.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|line| {
+            let second = &ts.captures(line).expect("a timestamp in each captured line")[1];
+            let phase = match second {
+                "00" => Phase::Start,
+                "20" => Phase::Queries,
+                _ => Phase::Stop,
+            };
+            // Mask the timestamp and trace ID first, then escape the rest of the line.
+            let masked = ts.replace_all(line, "ts=TIMESTAMP");
+            let masked = Regex::new(r"traceID=[0-9a-f]{16}").unwrap().replace_all(&masked, "traceID=TRACE").to_string();
+            let pattern = regex::escape(&masked)
+                .replace("TIMESTAMP", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z")
+                .replace("TRACE", "[0-9a-f]{16}");
+            (phase, Regex::new(&format!("^{pattern}$")).unwrap())
+        })
+        .collect()
+}
+
+/// The lines, one for one, each matching its pattern as a whole.
+fn assert_lines_match(lines: &[&str], patterns: &[&Regex]) {
+    assert_eq!(lines.len(), patterns.len(), "lines: {lines:#?}\nexpected: {patterns:#?}");
+    for (line, pattern) in lines.iter().zip(patterns) {
+        assert!(pattern.is_match(line), "`{line}`\ndoes not match\n`{pattern}`");
+    }
+}
+
+#[test]
+fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
+    let rt = runtime();
+    let (sink, kept) = logger::memory();
+    let store =
+        log_store::LogStore::new(log_store::Options { ready_delay: Duration::ZERO, ..Default::default() }, sink);
+    let stop = Shutdown::new();
+    let listener = rt.block_on(twin::loopback()).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = rt.spawn(log_store::serve(listener, store.clone(), stop.signal()));
+    let c = client();
+    // What the store said at warn or error level, so far.
+    let said = || -> Vec<String> {
+        let lines = kept.lock().unwrap().clone();
+        lines
+            .into_iter()
+            .filter(|(level, _)| matches!(level, logger::Level::Error | logger::Level::Warn))
+            .map(|(_, l)| l)
+            .collect()
+    };
+    let life = loki_life();
+    let phase = |p: Phase| -> Vec<&Regex> { life.iter().filter(|(q, _)| *q == p).map(|(_, r)| r).collect() };
+
+    // Start: nothing at once, then `empty ring` while the ring forms.
+    assert!(said().is_empty(), "{:?}", said());
+    std::thread::sleep(Duration::from_millis(1200));
+    let start = phase(Phase::Start);
+    assert_lines_match(&said().iter().map(String::as_str).collect::<Vec<_>>(), &start);
+
+    // Two range queries whose limit=1 is met, as in the capture: the querier's cancellations.
+    let now = twin::now_ns();
+    let body = loki_push::encode_json(&[loki_push::PushStream {
+        labels: vec![("hostname".into(), "h1".into()), ("service_type".into(), "test".into())],
+        entries: (0..3)
+            .map(|i| loki_push::PushEntry { ts: now - 3000 + i, line: format!("line {i}"), metadata: vec![] })
+            .collect(),
+    }]);
+    let r =
+        c.post(format!("{url}/loki/api/v1/push")).header("content-type", "application/json").body(body).send().unwrap();
+    assert_eq!(r.status(), 204);
+    for _ in 0..2 {
+        let r = c
+            .get(format!("{url}/loki/api/v1/query_range"))
+            .query(&[("query", "{service_type=~\".+\"}"), ("limit", "1")])
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    // A query whose limit is not met cancels nothing.
+    let r = c
+        .get(format!("{url}/loki/api/v1/query_range"))
+        .query(&[("query", "{service_type=\"none\"}"), ("limit", "1")])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let queries: Vec<&Regex> = phase(Phase::Start).into_iter().chain(phase(Phase::Queries)).collect();
+    assert_lines_match(&said().iter().map(String::as_str).collect::<Vec<_>>(), &queries);
+
+    // Stop (the in-process shutdown, as the sandbox stops it): Loki's shutdown lines.
+    stop.trigger();
+    rt.block_on(server).unwrap().unwrap();
+    let all: Vec<&Regex> = life.iter().map(|(_, r)| r).collect();
+    assert_lines_match(&said().iter().map(String::as_str).collect::<Vec<_>>(), &all);
+}
+
+#[test]
+fn log_store_empty_answers_are_loki_3_4s() {
+    let rt = runtime();
+    let (url, _store, stop) =
+        start_log_store(&rt, log_store::Options { ready_delay: Duration::ZERO, ..Default::default() });
+    let c = client();
+    // No line received yet: the label endpoints answer success with no `data` at all.
+    let captured = capture("loki-3.4.6/labels-empty.txt");
+    let empty_body = captured.lines().nth(1).unwrap();
+    for path in ["/loki/api/v1/labels", "/loki/api/v1/label/hostname/values"] {
+        let r = c.get(format!("{url}{path}")).send().unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(header(&r, "content-type"), "application/json; charset=UTF-8", "{path}");
+        assert_eq!(r.text().unwrap(), empty_body, "{path}");
+    }
+    // Loki's documented empty forms where no capture exists: series `data: []`, query results
+    // `result: []` (with the stats block as the captured answers carry it).
+    let r = c.get(format!("{url}/loki/api/v1/series")).query(&[("match[]", "{hostname=\"h1\"}")]).send().unwrap();
+    assert_eq!(r.text().unwrap(), r#"{"status":"success","data":[]}"#);
+    for (path, query, kind, file) in [
+        ("query_range", "{hostname=\"h1\"}", "streams", "query-range-streams.json"),
+        ("query_range", "count_over_time({hostname=\"h1\"}[1m])", "matrix", "query-range-matrix.json"),
+        ("query", "count_over_time({hostname=\"h1\"}[1m])", "vector", "query-instant-metric.json"),
+    ] {
+        let mut ours: Value =
+            c.get(format!("{url}/loki/api/v1/{path}")).query(&[("query", query)]).send().unwrap().json().unwrap();
+        let theirs: Value = serde_json::from_str(&capture(&format!("loki-3.4.6/{file}"))).unwrap();
+        let stats = ours["data"].as_object_mut().unwrap().remove("stats").unwrap();
+        assert_eq!(shape(&stats), shape(&theirs["data"]["stats"]), "{kind} stats");
+        assert_eq!(ours, json!({"status": "success", "data": {"resultType": kind, "result": []}}), "{kind}");
+    }
+    // The chunk counter is 0 until the first push creates a chunk: the captured family,
+    // with 0, then with the captured 1.
+    let excerpt = capture("loki-3.4.6/metrics-excerpt.txt");
+    let family: Vec<&str> = excerpt.lines().skip_while(|l| !l.contains("loki_ingester_chunks_created_total")).collect();
+    let metrics = |c: &reqwest::blocking::Client| c.get(format!("{url}/metrics")).send().unwrap().text().unwrap();
+    let before =
+        family.join("\n").replace("loki_ingester_chunks_created_total 1", "loki_ingester_chunks_created_total 0");
+    assert!(metrics(&c).contains(&format!("{before}\n")), "{}", metrics(&c));
+    let r = c
+        .post(format!("{url}/loki/api/v1/push"))
+        .header("content-type", "application/json")
+        .body(capture("loki-3.4.6/push-body.json"))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert!(metrics(&c).contains(&format!("{}\n", family.join("\n"))), "{}", metrics(&c));
+    // With a line received, the labels are a list again (the capture's, for its window).
+    let ts = 1_795_338_824_104_597_505i64;
+    let r = c
+        .get(format!("{url}/loki/api/v1/labels"))
+        .query(&[("start", (ts - 60_000_000_000).to_string())])
+        .send()
+        .unwrap();
+    assert_eq!(r.text().unwrap(), capture("loki-3.4.6/labels.json").trim_end());
+    stop.trigger();
+}
+
+#[test]
+fn metrics_db_empty_and_error_answers_are_influxdb_2s() {
+    let rt = runtime();
+    let (url, _db) = start_metrics_db(&rt, "s3cret");
+    let c = client();
+    let auth = ("authorization", "Token s3cret");
+    // Errors: exactly {"code","message"}, compact, the code in X-Platform-Error-Code (InfluxDB
+    // 2's error handler; no capture of a 2.x server is at hand).
+    let error = |r: reqwest::blocking::Response| -> (u16, String, String, String) {
+        (r.status().as_u16(), header(&r, "content-type"), header(&r, "x-platform-error-code"), r.text().unwrap())
+    };
+    let json_type = "application/json; charset=utf-8".to_string();
+    assert_eq!(
+        error(c.get(format!("{url}/api/v2/buckets")).send().unwrap()),
+        (
+            401,
+            json_type.clone(),
+            "unauthorized".into(),
+            r#"{"code":"unauthorized","message":"unauthorized access"}"#.into()
+        )
+    );
+    assert_eq!(
+        error(
+            c.post(format!("{url}/api/v2/write?org=opsbook&bucket=nope"))
+                .header(auth.0, auth.1)
+                .body("m f=1")
+                .send()
+                .unwrap()
+        ),
+        (
+            404,
+            json_type.clone(),
+            "not found".into(),
+            r#"{"code":"not found","message":"bucket \"nope\" not found"}"#.into()
+        )
+    );
+    assert_eq!(
+        error(
+            c.post(format!("{url}/api/v2/query"))
+                .header(auth.0, auth.1)
+                .header("content-type", "application/vnd.flux")
+                .body("from(bucket: \"telegraf\")")
+                .send()
+                .unwrap()
+        ),
+        (
+            400,
+            json_type.clone(),
+            "invalid".into(),
+            r#"{"code":"invalid","message":"Please provide either orgID or org"}"#.into()
+        )
+    );
+    assert_eq!(
+        error(c.get(format!("{url}/api/v2/nothing")).header(auth.0, auth.1).send().unwrap()),
+        (404, json_type.clone(), "not found".into(), r#"{"code":"not found","message":"path not found"}"#.into())
+    );
+    let (status, _, code, body) = error(
+        c.post(format!("{url}/api/v2/write?org=opsbook&bucket=telegraf"))
+            .header(auth.0, auth.1)
+            .body("cpu usage=")
+            .send()
+            .unwrap(),
+    );
+    assert_eq!((status, code.as_str()), (400, "invalid"));
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body.as_object().unwrap().keys().collect::<Vec<_>>(), ["code", "message"]);
+    // No rows: InfluxDB 2's CSV of an empty result is a lone CRLF, with or without annotations.
+    let flux = "from(bucket: \"telegraf\") |> range(start: -1m) |> filter(fn: (r) => r._measurement == \"none\")";
+    let raw = c
+        .post(format!("{url}/api/v2/query?org=opsbook"))
+        .header(auth.0, auth.1)
+        .header("content-type", "application/vnd.flux")
+        .body(flux)
+        .send()
+        .unwrap();
+    assert_eq!((raw.status().as_u16(), header(&raw, "content-type")), (200, "text/csv; charset=utf-8".to_string()));
+    assert_eq!(raw.text().unwrap(), "\r\n");
+    let annotated = c
+        .post(format!("{url}/api/v2/query?org=opsbook"))
+        .header(auth.0, auth.1)
+        .header("content-type", "application/json")
+        .body(
+            json!({"query": flux, "type": "flux", "dialect": {"annotations": ["datatype", "group", "default"]}})
+                .to_string(),
+        )
+        .send()
+        .unwrap();
+    assert_eq!(annotated.text().unwrap(), "\r\n");
+    // No bucket of that name: the list is empty, not an error.
+    let r = c.get(format!("{url}/api/v2/buckets")).query(&[("name", "nope")]).header(auth.0, auth.1).send().unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.text().unwrap(),
+        "{\n\t\"links\": {\n\t\t\"self\": \"/api/v2/buckets?descending=false&limit=20&offset=0\"\n\t},\n\t\"buckets\": []\n}\n"
+    );
+}
+
 fn metrics_after(c: &reqwest::blocking::Client, url: &str) -> String {
     c.get(format!("{url}/metrics")).send().unwrap().text().unwrap()
 }
@@ -552,9 +815,17 @@ fn twin_processes_serve_log_to_stdout_and_stop_on_sigterm() {
         .spawn();
     wait_http(&format!("http://127.0.0.1:{port}/ready"));
     assert_eq!(client().get(format!("http://127.0.0.1:{port}/ready")).send().unwrap().text().unwrap(), "ready\n");
+    // Past the ring's forming, so the process has said all a starting Loki says.
+    std::thread::sleep(Duration::from_millis(1200));
     running.signal(libc::SIGTERM);
     let (out, _) = running.wait(Duration::from_secs(10));
-    out.code(0).stdout_has("msg=\"Starting Loki\"").stdout_has("Loki stopped");
+    let out = out.code(0).stdout_has("msg=\"Starting Loki\"").stdout_has("msg=\"Loki stopped\"");
+    // Its errors and warnings over this life are the real one's at start and at stop.
+    let said: Vec<&str> =
+        out.stdout.lines().filter(|l| l.contains("level=error") || l.contains("level=warn")).collect();
+    let captured = loki_life();
+    let expected: Vec<&Regex> = captured.iter().filter(|(phase, _)| *phase != Phase::Queries).map(|(_, r)| r).collect();
+    assert_lines_match(&said, &expected);
 
     let port = free_port();
     let running = Test::new()

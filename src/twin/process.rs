@@ -25,12 +25,16 @@ pub enum Service {
     ///
     /// Serves /health, /ping, /api/v2/buckets, /api/v2/write, /api/v2/query (a Flux subset:
     /// from, range, filter, count, max, min, mean, sum, last, first, limit, group, yield) and
-    /// /api/v2/config. Every /api/v2 call needs `Authorization: Token …`.
+    /// /api/v2/config. Every /api/v2 call needs `Authorization: Token …`; errors are
+    /// InfluxDB's `{"code","message"}`, a query with no rows a lone CRLF.
     MetricsDb(MetricsDbArgs),
-    /// The log store: Loki API on 127.0.0.1:3100, logs in memory.
+    /// The log store: Loki 3.4 API on 127.0.0.1:3100, logs in memory.
     ///
     /// Serves /ready (503 during the start delay), /metrics, /config, /loki/api/v1/push (JSON,
-    /// gzip, protobuf+snappy), query_range, query, labels, label values, series.
+    /// gzip, protobuf+snappy), query_range, query, labels, label values, series, with Loki's
+    /// empty answers (a label list with nothing in it has no `data`). Logs what Loki 3.4.6
+    /// logs, its errors included: `empty ring` while starting, `context canceled` when a
+    /// query's limit is met and while stopping.
     LogStore(LogStoreArgs),
     /// The metrics agent: samples cpu, mem and disk of this host every interval and writes line
     /// protocol to the metrics database (a Telegraf-style TOML config). SIGHUP reloads.

@@ -19,7 +19,8 @@ use crate::twin::logger::Level;
 use crate::wire::content_encoding;
 use crate::wire::flux_csv::Dialect;
 
-/// InfluxDB 2's API answers are JSON indented with tabs, ending with a newline.
+/// InfluxDB 2's API answers (its `api.Respond`) are JSON indented with tabs, ending with a
+/// newline.
 fn json_answer(status: StatusCode, v: &Value) -> Response {
     use serde::Serialize;
     let mut body = Vec::new();
@@ -30,8 +31,18 @@ fn json_answer(status: StatusCode, v: &Value) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response()
 }
 
+/// An error as InfluxDB 2 answers it (its `kit/transport/http/error_handler.go`): exactly
+/// `{"code","message"}`, marshalled compact with no final newline, and the code repeated in
+/// `X-Platform-Error-Code`.
 fn error_answer((status, v): (StatusCode, Value)) -> Response {
-    json_answer(status, &v)
+    let code = v.get("code").and_then(Value::as_str).unwrap_or("internal error").to_string();
+    let message = v.get("message").and_then(Value::as_str).unwrap_or("An internal error has occurred");
+    let body = json!({"code": code, "message": message}).to_string();
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response();
+    if let Ok(value) = HeaderValue::from_str(&code) {
+        response.headers_mut().insert("x-platform-error-code", value);
+    }
+    response
 }
 
 /// The token check of every `/api/v2` route: without this database's token in

@@ -163,7 +163,7 @@ impl MetricsDb {
             let line = text.lines().nth(e.line.saturating_sub(1)).unwrap_or("");
             (
                 StatusCode::BAD_REQUEST,
-                json!({"code": "invalid", "line": e.line,
+                json!({"code": "invalid",
                     "message": format!("unable to parse '{}': {} (column {})", line, e.message, e.column)}),
             )
         })?;
