@@ -33,7 +33,7 @@ fn main() {
     let db = metrics_db::MetricsDb::new(options, opsbook::secret::Secret::new("bench"), logger::discard());
     let listener = rt.block_on(twin::loopback()).unwrap();
     let db_url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(metrics_db::serve(listener, db.clone(), std::future::pending()));
+    rt.spawn(twin::serve(db.clone(), Some(listener), std::future::pending()));
 
     // 1,000,000 points: 100 hosts × 10 cpu series (cpu-total + 9 cores) × 1,000 timestamps a
     // second apart ending now, one usage_system field each.
@@ -118,7 +118,7 @@ fn main() {
     );
     let listener = rt.block_on(twin::loopback()).unwrap();
     let store_url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(log_store::serve(listener, Arc::clone(&store), std::future::pending()));
+    rt.spawn(twin::serve(Arc::clone(&store), Some(listener), std::future::pending()));
     let now = twin::now_ns();
     let pushes: Vec<Vec<u8>> = (0..100)
         .map(|batch| {

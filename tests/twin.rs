@@ -48,7 +48,7 @@ fn start_log_store(
     let stop = Shutdown::new();
     let listener = rt.block_on(twin::loopback()).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(log_store::serve(listener, store.clone(), stop.signal()));
+    rt.spawn(twin::serve(store.clone(), Some(listener), stop.signal()));
     (url, store, stop)
 }
 
@@ -60,7 +60,7 @@ fn start_metrics_db(rt: &tokio::runtime::Runtime, token: &str) -> (String, Arc<m
     );
     let listener = rt.block_on(twin::loopback()).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(metrics_db::serve(listener, db.clone(), std::future::pending()));
+    rt.spawn(twin::serve(db.clone(), Some(listener), std::future::pending()));
     (url, db)
 }
 
@@ -480,7 +480,7 @@ fn shipper_pushes_are_accepted_by_the_log_store_in_json_and_protobuf() {
         let listener = rt.block_on(twin::loopback()).unwrap();
         let shipper_url = format!("http://{}", listener.local_addr().unwrap());
         let stop = Shutdown::new();
-        let server = rt.spawn(shipper::serve(listener, s.clone(), stop.signal()));
+        let server = rt.spawn(twin::serve(s.clone(), Some(listener), stop.signal()));
         let now_us = (twin::now_ns() / 1000) as u64;
         for (i, unit) in ["loki.service", "sshd.service", "telegraf.service"].iter().enumerate() {
             let entry = Entry {
@@ -576,7 +576,7 @@ fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
     let stop = Shutdown::new();
     let listener = rt.block_on(twin::loopback()).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let server = rt.spawn(log_store::serve(listener, store.clone(), stop.signal()));
+    let server = rt.spawn(twin::serve(store.clone(), Some(listener), stop.signal()));
     let c = client();
     // What the store said at warn or error level, so far.
     let said = || -> Vec<String> {

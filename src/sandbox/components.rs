@@ -1,5 +1,5 @@
 //! The four twin components as the simulated units run them: starting a unit binds its
-//! loopback port and serves (so a stopped server's port refuses connections, as a real one
+//! loopback port and serves (through `twin::serve`, as `opsbook twin` does) (so a stopped server's port refuses connections, as a real one
 //! does), stopping it closes the port. Each component re-reads its configuration file at
 //! start, as the real process would; its log lines go to the sandbox journal under its unit.
 //! Faults that belong to a process (fail at start, slow to listen, not writing, reload
@@ -18,11 +18,11 @@ use tokio::task::JoinHandle;
 use super::journal::MemJournal;
 use super::units::Component;
 use crate::twin::agent::{self, Agent};
-use crate::twin::log_store::{self, LogStore};
+use crate::twin::log_store::LogStore;
 use crate::twin::logger::{Level, Sink};
-use crate::twin::metrics_db::{self, MetricsDb};
+use crate::twin::metrics_db::MetricsDb;
 use crate::twin::shipper::{self, Shipper};
-use crate::twin::{Shutdown, logger};
+use crate::twin::{self, Shutdown, logger};
 use crate::world::BoxFuture;
 use crate::world::journal::Journal;
 
@@ -146,7 +146,7 @@ impl Component for MetricsDbComponent {
                     }
                 };
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = metrics_db::serve(l, db, shutdown.signal()).await;
+                    let _ = twin::serve(db, Some(l), shutdown.signal()).await;
                 }
             });
             Ok(())
@@ -179,7 +179,7 @@ impl Component for LogStoreComponent {
             let store = self.store.clone();
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = log_store::serve(l, store, shutdown.signal()).await;
+                    let _ = twin::serve(store, Some(l), shutdown.signal()).await;
                 }
             });
             Ok(())
@@ -215,7 +215,9 @@ impl Component for AgentComponent {
             agent.faults.not_writing.store(self.not_writing, Ordering::Relaxed);
             *self.agent.lock().unwrap_or_else(|e| e.into_inner()) = Some(agent.clone());
             self.common.voice.say(Level::Info, &format!("I! Loading config: {}", self.config.display()));
-            self.common.running.spawn(&self.common.runtime, move |shutdown| agent::run(agent, shutdown.signal()));
+            self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
+                let _ = twin::serve(agent, None, shutdown.signal()).await;
+            });
             Ok(())
         })
     }
@@ -265,7 +267,7 @@ impl Component for ShipperComponent {
             let following = self.journal.followers();
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = shipper::serve(l, shipper, shutdown.signal()).await;
+                    let _ = twin::serve(shipper, Some(l), shutdown.signal()).await;
                 }
             });
             // Started once its pipeline follows the journal, so no line logged after the

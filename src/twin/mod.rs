@@ -2,8 +2,8 @@
 //! formats (each written and read by `crate::wire`), usable as processes (`opsbook twin
 //! SERVICE`, e.g. as systemd units under the stack's names and ports; see `process`) and
 //! in-process (the `--sandbox`, see `crate::sandbox::components`). Both start a twin the same
-//! way: its state from options, then `serve(listener, state, shutdown)` (the agent:
-//! `run(agent, shutdown)`).
+//! way: its state from options, then `twin::serve(state, listener, stop)` (each component
+//! implements `Twin`), stopped by SIGINT/SIGTERM or by a `Shutdown` handle.
 //!
 //! One folder per component:
 //! - `metrics_db/`: InfluxDB 2 API (health, ping, buckets, write, Flux query, config); data in
@@ -31,7 +31,38 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use tokio::net::TcpListener;
+
+use crate::world::BoxFuture;
 pub use process::{Service, TwinArgs, run};
+
+/// How a running twin is told to stop: SIGINT/SIGTERM for a process (`stop_signal`), its
+/// `Shutdown` handle in the sandbox.
+pub type Stop = BoxFuture<'static, ()>;
+
+/// A twin component from its start until it is told to stop.
+pub trait Twin: Send + Sync + 'static {
+    /// Serves on `listener` until `stop` completes, logging its start and stop as its
+    /// counterpart does. The agent serves nothing and takes `None`; the servers need one.
+    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>>;
+}
+
+/// Runs `twin` until `stop` completes: the one way every twin starts, as a process
+/// (`opsbook twin SERVICE`) and in the sandbox.
+pub fn serve<T: Twin>(
+    twin: Arc<T>,
+    listener: Option<TcpListener>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> BoxFuture<'static, std::io::Result<()>> {
+    twin.run(listener, Box::pin(stop))
+}
+
+/// The listener a server twin was given, or the error of starting one without.
+fn listener_of(what: &str, listener: Option<TcpListener>) -> std::io::Result<TcpListener> {
+    listener.ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("the {what} serves HTTP: give it a listener"))
+    })
+}
 
 /// Now, in nanoseconds since the epoch (the twins' one clock).
 pub fn now_ns() -> i64 {

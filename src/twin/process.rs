@@ -177,7 +177,7 @@ async fn run_log_store(a: LogStoreArgs) -> Result<u8, Error> {
         ..log_store::Options::default()
     };
     let store = log_store::LogStore::new(options, logger::stdout());
-    log_store::serve(listener, store, stop_signal())
+    super::serve(store, Some(listener), stop_signal())
         .await
         .map_err(|source| Error::Io { context: "log store server failed".into(), source })?;
     Ok(0)
@@ -197,7 +197,7 @@ async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
         listen: listener.local_addr().map(|x| x.to_string()).unwrap_or(a.listen),
     };
     let db = metrics_db::MetricsDb::new(options, crate::secret::Secret::new(token), logger::stdout());
-    metrics_db::serve(listener, db, stop_signal())
+    super::serve(db, Some(listener), stop_signal())
         .await
         .map_err(|source| Error::Io { context: "metrics database server failed".into(), source })?;
     Ok(0)

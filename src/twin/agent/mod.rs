@@ -23,10 +23,12 @@ mod sampler;
 
 use self::config::{AgentConfig, Output};
 use super::logger::{self, Level, Sink};
-use super::now_ns;
+use super::{Stop, Twin, now_ns};
 use crate::error::Error;
 use crate::wire::line_protocol::Point;
+use crate::world::BoxFuture;
 use sampler::Sampler;
+use tokio::net::TcpListener;
 /// The version the twin calls itself in logs and its User-Agent.
 pub const VERSION: &str = "1.32.0";
 const BUFFER_LIMIT: usize = 10_000;
@@ -277,9 +279,19 @@ impl Agent {
     }
 }
 
+impl Twin for Agent {
+    /// The agent serves nothing: `listener` is not used.
+    fn run(self: Arc<Self>, _listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
+        Box::pin(async move {
+            run(self, stop).await;
+            Ok(())
+        })
+    }
+}
+
 /// Runs the agent until `shutdown`: gathers every interval (aligned to the interval, as
 /// Telegraf's round_interval does) and flushes every flush interval.
-pub async fn run(agent: Arc<Agent>, shutdown: impl Future<Output = ()> + Send) {
+async fn run(agent: Arc<Agent>, shutdown: Stop) {
     let c = agent.config();
     agent.say(Level::Info, &format!("Starting Telegraf {VERSION} brought to you by InfluxData the makers of InfluxDB"));
     agent.announce(&c);
@@ -393,15 +405,16 @@ pub async fn run_command(
             }
         }
     });
-    let mut reload_failed = false;
-    let stop = async {
+    let reload_failed = Arc::new(AtomicBool::new(false));
+    let failed = reload_failed.clone();
+    let stop = async move {
         tokio::select! {
             _ = shutdown => {},
-            _ = failed_rx.recv() => reload_failed = true,
+            _ = failed_rx.recv() => failed.store(true, Ordering::Relaxed),
         }
     };
-    run(agent, stop).await;
-    Ok(u8::from(reload_failed))
+    let _ = super::serve(agent, None, stop).await;
+    Ok(u8::from(reload_failed.load(Ordering::Relaxed)))
 }
 
 #[cfg(test)]

@@ -30,13 +30,16 @@ mod stats;
 mod voice;
 
 use std::collections::{HashMap, VecDeque};
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use tokio::net::TcpListener;
+
 use super::faults::Faults;
 use super::logger::Sink;
+use super::{Stop, Twin, listener_of};
+use crate::world::BoxFuture;
 
 /// Loki's version, as `/loki/api/v1/status/buildinfo` and `loki_build_info` report it.
 pub const VERSION: &str = "3.4.6";
@@ -164,14 +167,16 @@ impl LogStore {
     }
 }
 
+impl Twin for LogStore {
+    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
+        Box::pin(async move { serve(listener_of("log store", listener)?, self, stop).await })
+    }
+}
+
 /// Serves the log store on `listener` until `shutdown` completes, logging as Loki does
 /// over its life: its start, the `empty ring` error while the ring forms, and the
 /// `context canceled` errors of its shutdown.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    store: Arc<LogStore>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+async fn serve(listener: TcpListener, store: Arc<LogStore>, shutdown: Stop) -> std::io::Result<()> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     store.started(&addr);
     let forming = tokio::spawn(voice::ring_forming(store.clone()));

@@ -22,19 +22,20 @@ mod resources;
 pub mod store;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
+use tokio::net::TcpListener;
 
 use super::faults::Faults;
 use super::logger::{self, Level, Sink};
-use super::now_ns;
+use super::{Stop, Twin, listener_of, now_ns};
 use crate::secret::Secret;
 use crate::wire::flux_csv::Dialect;
+use crate::world::BoxFuture;
 use store::{Bucket, WriteError};
 
 /// The InfluxDB version the twin reports.
@@ -252,12 +253,14 @@ pub(crate) fn internal(message: &str) -> (StatusCode, Value) {
     (StatusCode::INTERNAL_SERVER_ERROR, json!({"code": "internal error", "message": message}))
 }
 
+impl Twin for MetricsDb {
+    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
+        Box::pin(async move { serve(listener_of("metrics database", listener)?, self, stop).await })
+    }
+}
+
 /// Serves the metrics database on `listener` until `shutdown` completes.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    db: Arc<MetricsDb>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+async fn serve(listener: TcpListener, db: Arc<MetricsDb>, shutdown: Stop) -> std::io::Result<()> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     db.log_line(Level::Info, "Welcome to InfluxDB", &[("version", VERSION), ("commit", COMMIT)]);
     db.log_line(Level::Info, "Listening", &[("service", "tcp-listener"), ("transport", "http"), ("addr", &addr)]);

@@ -26,11 +26,13 @@ mod metrics;
 
 use self::config::{Format, ShipperConfig};
 use super::logger::{self, Level, Sink};
-use super::now_ns;
+use super::{Stop, Twin, listener_of, now_ns};
 use crate::error::Error;
 use crate::wire::loki_push::{self, PushEntry, PushStream};
+use crate::world::BoxFuture;
 use crate::world::journal::{Entry, Journal, Journalctl, Query};
 use metrics::Metrics;
+use tokio::net::TcpListener;
 
 /// The Alloy version the twin reports.
 pub const VERSION: &str = "v1.9.0";
@@ -334,12 +336,14 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+impl Twin for Shipper {
+    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
+        Box::pin(async move { serve(listener_of("log shipper", listener)?, self, stop).await })
+    }
+}
+
 /// Serves the local endpoint on `listener` and ships the journal until `shutdown`.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    shipper: Arc<Shipper>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+async fn serve(listener: TcpListener, shipper: Arc<Shipper>, shutdown: Stop) -> std::io::Result<()> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     shipper.say(Level::Info, "starting Alloy", &[("version", VERSION)]);
     shipper.say(Level::Info, "now listening for http traffic", &[("service", "http"), ("addr", &addr)]);
@@ -396,7 +400,7 @@ pub async fn run_command(
         }
     };
     let addr = listen.map(str::to_string).unwrap_or_else(|| config.listen.clone());
-    let listener = tokio::net::TcpListener::bind(&addr)
+    let listener = TcpListener::bind(&addr)
         .await
         .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })?;
     let journal: Arc<dyn Journal> = Arc::new(Journalctl { user: config.user, timeout: Duration::from_secs(30) });
@@ -408,7 +412,7 @@ pub async fn run_command(
             let _ = reloader.reload();
         }
     });
-    serve(listener, shipper, shutdown)
+    super::serve(shipper, Some(listener), shutdown)
         .await
         .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
     Ok(0)
