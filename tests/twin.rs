@@ -258,6 +258,25 @@ fn log_store_pushes_in_every_encoding_and_selects_like_loki() {
     assert_eq!(lines("{unit!~\"a.*\", hostname=\"h1\"} |~ \"pro.*\"", &[]), vec!["protobuf line"]);
     assert_eq!(lines("{hostname=\"h1\"} |= \"json\" != \"error\"", &[]), vec!["json one"]);
     assert_eq!(lines("{hostname=\"h1\"}", &[("limit", "1"), ("direction", "forward")]), vec!["json one"]);
+    // POSTed, the parameters come as a form (percent-encoded, `+` for a space), and a form
+    // value wins over the query string's, as in Go's ParseForm.
+    let posted = |path: &str, form: &str| -> Value {
+        let r = c
+            .post(format!("{url}/loki/api/v1/{path}?limit=100&query=nonsense"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form.to_string())
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        r.json().unwrap()
+    };
+    let v = posted("query_range", "query=%7Bhostname%3D%22h1%22%7D+%7C%3D+%22gzip%22&limit=5");
+    let values: Vec<&Value> =
+        v["data"]["result"].as_array().unwrap().iter().flat_map(|s| s["values"].as_array().unwrap()).collect();
+    assert_eq!(values.iter().map(|p| p[1].as_str().unwrap()).collect::<Vec<_>>(), ["gzip line"]);
+    let v = posted("series", "match%5B%5D=%7Bunit%3D%22c.service%22%7D");
+    assert_eq!(v["data"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["data"][0]["unit"], "c.service");
     // Garbage is refused with Loki's plain-text 400s.
     let r = c
         .post(format!("{url}/loki/api/v1/push"))

@@ -3,7 +3,7 @@
 //! them (the host's `loki::` verbs); `write_*` write them as Loki 3.4 does (the log-store
 //! twin), empty forms included: an empty label list has no `data` at all.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// One log line from a streams result.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,11 +192,6 @@ pub fn write_vector(series: &[SeriesOut], stats: Value) -> String {
     query_answer("vector", result, stats)
 }
 
-/// An empty JSON object, for callers without a `stats` block.
-pub fn no_stats() -> Value {
-    Value::Object(Map::new())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,10 +230,10 @@ mod tests {
             .to_vec();
         assert_eq!(write_series(&[set]), wire("series.json").unwrap().trim_end());
         assert_eq!(write_series(&[]), r#"{"status":"success","data":[]}"#);
-        let empty = write_streams(&[], no_stats());
+        let empty = write_streams(&[], json!({}));
         assert_eq!(empty, r#"{"status":"success","data":{"resultType":"streams","result":[],"stats":{}}}"#);
         let QueryResult::Metric(m) =
-            parse_query(&write_matrix(&[(vec![], vec![(1_500_000_000, 2.0)])], no_stats())).unwrap()
+            parse_query(&write_matrix(&[(vec![], vec![(1_500_000_000, 2.0)])], json!({}))).unwrap()
         else {
             panic!()
         };

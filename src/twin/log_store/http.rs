@@ -219,8 +219,8 @@ async fn query_instant_post(
 }
 
 /// POSTed requests may carry their parameters in the query string and, form-encoded, in the
-/// body, as Go's `ParseForm` merges them (the body's last); a body that is not a form adds
-/// nothing.
+/// body; as in Go's `ParseForm`, the body's values win (`param` reads the last). A body that
+/// is not a form adds nothing.
 fn with_form(mut params: Params, form: Result<Form<Params>, FormRejection>) -> Params {
     if let Ok(Form(more)) = form {
         params.extend(more);

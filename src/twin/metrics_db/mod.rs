@@ -129,14 +129,6 @@ impl MetricsDb {
         self.buckets.read().map(|b| b.values().map(Bucket::point_count).sum()).unwrap_or(0)
     }
 
-    /// Creates a bucket (no-op when it exists).
-    pub fn create_bucket(&self, name: &str) {
-        if let Ok(mut b) = self.buckets.write() {
-            let n = b.len() as u64;
-            b.entry(name.to_string()).or_insert_with(|| Bucket::new(name, id16(n + 11)));
-        }
-    }
-
     fn evict_if_due(&self, buckets: &mut BTreeMap<String, Bucket>) {
         let now = now_ns();
         if now - self.last_evict.load(Ordering::Relaxed) < 1_000_000_000 {
