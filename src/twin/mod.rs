@@ -23,7 +23,7 @@ pub mod faults;
 pub mod log_store;
 pub mod logger;
 pub mod metrics_db;
-pub mod process;
+mod process;
 pub mod shipper;
 pub mod toml_check;
 

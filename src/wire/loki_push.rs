@@ -400,6 +400,9 @@ mod tests {
         let labels = vec![("a".to_string(), "x \"y\"\\z\n".to_string()), ("b_2".to_string(), String::new())];
         assert_eq!(parse_labels(&labels_text(&labels)).unwrap(), labels);
         assert_eq!(parse_labels("{ }").unwrap(), vec![]);
+        let sorted = parse_labels(r#"{job="x", a="1"}"#).unwrap();
+        assert_eq!(sorted, vec![("a".to_string(), "1".to_string()), ("job".to_string(), "x".to_string())]);
+        assert!(parse_labels("job").is_err());
         assert!(parse_labels("{a=~\"x\"}").is_err());
         assert!(parse_labels("{a=\"x\" b=\"y\"}").is_err());
         assert!(parse_labels("{a=\"open}").is_err());

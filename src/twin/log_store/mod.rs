@@ -22,7 +22,7 @@
 mod config;
 mod http;
 mod ingest;
-pub mod logql;
+mod logql;
 mod loki3;
 mod metrics;
 mod select;

@@ -16,10 +16,10 @@
 //! answers, `resources` the JSON describing buckets and the runtime config.
 
 mod csv;
-pub mod flux;
+mod flux;
 mod http;
 mod resources;
-pub mod store;
+mod store;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
