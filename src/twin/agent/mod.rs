@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use tokio::net::TcpListener;
+
 pub mod config;
 mod sampler;
 
@@ -28,7 +30,7 @@ use crate::error::Error;
 use crate::wire::line_protocol::Point;
 use crate::world::BoxFuture;
 use sampler::Sampler;
-use tokio::net::TcpListener;
+
 /// The version the twin calls itself in logs and its User-Agent.
 pub const VERSION: &str = "1.32.0";
 const BUFFER_LIMIT: usize = 10_000;

@@ -12,6 +12,9 @@
 //! `loki_write_sent_entries_total` and friends), `/-/ready`, `/-/healthy` and `/-/reload`
 //! (200 `config reloaded`, or 400 with the error). SIGHUP reloads too. `validate CONFIG`
 //! checks a file offline like `alloy validate`.
+//!
+//! This file holds the state and the pipeline (follow, batch, send); `http` the local
+//! endpoint, `metrics` its `/metrics`, `config` the TOML config and its checks.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -19,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
 
 pub mod config;
 mod http;
@@ -32,7 +37,6 @@ use crate::wire::loki_push::{self, PushEntry, PushStream};
 use crate::world::BoxFuture;
 use crate::world::journal::{Entry, Journal, Journalctl, Query};
 use metrics::Metrics;
-use tokio::net::TcpListener;
 
 /// The Alloy version the twin reports.
 pub const VERSION: &str = "v1.9.0";

@@ -22,7 +22,7 @@ mod parser;
 mod planner;
 mod table;
 
-use eval::*;
+use eval::{apply_agg, apply_filter, apply_group, apply_limit};
 use lexer::lex;
 use parser::Parser;
 use planner::{Plan, Stage, plan};

@@ -4,7 +4,7 @@
 
 use regex::Regex;
 
-use super::lexer::*;
+use super::lexer::{Tok, Token};
 
 /// An expression inside a call argument or a filter function.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! Flux planning: a pipeline's calls checked and turned into stages (bucket, time range,
 //! filters, aggregates, limit, group, yield), with InfluxDB's wording for what is wrong.
 
-use super::parser::*;
+use super::parser::{Call, Expr};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Agg {
