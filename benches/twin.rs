@@ -1,8 +1,8 @@
 //! Throughput of the stack twin over real HTTP on loopback: 1,000,000 points of line
 //! protocol written to the metrics db (200 requests of 5,000 lines, as a busy agent fleet
-//! would), the three queries the metrics verification makes over them, 100,000 log lines pushed to the log store (100
-//! JSON pushes of 1,000), and a selector query. Prints medians and the process's peak
-//! memory. Run with `cargo bench --bench twin`.
+//! would), the three queries the metrics verification makes over them, 100,000 log lines
+//! pushed to the log store (100 JSON pushes of 1,000), and a selector query. Prints medians
+//! and the process's peak memory. Run with `cargo bench --bench twin`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
