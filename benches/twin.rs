@@ -1,13 +1,14 @@
 //! Throughput of the stack twin over real HTTP on loopback: 1,000,000 points of line
 //! protocol written to the metrics db (200 requests of 5,000 lines, as a busy agent fleet
-//! would), the three spec queries over them, 100,000 log lines pushed to the log store (100
-//! JSON pushes of 1,000), and a selector query. Prints medians and the process's peak
-//! memory. Run with `cargo bench --bench twin`.
+//! would), the three queries the metrics verification makes over them, 100,000 log lines
+//! pushed to the log store (100 JSON pushes of 1,000), and a selector query. Prints medians
+//! and the process's peak memory. Run with `cargo bench --bench twin`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opsbook::twin::{self, log_store, logger, metrics_db};
+use opsbook::wire::loki_push;
 
 fn median(mut runs: Vec<Duration>) -> Duration {
     runs.sort();
@@ -32,11 +33,11 @@ fn main() {
     let db = metrics_db::MetricsDb::new(options, opsbook::secret::Secret::new("bench"), logger::discard());
     let listener = rt.block_on(twin::loopback()).unwrap();
     let db_url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(metrics_db::serve(listener, db.clone(), std::future::pending()));
+    rt.spawn(twin::serve(db.clone(), Some(listener), std::future::pending()));
 
     // 1,000,000 points: 100 hosts × 10 cpu series (cpu-total + 9 cores) × 1,000 timestamps a
     // second apart ending now, one usage_system field each.
-    let now_s = twin::flux::now_ns() / 1_000_000_000;
+    let now_s = twin::now_ns() / 1_000_000_000;
     let mut bodies = Vec::new();
     let mut body = String::new();
     let mut lines = 0;
@@ -117,19 +118,19 @@ fn main() {
     );
     let listener = rt.block_on(twin::loopback()).unwrap();
     let store_url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(log_store::serve(listener, Arc::clone(&store), std::future::pending()));
-    let now = twin::flux::now_ns();
+    rt.spawn(twin::serve(Arc::clone(&store), Some(listener), std::future::pending()));
+    let now = twin::now_ns();
     let pushes: Vec<Vec<u8>> = (0..100)
         .map(|batch| {
-            let streams: Vec<twin::push::PushStream> = (0..10)
-                .map(|unit| twin::push::PushStream {
+            let streams: Vec<loki_push::PushStream> = (0..10)
+                .map(|unit| loki_push::PushStream {
                     labels: vec![
                         ("hostname".into(), format!("host{:02}", batch % 20)),
                         ("service_type".into(), "bench".into()),
                         ("unit".into(), format!("unit{unit}.service")),
                     ],
                     entries: (0..100)
-                        .map(|i| twin::push::PushEntry {
+                        .map(|i| loki_push::PushEntry {
                             ts: now - 600_000_000_000 + (batch * 1000 + unit * 100 + i) as i64 * 1_000_000,
                             line: format!("level=info msg=\"request {i} served\" batch={batch} unit={unit} took=12ms"),
                             metadata: vec![],
@@ -137,7 +138,7 @@ fn main() {
                         .collect(),
                 })
                 .collect();
-            twin::push::encode_json(&streams)
+            loki_push::encode_json(&streams)
         })
         .collect();
     let started = Instant::now();

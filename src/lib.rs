@@ -14,7 +14,6 @@ pub mod error;
 pub mod functions;
 pub mod host;
 pub mod http_client;
-pub mod lineproto;
 pub mod process;
 pub mod progress;
 pub mod repl;

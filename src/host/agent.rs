@@ -9,8 +9,8 @@ use rhai::{Array, Dynamic, Map, Module};
 use super::tools::{command, run_tool, tail};
 use super::{Host, HostResult};
 use crate::config::keys;
-use crate::lineproto::{self, FieldValue};
 use crate::register;
+use crate::wire::line_protocol::{self as lineproto, FieldValue};
 
 pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();

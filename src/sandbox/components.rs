@@ -1,5 +1,5 @@
 //! The four twin components as the simulated units run them: starting a unit binds its
-//! loopback port and serves (so a stopped server's port refuses connections, as a real one
+//! loopback port and serves (through `twin::serve`, as `opsbook twin` does) (so a stopped server's port refuses connections, as a real one
 //! does), stopping it closes the port. Each component re-reads its configuration file at
 //! start, as the real process would; its log lines go to the sandbox journal under its unit.
 //! Faults that belong to a process (fail at start, slow to listen, not writing, reload
@@ -22,7 +22,7 @@ use crate::twin::log_store::LogStore;
 use crate::twin::logger::{Level, Sink};
 use crate::twin::metrics_db::MetricsDb;
 use crate::twin::shipper::{self, Shipper};
-use crate::twin::{Shutdown, agent_config, shipper_config};
+use crate::twin::{self, Shutdown, logger};
 use crate::world::BoxFuture;
 use crate::world::journal::Journal;
 
@@ -44,12 +44,14 @@ impl Voice {
         }
     }
 
-    /// The sink a twin logs through.
+    /// The sink a twin logs through. Every line is filed at priority info, whatever its
+    /// level: the real components write plain lines to stdout, which journald files at info
+    /// (the level is only in the text), and the sandbox's journal holds what the real one would.
     pub fn sink(&self) -> Sink {
         let (journal, unit, identifier, pid) =
             (self.journal.clone(), self.unit.clone(), self.identifier.clone(), self.pid.clone());
-        Arc::new(move |level: Level, line: &str| {
-            journal.append(&unit, &identifier, pid.load(Ordering::Relaxed), level.priority(), line)
+        Arc::new(move |_level: Level, line: &str| {
+            journal.append(&unit, &identifier, pid.load(Ordering::Relaxed), Level::Info.priority(), line)
         })
     }
 
@@ -108,7 +110,7 @@ impl Common {
     fn begin(&self, pid: u32) -> Result<(), String> {
         self.voice.pid.store(pid, Ordering::Relaxed);
         match &self.fail_start {
-            Some(line) => Err(line.replace("{ts}", &crate::twin::logger::now_rfc3339(6))),
+            Some(line) => Err(line.replace("{ts}", &logger::now_rfc3339(6))),
             None => Ok(()),
         }
     }
@@ -146,7 +148,7 @@ impl Component for MetricsDbComponent {
                     }
                 };
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = crate::twin::metrics_db::serve(l, db, shutdown.signal()).await;
+                    let _ = twin::serve(db, Some(l), shutdown.signal()).await;
                 }
             });
             Ok(())
@@ -179,7 +181,7 @@ impl Component for LogStoreComponent {
             let store = self.store.clone();
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = crate::twin::log_store::serve(l, store, shutdown.signal()).await;
+                    let _ = twin::serve(store, Some(l), shutdown.signal()).await;
                 }
             });
             Ok(())
@@ -207,7 +209,7 @@ impl Component for AgentComponent {
     fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             self.common.begin(pid)?;
-            let config = agent_config::load(&self.config).map_err(|d| {
+            let config = agent::config::load(&self.config).map_err(|d| {
                 let first = d.first().map(|d| d.to_string()).unwrap_or_default();
                 format!("E! error loading config file {}: {}", self.config.display(), first.trim_end())
             })?;
@@ -215,7 +217,9 @@ impl Component for AgentComponent {
             agent.faults.not_writing.store(self.not_writing, Ordering::Relaxed);
             *self.agent.lock().unwrap_or_else(|e| e.into_inner()) = Some(agent.clone());
             self.common.voice.say(Level::Info, &format!("I! Loading config: {}", self.config.display()));
-            self.common.running.spawn(&self.common.runtime, move |shutdown| agent::run(agent, shutdown.signal()));
+            self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
+                let _ = twin::serve(agent, None, shutdown.signal()).await;
+            });
             Ok(())
         })
     }
@@ -253,7 +257,7 @@ impl Component for ShipperComponent {
     fn start(&self, pid: u32) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             self.common.begin(pid)?;
-            let config = shipper_config::load(&self.config).map_err(|d| {
+            let config = shipper::config::load(&self.config).map_err(|d| {
                 let first = d.first().map(|d| d.to_string()).unwrap_or_default();
                 format!("Error: {}: {}", self.config.display(), first.trim_end())
             })?;
@@ -265,7 +269,7 @@ impl Component for ShipperComponent {
             let following = self.journal.followers();
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = shipper::serve(l, shipper, shutdown.signal()).await;
+                    let _ = twin::serve(shipper, Some(l), shutdown.signal()).await;
                 }
             });
             // Started once its pipeline follows the journal, so no line logged after the

@@ -266,8 +266,8 @@ fn apply_server_faults(faults: &Faults, db: &metrics_db::MetricsDb, store: &log_
 
 /// Ten minutes of plausible samples every 10 s, so "recent data" checks find some at once.
 fn seed_history(db: &metrics_db::MetricsDb, bucket: &str) {
-    let host = crate::twin::agent_config::hostname();
-    let now_s = crate::twin::flux::now_ns() / 1_000_000_000;
+    let host = crate::twin::hostname();
+    let now_s = crate::twin::now_ns() / 1_000_000_000;
     let mut lines = String::new();
     for i in (1..=60).rev() {
         let t = now_s - i * 10;
@@ -351,7 +351,7 @@ fn random_token() -> String {
     use std::io::Read;
     let mut bytes = [0u8; 24];
     if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_err() {
-        let seed = crate::twin::flux::now_ns() as u64 ^ u64::from(std::process::id());
+        let seed = crate::twin::now_ns() as u64 ^ u64::from(std::process::id());
         bytes.iter_mut().enumerate().for_each(|(i, b)| *b = (seed >> ((i % 8) * 8)) as u8 ^ i as u8);
     }
     format!("sandbox-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())

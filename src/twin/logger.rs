@@ -104,15 +104,6 @@ pub fn logfmt_value(text: &str) -> String {
     out
 }
 
-/// One logfmt line: `ts=… level=… msg=… k=v …` as Loki and Alloy print them.
-pub fn logfmt(level: Level, msg: &str, fields: &[(&str, &str)]) -> String {
-    let mut line = format!("level={} ts={} msg={}", level.word(), now_rfc3339(9), logfmt_value(msg));
-    for (k, v) in fields {
-        line.push_str(&format!(" {k}={}", logfmt_value(v)));
-    }
-    line
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,8 +114,6 @@ mod tests {
         assert_eq!(logfmt_value("two words"), "\"two words\"");
         assert_eq!(logfmt_value("a\"b\n"), "\"a\\\"b\\n\"");
         assert_eq!(logfmt_value(""), "\"\"");
-        let line = logfmt(Level::Warn, "slow push", &[("component", "distributor")]);
-        assert!(line.starts_with("level=warn ts=") && line.ends_with("msg=\"slow push\" component=distributor"));
     }
 
     #[test]

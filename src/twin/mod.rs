@@ -1,191 +1,94 @@
 //! The stack twin: faithful stand-ins for the four components, speaking the real wire
-//! formats, usable as processes (`opsbook twin SERVICE`, e.g. as systemd units under the
-//! spec's names and ports) and in-process (the `--sandbox`: each server has
-//! `serve(listener, state, shutdown)` and a state struct with fault knobs).
+//! formats (each written and read by `crate::wire`), usable as processes (`opsbook twin
+//! SERVICE`, e.g. as systemd units under the stack's names and ports; see `process`) and
+//! in-process (the `--sandbox`, see `crate::sandbox::components`). Both start a twin the same
+//! way: its state from options, then `twin::serve(state, listener, stop)` (each component
+//! implements `Twin`), stopped by SIGINT/SIGTERM or by a `Shutdown` handle.
 //!
-//! - `metrics_db`: InfluxDB 2 API (health, ping, buckets, write, Flux query, config), data in
-//!   memory (`points`), Flux subset in `flux`, CSV in `flux_csv`.
-//! - `log_store`: Loki API (ready, metrics, push, query_range/query, labels, series, config),
-//!   LogQL subset in `logql`, push bodies in `push`.
-//! - `agent`: Telegraf-like sampler of the real host (`sampler`) writing line protocol.
-//! - `shipper`: Alloy-like journal follower pushing to the log store, with its own
+//! One folder per component:
+//! - `metrics_db/`: InfluxDB 2 API (health, ping, buckets, write, Flux query, config); data in
+//!   memory (`store`), the Flux subset in `flux/`, the token check as a middleware layer.
+//! - `log_store/`: Loki 3.4 API (ready, metrics, push, query_range/query, labels, series,
+//!   config); LogQL subset in `logql`, Loki 3's own labels in `loki3`, its log lines in `voice`.
+//! - `agent/`: Telegraf-like sampler of the real host writing line protocol.
+//! - `shipper/`: Alloy-like journal follower pushing to the log store, with its own
 //!   `/metrics`, `/-/ready`, `/-/reload`, and `validate`.
 //!
-//! Each process logs to stdout in its counterpart's style (see `logger`), so under systemd the
-//! journal holds its lines.
+//! Shared: `logger` (where lines go), `faults` (the sandbox's failure knobs), `toml_check`
+//! (config diagnostics of agent and shipper). Each process logs to stdout in its
+//! counterpart's style, so under systemd the journal holds its lines.
 
 pub mod agent;
-pub mod agent_config;
 pub mod faults;
-pub mod flux;
-pub mod flux_csv;
 pub mod log_store;
 pub mod logger;
-pub mod logql;
 pub mod metrics_db;
-pub mod points;
-pub mod push;
-pub mod sampler;
+mod process;
 pub mod shipper;
-pub mod shipper_config;
 pub mod toml_check;
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use clap::{Args, Subcommand};
+use tokio::net::TcpListener;
 
-use crate::error::Error;
+use crate::world::BoxFuture;
+pub use process::{Service, TwinArgs, run};
 
-/// `opsbook twin SERVICE …`
-#[derive(Debug, Args)]
-pub struct TwinArgs {
-    #[command(subcommand)]
-    pub service: Service,
+/// How a running twin is told to stop: SIGINT/SIGTERM for a process (`stop_signal`), its
+/// `Shutdown` handle in the sandbox.
+pub type Stop = BoxFuture<'static, ()>;
+
+/// A twin component from its start until it is told to stop.
+pub trait Twin: Send + Sync + 'static {
+    /// Serves on `listener` until `stop` completes, logging its start and stop as its
+    /// counterpart does. The agent serves nothing and takes `None`; the servers need one.
+    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>>;
 }
 
-#[derive(Debug, Subcommand)]
-pub enum Service {
-    /// The metrics database: InfluxDB 2 API on 127.0.0.1:8086, data in memory.
-    ///
-    /// Serves /health, /ping, /api/v2/buckets, /api/v2/write, /api/v2/query (a Flux subset:
-    /// from, range, filter, count, max, min, mean, sum, last, first, limit, group, yield) and
-    /// /api/v2/config. Every /api/v2 call needs `Authorization: Token …`.
-    MetricsDb(MetricsDbArgs),
-    /// The log store: Loki API on 127.0.0.1:3100, logs in memory.
-    ///
-    /// Serves /ready (503 during the start delay), /metrics, /config, /loki/api/v1/push (JSON,
-    /// gzip, protobuf+snappy), query_range, query, labels, label values, series.
-    LogStore(LogStoreArgs),
-    /// The metrics agent: samples cpu, mem and disk of this host every interval and writes line
-    /// protocol to the metrics database (a Telegraf-style TOML config). SIGHUP reloads.
-    #[command(after_long_help = agent_config::EXAMPLE)]
-    MetricsAgent(AgentArgs),
-    /// The log shipper: follows the journal and pushes to the log store (a TOML config), with
-    /// /metrics, /-/ready and /-/reload on 127.0.0.1:12345. SIGHUP reloads.
-    #[command(after_long_help = shipper_config::EXAMPLE)]
-    LogShipper(ShipperArgs),
+/// Runs `twin` until `stop` completes: the one way every twin starts, as a process
+/// (`opsbook twin SERVICE`) and in the sandbox.
+pub fn serve<T: Twin>(
+    twin: Arc<T>,
+    listener: Option<TcpListener>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> BoxFuture<'static, std::io::Result<()>> {
+    twin.run(listener, Box::pin(stop))
 }
 
-#[derive(Debug, Args)]
-pub struct MetricsDbArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8086", value_name = "ADDR")]
-    pub listen: String,
-    /// The API token clients must send (never logged).
-    #[arg(long, env = "INFLUX_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// The organisation.
-    #[arg(long, env = "INFLUX_ORG", default_value = "opsbook")]
-    pub org: String,
-    /// Buckets to create (repeatable).
-    #[arg(long = "bucket", default_values_t = vec!["telegraf".to_string()])]
-    pub buckets: Vec<String>,
-    /// Points older than this are dropped (memory stays bounded).
-    #[arg(long, default_value = "1h", value_parser = duration)]
-    pub retention: Duration,
-    /// Most points held; writes beyond get InfluxDB's 413-like refusal.
-    #[arg(long, default_value_t = 5_000_000)]
-    pub max_points: usize,
-    /// `engine-path` reported by /api/v2/config.
-    #[arg(long, default_value = "/var/lib/influxdb2/engine")]
-    pub engine_path: String,
-}
-
-#[derive(Debug, Args)]
-pub struct LogStoreArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:3100", value_name = "ADDR")]
-    pub listen: String,
-    /// How long /ready answers 503 after start, as Loki's ingester does.
-    #[arg(long, default_value = "15s", value_parser = duration)]
-    pub ready_delay: Duration,
-    /// Entries older than this are dropped.
-    #[arg(long, default_value = "24h", value_parser = duration)]
-    pub retention: Duration,
-    /// Storage backend named in /config (`filesystem`, `s3`, `gcs`, `azure`, …).
-    #[arg(long, default_value = "filesystem")]
-    pub object_store: String,
-    /// A stream's chunk is cut at this many bytes (Loki's chunk_target_size).
-    #[arg(long, default_value_t = 1_572_864)]
-    pub chunk_target_size: usize,
-    /// Bytes of log lines held at most; pushes beyond get 429.
-    #[arg(long, default_value_t = 512 << 20)]
-    pub max_bytes: usize,
-}
-
-#[derive(Debug, Args)]
-pub struct AgentArgs {
-    /// Config file (a Telegraf TOML subset; the example below).
-    #[arg(value_name = "CONFIG")]
-    pub config: PathBuf,
-    /// Gather once, print each metric as `> ` + line protocol, and exit without writing.
-    #[arg(long)]
-    pub test: bool,
-    /// Gather and write once, then exit.
-    #[arg(long, conflicts_with = "test")]
-    pub once: bool,
-}
-
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct ShipperArgs {
-    #[command(subcommand)]
-    pub action: Option<ShipperAction>,
-    /// Config file (TOML, the example below); without one, the defaults shown there.
-    #[arg(value_name = "CONFIG")]
-    pub config: Option<PathBuf>,
-    /// Address of /metrics, /-/ready and /-/reload (overrides the config's `server.listen`).
-    #[arg(long, value_name = "ADDR")]
-    pub listen: Option<String>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ShipperAction {
-    /// Check a config file like `alloy validate`: exit 0, or diagnostics (file:line:col), exit 1.
-    Validate {
-        #[arg(value_name = "CONFIG")]
-        config: PathBuf,
-    },
-}
-
-fn duration(text: &str) -> Result<Duration, String> {
-    crate::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration (e.g. 15s, 1h)"))
-}
-
-/// Runs one twin in the foreground until SIGINT/SIGTERM; returns the exit status.
-pub fn run(args: TwinArgs) -> Result<u8, Error> {
-    if let Service::LogShipper(ShipperArgs { action: Some(ShipperAction::Validate { config }), .. }) = &args.service {
-        return Ok(shipper::validate_command(config));
-    }
-    if let Service::MetricsAgent(a) = &args.service
-        && a.test
-    {
-        return agent::test_command(&a.config);
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|source| Error::Io { context: "cannot start the async runtime".into(), source })?;
-    runtime.block_on(async move {
-        match args.service {
-            Service::MetricsDb(a) => run_metrics_db(a).await,
-            Service::LogStore(a) => run_log_store(a).await,
-            Service::MetricsAgent(a) => agent::run_command(&a.config, a.once, stop_signal()).await,
-            Service::LogShipper(a) => {
-                shipper::run_command(a.config.as_deref(), a.listen.as_deref(), stop_signal()).await
-            }
-        }
+/// The listener a server twin was given, or the error of starting one without.
+fn listener_of(what: &str, listener: Option<TcpListener>) -> std::io::Result<TcpListener> {
+    listener.ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("the {what} serves HTTP: give it a listener"))
     })
 }
 
-async fn bind(addr: &str) -> Result<tokio::net::TcpListener, Error> {
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })
+/// Now, in nanoseconds since the epoch (the twins' one clock).
+pub fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// This machine's host name.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        return String::from_utf8_lossy(&buf[..end]).into_owned();
+    }
+    "localhost".into()
+}
+
+/// A `reqwest` client for the twins' own requests (agent writes, shipper pushes), sent as
+/// `user_agent`. Each request sets its own timeout; connecting is bounded here.
+pub fn http_client(user_agent: &str) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .user_agent(user_agent)
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap_or_default()
 }
 
 /// Completes on SIGINT or SIGTERM.
@@ -204,44 +107,6 @@ pub fn stop_signal() -> impl Future<Output = ()> + Send + 'static {
             _ => std::future::pending::<()>().await,
         }
     }
-}
-
-async fn run_log_store(a: LogStoreArgs) -> Result<u8, Error> {
-    let listener = bind(&a.listen).await?;
-    let options = log_store::Options {
-        ready_delay: a.ready_delay,
-        retention: a.retention,
-        object_store: a.object_store,
-        chunk_target_bytes: a.chunk_target_size,
-        max_bytes: a.max_bytes,
-        listen: listener.local_addr().map(|x| x.to_string()).unwrap_or(a.listen),
-        ..log_store::Options::default()
-    };
-    let store = log_store::LogStore::new(options, logger::stdout());
-    log_store::serve(listener, store, stop_signal())
-        .await
-        .map_err(|source| Error::Io { context: "log store server failed".into(), source })?;
-    Ok(0)
-}
-
-async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
-    let token = a.token.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-        Error::Usage("the metrics-db twin needs an API token: pass `--token` or set INFLUX_TOKEN".into())
-    })?;
-    let listener = bind(&a.listen).await?;
-    let options = metrics_db::Options {
-        org: a.org,
-        buckets: a.buckets,
-        retention: a.retention,
-        max_points: a.max_points,
-        engine_path: a.engine_path,
-        listen: listener.local_addr().map(|x| x.to_string()).unwrap_or(a.listen),
-    };
-    let db = metrics_db::MetricsDb::new(options, crate::secret::Secret::new(token), logger::stdout());
-    metrics_db::serve(listener, db, stop_signal())
-        .await
-        .map_err(|source| Error::Io { context: "metrics database server failed".into(), source })?;
-    Ok(0)
 }
 
 /// Starts a server future on a fresh loopback port; for tests and the sandbox.

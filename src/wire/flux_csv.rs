@@ -1,7 +1,15 @@
-//! InfluxDB's query response: CSV, annotated (`#datatype`, `#group`, `#default` rows before
-//! each table's header) or plain. Tables are separated by a blank line and each starts with a
-//! header row; every data row becomes a `Row` of typed values. An error table (columns
-//! `error`, `reference`) becomes an `Err` quoting the server's message.
+//! InfluxDB 2's query response, both ways: CSV, annotated (`#datatype`, `#group`, `#default`
+//! rows before each table's header) or plain.
+//!
+//! Reading (`parse`, what the host's `influx::` verbs do): tables are separated by a blank
+//! line and each starts with a header row; every data row becomes a `Row` of typed values. An
+//! error table (columns `error`, `reference`) becomes an `Err` quoting the server's message.
+//!
+//! Writing (`Writer`, what the metrics-db twin answers), as InfluxDB 2 writes it: CRLF line
+//! ends, a `result` and a `table` column first, a blank line wherever the schema changes (and
+//! between results), and a blank line at the end, so a query with no rows is a lone CRLF.
+//! Annotation rows appear only when the request's dialect asks for them, in the order asked;
+//! with `#default`, data rows leave the `result` column empty as InfluxDB does.
 
 /// A typed value from the response.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,6 +180,172 @@ pub fn parse(text: &str) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// What the client asked for (`dialect` of the JSON query body).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialect {
+    pub header: bool,
+    /// Any of "datatype", "group", "default", in the order to write them.
+    pub annotations: Vec<String>,
+}
+
+impl Default for Dialect {
+    /// A raw `application/vnd.flux` query: header row, no annotations.
+    fn default() -> Self {
+        Dialect { header: true, annotations: Vec::new() }
+    }
+}
+
+/// One column of a table to write: its name, its `#datatype` (`double`, `long`,
+/// `dateTime:RFC3339`, …) and whether it is part of the group key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    pub datatype: &'static str,
+    pub group: bool,
+}
+
+/// Writes results table by table: `result` at each new result, `table` at each table, `row`
+/// for its rows, `finish` for the text.
+pub struct Writer<'d> {
+    dialect: &'d Dialect,
+    out: String,
+    result: String,
+    table: usize,
+    previous: Option<Vec<Column>>,
+}
+
+impl<'d> Writer<'d> {
+    pub fn new(dialect: &'d Dialect) -> Writer<'d> {
+        Writer { dialect, out: String::new(), result: "_result".into(), table: 0, previous: None }
+    }
+
+    /// Starts the tables of the result named `name` (`_result`, or a `yield`'s name).
+    pub fn result(&mut self, name: &str) {
+        self.result = name.to_string();
+        self.previous = None;
+    }
+
+    /// Starts table number `index`; annotations and a header are written when its schema
+    /// differs from the previous table's.
+    pub fn table(&mut self, index: usize, columns: &[Column]) {
+        self.table = index;
+        if self.previous.as_deref() == Some(columns) {
+            return;
+        }
+        if !self.out.is_empty() {
+            self.out.push_str("\r\n");
+        }
+        for a in &self.dialect.annotations {
+            let mut line = format!("#{a}");
+            match a.as_str() {
+                "datatype" => {
+                    line.push_str(",string,long");
+                    for c in columns {
+                        line.push(',');
+                        line.push_str(c.datatype);
+                    }
+                }
+                "group" => {
+                    line.push_str(",false,false");
+                    for c in columns {
+                        line.push_str(if c.group { ",true" } else { ",false" });
+                    }
+                }
+                _ => {
+                    line.push(',');
+                    field(&mut line, &self.result);
+                    line.push(',');
+                    line.push_str(&",".repeat(columns.len()));
+                }
+            }
+            self.out.push_str(&line);
+            self.out.push_str("\r\n");
+        }
+        if self.dialect.header {
+            self.out.push_str(",result,table");
+            for c in columns {
+                self.out.push(',');
+                field(&mut self.out, &c.name);
+            }
+            self.out.push_str("\r\n");
+        }
+        self.previous = Some(columns.to_vec());
+    }
+
+    /// One data row of the current table, its cells in the columns' order.
+    pub fn row(&mut self, cells: &[Value]) {
+        self.out.push(',');
+        if !self.dialect.annotations.iter().any(|a| a == "default") {
+            field(&mut self.out, &self.result);
+        }
+        self.out.push(',');
+        self.out.push_str(&self.table.to_string());
+        for v in cells {
+            self.out.push(',');
+            field(&mut self.out, &cell(v));
+        }
+        self.out.push_str("\r\n");
+    }
+
+    /// The whole answer: what was written and the final blank line.
+    pub fn finish(mut self) -> String {
+        self.out.push_str("\r\n");
+        self.out
+    }
+}
+
+/// Go's `encoding/csv` quoting rule.
+fn field(out: &mut String, text: &str) {
+    let needs = !text.is_empty()
+        && (text == "\\." || text.contains([',', '"', '\r', '\n']) || text.starts_with(|c: char| c.is_whitespace()));
+    if needs {
+        out.push('"');
+        out.push_str(&text.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(text);
+    }
+}
+
+/// Go's `strconv.FormatFloat(f, 'f', -1, 64)`, plus InfluxDB's spelling of infinities.
+pub fn float_text(f: f64) -> String {
+    if f.is_nan() {
+        "NaN".into()
+    } else if f.is_infinite() {
+        if f > 0.0 { "+Inf".into() } else { "-Inf".into() }
+    } else {
+        format!("{f}")
+    }
+}
+
+/// RFC 3339 with nanoseconds, trailing zeros trimmed (Go's `time.RFC3339Nano`).
+pub fn time_text(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let frac = ns.rem_euclid(1_000_000_000);
+    let base = if secs >= 0 {
+        humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64))
+            .to_string()
+    } else {
+        "1970-01-01T00:00:00Z".to_string()
+    };
+    if frac == 0 {
+        return base;
+    }
+    let digits = format!("{frac:09}");
+    format!("{}.{}Z", base.trim_end_matches('Z'), digits.trim_end_matches('0'))
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::Str(s) | Value::Time(s) => s.clone(),
+        Value::Double(f) => float_text(*f),
+        Value::Long(i) => i.to_string(),
+        Value::ULong(u) => u.to_string(),
+        Value::Bool(b) => b.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +391,44 @@ mod tests {
         let text =
             "#datatype,string,string\n#group,true,true\n#default,,\n,error,reference\n,\"type error: bad\",897\n";
         assert_eq!(parse(text).unwrap_err(), "query failed: type error: bad");
+    }
+
+    #[test]
+    fn written_tables_read_back() {
+        let dialect = Dialect { header: true, annotations: vec!["datatype".into(), "group".into(), "default".into()] };
+        let mut w = Writer::new(&dialect);
+        let columns = vec![
+            Column { name: "_measurement".into(), datatype: "string", group: true },
+            Column { name: "_value".into(), datatype: "double", group: false },
+        ];
+        w.result("_result");
+        w.table(0, &columns);
+        w.row(&[Value::Str("mem, \"used\"".into()), Value::Double(f64::INFINITY)]);
+        w.table(1, &columns);
+        w.row(&[Value::Str("cpu".into()), Value::Double(0.5)]);
+        let text = w.finish();
+        assert_eq!(
+            text,
+            "#datatype,string,long,string,double\r\n#group,false,false,true,false\r\n#default,_result,,,\r\n\
+             ,result,table,_measurement,_value\r\n,,0,\"mem, \"\"used\"\"\",+Inf\r\n,,1,cpu,0.5\r\n\r\n"
+        );
+        let rows = parse(&text).unwrap();
+        assert_eq!(rows[0][2].1, Value::Str("mem, \"used\"".into()));
+        assert_eq!(rows[1][3].1, Value::Double(0.5));
+        // No table at all: InfluxDB 2 answers a lone CRLF, which reads as no rows.
+        let empty = Writer::new(&Dialect::default()).finish();
+        assert_eq!(empty, "\r\n");
+        assert_eq!(parse(&empty).unwrap(), Vec::<Row>::new());
+    }
+
+    #[test]
+    fn numbers_and_times_as_go_formats_them() {
+        assert_eq!(float_text(100.0), "100");
+        assert_eq!(float_text(0.1), "0.1");
+        assert_eq!(float_text(f64::INFINITY), "+Inf");
+        assert_eq!(time_text(1_795_338_824_104_597_505), "2026-11-22T09:13:44.104597505Z");
+        assert_eq!(time_text(1_795_338_824_100_000_000), "2026-11-22T09:13:44.1Z");
+        assert_eq!(time_text(1_795_338_824_000_000_000), "2026-11-22T09:13:44Z");
     }
 
     #[test]

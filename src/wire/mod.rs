@@ -1,12 +1,20 @@
-//! Parsers for what the stack's servers answer: InfluxDB's annotated CSV, Prometheus
-//! exposition text, Loki's query JSON and Loki's running config. Pure functions over text,
-//! shared by the host modules and the twin, and tested against captures of real servers.
-//! None of them panics on any input; malformed input is an `Err` saying where.
+//! The stack's wire formats, each read and written in one place: InfluxDB's annotated CSV
+//! (`flux_csv`), line protocol (`line_protocol`), Prometheus exposition text
+//! (`exposition`), Loki's query JSON (`loki_json`), Loki's push bodies (`loki_push`),
+//! Loki's running config (`loki_config`) and HTTP body compression (`content_encoding`).
+//! The host modules read what servers answer with them; the twin writes its answers (and
+//! reads its requests) with the same code, so both sides agree by construction. Pure
+//! functions over text and bytes, tested against captures of real servers; they import
+//! nothing from `host` or `twin`. None of them panics on any input; malformed input is an
+//! `Err` saying where.
 
+pub mod content_encoding;
 pub mod exposition;
 pub mod flux_csv;
+pub mod line_protocol;
 pub mod loki_config;
 pub mod loki_json;
+pub mod loki_push;
 
 /// The first bytes of a body, for quoting in a failed check: at most `max` characters on one
 /// line, with an ellipsis when cut.

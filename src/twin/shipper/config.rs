@@ -29,8 +29,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use super::toml_check::{self, Checker};
 use crate::diagnostic::Diagnostic;
+use crate::twin::toml_check::{self, Checker};
 
 /// A complete config, shown by `opsbook twin log-shipper --help` (and tested to load).
 pub const EXAMPLE: &str = r#"# Config file (TOML); every key is optional.
@@ -86,10 +86,7 @@ impl Default for ShipperConfig {
             listen: "127.0.0.1:12345".into(),
             units: Vec::new(),
             user: false,
-            labels: vec![
-                ("hostname".into(), super::agent_config::hostname()),
-                ("service_type".into(), "journal".into()),
-            ],
+            labels: vec![("hostname".into(), crate::twin::hostname()), ("service_type".into(), "journal".into())],
             url: "http://127.0.0.1:3100/loki/api/v1/push".into(),
             format: Format::Protobuf,
             batch_wait: Duration::from_secs(1),
@@ -144,7 +141,7 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
     if let Some((labels, _)) = c.table(root, "labels") {
         let mut found = Vec::new();
         for (k, v, span) in c.string_map(labels) {
-            if !super::logql::valid_label_name(&k) {
+            if !crate::wire::loki_push::valid_label_name(&k) {
                 c.error(
                     span.clone(),
                     format!("label name `{k}` is not valid (letters, digits and _, not first a digit)"),
@@ -154,11 +151,11 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
                 c.error(span, "label `unit` is set from each journal entry; choose another name");
                 continue;
             }
-            let v = if k == "hostname" && v.is_empty() { super::agent_config::hostname() } else { v };
+            let v = if k == "hostname" && v.is_empty() { crate::twin::hostname() } else { v };
             found.push((k, v));
         }
         if !found.iter().any(|(k, _)| k == "hostname") {
-            found.push(("hostname".into(), super::agent_config::hostname()));
+            found.push(("hostname".into(), crate::twin::hostname()));
         }
         found.sort();
         cfg.labels = found;

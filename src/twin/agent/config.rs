@@ -28,9 +28,9 @@
 use std::time::Duration;
 
 use super::sampler::{CpuInput, DiskInput, Inputs};
-use super::toml_check::{self, Checker};
 use crate::diagnostic::Diagnostic;
 use crate::secret::Secret;
+use crate::twin::toml_check::{self, Checker};
 
 /// A complete config, shown by `opsbook twin metrics-agent --help` (and tested to load).
 pub const EXAMPLE: &str = r#"# Config file: a subset of Telegraf's TOML.
@@ -103,17 +103,6 @@ impl AgentConfig {
     }
 }
 
-/// This machine's host name.
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
-        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-        return String::from_utf8_lossy(&buf[..end]).into_owned();
-    }
-    "localhost".into()
-}
-
 /// Reads and checks a config file.
 pub fn load(path: &std::path::Path) -> Result<AgentConfig, Vec<Diagnostic>> {
     let shown = path.display().to_string();
@@ -132,7 +121,7 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
     let mut global_tags = Vec::new();
     if let Some((t, _)) = c.table(root, "global_tags") {
         for (k, v, span) in c.string_map(t) {
-            if !super::logql::valid_label_name(&k) {
+            if !crate::wire::loki_push::valid_label_name(&k) {
                 c.error(span, format!("tag name `{k}` is not valid"));
             }
             global_tags.push((k, toml_check::expand_env(&v)));
@@ -278,7 +267,7 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
     let hostname = if omit_hostname {
         String::new()
     } else if hostname_cfg.is_empty() {
-        hostname()
+        crate::twin::hostname()
     } else {
         hostname_cfg
     };

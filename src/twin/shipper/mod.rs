@@ -12,30 +12,35 @@
 //! `loki_write_sent_entries_total` and friends), `/-/ready`, `/-/healthy` and `/-/reload`
 //! (200 `config reloaded`, or 400 with the error). SIGHUP reloads too. `validate CONFIG`
 //! checks a file offline like `alloy validate`.
+//!
+//! This file holds the state and the pipeline (follow, batch, send); `http` the local
+//! endpoint, `metrics` its `/metrics`, `config` the TOML config and its checks.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use tokio::net::TcpListener;
 
+pub mod config;
+mod http;
+mod metrics;
+
+use self::config::{Format, ShipperConfig};
 use super::logger::{self, Level, Sink};
-use super::push::{self, PushEntry, PushStream};
-use super::shipper_config::{self, Format, ShipperConfig};
+use super::{Stop, Twin, listener_of, now_ns};
 use crate::error::Error;
+use crate::wire::loki_push::{self, PushEntry, PushStream};
+use crate::world::BoxFuture;
 use crate::world::journal::{Entry, Journal, Journalctl, Query};
+use metrics::Metrics;
 
 /// The Alloy version the twin reports.
 pub const VERSION: &str = "v1.9.0";
 const COMPONENT: &str = "loki.write.default";
-const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
 /// Fault knobs for the sandbox.
 #[derive(Debug, Default)]
@@ -44,27 +49,6 @@ pub struct ShipperFaults {
     pub reload_fails: AtomicBool,
     /// `/-/ready` answers 503.
     pub not_ready: AtomicBool,
-}
-
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    sum: f64,
-    count: u64,
-}
-
-#[derive(Default)]
-struct Metrics {
-    lines_read: AtomicU64,
-    parse_errors: AtomicU64,
-    sent_entries: AtomicU64,
-    sent_bytes: AtomicU64,
-    encoded_bytes: AtomicU64,
-    retries: AtomicU64,
-    dropped: Mutex<BTreeMap<&'static str, (u64, u64)>>,
-    durations: Mutex<BTreeMap<String, Histogram>>,
-    config_ok: AtomicBool,
-    config_failures: AtomicU64,
 }
 
 /// A running shipper's state; share it with `Arc`.
@@ -90,7 +74,7 @@ impl Shipper {
             journal,
             faults: ShipperFaults::default(),
             log,
-            client: super::agent::http_client(),
+            client: super::http_client(&format!("Alloy/{VERSION}")),
             metrics,
             generation: tokio::sync::watch::channel(0).0,
         })
@@ -121,7 +105,7 @@ impl Shipper {
         let result = if self.faults.reload_fails.load(Ordering::Relaxed) {
             Err("reading config path: the configuration could not be loaded".to_string())
         } else if let Some(path) = &self.path {
-            shipper_config::load(path)
+            config::load(path)
                 .map_err(|d| d.iter().map(|d| d.to_string().trim_end().to_string()).collect::<Vec<_>>().join("\n"))
         } else {
             Err("the shipper was started without a config file".to_string())
@@ -152,154 +136,14 @@ impl Shipper {
     }
 
     /// The `/metrics` exposition text.
-    pub fn metrics_text(&self) -> String {
-        let m = &self.metrics;
-        let host = self.host_label();
-        let base = format!("component_id=\"{COMPONENT}\",component_path=\"/\",host=\"{host}\"");
-        let mut out = String::new();
-        let mut head = |name: &str, kind: &str, help: &str| {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        };
-        head(
-            "alloy_build_info",
-            "gauge",
-            "A metric with a constant '1' value labeled by version, revision, branch, goversion from which alloy was built, and the goos and goarch for the build.",
-        );
-        let mut body = format!(
-            "alloy_build_info{{branch=\"HEAD\",goarch=\"amd64\",goos=\"linux\",goversion=\"go1.24.1\",revision=\"opsbook-twin\",tags=\"builtinassets\",version=\"{VERSION}\"}} 1\n"
-        );
-        let counter = |body: &mut String, name: &str, labels: &str, v: u64| {
-            body.push_str(&format!("{name}{{{labels}}} {v}\n"));
-        };
-        out.push_str(&body);
-        body.clear();
-        let section = |out: &mut String, name: &str, kind: &str, help: &str, lines: String| {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{lines}"));
-        };
-        section(
-            &mut out,
-            "alloy_config_last_load_successful",
-            "gauge",
-            "Config loaded successfully.",
-            format!("alloy_config_last_load_successful {}\n", u8::from(m.config_ok.load(Ordering::Relaxed))),
-        );
-        section(
-            &mut out,
-            "alloy_config_load_failures_total",
-            "counter",
-            "Config failed to load.",
-            format!("alloy_config_load_failures_total {}\n", m.config_failures.load(Ordering::Relaxed)),
-        );
-        let source = "component_id=\"loki.source.journal.read\",component_path=\"/\"";
-        let mut lines = String::new();
-        counter(&mut lines, "loki_source_journal_target_lines_total", source, m.lines_read.load(Ordering::Relaxed));
-        section(
-            &mut out,
-            "loki_source_journal_target_lines_total",
-            "counter",
-            "Total number of successful journal lines read",
-            lines,
-        );
-        let mut lines = String::new();
-        counter(
-            &mut lines,
-            "loki_source_journal_target_parsing_errors_total",
-            source,
-            m.parse_errors.load(Ordering::Relaxed),
-        );
-        section(
-            &mut out,
-            "loki_source_journal_target_parsing_errors_total",
-            "counter",
-            "Total number of parsing errors while reading journal messages",
-            lines,
-        );
-        for (name, help, v) in [
-            ("loki_write_sent_entries_total", "Number of log entries sent to the ingester.", &m.sent_entries),
-            ("loki_write_sent_bytes_total", "Number of bytes sent.", &m.sent_bytes),
-            ("loki_write_encoded_bytes_total", "Number of bytes encoded and ready to send.", &m.encoded_bytes),
-            ("loki_write_batch_retries_total", "Number of times batches has had to be retried.", &m.retries),
-        ] {
-            let mut lines = String::new();
-            counter(&mut lines, name, &base, v.load(Ordering::Relaxed));
-            section(&mut out, name, "counter", help, lines);
-        }
-        let dropped = m.dropped.lock().map(|d| d.clone()).unwrap_or_default();
-        for (name, help, pick) in [
-            (
-                "loki_write_dropped_entries_total",
-                "Number of log entries dropped because failed to be sent to the ingester after all retries.",
-                0,
-            ),
-            (
-                "loki_write_dropped_bytes_total",
-                "Number of bytes dropped because failed to be sent to the ingester after all retries.",
-                1,
-            ),
-        ] {
-            let mut lines = String::new();
-            for reason in ["ingester_error", "line_too_long", "rate_limited", "stream_limited"] {
-                let (entries, bytes) = dropped.get(reason).copied().unwrap_or((0, 0));
-                counter(
-                    &mut lines,
-                    name,
-                    &format!("{base},reason=\"{reason}\""),
-                    if pick == 0 { entries } else { bytes },
-                );
-            }
-            section(&mut out, name, "counter", help, lines);
-        }
-        let mut lines = String::new();
-        if let Ok(durations) = m.durations.lock() {
-            for (status, h) in durations.iter() {
-                let labels = format!("{base},status_code=\"{status}\"");
-                let mut cumulative = 0;
-                for (i, le) in BUCKETS.iter().enumerate() {
-                    cumulative += h.counts[i];
-                    lines.push_str(&format!(
-                        "loki_write_request_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}\n"
-                    ));
-                }
-                lines.push_str(&format!(
-                    "loki_write_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}\n",
-                    h.count
-                ));
-                lines.push_str(&format!("loki_write_request_duration_seconds_sum{{{labels}}} {}\n", h.sum));
-                lines.push_str(&format!("loki_write_request_duration_seconds_count{{{labels}}} {}\n", h.count));
-            }
-        }
-        section(&mut out, "loki_write_request_duration_seconds", "histogram", "Duration of send requests.", lines);
-        out
-    }
-
-    fn observe(&self, status: &str, elapsed: Duration) {
-        if let Ok(mut d) = self.metrics.durations.lock() {
-            let h = d.entry(status.to_string()).or_default();
-            let secs = elapsed.as_secs_f64();
-            if let Some(i) = BUCKETS.iter().position(|le| secs <= *le) {
-                h.counts[i] += 1;
-            }
-            h.count += 1;
-            h.sum += secs;
-        }
-    }
-
-    fn drop_batch(&self, reason: &'static str, entries: u64, bytes: u64) {
-        if let Ok(mut d) = self.metrics.dropped.lock() {
-            let e = d.entry(reason).or_default();
-            e.0 += entries;
-            e.1 += bytes;
-        }
-    }
-
     /// Sends one batch with retries; `stop` aborts the waiting between attempts.
     async fn send(&self, batch: Vec<PushStream>, stop: &tokio::sync::watch::Receiver<bool>) {
         let cfg = self.config();
         let entries: u64 = batch.iter().map(|s| s.entries.len() as u64).sum();
         let bytes: u64 = batch.iter().flat_map(|s| &s.entries).map(|e| e.line.len() as u64).sum();
         let (body, content_type) = match cfg.format {
-            Format::Protobuf => (push::encode_protobuf(&batch), "application/x-protobuf"),
-            Format::Json => (push::encode_json(&batch), "application/json"),
+            Format::Protobuf => (loki_push::encode_protobuf(&batch), "application/x-protobuf"),
+            Format::Json => (loki_push::encode_json(&batch), "application/json"),
         };
         self.metrics.encoded_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
         let host = self.host_label();
@@ -311,7 +155,6 @@ impl Shipper {
                 .post(&cfg.url)
                 .timeout(cfg.timeout)
                 .header("content-type", content_type)
-                .header("user-agent", format!("Alloy/{VERSION}"))
                 .body(body.clone())
                 .send()
                 .await;
@@ -435,7 +278,7 @@ impl Shipper {
                                 continue;
                             }
                             self.metrics.lines_read.fetch_add(1, Ordering::Relaxed);
-                            let ts = if e.realtime_us > 0 { e.realtime_us as i64 * 1000 } else { super::flux::now_ns() };
+                            let ts = if e.realtime_us > 0 { e.realtime_us as i64 * 1000 } else { now_ns() };
                             size += e.message.len();
                             streams.entry(Self::labels_for(&cfg, &e)).or_default().push(PushEntry { ts, line: e.message, metadata: Vec::new() });
                             first_at.get_or_insert_with(Instant::now);
@@ -497,60 +340,21 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-fn text(status: StatusCode, body: impl Into<String>) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body.into()).into_response()
-}
-
-async fn metrics(State(s): State<Arc<Shipper>>) -> Response {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], s.metrics_text()).into_response()
-}
-
-async fn ready(State(s): State<Arc<Shipper>>) -> Response {
-    if s.faults.not_ready.load(Ordering::Relaxed) {
-        text(StatusCode::SERVICE_UNAVAILABLE, "Alloy is not ready.\n")
-    } else {
-        text(StatusCode::OK, "Alloy is ready.\n")
+impl Twin for Shipper {
+    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
+        Box::pin(async move { serve(listener_of("log shipper", listener)?, self, stop).await })
     }
-}
-
-async fn healthy() -> Response {
-    text(StatusCode::OK, "All Alloy components are healthy.\n")
-}
-
-async fn reload(State(s): State<Arc<Shipper>>) -> Response {
-    match s.reload() {
-        Ok(()) => text(StatusCode::OK, "config reloaded\n"),
-        Err(e) => text(StatusCode::BAD_REQUEST, format!("{e}\n")),
-    }
-}
-
-async fn not_found() -> Response {
-    text(StatusCode::NOT_FOUND, "404 page not found\n")
-}
-
-pub fn router(shipper: Arc<Shipper>) -> Router {
-    Router::new()
-        .route("/metrics", get(metrics))
-        .route("/-/ready", get(ready))
-        .route("/-/healthy", get(healthy))
-        .route("/-/reload", get(reload).post(reload))
-        .fallback(not_found)
-        .with_state(shipper)
 }
 
 /// Serves the local endpoint on `listener` and ships the journal until `shutdown`.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    shipper: Arc<Shipper>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+async fn serve(listener: TcpListener, shipper: Arc<Shipper>, shutdown: Stop) -> std::io::Result<()> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     shipper.say(Level::Info, "starting Alloy", &[("version", VERSION)]);
     shipper.say(Level::Info, "now listening for http traffic", &[("service", "http"), ("addr", &addr)]);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker = shipper.clone();
     let pipeline = tokio::spawn(async move { worker.pipeline(stop_rx).await });
-    let server = axum::serve(listener, router(shipper.clone())).with_graceful_shutdown(async move {
+    let server = axum::serve(listener, http::router(shipper.clone())).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     });
@@ -562,7 +366,7 @@ pub async fn serve(
 
 /// What `validate` reports: exit status 0 and nothing, or 1 and the diagnostics.
 pub fn validate_output(path: &Path) -> (u8, String) {
-    match shipper_config::load(path) {
+    match config::load(path) {
         Ok(_) => (0, String::new()),
         Err(diagnostics) => {
             let mut text: String = diagnostics.iter().map(|d| d.to_string()).collect();
@@ -590,7 +394,7 @@ pub async fn run_command(
     listen: Option<&str>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Error> {
-    let config = match path.map(shipper_config::load).transpose() {
+    let config = match path.map(config::load).transpose() {
         Ok(c) => c.unwrap_or_default(),
         Err(diagnostics) => {
             for d in &diagnostics {
@@ -600,7 +404,7 @@ pub async fn run_command(
         }
     };
     let addr = listen.map(str::to_string).unwrap_or_else(|| config.listen.clone());
-    let listener = tokio::net::TcpListener::bind(&addr)
+    let listener = TcpListener::bind(&addr)
         .await
         .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })?;
     let journal: Arc<dyn Journal> = Arc::new(Journalctl { user: config.user, timeout: Duration::from_secs(30) });
@@ -612,7 +416,7 @@ pub async fn run_command(
             let _ = reloader.reload();
         }
     });
-    serve(listener, shipper, shutdown)
+    super::serve(shipper, Some(listener), shutdown)
         .await
         .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
     Ok(0)

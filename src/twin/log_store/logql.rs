@@ -163,34 +163,6 @@ pub fn parse(text: &str) -> Result<Query, String> {
     Ok(query)
 }
 
-/// Parses a stream's label set as pushed in protobuf (`{a="b", c="d"}`): equality only,
-/// returned sorted by name.
-pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
-    let mut p = Parser { text, pos: 0 };
-    p.skip_ws();
-    let matchers = p.matchers()?;
-    p.skip_ws();
-    if p.pos < text.len() {
-        return Err(p.error(&format!("unexpected `{}` after the label set", p.rest_token())));
-    }
-    let mut labels = Vec::new();
-    for m in matchers {
-        if m.op != MatchOp::Eq {
-            return Err(format!("label `{}` of a pushed stream must use `=`", m.name));
-        }
-        labels.push((m.name, m.value));
-    }
-    labels.sort();
-    Ok(labels)
-}
-
-/// Whether a label name is valid (`[a-zA-Z_][a-zA-Z0-9_]*`).
-pub fn valid_label_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// A Prometheus-style duration: `5m`, `1h30m`, `500ms`, `1d`, `1w`.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let mut total = Duration::ZERO;
@@ -564,13 +536,6 @@ mod tests {
         assert!(parse(r#"{a=~".*"}"#).unwrap_err().contains("at least one"));
         assert!(parse("{}").is_err());
         assert!(parse(r#"{a=~"("}"#).unwrap_err().contains("invalid regex"));
-    }
-
-    #[test]
-    fn pushed_label_sets() {
-        assert_eq!(parse_labels(r#"{job="x", a="1"}"#).unwrap(), labels(&[("a", "1"), ("job", "x")]));
-        assert!(parse_labels(r#"{job=~"x"}"#).is_err());
-        assert!(parse_labels("job").is_err());
     }
 
     #[test]

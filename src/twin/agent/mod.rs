@@ -1,7 +1,8 @@
 //! The metrics-agent twin: a Telegraf-like agent. Every interval it samples the real host
-//! (`sampler`: cpu, mem, disk), and writes the metrics as line protocol to each configured
-//! InfluxDB 2 output with its token; it logs each flush in Telegraf's words (`Wrote batch of
-//! N metrics in …`) and each failure (`E! [outputs.influxdb_v2] When writing to …`).
+//! (`sampler`: cpu, mem, disk), and writes the metrics as line protocol to each InfluxDB 2
+//! output of its config (`config`, a Telegraf TOML subset) with its token; it logs each flush
+//! in Telegraf's words (`Wrote batch of N metrics in …`) and each failure
+//! (`E! [outputs.influxdb_v2] When writing to …`).
 //!
 //! - `--test` gathers once (cpu twice, half a second apart, as Telegraf does), prints each
 //!   metric as `> ` + line protocol and exits without writing.
@@ -17,11 +18,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use super::agent_config::{self, AgentConfig, Output};
+use tokio::net::TcpListener;
+
+pub mod config;
+mod sampler;
+
+use self::config::{AgentConfig, Output};
 use super::logger::{self, Level, Sink};
-use super::sampler::Sampler;
+use super::{Stop, Twin, now_ns};
 use crate::error::Error;
-use crate::lineproto::Point;
+use crate::wire::line_protocol::Point;
+use crate::world::BoxFuture;
+use sampler::Sampler;
 
 /// The version the twin calls itself in logs and its User-Agent.
 pub const VERSION: &str = "1.32.0";
@@ -50,16 +58,6 @@ pub struct Agent {
     pub write_errors: AtomicU64,
 }
 
-/// A `reqwest` client for the twins' own requests (agent writes, shipper pushes).
-pub fn http_client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .user_agent(format!("Telegraf/{VERSION}"))
-        .connect_timeout(Duration::from_secs(5))
-        .build()
-        .unwrap_or_default()
-}
-
 impl Agent {
     /// An agent with this config; `path` is re-read by `reload`.
     pub fn new(config: AgentConfig, path: Option<PathBuf>, log: Sink) -> Arc<Agent> {
@@ -68,7 +66,7 @@ impl Agent {
             path,
             faults: AgentFaults::default(),
             log,
-            client: http_client(),
+            client: super::http_client(&format!("Telegraf/{VERSION}")),
             sampler: Mutex::new(Sampler::new()),
             buffer: Mutex::new(Vec::new()),
             reloaded: tokio::sync::Notify::new(),
@@ -118,7 +116,7 @@ impl Agent {
     pub fn reload(&self) -> Result<(), String> {
         let Some(path) = &self.path else { return Err("the agent was started without a config file".into()) };
         self.say(Level::Info, "Reloading Telegraf config");
-        match agent_config::load(path) {
+        match config::load(path) {
             Ok(c) => {
                 self.announce(&c);
                 if let Ok(mut current) = self.config.write() {
@@ -146,7 +144,7 @@ impl Agent {
     /// Samples the host once.
     pub fn gather(&self) -> Vec<Point> {
         let c = self.config();
-        let now = super::flux::now_ns();
+        let now = now_ns();
         // Telegraf stamps metrics at the interval's precision: whole seconds here.
         let ts = if c.interval >= Duration::from_secs(1) { now / 1_000_000_000 * 1_000_000_000 } else { now };
         let mut sampler = self.sampler.lock().unwrap_or_else(|e| e.into_inner());
@@ -214,13 +212,12 @@ impl Agent {
         let mut last = (String::from("no urls configured"), false);
         for url in &output.urls {
             let target = format!("{}/api/v2/write", url.trim_end_matches('/'));
-            let full = format!(
-                "{target}?bucket={}&org={}",
-                crate::host::influx::form_encode(&output.bucket),
-                crate::host::influx::form_encode(&output.organization)
-            );
-            let mut request =
-                self.client.post(&full).timeout(output.timeout).header("content-type", "text/plain; charset=utf-8");
+            let mut request = self
+                .client
+                .post(&target)
+                .query(&[("bucket", output.bucket.as_str()), ("org", output.organization.as_str())])
+                .timeout(output.timeout)
+                .header("content-type", "text/plain; charset=utf-8");
             if !output.token.is_empty() {
                 let mut value = reqwest::header::HeaderValue::from_str(&format!("Token {}", output.token.expose()))
                     .map_err(|_| ("the token has characters a header cannot carry".to_string(), false))?;
@@ -263,6 +260,7 @@ impl Agent {
                         reason = format!("{reason}: {s}");
                         source = s.source();
                     }
+                    let full = e.url().map_or_else(|| target.clone(), |u| u.to_string());
                     last = (format!("When writing to [{target}]: Post {full:?}: {reason}"), true);
                 }
             }
@@ -283,9 +281,19 @@ impl Agent {
     }
 }
 
+impl Twin for Agent {
+    /// The agent serves nothing: `listener` is not used.
+    fn run(self: Arc<Self>, _listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
+        Box::pin(async move {
+            run(self, stop).await;
+            Ok(())
+        })
+    }
+}
+
 /// Runs the agent until `shutdown`: gathers every interval (aligned to the interval, as
 /// Telegraf's round_interval does) and flushes every flush interval.
-pub async fn run(agent: Arc<Agent>, shutdown: impl Future<Output = ()> + Send) {
+async fn run(agent: Arc<Agent>, shutdown: Stop) {
     let c = agent.config();
     agent.say(Level::Info, &format!("Starting Telegraf {VERSION} brought to you by InfluxData the makers of InfluxDB"));
     agent.announce(&c);
@@ -297,7 +305,7 @@ pub async fn run(agent: Arc<Agent>, shutdown: impl Future<Output = ()> + Send) {
     loop {
         let c = agent.config();
         let interval = c.interval;
-        let now = super::flux::now_ns() as u128;
+        let now = now_ns() as u128;
         let step = interval.as_nanos().max(1);
         let wait = Duration::from_nanos((step - now % step) as u64);
         tokio::select! {
@@ -339,7 +347,7 @@ fn print_diagnostics(path: &Path, diagnostics: &[crate::diagnostic::Diagnostic])
 /// What `--test` prints: the exit status, stdout (`> ` + line protocol per metric) and stderr.
 /// Blocks for half a second (cpu usage needs two readings).
 pub fn test_output(path: &Path) -> (u8, String, String) {
-    let config = match agent_config::load(path) {
+    let config = match config::load(path) {
         Ok(c) => c,
         Err(d) => return (1, String::new(), diagnostics_text(path, &d)),
     };
@@ -350,7 +358,7 @@ pub fn test_output(path: &Path) -> (u8, String, String) {
         let _ = sampler.gather(&config.inputs, &tags, 0);
         std::thread::sleep(Duration::from_millis(500));
     }
-    let now = super::flux::now_ns() / 1_000_000_000 * 1_000_000_000;
+    let now = now_ns() / 1_000_000_000 * 1_000_000_000;
     match sampler.gather(&config.inputs, &tags, now) {
         Ok(points) => (0, points.iter().map(|p| format!("> {}\n", p.to_line())).collect(), String::new()),
         Err(e) => (1, String::new(), format!("{} E! [telegraf] Error running agent: {e}\n", logger::now_rfc3339(0))),
@@ -372,7 +380,7 @@ pub async fn run_command(
     once: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Error> {
-    let config = match agent_config::load(path) {
+    let config = match config::load(path) {
         Ok(c) => c,
         Err(d) => {
             print_diagnostics(path, &d);
@@ -399,15 +407,16 @@ pub async fn run_command(
             }
         }
     });
-    let mut reload_failed = false;
-    let stop = async {
+    let reload_failed = Arc::new(AtomicBool::new(false));
+    let failed = reload_failed.clone();
+    let stop = async move {
         tokio::select! {
             _ = shutdown => {},
-            _ = failed_rx.recv() => reload_failed = true,
+            _ = failed_rx.recv() => failed.store(true, Ordering::Relaxed),
         }
     };
-    run(agent, stop).await;
-    Ok(u8::from(reload_failed))
+    let _ = super::serve(agent, None, stop).await;
+    Ok(u8::from(reload_failed.load(Ordering::Relaxed)))
 }
 
 #[cfg(test)]
@@ -416,7 +425,7 @@ mod tests {
 
     #[test]
     fn buffered_metrics_survive_a_refused_write_and_are_bounded() {
-        let config = agent_config::parse(
+        let config = config::parse(
             "t.conf",
             "[[outputs.influxdb_v2]]\nurls = [\"http://127.0.0.1:9\"]\nbucket = \"b\"\ntimeout = \"1s\"\n[[inputs.mem]]\n",
         )

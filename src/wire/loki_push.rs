@@ -1,6 +1,7 @@
-//! Loki's push format, both ways: decoding what `POST /loki/api/v1/push` receives (JSON,
-//! optionally gzip- or deflate-compressed; protobuf `logproto.PushRequest` in a raw snappy
-//! block, as Promtail and Alloy send it) and encoding what the shipper twin sends.
+//! Loki's push format, both ways: decoding what `POST /loki/api/v1/push` receives (JSON;
+//! protobuf `logproto.PushRequest` in a raw snappy block, as Promtail and Alloy send it; a
+//! gzip or deflate `Content-Encoding` is undone first by `content_encoding`) and encoding
+//! what the shipper twin sends.
 //!
 //! The protobuf messages are small, so they are read and written by hand here instead of
 //! generating code:
@@ -12,8 +13,6 @@
 //! LabelPair     { string name = 1; string value = 2; }
 //! Timestamp     { int64 seconds = 1; int32 nanos = 2; }
 //! ```
-
-use std::io::Read;
 
 use serde_json::Value;
 
@@ -45,28 +44,6 @@ pub enum Encoding {
 pub fn encoding_of(content_type: &str) -> Encoding {
     let base = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     if base == "application/json" { Encoding::Json } else { Encoding::Protobuf }
-}
-
-/// Undoes a `Content-Encoding` (gzip, deflate, or none).
-pub fn decompress(content_encoding: &str, body: &[u8], max: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let limit = max as u64 + 1;
-    match content_encoding.trim().to_ascii_lowercase().as_str() {
-        "" | "identity" => return Ok(body.to_vec()),
-        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(body)
-            .take(limit)
-            .read_to_end(&mut out)
-            .map_err(|e| format!("gzip: invalid header or data ({e})"))?,
-        "deflate" => flate2::read::ZlibDecoder::new(body)
-            .take(limit)
-            .read_to_end(&mut out)
-            .map_err(|e| format!("deflate: {e}"))?,
-        other => return Err(format!("Content-Encoding {other:?} not supported")),
-    };
-    if out.len() > max {
-        return Err(format!("message larger than max ({} vs {max})", out.len()));
-    }
-    Ok(out)
 }
 
 /// Decodes a (decompressed) body.
@@ -204,7 +181,7 @@ fn decode_stream(bytes: &[u8]) -> Result<PushStream, String> {
             (_, t) => r.skip(t)?,
         }
     }
-    let labels = super::logql::parse_labels(&labels_text).map_err(|e| format!("stream labels {labels_text:?}: {e}"))?;
+    let labels = parse_labels(&labels_text).map_err(|e| format!("stream labels {labels_text:?}: {e}"))?;
     Ok(PushStream { labels, entries })
 }
 
@@ -242,6 +219,64 @@ fn decode_entry(bytes: &[u8]) -> Result<PushEntry, String> {
         }
     }
     Ok(PushEntry { ts: seconds.saturating_mul(1_000_000_000).saturating_add(nanos), line, metadata })
+}
+
+/// Whether a label name is valid (`[a-zA-Z_][a-zA-Z0-9_]*`).
+pub fn valid_label_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A label set as a protobuf push names it, `{a="b", c="d"}` with Go-quoted values
+/// (Promtail and Alloy write it with `labels.String()`); returned sorted by name.
+pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
+    let inner = text
+        .trim()
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .ok_or("a label set is written `{name=\"value\", …}`")?;
+    let mut labels = Vec::new();
+    let mut rest = inner.trim_start();
+    while !rest.is_empty() {
+        let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let name = &rest[..name_end];
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("expected a label name at `{}`", super::excerpt(rest, 20)));
+        }
+        rest = rest[name_end..].trim_start();
+        rest = rest.strip_prefix('=').ok_or_else(|| format!("label `{name}` must use `=`"))?.trim_start();
+        let (value, after) = quoted(rest).ok_or_else(|| format!("label `{name}`: expected a quoted value"))?;
+        labels.push((name.to_string(), value));
+        rest = after.trim_start();
+        match rest.strip_prefix(',') {
+            Some(r) => rest = r.trim_start(),
+            None if rest.is_empty() => {}
+            None => return Err(format!("unexpected `{}` after label `{name}`", super::excerpt(rest, 20))),
+        }
+    }
+    labels.sort();
+    Ok(labels)
+}
+
+/// A Go-quoted string at the start of `text`: its value and what follows it.
+fn quoted(text: &str) -> Option<(String, &str)> {
+    let body = text.strip_prefix('"')?;
+    let mut value = String::new();
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((value, &body[i + 1..])),
+            '\\' => match chars.next()?.1 {
+                'n' => value.push('\n'),
+                't' => value.push('\t'),
+                'r' => value.push('\r'),
+                other => value.push(other),
+            },
+            c => value.push(c),
+        }
+    }
+    None
 }
 
 /// Protobuf wire writing.
@@ -361,16 +396,17 @@ mod tests {
     }
 
     #[test]
-    fn gzip_bodies_are_inflated_and_bounded() {
-        use std::io::Write;
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&encode_json(&sample())).unwrap();
-        let zipped = gz.finish().unwrap();
-        let plain = decompress("gzip", &zipped, 1 << 20).unwrap();
-        assert_eq!(decode(Encoding::Json, &plain).unwrap(), sample());
-        assert!(decompress("gzip", &zipped, 10).unwrap_err().contains("larger than max"));
-        assert!(decompress("gzip", b"not gzip", 1 << 20).is_err());
-        assert!(decompress("br", b"x", 10).is_err());
+    fn label_sets_read_back_as_written() {
+        let labels = vec![("a".to_string(), "x \"y\"\\z\n".to_string()), ("b_2".to_string(), String::new())];
+        assert_eq!(parse_labels(&labels_text(&labels)).unwrap(), labels);
+        assert_eq!(parse_labels("{ }").unwrap(), vec![]);
+        let sorted = parse_labels(r#"{job="x", a="1"}"#).unwrap();
+        assert_eq!(sorted, vec![("a".to_string(), "1".to_string()), ("job".to_string(), "x".to_string())]);
+        assert!(parse_labels("job").is_err());
+        assert!(parse_labels("{a=~\"x\"}").is_err());
+        assert!(parse_labels("{a=\"x\" b=\"y\"}").is_err());
+        assert!(parse_labels("{a=\"open}").is_err());
+        assert!(parse_labels("a=\"x\"").is_err());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::lineproto::{FieldValue, Point};
+use crate::wire::line_protocol::{FieldValue, Point};
 
 /// Which inputs to gather and how.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::lineproto::{FieldValue, Point};
+use crate::wire::line_protocol::{FieldValue, Point};
 
 /// A series' values, all of one type.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,10 +225,10 @@ impl Bucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lineproto;
+    use crate::wire::line_protocol;
 
     fn points(text: &str) -> Vec<Point> {
-        lineproto::parse(text).unwrap()
+        line_protocol::parse(text).unwrap()
     }
 
     #[test]

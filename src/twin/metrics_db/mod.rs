@@ -1,0 +1,309 @@
+//! The metrics-db twin: an in-memory stand-in for InfluxDB 2 speaking its HTTP API.
+//!
+//! - `GET|HEAD /health`: InfluxDB's health JSON; `GET|HEAD /ping`: 204 with
+//!   `X-Influxdb-Version` and `X-Influxdb-Build` (every answer carries both, as InfluxDB's do).
+//! - `GET /api/v2/buckets`, `POST /api/v2/write` (line protocol, gzip too), `POST
+//!   /api/v2/query` (Flux subset of `flux`, raw `application/vnd.flux` or a JSON body with a
+//!   dialect; CSV from `csv`), `GET /api/v2/config` (runtime config with `engine-path`).
+//! - Every `/api/v2` call needs `Authorization: Token <token>` (checked by one middleware
+//!   layer, `http::require_token`); otherwise 401
+//!   `{"code":"unauthorized","message":"unauthorized access"}`. The token is never logged.
+//!
+//! Errors are InfluxDB's JSON `{"code": …, "message": …}`. Points live in memory (`store`)
+//! and are dropped when older than the retention window.
+//!
+//! This file holds the state and what it does (write, query); `http` the routes and
+//! answers, `resources` the JSON describing buckets and the runtime config.
+
+mod csv;
+mod flux;
+mod http;
+mod resources;
+mod store;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use super::faults::Faults;
+use super::logger::{self, Level, Sink};
+use super::{Stop, Twin, listener_of, now_ns};
+use crate::secret::Secret;
+use crate::wire::flux_csv::Dialect;
+use crate::world::BoxFuture;
+use store::{Bucket, WriteError};
+
+/// The InfluxDB version the twin reports.
+pub const VERSION: &str = "v2.7.11";
+/// The commit InfluxDB reports beside its version.
+pub const COMMIT: &str = "fbf5d4ab5e";
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub org: String,
+    /// Buckets that exist from the start.
+    pub buckets: Vec<String>,
+    /// Points older than this are dropped.
+    pub retention: Duration,
+    /// Most points held over all buckets.
+    pub max_points: usize,
+    /// `engine-path` in `/api/v2/config`.
+    pub engine_path: String,
+    /// Address shown in `/api/v2/config` (`http-bind-address`).
+    pub listen: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            org: "opsbook".into(),
+            buckets: vec!["telegraf".into()],
+            retention: Duration::from_secs(3600),
+            max_points: 5_000_000,
+            engine_path: "/var/lib/influxdb2/engine".into(),
+            listen: "127.0.0.1:8086".into(),
+        }
+    }
+}
+
+/// A running metrics database's state; share it with `Arc`.
+pub struct MetricsDb {
+    pub options: Options,
+    pub faults: Arc<Faults>,
+    token: Secret,
+    log: Sink,
+    org_id: String,
+    buckets: RwLock<BTreeMap<String, Bucket>>,
+    /// When retention last ran (ns), so it runs at most once a second.
+    last_evict: AtomicI64,
+    writes: AtomicU64,
+    queries: AtomicU64,
+}
+
+fn id16(seed: u64) -> String {
+    format!("{:016x}", seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 0x0100_0000_0000_0000)
+}
+
+impl MetricsDb {
+    pub fn new(options: Options, token: Secret, log: Sink) -> Arc<MetricsDb> {
+        let mut buckets = BTreeMap::new();
+        for (i, name) in options.buckets.iter().enumerate() {
+            buckets.insert(name.clone(), Bucket::new(name, id16(i as u64 + 11)));
+        }
+        Arc::new(MetricsDb {
+            org_id: id16(7),
+            options,
+            faults: Faults::new(),
+            token,
+            log,
+            buckets: RwLock::new(buckets),
+            last_evict: AtomicI64::new(0),
+            writes: AtomicU64::new(0),
+            queries: AtomicU64::new(0),
+        })
+    }
+
+    /// InfluxDB's log style: `ts=… lvl=info msg=… log_id=… k=v`.
+    fn log_line(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
+        let lvl = match level {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        };
+        let mut line =
+            format!("ts={} lvl={lvl} msg={} log_id=0twin000000", logger::now_rfc3339(6), logger::logfmt_value(msg));
+        for (k, v) in fields {
+            line.push_str(&format!(" {k}={}", logger::logfmt_value(v)));
+        }
+        (self.log)(level, &line);
+    }
+
+    /// Points held over all buckets.
+    pub fn point_count(&self) -> usize {
+        self.buckets.read().map(|b| b.values().map(Bucket::point_count).sum()).unwrap_or(0)
+    }
+
+    fn evict_if_due(&self, buckets: &mut BTreeMap<String, Bucket>) {
+        let now = now_ns();
+        if now - self.last_evict.load(Ordering::Relaxed) < 1_000_000_000 {
+            return;
+        }
+        self.last_evict.store(now, Ordering::Relaxed);
+        let cutoff = now - self.options.retention.as_nanos() as i64;
+        for b in buckets.values_mut() {
+            b.evict(cutoff);
+        }
+    }
+
+    /// Writes line protocol to a bucket, as `POST /api/v2/write` does.
+    pub fn write_lines(&self, bucket: &str, precision: &str, text: &str) -> Result<usize, (StatusCode, Value)> {
+        let multiplier: i64 = match precision {
+            "" | "ns" => 1,
+            "us" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            other => {
+                return Err(invalid(&format!("invalid precision \"{other}\": must be one of ns, us, ms or s")));
+            }
+        };
+        let mut points = crate::wire::line_protocol::parse(text).map_err(|e| {
+            let line = text.lines().nth(e.line.saturating_sub(1)).unwrap_or("");
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"code": "invalid",
+                    "message": format!("unable to parse '{}': {} (column {})", line, e.message, e.column)}),
+            )
+        })?;
+        // Points without a time get the server's, truncated to the precision, as InfluxDB does.
+        let now = now_ns() / multiplier * multiplier;
+        for p in &mut points {
+            p.timestamp = Some(p.timestamp.map_or(now, |t| t.saturating_mul(multiplier)));
+        }
+        let mut buckets = self.buckets.write().map_err(|_| internal("storage lock poisoned"))?;
+        self.evict_if_due(&mut buckets);
+        let held: usize = buckets.values().map(Bucket::point_count).sum();
+        let Some(b) = buckets.get_mut(bucket) else {
+            return Err((
+                StatusCode::NOT_FOUND,
+                json!({"code": "not found", "message": format!("bucket \"{bucket}\" not found")}),
+            ));
+        };
+        let room = self.options.max_points.saturating_sub(held) + b.point_count();
+        match b.write(points, room) {
+            Ok(n) => {
+                self.writes.fetch_add(1, Ordering::Relaxed);
+                Ok(n)
+            }
+            Err(WriteError::TypeConflict { field, measurement, input, existing, dropped }) => Err((
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"code": "unprocessable entity", "message": format!(
+                    "failure writing points to database: partial write: field type conflict: input field \"{field}\" on measurement \"{measurement}\" is type {input}, already exists as type {existing} dropped={dropped}"
+                )}),
+            )),
+            Err(WriteError::Full { max }) => Err((
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"code": "request too large", "message": format!(
+                    "the twin holds at most {max} points; older points leave with the retention window"
+                )}),
+            )),
+        }
+    }
+
+    /// Runs a Flux query and encodes the CSV answer.
+    pub fn query(&self, src: &str, dialect: &Dialect) -> Result<String, (StatusCode, Value)> {
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        let program = flux::compile(src, now_ns()).map_err(|m| invalid(&m))?;
+        let mut buckets = self.buckets.write().map_err(|_| internal("storage lock poisoned"))?;
+        self.evict_if_due(&mut buckets);
+        drop(buckets);
+        let buckets = self.buckets.read().map_err(|_| internal("storage lock poisoned"))?;
+        for name in program.buckets() {
+            if !buckets.contains_key(name) {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    json!({"code": "not found", "message": format!(
+                        "failed to initialize execute state: could not find bucket \"{name}\""
+                    )}),
+                ));
+            }
+        }
+        let results = flux::run(&program, &|name| buckets.get(name)).map_err(|m| invalid(&m))?;
+        csv::encode(&results, dialect).map_err(|m| invalid(&m))
+    }
+
+    /// Whether an `Authorization` header value carries this database's token.
+    fn accepts(&self, authorization: Option<&str>) -> bool {
+        if self.faults.refuses_token() {
+            return false;
+        }
+        let Some(value) = authorization else { return false };
+        let given = value.strip_prefix("Token ").or_else(|| value.strip_prefix("Bearer ")).unwrap_or("");
+        constant_time_eq(given.trim().as_bytes(), self.token.expose().as_bytes())
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    // Length leaks, content does not: compare every byte either way.
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= (*x ^ b.get(i).copied().unwrap_or(0)) as usize;
+    }
+    diff == 0 && !b.is_empty()
+}
+
+pub(crate) fn invalid(message: &str) -> (StatusCode, Value) {
+    (StatusCode::BAD_REQUEST, json!({"code": "invalid", "message": message}))
+}
+
+pub(crate) fn internal(message: &str) -> (StatusCode, Value) {
+    (StatusCode::INTERNAL_SERVER_ERROR, json!({"code": "internal error", "message": message}))
+}
+
+impl Twin for MetricsDb {
+    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
+        Box::pin(async move { serve(listener_of("metrics database", listener)?, self, stop).await })
+    }
+}
+
+/// Serves the metrics database on `listener` until `shutdown` completes.
+async fn serve(listener: TcpListener, db: Arc<MetricsDb>, shutdown: Stop) -> std::io::Result<()> {
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    db.log_line(Level::Info, "Welcome to InfluxDB", &[("version", VERSION), ("commit", COMMIT)]);
+    db.log_line(Level::Info, "Listening", &[("service", "tcp-listener"), ("transport", "http"), ("addr", &addr)]);
+    let db2 = db.clone();
+    let result = axum::serve(listener, http::router(db)).with_graceful_shutdown(shutdown).await;
+    db2.log_line(Level::Info, "Stopping", &[("service", "tcp-listener")]);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Arc<MetricsDb> {
+        MetricsDb::new(Options::default(), Secret::new("s3cret"), logger::discard())
+    }
+
+    #[test]
+    fn write_then_query_with_precision_and_errors() {
+        let db = db();
+        let now_s = now_ns() / 1_000_000_000;
+        db.write_lines(
+            "telegraf",
+            "s",
+            &format!("cpu,cpu=cpu-total usage_system=5 {now_s}\ncpu,cpu=cpu-total usage_system=7"),
+        )
+        .unwrap();
+        let csv = db.query(r#"from(bucket:"telegraf")|>range(start:-1m)|>max()"#, &Dialect::default()).unwrap();
+        assert!(csv.contains(",7,usage_system,cpu,cpu-total\r\n"), "{csv}");
+        let (status, body) = db.write_lines("telegraf", "ns", "cpu usage=").unwrap_err();
+        assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid")));
+        assert_eq!(db.write_lines("nope", "ns", "m f=1").unwrap_err().0, StatusCode::NOT_FOUND);
+        assert_eq!(
+            db.write_lines("telegraf", "ns", "cpu,cpu=cpu-total usage_system=5i").unwrap_err().0,
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+        assert_eq!(
+            db.query("from(bucket:\"x\")|>range(start:-1m)", &Dialect::default()).unwrap_err().0,
+            StatusCode::NOT_FOUND
+        );
+        let (status, body) =
+            db.query("from(bucket:\"telegraf\")|>range(start:-1m)|>sort()", &Dialect::default()).unwrap_err();
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body["message"].as_str().unwrap().contains("sort()"));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"ab", b"abc"));
+        assert!(!constant_time_eq(b"abd", b"abc"));
+        assert!(!constant_time_eq(b"", b""));
+    }
+}

@@ -1,0 +1,87 @@
+//! The metrics-db twin's descriptions of itself, as InfluxDB 2 writes them: the bucket list
+//! of `GET /api/v2/buckets` (the system buckets first, then the user buckets) and the runtime
+//! configuration of `GET /api/v2/config` (where `engine-path` says where data lives).
+
+use serde_json::{Value, json};
+
+use super::{MetricsDb, id16};
+
+impl MetricsDb {
+    pub(super) fn buckets_json(&self) -> Value {
+        let org = &self.org_id;
+        let retention = self.options.retention.as_secs();
+        let created = "2026-01-01T00:00:00.000000000Z";
+        let bucket = |id: &str, name: &str, kind: &str, every: u64| {
+            json!({
+                "id": id, "orgID": org, "type": kind, "name": name,
+                "retentionRules": [{"type": "expire", "everySeconds": every, "shardGroupDurationSeconds": 3600}],
+                "createdAt": created, "updatedAt": created,
+                "links": {
+                    "labels": format!("/api/v2/buckets/{id}/labels"),
+                    "members": format!("/api/v2/buckets/{id}/members"),
+                    "org": format!("/api/v2/orgs/{org}"),
+                    "owners": format!("/api/v2/buckets/{id}/owners"),
+                    "self": format!("/api/v2/buckets/{id}"),
+                    "write": format!("/api/v2/write?org={org}&bucket={id}")
+                },
+                "labels": []
+            })
+        };
+        let mut list =
+            vec![bucket(&id16(1), "_monitoring", "system", 604_800), bucket(&id16(2), "_tasks", "system", 259_200)];
+        if let Ok(b) = self.buckets.read() {
+            list.extend(b.values().map(|b| bucket(&b.id, &b.name, "user", retention)));
+        }
+        json!({"links": {"self": "/api/v2/buckets?descending=false&limit=20&offset=0"}, "buckets": list})
+    }
+
+    pub(super) fn config_json(&self) -> Value {
+        let port = self.options.listen.rsplit_once(':').map_or("8086", |(_, p)| p);
+        let pairs: Vec<(&str, Value)> = vec![
+            ("assets-path", json!("")),
+            ("bolt-path", json!("/var/lib/influxdb2/influxd.bolt")),
+            ("e2e-testing", json!(false)),
+            ("engine-path", json!(self.options.engine_path)),
+            ("feature-flags", json!(null)),
+            ("flux-log-enabled", json!(false)),
+            ("hardening-enabled", json!(false)),
+            ("http-bind-address", json!(format!(":{port}"))),
+            ("http-idle-timeout", json!(180_000_000_000u64)),
+            ("http-read-header-timeout", json!(10_000_000_000u64)),
+            ("http-read-timeout", json!(0)),
+            ("http-write-timeout", json!(0)),
+            ("influxql-max-select-buckets", json!(0)),
+            ("influxql-max-select-point", json!(0)),
+            ("influxql-max-select-series", json!(0)),
+            ("instance-id", json!("")),
+            ("log-level", json!("info")),
+            ("metrics-disabled", json!(false)),
+            ("no-tasks", json!(false)),
+            ("pprof-disabled", json!(false)),
+            ("query-concurrency", json!(1024)),
+            ("query-initial-memory-bytes", json!(0)),
+            ("query-max-memory-bytes", json!(0)),
+            ("query-memory-bytes", json!(0)),
+            ("query-queue-size", json!(1024)),
+            ("reporting-disabled", json!(true)),
+            ("secret-store", json!("bolt")),
+            ("session-length", json!(60)),
+            ("session-renew-disabled", json!(false)),
+            ("sqlite-path", json!("/var/lib/influxdb2/influxd.sqlite")),
+            ("storage-cache-max-memory-size", json!(1_073_741_824u64)),
+            ("storage-retention-check-interval", json!(1_800_000_000_000u64)),
+            ("storage-wal-fsync-delay", json!(0)),
+            ("store", json!("disk")),
+            ("testing-always-allow-setup", json!(false)),
+            ("tls-cert", json!("")),
+            ("tls-key", json!("")),
+            ("tls-min-version", json!("1.2")),
+            ("tls-strict-ciphers", json!(false)),
+            ("tracing-type", json!("")),
+            ("ui-disabled", json!(false)),
+            ("vault-addr", json!("")),
+        ];
+        let config: serde_json::Map<String, Value> = pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        json!({"config": config})
+    }
+}

@@ -1,0 +1,73 @@
+//! The stack twin against real wire facts: every capture of a real server in tests/fixtures/wire
+//! reproduced (status, content type, body, the log lines of one life), the official InfluxDB
+//! Python client reading the twin's CSV, the twin shipper's pushes accepted by the twin log
+//! store (JSON and protobuf), and the `opsbook twin …` processes themselves (serving, --test,
+//! validate, SIGHUP, SIGTERM). One file per component; the helpers they share are here.
+
+mod log_store;
+mod metrics_db;
+mod processes;
+mod shipper;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use opsbook::twin::{self, Shutdown, log_store as store, logger, metrics_db as db};
+use serde_json::{Value, json};
+
+use crate::support::wire::capture;
+
+/// A tokio runtime on its own threads, serving twins while the test thread makes requests.
+pub(super) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+pub(super) fn client() -> reqwest::blocking::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::blocking::Client::builder().timeout(Duration::from_secs(10)).build().unwrap()
+}
+
+/// The structure of a JSON value: keys and types, not values.
+pub(super) fn shape(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), shape(v))).collect()),
+        Value::Array(items) => Value::Array(items.first().map(shape).into_iter().collect()),
+        Value::Number(_) => json!(0),
+        Value::String(_) => json!(""),
+        Value::Bool(_) => json!(false),
+        Value::Null => Value::Null,
+    }
+}
+
+pub(super) fn start_log_store(
+    rt: &tokio::runtime::Runtime,
+    options: store::Options,
+) -> (String, Arc<store::LogStore>, Shutdown) {
+    let store = store::LogStore::new(options, logger::discard());
+    let stop = Shutdown::new();
+    let listener = rt.block_on(twin::loopback()).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(twin::serve(store.clone(), Some(listener), stop.signal()));
+    (url, store, stop)
+}
+
+pub(super) fn start_metrics_db(rt: &tokio::runtime::Runtime, token: &str) -> (String, Arc<db::MetricsDb>) {
+    let db = db::MetricsDb::new(db::Options::default(), opsbook::secret::Secret::new(token), logger::discard());
+    let listener = rt.block_on(twin::loopback()).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(twin::serve(db.clone(), Some(listener), std::future::pending()));
+    (url, db)
+}
+
+pub(super) fn header(r: &reqwest::blocking::Response, name: &str) -> String {
+    r.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+}
+
+/// The raw body of a captured response (after the blank line), or the file when it is a body.
+pub(super) fn captured_body(path: &str) -> String {
+    let text = capture(path);
+    match text.split_once("\r\n\r\n") {
+        Some((_, body)) if path.ends_with(".txt") => body.to_string(),
+        _ => text,
+    }
+}
