@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # `opsbook run quick-check` against the shell sequence (4 x systemctl is-active, curl /health,
-# curl /ready) in one hyperfine run, and its peak memory, with the four twins installed as real
-# units under the spec's names and ports (bench/twin-units.sh); the memory of each of the
-# heaviest runbooks, as an exit-0 run. Runs inside the private host
-# (bench/quick-check.sh).
+# curl /ready; and the one-call variant, one systemctl for the four units) in one hyperfine
+# run, and its peak memory, with the four twins installed as real units under their usual
+# names and ports (bench/twin-units.sh); the memory of each of the heaviest runbooks, as an
+# exit-0 run. Runs inside the private host (bench/quick-check.sh).
 set -euo pipefail
 state=$1
 source "$REPO/bench/twin-units.sh"
 shell="systemctl --user is-active -q influxdb && systemctl --user is-active -q loki && systemctl --user is-active -q telegraf && systemctl --user is-active -q alloy && curl -sf -o /dev/null http://127.0.0.1:8086/health && curl -sf http://127.0.0.1:3100/ready | grep -q ready"
+shell_one="systemctl --user is-active -q influxdb loki telegraf alloy && curl -sf -o /dev/null http://127.0.0.1:8086/health && curl -sf http://127.0.0.1:3100/ready | grep -q ready"
 "$OPSBOOK_BIN" --user run quick-check >/dev/null
+# An earlier build beside this one, when given: OPSBOOK_OLD_BIN=/path/to/opsbook bash bench/quick-check.sh
+old=()
+if [ -n "${OPSBOOK_OLD_BIN:-}" ]; then
+  "$OPSBOOK_OLD_BIN" --user run quick-check >/dev/null
+  old=(-n "old binary: opsbook run quick-check" "$OPSBOOK_OLD_BIN --user --format tap run quick-check")
+fi
 hyperfine -N --warmup 5 --runs 60 --export-json "$state/quick-check.json" \
-  -n "opsbook run quick-check" "$OPSBOOK_BIN --user --format tap run quick-check" \
-  -n "shell: 4 x systemctl is-active + 2 x curl" "sh -c '$shell'" >/dev/null
+  -n "opsbook run quick-check" "$OPSBOOK_BIN --user --format tap run quick-check" "${old[@]}" \
+  -n "shell: 4 x systemctl is-active + 2 x curl" "sh -c '$shell'" \
+  -n "shell: 1 x systemctl is-active (4 units) + 2 x curl" "sh -c '$shell_one'" >/dev/null
 # Peak memory of the heaviest runbooks, each a passing run: first wait (up to 40 s) for the
 # agent's first points (10 s interval) so verify and checklist have data to check.
 for _ in $(seq 80); do "$OPSBOOK_BIN" --user run verify >/dev/null 2>&1 && break; sleep 0.5; done
