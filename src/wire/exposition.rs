@@ -174,7 +174,7 @@ impl Writer {
             self.out.push('}');
         }
         self.out.push(' ');
-        self.out.push_str(&value_text(value));
+        self.out.push_str(&super::float_text(value));
         self.out.push('\n');
         self
     }
@@ -182,18 +182,6 @@ impl Writer {
     /// The text written.
     pub fn finish(self) -> String {
         self.out
-    }
-}
-
-/// A sample value as Prometheus' Go client writes it: `+Inf`, `-Inf`, `NaN`, else the
-/// shortest decimal (`1`, `0.25`).
-pub fn value_text(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
-    } else {
-        format!("{v}")
     }
 }
 

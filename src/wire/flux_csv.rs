@@ -307,17 +307,6 @@ fn field(out: &mut String, text: &str) {
     }
 }
 
-/// Go's `strconv.FormatFloat(f, 'f', -1, 64)`, plus InfluxDB's spelling of infinities.
-pub fn float_text(f: f64) -> String {
-    if f.is_nan() {
-        "NaN".into()
-    } else if f.is_infinite() {
-        if f > 0.0 { "+Inf".into() } else { "-Inf".into() }
-    } else {
-        format!("{f}")
-    }
-}
-
 /// RFC 3339 with nanoseconds, trailing zeros trimmed (Go's `time.RFC3339Nano`).
 pub fn time_text(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
@@ -339,7 +328,7 @@ fn cell(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
         Value::Str(s) | Value::Time(s) => s.clone(),
-        Value::Double(f) => float_text(*f),
+        Value::Double(f) => super::float_text(*f),
         Value::Long(i) => i.to_string(),
         Value::ULong(u) => u.to_string(),
         Value::Bool(b) => b.to_string(),
@@ -423,9 +412,9 @@ mod tests {
 
     #[test]
     fn numbers_and_times_as_go_formats_them() {
-        assert_eq!(float_text(100.0), "100");
-        assert_eq!(float_text(0.1), "0.1");
-        assert_eq!(float_text(f64::INFINITY), "+Inf");
+        assert_eq!(crate::wire::float_text(100.0), "100");
+        assert_eq!(crate::wire::float_text(0.1), "0.1");
+        assert_eq!(crate::wire::float_text(f64::INFINITY), "+Inf");
         assert_eq!(time_text(1_795_338_824_104_597_505), "2026-11-22T09:13:44.104597505Z");
         assert_eq!(time_text(1_795_338_824_100_000_000), "2026-11-22T09:13:44.1Z");
         assert_eq!(time_text(1_795_338_824_000_000_000), "2026-11-22T09:13:44Z");

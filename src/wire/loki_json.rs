@@ -115,17 +115,6 @@ pub fn seconds_number(ns: i64) -> Value {
     if ms % 1000 == 0 { json!(ms / 1000) } else { json!(ms as f64 / 1000.0) }
 }
 
-/// A sample value as Loki writes it: a string, `NaN`/`+Inf`/`-Inf` spelled as Prometheus does.
-pub fn sample_text(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
-    } else {
-        format!("{v}")
-    }
-}
-
 /// The answer of `/labels` and `/label/NAME/values`. Loki 3.4 marshals the list with
 /// `omitempty`, so an empty one is `{"status":"success"}` (captured in `labels-empty.txt`).
 pub fn write_strings(values: &[String]) -> String {
@@ -173,7 +162,8 @@ pub fn write_matrix(series: &[SeriesOut], stats: Value) -> String {
     let result = series
         .iter()
         .map(|(labels, points)| {
-            let values: Vec<Value> = points.iter().map(|(t, v)| json!([seconds_number(*t), sample_text(*v)])).collect();
+            let values: Vec<Value> =
+                points.iter().map(|(t, v)| json!([seconds_number(*t), super::float_text(*v)])).collect();
             json!({"metric": label_object(labels), "values": values})
         })
         .collect();
@@ -186,7 +176,7 @@ pub fn write_vector(series: &[SeriesOut], stats: Value) -> String {
         .iter()
         .filter_map(|(labels, points)| {
             let (t, v) = points.first()?;
-            Some(json!({"metric": label_object(labels), "value": [seconds_number(*t), sample_text(*v)]}))
+            Some(json!({"metric": label_object(labels), "value": [seconds_number(*t), super::float_text(*v)]}))
         })
         .collect();
     query_answer("vector", result, stats)

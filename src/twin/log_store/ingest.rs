@@ -144,25 +144,13 @@ fn rfc3339(ns: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
+
     use std::time::Duration;
 
-    use super::super::{Labels, Options};
+    use super::super::Options;
+    use super::super::test_support::{entry, labels, store};
     use super::*;
     use crate::twin::logger;
-    use crate::wire::loki_push::PushEntry;
-
-    fn entry(ts: i64, line: &str) -> PushEntry {
-        PushEntry { ts, line: line.into(), metadata: vec![] }
-    }
-
-    fn store() -> Arc<LogStore> {
-        LogStore::new(Options { ready_delay: Duration::ZERO, ..Options::default() }, logger::discard())
-    }
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
 
     #[test]
     fn chunks_are_cut_by_size_and_counted() {

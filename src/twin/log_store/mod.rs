@@ -185,3 +185,26 @@ async fn serve(listener: TcpListener, store: Arc<LogStore>, shutdown: Stop) -> s
     store.stopped();
     result
 }
+
+/// What the store's unit tests build their cases from.
+#[cfg(test)]
+mod test_support {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{Labels, LogStore, Options};
+    use crate::twin::logger;
+    use crate::wire::loki_push::PushEntry;
+
+    pub fn entry(ts: i64, line: &str) -> PushEntry {
+        PushEntry { ts, line: line.into(), metadata: vec![] }
+    }
+
+    pub fn store() -> Arc<LogStore> {
+        LogStore::new(Options { ready_delay: Duration::ZERO, ..Options::default() }, logger::discard())
+    }
+
+    pub fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+}

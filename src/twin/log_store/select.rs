@@ -201,26 +201,12 @@ fn with_level(labels: &Labels, level: Option<&str>) -> Labels {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::time::Duration;
 
     use super::super::logql::{self, Query};
-    use super::super::{Labels, Options};
-    use super::*;
-    use crate::twin::{logger, now_ns};
-    use crate::wire::loki_push::{PushEntry, PushStream};
 
-    fn entry(ts: i64, line: &str) -> PushEntry {
-        PushEntry { ts, line: line.into(), metadata: vec![] }
-    }
-
-    fn store() -> Arc<LogStore> {
-        LogStore::new(Options { ready_delay: Duration::ZERO, ..Options::default() }, logger::discard())
-    }
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
+    use super::super::test_support::{entry, labels, store};
+    use crate::twin::now_ns;
+    use crate::wire::loki_push::PushStream;
 
     #[test]
     fn log_queries_honour_limit_direction_and_filters() {
