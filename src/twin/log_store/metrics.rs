@@ -19,25 +19,7 @@ impl LogStore {
             .unwrap_or((0, 0));
         let version = format!("v{VERSION}");
         let mut w = Writer::new();
-        w.family(
-            "loki_build_info",
-            "gauge",
-            "A metric with a constant '1' value labeled by version, revision, branch, goversion from which loki was \
-             built, and the goos and goarch for the build.",
-        )
-        .sample(
-            "loki_build_info",
-            &[
-                ("branch", "HEAD"),
-                ("goarch", "amd64"),
-                ("goos", "linux"),
-                ("goversion", "go1.23.5"),
-                ("revision", "opsbook-twin"),
-                ("tags", "netgo"),
-                ("version", &version),
-            ],
-            1.0,
-        );
+        crate::twin::build_info(&mut w, "loki", &version, "go1.23.5", "netgo");
         w.family(
             "loki_distributor_bytes_received_total",
             "counter",

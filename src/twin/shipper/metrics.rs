@@ -44,25 +44,7 @@ impl Shipper {
         let host = self.host_label();
         let base = [("component_id", COMPONENT), ("component_path", "/"), ("host", host.as_str())];
         let mut w = Writer::new();
-        w.family(
-            "alloy_build_info",
-            "gauge",
-            "A metric with a constant '1' value labeled by version, revision, branch, goversion from which alloy was \
-             built, and the goos and goarch for the build.",
-        )
-        .sample(
-            "alloy_build_info",
-            &[
-                ("branch", "HEAD"),
-                ("goarch", "amd64"),
-                ("goos", "linux"),
-                ("goversion", "go1.24.1"),
-                ("revision", "opsbook-twin"),
-                ("tags", "builtinassets"),
-                ("version", VERSION),
-            ],
-            1.0,
-        );
+        crate::twin::build_info(&mut w, "alloy", VERSION, "go1.24.1", "builtinassets");
         w.family("alloy_config_last_load_successful", "gauge", "Config loaded successfully.").sample(
             "alloy_config_last_load_successful",
             &[],
