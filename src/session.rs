@@ -122,10 +122,24 @@ impl Session {
     /// Runs a compiled runbook with `--set` pairs and writes its report in `format` to stdout.
     /// A script error is printed to stderr as a diagnostic and ends the report as an error.
     pub fn run(&self, compiled: &Compiled, params: &[(String, String)], format: Format) -> Result<Report, Error> {
+        self.run_recorded(compiled, params, |name, source, shown, mode| {
+            Recorder::new(name, source, shown, mode, format)
+        })
+    }
+
+    /// Runs a compiled runbook into the recorder `make` builds from the runbook's name, source,
+    /// effective parameters and this session's mode (e.g. one writing to a buffer, for a
+    /// service that keeps reports instead of printing them).
+    pub fn run_recorded(
+        &self,
+        compiled: &Compiled,
+        params: &[(String, String)],
+        make: impl FnOnce(&str, &str, std::collections::BTreeMap<String, String>, Mode) -> Recorder,
+    ) -> Result<Report, Error> {
         let bound = compiled.bind(params)?;
         let shown = compiled.effective_params(&bound);
         self.host.set_params(bound);
-        let recorder = Recorder::new(&compiled.entry.name, &compiled.entry.source, shown, self.mode.clone(), format);
+        let recorder = make(&compiled.entry.name, &compiled.entry.source, shown, self.mode.clone());
         self.host.set_recorder(Some(recorder));
         let result = self.engine().run_ast_with_scope(&mut Scope::new(), &compiled.ast);
         let end = match result {
