@@ -312,8 +312,16 @@ fn unknown_key_problem(name: &str) -> String {
 
 type Found<'a, 'i> = Vec<(String, std::ops::Range<usize>, &'a DeValue<'i>)>;
 
+/// Top-level tables of the same files that other readers own: `[serve]` and its jobs
+/// (`opsbook serve`), `[hosts.NAME]` and `[groups.NAME]` (the inventory). They re-read
+/// `Config::files()` for them, so their errors point into the file as these do.
+pub const SECTIONS_READ_ELSEWHERE: &[&str] = &["serve", "hosts", "groups"];
+
 fn flatten<'a, 'i>(table: &'a DeTable<'i>, prefix: &str, out: &mut Found<'a, 'i>) {
     for (k, v) in table.iter() {
+        if prefix.is_empty() && SECTIONS_READ_ELSEWHERE.contains(&k.get_ref().as_ref()) {
+            continue;
+        }
         let name = if prefix.is_empty() { k.get_ref().to_string() } else { format!("{prefix}.{}", k.get_ref()) };
         match v.get_ref() {
             DeValue::Table(inner) => flatten(inner, &name, out),
