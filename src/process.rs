@@ -1,25 +1,28 @@
-//! Running a child process with a deadline, from synchronous code.
+//! The one process runner: a child process with a deadline, for host commands (through the
+//! `Commands` seam) and for `token_command` alike.
 //!
-//! The child gets its own process group, so on timeout the whole group (the command and
-//! anything it started) is killed, not just the direct child. Output is drained on threads so
-//! a chatty child cannot block on a full pipe.
+//! The child gets its own process group, so on timeout, or when the caller gives up (Ctrl-C
+//! drops the future), the whole group — the command and anything it started — is killed, not
+//! just the direct child. Both pipes are read as the child writes, so a chatty child cannot
+//! block on a full pipe and a command that times out still shows what it printed.
 
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// What to give the child besides its argv.
-#[derive(Debug, Clone, Default)]
-pub struct Capture {
-    pub stdin: Option<String>,
+use tokio::io::AsyncWriteExt;
+
+/// A command to run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Invocation {
+    pub argv: Vec<String>,
+    pub timeout: Duration,
     pub env: Vec<(String, String)>,
+    pub stdin: Option<String>,
 }
 
-/// How the child ended.
-#[derive(Debug, Clone)]
-pub struct Finished {
-    /// Exit status; `None` when a signal ended it.
+/// How it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    /// `None` when a signal ended it (or the timeout did).
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
@@ -27,56 +30,109 @@ pub struct Finished {
     pub timed_out: bool,
 }
 
-/// Runs `argv` (no shell) and waits at most `timeout`; on timeout the process group is
-/// killed and `timed_out` is set. A command that cannot be started is an `Err` naming it.
-pub fn run(argv: &[String], timeout: Duration, capture: Capture) -> Result<Finished, String> {
-    let (program, args) = argv.split_first().ok_or("empty command")?;
-    let started = Instant::now();
-    let mut child = Command::new(program)
-        .args(args)
-        .envs(capture.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if capture.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("`{program}` not found in PATH"),
-            _ => format!("cannot start `{program}`: {e}"),
-        })?;
-    if let (Some(text), Some(mut stdin)) = (capture.stdin, child.stdin.take()) {
-        std::thread::spawn(move || stdin.write_all(text.as_bytes()));
-    }
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
+/// A pipe read to its end in the background; what arrived so far is readable at any time.
+struct Collected {
+    bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Collected {
+    fn start<R>(pipe: Option<R>) -> Collected
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    {
+        let bytes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = bytes.clone();
+        let done = tokio::spawn(async move {
+            let Some(mut pipe) = pipe else { return };
+            let mut chunk = [0u8; 8192];
+            while let Ok(n @ 1..) = tokio::io::AsyncReadExt::read(&mut pipe, &mut chunk).await {
+                sink.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&chunk[..n]);
             }
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
+        });
+        Collected { bytes, done }
+    }
+
+    /// Waits a moment for the end of the pipe (a grandchild may still hold it open), then
+    /// returns what arrived.
+    async fn text(self) -> String {
+        let _ = tokio::time::timeout(Duration::from_millis(200), self.done).await;
+        let bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// Kills the process group unless disarmed: covers timeouts and abandoned futures alike.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            kill_group(pid);
         }
-        if started.elapsed() >= timeout {
-            timed_out = true;
-            kill_group(child.id());
-            break child.wait().map_err(|e| e.to_string())?;
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs `inv.argv` (no shell) and waits at most `inv.timeout`; on timeout the process group is
+/// killed and `timed_out` is set. A command that cannot be started is an `Err` naming it.
+pub async fn run(inv: &Invocation) -> Result<Completed, String> {
+    let (program, args) = inv.argv.split_first().ok_or("empty command")?;
+    let started = Instant::now();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .envs(inv.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if inv.stdin.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("`{program}` not found in PATH"),
+        std::io::ErrorKind::PermissionDenied => format!("`{program}` is not executable"),
+        _ => format!("cannot start `{program}`: {e}"),
+    })?;
+    let mut guard = GroupGuard(child.id());
+    if let (Some(text), Some(mut stdin)) = (inv.stdin.clone(), child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = stdin.write_all(text.as_bytes()).await;
+        });
+    }
+    // Read both pipes as the child writes, so a command that times out still shows
+    // what it printed (often the best clue to why it hung).
+    let out = Collected::start(child.stdout.take());
+    let err = Collected::start(child.stderr.take());
+    let waited = tokio::time::timeout(inv.timeout, child.wait()).await;
+    let timed_out = waited.is_err();
+    if timed_out {
+        drop(guard); // kill the group now: the pipes close and the readers finish
+    } else {
+        guard.0 = None;
+    }
+    let code = match waited {
+        Ok(Ok(status)) => status.code(),
+        Ok(Err(e)) => return Err(format!("waiting for `{program}`: {e}")),
+        Err(_) => None,
     };
-    Ok(Finished {
-        code: status.code(),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-        duration: started.elapsed(),
-        timed_out,
+    let (stdout, mut stderr) = (out.text().await, err.text().await);
+    if timed_out {
+        let note = format!("killed after {}", humantime::format_duration(inv.timeout));
+        stderr = if stderr.trim().is_empty() { note } else { format!("{}\n{note}", stderr.trim_end()) };
+    }
+    Ok(Completed { code, stdout, stderr, duration: started.elapsed(), timed_out })
+}
+
+/// `run` from synchronous code that may or may not be inside a runtime: on a thread of its own
+/// with a runtime of its own (used for `token_command`, read once per run).
+pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime for the command: {e}"))?;
+        runtime.block_on(run(&inv))
     })
+    .join()
+    .map_err(|_| "the command runner panicked".to_string())?
 }
 
 /// SIGKILL to the process group led by `pid`.
@@ -91,28 +147,30 @@ pub fn kill_group(pid: u32) {
 mod tests {
     use super::*;
 
-    fn argv(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
+    fn inv(a: &[&str], timeout: Duration) -> Invocation {
+        Invocation { argv: a.iter().map(|s| s.to_string()).collect(), timeout, ..Invocation::default() }
     }
 
     #[test]
     fn captures_output_and_status() {
-        let f = run(&argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]), Duration::from_secs(5), Capture::default())
-            .unwrap();
+        let f = run_blocking(inv(&["sh", "-c", "echo out; echo err >&2; exit 3"], Duration::from_secs(5))).unwrap();
         assert_eq!((f.code, f.stdout.as_str(), f.stderr.as_str(), f.timed_out), (Some(3), "out\n", "err\n", false));
     }
 
     #[test]
-    fn timeout_kills_the_whole_group() {
+    fn timeout_kills_the_whole_group_and_keeps_what_was_printed() {
         let f =
-            run(&argv(&["sh", "-c", "sleep 30 & sleep 30"]), Duration::from_millis(200), Capture::default()).unwrap();
-        assert!(f.timed_out);
+            run_blocking(inv(&["sh", "-c", "echo started; sleep 30 & sleep 30"], Duration::from_millis(200))).unwrap();
+        assert_eq!(
+            (f.code, f.stdout.as_str(), f.stderr.as_str(), f.timed_out),
+            (None, "started\n", "killed after 200ms", true)
+        );
         assert!(f.duration < Duration::from_secs(5), "{:?}", f.duration);
     }
 
     #[test]
     fn missing_program_is_named() {
-        let e = run(&argv(&["no-such-program-xyz"]), Duration::from_secs(1), Capture::default()).unwrap_err();
+        let e = run_blocking(inv(&["no-such-program-xyz"], Duration::from_secs(1))).unwrap_err();
         assert_eq!(e, "`no-such-program-xyz` not found in PATH");
     }
 }

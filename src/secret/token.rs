@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Secret;
-use crate::process::{self, Capture};
+use crate::process::{self, Invocation};
 
 /// Where the token comes from, in the order the configuration is consulted.
 #[derive(Debug, Clone)]
@@ -56,7 +56,8 @@ fn read_file(path: &Path) -> Result<Secret, String> {
 }
 
 fn run_command(argv: &[String], timeout: Duration) -> Result<Secret, String> {
-    let out = process::run(argv, timeout, Capture::default()).map_err(|e| format!("token_command failed: {e}"))?;
+    let invocation = Invocation { argv: argv.to_vec(), timeout, ..Invocation::default() };
+    let out = process::run_blocking(invocation).map_err(|e| format!("token_command failed: {e}"))?;
     if out.timed_out {
         return Err(format!(
             "token_command (`{}`) did not finish within {}",
