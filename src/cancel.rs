@@ -47,6 +47,30 @@ impl Cancel {
     }
 }
 
+/// Ctrl-C or SIGTERM cancels every run in `cancels` (each ends with a partial report, exit
+/// 130); a second quits at once. Registered before it returns (an early Ctrl-C must not kill
+/// the process), in `runtime`'s context.
+pub fn on_signals(runtime: &tokio::runtime::Runtime, cancels: Vec<Cancel>, what: &'static str) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let _context = runtime.enter();
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return;
+    };
+    runtime.spawn(async move {
+        loop {
+            tokio::select! {
+                _ = int.recv() => {},
+                _ = term.recv() => {},
+            }
+            if cancels.iter().any(Cancel::is_cancelled) {
+                std::process::exit(130);
+            }
+            eprintln!("\ninterrupted: stopping {what} (Ctrl-C again to quit at once)");
+            cancels.iter().for_each(Cancel::cancel);
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

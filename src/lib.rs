@@ -11,6 +11,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod engine;
 pub mod error;
+pub mod fleet;
 pub mod functions;
 pub mod host;
 pub mod http_client;

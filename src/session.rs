@@ -64,18 +64,18 @@ impl Session {
         match reach {
             Reach::Describe => {
                 let world = World::real(&config);
-                Ok(Session::new(config, world, catalog, Mode { dry_run: true, sandbox: None }))
+                Ok(Session::new(config, world, catalog, Mode { dry_run: true, ..Mode::default() }))
             }
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
-                let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()) };
+                let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
                 let mut session = Session::new(config, sandbox.world.clone(), catalog, mode);
                 session._sandbox = Some(sandbox);
                 Ok(session)
             }
             Reach::Act => {
                 let world = World::real(&config);
-                Ok(Session::new(config, world, catalog, Mode { dry_run: global.dry_run, sandbox: None }))
+                Ok(Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() }))
             }
         }
     }

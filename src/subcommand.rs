@@ -2,14 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Arc;
 
 use clap::CommandFactory;
 
 use crate::catalog::{Catalog, Kind};
 use crate::cli::{Arguments, Command, RunArgs};
 use crate::error::Error;
-use crate::host::Host;
 use crate::report::Format;
 use crate::session::{Reach, Session};
 
@@ -38,35 +36,9 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
 
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(&args.name)?;
-    install_signal_handlers(&session.host);
+    crate::cancel::on_signals(session.host.runtime(), vec![session.host.cancel.clone()], "the runbook");
     let report = session.run(&compiled, &args.params, format)?;
     Ok(report.exit_code())
-}
-
-/// Ctrl-C or SIGTERM cancels the run (partial report, exit 130); a second Ctrl-C quits at once.
-fn install_signal_handlers(host: &Arc<Host>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let cancel = host.cancel.clone();
-    // Registered before the script starts (an early Ctrl-C must not kill us), in the runtime's
-    // context so the handlers are in place when this returns.
-    let runtime = host.runtime();
-    let _context = runtime.enter();
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-        return;
-    };
-    runtime.spawn(async move {
-        loop {
-            tokio::select! {
-                _ = int.recv() => {},
-                _ = term.recv() => {},
-            }
-            if cancel.is_cancelled() {
-                std::process::exit(130);
-            }
-            eprintln!("\ninterrupted: stopping the runbook (Ctrl-C again to quit at once)");
-            cancel.cancel();
-        }
-    });
 }
 
 fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {

@@ -19,7 +19,7 @@ impl Human {
     }
 }
 
-fn millis(d: std::time::Duration) -> String {
+pub(super) fn millis(d: std::time::Duration) -> String {
     if d.as_millis() >= 1000 { format!("{:.1}s", d.as_secs_f64()) } else { format!("{}ms", d.as_millis()) }
 }
 
@@ -37,7 +37,13 @@ impl Formatter for Human {
         if report.dry_run {
             mode.push_str("  (dry run: nothing will be changed)");
         }
-        writeln!(out, "{} {}{mode}", self.paint("1", &report.runbook), self.paint("2", &format!("({})", report.source)))
+        let on = report.host.as_ref().map(|h| format!(" on {}", self.paint("1", h))).unwrap_or_default();
+        writeln!(
+            out,
+            "{}{on} {}{mode}",
+            self.paint("1", &report.runbook),
+            self.paint("2", &format!("({})", report.source))
+        )
     }
 
     fn event(&mut self, out: &mut dyn Write, event: &Event) -> std::io::Result<()> {

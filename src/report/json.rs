@@ -1,4 +1,5 @@
-//! The JSON format: one document per run (schema version 1, documented in README).
+//! The JSON format: one document per run (schema version 2, documented in README); a run
+//! over several hosts nests one such document per host (`report::fleet`).
 
 use std::io::Write;
 
@@ -8,12 +9,17 @@ use super::{End, Event, Formatter, Report, seconds};
 
 pub struct Json;
 
+/// The version of the documents this module writes; bumped on incompatible changes (2: `host`
+/// on the run and every check, and the fleet document).
+pub const SCHEMA: u32 = 2;
+
 pub fn document(report: &Report) -> Value {
     let summary = report.summary();
     let checks: Vec<Value> = report
         .records()
         .map(|r| {
             json!({
+                "host": report.host,
                 "section": r.section,
                 "name": r.name,
                 "outcome": r.outcome.as_str(),
@@ -42,8 +48,9 @@ pub fn document(report: &Report) -> Value {
         End::Completed => Value::Null,
     };
     json!({
-        "schema": 1,
+        "schema": SCHEMA,
         "opsbook": env!("CARGO_PKG_VERSION"),
+        "host": report.host,
         "runbook": report.runbook,
         "source": report.source,
         "params": report.params,

@@ -5,8 +5,9 @@
 //! `Format` as it happens (so the human format streams progress) and the whole report at the
 //! end (so JSON and JUnit are one document). The report decides the exit status.
 
+pub mod fleet;
 mod human;
-mod json;
+pub mod json;
 mod junit;
 mod tap;
 
@@ -113,12 +114,15 @@ pub enum Event {
     Log(LogLine),
 }
 
-/// How a run acts: changing things or only planning, on this machine or in the sandbox.
+/// How and where a run acts: changing things or only planning, on this machine or in the
+/// sandbox, and on which host of a fleet.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Mode {
     pub dry_run: bool,
     /// `Some(faults)` when the run is against the in-process stack.
     pub sandbox: Option<Vec<String>>,
+    /// The host's name in a run over several hosts (`None`: this machine, alone).
+    pub host: Option<String>,
 }
 
 /// The whole run.
@@ -130,6 +134,8 @@ pub struct Report {
     pub dry_run: bool,
     /// Run against the in-process stack (`--sandbox`), with these faults injected.
     pub sandbox: Option<Vec<String>>,
+    /// The host it ran on, in a run over several hosts.
+    pub host: Option<String>,
     pub started: SystemTime,
     pub duration: Duration,
     pub events: Vec<Event>,
@@ -271,6 +277,7 @@ impl Recorder {
             params,
             dry_run: mode.dry_run,
             sandbox: mode.sandbox,
+            host: mode.host,
             started: SystemTime::now(),
             duration: Duration::ZERO,
             events: Vec::new(),

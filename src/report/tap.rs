@@ -8,6 +8,16 @@ use super::{End, Event, Formatter, Outcome, Report};
 #[derive(Default)]
 pub struct Tap {
     count: usize,
+    /// `[host] ` before each description in a run over several hosts.
+    prefix: String,
+}
+
+impl Tap {
+    /// Starts a host's part of a fleet's stream: its lines carry `[host]`.
+    pub fn begin_host(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+        self.prefix = report.host.as_ref().map(|h| format!("[{}] ", one_line(h))).unwrap_or_default();
+        writeln!(out, "# {}opsbook run {} ({})", self.prefix, report.runbook, report.source)
+    }
 }
 
 fn one_line(text: &str) -> String {
@@ -21,7 +31,7 @@ fn yaml_string(text: &str) -> String {
 impl Formatter for Tap {
     fn begin(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
         writeln!(out, "TAP version 13")?;
-        writeln!(out, "# opsbook run {} ({})", report.runbook, report.source)
+        self.begin_host(out, report)
     }
 
     fn event(&mut self, out: &mut dyn Write, event: &Event) -> std::io::Result<()> {
@@ -35,7 +45,7 @@ impl Formatter for Tap {
             ),
             Event::Record(r) => {
                 self.count += 1;
-                let name = one_line(&r.name);
+                let name = format!("{}{}", self.prefix, one_line(&r.name));
                 match r.outcome {
                     Outcome::Pass => writeln!(out, "ok {} - {name}", self.count),
                     Outcome::Skip => writeln!(out, "ok {} - {name} # SKIP {}", self.count, one_line(&r.detail)),
@@ -64,16 +74,30 @@ impl Formatter for Tap {
     }
 
     fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
-        match &report.end {
-            End::Completed => {}
-            End::Aborted(m) | End::ScriptError(m) => writeln!(out, "Bail out! {}", one_line(m))?,
-            End::Interrupted => writeln!(out, "Bail out! interrupted")?,
-        }
+        self.end(out, report, true)?;
         writeln!(out, "1..{}", self.count)?;
         writeln!(out, "# {}", report.summary().line())
     }
 
     fn shows_logs(&self) -> bool {
         true
+    }
+}
+
+impl Tap {
+    /// How a host's run ended: `Bail out!` stops a TAP consumer, so a fleet (`bail` false)
+    /// says it in a comment and goes on with the next host.
+    pub fn end(&mut self, out: &mut dyn Write, report: &Report, bail: bool) -> std::io::Result<()> {
+        let why = match &report.end {
+            End::Completed => return Ok(()),
+            End::Aborted(m) | End::ScriptError(m) => one_line(m),
+            End::Interrupted => "interrupted".to_string(),
+        };
+        if bail { writeln!(out, "Bail out! {why}") } else { writeln!(out, "# {}stopped: {why}", self.prefix) }
+    }
+
+    /// The plan line, once every host's lines are out.
+    pub fn plan(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "1..{}", self.count)
     }
 }

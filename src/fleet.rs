@@ -1,0 +1,102 @@
+//! One runbook on several hosts at once: a session per host, run in parallel.
+//!
+//! Each host is a `Session` of its own (its configuration, its world: this machine, another
+//! over SSH, or a simulated host of the sandbox), so a host's failure stays that host's: it is
+//! reported for it and never stops the others. At most `forks` hosts run at a time (10 by
+//! default, as Ansible's). Each host's report is kept until it is done and then written whole,
+//! followed by the fleet's summary (`report::fleet`); a line on stderr says when each host is
+//! done, when stderr is a terminal.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::cancel::Cancel;
+use crate::error::Error;
+use crate::report::fleet::{self, HostRun};
+use crate::report::{Format, Formatter, Recorder, Report};
+use crate::session::Session;
+
+/// A host of the run: its name, the roles it plays, and its session.
+pub struct Target {
+    pub name: String,
+    pub roles: Vec<String>,
+    pub session: Session,
+}
+
+/// Runs `runbook` with `params` on every target, `forks` at a time, writes the fleet's report
+/// to stdout and returns the exit status (the worst of the hosts').
+pub fn run(
+    targets: Vec<Target>,
+    runbook: &str,
+    params: &[(String, String)],
+    forks: usize,
+    format: Format,
+) -> Result<u8, Error> {
+    let Some(first) = targets.first() else {
+        return Err(Error::Usage("no host matches: nothing to run".into()));
+    };
+    // A script or parameter error is the same on every host: say it once, before any host acts.
+    first.session.compile(runbook)?.bind(params)?;
+    let cancels: Vec<Cancel> = targets.iter().map(|t| t.session.host.cancel.clone()).collect();
+    crate::cancel::on_signals(first.session.host.runtime(), cancels, "the runbook on every host");
+
+    let started = Instant::now();
+    let total = targets.len();
+    let queue = Mutex::new(targets.into_iter().enumerate());
+    let done: Mutex<Vec<(usize, HostRun)>> = Mutex::new(Vec::with_capacity(total));
+    let tell = std::io::stderr().is_terminal();
+    std::thread::scope(|scope| {
+        for _ in 0..forks.clamp(1, total) {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some((index, target)) = next else { break };
+                    let report = run_one(&target, runbook, params);
+                    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+                    if tell {
+                        eprintln!("  {} done: {} ({}/{total})", target.name, report.outcome(), done.len() + 1);
+                    }
+                    done.push((index, HostRun { roles: target.roles.clone(), report }));
+                }
+            });
+        }
+    });
+    let mut runs = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    runs.sort_by_key(|(index, _)| *index);
+    let runs: Vec<HostRun> = runs.into_iter().map(|(_, run)| run).collect();
+    let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
+    fleet::write(&mut out, format, &runs, started.elapsed())
+        .map_err(|source| Error::Io { context: "cannot write the report".into(), source })?;
+    Ok(fleet::exit_code(&runs))
+}
+
+/// One host's run, its report kept in memory (the fleet writes it when the host is done).
+fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Report {
+    let quiet = |name: &str, source: &str, shown, mode| {
+        Recorder::with_output(name, source, shown, mode, Box::new(Kept), Box::new(std::io::sink()))
+    };
+    let result = target.session.compile(runbook).and_then(|c| target.session.run_recorded(&c, params, quiet));
+    match result {
+        Ok(report) => report,
+        // Compiled and bound once already: what fails here is this host's own (its catalog).
+        Err(e) => {
+            let recorder = quiet(runbook, runbook, Default::default(), target.session.mode().clone());
+            recorder.finish(crate::report::End::ScriptError(e.to_string()))
+        }
+    }
+}
+
+/// Writes nothing while the run goes on: the fleet prints each host's report when it is done.
+struct Kept;
+
+impl Formatter for Kept {
+    fn finish(&mut self, _out: &mut dyn std::io::Write, _report: &Report) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn shows_logs(&self) -> bool {
+        // Kept in the report, shown with the host's section: not interleaved on stderr.
+        true
+    }
+}

@@ -1,0 +1,148 @@
+//! The report of one runbook run on several hosts: each host's report, then the fleet's.
+//!
+//! Human: a section per host (its report as a single run would print it, the host named in
+//! its header), then a summary table (host, roles, passed, failed, time). JSON: one document
+//! whose `runs` are the single-run documents (schema 2, `host` on each), with a per-host
+//! summary. JUnit: one `testsuite` per host. TAP: one stream and one plan, each line's
+//! description starting with `[host]`. The exit status is the worst of the hosts'.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{Format, Formatter, Report, colour_wanted, formatter, human, json, junit, seconds, tap};
+
+/// A host's finished run, with the roles it plays there.
+pub struct HostRun {
+    pub roles: Vec<String>,
+    pub report: Report,
+}
+
+/// 0 when every host passed; else the highest of the hosts' statuses (1 failed, 2 script
+/// error, 130 interrupted).
+pub fn exit_code(runs: &[HostRun]) -> u8 {
+    runs.iter().map(|r| r.report.exit_code()).max().unwrap_or(0)
+}
+
+/// Writes the fleet's report in `format`; `took` is the wall time of the whole run.
+pub fn write(out: &mut dyn Write, format: Format, runs: &[HostRun], took: Duration) -> std::io::Result<()> {
+    match format {
+        Format::Human => write_human(out, runs, took),
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &document(runs, took))?;
+            writeln!(out)
+        }
+        Format::Junit => {
+            let reports: Vec<Report> = runs.iter().map(|r| r.report.clone()).collect();
+            junit::document(out, &reports)
+        }
+        Format::Tap => write_tap(out, runs),
+    }
+}
+
+/// Each host's report, replayed through the single-run formatter.
+fn replay(out: &mut dyn Write, f: &mut dyn Formatter, report: &Report) -> std::io::Result<()> {
+    f.begin(out, report)?;
+    for event in &report.events {
+        f.event(out, event)?;
+    }
+    f.finish(out, report)
+}
+
+fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io::Result<()> {
+    let colour = colour_wanted();
+    for run in runs {
+        replay(out, formatter(Format::Human, colour).as_mut(), &run.report)?;
+        writeln!(out)?;
+    }
+    let rows: Vec<[String; 5]> = runs
+        .iter()
+        .map(|r| {
+            let s = r.report.summary();
+            [
+                r.report.host.clone().unwrap_or_default(),
+                if r.roles.is_empty() { "-".into() } else { r.roles.join(", ") },
+                s.passed.to_string(),
+                (s.failed + usize::from(r.report.outcome() != "passed" && s.failed == 0)).to_string(),
+                human::millis(r.report.duration),
+            ]
+        })
+        .collect();
+    let header = ["HOST", "ROLES", "PASSED", "FAILED", "TIME"];
+    let widths: Vec<usize> =
+        (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();
+    let line = |cells: [&str; 5]| {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = widths[i] - cell.chars().count();
+            text.push_str(cell);
+            if i < 4 {
+                text.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        text
+    };
+    writeln!(out, "{}", line(header))?;
+    for row in &rows {
+        writeln!(out, "{}", line([&row[0], &row[1], &row[2], &row[3], &row[4]]))?;
+    }
+    let failed = runs.iter().filter(|r| r.report.exit_code() != 0).count();
+    let verdict = match failed {
+        0 => format!("{} host(s): all passed", runs.len()),
+        n => format!("{} host(s): {n} failed ({})", runs.len(), failed_hosts(runs)),
+    };
+    writeln!(out, "\n{verdict}  ({})", human::millis(took))
+}
+
+fn failed_hosts(runs: &[HostRun]) -> String {
+    runs.iter()
+        .filter(|r| r.report.exit_code() != 0)
+        .map(|r| r.report.host.clone().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn write_tap(out: &mut dyn Write, runs: &[HostRun]) -> std::io::Result<()> {
+    let mut tap = tap::Tap::default();
+    writeln!(out, "TAP version 13")?;
+    for run in runs {
+        tap.begin_host(out, &run.report)?;
+        for event in &run.report.events {
+            tap.event(out, event)?;
+        }
+        tap.end(out, &run.report, false)?;
+    }
+    tap.plan(out)?;
+    let failed = runs.iter().filter(|r| r.report.exit_code() != 0).count();
+    writeln!(out, "# {} host(s), {failed} failed", runs.len())
+}
+
+/// The fleet's JSON document (schema 2).
+pub fn document(runs: &[HostRun], took: Duration) -> serde_json::Value {
+    let hosts: Vec<_> = runs
+        .iter()
+        .map(|r| {
+            let s = r.report.summary();
+            json!({
+                "host": r.report.host, "roles": r.roles, "outcome": r.report.outcome(),
+                "exit_code": r.report.exit_code(), "duration_s": seconds(r.report.duration),
+                "summary": {"passed": s.passed, "failed": s.failed, "warnings": s.warnings, "skipped": s.skipped},
+            })
+        })
+        .collect();
+    let failed = runs.iter().filter(|r| r.report.exit_code() != 0).count();
+    let code = exit_code(runs);
+    json!({
+        "schema": json::SCHEMA,
+        "opsbook": env!("CARGO_PKG_VERSION"),
+        "fleet": true,
+        "runbook": runs.first().map(|r| r.report.runbook.clone()),
+        "outcome": if code == 0 { "passed" } else { "failed" },
+        "exit_code": code,
+        "duration_s": seconds(took),
+        "summary": {"hosts": runs.len(), "passed": runs.len() - failed, "failed": failed},
+        "hosts": hosts,
+        "runs": runs.iter().map(|r| json::document(&r.report)).collect::<Vec<_>>(),
+    })
+}
