@@ -87,3 +87,44 @@ fn a_failed_start_quotes_the_units_last_lines() {
     }
     out.stdout_has("config file /etc/x.conf missing");
 }
+
+/// Logs an error when it starts and another when it is stopped, as Loki logs `context
+/// canceled` while it shuts down.
+const RESTARTER: &str = "[Unit]\nDescription=Restarter\n[Service]\nExecStart=/bin/sh -c 'echo \"level=error msg=started pid=$$$$\"; trap \"echo level=error msg=stopping; exit 0\" TERM; while :; do sleep 0.1; done'\n";
+
+#[test]
+fn errors_are_read_for_the_units_current_run_only() {
+    let Some(host) = boot() else { return };
+    host.install_unit("restarter.service", RESTARTER);
+    host.systemctl(&["start", "restarter"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    host.systemctl(&["restart", "restarter"]);
+    let pid = host.systemctl(&["show", "restarter", "-p", "MainPID", "--value"]);
+    let id = host.systemctl(&["show", "restarter", "-p", "InvocationID", "--value"]);
+    // The previous run's start and shutdown lines are in the journal, yet not among its errors.
+    let src = format!(
+        r#"
+let found = wait::until(|| journal::errors("restarter", "1 hour ago").len() > 0, "5s");
+let run = journal::current_run("restarter");
+print(`invocation ${{run.invocation == "{id}"}}, started ${{run.started_us > 0}}`);
+let all = journal::read(#{{ unit: "restarter", grep: "level=error" }});
+print(`in the journal: ${{all.map(|e| e.message.sub_string(0, 21))}}`);
+for e in journal::errors("restarter", "1 hour ago") {{
+    print(`${{e.message}} after_start ${{e.after_start >= 0.0 && e.after_start < 5.0}}`);
+}}
+"#
+    );
+    let out = run(&host, &src).code(0);
+    let shown: Vec<&str> =
+        out.stdout.lines().filter(|l| !l.is_empty() && !l.starts_with("t (") && !l.contains("passed")).collect();
+    assert_eq!(
+        shown,
+        [
+            "  invocation true, started true",
+            "  in the journal: [\"level=error msg=start\", \"level=error msg=stopp\", \"level=error msg=start\"]",
+            &format!("  level=error msg=started pid={pid} after_start true"),
+        ],
+        "{}",
+        out.stdout
+    );
+}

@@ -59,7 +59,10 @@ check("time", e[0].time.starts_with("2026-"), e[0].time);
 let m = loki::query(`count_over_time({service_type="test"}[5m])`);
 check("metric", m.len() > 0 && type_of(m[0].value) == "f64", m);
 let s = prom::scrape(config.log_store.url + "/metrics");
-check("counter", prom::value(s, "loki_ingester_chunks_created_total") >= 0.0 && prom::ok(s), prom::error(s));
+check("scrape", s.ok && s.status == 200 && s.detail == "HTTP 200, 4 samples", s.to_map());
+check("counter", s.value("loki_ingester_chunks_created_total") == 1.0 && s.has("loki_ingester_chunks_created_total"), s.value("loki_ingester_chunks_created_total"));
+check("absent is not zero", s.value("loki_no_such_metric_total") == () && !s.has("loki_no_such_metric_total"));
+check("namespaced", prom::value(s, "loki_ingester_chunks_created_total") == 1.0);
 let st = loki::storage();
 check("storage", st.ok && st.backend == "filesystem" && !st.object_storage, st.detail);
 check("push", loki::push(#{ service_type: "x" }, "a line").ok);
@@ -70,7 +73,7 @@ check("push", loki::push(#{ service_type: "x" }, "a line").ok);
         .args(["run", "p"])
         .run()
         .code(0)
-        .stdout_has("9 passed, 0 failed");
+        .stdout_has("12 passed, 0 failed");
     let requests = loki.requests();
     let range = requests.iter().find(|r| r["path"].as_str().unwrap().starts_with("/loki/api/v1/query_range")).unwrap();
     let path = range["path"].as_str().unwrap();
@@ -171,7 +174,7 @@ check("health", h.ok, h.detail);
 let r = loki::ready();
 check("ready", r.ok, r.detail);
 let s = prom::scrape(config.log_store.url + "/metrics");
-check("scrape", prom::ok(s), prom::error(s));
+check("scrape", s.ok, s.detail);
 let t = http::probe(config.log_store.url + "/slow", #{ timeout: "300ms" });
 check("slow", t.ok, t.detail);
 let c = http::probe("http://127.0.0.1:1/");
@@ -267,9 +270,9 @@ fn real_prometheus_exposition_parses() {
 let ready = wait::until(|| http::probe("{addr}/-/ready"), "20s");
 check("ready", ready.ok);
 let s = prom::scrape("{addr}/metrics");
-check("parsed", prom::ok(s), prom::error(s));
-check("build info", prom::value(s, "prometheus_build_info") == 1.0);
-check("histogram buckets", prom::samples(s, "prometheus_http_request_duration_seconds_bucket").len() > 0);
+check("parsed", s.ok, s.detail);
+check("build info", s.value("prometheus_build_info") == 1.0);
+check("histogram buckets", s.samples("prometheus_http_request_duration_seconds_bucket").len() > 0);
 "#
     );
     Test::new().runbook("p", &src).args(["run", "p"]).run().code(0).stdout_has("4 passed");

@@ -50,10 +50,20 @@ fn install_twins(t: &Test, host: &PrivateHost, loki_ready_delay: &str) {
         "influxdb.service",
         &unit("InfluxDB (twin)", format!("{bin} twin metrics-db --token {TOKEN} --org opsbook"), false),
     );
-    host.install_unit(
-        "loki.service",
-        &unit("Loki (twin)", format!("{bin} twin log-store --ready-delay {loki_ready_delay}"), false),
+    // The log store starts as Loki 3.4.6 does, logging `empty ring` at level error while its
+    // ring forms (tests/fixtures/wire/loki-3.4.6/log-levels-one-life.txt), and echoes every line
+    // a test appends to `loki-says` as a line of its own run (same unit, same invocation).
+    write(
+        "loki-run.sh",
+        format!(
+            "#!/bin/sh\n\
+echo 'level=error ts=2026-11-23T14:46:00.689980692Z caller=ratestore.go:109 msg=\"error getting ingester clients\" err=\"empty ring\"'\n\
+: > {dir}/loki-says\n\
+tail -n0 -F {dir}/loki-says &\n\
+exec {bin} twin log-store --ready-delay {loki_ready_delay}\n"
+        ),
     );
+    host.install_unit("loki.service", &unit("Loki (twin)", format!("/bin/sh {dir}/loki-run.sh"), false));
     host.install_unit(
         "telegraf.service",
         &unit("Telegraf (twin)", format!("{bin} twin metrics-agent {dir}/telegraf.conf"), true),
@@ -362,8 +372,69 @@ fn an_agent_that_cannot_write_fails_its_verification_quoting_its_errors() {
         "",
         "the twin's errors are filed at priority err, the real agent's are not"
     );
-    opsbook(&host, &t, &["run", "verify-metrics-agent"])
+    // The agent's run is only seconds old: a 1 s startup window makes its errors failures.
+    opsbook(&host, &t, &["run", "verify-metrics-agent", "--set", "startup=1s"])
         .code(1)
         .stdout_has("FAIL  telegraf.service logged no errors since 1 hour ago")
         .stdout_has("E! [outputs.influxdb_v2]");
+}
+
+/// Makes the log store's current run log `line` (as its own process would) and waits until
+/// the journal holds it.
+fn loki_says(host: &PrivateHost, t: &Test, line: &str) {
+    use std::io::Write;
+    let before = journal_count(host, "loki", line);
+    let mut says = std::fs::OpenOptions::new().append(true).open(t.path().join("loki-says")).unwrap();
+    writeln!(says, "{line}").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while journal_count(host, "loki", line) == before {
+        assert!(std::time::Instant::now() < deadline, "the log store's line did not reach the journal: {line}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// What a healthy Loki logs after a limited query (captured from Loki 3.4.6).
+const CONTEXT_CANCELED: &str = "level=error ts=2026-11-23T14:46:20.221028744Z caller=scheduler_processor.go:111 component=querier msg=\"error processing requests from scheduler\" err=\"rpc error: code = Canceled desc = context canceled\" addr=127.0.0.1:9096";
+
+/// A log store error that is neither startup-transient nor known-benign.
+const DISK_FULL: &str = "level=error ts=2026-11-23T14:47:00.1Z caller=flush.go:261 msg=\"failed to flush chunks\" err=\"write /loki/chunks: no space left on device\"";
+
+#[test]
+fn a_healthy_stack_passes_right_after_start_and_an_unknown_log_store_error_fails_naming_it() {
+    let t = probes(Test::new());
+    let Some(host) = boot() else { return };
+    install_twins(&t, &host, "1s");
+    all_pass(&host, &t, &[&["start"]]);
+    // The log store's own `empty ring` (at start) and the querier's `context canceled` (after a
+    // limited query, as opsbook's own queries provoke it) are known-benign: ignored, counted.
+    loki_says(&host, &t, CONTEXT_CANCELED);
+    all_pass(&host, &t, &[&["verify"], &["checklist"], &["e2e-logs"], &["restart-all", "--set", "settle=200ms"]]);
+    let out = opsbook(&host, &t, &["run", "checklist", "--set", "startup=1s"]).code(0);
+    let line = out.stdout.lines().find(|l| l.contains("loki.service logged no errors")).unwrap_or_default();
+    let shown = regex::Regex::new(r"\d+ known-benign").unwrap().replace(line, "N known-benign");
+    assert_eq!(
+        shown.trim(),
+        "PASS  loki.service logged no errors since 1 hour ago — ignored N known-benign line(s) (stdlib/benign.rhai)",
+        "{}",
+        out.stdout
+    );
+    // A line that is none of those fails the check, quoted: here after a 1 s startup window.
+    loki_says(&host, &t, DISK_FULL);
+    let out = opsbook(&host, &t, &["run", "checklist", "--set", "startup=1s"]).code(1);
+    let failed: Vec<String> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("FAIL"))
+        .map(|l| {
+            regex::Regex::new(r"ignored \d+ known-benign").unwrap().replace(l, "ignored N known-benign").into_owned()
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        [format!(
+            "FAIL  loki.service logged no errors since 1 hour ago — {DISK_FULL}; ignored N known-benign line(s) (stdlib/benign.rhai)"
+        )],
+        "{}",
+        out.stdout
+    );
 }

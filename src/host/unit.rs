@@ -13,7 +13,13 @@ use super::{Host, HostResult, fail};
 use crate::register;
 use crate::world::units::{Job, UnitError, UnitStatus, full_name};
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `unit::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    register_types(engine);
+    engine.register_static_module("unit", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -117,7 +123,7 @@ pub fn module(host: &Arc<Host>) -> Module {
 }
 
 /// Registers the `UnitStatus` type: its fields as properties, and how it prints.
-pub fn register_types(engine: &mut Engine) {
+fn register_types(engine: &mut Engine) {
     engine.register_type_with_name::<UnitStatus>("UnitStatus");
     engine.register_get("name", |s: &mut UnitStatus| s.name.clone());
     engine.register_get("description", |s: &mut UnitStatus| s.description.clone());
@@ -133,34 +139,9 @@ pub fn register_types(engine: &mut Engine) {
     engine.register_get("exec_main_status", |s: &mut UnitStatus| s.exec_main_status as i64);
     engine.register_get("exec_main_pid", |s: &mut UnitStatus| s.exec_main_pid as i64);
     engine.register_get("can_reload", |s: &mut UnitStatus| s.can_reload);
-    engine.register_fn("to_string", |s: &mut UnitStatus| describe(s));
-    engine.register_fn("to_debug", |s: &mut UnitStatus| describe(s));
+    engine.register_fn("to_string", |s: &mut UnitStatus| s.to_string());
+    engine.register_fn("to_debug", |s: &mut UnitStatus| s.to_string());
     engine.register_fn("to_map", |s: &mut UnitStatus| status_map(s));
-}
-
-/// `loki.service - Loki · loaded (enabled) · active (running) since … ago`
-pub fn describe(s: &UnitStatus) -> String {
-    if s.load_state == "not-found" {
-        return format!("{} - not installed (load state not-found)", s.name);
-    }
-    let since = match s.since {
-        Some(t) => {
-            let ago = std::time::SystemTime::now().duration_since(t).unwrap_or_default();
-            let ago = humantime::format_duration(Duration::from_secs(ago.as_secs()));
-            format!(" since {}; {ago} ago", humantime::format_rfc3339_seconds(t))
-        }
-        None => String::new(),
-    };
-    let file = if s.unit_file_state.is_empty() { String::new() } else { format!(" ({})", s.unit_file_state) };
-    let failure = if s.active_state == "failed" {
-        format!(", result {} status {}", s.result, s.exec_main_status)
-    } else {
-        String::new()
-    };
-    format!(
-        "{} - {} · {}{file} · {} ({}){since}{failure}",
-        s.name, s.description, s.load_state, s.active_state, s.sub_state
-    )
 }
 
 fn status_map(s: &UnitStatus) -> Map {
@@ -259,7 +240,7 @@ fn failure(host: &Host, job: Job, unit: &str, result: &str, began: std::time::Sy
 fn last_lines(host: &Host, unit: &str, pid: u32, began: std::time::SystemTime) -> Vec<String> {
     use crate::world::journal::Query;
     let by_unit = Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
-    let since = super::core::time_text(began - Duration::from_secs(1));
+    let since = super::values::time_text(began - Duration::from_secs(1));
     let by_pid = (pid > 0).then(|| Query { pid: Some(pid), since: Some(since), lines: Some(5), ..Default::default() });
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     loop {

@@ -1,15 +1,20 @@
-//! `wait::until`: polling with a deadline, the replacement for the spec's blind waits.
+//! `wait::until`: polling with a deadline, in place of blind waits.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rhai::{Dynamic, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
+use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
 
 use super::time::duration_arg;
 use super::{Host, HostResult, fail};
 use crate::register;
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `wait::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("wait", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -67,7 +72,7 @@ fn is_runtime(e: &EvalAltResult) -> bool {
 fn innermost_message(e: &EvalAltResult) -> String {
     match e {
         EvalAltResult::ErrorInFunctionCall(.., inner, _) => innermost_message(inner),
-        EvalAltResult::ErrorRuntime(value, _) => super::core::text(value),
+        EvalAltResult::ErrorRuntime(value, _) => super::values::text(value),
         other => other.to_string(),
     }
 }
