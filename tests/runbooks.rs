@@ -112,7 +112,8 @@ fn running_stack(t: &Test) -> Option<PrivateHost> {
 
 /// Runbooks the setup uses, in the test directory's `probe/` folder.
 fn probes(t: Test) -> Test {
-    t.file("probe/ready.rhai", "check(\"log store ready\", wait::until(|| loki::ready().ok, \"20s\").ok);")
+    t.file("probe/names.rhai", "print(container::of_unit(config.log_store.unit));")
+        .file("probe/ready.rhai", "check(\"log store ready\", wait::until(|| loki::ready().ok, \"20s\").ok);")
         .file(
             "probe/data.rhai",
             "import \"flux\" as flux;\n\
@@ -413,27 +414,86 @@ fn a_healthy_stack_passes_right_after_start_and_an_unknown_log_store_error_fails
     let line = out.stdout.lines().find(|l| l.contains("loki.service logged no errors")).unwrap_or_default();
     let shown = regex::Regex::new(r"\d+ known-benign").unwrap().replace(line, "N known-benign");
     assert_eq!(
-        shown.trim(),
-        "PASS  loki.service logged no errors since 1 hour ago — ignored N known-benign line(s) (stdlib/benign.rhai)",
+        shown,
+        "  ok    loki.service logged no errors since 1 hour ago — ignored N known-benign line(s) (stdlib/benign.rhai)",
         "{}",
         out.stdout
     );
     // A line that is none of those fails the check, quoted: here after a 1 s startup window.
     loki_says(&host, &t, DISK_FULL);
     let out = opsbook(&host, &t, &["run", "checklist", "--set", "startup=1s"]).code(1);
-    let failed: Vec<String> = out
-        .stdout
-        .lines()
-        .filter(|l| l.contains("FAIL"))
-        .map(|l| {
-            regex::Regex::new(r"ignored \d+ known-benign").unwrap().replace(l, "ignored N known-benign").into_owned()
-        })
-        .collect();
+    // The one failed check, whole: its line, what was expected and what was seen.
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let at = lines.iter().position(|l| l.contains("FAIL")).unwrap_or(lines.len());
+    let failed = lines[at.min(lines.len())..(at + 3).min(lines.len())].join("\n");
+    let failed = regex::Regex::new(r"ignored \d+ known-benign").unwrap().replace(&failed, "ignored N known-benign");
     assert_eq!(
         failed,
-        [format!(
-            "FAIL  loki.service logged no errors since 1 hour ago — {DISK_FULL}; ignored N known-benign line(s) (stdlib/benign.rhai)"
-        )],
+        format!(
+            "  FAIL  loki.service logged no errors since 1 hour ago — {DISK_FULL}; ignored N known-benign line(s) (stdlib/benign.rhai)\n\
+\x20         expected: no error lines in the current run\n\
+\x20         actual:   1 line(s)"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.matches("FAIL").count(), 1, "{}", out.stdout);
+}
+
+/// `logs --set container=true` reads the container podman labelled with the unit
+/// (`PODMAN_SYSTEMD_UNIT`, set as Quadlet sets it), not one named after a piece of the unit's
+/// name. The container is started by a real unit through the real podman, from an image made
+/// locally of one static binary (no registry).
+#[test]
+fn logs_of_a_units_container_through_the_real_podman() {
+    if !podman_installed() {
+        return crate::support::skip("podman is not installed (apt-get install podman)");
+    }
+    let t = probes(Test::new());
+    let Some(host) = boot() else { return };
+    install_twins(&t, &host, "1s");
+    let dir = t.path().display().to_string();
+    std::fs::create_dir_all(t.path().join("rootfs")).unwrap();
+    std::fs::copy("/sbin/ldconfig", t.path().join("rootfs/ldconfig")).unwrap();
+    let image = "localhost/opsbook-ldconfig:test";
+    let made = host.exec(&[
+        "sh",
+        "-c",
+        &format!("tar -C {dir}/rootfs -cf {dir}/rootfs.tar ldconfig && {dir}/podman import {dir}/rootfs.tar {image}"),
+    ]);
+    if !made.status.success() {
+        return crate::support::skip(format!(
+            "podman cannot import images here: {}",
+            String::from_utf8_lossy(&made.stderr)
+        ));
+    }
+    // crun refuses hybrid cgroup hierarchies and raised limits here; runc with lowered ones runs.
+    let runtime = if std::path::Path::new("/usr/bin/runc").exists() { "--runtime runc " } else { "" };
+    host.install_unit(
+        "logstore.service",
+        &format!(
+            "[Service]\nEnvironment=PODMAN_SYSTEMD_UNIT=%n\nType=oneshot\nExecStart={dir}/podman {runtime}run --name the-log-store --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 {image} /ldconfig --version\n"
+        ),
+    );
+    host.systemctl(&["start", "logstore"]);
+    std::fs::write(
+        t.path().join("opsbook.toml"),
+        std::fs::read_to_string(t.path().join("opsbook.toml")).unwrap() + "[log_store]\nunit = \"logstore.service\"\n",
+    )
+    .unwrap();
+    let ran = opsbook(&host, &t, &["run", "--runbooks", "probe", "names"]);
+    if !ran.stdout.contains("the-log-store") {
+        return crate::support::skip(format!("podman cannot run a container here:\n{}", ran.stdout));
+    }
+    let out = opsbook(&host, &t, &["run", "logs", "--set", "unit=log-store", "--set", "container=true"]).code(0);
+    // What the same binary prints outside the container, one report line per line.
+    let version = std::process::Command::new("/sbin/ldconfig").arg("--version").output().unwrap();
+    let lines: String =
+        String::from_utf8_lossy(&version.stdout).lines().map(|l| format!("  {l}\n").replace("  \n", "\n")).collect();
+    let masked = regex::Regex::new(r"\(\d+ms\)").unwrap().replace_all(&out.stdout, "(Nms)");
+    assert_eq!(
+        masked,
+        format!("logs (<built-in>/runbooks/logs.rhai)\n\n== logstore.service\n{lines}\n0 passed, 0 failed  (Nms)\n"),
         "{}",
         out.stdout
     );

@@ -210,6 +210,9 @@ const WARNING_MARKS: &str =
 fn by_priority(host: &Host, unit: &str, since: &str, max: u8) -> HostResult<Array> {
     let run = current_run(host, unit)?;
     let started_us = run.started.map(micros);
+    // Lines after the previous run ended are this run's; for a first run, a second's grace
+    // before its start (its first lines can reach journald before the manager stamps it).
+    let boundary_us = run.previous_end.map(micros).or(started_us.map(|s| s.saturating_sub(1_000_000)));
     let base =
         Query { unit: Some(full_name(unit)), since: Some(since.to_string()), lines: Some(1000), ..Query::default() };
     // Reading by invocation ID needs journald to have recorded it: when the run has no line
@@ -222,8 +225,8 @@ fn by_priority(host: &Host, unit: &str, since: &str, max: u8) -> HostResult<Arra
     let marks = if max <= 3 { ERROR_MARKS } else { WARNING_MARKS };
     let mut entries = read_entries(host, Query { max_priority: Some(max), ..base.clone() })?;
     entries.extend(read_entries(host, Query { grep: Some(marks.to_string()), ..base })?);
-    if let Some(start) = started_us {
-        entries.retain(|e| e.realtime_us >= start);
+    if let Some(boundary) = boundary_us {
+        entries.retain(|e| e.realtime_us >= boundary);
     }
     entries.sort_by(|a, b| (a.realtime_us, a.pid, &a.message).cmp(&(b.realtime_us, b.pid, &b.message)));
     entries.dedup();

@@ -320,12 +320,13 @@ impl Units for SystemdDbus {
             let invocation = bytes(&u, "InvocationID")
                 .filter(|id| id.iter().any(|b| *b != 0))
                 .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
-            let started = ["InactiveExitTimestamp", "ActiveEnterTimestamp"]
+            let started_us = ["InactiveExitTimestamp", "ActiveEnterTimestamp"]
                 .iter()
                 .filter_map(|k| get::<u64>(&u, k))
-                .find(|us| *us > 0)
-                .map(|us| UNIX_EPOCH + Duration::from_micros(us));
-            Ok(Run { invocation, started })
+                .find(|us| *us > 0);
+            let ended_us = get::<u64>(&u, "InactiveEnterTimestamp").filter(|us| *us > 0 && Some(*us) <= started_us);
+            let time = |us: u64| UNIX_EPOCH + Duration::from_micros(us);
+            Ok(Run { invocation, started: started_us.map(time), previous_end: ended_us.map(time) })
         })
     }
 

@@ -155,6 +155,10 @@ pub struct Run {
     /// When the run began: leaving `inactive` (`InactiveExitTimestamp`), else entering `active`
     /// (`ActiveEnterTimestamp`); `None` when the unit never ran.
     pub started: Option<SystemTime>,
+    /// When the run before it ended (`InactiveEnterTimestamp`, when earlier than `started`):
+    /// every line after it is this run's, since the process before was gone by then. A run's
+    /// first lines can reach journald a few milliseconds before the manager stamps `started`.
+    pub previous_end: Option<SystemTime>,
 }
 
 /// The service manager.
@@ -177,7 +181,7 @@ pub trait Units: Send + Sync {
     fn current_run<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<Run, UnitError>> {
         Box::pin(async move {
             let s = self.status(unit).await?;
-            Ok(Run { invocation: None, started: s.since.filter(|_| s.active_state == "active") })
+            Ok(Run { started: s.since.filter(|_| s.active_state == "active"), ..Run::default() })
         })
     }
 }
