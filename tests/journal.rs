@@ -128,3 +128,34 @@ for e in journal::errors("restarter", "1 hour ago") {{
         out.stdout
     );
 }
+
+/// A log store that logs Loki's benign lines and one real error as it starts.
+const NOISY_STORE: &str = "[Unit]\nDescription=Noisy store\n[Service]\nExecStart=/bin/sh -c 'echo \"level=error caller=ratestore.go:109 msg=\\\\\"error getting ingester clients\\\\\" err=\\\\\"empty ring\\\\\"\"; echo \"level=error component=querier err=\\\\\"rpc error: code = Canceled desc = context canceled\\\\\"\"; echo \"level=error msg=boom\"; exec sleep infinity'\n";
+
+#[test]
+fn logged_no_errors_ignores_known_benign_lines_and_tolerates_startup_errors() {
+    let Some(host) = boot() else { return };
+    host.install_unit("noisy-store.service", NOISY_STORE);
+    host.systemctl(&["start", "noisy-store"]);
+    let src = r#"
+import "checks" as checks;
+wait::until(|| journal::errors("noisy-store", "1 hour ago").len() == 3, "5s");
+checks::no_log_errors("noisy-store", "1 hour ago", "1h");
+checks::no_log_errors("noisy-store", "1 hour ago", "0s");
+"#;
+    let t = Test::new().config("[log_store]\nunit = \"noisy-store.service\"\n").runbook("t", src);
+    let out = host.opsbook(t.path(), &["run", "t"]).code(1);
+    let shown = regex::Regex::new(r"\(\d+ms\)").unwrap().replace_all(&out.stdout, "(T)");
+    assert_eq!(
+        shown,
+        "t (runbooks/t.rhai)\n\
+\x20 WARN  noisy-store logged no errors since 1 hour ago — 1 error line(s) within 1h of the start, tolerated as startup-transient: level=error msg=boom; ignored 2 known-benign line(s) (stdlib/benign.rhai)\n\
+\x20 FAIL  noisy-store logged no errors since 1 hour ago — level=error caller=ratestore.go:109 msg=\"error getting ingester clients\" err=\"empty ring\" | level=error msg=boom; ignored 1 known-benign line(s) (stdlib/benign.rhai)\n\
+\x20         expected: no error lines in the current run\n\
+\x20         actual:   2 line(s)\n\
+\n\
+0 passed, 1 failed, 1 warning  (T)\n",
+        "{}",
+        out.stdout
+    );
+}

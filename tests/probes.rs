@@ -415,3 +415,58 @@ fn a_truncated_answer_is_a_failure_quoting_it() {
         .stdout_has("log store: not JSON")
         .stdout_has("{\"status\":\"success\",\"data\":{\"resultType\":\"streams\",\"res");
 }
+
+/// Right after a start the chunk counter is 0; the verification waits for it, and when no
+/// chunk comes it says whether any push reached the log store, from the shipper's metrics.
+#[test]
+fn no_chunk_created_says_whether_any_push_reached_the_log_store() {
+    let metrics =
+        |body: &str| json!({"GET /metrics": {"headers": {"Content-Type": "text/plain; version=0.0.4"}, "body": body}});
+    let Some(loki) = WireServer::start(metrics(
+        "# TYPE loki_ingester_chunks_created_total counter\nloki_ingester_chunks_created_total 0\n",
+    )) else {
+        return;
+    };
+    let Some(idle) = WireServer::start(metrics(
+        "loki_write_sent_entries_total{endpoint=\"default\"} 0\nloki_write_request_duration_seconds_count{status_code=\"204\"} 0\n",
+    )) else {
+        return;
+    };
+    let Some(busy) = WireServer::start(metrics(
+        "loki_write_sent_entries_total{endpoint=\"default\"} 12\nloki_write_request_duration_seconds_count{status_code=\"204\"} 3\n",
+    )) else {
+        return;
+    };
+    let Some(bare) = WireServer::start(metrics("alloy_build_info 1\n")) else { return };
+    let src = "import \"verify\" as verify;\nverify::chunks_created(\"1s\", \"0s\");";
+    let run = |shipper: &str| {
+        let config = format!("[log_store]\nurl = \"{}\"\n[log_shipper]\nurl = \"{shipper}\"\n", loki.url());
+        let out = Test::new().config(&config).runbook("c", src).args(["run", "c"]).run().code(1);
+        regex::Regex::new(r"\(\d+(\.\d+)?m?s\)").unwrap().replace_all(&out.stdout, "(T)").into_owned()
+    };
+    let expected = |detail: &str| {
+        format!(
+            "c (runbooks/c.rhai)\n  FAIL  loki_ingester_chunks_created_total non-zero — {detail}  (T)\n          expected: > 0 within 1s\n          actual:   0.0\n\n0 passed, 1 failed  (T)\n"
+        )
+    };
+    assert_eq!(
+        run(&idle.url()),
+        expected("no chunk created: no push reached the log store (the shipper sent 0 entries, 0 push request(s))")
+    );
+    assert_eq!(
+        run(&busy.url()),
+        expected(
+            "no chunk created although the shipper sent 12 entries in 3 push request(s): the log store received them but cut no chunk"
+        )
+    );
+    assert_eq!(
+        run(&bare.url()),
+        expected(
+            "no chunk created; the shipper exposes no loki_write_* metrics, so whether any push was sent is unknown"
+        )
+    );
+    assert_eq!(
+        run("http://127.0.0.1:1"),
+        expected("no chunk created; the shipper's metrics cannot tell whether any push was sent (connection refused)")
+    );
+}
