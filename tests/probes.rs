@@ -470,3 +470,27 @@ fn no_chunk_created_says_whether_any_push_reached_the_log_store() {
         expected("no chunk created; the shipper's metrics cannot tell whether any push was sent (connection refused)")
     );
 }
+
+/// A Loki that has received no line yet answers the label endpoints with `{"status":"success"}`
+/// and no `data` (captured from Loki 3.4.6): empty lists, not errors.
+#[test]
+fn a_log_store_with_no_line_yet_has_no_labels() {
+    let capture = capture("loki-3.4.6/labels-empty.txt");
+    let body = capture.lines().last().unwrap().to_string();
+    let answer = json!({"headers": {"Content-Type": "application/json; charset=UTF-8"}, "body": body});
+    let Some(loki) = WireServer::start(json!({
+        "GET /loki/api/v1/labels": answer,
+        "GET /loki/api/v1/label/hostname/values": answer,
+    })) else {
+        return;
+    };
+    let src = "print(loki::labels());\nprint(loki::label_values(\"hostname\"));";
+    let out = Test::new()
+        .config(&config_for("http://127.0.0.1:1", &loki.url()))
+        .runbook("p", src)
+        .args(["run", "p"])
+        .run()
+        .code(0);
+    let shown = regex::Regex::new(r"\(\d+ms\)").unwrap().replace_all(&out.stdout, "(T)");
+    assert_eq!(shown, "p (runbooks/p.rhai)\n  []\n  []\n\n0 passed, 0 failed  (T)\n");
+}

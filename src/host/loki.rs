@@ -241,7 +241,7 @@ fn storage(host: &Host) -> HostResult<Map> {
     if r.status != 200 {
         return Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)).with(storage_facts(&[])).into_map();
     }
-    let periods = loki_config::object_stores(&r.body);
+    let periods = periods_of(&r.body);
     let detail = match periods.last() {
         Some(store) => {
             let kind = if loki_config::is_object_storage(store) { "object storage" } else { "local disk" };
@@ -250,6 +250,13 @@ fn storage(host: &Host) -> HostResult<Map> {
         None => format!("no schema_config object_store in /config: {}", r.summary()),
     };
     Probe::new(true, Some(200), detail, Some(r.elapsed)).with(storage_facts(&periods)).into_map()
+}
+
+/// The `object_store` of each schema period; YAML's null (`null`, `~`) names no store.
+fn periods_of(config: &str) -> Vec<String> {
+    let mut periods = loki_config::object_stores(config);
+    periods.retain(|p| !matches!(p.as_str(), "null" | "Null" | "NULL" | "~"));
+    periods
 }
 
 fn storage_facts(periods: &[String]) -> Storage {
@@ -323,10 +330,24 @@ mod tests {
     }
 
     #[test]
+    fn schema_periods_absent_null_empty_and_present() {
+        assert_eq!(periods_of(""), Vec::<String>::new());
+        assert_eq!(periods_of("server:\n  http_listen_port: 3100\n"), Vec::<String>::new());
+        assert_eq!(periods_of("schema_config:\n  configs: []\n"), Vec::<String>::new());
+        let period =
+            |store: &str| format!("schema_config:\n  configs:\n  - from: 2024-01-01\n    object_store: {store}\n");
+        for none in ["", "null", "~", "\"\""] {
+            assert_eq!(periods_of(&period(none)), Vec::<String>::new(), "{none:?}");
+        }
+        assert_eq!(periods_of(&period("s3")), vec!["s3".to_string()]);
+        assert_eq!(periods_of(&fixture("config.yaml")), vec!["filesystem".to_string()]);
+    }
+
+    #[test]
     fn storage_facts_without_periods_name_no_backend() {
         let none = record(&storage_facts(&[])).unwrap();
         assert!(none["backend"].is_unit() && !none["object_storage"].as_bool().unwrap());
-        let periods = loki_config::object_stores(&fixture("config.yaml"));
+        let periods = periods_of(&fixture("config.yaml"));
         let facts = record(&storage_facts(&periods)).unwrap();
         assert_eq!(facts["backend"].to_string(), "filesystem");
         assert!(!facts["object_storage"].as_bool().unwrap());

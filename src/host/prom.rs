@@ -61,17 +61,23 @@ fn module(host: &Arc<Host>) -> Module {
         move |url: &str| scrape(&h, url)
     );
     // Getters and methods live in the global namespace so `s.ok` and `s.value(…)` work.
-    let getters: [(&str, Getter); 5] = [
-        ("ok", |s| s.probe.ok.into()),
-        ("status", |s| s.probe.status.map_or(Dynamic::UNIT, |c| (c as i64).into())),
-        ("detail", |s| s.probe.detail.clone().into()),
-        ("elapsed_ms", |s| s.probe.elapsed_ms.map_or(Dynamic::UNIT, |e| (e as i64).into())),
-        ("url", |s| s.url.clone().into()),
+    let getters: [(&str, &str, &str, Getter); 5] = [
+        ("ok", "bool", "/// `s.ok`: whether the scrape got a parsable exposition.", |s| s.probe.ok.into()),
+        ("status", "?", "/// `s.status`: the HTTP status, `()` when no answer came back.", |s| {
+            s.probe.status.map_or(Dynamic::UNIT, |c| (c as i64).into())
+        }),
+        ("detail", "String", "/// `s.detail`: what the scrape found, or why it failed.", |s| {
+            s.probe.detail.clone().into()
+        }),
+        ("elapsed_ms", "?", "/// `s.elapsed_ms`: how long the answer took, `()` without one.", |s| {
+            s.probe.elapsed_ms.map_or(Dynamic::UNIT, |e| (e as i64).into())
+        }),
+        ("url", "String", "/// `s.url`: the endpoint scraped.", |s| s.url.clone().into()),
     ];
-    for (name, get) in getters {
+    for (name, returns, doc, get) in getters {
         FuncRegistration::new_getter(name)
-            .with_params_info(["scrape: &mut Scrape", "?"])
-            .with_comments(["/// The scrape's probe outcome, as every probe has it."])
+            .with_params_info(["scrape: &mut Scrape", returns])
+            .with_comments([doc])
             .set_into_module(&mut m, move |s: &mut Scrape| get(s));
     }
     register_method!(
