@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
 
+use super::values::record;
 use super::{Host, HostResult, fail};
 use crate::register;
 use crate::report::Level;
@@ -77,19 +79,15 @@ fn module(host: &Arc<Host>) -> Module {
             let c = h.world.containers.clone();
             let n = name.to_string();
             let s = h.block_on(|| async move { c.stats(&n).await })?.map_err(fail)?;
-            let mut m = Map::new();
-            for (k, v) in [
-                ("name", s.name),
-                ("cpu_percent", s.cpu_percent),
-                ("mem_usage", s.mem_usage),
-                ("mem_percent", s.mem_percent),
-                ("net_io", s.net_io),
-                ("block_io", s.block_io),
-                ("pids", s.pids),
-            ] {
-                m.insert(k.into(), v.into());
-            }
-            Ok(m)
+            record(&StatsRecord {
+                name: &s.name,
+                cpu_percent: &s.cpu_percent,
+                mem_usage: &s.mem_usage,
+                mem_percent: &s.mem_percent,
+                net_io: &s.net_io,
+                block_io: &s.block_io,
+                pids: &s.pids,
+            })
         }
     );
     let h = host.clone();
@@ -128,15 +126,39 @@ fn module(host: &Arc<Host>) -> Module {
     m
 }
 
-fn container_map(c: &Container) -> Map {
-    let mut m = Map::new();
-    m.insert("name".into(), c.name.clone().into());
-    m.insert("id".into(), c.id.clone().into());
-    m.insert("image".into(), c.image.clone().into());
-    m.insert("state".into(), c.state.clone().into());
-    m.insert("status".into(), c.status.clone().into());
-    m.insert("running".into(), (c.state == "running").into());
-    m
+/// One container as scripts see it.
+#[derive(Serialize)]
+struct ContainerRecord<'a> {
+    name: &'a str,
+    id: &'a str,
+    image: &'a str,
+    state: &'a str,
+    status: &'a str,
+    running: bool,
+}
+
+/// Resource use as scripts see it: podman's own texts.
+#[derive(Serialize)]
+struct StatsRecord<'a> {
+    name: &'a str,
+    cpu_percent: &'a str,
+    mem_usage: &'a str,
+    mem_percent: &'a str,
+    net_io: &'a str,
+    block_io: &'a str,
+    pids: &'a str,
+}
+
+fn container_record(c: &Container) -> HostResult<Dynamic> {
+    record(&ContainerRecord {
+        name: &c.name,
+        id: &c.id,
+        image: &c.image,
+        state: &c.state,
+        status: &c.status,
+        running: c.state == "running",
+    })
+    .map(Dynamic::from_map)
 }
 
 /// The container `unit` runs, among `found`.
@@ -154,7 +176,7 @@ fn of_unit(found: &[Container], unit: &str) -> Option<String> {
 fn list(host: &Host, all: bool) -> HostResult<Array> {
     let c = host.world.containers.clone();
     let found = host.block_on(|| async move { c.list(all).await })?.map_err(fail)?;
-    Ok(found.iter().map(|c| Dynamic::from_map(container_map(c))).collect())
+    found.iter().map(container_record).collect()
 }
 
 fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {

@@ -4,8 +4,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
+use serde::Serialize;
 
 use super::time::duration_arg;
+use super::values::record;
 use super::{Host, HostResult, fail};
 use crate::register;
 
@@ -105,11 +107,18 @@ fn until(host: &Host, ctx: &NativeCallContext, condition: &FnPtr, options_value:
         }
     };
     crate::progress::clear();
-    let mut result = Map::new();
-    result.insert("ok".into(), ok.into());
     // Milliseconds are all a report needs (`waited 0.215s`, not `0.215067339s`).
-    result.insert("waited".into(), ((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0).into());
-    result.insert("attempts".into(), attempts.into());
+    let waited = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    let mut result = record(&Waited { ok, waited, attempts })?;
     result.insert("last".into(), last);
     Ok(result)
+}
+
+/// What a wait came to; `last` (any value the condition returned) is added beside it.
+#[derive(Serialize)]
+struct Waited {
+    ok: bool,
+    /// Seconds.
+    waited: f64,
+    attempts: i64,
 }
