@@ -1,6 +1,7 @@
 //! `journal::` — unit logs: read with filters (last N, since/until, priority, grep,
-//! identifier), errors and warnings since a time, follow with a callback, and emit a tagged
-//! line (what the end-to-end log flow searches for). Through the `Journal` world seam.
+//! identifier), errors and warnings of the unit's current run since a time, the run itself,
+//! follow with a callback, and emit a tagged line (what the end-to-end log flow searches
+//! for). Through the `Journal` world seam; the run comes from the `Units` seam.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
