@@ -89,8 +89,8 @@ fn a_failed_start_quotes_the_units_last_lines() {
 }
 
 /// Logs an error when it starts and another when it is stopped, as Loki logs `context
-/// canceled` while it shuts down.
-const RESTARTER: &str = "[Unit]\nDescription=Restarter\n[Service]\nExecStart=/bin/sh -c 'echo \"level=error msg=started pid=$$$$\"; trap \"echo level=error msg=stopping; exit 0\" TERM; while :; do sleep 0.1; done'\n";
+/// canceled` while it shuts down (and, as Loki, takes a moment to exit after it).
+const RESTARTER: &str = "[Unit]\nDescription=Restarter\n[Service]\nExecStart=/bin/sh -c 'echo \"level=error msg=started pid=$$$$\"; trap \"echo level=error msg=stopping; sleep 0.5; exit 0\" TERM; while :; do sleep 0.1; done'\n";
 
 #[test]
 fn errors_are_read_for_the_units_current_run_only() {
@@ -104,7 +104,7 @@ fn errors_are_read_for_the_units_current_run_only() {
     // The previous run's start and shutdown lines are in the journal, yet not among its errors.
     let src = format!(
         r#"
-let found = wait::until(|| journal::errors("restarter", "1 hour ago").len() > 0, "5s");
+let found = wait::until(|| journal::errors("restarter", "1 hour ago").len() > 0, "20s");
 let run = journal::current_run("restarter");
 print(`invocation ${{run.invocation == "{id}"}}, started ${{run.started_us > 0}}`);
 let all = journal::read(#{{ unit: "restarter", grep: "level=error" }});
@@ -139,7 +139,7 @@ fn logged_no_errors_ignores_known_benign_lines_and_tolerates_startup_errors() {
     host.systemctl(&["start", "noisy-store"]);
     let src = r#"
 import "checks" as checks;
-wait::until(|| journal::errors("noisy-store", "1 hour ago").len() == 3, "5s");
+wait::until(|| journal::errors("noisy-store", "1 hour ago").len() == 3, "20s");
 checks::no_log_errors("noisy-store", "1 hour ago", "1h");
 checks::no_log_errors("noisy-store", "1 hour ago", "0s");
 "#;

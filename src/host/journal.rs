@@ -148,7 +148,9 @@ struct EntryRecord<'a> {
 /// An entry as scripts see it; `run_start_us` adds how long after that start it was logged.
 fn entry_record(e: &Entry, run_start_us: Option<u64>) -> HostResult<Dynamic> {
     let time = UNIX_EPOCH + Duration::from_micros(e.realtime_us);
-    let after_start = run_start_us.map(|s| (e.realtime_us as f64 - s as f64) / 1e6);
+    // A run's first lines can reach journald a few milliseconds before the manager stamps
+    // the run's start: those read 0, not a negative time.
+    let after_start = run_start_us.map(|s| e.realtime_us.saturating_sub(s) as f64 / 1e6);
     record(&EntryRecord {
         time: time_text(time),
         time_us: e.realtime_us,
