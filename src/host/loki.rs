@@ -2,6 +2,7 @@
 //! a diagnostic push, and the storage backend. Log selectors go to `query_range`: since
 //! Loki 3.2 the instant endpoint answers 400 to them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -10,7 +11,7 @@ use serde::Serialize;
 
 use super::influx::form_encode;
 use super::time::duration_arg;
-use super::values::Probe;
+use super::values::{Probe, record};
 use super::{Host, HostResult, fail};
 use crate::http_client::{Request, Response};
 use crate::register;
@@ -146,10 +147,6 @@ fn strings(host: &Host, path: String) -> HostResult<Array> {
     Ok(list.into_iter().map(Dynamic::from).collect())
 }
 
-fn labels_map(labels: Vec<(String, String)>) -> Map {
-    labels.into_iter().map(|(k, v)| (k.into(), v.into())).collect()
-}
-
 fn rfc3339_ns(ns: i128) -> String {
     let d = Duration::from_nanos(ns.max(0) as u64);
     humantime::format_rfc3339_nanos(UNIX_EPOCH + d).to_string()
@@ -181,29 +178,40 @@ fn query(host: &Host, q: &str, options: &Map) -> HostResult<Array> {
     };
     let r = get(host, &path)?;
     let parsed = query_answer(&r.body).map_err(|e| fail(format!("log store: {e}")))?;
-    Ok(match parsed {
+    match parsed {
         QueryResult::Streams(entries) => entries
             .into_iter()
             .map(|e| {
-                let mut m = Map::new();
-                m.insert("time".into(), rfc3339_ns(e.time_ns).into());
-                m.insert("time_ns".into(), (e.time_ns as i64).into());
-                m.insert("line".into(), e.line.into());
-                m.insert("labels".into(), labels_map(e.labels).into());
-                Dynamic::from_map(m)
+                let labels = e.labels.into_iter().collect();
+                record(&Line { time: rfc3339_ns(e.time_ns), time_ns: e.time_ns as i64, line: e.line, labels })
             })
+            .map(|r| r.map(Dynamic::from_map))
             .collect(),
         QueryResult::Metric(samples) => samples
             .into_iter()
-            .map(|s| {
-                let mut m = Map::new();
-                m.insert("time".into(), s.time_s.into());
-                m.insert("value".into(), s.value.into());
-                m.insert("labels".into(), labels_map(s.labels).into());
-                Dynamic::from_map(m)
-            })
+            .map(|s| record(&Sample { time: s.time_s, value: s.value, labels: s.labels.into_iter().collect() }))
+            .map(|r| r.map(Dynamic::from_map))
             .collect(),
-    })
+    }
+}
+
+/// One log line of a query's answer.
+#[derive(Serialize)]
+struct Line {
+    /// RFC 3339 with nanoseconds.
+    time: String,
+    time_ns: i64,
+    line: String,
+    labels: BTreeMap<String, String>,
+}
+
+/// One sample of a metric query's answer.
+#[derive(Serialize)]
+struct Sample {
+    /// Seconds since the epoch.
+    time: f64,
+    value: f64,
+    labels: BTreeMap<String, String>,
 }
 
 fn push(host: &Host, labels: &Map, line: &str) -> HostResult<Map> {
@@ -271,7 +279,6 @@ fn storage_facts(periods: &[String]) -> Storage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::values::record;
 
     fn fixture(name: &str) -> String {
         let path = format!("{}/tests/fixtures/wire/loki-3.4.6/{name}", env!("CARGO_MANIFEST_DIR"));

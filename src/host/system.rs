@@ -76,15 +76,33 @@ pub fn run(host: &Host, invocation: Invocation) -> HostResult<Result<Completed, 
     host.block_on(|| async move { commands.run(&invocation).await })
 }
 
-pub fn completed_map(c: &Completed) -> Map {
-    let mut m = Map::new();
-    m.insert("ok".into(), (c.code == Some(0)).into());
-    m.insert("code".into(), c.code.map_or(Dynamic::UNIT, |c| (c as i64).into()));
-    m.insert("stdout".into(), c.stdout.clone().into());
-    m.insert("stderr".into(), c.stderr.clone().into());
-    m.insert("duration".into(), c.duration.as_secs_f64().into());
-    m.insert("timed_out".into(), c.timed_out.into());
-    m
+/// What a finished command came to, as scripts see it.
+#[derive(Serialize)]
+struct Run<'a> {
+    /// Exit status 0.
+    ok: bool,
+    /// The exit status; `()` when a signal ended it.
+    code: Option<i32>,
+    stdout: &'a str,
+    stderr: &'a str,
+    /// Seconds.
+    duration: f64,
+    timed_out: bool,
+    /// Under `--dry-run`: nothing was run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dry_run: bool,
+}
+
+fn completed_record(c: &Completed, dry_run: bool) -> HostResult<Map> {
+    record(&Run {
+        ok: c.code == Some(0),
+        code: c.code,
+        stdout: &c.stdout,
+        stderr: &c.stderr,
+        duration: c.duration.as_secs_f64(),
+        timed_out: c.timed_out,
+        dry_run,
+    })
 }
 
 fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
@@ -105,18 +123,25 @@ fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
         }
     }
     if host.plan(&format!("run `{}`", inv.argv.join(" "))) {
-        let mut m = completed_map(&Completed {
+        let nothing = Completed {
             code: Some(0),
             stdout: String::new(),
             stderr: String::new(),
             duration: Duration::ZERO,
             timed_out: false,
-        });
-        m.insert("dry_run".into(), true.into());
-        return Ok(m);
+        };
+        return completed_record(&nothing, true);
     }
     let done = run(host, inv)?.map_err(fail)?;
-    Ok(completed_map(&done))
+    completed_record(&done, false)
+}
+
+/// CPU time the load produced, in seconds.
+#[derive(Serialize)]
+struct Load {
+    user: f64,
+    system: f64,
+    wall: f64,
 }
 
 fn thread_cpu() -> (f64, f64) {
@@ -175,11 +200,7 @@ fn cpu_load(host: &Host, workers: i64, duration: Duration) -> HostResult<Map> {
     if host.cancel.is_cancelled() {
         return Err(super::interrupted());
     }
-    let mut m = Map::new();
-    m.insert("user".into(), user.into());
-    m.insert("system".into(), system.into());
-    m.insert("wall".into(), started.elapsed().as_secs_f64().into());
-    Ok(m)
+    record(&Load { user, system, wall: started.elapsed().as_secs_f64() })
 }
 
 /// `host:port` from `host:port` or a URL.

@@ -143,7 +143,8 @@ fn register_types(engine: &mut Engine) {
     engine.register_get("can_reload", |s: &mut UnitStatus| s.can_reload);
     engine.register_fn("to_string", |s: &mut UnitStatus| s.to_string());
     engine.register_fn("to_debug", |s: &mut UnitStatus| s.to_string());
-    engine.register_fn("to_map", |s: &mut UnitStatus| status_record(s, true));
+    // A plain record always serialises; the default only keeps the signature simple.
+    engine.register_fn("to_map", |s: &mut UnitStatus| status_record(s, true).unwrap_or_default());
 }
 
 /// A unit's state as a plain map (`to_map`, `unit::list`).
