@@ -133,12 +133,24 @@ fn strings_answer(body: &str) -> Result<Vec<String>, String> {
     loki_json::parse_strings(body)
 }
 
-/// A query answer: absent or null `data` or `data.result` is no lines.
+/// A query answer: absent or null `data` or `data.result` is no lines; a series whose
+/// labels, values or value are null has no label, or no point, rather than a made-up one.
 fn query_answer(body: &str) -> Result<QueryResult, String> {
     if empty_success(body) {
         return Ok(QueryResult::Streams(Vec::new()));
     }
-    loki_json::parse_query(body)
+    loki_json::parse_query(&without_null_series_fields(body))
+}
+
+/// The answer with null `stream`, `metric`, `values` and `value` fields of its series dropped
+/// (absent and null mean the same here); any other answer unchanged.
+fn without_null_series_fields(body: &str) -> String {
+    let Ok(mut v) = serde_json::from_str::<serde_json::Value>(body) else { return body.to_string() };
+    let Some(series) = v.pointer_mut("/data/result").and_then(|r| r.as_array_mut()) else { return body.to_string() };
+    for s in series.iter_mut().filter_map(|s| s.as_object_mut()) {
+        s.retain(|k, v| !(v.is_null() && matches!(k.as_str(), "stream" | "metric" | "values" | "value")));
+    }
+    v.to_string()
 }
 
 fn strings(host: &Host, path: String) -> HostResult<Array> {
@@ -322,6 +334,13 @@ mod tests {
             query_answer(bare),
             Ok(QueryResult::Streams(vec![loki_json::LogEntry { time_ns: 5, line: "x".into(), labels: vec![] }]))
         );
+        // A metric series whose points are null has none; its null labels are no labels.
+        let null_points =
+            r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":null,"values":null}]}}"#;
+        assert_eq!(query_answer(null_points), Ok(QueryResult::Metric(vec![])));
+        let null_value =
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"b"},"value":null}]}}"#;
+        assert_eq!(query_answer(null_value), Ok(QueryResult::Metric(vec![])));
         let QueryResult::Streams(lines) = query_answer(&fixture("query-range-streams.json")).unwrap() else {
             panic!("streams expected")
         };
