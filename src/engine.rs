@@ -50,21 +50,7 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
 
     engine.set_module_resolver(CatalogResolver { catalog: catalog.clone(), cache: Mutex::default() });
 
-    engine.register_global_module(host::core::module(host).into());
-    engine.register_global_module(host::time::module(host).into());
-    engine.register_static_module("wait", host::wait::module(host).into());
-    engine.register_type_with_name::<host::prom::Scrape>("Scrape");
-    host::unit::register_types(&mut engine);
-    engine.register_static_module("unit", host::unit::module(host).into());
-    engine.register_static_module("journal", host::journal::module(host).into());
-    engine.register_static_module("host", host::system::module(host).into());
-    engine.register_static_module("agent", host::agent::module(host).into());
-    engine.register_static_module("shipper", host::shipper::module(host).into());
-    engine.register_static_module("container", host::container::module(host).into());
-    engine.register_static_module("http", host::http::module(host).into());
-    engine.register_static_module("influx", host::influx::module(host).into());
-    engine.register_static_module("loki", host::loki::module(host).into());
-    engine.register_static_module("prom", host::prom::module(host).into());
+    host::register_all(&mut engine, host);
     engine
 }
 

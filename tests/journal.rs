@@ -87,3 +87,76 @@ fn a_failed_start_quotes_the_units_last_lines() {
     }
     out.stdout_has("config file /etc/x.conf missing");
 }
+
+/// Logs an error when it starts and another when it is stopped, as Loki logs `context
+/// canceled` while it shuts down (and, as Loki, takes a moment to exit after it).
+const RESTARTER: &str = "[Unit]\nDescription=Restarter\n[Service]\nExecStart=/bin/sh -c 'echo \"level=error msg=started pid=$$$$\"; trap \"echo level=error msg=stopping; sleep 0.5; exit 0\" TERM; while :; do sleep 0.1; done'\n";
+
+#[test]
+fn errors_are_read_for_the_units_current_run_only() {
+    let Some(host) = boot() else { return };
+    host.install_unit("restarter.service", RESTARTER);
+    host.systemctl(&["start", "restarter"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    host.systemctl(&["restart", "restarter"]);
+    let pid = host.systemctl(&["show", "restarter", "-p", "MainPID", "--value"]);
+    let id = host.systemctl(&["show", "restarter", "-p", "InvocationID", "--value"]);
+    // The previous run's start and shutdown lines are in the journal, yet not among its errors.
+    let src = format!(
+        r#"
+let found = wait::until(|| journal::errors("restarter", "1 hour ago").len() > 0, "20s");
+let run = journal::current_run("restarter");
+print(`invocation ${{run.invocation == "{id}"}}, started ${{run.started_us > 0}}`);
+let all = journal::read(#{{ unit: "restarter", grep: "level=error" }});
+print(`in the journal: ${{all.map(|e| e.message.sub_string(0, 21))}}`);
+for e in journal::errors("restarter", "1 hour ago") {{
+    print(`${{e.message}} after_start ${{e.after_start >= 0.0 && e.after_start < 5.0}}`);
+}}
+"#
+    );
+    let out = run(&host, &src).code(0);
+    let shown: Vec<&str> =
+        out.stdout.lines().filter(|l| !l.is_empty() && !l.starts_with("t (") && !l.contains("passed")).collect();
+    assert_eq!(
+        shown,
+        [
+            "  invocation true, started true",
+            "  in the journal: [\"level=error msg=start\", \"level=error msg=stopp\", \"level=error msg=start\"]",
+            &format!("  level=error msg=started pid={pid} after_start true"),
+        ],
+        "{}",
+        out.stdout
+    );
+}
+
+/// A log store that logs Loki's benign lines and one real error as it starts.
+const NOISY_STORE: &str = "[Unit]\nDescription=Noisy store\n[Service]\nExecStart=/bin/sh -c 'echo \"level=error caller=ratestore.go:109 msg=\\\\\"error getting ingester clients\\\\\" err=\\\\\"empty ring\\\\\"\"; echo \"level=error component=querier err=\\\\\"rpc error: code = Canceled desc = context canceled\\\\\"\"; echo \"level=error msg=boom\"; exec sleep infinity'\n";
+
+#[test]
+fn logged_no_errors_ignores_known_benign_lines_and_tolerates_startup_errors() {
+    let Some(host) = boot() else { return };
+    host.install_unit("noisy-store.service", NOISY_STORE);
+    host.systemctl(&["start", "noisy-store"]);
+    let src = r#"
+import "checks" as checks;
+wait::until(|| journal::errors("noisy-store", "1 hour ago").len() == 3, "20s");
+checks::no_log_errors("noisy-store", "1 hour ago", "1h");
+checks::no_log_errors("noisy-store", "1 hour ago", "0s");
+"#;
+    let t = Test::new().config("[log_store]\nunit = \"noisy-store.service\"\n").runbook("t", src);
+    let out = host.opsbook(t.path(), &["run", "t"]).code(1);
+    // Durations masked: a check that took a while shows its time, a quick one does not.
+    let shown = regex::Regex::new(r"(?m)  \((\d+ms|\d+\.\d+s)\)$").unwrap().replace_all(&out.stdout, "");
+    assert_eq!(
+        shown,
+        "t (runbooks/t.rhai)\n\
+\x20 WARN  noisy-store logged no errors since 1 hour ago — 1 error line(s) within 1h of the start, tolerated as startup-transient: level=error msg=boom; ignored 2 known-benign line(s) (stdlib/benign.rhai)\n\
+\x20 FAIL  noisy-store logged no errors since 1 hour ago — level=error caller=ratestore.go:109 msg=\"error getting ingester clients\" err=\"empty ring\" | level=error msg=boom; ignored 1 known-benign line(s) (stdlib/benign.rhai)\n\
+\x20         expected: no error lines in the current run\n\
+\x20         actual:   2 line(s)\n\
+\n\
+0 passed, 1 failed, 1 warning\n",
+        "{}",
+        out.stdout
+    );
+}

@@ -59,7 +59,10 @@ check("time", e[0].time.starts_with("2026-"), e[0].time);
 let m = loki::query(`count_over_time({service_type="test"}[5m])`);
 check("metric", m.len() > 0 && type_of(m[0].value) == "f64", m);
 let s = prom::scrape(config.log_store.url + "/metrics");
-check("counter", prom::value(s, "loki_ingester_chunks_created_total") >= 0.0 && prom::ok(s), prom::error(s));
+check("scrape", s.ok && s.status == 200 && s.detail == "HTTP 200, 4 samples", s.to_map());
+check("counter", s.value("loki_ingester_chunks_created_total") == 1.0 && s.has("loki_ingester_chunks_created_total"), s.value("loki_ingester_chunks_created_total"));
+check("absent is not zero", s.value("loki_no_such_metric_total") == () && !s.has("loki_no_such_metric_total"));
+check("namespaced", prom::value(s, "loki_ingester_chunks_created_total") == 1.0);
 let st = loki::storage();
 check("storage", st.ok && st.backend == "filesystem" && !st.object_storage, st.detail);
 check("push", loki::push(#{ service_type: "x" }, "a line").ok);
@@ -70,7 +73,7 @@ check("push", loki::push(#{ service_type: "x" }, "a line").ok);
         .args(["run", "p"])
         .run()
         .code(0)
-        .stdout_has("9 passed, 0 failed");
+        .stdout_has("12 passed, 0 failed");
     let requests = loki.requests();
     let range = requests.iter().find(|r| r["path"].as_str().unwrap().starts_with("/loki/api/v1/query_range")).unwrap();
     let path = range["path"].as_str().unwrap();
@@ -171,7 +174,7 @@ check("health", h.ok, h.detail);
 let r = loki::ready();
 check("ready", r.ok, r.detail);
 let s = prom::scrape(config.log_store.url + "/metrics");
-check("scrape", prom::ok(s), prom::error(s));
+check("scrape", s.ok, s.detail);
 let t = http::probe(config.log_store.url + "/slow", #{ timeout: "300ms" });
 check("slow", t.ok, t.detail);
 let c = http::probe("http://127.0.0.1:1/");
@@ -267,9 +270,9 @@ fn real_prometheus_exposition_parses() {
 let ready = wait::until(|| http::probe("{addr}/-/ready"), "20s");
 check("ready", ready.ok);
 let s = prom::scrape("{addr}/metrics");
-check("parsed", prom::ok(s), prom::error(s));
-check("build info", prom::value(s, "prometheus_build_info") == 1.0);
-check("histogram buckets", prom::samples(s, "prometheus_http_request_duration_seconds_bucket").len() > 0);
+check("parsed", s.ok, s.detail);
+check("build info", s.value("prometheus_build_info") == 1.0);
+check("histogram buckets", s.samples("prometheus_http_request_duration_seconds_bucket").len() > 0);
 "#
     );
     Test::new().runbook("p", &src).args(["run", "p"]).run().code(0).stdout_has("4 passed");
@@ -411,4 +414,84 @@ fn a_truncated_answer_is_a_failure_quoting_it() {
         .code(1)
         .stdout_has("log store: not JSON")
         .stdout_has("{\"status\":\"success\",\"data\":{\"resultType\":\"streams\",\"res");
+}
+
+/// Right after a start the chunk counter is 0; the verification waits for it, and when no
+/// chunk comes it says whether any push reached the log store, from the shipper's metrics.
+#[test]
+fn no_chunk_created_says_whether_any_push_reached_the_log_store() {
+    let metrics =
+        |body: &str| json!({"GET /metrics": {"headers": {"Content-Type": "text/plain; version=0.0.4"}, "body": body}});
+    let Some(loki) = WireServer::start(metrics(
+        "# TYPE loki_ingester_chunks_created_total counter\nloki_ingester_chunks_created_total 0\n",
+    )) else {
+        return;
+    };
+    let Some(idle) = WireServer::start(metrics(
+        "loki_write_sent_entries_total{endpoint=\"default\"} 0\nloki_write_request_duration_seconds_count{status_code=\"204\"} 0\n",
+    )) else {
+        return;
+    };
+    let Some(busy) = WireServer::start(metrics(
+        "loki_write_sent_entries_total{endpoint=\"default\"} 12\nloki_write_request_duration_seconds_count{status_code=\"204\"} 3\n",
+    )) else {
+        return;
+    };
+    let Some(bare) = WireServer::start(metrics("alloy_build_info 1\n")) else { return };
+    let src = "import \"verify\" as verify;\nverify::chunks_created(\"1s\", \"0s\");";
+    let run = |shipper: &str| {
+        let config = format!("[log_store]\nurl = \"{}\"\n[log_shipper]\nurl = \"{shipper}\"\n", loki.url());
+        let out = Test::new().config(&config).runbook("c", src).args(["run", "c"]).run().code(1);
+        // Durations masked: a check that took a while shows its time, a quick one does not.
+        regex::Regex::new(r"(?m)  \((\d+ms|\d+\.\d+s)\)$").unwrap().replace_all(&out.stdout, "").into_owned()
+    };
+    let expected = |detail: &str| {
+        format!(
+            "c (runbooks/c.rhai)\n  FAIL  loki_ingester_chunks_created_total non-zero — {detail}\n          expected: > 0 within 1s\n          actual:   0.0\n\n0 passed, 1 failed\n"
+        )
+    };
+    assert_eq!(
+        run(&idle.url()),
+        expected("no chunk created: no push reached the log store (the shipper sent 0 entries, 0 push request(s))")
+    );
+    assert_eq!(
+        run(&busy.url()),
+        expected(
+            "no chunk created although the shipper sent 12 entries in 3 push request(s): the log store received them but cut no chunk"
+        )
+    );
+    assert_eq!(
+        run(&bare.url()),
+        expected(
+            "no chunk created; the shipper exposes no loki_write_* metrics, so whether any push was sent is unknown"
+        )
+    );
+    assert_eq!(
+        run("http://127.0.0.1:1"),
+        expected("no chunk created; the shipper's metrics cannot tell whether any push was sent (connection refused)")
+    );
+}
+
+/// A Loki that has received no line yet answers the label endpoints with `{"status":"success"}`
+/// and no `data` (captured from Loki 3.4.6): empty lists, not errors.
+#[test]
+fn a_log_store_with_no_line_yet_has_no_labels() {
+    let capture = capture("loki-3.4.6/labels-empty.txt");
+    let body = capture.lines().last().unwrap().to_string();
+    let answer = json!({"headers": {"Content-Type": "application/json; charset=UTF-8"}, "body": body});
+    let Some(loki) = WireServer::start(json!({
+        "GET /loki/api/v1/labels": answer,
+        "GET /loki/api/v1/label/hostname/values": answer,
+    })) else {
+        return;
+    };
+    let src = "print(loki::labels());\nprint(loki::label_values(\"hostname\"));";
+    let out = Test::new()
+        .config(&config_for("http://127.0.0.1:1", &loki.url()))
+        .runbook("p", src)
+        .args(["run", "p"])
+        .run()
+        .code(0);
+    let shown = regex::Regex::new(r"(?m)  \((\d+ms|\d+\.\d+s)\)$").unwrap().replace_all(&out.stdout, "");
+    assert_eq!(shown, "p (runbooks/p.rhai)\n  []\n  []\n\n0 passed, 0 failed\n");
 }

@@ -50,10 +50,20 @@ fn install_twins(t: &Test, host: &PrivateHost, loki_ready_delay: &str) {
         "influxdb.service",
         &unit("InfluxDB (twin)", format!("{bin} twin metrics-db --token {TOKEN} --org opsbook"), false),
     );
-    host.install_unit(
-        "loki.service",
-        &unit("Loki (twin)", format!("{bin} twin log-store --ready-delay {loki_ready_delay}"), false),
+    // The log store starts as Loki 3.4.6 does, logging `empty ring` at level error while its
+    // ring forms (tests/fixtures/wire/loki-3.4.6/log-levels-one-life.txt), and echoes every line
+    // a test appends to `loki-says` as a line of its own run (same unit, same invocation).
+    write(
+        "loki-run.sh",
+        format!(
+            "#!/bin/sh\n\
+echo 'level=error ts=2026-11-23T14:46:00.689980692Z caller=ratestore.go:109 msg=\"error getting ingester clients\" err=\"empty ring\"'\n\
+: > {dir}/loki-says\n\
+tail -n0 -F {dir}/loki-says &\n\
+exec {bin} twin log-store --ready-delay {loki_ready_delay}\n"
+        ),
     );
+    host.install_unit("loki.service", &unit("Loki (twin)", format!("/bin/sh {dir}/loki-run.sh"), false));
     host.install_unit(
         "telegraf.service",
         &unit("Telegraf (twin)", format!("{bin} twin metrics-agent {dir}/telegraf.conf"), true),
@@ -102,7 +112,8 @@ fn running_stack(t: &Test) -> Option<PrivateHost> {
 
 /// Runbooks the setup uses, in the test directory's `probe/` folder.
 fn probes(t: Test) -> Test {
-    t.file("probe/ready.rhai", "check(\"log store ready\", wait::until(|| loki::ready().ok, \"20s\").ok);")
+    t.file("probe/names.rhai", "print(container::of_unit(config.log_store.unit));")
+        .file("probe/ready.rhai", "check(\"log store ready\", wait::until(|| loki::ready().ok, \"20s\").ok);")
         .file(
             "probe/data.rhai",
             "import \"flux\" as flux;\n\
@@ -362,8 +373,128 @@ fn an_agent_that_cannot_write_fails_its_verification_quoting_its_errors() {
         "",
         "the twin's errors are filed at priority err, the real agent's are not"
     );
-    opsbook(&host, &t, &["run", "verify-metrics-agent"])
+    // The agent's run is only seconds old: a 1 s startup window makes its errors failures.
+    opsbook(&host, &t, &["run", "verify-metrics-agent", "--set", "startup=1s"])
         .code(1)
         .stdout_has("FAIL  telegraf.service logged no errors since 1 hour ago")
         .stdout_has("E! [outputs.influxdb_v2]");
+}
+
+/// Makes the log store's current run log `line` (as its own process would) and waits until
+/// the journal holds it.
+fn loki_says(host: &PrivateHost, t: &Test, line: &str) {
+    use std::io::Write;
+    let before = journal_count(host, "loki", line);
+    let mut says = std::fs::OpenOptions::new().append(true).open(t.path().join("loki-says")).unwrap();
+    writeln!(says, "{line}").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while journal_count(host, "loki", line) == before {
+        assert!(std::time::Instant::now() < deadline, "the log store's line did not reach the journal: {line}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// What a healthy Loki logs after a limited query (captured from Loki 3.4.6).
+const CONTEXT_CANCELED: &str = "level=error ts=2026-11-23T14:46:20.221028744Z caller=scheduler_processor.go:111 component=querier msg=\"error processing requests from scheduler\" err=\"rpc error: code = Canceled desc = context canceled\" addr=127.0.0.1:9096";
+
+/// A log store error that is neither startup-transient nor known-benign.
+const DISK_FULL: &str = "level=error ts=2026-11-23T14:47:00.1Z caller=flush.go:261 msg=\"failed to flush chunks\" err=\"write /loki/chunks: no space left on device\"";
+
+#[test]
+fn a_healthy_stack_passes_right_after_start_and_an_unknown_log_store_error_fails_naming_it() {
+    let t = probes(Test::new());
+    let Some(host) = boot() else { return };
+    install_twins(&t, &host, "1s");
+    all_pass(&host, &t, &[&["start"]]);
+    // The log store's own `empty ring` (at start) and the querier's `context canceled` (after a
+    // limited query, as opsbook's own queries provoke it) are known-benign: ignored, counted.
+    loki_says(&host, &t, CONTEXT_CANCELED);
+    all_pass(&host, &t, &[&["verify"], &["checklist"], &["e2e-logs"], &["restart-all", "--set", "settle=200ms"]]);
+    let out = opsbook(&host, &t, &["run", "checklist", "--set", "startup=1s"]).code(0);
+    let line = out.stdout.lines().find(|l| l.contains("loki.service logged no errors")).unwrap_or_default();
+    let shown = regex::Regex::new(r"\d+ known-benign").unwrap().replace(line, "N known-benign");
+    assert_eq!(
+        shown,
+        "  ok    loki.service logged no errors since 1 hour ago — ignored N known-benign line(s) (stdlib/benign.rhai)",
+        "{}",
+        out.stdout
+    );
+    // A line that is none of those fails the check, quoted: here after a 1 s startup window.
+    loki_says(&host, &t, DISK_FULL);
+    let out = opsbook(&host, &t, &["run", "checklist", "--set", "startup=1s"]).code(1);
+    // The one failed check, whole: its line, what was expected and what was seen.
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let at = lines.iter().position(|l| l.contains("FAIL")).unwrap_or(lines.len());
+    let failed = lines[at.min(lines.len())..(at + 3).min(lines.len())].join("\n");
+    let failed = regex::Regex::new(r"ignored \d+ known-benign").unwrap().replace(&failed, "ignored N known-benign");
+    assert_eq!(
+        failed,
+        format!(
+            "  FAIL  loki.service logged no errors since 1 hour ago — {DISK_FULL}; ignored N known-benign line(s) (stdlib/benign.rhai)\n\
+\x20         expected: no error lines in the current run\n\
+\x20         actual:   1 line(s)"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.matches("FAIL").count(), 1, "{}", out.stdout);
+}
+
+/// `logs --set container=true` reads the container podman labelled with the unit
+/// (`PODMAN_SYSTEMD_UNIT`, set as Quadlet sets it), not one named after a piece of the unit's
+/// name. The container is started by a real unit through the real podman, from an image made
+/// locally of one static binary (no registry).
+#[test]
+fn logs_of_a_units_container_through_the_real_podman() {
+    if !podman_installed() {
+        return crate::support::skip("podman is not installed (apt-get install podman)");
+    }
+    let t = probes(Test::new());
+    let Some(host) = boot() else { return };
+    install_twins(&t, &host, "1s");
+    let dir = t.path().display().to_string();
+    std::fs::create_dir_all(t.path().join("rootfs")).unwrap();
+    std::fs::copy("/sbin/ldconfig", t.path().join("rootfs/ldconfig")).unwrap();
+    let image = "localhost/opsbook-ldconfig:test";
+    let made = host.exec(&[
+        "sh",
+        "-c",
+        &format!("tar -C {dir}/rootfs -cf {dir}/rootfs.tar ldconfig && {dir}/podman import {dir}/rootfs.tar {image}"),
+    ]);
+    if !made.status.success() {
+        return crate::support::skip(format!(
+            "podman cannot import images here: {}",
+            String::from_utf8_lossy(&made.stderr)
+        ));
+    }
+    // crun refuses hybrid cgroup hierarchies and raised limits here; runc with lowered ones runs.
+    let runtime = if std::path::Path::new("/usr/bin/runc").exists() { "--runtime runc " } else { "" };
+    host.install_unit(
+        "logstore.service",
+        &format!(
+            "[Service]\nEnvironment=PODMAN_SYSTEMD_UNIT=%n\nType=oneshot\nExecStart={dir}/podman {runtime}run --name the-log-store --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 {image} /ldconfig --version\n"
+        ),
+    );
+    host.systemctl(&["start", "logstore"]);
+    std::fs::write(
+        t.path().join("opsbook.toml"),
+        std::fs::read_to_string(t.path().join("opsbook.toml")).unwrap() + "[log_store]\nunit = \"logstore.service\"\n",
+    )
+    .unwrap();
+    let ran = opsbook(&host, &t, &["run", "--runbooks", "probe", "names"]);
+    if !ran.stdout.contains("the-log-store") {
+        return crate::support::skip(format!("podman cannot run a container here:\n{}", ran.stdout));
+    }
+    let out = opsbook(&host, &t, &["run", "logs", "--set", "unit=log-store", "--set", "container=true"]).code(0);
+    // What the same binary prints outside the container, one report line per line.
+    let version = std::process::Command::new("/sbin/ldconfig").arg("--version").output().unwrap();
+    let lines: String =
+        String::from_utf8_lossy(&version.stdout).lines().map(|l| format!("  {l}\n").replace("  \n", "\n")).collect();
+    let masked = regex::Regex::new(r"(?m)  \((\d+ms|\d+\.\d+s)\)$").unwrap().replace_all(&out.stdout, "");
+    assert_eq!(
+        masked,
+        format!("logs (<built-in>/runbooks/logs.rhai)\n\n== logstore.service\n{lines}\n0 passed, 0 failed\n"),
+        "{}",
+        out.stdout
+    );
 }

@@ -4,15 +4,24 @@
 
 use std::sync::Arc;
 
-use rhai::{Array, Dynamic, Map, Module};
+use std::collections::BTreeMap;
+
+use rhai::{Engine, Map, Module};
+use serde::Serialize;
 
 use super::tools::{command, run_tool, tail};
+use super::values::record;
 use super::{Host, HostResult};
 use crate::config::keys;
 use crate::register;
 use crate::wire::line_protocol::{self as lineproto, FieldValue};
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `agent::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("agent", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -21,28 +30,64 @@ pub fn module(host: &Arc<Host>) -> Module {
         ["Map"],
         "/// Runs the agent's configuration test (`metrics_agent.test_command`, by default\n\
          /// `telegraf --config {config} --test`) and parses the line protocol it prints:\n\
-         /// `#{ok, detail, points, measurements, cpu, mem, disk, records, errors}`. `records` are\n\
-         /// `#{measurement, tags, fields, timestamp}`. Throws when the tool cannot be run.",
+         /// `#{ok, detail, points, measurements, records, errors}`. `records` are\n\
+         /// `#{measurement, tags, fields, timestamp}`; which measurements must be there is the\n\
+         /// runbook's decision. Throws when the tool cannot be run.",
         move || config_test(&h)
     );
     m
 }
 
-fn field(v: &FieldValue) -> Dynamic {
+/// One metric the test printed.
+#[derive(Serialize)]
+struct Point {
+    measurement: String,
+    tags: BTreeMap<String, String>,
+    fields: BTreeMap<String, Field>,
+    timestamp: Option<i64>,
+}
+
+/// A field value as line protocol typed it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Field {
+    Float(f64),
+    Int(i64),
+    Bool(bool),
+    Str(String),
+}
+
+fn field(v: &FieldValue) -> Field {
     match v {
-        FieldValue::Float(f) => (*f).into(),
-        FieldValue::Int(i) => (*i).into(),
-        FieldValue::UInt(u) => i64::try_from(*u).map(Dynamic::from).unwrap_or_else(|_| Dynamic::from(*u as f64)),
-        FieldValue::Bool(b) => (*b).into(),
-        FieldValue::Str(s) => s.clone().into(),
+        FieldValue::Float(f) => Field::Float(*f),
+        FieldValue::Int(i) => Field::Int(*i),
+        // Rhai's integers are i64: a larger unsigned value is kept as a float.
+        FieldValue::UInt(u) => i64::try_from(*u).map(Field::Int).unwrap_or(Field::Float(*u as f64)),
+        FieldValue::Bool(b) => Field::Bool(*b),
+        FieldValue::Str(s) => Field::Str(s.clone()),
     }
+}
+
+/// What the configuration test printed. Which measurements must be there is the runbook's
+/// decision (stdlib/verify.rhai), not this function's.
+#[derive(Serialize)]
+struct ConfigTest {
+    /// Exit 0, at least one metric, every output line parsed and no `E!` line.
+    ok: bool,
+    detail: String,
+    points: usize,
+    /// The measurements printed, in order of first appearance.
+    measurements: Vec<String>,
+    records: Vec<Point>,
+    /// The tool's `E!` lines and the output lines that are not line protocol.
+    errors: Vec<String>,
 }
 
 fn config_test(host: &Host) -> HostResult<Map> {
     let path = host.config.text(keys::METRICS_AGENT_CONFIG);
     let argv = command(host, keys::METRICS_AGENT_TEST_COMMAND, &["telegraf", "--config", "{config}", "--test"], &path);
     let done = run_tool(host, argv, keys::METRICS_AGENT_TEST_COMMAND)?;
-    let mut records = Array::new();
+    let mut records = Vec::new();
     let mut measurements: Vec<String> = Vec::new();
     let mut parse_errors = Vec::new();
     for (i, line) in done.stdout.lines().enumerate() {
@@ -53,14 +98,12 @@ fn config_test(host: &Host) -> HostResult<Map> {
                     if !measurements.contains(&p.measurement) {
                         measurements.push(p.measurement.clone());
                     }
-                    let tags: Map = p.tags.iter().map(|(k, v)| (k.into(), v.clone().into())).collect();
-                    let fields: Map = p.fields.iter().map(|(k, v)| (k.into(), field(v))).collect();
-                    let mut r = Map::new();
-                    r.insert("measurement".into(), p.measurement.into());
-                    r.insert("tags".into(), tags.into());
-                    r.insert("fields".into(), fields.into());
-                    r.insert("timestamp".into(), p.timestamp.map_or(Dynamic::UNIT, Dynamic::from));
-                    records.push(r.into());
+                    records.push(Point {
+                        tags: p.tags.iter().cloned().collect(),
+                        fields: p.fields.iter().map(|(k, v)| (k.clone(), field(v))).collect(),
+                        measurement: p.measurement,
+                        timestamp: p.timestamp,
+                    });
                 }
             }
             Err(e) => parse_errors.push(format!("output line {}: {}", i + 1, e.message)),
@@ -88,15 +131,6 @@ fn config_test(host: &Host) -> HostResult<Map> {
     } else {
         "the test printed no metrics".to_string()
     };
-    let mut m = Map::new();
-    m.insert("ok".into(), ok.into());
-    m.insert("detail".into(), detail.into());
-    m.insert("points".into(), (records.len() as i64).into());
-    for name in ["cpu", "mem", "disk"] {
-        m.insert(name.into(), measurements.iter().any(|x| x == name).into());
-    }
-    m.insert("measurements".into(), measurements.into_iter().map(Dynamic::from).collect::<Array>().into());
-    m.insert("records".into(), records.into());
-    m.insert("errors".into(), errors.into_iter().chain(parse_errors).map(Dynamic::from).collect::<Array>().into());
-    Ok(m)
+    let errors = errors.into_iter().chain(parse_errors).collect();
+    record(&ConfigTest { ok, detail, points: records.len(), measurements, records, errors })
 }

@@ -1,17 +1,25 @@
 //! `container::` — the server containers through the runtime (Podman): list, inspect, logs,
-//! stats, top. `restart` works but warns: the service manager is the right way (spec 10.5),
+//! stats, top. `restart` works but warns: the service manager is the right way,
 //! so the container's unit knows about it.
 
 use std::sync::Arc;
 
-use rhai::{Array, Dynamic, Map, Module};
+use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
 
+use super::values::record;
 use super::{Host, HostResult, fail};
 use crate::register;
 use crate::report::Level;
 use crate::world::containers::Container;
+use crate::world::units::full_name;
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `container::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("container", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -36,6 +44,20 @@ pub fn module(host: &Arc<Host>) -> Module {
         }
     );
     let h = host.clone();
+    register!(
+        &mut m,
+        "of_unit",
+        ["unit: &str", "?"],
+        "/// The name of the container the unit runs, or `()` when none: the container podman\n\
+         /// labelled with the unit (`PODMAN_SYSTEMD_UNIT`, which podman records when a unit starts\n\
+         /// it), else one named as Quadlet names it (`systemd-NAME`) or as the unit (`NAME`).",
+        move |unit: &str| -> HostResult<Dynamic> {
+            let c = h.world.containers.clone();
+            let found = h.block_on(|| async move { c.list(true).await })?.map_err(fail)?;
+            Ok(of_unit(&found, unit).map_or(Dynamic::UNIT, Dynamic::from))
+        }
+    );
+    let h = host.clone();
     register!(&mut m, "logs", ["name: &str", "Array"], "/// The container's last 100 log lines.", move |name: &str| {
         logs(&h, name, &Map::new())
     });
@@ -57,19 +79,15 @@ pub fn module(host: &Arc<Host>) -> Module {
             let c = h.world.containers.clone();
             let n = name.to_string();
             let s = h.block_on(|| async move { c.stats(&n).await })?.map_err(fail)?;
-            let mut m = Map::new();
-            for (k, v) in [
-                ("name", s.name),
-                ("cpu_percent", s.cpu_percent),
-                ("mem_usage", s.mem_usage),
-                ("mem_percent", s.mem_percent),
-                ("net_io", s.net_io),
-                ("block_io", s.block_io),
-                ("pids", s.pids),
-            ] {
-                m.insert(k.into(), v.into());
-            }
-            Ok(m)
+            record(&StatsRecord {
+                name: &s.name,
+                cpu_percent: &s.cpu_percent,
+                mem_usage: &s.mem_usage,
+                mem_percent: &s.mem_percent,
+                net_io: &s.net_io,
+                block_io: &s.block_io,
+                pids: &s.pids,
+            })
         }
     );
     let h = host.clone();
@@ -94,7 +112,7 @@ pub fn module(host: &Arc<Host>) -> Module {
         "restart",
         ["name: &str", "()"],
         "/// Restarts the container directly — discouraged: prefer `unit::restart` on its unit so\n\
-         /// the service manager stays in charge (spec 10.5). Logs a warning saying so.",
+         /// the service manager stays in charge. Logs a warning saying so.",
         move |name: &str| -> HostResult<()> {
             h.log(Level::Warn, &format!("restarting container `{name}` directly; the service manager is the right way (unit::restart on its unit)"));
             if h.plan(&format!("restart container {name}")) {
@@ -108,21 +126,57 @@ pub fn module(host: &Arc<Host>) -> Module {
     m
 }
 
-fn container_map(c: &Container) -> Map {
-    let mut m = Map::new();
-    m.insert("name".into(), c.name.clone().into());
-    m.insert("id".into(), c.id.clone().into());
-    m.insert("image".into(), c.image.clone().into());
-    m.insert("state".into(), c.state.clone().into());
-    m.insert("status".into(), c.status.clone().into());
-    m.insert("running".into(), (c.state == "running").into());
-    m
+/// One container as scripts see it.
+#[derive(Serialize)]
+struct ContainerRecord<'a> {
+    name: &'a str,
+    id: &'a str,
+    image: &'a str,
+    state: &'a str,
+    status: &'a str,
+    running: bool,
+}
+
+/// Resource use as scripts see it: podman's own texts.
+#[derive(Serialize)]
+struct StatsRecord<'a> {
+    name: &'a str,
+    cpu_percent: &'a str,
+    mem_usage: &'a str,
+    mem_percent: &'a str,
+    net_io: &'a str,
+    block_io: &'a str,
+    pids: &'a str,
+}
+
+fn container_record(c: &Container) -> HostResult<Dynamic> {
+    record(&ContainerRecord {
+        name: &c.name,
+        id: &c.id,
+        image: &c.image,
+        state: &c.state,
+        status: &c.status,
+        running: c.state == "running",
+    })
+    .map(Dynamic::from_map)
+}
+
+/// The container `unit` runs, among `found`.
+fn of_unit(found: &[Container], unit: &str) -> Option<String> {
+    let unit = full_name(unit);
+    let stem = unit.strip_suffix(".service").unwrap_or(&unit);
+    let labelled = found.iter().find(|c| c.labels.get("PODMAN_SYSTEMD_UNIT") == Some(&unit));
+    let named = || {
+        let quadlet = format!("systemd-{stem}");
+        found.iter().find(|c| c.name == quadlet).or_else(|| found.iter().find(|c| c.name == stem))
+    };
+    labelled.or_else(named).map(|c| c.name.clone())
 }
 
 fn list(host: &Host, all: bool) -> HostResult<Array> {
     let c = host.world.containers.clone();
     let found = host.block_on(|| async move { c.list(all).await })?.map_err(fail)?;
-    Ok(found.iter().map(|c| Dynamic::from_map(container_map(c))).collect())
+    found.iter().map(container_record).collect()
 }
 
 fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {
@@ -133,7 +187,7 @@ fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {
             "tail" => {
                 tail = v.as_int().map_err(|_| fail("container::logs: `tail` must be an integer"))?.max(0) as usize
             }
-            "since" => since = Some(super::core::text(v)),
+            "since" => since = Some(super::values::text(v)),
             other => return Err(fail(format!("container::logs: unknown option `{other}` (tail, since)"))),
         }
     }
@@ -141,4 +195,27 @@ fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {
     let n = name.to_string();
     let lines = host.block_on(|| async move { c.logs(&n, tail, since.as_deref()).await })?.map_err(fail)?;
     Ok(lines.into_iter().map(Dynamic::from).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::of_unit;
+    use crate::world::containers::Container;
+
+    fn container(name: &str, unit: Option<&str>) -> Container {
+        let labels = unit.map(|u| [("PODMAN_SYSTEMD_UNIT".to_string(), u.to_string())].into()).unwrap_or_default();
+        Container { name: name.into(), labels, ..Container::default() }
+    }
+
+    #[test]
+    fn the_unit_label_wins_over_names() {
+        let found = [container("loki", None), container("logs", Some("loki.service")), container("db", None)];
+        assert_eq!(of_unit(&found, "loki").as_deref(), Some("logs"));
+        assert_eq!(of_unit(&found, "loki.service").as_deref(), Some("logs"));
+        let quadlet = [container("loki", None), container("systemd-loki", None)];
+        assert_eq!(of_unit(&quadlet, "loki.service").as_deref(), Some("systemd-loki"));
+        assert_eq!(of_unit(&[container("loki", None)], "loki").as_deref(), Some("loki"));
+        // Not `service`, the last piece of `loki.service` split from the right.
+        assert_eq!(of_unit(&[container("service", None)], "loki.service"), None);
+    }
 }

@@ -3,16 +3,23 @@
 
 use std::sync::Arc;
 
-use rhai::{Dynamic, ImmutableString, Map, Module};
+use rhai::{Dynamic, Engine, Map, Module};
 
 use super::{Host, HostResult, fail};
+// Other parts of opsbook read values the way reports show them.
+pub use super::values::{text, time_text};
 use crate::register;
 use crate::report::{Level, Outcome};
 
 /// Environment variables scripts may not read: they hold the secret.
 const SECRET_VARS: &[&str] = &["INFLUX_TOKEN"];
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers these functions as global ones (no namespace).
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_global_module(module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
 
     let h = host.clone();
@@ -145,19 +152,6 @@ fn outcome(ok: bool) -> Outcome {
     if ok { Outcome::Pass } else { Outcome::Fail }
 }
 
-/// How a value reads in a report: strings as they are, other values as Rhai shows them.
-pub fn text(value: &Dynamic) -> String {
-    if value.is_unit() {
-        String::new()
-    } else if let Some(status) = value.read_lock::<crate::world::units::UnitStatus>() {
-        super::unit::describe(&status)
-    } else if let Some(s) = value.read_lock::<ImmutableString>() {
-        s.to_string()
-    } else {
-        value.to_string()
-    }
-}
-
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -167,12 +161,5 @@ pub fn hostname() -> String {
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for now.
 pub fn now_text() -> String {
-    time_text(std::time::SystemTime::now())
-}
-
-/// `YYYY-MM-DD HH:MM:SS UTC`: readable, and a time `journalctl --since` accepts.
-pub fn time_text(t: std::time::SystemTime) -> String {
-    let rfc = humantime::format_rfc3339_seconds(t).to_string();
-    // 2026-11-22T09:31:05Z → 2026-11-22 09:31:05 UTC
-    format!("{} UTC", rfc.trim_end_matches('Z').replacen('T', " ", 1))
+    super::values::time_text(std::time::SystemTime::now())
 }

@@ -2,17 +2,24 @@
 //! that never throw. Every request has a timeout (`http.timeout`, 5 s by default, or the
 //! `timeout` option); redirects are reported, not followed.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use rhai::{Dynamic, Map, Module};
+use rhai::{Engine, Map, Module};
+use serde::Serialize;
 
 use super::time::duration_arg;
+use super::values::{Probe, record};
 use super::{Host, HostResult, fail};
 use crate::http_client::{Request, Response};
 use crate::register;
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `http::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("http", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     for (name, method) in
         [("get", reqwest::Method::GET), ("head", reqwest::Method::HEAD), ("post", reqwest::Method::POST)]
@@ -64,10 +71,10 @@ fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> HostResult<Re
             "headers" => {
                 let headers = v.read_lock::<Map>().ok_or_else(|| fail("http: `headers` must be a map"))?;
                 for (name, value) in headers.iter() {
-                    req = req.header(name, &super::core::text(value));
+                    req = req.header(name, &super::values::text(value));
                 }
             }
-            "body" => req = req.body(super::core::text(v).into_bytes()),
+            "body" => req = req.body(super::values::text(v).into_bytes()),
             "timeout" => req = req.timeout(Some(duration_arg(v)?)),
             "method" => {}
             other => return Err(fail(format!("http: unknown option `{other}` (headers, body, timeout, method)"))),
@@ -79,48 +86,45 @@ fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> HostResult<Re
 fn request(host: &Host, method: reqwest::Method, url: &str, options: &Map) -> HostResult<Map> {
     let req = build(method.clone(), url, options)?;
     match host.send(req)? {
-        Ok(response) => Ok(response_map(&response)),
+        Ok(response) => response_map(&response),
         Err(reason) => Err(fail(format!("{method} {url}: {reason}"))),
     }
 }
 
-/// `#{status, ok, headers, text, elapsed_ms}` of a response.
-pub fn response_map(r: &Response) -> Map {
-    let mut headers = Map::new();
-    for (k, v) in &r.headers {
-        headers.insert(k.as_str().into(), v.clone().into());
-    }
-    let mut m = Map::new();
-    m.insert("status".into(), (r.status as i64).into());
-    m.insert("ok".into(), (200..300).contains(&r.status).into());
-    m.insert("headers".into(), headers.into());
-    m.insert("text".into(), r.body.clone().into());
-    m.insert("elapsed_ms".into(), (r.elapsed.as_millis() as i64).into());
-    m
+/// A whole response as scripts see it.
+#[derive(Serialize)]
+struct ResponseRecord<'a> {
+    status: u16,
+    ok: bool,
+    headers: BTreeMap<&'a str, &'a str>,
+    text: &'a str,
+    elapsed_ms: u64,
 }
 
-/// A probe result map.
-pub fn probe_result(ok: bool, status: Option<u16>, detail: impl Into<String>, elapsed: Option<Duration>) -> Map {
-    let mut m = Map::new();
-    m.insert("ok".into(), ok.into());
-    m.insert("status".into(), status.map_or(Dynamic::UNIT, |s| (s as i64).into()));
-    m.insert("detail".into(), detail.into().into());
-    m.insert("elapsed_ms".into(), elapsed.map_or(Dynamic::UNIT, |e| (e.as_millis() as i64).into()));
-    m
+/// `#{status, ok, headers, text, elapsed_ms}` of a response.
+fn response_map(r: &Response) -> HostResult<Map> {
+    record(&ResponseRecord {
+        status: r.status,
+        ok: (200..300).contains(&r.status),
+        headers: r.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        text: &r.body,
+        elapsed_ms: r.elapsed.as_millis() as u64,
+    })
 }
 
 fn probe(host: &Host, url: &str, options: &Map) -> HostResult<Map> {
-    let method = match options.get("method").map(super::core::text).as_deref() {
+    let method = match options.get("method").map(super::values::text).as_deref() {
         None | Some("GET") | Some("get") => reqwest::Method::GET,
         Some("HEAD") | Some("head") => reqwest::Method::HEAD,
         Some(other) => return Err(fail(format!("http::probe: method `{other}` (GET or HEAD)"))),
     };
     let req = build(method, url, options)?;
-    Ok(match host.send(req)? {
+    match host.send(req)? {
         Ok(r) if (200..300).contains(&r.status) => {
-            probe_result(true, Some(r.status), format!("HTTP {}", r.status), Some(r.elapsed))
+            Probe::new(true, Some(r.status), format!("HTTP {}", r.status), Some(r.elapsed))
         }
-        Ok(r) => probe_result(false, Some(r.status), r.summary(), Some(r.elapsed)),
-        Err(reason) => probe_result(false, None, reason, None),
-    })
+        Ok(r) => Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)),
+        Err(reason) => Probe::unanswered(reason),
+    }
+    .into_map()
 }

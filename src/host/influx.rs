@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 
-use rhai::{Array, Dynamic, Map, Module};
+use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
 use serde_json::Value as Json;
 
-use super::http::probe_result;
+use super::values::{Probe, record, text};
 use super::{Host, HostResult, fail};
 use crate::config::keys;
 use crate::http_client::{Request, Response};
@@ -16,15 +17,20 @@ use crate::register;
 use crate::secret::Secret;
 use crate::wire::flux_csv::{self, Value};
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `influx::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("influx", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
         &mut m,
         "health",
         ["Map"],
-        "/// GET /health, never throws: `#{ok, status, state, version, message, detail}`. `ok` when\n\
-         /// the answer is 200 and the server reports `pass`.",
+        "/// GET /health, never throws: `#{ok, status, detail, elapsed_ms, state, version, message}`.\n\
+         /// `ok` when the answer is 200 and the server reports `pass`.",
         move || health(&h)
     );
     let h = host.clone();
@@ -32,7 +38,7 @@ pub fn module(host: &Arc<Host>) -> Module {
         &mut m,
         "ping",
         ["Map"],
-        "/// HEAD /ping, never throws: `#{ok, status, version, build, detail}`; `ok` on 204.",
+        "/// HEAD /ping, never throws: `#{ok, status, detail, elapsed_ms, version, build}`; `ok` on 204.",
         move || ping(&h)
     );
     let h = host.clone();
@@ -59,8 +65,9 @@ pub fn module(host: &Arc<Host>) -> Module {
         &mut m,
         "storage",
         ["Map"],
-        "/// The storage backend from the server's runtime configuration (GET /api/v2/config), never\n\
-         /// throws: `#{ok, backend, path, detail}`.",
+        "/// The storage facts from the server's runtime configuration (GET /api/v2/config), never\n\
+         /// throws: the probe record plus `backend` (\"local\", or `()`) and `path` (`engine-path`).\n\
+         /// stdlib/verify.rhai decides the verdict.",
         move || storage(&h)
     );
     m
@@ -95,41 +102,65 @@ fn refusal(r: &Response) -> String {
     }
 }
 
-fn health(host: &Host) -> HostResult<Map> {
-    let r = match host.send(Request::new(reqwest::Method::GET, url(host, "/health")))? {
-        Ok(r) => r,
-        Err(reason) => return Ok(probe_result(false, None, reason, None)),
-    };
-    let json: Option<Json> = serde_json::from_str(&r.body).ok();
+/// What /health says besides the verdict.
+#[derive(Serialize)]
+struct Health {
+    /// `pass`, `fail`…; empty when the answer did not say.
+    state: String,
+    version: String,
+    message: String,
+}
+
+/// The record of a /health answer: absent fields read as empty text, a body that is not JSON
+/// (or not an object) fails the probe quoting it.
+fn health_answer(r: &Response) -> Probe<Health> {
+    let json: Option<Json> = serde_json::from_str(&r.body).ok().filter(Json::is_object);
     let field = |k: &str| json.as_ref().and_then(|j| j.get(k)).and_then(Json::as_str).unwrap_or("").to_string();
-    let state = field("status");
-    let ok = r.status == 200 && state == "pass";
-    let detail = if ok {
-        format!("HTTP 200, {} ({})", field("message"), field("version"))
-    } else if json.is_none() {
+    let facts = Health { state: field("status"), version: field("version"), message: field("message") };
+    let ok = r.status == 200 && facts.state == "pass";
+    let detail = if json.is_none() {
         format!("not InfluxDB's health JSON: {}", r.summary())
+    } else if ok {
+        let version = if facts.version.is_empty() { String::new() } else { format!(" ({})", facts.version) };
+        format!("HTTP 200, {}{version}", facts.message)
+    } else if facts.state.is_empty() {
+        format!("HTTP {}, no `status` in the answer: {}", r.status, r.summary())
     } else {
-        format!("HTTP {}, status `{state}`: {}", r.status, field("message"))
+        format!("HTTP {}, status `{}`: {}", r.status, facts.state, facts.message)
     };
-    let mut m = probe_result(ok, Some(r.status), detail, Some(r.elapsed));
-    m.insert("state".into(), state.into());
-    m.insert("version".into(), field("version").into());
-    m.insert("message".into(), field("message").into());
-    Ok(m)
+    Probe::new(ok, Some(r.status), detail, Some(r.elapsed)).with(facts)
+}
+
+fn health(host: &Host) -> HostResult<Map> {
+    match host.send(Request::new(reqwest::Method::GET, url(host, "/health")))? {
+        Ok(r) => health_answer(&r).into_map(),
+        Err(reason) => Probe::unanswered(reason)
+            .with(Health { state: String::new(), version: String::new(), message: String::new() })
+            .into_map(),
+    }
+}
+
+/// What HEAD /ping says: the server's version and build, empty when the headers are absent.
+#[derive(Serialize)]
+struct Ping {
+    version: String,
+    build: String,
 }
 
 fn ping(host: &Host) -> HostResult<Map> {
     let r = match host.send(Request::new(reqwest::Method::HEAD, url(host, "/ping")))? {
         Ok(r) => r,
-        Err(reason) => return Ok(probe_result(false, None, reason, None)),
+        Err(reason) => {
+            return Probe::unanswered(reason).with(Ping { version: String::new(), build: String::new() }).into_map();
+        }
     };
-    let version = r.header("x-influxdb-version").unwrap_or("").to_string();
+    let facts = Ping {
+        version: r.header("x-influxdb-version").unwrap_or("").to_string(),
+        build: r.header("x-influxdb-build").unwrap_or("").to_string(),
+    };
     let ok = r.status == 204;
-    let detail = if ok { format!("HTTP 204, version {version}") } else { r.summary() };
-    let mut m = probe_result(ok, Some(r.status), detail, Some(r.elapsed));
-    m.insert("version".into(), version.into());
-    m.insert("build".into(), r.header("x-influxdb-build").unwrap_or("").to_string().into());
-    Ok(m)
+    let detail = if ok { format!("HTTP 204, version {}", facts.version) } else { r.summary() };
+    Probe::new(ok, Some(r.status), detail, Some(r.elapsed)).with(facts).into_map()
 }
 
 fn authed(host: &Host, request: Request<'_>) -> HostResult<Response> {
@@ -142,20 +173,32 @@ fn authed(host: &Host, request: Request<'_>) -> HostResult<Response> {
     }
 }
 
-fn buckets(host: &Host) -> HostResult<Array> {
-    let r = authed(host, Request::new(reqwest::Method::GET, url(host, "/api/v2/buckets?limit=100")))?;
-    let json: Json =
-        serde_json::from_str(&r.body).map_err(|_| fail(format!("bucket listing is not JSON: {}", r.summary())))?;
-    let list =
-        json.get("buckets").and_then(Json::as_array).ok_or_else(|| fail("bucket listing has no `buckets` array"))?;
+/// One bucket as scripts see it.
+#[derive(Debug, PartialEq, Serialize)]
+struct Bucket {
+    name: String,
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    /// Seconds; 0 is forever (no rule, or a rule of 0).
+    retention: i64,
+}
+
+/// A bucket listing: `buckets` null or empty is no bucket; absent is not a listing at all
+/// (an error quoting the answer). A bucket without `retentionRules`, or with null or empty
+/// rules, keeps its data forever; absent text fields read as empty.
+fn buckets_answer(body: &str) -> Result<Vec<Bucket>, String> {
+    let json: Json = serde_json::from_str(body)
+        .map_err(|_| format!("bucket listing is not JSON: {}", crate::wire::excerpt(body, 120)))?;
+    let list = match json.get("buckets") {
+        Some(Json::Array(list)) => list.as_slice(),
+        Some(Json::Null) => &[],
+        _ => return Err(format!("bucket listing has no `buckets` array: {}", crate::wire::excerpt(body, 120))),
+    };
     Ok(list
         .iter()
         .map(|b| {
-            let mut m = Map::new();
             let s = |k: &str| b.get(k).and_then(Json::as_str).unwrap_or("").to_string();
-            m.insert("name".into(), s("name").into());
-            m.insert("id".into(), s("id").into());
-            m.insert("type".into(), s("type").into());
             let retention = b
                 .get("retentionRules")
                 .and_then(Json::as_array)
@@ -163,10 +206,14 @@ fn buckets(host: &Host) -> HostResult<Array> {
                 .and_then(|r| r.get("everySeconds"))
                 .and_then(Json::as_i64)
                 .unwrap_or(0);
-            m.insert("retention".into(), retention.into());
-            Dynamic::from_map(m)
+            Bucket { name: s("name"), id: s("id"), kind: s("type"), retention }
         })
         .collect())
+}
+
+fn buckets(host: &Host) -> HostResult<Array> {
+    let r = authed(host, Request::new(reqwest::Method::GET, url(host, "/api/v2/buckets?limit=100")))?;
+    buckets_answer(&r.body).map_err(fail)?.iter().map(|b| record(b).map(Dynamic::from_map)).collect()
 }
 
 fn dynamic(v: Value) -> Dynamic {
@@ -209,37 +256,41 @@ fn query(host: &Host, flux: &str) -> HostResult<Array> {
         .collect())
 }
 
+/// What the metrics database says about its storage: the facts, not a verdict.
+#[derive(Serialize)]
+struct Storage {
+    /// `local` when the runtime configuration names an engine path, else `()`.
+    backend: Option<String>,
+    /// Where the engine keeps its data (`engine-path`), `()` when absent, null or empty.
+    path: Option<String>,
+}
+
+/// The engine path of a `GET /api/v2/config` answer.
+fn engine_path(body: &str) -> Option<String> {
+    let json: Json = serde_json::from_str(body).ok()?;
+    json.get("config")?.get("engine-path")?.as_str().filter(|p| !p.is_empty()).map(str::to_string)
+}
+
 fn storage(host: &Host) -> HostResult<Map> {
+    let none = || Storage { backend: None, path: None };
     let token = match token(host) {
         Ok(t) => t,
-        Err(e) => return Ok(probe_result(false, None, super::core::text(&Dynamic::from(e.to_string())), None)),
+        Err(e) => return Probe::unanswered(text(&Dynamic::from(e.to_string()))).with(none()).into_map(),
     };
     let r = match host.send(Request::new(reqwest::Method::GET, url(host, "/api/v2/config")).token(Some(&token)))? {
         Ok(r) => r,
-        Err(reason) => return Ok(probe_result(false, None, reason, None)),
+        Err(reason) => return Probe::unanswered(reason).with(none()).into_map(),
     };
     if r.status != 200 {
-        return Ok(probe_result(false, Some(r.status), refusal(&r), Some(r.elapsed)));
+        return Probe::new(false, Some(r.status), refusal(&r), Some(r.elapsed)).with(none()).into_map();
     }
-    let json: Option<Json> = serde_json::from_str(&r.body).ok();
-    let path = json
-        .as_ref()
-        .and_then(|j| j.get("config"))
-        .and_then(|c| c.get("engine-path"))
-        .and_then(Json::as_str)
-        .map(str::to_string);
-    let mut m = match &path {
-        Some(p) => probe_result(true, Some(200), format!("local disk: engine at {p}"), Some(r.elapsed)),
-        None => probe_result(
-            false,
-            Some(200),
-            format!("no `engine-path` in the runtime config: {}", r.summary()),
-            Some(r.elapsed),
-        ),
+    let path = engine_path(&r.body);
+    let detail = match &path {
+        Some(p) => format!("local disk: engine at {p}"),
+        None => format!("no `engine-path` in the runtime config: {}", r.summary()),
     };
-    m.insert("backend".into(), if path.is_some() { "local" } else { "" }.into());
-    m.insert("path".into(), path.unwrap_or_default().into());
-    Ok(m)
+    let facts = Storage { backend: path.is_some().then(|| "local".to_string()), path };
+    Probe::new(true, Some(200), detail, Some(r.elapsed)).with(facts).into_map()
 }
 
 /// Percent-encoding for a query-string value.
@@ -252,4 +303,82 @@ pub fn form_encode(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> Response {
+        Response { status, headers: vec![], body: body.to_string(), elapsed: std::time::Duration::from_millis(3) }
+    }
+
+    #[test]
+    fn health_answers_absent_null_empty_and_present() {
+        let real = r#"{"name":"influxdb","message":"ready for queries and writes","status":"pass","checks":[],"version":"v2.7.11","commit":"fbf5d4ab5e"}"#;
+        let p = health_answer(&answer(200, real));
+        assert_eq!((p.ok, p.detail.as_str()), (true, "HTTP 200, ready for queries and writes (v2.7.11)"));
+        // No version field: the detail does not show an empty pair of brackets.
+        let p = health_answer(&answer(200, r#"{"status":"pass","message":"ready"}"#));
+        assert_eq!((p.ok, p.detail.as_str(), p.facts.version.as_str()), (true, "HTTP 200, ready", ""));
+        let p = health_answer(&answer(200, r#"{"status":null}"#));
+        assert_eq!(
+            (p.ok, p.detail.as_str()),
+            (false, "HTTP 200, no `status` in the answer: HTTP 200: {\"status\":null}")
+        );
+        let p = health_answer(&answer(503, r#"{"status":"fail","message":"not ready"}"#));
+        assert_eq!((p.ok, p.detail.as_str()), (false, "HTTP 503, status `fail`: not ready"));
+        for body in ["", "null", "[]", "<html>"] {
+            let p = health_answer(&answer(200, body));
+            assert!(!p.ok && p.detail.starts_with("not InfluxDB's health JSON"), "{body}: {}", p.detail);
+        }
+    }
+
+    #[test]
+    fn bucket_listings_absent_null_empty_and_present() {
+        let b = |name: &str, retention| Bucket { name: name.into(), id: "1".into(), kind: "user".into(), retention };
+        assert_eq!(buckets_answer(r#"{"buckets":[]}"#), Ok(vec![]));
+        assert_eq!(buckets_answer(r#"{"buckets":null}"#), Ok(vec![]));
+        assert_eq!(
+            buckets_answer(r#"{"links":{}}"#),
+            Err("bucket listing has no `buckets` array: {\"links\":{}}".into())
+        );
+        assert_eq!(buckets_answer("oops"), Err("bucket listing is not JSON: oops".into()));
+        let rules = |r: &str| format!(r#"{{"buckets":[{{"name":"t","id":"1","type":"user"{r}}}]}}"#);
+        assert_eq!(buckets_answer(&rules("")), Ok(vec![b("t", 0)]));
+        assert_eq!(buckets_answer(&rules(r#","retentionRules":null"#)), Ok(vec![b("t", 0)]));
+        assert_eq!(buckets_answer(&rules(r#","retentionRules":[]"#)), Ok(vec![b("t", 0)]));
+        assert_eq!(
+            buckets_answer(&rules(r#","retentionRules":[{"type":"expire","everySeconds":3600}]"#)),
+            Ok(vec![b("t", 3600)])
+        );
+        let bare = buckets_answer(r#"{"buckets":[{"name":null}]}"#).unwrap();
+        assert_eq!(bare, vec![Bucket { name: String::new(), id: String::new(), kind: String::new(), retention: 0 }]);
+    }
+
+    #[test]
+    fn engine_path_absent_null_empty_and_present() {
+        assert_eq!(
+            engine_path(r#"{"config":{"engine-path":"/var/lib/influxdb2/engine"}}"#).as_deref(),
+            Some("/var/lib/influxdb2/engine")
+        );
+        for body in [
+            r#"{"config":{}}"#,
+            r#"{"config":null}"#,
+            r#"{"config":{"engine-path":null}}"#,
+            r#"{"config":{"engine-path":""}}"#,
+            "{}",
+            "",
+        ] {
+            assert_eq!(engine_path(body), None, "{body}");
+        }
+    }
+
+    #[test]
+    fn query_csv_with_no_table_is_no_rows() {
+        // InfluxDB answers a query that matches nothing with an empty body (or blank lines).
+        for body in ["", "\r\n", "\r\n\r\n"] {
+            assert_eq!(flux_csv::parse(body), Ok(vec![]), "{body:?}");
+        }
+    }
 }

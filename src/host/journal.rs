@@ -1,19 +1,27 @@
 //! `journal::` — unit logs: read with filters (last N, since/until, priority, grep,
-//! identifier), errors and warnings since a time, follow with a callback, and emit a tagged
-//! line (what the end-to-end log flow searches for). Through the `Journal` world seam.
+//! identifier), errors and warnings of the unit's current run since a time, the run itself,
+//! follow with a callback, and emit a tagged line (what the end-to-end log flow searches
+//! for). Through the `Journal` world seam; the run comes from the `Units` seam.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rhai::{Array, Dynamic, FnPtr, Map, Module, NativeCallContext};
+use rhai::{Array, Dynamic, Engine, FnPtr, Map, Module, NativeCallContext};
+use serde::Serialize;
 
 use super::time::duration_arg;
+use super::values::{record, time_text};
 use super::{Host, HostResult, fail};
 use crate::register;
 use crate::world::journal::{Entry, PRIORITIES, Query, priority_number};
-use crate::world::units::full_name;
+use crate::world::units::{Run, full_name};
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `journal::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("journal", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -31,10 +39,12 @@ pub fn module(host: &Arc<Host>) -> Module {
         &mut m,
         "errors",
         ["unit: &str", "since: &str", "Array"],
-        "/// The unit's entries at priority err or worse since a time (e.g. `now()` before a restart):\n\
-         /// by journald's priority, or by the level written in the line (Telegraf's `E!`, logfmt\n\
-         /// `level=error` / `lvl=error`), since the components log plain text that journald files\n\
-         /// at priority info. Such entries keep the priority journald gave them.",
+        "/// The unit's entries at priority err or worse of its CURRENT RUN (systemd's invocation ID,\n\
+         /// else the run's start time) logged since a time (e.g. `now()` before a restart): never the\n\
+         /// lines of the process before it. By journald's priority, or by the level written in the\n\
+         /// line (Telegraf's `E!`, logfmt `level=error` / `lvl=error`), since the components log\n\
+         /// plain text that journald files at priority info; such entries keep the priority journald\n\
+         /// gave them. Each entry also has `after_start`: seconds since the run began.",
         move |unit: &str, since: &str| by_priority(&h, unit, since, 3)
     );
     let h = host.clone();
@@ -42,9 +52,28 @@ pub fn module(host: &Arc<Host>) -> Module {
         &mut m,
         "warnings",
         ["unit: &str", "since: &str", "Array"],
-        "/// The unit's entries at priority warning or worse since a time: by journald's priority\n\
-         /// or by the level in the line (`W!`/`E!`, `level=warn`, `lvl=warn`, or worse), as `errors`.",
+        "/// The unit's entries at priority warning or worse of its current run since a time: by\n\
+         /// journald's priority or by the level in the line (`W!`/`E!`, `level=warn`, `lvl=warn`, or\n\
+         /// worse), as `errors`.",
         move |unit: &str, since: &str| by_priority(&h, unit, since, 4)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "current_run",
+        ["unit: &str", "Map"],
+        "/// The unit's current run (its last, once stopped): `#{unit, invocation, started,\n\
+         /// started_us}`; `invocation` is systemd's invocation ID, `started` when the run began.\n\
+         /// Either is `()` when the service manager does not say.",
+        move |unit: &str| -> HostResult<Map> {
+            let run = current_run(&h, unit)?;
+            record(&RunRecord {
+                unit: full_name(unit),
+                invocation: run.invocation,
+                started: run.started.map(time_text),
+                started_us: run.started.map(micros),
+            })
+        }
     );
     let h = host.clone();
     register!(
@@ -72,7 +101,7 @@ fn query_from(q: &Map) -> HostResult<(Query, Option<Duration>)> {
     let mut query = Query { lines: Some(50), ..Query::default() };
     let mut timeout = None;
     for (k, v) in q {
-        let text = super::core::text(v);
+        let text = super::values::text(v);
         match k.as_str() {
             "unit" => query.unit = Some(full_name(&text)),
             "lines" => {
@@ -100,18 +129,63 @@ fn query_from(q: &Map) -> HostResult<(Query, Option<Duration>)> {
 }
 
 /// An entry as scripts see it.
-pub fn entry_map(e: &Entry) -> Map {
+#[derive(Serialize)]
+struct EntryRecord<'a> {
+    time: String,
+    time_us: u64,
+    priority: u8,
+    priority_name: &'a str,
+    unit: &'a str,
+    identifier: &'a str,
+    pid: u32,
+    message: &'a str,
+    /// Seconds between the start of the unit's current run and this line (`errors` and
+    /// `warnings` only; `()` when the run's start is unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    after_start: Option<f64>,
+}
+
+/// An entry as scripts see it; `run_start_us` adds how long after that start it was logged.
+fn entry_record(e: &Entry, run_start_us: Option<u64>) -> HostResult<Dynamic> {
     let time = UNIX_EPOCH + Duration::from_micros(e.realtime_us);
-    let mut m = Map::new();
-    m.insert("time".into(), crate::host::core::time_text(time).into());
-    m.insert("time_us".into(), (e.realtime_us as i64).into());
-    m.insert("priority".into(), (e.priority as i64).into());
-    m.insert("priority_name".into(), PRIORITIES.get(e.priority as usize).copied().unwrap_or("?").into());
-    m.insert("unit".into(), e.unit.clone().into());
-    m.insert("identifier".into(), e.identifier.clone().into());
-    m.insert("pid".into(), (e.pid as i64).into());
-    m.insert("message".into(), e.message.clone().into());
-    m
+    // A run's first lines can reach journald a few milliseconds before the manager stamps
+    // the run's start: those read 0, not a negative time.
+    let after_start = run_start_us.map(|s| e.realtime_us.saturating_sub(s) as f64 / 1e6);
+    record(&EntryRecord {
+        time: time_text(time),
+        time_us: e.realtime_us,
+        priority: e.priority,
+        priority_name: PRIORITIES.get(e.priority as usize).copied().unwrap_or("?"),
+        unit: &e.unit,
+        identifier: &e.identifier,
+        pid: e.pid,
+        message: &e.message,
+        after_start,
+    })
+    .map(Dynamic::from_map)
+}
+
+/// A unit's current run as scripts see it.
+#[derive(Serialize)]
+struct RunRecord {
+    unit: String,
+    /// systemd's invocation ID, `()` when the manager does not say.
+    invocation: Option<String>,
+    /// When the run began (`YYYY-MM-DD HH:MM:SS UTC`), `()` when the unit never ran.
+    started: Option<String>,
+    started_us: Option<u64>,
+}
+
+fn micros(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+}
+
+/// The unit's current run; a manager that cannot be asked leaves both unknown, and the
+/// reading falls back to the time given.
+fn current_run(host: &Host, unit: &str) -> HostResult<Run> {
+    let units = host.world.units.clone();
+    let unit = full_name(unit);
+    Ok(host.block_on(|| async move { units.current_run(&unit).await })?.unwrap_or_default())
 }
 
 /// Reads entries through the world (also used for the hints of failed unit jobs).
@@ -122,7 +196,7 @@ pub fn read_entries(host: &Host, query: Query) -> HostResult<Vec<Entry>> {
 
 fn read(host: &Host, q: &Map) -> HostResult<Array> {
     let (query, _) = query_from(q)?;
-    Ok(read_entries(host, query)?.iter().map(|e| Dynamic::from_map(entry_map(e))).collect())
+    read_entries(host, query)?.iter().map(|e| entry_record(e, None)).collect()
 }
 
 /// Lines whose own text says err or worse: Telegraf's `E!`, and logfmt's `level=` (Loki,
@@ -132,18 +206,34 @@ const ERROR_MARKS: &str = r"(^|\s)(E!|(level|lvl)=(error|crit|critical|alert|eme
 const WARNING_MARKS: &str =
     r"(^|\s)(E!|W!|(level|lvl)=(warn|warning|error|crit|critical|alert|emerg|fatal|panic|dpanic))(\s|$)";
 
-/// Entries at priority `max` or worse: those journald filed so (a `<N>` prefix, syslog, the
-/// journal API), and those filed at its default priority whose text carries the level, which
-/// is how the real components log (plain text on stderr).
+/// The unit's entries of its current run since `since`, at priority `max` or worse: those
+/// journald filed so (a `<N>` prefix, syslog, the journal API), and those filed at its default
+/// priority whose text carries the level, which is how the real components log (plain text on
+/// stderr). Lines of the process before it (a restart's shutdown lines) are never among them.
 fn by_priority(host: &Host, unit: &str, since: &str, max: u8) -> HostResult<Array> {
+    let run = current_run(host, unit)?;
+    let started_us = run.started.map(micros);
+    // Lines after the previous run ended are this run's; for a first run, a second's grace
+    // before its start (its first lines can reach journald before the manager stamps it).
+    let boundary_us = run.previous_end.map(micros).or(started_us.map(|s| s.saturating_sub(1_000_000)));
     let base =
         Query { unit: Some(full_name(unit)), since: Some(since.to_string()), lines: Some(1000), ..Query::default() };
+    // Reading by invocation ID needs journald to have recorded it: when the run has no line
+    // under its ID at all, its lines are read by unit and start time instead.
+    let by_run = run.invocation.clone().filter(|id| {
+        let probe = Query { invocation: Some(id.clone()), since: None, lines: Some(1), ..base.clone() };
+        read_entries(host, probe).is_ok_and(|found| !found.is_empty())
+    });
+    let base = Query { invocation: by_run, ..base };
     let marks = if max <= 3 { ERROR_MARKS } else { WARNING_MARKS };
     let mut entries = read_entries(host, Query { max_priority: Some(max), ..base.clone() })?;
     entries.extend(read_entries(host, Query { grep: Some(marks.to_string()), ..base })?);
+    if let Some(boundary) = boundary_us {
+        entries.retain(|e| e.realtime_us >= boundary);
+    }
     entries.sort_by(|a, b| (a.realtime_us, a.pid, &a.message).cmp(&(b.realtime_us, b.pid, &b.message)));
     entries.dedup();
-    Ok(entries.iter().map(|e| Dynamic::from_map(entry_map(e))).collect())
+    entries.iter().map(|e| entry_record(e, started_us)).collect()
 }
 
 fn follow(host: &Host, ctx: &NativeCallContext, q: &Map, callback: &FnPtr) -> HostResult<i64> {
@@ -168,7 +258,7 @@ fn follow(host: &Host, ctx: &NativeCallContext, q: &Map, callback: &FnPtr) -> Ho
         let Some(entry) = next else { break };
         let entry = entry.map_err(fail)?;
         seen += 1;
-        let keep_going = callback.call_within_context::<Dynamic>(ctx, (Dynamic::from_map(entry_map(&entry)),))?;
+        let keep_going = callback.call_within_context::<Dynamic>(ctx, (entry_record(&entry, None)?,))?;
         if keep_going.as_bool() == Ok(false) {
             break;
         }

@@ -2,8 +2,10 @@
 //!
 //! `Host` is the context captured by the closures each module registers: the configuration,
 //! dry-run policy, the cancellation flag, the tokio runtime that async work runs on, and the
-//! recorder of the current run. One file per API area builds one Rhai module from it
-//! (`core` and `time` are global; the rest are namespaced: `unit::…`, `journal::…`).
+//! recorder of the current run. One file per API area registers its functions and types
+//! through its own `register` (`core` and `time` are global; the rest are namespaced:
+//! `unit::…`, `journal::…`); `register_all` calls each, so a new namespace is one new file
+//! and one line there.
 //!
 //! Rhai is synchronous and the host is tokio: a host function calls `Host::block_on` from the
 //! script thread (never from inside the runtime), which races the work against cancellation.
@@ -21,13 +23,14 @@ pub mod system;
 pub mod time;
 pub mod tools;
 pub mod unit;
+pub mod values;
 pub mod wait;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rhai::{Dynamic, EvalAltResult, Position};
+use rhai::{Dynamic, Engine, EvalAltResult, Position};
 
 use crate::cancel::Cancel;
 use crate::config::Config;
@@ -162,6 +165,23 @@ impl Host {
     pub fn param_override(&self, name: &str) -> Option<Dynamic> {
         self.params.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
     }
+}
+
+/// Registers every host module's functions and types into `engine`.
+pub fn register_all(engine: &mut Engine, host: &Arc<Host>) {
+    core::register(engine, host);
+    time::register(engine, host);
+    wait::register(engine, host);
+    unit::register(engine, host);
+    journal::register(engine, host);
+    system::register(engine, host);
+    agent::register(engine, host);
+    shipper::register(engine, host);
+    container::register(engine, host);
+    http::register(engine, host);
+    influx::register(engine, host);
+    loki::register(engine, host);
+    prom::register(engine, host);
 }
 
 /// A runtime error raised by a host function: the run aborts with this message.

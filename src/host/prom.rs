@@ -1,98 +1,157 @@
-//! `prom::` — Prometheus text exposition: scrape an endpoint, then read values from it.
-//! A scrape is a value of its own (`Scrape`) so two scrapes can be compared, as the log
-//! store's "counter non-zero and increasing" check does.
+//! `prom::` — Prometheus text exposition. A scrape is a probe like the others (`.ok`,
+//! `.status`, `.detail`, `.elapsed_ms`) that also holds what the endpoint exposed, read with
+//! `.value(name)`, `.has(name)` and `.samples(name)`. It is a value of its own so two scrapes
+//! can be compared, as the log store's "counter non-zero and increasing" check does.
 
 use std::sync::Arc;
 
-use rhai::{Array, Dynamic, Map, Module};
+use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
+use serde::Serialize;
 
+use super::values::{Probe, record, text};
 use super::{Host, HostResult, fail};
 use crate::http_client::Request;
 use crate::register;
 use crate::wire::exposition::{self, Exposition};
 
-/// One scrape: what the endpoint exposed, or why nothing could be read.
+/// One scrape: the probe's outcome, and what the endpoint exposed when it worked.
 #[derive(Debug, Clone)]
 pub struct Scrape {
     pub url: String,
-    pub result: Result<Arc<Exposition>, String>,
+    pub probe: Probe,
+    pub exposition: Option<Arc<Exposition>>,
 }
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// A sample as scripts see it.
+#[derive(Serialize)]
+struct SampleRecord<'a> {
+    labels: std::collections::BTreeMap<&'a str, &'a str>,
+    value: f64,
+}
+
+/// Reads one property of a scrape.
+type Getter = fn(&mut Scrape) -> Dynamic;
+
+/// Registers the `prom::` namespace and the `Scrape` type.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_type_with_name::<Scrape>("Scrape");
+    engine.register_static_module("prom", module(host).into());
+}
+
+/// Registers a function callable as a method (`s.value(…)`) and as `prom::value(s, …)`.
+macro_rules! register_method {
+    ($module:expr, $name:expr, [$($param:expr),* $(,)?], $doc:expr, $func:expr $(,)?) => {
+        FuncRegistration::new($name)
+            .in_global_namespace()
+            .with_params_info([$($param),*])
+            .with_comments([$doc])
+            .set_into_module($module, $func)
+    };
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
         &mut m,
         "scrape",
         ["url: &str", "Scrape"],
-        "/// GETs a metrics endpoint and parses its exposition text; never throws. Read it with\n\
-         /// `prom::value`; `prom::ok(s)` and `prom::error(s)` tell whether the scrape worked.",
+        "/// GETs a metrics endpoint and parses its exposition text; never throws. The scrape is a\n\
+         /// probe: `s.ok`, `s.status`, `s.detail`, `s.elapsed_ms`; read values with `s.value(name)`.",
         move |url: &str| scrape(&h, url)
     );
-    register!(
+    // Getters and methods live in the global namespace so `s.ok` and `s.value(…)` work.
+    let getters: [(&str, &str, &str, Getter); 5] = [
+        ("ok", "bool", "/// `s.ok`: whether the scrape got a parsable exposition.", |s| s.probe.ok.into()),
+        ("status", "?", "/// `s.status`: the HTTP status, `()` when no answer came back.", |s| {
+            s.probe.status.map_or(Dynamic::UNIT, |c| (c as i64).into())
+        }),
+        ("detail", "String", "/// `s.detail`: what the scrape found, or why it failed.", |s| {
+            s.probe.detail.clone().into()
+        }),
+        ("elapsed_ms", "?", "/// `s.elapsed_ms`: how long the answer took, `()` without one.", |s| {
+            s.probe.elapsed_ms.map_or(Dynamic::UNIT, |e| (e as i64).into())
+        }),
+        ("url", "String", "/// `s.url`: the endpoint scraped.", |s| s.url.clone().into()),
+    ];
+    for (name, returns, doc, get) in getters {
+        FuncRegistration::new_getter(name)
+            .with_params_info(["scrape: &mut Scrape", returns])
+            .with_comments([doc])
+            .set_into_module(&mut m, move |s: &mut Scrape| get(s));
+    }
+    register_method!(
         &mut m,
         "value",
-        ["scrape: Scrape", "name: &str", "f64"],
-        "/// The sum of every sample named `name` (0.0 when absent). Throws when the scrape failed.",
-        |s: &mut Scrape, name: &str| value(s, name, &Map::new())
+        ["scrape: &mut Scrape", "name: &str", "?"],
+        "/// The sum of every sample named `name`, or `()` when the endpoint exposes none: a metric\n\
+         /// that is absent is told apart from one that is 0. Throws when the scrape failed.",
+        |s: &mut Scrape, name: &str| value(s, name, &Map::new()),
     );
-    register!(
+    register_method!(
         &mut m,
         "value",
-        ["scrape: Scrape", "name: &str", "labels: Map", "f64"],
-        "/// The sum of the samples named `name` whose labels include all of `labels`.",
-        |s: &mut Scrape, name: &str, labels: Map| value(s, name, &labels)
+        ["scrape: &mut Scrape", "name: &str", "labels: Map", "?"],
+        "/// The sum of the samples named `name` whose labels include all of `labels`; `()` when none.",
+        |s: &mut Scrape, name: &str, labels: Map| value(s, name, &labels),
     );
-    register!(
+    register_method!(
         &mut m,
-        "ok",
-        ["scrape: Scrape", "bool"],
-        "/// Whether the scrape got a parsable exposition.",
-        |s: &mut Scrape| s.result.is_ok()
+        "has",
+        ["scrape: &mut Scrape", "name: &str", "bool"],
+        "/// Whether the endpoint exposes a sample named `name`. Throws when the scrape failed.",
+        |s: &mut Scrape, name: &str| -> HostResult<bool> { Ok(exposed(s)?.samples.iter().any(|x| x.name == name)) },
     );
-    register!(
-        &mut m,
-        "error",
-        ["scrape: Scrape", "String"],
-        "/// Why the scrape failed (empty when it worked).",
-        |s: &mut Scrape| s.result.as_ref().err().cloned().unwrap_or_default()
-    );
-    register!(
+    register_method!(
         &mut m,
         "samples",
-        ["scrape: Scrape", "name: &str", "Array"],
-        "/// Every sample named `name`: `[#{labels, value}]`.",
+        ["scrape: &mut Scrape", "name: &str", "Array"],
+        "/// Every sample named `name`: `[#{labels, value}]`. Throws when the scrape failed.",
         |s: &mut Scrape, name: &str| -> HostResult<Array> {
-            let e = s.result.as_ref().map_err(|e| fail(format!("scrape of {} failed: {e}", s.url)))?;
-            Ok(e.samples
+            exposed(s)?
+                .samples
                 .iter()
                 .filter(|x| x.name == name)
                 .map(|x| {
-                    let labels: Map = x.labels.iter().map(|(k, v)| (k.into(), v.clone().into())).collect();
-                    let mut m = Map::new();
-                    m.insert("labels".into(), labels.into());
-                    m.insert("value".into(), x.value.into());
-                    Dynamic::from_map(m)
+                    let labels = x.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    record(&SampleRecord { labels, value: x.value }).map(Dynamic::from_map)
                 })
-                .collect())
-        }
+                .collect()
+        },
+    );
+    register_method!(
+        &mut m,
+        "to_map",
+        ["scrape: &mut Scrape", "Map"],
+        "/// The scrape's probe record `#{ok, status, detail, elapsed_ms}`.",
+        |s: &mut Scrape| s.probe.clone().into_map(),
     );
     m
 }
 
 fn scrape(host: &Host, url: &str) -> HostResult<Scrape> {
-    let result = match host.send(Request::new(reqwest::Method::GET, url))? {
-        Err(reason) => Err(reason),
-        Ok(r) if r.status != 200 => Err(r.summary()),
-        Ok(r) => {
-            exposition::parse(&r.body).map(Arc::new).map_err(|e| format!("not exposition text ({e}): {}", r.summary()))
-        }
+    let (probe, exposition) = match host.send(Request::new(reqwest::Method::GET, url))? {
+        Err(reason) => (Probe::unanswered(reason), None),
+        Ok(r) if r.status != 200 => (Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)), None),
+        Ok(r) => match exposition::parse(&r.body) {
+            Ok(e) => {
+                let detail = format!("HTTP 200, {} samples", e.samples.len());
+                (Probe::new(true, Some(200), detail, Some(r.elapsed)), Some(Arc::new(e)))
+            }
+            Err(e) => {
+                let detail = format!("not exposition text ({e}): {}", r.summary());
+                (Probe::new(false, Some(200), detail, Some(r.elapsed)), None)
+            }
+        },
     };
-    Ok(Scrape { url: url.to_string(), result })
+    Ok(Scrape { url: url.to_string(), probe, exposition })
 }
 
-fn value(s: &Scrape, name: &str, labels: &Map) -> HostResult<f64> {
-    let e = s.result.as_ref().map_err(|e| fail(format!("scrape of {} failed: {e}", s.url)))?;
-    let want: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.to_string(), super::core::text(v))).collect();
-    Ok(e.sum(name, &want).unwrap_or(0.0))
+fn exposed(s: &Scrape) -> HostResult<&Exposition> {
+    s.exposition.as_deref().ok_or_else(|| fail(format!("the scrape of {} failed: {}", s.url, s.probe.detail)))
+}
+
+fn value(s: &Scrape, name: &str, labels: &Map) -> HostResult<Dynamic> {
+    let want: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.to_string(), text(v))).collect();
+    Ok(exposed(s)?.sum(name, &want).map_or(Dynamic::UNIT, Dynamic::from))
 }

@@ -3,16 +3,22 @@
 
 use std::sync::Arc;
 
-use rhai::{Array, Dynamic, Map, Module};
+use rhai::{Engine, Map, Module};
+use serde::Serialize;
 
-use super::http::probe_result;
 use super::tools::{command, run_tool, tail};
+use super::values::{Probe, record};
 use super::{Host, HostResult};
 use crate::config::keys;
 use crate::http_client::Request;
 use crate::register;
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `shipper::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("shipper", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -30,10 +36,19 @@ pub fn module(host: &Arc<Host>) -> Module {
         "reload",
         ["Map"],
         "/// Asks the running shipper to reload (POST /-/reload), never throws: `#{ok, status,\n\
-         /// detail}`. Reload is experimental: on failure, restart the unit instead.",
+         /// detail, elapsed_ms}`. Reload is experimental: on failure, restart the unit instead.",
         move || reload(&h)
     );
     m
+}
+
+/// The outcome of the offline validation.
+#[derive(Serialize)]
+struct Validation {
+    ok: bool,
+    detail: String,
+    /// One `file:line:col: message` per problem the validator named.
+    errors: Vec<String>,
 }
 
 fn validate(host: &Host) -> HostResult<Map> {
@@ -41,11 +56,7 @@ fn validate(host: &Host) -> HostResult<Map> {
     let argv = command(host, keys::LOG_SHIPPER_VALIDATE_COMMAND, &["alloy", "validate", "{config}"], &path);
     let done = run_tool(host, argv, keys::LOG_SHIPPER_VALIDATE_COMMAND)?;
     let ok = done.code == Some(0) && !done.timed_out;
-    let errors: Array = if ok {
-        Array::new()
-    } else {
-        diagnostics(&format!("{}\n{}", done.stderr, done.stdout)).into_iter().map(Dynamic::from).collect()
-    };
+    let errors = if ok { Vec::new() } else { diagnostics(&format!("{}\n{}", done.stderr, done.stdout)) };
     let detail = if ok {
         format!("{path} is valid")
     } else if done.timed_out {
@@ -53,11 +64,7 @@ fn validate(host: &Host) -> HostResult<Map> {
     } else {
         format!("{path} is invalid: {}", tail(&format!("{}\n{}", done.stdout, done.stderr), 4))
     };
-    let mut m = Map::new();
-    m.insert("ok".into(), ok.into());
-    m.insert("detail".into(), detail.into());
-    m.insert("errors".into(), errors.into());
-    Ok(m)
+    record(&Validation { ok, detail, errors })
 }
 
 /// One `file:line:col: message` per problem from a validator's output: Alloy prints
@@ -91,13 +98,14 @@ fn diagnostics(output: &str) -> Vec<String> {
 fn reload(host: &Host) -> HostResult<Map> {
     let url = format!("{}/-/reload", host.config.text(keys::LOG_SHIPPER_URL).trim_end_matches('/'));
     if host.plan(&format!("POST {url}")) {
-        return Ok(probe_result(true, None, "dry run", None));
+        return Probe::new(true, None, "dry run", None).into_map();
     }
-    Ok(match host.send(Request::new(reqwest::Method::POST, &url))? {
-        Err(reason) => probe_result(false, None, reason, None),
-        Ok(r) if r.status == 200 => probe_result(true, Some(200), crate::wire::excerpt(&r.body, 120), Some(r.elapsed)),
-        Ok(r) => probe_result(false, Some(r.status), r.summary(), Some(r.elapsed)),
-    })
+    match host.send(Request::new(reqwest::Method::POST, &url))? {
+        Err(reason) => Probe::unanswered(reason),
+        Ok(r) if r.status == 200 => Probe::new(true, Some(200), crate::wire::excerpt(&r.body, 120), Some(r.elapsed)),
+        Ok(r) => Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)),
+    }
+    .into_map()
 }
 
 #[cfg(test)]

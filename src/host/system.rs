@@ -5,16 +5,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rhai::{Array, Dynamic, Map, Module};
+use rhai::{Array, Dynamic, Engine, Map, Module};
 
-use super::http::probe_result;
+use serde::Serialize;
+
 use super::time::duration_arg;
+use super::values::{Probe, record};
 use super::{Host, HostResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::world::commands::{Completed, Invocation};
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `host::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("host", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -70,19 +77,37 @@ pub fn run(host: &Host, invocation: Invocation) -> HostResult<Result<Completed, 
     host.block_on(|| async move { commands.run(&invocation).await })
 }
 
-pub fn completed_map(c: &Completed) -> Map {
-    let mut m = Map::new();
-    m.insert("ok".into(), (c.code == Some(0)).into());
-    m.insert("code".into(), c.code.map_or(Dynamic::UNIT, |c| (c as i64).into()));
-    m.insert("stdout".into(), c.stdout.clone().into());
-    m.insert("stderr".into(), c.stderr.clone().into());
-    m.insert("duration".into(), c.duration.as_secs_f64().into());
-    m.insert("timed_out".into(), c.timed_out.into());
-    m
+/// What a finished command came to, as scripts see it.
+#[derive(Serialize)]
+struct Run<'a> {
+    /// Exit status 0.
+    ok: bool,
+    /// The exit status; `()` when a signal ended it.
+    code: Option<i32>,
+    stdout: &'a str,
+    stderr: &'a str,
+    /// Seconds.
+    duration: f64,
+    timed_out: bool,
+    /// Under `--dry-run`: nothing was run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dry_run: bool,
+}
+
+fn completed_record(c: &Completed, dry_run: bool) -> HostResult<Map> {
+    record(&Run {
+        ok: c.code == Some(0),
+        code: c.code,
+        stdout: &c.stdout,
+        stderr: &c.stderr,
+        duration: c.duration.as_secs_f64(),
+        timed_out: c.timed_out,
+        dry_run,
+    })
 }
 
 fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
-    let argv: Vec<String> = argv.iter().map(super::core::text).collect();
+    let argv: Vec<String> = argv.iter().map(super::values::text).collect();
     if argv.is_empty() {
         return Err(fail("host::exec: empty argv"));
     }
@@ -90,27 +115,34 @@ fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
     for (k, v) in options {
         match k.as_str() {
             "timeout" => inv.timeout = duration_arg(v)?,
-            "stdin" => inv.stdin = Some(super::core::text(v)),
+            "stdin" => inv.stdin = Some(super::values::text(v)),
             "env" => {
                 let env = v.read_lock::<Map>().ok_or_else(|| fail("host::exec: `env` must be a map"))?;
-                inv.env = env.iter().map(|(k, v)| (k.to_string(), super::core::text(v))).collect();
+                inv.env = env.iter().map(|(k, v)| (k.to_string(), super::values::text(v))).collect();
             }
             other => return Err(fail(format!("host::exec: unknown option `{other}` (timeout, env, stdin)"))),
         }
     }
     if host.plan(&format!("run `{}`", inv.argv.join(" "))) {
-        let mut m = completed_map(&Completed {
+        let nothing = Completed {
             code: Some(0),
             stdout: String::new(),
             stderr: String::new(),
             duration: Duration::ZERO,
             timed_out: false,
-        });
-        m.insert("dry_run".into(), true.into());
-        return Ok(m);
+        };
+        return completed_record(&nothing, true);
     }
     let done = run(host, inv)?.map_err(fail)?;
-    Ok(completed_map(&done))
+    completed_record(&done, false)
+}
+
+/// CPU time the load produced, in seconds.
+#[derive(Serialize)]
+struct Load {
+    user: f64,
+    system: f64,
+    wall: f64,
 }
 
 fn thread_cpu() -> (f64, f64) {
@@ -169,11 +201,7 @@ fn cpu_load(host: &Host, workers: i64, duration: Duration) -> HostResult<Map> {
     if host.cancel.is_cancelled() {
         return Err(super::interrupted());
     }
-    let mut m = Map::new();
-    m.insert("user".into(), user.into());
-    m.insert("system".into(), system.into());
-    m.insert("wall".into(), started.elapsed().as_secs_f64().into());
-    Ok(m)
+    record(&Load { user, system, wall: started.elapsed().as_secs_f64() })
 }
 
 /// `host:port` from `host:port` or a URL.
@@ -190,6 +218,13 @@ fn address_of(text: &str) -> Option<String> {
     Some(format!("{authority}:{port}"))
 }
 
+/// Where a TCP probe connected to.
+#[derive(Serialize)]
+struct Reach {
+    /// `host:port`.
+    address: String,
+}
+
 fn tcp_connect(host: &Host, target: &str, timeout: Duration) -> HostResult<Map> {
     let Some(address) = address_of(target) else {
         return Err(fail(format!("host::tcp_connect: `{target}` is not host:port or a URL")));
@@ -199,18 +234,26 @@ fn tcp_connect(host: &Host, target: &str, timeout: Duration) -> HostResult<Map> 
     let result =
         host.block_on(|| async move { tokio::time::timeout(timeout, tokio::net::TcpStream::connect(a)).await })?;
     let elapsed = started.elapsed();
-    let mut m = match result {
-        Ok(Ok(_)) => probe_result(true, None, format!("connected in {} ms", elapsed.as_millis()), Some(elapsed)),
+    let probe = match result {
+        Ok(Ok(_)) => Probe::new(true, None, format!("connected in {} ms", elapsed.as_millis()), Some(elapsed)),
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            probe_result(false, None, "connection refused", Some(elapsed))
+            Probe::new(false, None, "connection refused", Some(elapsed))
         }
-        Ok(Err(e)) => probe_result(false, None, e.to_string(), Some(elapsed)),
+        Ok(Err(e)) => Probe::new(false, None, e.to_string(), Some(elapsed)),
         Err(_) => {
-            probe_result(false, None, format!("timed out after {}", humantime::format_duration(timeout)), Some(elapsed))
+            Probe::new(false, None, format!("timed out after {}", humantime::format_duration(timeout)), Some(elapsed))
         }
     };
-    m.insert("address".into(), address.into());
-    Ok(m)
+    probe.with(Reach { address }).into_map()
+}
+
+/// A network interface's state.
+#[derive(Serialize)]
+struct Interface {
+    exists: bool,
+    up: bool,
+    /// The kernel's operstate, or `absent`.
+    state: String,
 }
 
 fn interface(name: &str) -> HostResult<Map> {
@@ -221,13 +264,9 @@ fn interface(name: &str) -> HostResult<Map> {
     let flags = std::fs::read_to_string(format!("/sys/class/net/{name}/flags"))
         .ok()
         .and_then(|f| i64::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok());
-    let mut m = Map::new();
-    m.insert("exists".into(), state.is_some().into());
     // Tunnels often report operstate "unknown" while up: the IFF_UP flag decides.
     let up = state.as_deref() == Some("up") || flags.is_some_and(|f| f & 1 == 1);
-    m.insert("up".into(), up.into());
-    m.insert("state".into(), state.unwrap_or_else(|| "absent".into()).into());
-    Ok(m)
+    record(&Interface { exists: state.is_some(), up, state: state.unwrap_or_else(|| "absent".into()) })
 }
 
 #[cfg(test)]

@@ -4,12 +4,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rhai::{Dynamic, ImmutableString, Module};
+use rhai::{Dynamic, Engine, ImmutableString, Module};
 
 use super::{Host, HostResult, fail};
 use crate::register;
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers these functions as global ones (no namespace).
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_global_module(module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(

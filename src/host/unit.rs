@@ -7,14 +7,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
 
 use super::time::duration_arg;
+use super::values::record;
 use super::{Host, HostResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::world::units::{Job, UnitError, UnitStatus, full_name};
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `unit::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    register_types(engine);
+    engine.register_static_module("unit", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -118,7 +126,7 @@ pub fn module(host: &Arc<Host>) -> Module {
 }
 
 /// Registers the `UnitStatus` type: its fields as properties, and how it prints.
-pub fn register_types(engine: &mut Engine) {
+fn register_types(engine: &mut Engine) {
     engine.register_type_with_name::<UnitStatus>("UnitStatus");
     engine.register_get("name", |s: &mut UnitStatus| s.name.clone());
     engine.register_get("description", |s: &mut UnitStatus| s.description.clone());
@@ -134,49 +142,49 @@ pub fn register_types(engine: &mut Engine) {
     engine.register_get("exec_main_status", |s: &mut UnitStatus| s.exec_main_status as i64);
     engine.register_get("exec_main_pid", |s: &mut UnitStatus| s.exec_main_pid as i64);
     engine.register_get("can_reload", |s: &mut UnitStatus| s.can_reload);
-    engine.register_fn("to_string", |s: &mut UnitStatus| describe(s));
-    engine.register_fn("to_debug", |s: &mut UnitStatus| describe(s));
-    engine.register_fn("to_map", |s: &mut UnitStatus| status_map(s));
+    engine.register_fn("to_string", |s: &mut UnitStatus| s.to_string());
+    engine.register_fn("to_debug", |s: &mut UnitStatus| s.to_string());
+    // A plain record always serialises; the default only keeps the signature simple.
+    engine.register_fn("to_map", |s: &mut UnitStatus| status_record(s, true).unwrap_or_default());
 }
 
-/// `loki.service - Loki · loaded (enabled) · active (running) since … ago`
-pub fn describe(s: &UnitStatus) -> String {
-    if s.load_state == "not-found" {
-        return format!("{} - not installed (load state not-found)", s.name);
-    }
-    let since = match s.since {
-        Some(t) => {
-            let ago = std::time::SystemTime::now().duration_since(t).unwrap_or_default();
-            let ago = humantime::format_duration(Duration::from_secs(ago.as_secs()));
-            format!(" since {}; {ago} ago", humantime::format_rfc3339_seconds(t))
-        }
-        None => String::new(),
-    };
-    let file = if s.unit_file_state.is_empty() { String::new() } else { format!(" ({})", s.unit_file_state) };
-    let failure = if s.active_state == "failed" {
-        format!(", result {} status {}", s.result, s.exec_main_status)
-    } else {
-        String::new()
-    };
-    format!(
-        "{} - {} · {}{file} · {} ({}){since}{failure}",
-        s.name, s.description, s.load_state, s.active_state, s.sub_state
-    )
+/// A unit's state as a plain map (`to_map`, `unit::list`).
+#[derive(Serialize)]
+struct StatusRecord<'a> {
+    name: &'a str,
+    description: &'a str,
+    load_state: &'a str,
+    active_state: &'a str,
+    sub_state: &'a str,
+    #[serde(flatten)]
+    service: Option<ServiceRecord<'a>>,
 }
 
-fn status_map(s: &UnitStatus) -> Map {
-    let mut m = Map::new();
-    m.insert("name".into(), s.name.clone().into());
-    m.insert("description".into(), s.description.clone().into());
-    m.insert("load_state".into(), s.load_state.clone().into());
-    m.insert("active_state".into(), s.active_state.clone().into());
-    m.insert("sub_state".into(), s.sub_state.clone().into());
-    m.insert("unit_file_state".into(), s.unit_file_state.clone().into());
-    m.insert("main_pid".into(), (s.main_pid as i64).into());
-    m.insert("result".into(), s.result.clone().into());
-    m.insert("exec_main_status".into(), (s.exec_main_status as i64).into());
-    m.insert("exec_main_pid".into(), (s.exec_main_pid as i64).into());
-    m
+/// The fields `to_map` adds to the listing's.
+#[derive(Serialize)]
+struct ServiceRecord<'a> {
+    unit_file_state: &'a str,
+    main_pid: u32,
+    result: &'a str,
+    exec_main_status: i32,
+    exec_main_pid: u32,
+}
+
+fn status_record(s: &UnitStatus, whole: bool) -> HostResult<Map> {
+    record(&StatusRecord {
+        name: &s.name,
+        description: &s.description,
+        load_state: &s.load_state,
+        active_state: &s.active_state,
+        sub_state: &s.sub_state,
+        service: whole.then_some(ServiceRecord {
+            unit_file_state: &s.unit_file_state,
+            main_pid: s.main_pid,
+            result: &s.result,
+            exec_main_status: s.exec_main_status,
+            exec_main_pid: s.exec_main_pid,
+        }),
+    })
 }
 
 fn capitalise(verb: &str) -> String {
@@ -210,13 +218,40 @@ fn names(value: &Dynamic) -> HostResult<Vec<String>> {
     Err(fail(format!("expected a unit name or an array of names, got {}", value.type_name())))
 }
 
-fn outcome(unit: &str, job: &str, result: &str) -> Map {
-    let mut m = Map::new();
-    m.insert("unit".into(), unit.into());
-    m.insert("job".into(), job.into());
-    m.insert("result".into(), result.into());
-    m.insert("ok".into(), (result == "done").into());
-    m
+/// What one job came to, as scripts see it.
+#[derive(Debug, Clone, Serialize)]
+struct JobRecord {
+    unit: String,
+    job: &'static str,
+    /// systemd's job result (`done`, `failed`…), or why there was none (`not-found`…).
+    result: String,
+    ok: bool,
+    /// The failure as an operator reads it: unit, result, last log lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// Under `--dry-run`: nothing was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dry_run: Option<bool>,
+    /// `reload_or_restart`: "reloaded" or "restarted".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    action: Option<&'static str>,
+}
+
+fn outcome(unit: &str, job: &'static str, result: &str) -> JobRecord {
+    JobRecord {
+        unit: unit.to_string(),
+        job,
+        result: result.to_string(),
+        ok: result == "done",
+        error: None,
+        dry_run: None,
+        action: None,
+    }
+}
+
+/// A failed job's record, and its message.
+fn failed(unit: &str, job: &'static str, result: &str, message: String) -> (JobRecord, String) {
+    (JobRecord { error: Some(message.clone()), ..outcome(unit, job, result) }, message)
 }
 
 fn job_timeout(host: &Host, options: &Map) -> HostResult<Duration> {
@@ -260,7 +295,7 @@ fn failure(host: &Host, job: Job, unit: &str, result: &str, began: std::time::Sy
 fn last_lines(host: &Host, unit: &str, pid: u32, began: std::time::SystemTime) -> Vec<String> {
     use crate::world::journal::Query;
     let by_unit = Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
-    let since = super::core::time_text(began - Duration::from_secs(1));
+    let since = super::values::time_text(began - Duration::from_secs(1));
     let by_pid = (pid > 0).then(|| Query { pid: Some(pid), since: Some(since), lines: Some(5), ..Default::default() });
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     loop {
@@ -277,12 +312,9 @@ fn last_lines(host: &Host, unit: &str, pid: u32, began: std::time::SystemTime) -
     }
 }
 
-fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<Result<Map, (Map, String)>> {
+fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<Result<JobRecord, (JobRecord, String)>> {
     if host.plan(&format!("{} {unit}", job.verb())) {
-        let mut m = outcome(unit, job.verb(), "skipped");
-        m.insert("dry_run".into(), true.into());
-        m.insert("ok".into(), true.into());
-        return Ok(Ok(m));
+        return Ok(Ok(JobRecord { dry_run: Some(true), ok: true, ..outcome(unit, job.verb(), "skipped") }));
     }
     let units = host.world.units.clone();
     let name = unit.to_string();
@@ -296,18 +328,11 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
             Some(state) => {
                 let message =
                     failure(host, job, unit, &format!("failed: the unit is {state} right after starting"), began);
-                let mut m = outcome(unit, job.verb(), "failed");
-                m.insert("error".into(), message.clone().into());
-                Err((m, message))
+                Err(failed(unit, job.verb(), "failed", message))
             }
         },
         Ok(o) if o.result == "done" => Ok(outcome(unit, job.verb(), "done")),
-        Ok(o) => {
-            let message = failure(host, job, unit, &o.result, began);
-            let mut m = outcome(unit, job.verb(), &o.result);
-            m.insert("error".into(), message.clone().into());
-            Err((m, message))
-        }
+        Ok(o) => Err(failed(unit, job.verb(), &o.result, failure(host, job, unit, &o.result, began))),
         Err(e) => {
             let kind = match &e {
                 UnitError::NotFound { .. } => "not-found",
@@ -316,9 +341,7 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
                 UnitError::AccessDenied { .. } => "access-denied",
                 _ => "error",
             };
-            let mut m = outcome(unit, job.verb(), kind);
-            m.insert("error".into(), e.to_string().into());
-            Err((m, e.to_string()))
+            Err(failed(unit, job.verb(), kind, e.to_string()))
         }
     })
 }
@@ -344,9 +367,9 @@ fn jobs(host: &Host, job: Job, units: &Dynamic, options: &Map, raise: bool) -> H
     let mut failures = Vec::new();
     for unit in names(units)? {
         match run_one(host, job, &unit, timeout)? {
-            Ok(m) => outcomes.push(m.into()),
-            Err((m, message)) => {
-                outcomes.push(m.into());
+            Ok(r) => outcomes.push(record(&r)?.into()),
+            Err((r, message)) => {
+                outcomes.push(record(&r)?.into());
                 failures.push(message);
             }
         }
@@ -363,20 +386,15 @@ fn reload_or_restart(host: &Host, name: &str) -> HostResult<Map> {
     if host.dry_run {
         let can_reload = status(host, &unit).map(|s| s.can_reload).unwrap_or(false);
         let (job, action) = if can_reload { (Job::Reload, "reloaded") } else { (Job::Restart, "restarted") };
-        let mut m = run_one(host, job, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
-        m.insert("action".into(), action.into());
-        return Ok(m);
+        let r = run_one(host, job, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
+        return record(&JobRecord { action: Some(action), ..r });
     }
     match run_one(host, Job::Reload, &unit, timeout)? {
-        Ok(mut m) => {
-            m.insert("action".into(), "reloaded".into());
-            Ok(m)
-        }
-        Err((m, message)) if m.get("result").map(|r| r.to_string()) == Some("not-applicable".into()) => {
+        Ok(r) => record(&JobRecord { action: Some("reloaded"), ..r }),
+        Err((r, message)) if r.result == "not-applicable" => {
             host.log(crate::report::Level::Info, &format!("{unit} cannot reload ({message}); restarting it"));
-            let mut m = run_one(host, Job::Restart, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
-            m.insert("action".into(), "restarted".into());
-            Ok(m)
+            let r = run_one(host, Job::Restart, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
+            record(&JobRecord { action: Some("restarted"), ..r })
         }
         Err((_, message)) => Err(fail(message)),
     }
@@ -386,24 +404,17 @@ fn set_enabled(host: &Host, units: &Dynamic, enable: bool) -> HostResult<Array> 
     let names = names(units)?;
     let verb = if enable { "enable" } else { "disable" };
     if host.plan(&format!("{verb} {}", names.join(" "))) {
-        return Ok(names.iter().map(|u| outcome(u, verb, "skipped").into()).collect());
+        return names.iter().map(|u| record(&outcome(u, verb, "skipped")).map(Dynamic::from_map)).collect();
     }
     let world = host.world.units.clone();
     let list = names.clone();
     host.block_on(|| async move { world.set_enabled(&list, enable).await })?.map_err(|e| fail(e.to_string()))?;
-    Ok(names.iter().map(|u| outcome(u, verb, "done").into()).collect())
+    names.iter().map(|u| record(&outcome(u, verb, "done")).map(Dynamic::from_map)).collect()
 }
 
 fn list(host: &Host, pattern: &str) -> HostResult<Array> {
     let units = host.world.units.clone();
     let p = pattern.to_string();
     let found = host.block_on(|| async move { units.list(&p).await })?.map_err(|e| fail(e.to_string()))?;
-    Ok(found
-        .iter()
-        .map(|s| {
-            let mut m = status_map(s);
-            m.retain(|k, _| matches!(k.as_str(), "name" | "description" | "load_state" | "active_state" | "sub_state"));
-            Dynamic::from_map(m)
-        })
-        .collect())
+    found.iter().map(|s| status_record(s, false).map(Dynamic::from_map)).collect()
 }

@@ -1,15 +1,22 @@
-//! `wait::until`: polling with a deadline, the replacement for the spec's blind waits.
+//! `wait::until`: polling with a deadline, in place of blind waits.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rhai::{Dynamic, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
+use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
+use serde::Serialize;
 
 use super::time::duration_arg;
+use super::values::record;
 use super::{Host, HostResult, fail};
 use crate::register;
 
-pub fn module(host: &Arc<Host>) -> Module {
+/// Registers the `wait::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("wait", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -67,7 +74,7 @@ fn is_runtime(e: &EvalAltResult) -> bool {
 fn innermost_message(e: &EvalAltResult) -> String {
     match e {
         EvalAltResult::ErrorInFunctionCall(.., inner, _) => innermost_message(inner),
-        EvalAltResult::ErrorRuntime(value, _) => super::core::text(value),
+        EvalAltResult::ErrorRuntime(value, _) => super::values::text(value),
         other => other.to_string(),
     }
 }
@@ -100,11 +107,18 @@ fn until(host: &Host, ctx: &NativeCallContext, condition: &FnPtr, options_value:
         }
     };
     crate::progress::clear();
-    let mut result = Map::new();
-    result.insert("ok".into(), ok.into());
     // Milliseconds are all a report needs (`waited 0.215s`, not `0.215067339s`).
-    result.insert("waited".into(), ((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0).into());
-    result.insert("attempts".into(), attempts.into());
+    let waited = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    let mut result = record(&Waited { ok, waited, attempts })?;
     result.insert("last".into(), last);
     Ok(result)
+}
+
+/// What a wait came to; `last` (any value the condition returned) is added beside it.
+#[derive(Serialize)]
+struct Waited {
+    ok: bool,
+    /// Seconds.
+    waited: f64,
+    attempts: i64,
 }

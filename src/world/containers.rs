@@ -11,7 +11,7 @@ use super::BoxFuture;
 use super::commands::{Commands, Invocation};
 
 /// One container, from `podman ps`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Container {
     pub name: String,
     pub id: String,
@@ -20,6 +20,8 @@ pub struct Container {
     pub state: String,
     /// Podman's text: "Up 2 hours", "Exited (0) 5 minutes ago".
     pub status: String,
+    /// Its labels; podman records the systemd unit that started it as `PODMAN_SYSTEMD_UNIT`.
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// One row of a `ps`-style table: (column, value) pairs in column order.
@@ -132,6 +134,12 @@ pub fn parse_ps(json: &str) -> Result<Vec<Container>, String> {
             image: text(c, "Image"),
             state: text(c, "State"),
             status: text(c, "Status"),
+            // Absent or null when the container has no label.
+            labels: c
+                .get("Labels")
+                .and_then(Value::as_object)
+                .map(|l| l.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+                .unwrap_or_default(),
         })
         .collect())
 }

@@ -1,5 +1,5 @@
 //! The journal seam: reading, following and writing log entries. The real implementation
-//! runs `journalctl -o json` (it understands the spec's `--since "1 hour ago"` texts, both
+//! runs `journalctl -o json` (it understands `--since "1 hour ago"` texts, both
 //! scopes, and later SSH) and writes through journald's native socket; the sandbox keeps an
 //! in-memory journal behind the same trait.
 
@@ -29,6 +29,9 @@ pub struct Query {
     /// Entries of this process only (`_PID`): a process that died at once may have lines
     /// journald could not attribute to its unit.
     pub pid: Option<u32>,
+    /// Entries of one run of `unit` only (systemd's invocation ID): its process's lines and the
+    /// manager's lines about it. Implementations that cannot tell runs apart read by `unit`.
+    pub invocation: Option<String>,
 }
 
 /// One entry.
@@ -110,7 +113,15 @@ impl Journalctl {
         if let (Some(id), None) = (&query.identifier, &query.unit) {
             args.push(format!("SYSLOG_IDENTIFIER={id}"));
         }
-        if let Some(unit) = &query.unit {
+        if let Some(id) = &query.invocation {
+            // An invocation belongs to one unit: its lines carry the ID in one of these fields.
+            for (i, field) in ["_SYSTEMD_INVOCATION_ID", "INVOCATION_ID", "USER_INVOCATION_ID"].iter().enumerate() {
+                if i > 0 {
+                    args.push("+".into());
+                }
+                args.push(format!("{field}={id}"));
+            }
+        } else if let Some(unit) = &query.unit {
             // OR of the four fields that attribute a line to a unit, as `journalctl -u` does.
             for (i, field) in ["_SYSTEMD_UNIT", "_SYSTEMD_USER_UNIT", "UNIT", "USER_UNIT"].iter().enumerate() {
                 if i > 0 {

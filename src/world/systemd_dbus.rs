@@ -12,7 +12,7 @@ use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 use zbus::{Connection, fdo::PropertiesProxy, names::InterfaceName};
 
 use super::BoxFuture;
-use super::units::{Job, JobOutcome, UnitError, UnitStatus, Units};
+use super::units::{Job, JobOutcome, Run, UnitError, UnitStatus, Units};
 
 /// Every single D-Bus call gives up after this (jobs have their own timeout).
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -268,6 +268,15 @@ where
     T::try_from(value).ok()
 }
 
+/// A byte-array property (`ay`), such as `InvocationID`.
+fn bytes(map: &HashMap<String, OwnedValue>, key: &str) -> Option<Vec<u8>> {
+    let value: &zbus::zvariant::Value<'_> = map.get(key)?;
+    match value {
+        zbus::zvariant::Value::Array(items) => items.iter().map(|v| u8::try_from(v).ok()).collect(),
+        _ => None,
+    }
+}
+
 impl Units for SystemdDbus {
     fn status<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<UnitStatus, UnitError>> {
         Box::pin(self.status_of(unit))
@@ -302,6 +311,22 @@ impl Units for SystemdDbus {
         Box::pin(async move {
             let manager = self.manager().await?;
             call("", "daemon-reload", manager.reload()).await
+        })
+    }
+
+    fn current_run<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<Run, UnitError>> {
+        Box::pin(async move {
+            let u = self.properties(&unit_path(unit)?, "org.freedesktop.systemd1.Unit").await?;
+            let invocation = bytes(&u, "InvocationID")
+                .filter(|id| id.iter().any(|b| *b != 0))
+                .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
+            let started_us = ["InactiveExitTimestamp", "ActiveEnterTimestamp"]
+                .iter()
+                .filter_map(|k| get::<u64>(&u, k))
+                .find(|us| *us > 0);
+            let ended_us = get::<u64>(&u, "InactiveEnterTimestamp").filter(|us| *us > 0 && Some(*us) <= started_us);
+            let time = |us: u64| UNIX_EPOCH + Duration::from_micros(us);
+            Ok(Run { invocation, started: started_us.map(time), previous_end: ended_us.map(time) })
         })
     }
 

@@ -29,6 +29,35 @@ pub struct UnitStatus {
     pub can_reload: bool,
 }
 
+/// `loki.service - Loki · loaded (enabled) · active (running) since … ago`, as a report shows it.
+impl std::fmt::Display for UnitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        if s.load_state == "not-found" {
+            return write!(f, "{} - not installed (load state not-found)", s.name);
+        }
+        let since = match s.since {
+            Some(t) => {
+                let ago = SystemTime::now().duration_since(t).unwrap_or_default();
+                let ago = humantime::format_duration(Duration::from_secs(ago.as_secs()));
+                format!(" since {}; {ago} ago", humantime::format_rfc3339_seconds(t))
+            }
+            None => String::new(),
+        };
+        let file = if s.unit_file_state.is_empty() { String::new() } else { format!(" ({})", s.unit_file_state) };
+        let failure = if s.active_state == "failed" {
+            format!(", result {} status {}", s.result, s.exec_main_status)
+        } else {
+            String::new()
+        };
+        write!(
+            f,
+            "{} - {} · {}{file} · {} ({}){since}{failure}",
+            s.name, s.description, s.load_state, s.active_state, s.sub_state
+        )
+    }
+}
+
 /// A state-changing job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Job {
@@ -116,6 +145,22 @@ pub struct JobOutcome {
     pub result: String,
 }
 
+/// A unit's current (or, once stopped, last) run: what tells its log lines from those of the
+/// process before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Run {
+    /// systemd's invocation ID (32 hex digits), the `_SYSTEMD_INVOCATION_ID` of the run's lines;
+    /// `None` when the manager does not say.
+    pub invocation: Option<String>,
+    /// When the run began: leaving `inactive` (`InactiveExitTimestamp`), else entering `active`
+    /// (`ActiveEnterTimestamp`); `None` when the unit never ran.
+    pub started: Option<SystemTime>,
+    /// When the run before it ended (`InactiveEnterTimestamp`, when earlier than `started`):
+    /// every line after it is this run's, since the process before was gone by then. A run's
+    /// first lines can reach journald a few milliseconds before the manager stamps `started`.
+    pub previous_end: Option<SystemTime>,
+}
+
 /// The service manager.
 pub trait Units: Send + Sync {
     fn status<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<UnitStatus, UnitError>>;
@@ -131,6 +176,14 @@ pub trait Units: Send + Sync {
     fn daemon_reload(&self) -> BoxFuture<'_, Result<(), UnitError>>;
     /// Loaded units whose names match a glob pattern (`*.service`, `loki*`).
     fn list<'a>(&'a self, pattern: &'a str) -> BoxFuture<'a, Result<Vec<UnitStatus>, UnitError>>;
+    /// The unit's current run. Without an invocation ID of its own a manager names only the
+    /// time an active unit entered its state.
+    fn current_run<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<Run, UnitError>> {
+        Box::pin(async move {
+            let s = self.status(unit).await?;
+            Ok(Run { started: s.since.filter(|_| s.active_state == "active"), ..Run::default() })
+        })
+    }
 }
 
 /// `loki` → `loki.service`; names with a type suffix stay as they are.
