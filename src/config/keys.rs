@@ -14,6 +14,8 @@ pub enum Kind {
     /// A command: an argv array, or a string run by `sh -c`.
     Command,
     Choice(&'static [&'static str]),
+    /// Some of these, comma-separated (scripts see a list).
+    Subset(&'static [&'static str]),
 }
 
 /// One declared configuration key.
@@ -35,6 +37,9 @@ const fn env_key(name: &'static str, kind: Kind, default: &'static str, env: &'s
     Key { name, kind, default, env: Some(env), secret: false, help }
 }
 
+/// The four roles a host can play, servers first.
+pub const ROLE_NAMES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
+
 /// Declares each key as a constant and `KEYS` as the list of all of them.
 macro_rules! keys {
     ($($id:ident = $key:expr;)*) => {
@@ -50,6 +55,12 @@ keys! {
         Kind::Choice(&["system", "user"]),
         "system",
         "which service manager: system bus, or user bus for rootless units",
+    );
+    ROLES = key(
+        "roles",
+        Kind::Subset(&ROLE_NAMES),
+        "metrics-db,log-store,metrics-agent,log-shipper",
+        "the components this host runs: servers, clients or all four (an inventory sets it per host)",
     );
     METRICS_DB_URL = env_key(
         "metrics_db.url",

@@ -242,6 +242,7 @@ impl Config {
             let value = match &self.setting(k).value {
                 Value::Argv(a) => serde_json::json!(a),
                 Value::Text(t) if k.kind == Kind::Int => serde_json::json!(t.parse::<i64>().unwrap_or_default()),
+                Value::Text(t) if matches!(k.kind, Kind::Subset(_)) => serde_json::json!(list(t)),
                 Value::Text(t) => serde_json::json!(t),
             };
             match k.name.split_once('.') {
@@ -360,11 +361,20 @@ fn validate(key: &Key, value: &Value) -> Result<(), String> {
         Kind::Duration if parse_duration(text).is_none() => {
             Err(format!("`{text}` is not a duration like `5s` or `2m`"))
         }
+        Kind::Subset(options) => match list(text).into_iter().find(|item| !options.contains(&item.as_str())) {
+            Some(bad) => Err(format!("`{bad}` is not one of {}", options.join(", "))),
+            None => Ok(()),
+        },
         Kind::Choice(options) if !options.contains(&text.as_str()) => {
             Err(format!("`{text}` is not one of {}", options.join(", ")))
         }
         _ => Ok(()),
     }
+}
+
+/// The items of a comma-separated value, trimmed, empty ones left out.
+pub fn list(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
 /// A duration as operators write it: `5s`, `1m 30s`, `250ms`, or a bare number of seconds.

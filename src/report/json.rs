@@ -36,7 +36,7 @@ pub fn document(report: &Report) -> Value {
         .iter()
         .filter_map(|e| match e {
             Event::Log(l) => Some(json!({
-                "section": l.section, "level": l.level.as_str(), "message": l.message, "at_s": seconds(l.at),
+                "host": report.host, "section": l.section, "level": l.level.as_str(), "message": l.message, "at_s": seconds(l.at),
             })),
             _ => None,
         })
