@@ -69,7 +69,7 @@ impl Session {
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
                 let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
-                let mut session = Session::new(config, sandbox.world.clone(), catalog, mode);
+                let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
                 session._sandbox = Some(sandbox);
                 Ok(session)
             }

@@ -82,6 +82,7 @@ pub struct Sources {
 }
 
 /// The effective configuration.
+#[derive(Clone)]
 pub struct Config {
     settings: BTreeMap<&'static str, Setting>,
     files: Vec<PathBuf>,

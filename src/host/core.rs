@@ -137,7 +137,9 @@ fn module(host: &Arc<Host>) -> Module {
             rhai::serde::to_dynamic(value)
         }
     );
-    register!(&mut m, "hostname", ["String"], "/// This machine's host name.", hostname);
+    let h = host.clone();
+    register!(&mut m, "hostname", ["String"], "/// The host name of the machine this run acts on.", move || h
+        .hostname());
     register!(
         &mut m,
         "now",

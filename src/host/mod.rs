@@ -150,6 +150,11 @@ impl Host {
         }
     }
 
+    /// The host name of the machine this run acts on: the world's, else this machine's.
+    pub fn hostname(&self) -> String {
+        self.world.hostname.clone().unwrap_or_else(core::hostname)
+    }
+
     /// Under `--dry-run`, records `would …` and returns true: the caller must not act.
     pub fn plan(&self, action: &str) -> bool {
         if self.dry_run {

@@ -51,7 +51,9 @@ fn module(host: &Arc<Host>) -> Module {
          /// Ctrl-C ends it early.",
         move |workers: i64, d: Dynamic| cpu_load(&h, workers, duration_arg(&d)?)
     );
-    register!(&mut m, "hostname", ["String"], "/// This machine's host name.", super::core::hostname);
+    let h = host.clone();
+    register!(&mut m, "hostname", ["String"], "/// The host name of the machine this run acts on.", move || h
+        .hostname());
     let h = host.clone();
     register!(
         &mut m,

@@ -1,7 +1,8 @@
 //! Faults a sandbox run can rehearse (`--fault SPEC`, repeatable).
 //!
-//! A spec is `COMPONENT:FAULT[=VALUE]`, components named as in the stack module
-//! (`metrics-db`, `log-store`, `metrics-agent`, `log-shipper`):
+//! A spec is `[HOST:]COMPONENT:FAULT[=VALUE]`, components named as in the stack module
+//! (`metrics-db`, `log-store`, `metrics-agent`, `log-shipper`); in a sandbox fleet a spec
+//! without a host applies to every host that runs the component:
 //!
 //! | spec | effect |
 //! |---|---|
@@ -39,7 +40,8 @@ pub enum Fault {
 /// Every fault of a run, by component.
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
-    pub list: Vec<(String, Fault)>,
+    /// (host, component, fault); no host: wherever the component runs.
+    pub list: Vec<(Option<String>, String, Fault)>,
 }
 
 impl Faults {
@@ -53,20 +55,39 @@ impl Faults {
 
     /// Whether `component` has a fault matching `pred`.
     pub fn has(&self, component: &str, pred: impl Fn(&Fault) -> bool) -> bool {
-        self.list.iter().any(|(c, f)| c == component && pred(f))
+        self.list.iter().any(|(_, c, f)| c == component && pred(f))
     }
 
     pub fn slow_ready(&self, component: &str) -> Option<Duration> {
-        self.list.iter().find_map(|(c, f)| match f {
+        self.list.iter().find_map(|(_, c, f)| match f {
             Fault::SlowReady(d) if c == component => Some(*d),
             _ => None,
         })
     }
+
+    /// The faults of one host: those naming it and those naming no host.
+    pub fn on(&self, host: &str) -> Faults {
+        let list = self.list.iter().filter(|(h, _, _)| h.as_deref().is_none_or(|h| h == host)).cloned().collect();
+        Faults { list }
+    }
+
+    /// The hosts the specs name.
+    pub fn hosts(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().filter_map(|(h, _, _)| h.as_deref())
+    }
 }
 
-fn parse_one(spec: &str) -> Result<(String, Fault), String> {
-    let usage = "expected COMPONENT:FAULT, e.g. `log-store:down` or `metrics-db:slow-ready=15s`";
-    let (component, fault) = spec.split_once(':').ok_or_else(|| format!("fault `{spec}`: {usage}"))?;
+fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
+    let usage = "expected [HOST:]COMPONENT:FAULT, e.g. `log-store:down`, `c2:log-shipper:down` or \
+                 `metrics-db:slow-ready=15s`";
+    let (first, rest) = spec.split_once(':').ok_or_else(|| format!("fault `{spec}`: {usage}"))?;
+    // `c2:log-shipper:down`: a host first, when the first part is no component and more follows.
+    let (host, component, fault) = match rest.split_once(':') {
+        Some((component, fault)) if !COMPONENTS.contains(&first.trim()) => {
+            (Some(first.trim().to_string()), component, fault)
+        }
+        _ => (None, first, rest),
+    };
     let component = component.trim();
     if !COMPONENTS.contains(&component) {
         let hint = crate::error::suggest(component, COMPONENTS)
@@ -118,7 +139,7 @@ fn parse_one(spec: &str) -> Result<(String, Fault), String> {
             return Err(format!("fault `{spec}`: {why} (see `opsbook run --help`)"));
         }
     };
-    Ok((component.to_string(), fault))
+    Ok((host, component.to_string(), fault))
 }
 
 #[cfg(test)]
@@ -142,6 +163,15 @@ mod tests {
     fn bad_specs_say_why() {
         assert!(Faults::parse(&["log-stor:down".into()]).unwrap_err().contains("did you mean `log-store`?"));
         assert!(Faults::parse(&["metrics-agent:garbage".into()]).unwrap_err().contains("does not apply"));
-        assert!(Faults::parse(&["down".into()]).unwrap_err().contains("expected COMPONENT:FAULT"));
+        assert!(Faults::parse(&["down".into()]).unwrap_err().contains("expected [HOST:]COMPONENT:FAULT"));
+    }
+
+    #[test]
+    fn a_host_prefix_limits_a_fault_to_that_host() {
+        let f = Faults::parse(&["c2:log-shipper:down".into(), "log-store:error-500".into()]).unwrap();
+        assert!(f.on("c2").has("log-shipper", |x| *x == Fault::Down));
+        assert!(!f.on("c1").has("log-shipper", |x| *x == Fault::Down));
+        assert!(f.on("c1").has("log-store", |x| *x == Fault::Error500));
+        assert_eq!(f.hosts().collect::<Vec<_>>(), ["c2"]);
     }
 }

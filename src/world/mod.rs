@@ -25,6 +25,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// The implementations a run acts through, chosen once per run.
 #[derive(Clone)]
 pub struct World {
+    /// The host's name when it is not this machine (a simulated or a remote host).
+    pub hostname: Option<String>,
     pub units: Arc<dyn units::Units>,
     pub journal: Arc<dyn journal::Journal>,
     pub commands: Arc<dyn commands::Commands>,
@@ -40,6 +42,7 @@ impl World {
         let root = unsafe { libc::geteuid() } == 0;
         let commands: Arc<dyn commands::Commands> = Arc::new(commands::Processes);
         World {
+            hostname: None,
             units: Arc::new(systemd_dbus::SystemdDbus::new(user)),
             // root reads every journal file; an unprivileged user reads its own with --user.
             journal: Arc::new(journal::Journalctl {

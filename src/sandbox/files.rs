@@ -1,0 +1,91 @@
+//! The sandbox's files and addresses: its private directory, the token, free loopback
+//! ports, and the agent's and shipper's configuration files of each simulated host.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::secret::Secret;
+
+/// Where the servers of a sandbox listen.
+pub struct Servers {
+    pub db: SocketAddr,
+    pub logs: SocketAddr,
+}
+
+/// A simulated host's client side: its configuration files and its shipper's address.
+pub struct ClientFiles {
+    pub agent_config: PathBuf,
+    pub shipper_config: PathBuf,
+    pub shipper: SocketAddr,
+}
+
+/// The metrics agent's configuration: every second to the sandbox's database, tagged with
+/// `hostname` (empty: this machine's name, as Telegraf does).
+pub fn agent_config(db: SocketAddr, token: &Secret, org: &str, bucket: &str, hostname: &str) -> String {
+    format!(
+        "# The sandbox's metrics agent (Telegraf TOML subset).\n[agent]\n  interval = \"1s\"\n  flush_interval = \"1s\"\n  hostname = \"{hostname}\"\n\
+[[outputs.influxdb_v2]]\n  urls = [\"http://{db}\"]\n  token = \"{}\"\n  organization = \"{org}\"\n  bucket = \"{bucket}\"\n  timeout = \"2s\"\n\
+[[inputs.cpu]]\n  percpu = false\n  totalcpu = true\n[[inputs.mem]]\n[[inputs.disk]]\n  ignore_fs = [\"tmpfs\", \"devtmpfs\", \"overlay\", \"squashfs\"]\n",
+        token.expose()
+    )
+}
+
+/// The log shipper's configuration: the host's whole journal to the sandbox's log store,
+/// labelled with `hostname` (empty: this machine's name).
+pub fn shipper_config(listen: SocketAddr, logs: SocketAddr, hostname: &str) -> String {
+    format!(
+        "# The sandbox's log shipper: the whole sandbox journal to the log store.\n[server]\nlisten = \"{listen}\"\n\
+[journal]\nunits = []\n[labels]\nservice_type = \"journal\"\nhostname = \"{hostname}\"\n\
+[write]\nurl = \"http://{logs}/loki/api/v1/push\"\nbatch_wait = \"5ms\"\ntimeout = \"2s\"\nmax_retries = 2\nmin_backoff = \"100ms\"\nmax_backoff = \"1s\"\n"
+    )
+}
+
+/// What the `bad-config` fault leaves in the shipper's file: a typo and a bad address.
+pub const BROKEN_SHIPPER_CONFIG: &str = "[write]\nurl = \"127.0.0.1:3100/loki/api/v1/push\"\nbatchwait = \"1s\"\n";
+
+/// `n` distinct free loopback ports (the components bind them again when their units start).
+/// All are held until all are chosen, or the kernel may hand out one twice.
+pub fn free_ports(n: usize) -> std::io::Result<Vec<SocketAddr>> {
+    let held = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<Vec<_>>>()?;
+    held.iter().map(|l| l.local_addr()).collect()
+}
+
+/// A random API token from the kernel's generator.
+pub fn random_token() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 24];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_err() {
+        let seed = crate::twin::now_ns() as u64 ^ u64::from(std::process::id());
+        bytes.iter_mut().enumerate().for_each(|(i, b)| *b = (seed >> ((i % 8) * 8)) as u8 ^ i as u8);
+    }
+    format!("sandbox-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// `$TMPDIR/opsbook-sandbox-PID`, mode 0700; leftovers of sandboxes whose process is gone
+/// (killed with SIGKILL) are removed on the way.
+pub fn private_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    if let Ok(entries) = std::fs::read_dir(&base) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("opsbook-sandbox-")
+                && pid.parse::<u32>().is_ok()
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let dir = base.join(format!("opsbook-sandbox-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
+pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    f.write_all(text.as_bytes())
+}

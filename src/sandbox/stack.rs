@@ -1,0 +1,259 @@
+//! One simulated host of the sandbox: its service manager and journal, and the components it
+//! runs — the two servers, the two clients, or all four — each under its configured unit
+//! name, with the faults meant for it. `boot` starts them as the host's units would start.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::components::{AgentComponent, Common, LogStoreComponent, MetricsDbComponent, ShipperComponent, Voice};
+use super::faults::{Fault, Faults};
+use super::files::{ClientFiles, Servers};
+use super::journal::MemJournal;
+use super::units::SimManager;
+use crate::config::{Config, Key, keys};
+use crate::secret::Secret;
+use crate::twin::{log_store, metrics_db};
+
+/// A simulated host.
+pub struct SimHost {
+    pub name: String,
+    pub roles: Vec<String>,
+    pub manager: Arc<SimManager>,
+    pub journal: Arc<MemJournal>,
+    /// The faults meant for this host.
+    pub faults: Faults,
+    runtime: tokio::runtime::Handle,
+    store: Option<Arc<log_store::LogStore>>,
+    shipper: Option<Arc<ShipperComponent>>,
+}
+
+/// The servers' side of the sandbox, shared by every host that talks to it.
+pub struct ServerSide<'a> {
+    pub addresses: &'a Servers,
+    pub token: &'a Secret,
+    pub org: &'a str,
+    pub bucket: &'a str,
+}
+
+impl SimHost {
+    pub fn new(name: &str, runtime: tokio::runtime::Handle, faults: Faults) -> SimHost {
+        let journal = Arc::new(MemJournal::default());
+        SimHost {
+            name: name.to_string(),
+            roles: Vec::new(),
+            manager: Arc::new(SimManager::new(journal.clone())),
+            journal,
+            faults,
+            runtime,
+            store: None,
+            shipper: None,
+        }
+    }
+
+    fn unit(config: &Config, key: &Key) -> String {
+        crate::world::units::full_name(&config.text(key))
+    }
+
+    fn common(&self, component: &str, unit: &str, identifier: &str, failure: &str) -> Common {
+        let fail = self.faults.has(component, |f| *f == Fault::FailStart).then(|| failure.to_string());
+        Common::new(self.runtime.clone(), Voice::new(&self.journal, unit, identifier), fail)
+    }
+
+    fn reloadable(&self, component: &str) -> bool {
+        !self.faults.has(component, |f| *f == Fault::NoReload)
+    }
+
+    /// The metrics database and the log store, listening where `servers` says.
+    pub fn add_servers(&mut self, config: &Config, servers: &ServerSide<'_>) {
+        let db_unit = Self::unit(config, keys::METRICS_DB_UNIT);
+        let db_common = self.common(
+            "metrics-db",
+            &db_unit,
+            "influxd",
+            "ts={ts} lvl=error msg=\"Failed to open engine\" error=\"open /var/lib/influxdb2/engine: permission denied\"",
+        );
+        let db = metrics_db::MetricsDb::new(
+            metrics_db::Options {
+                org: servers.org.to_string(),
+                buckets: vec![servers.bucket.to_string()],
+                listen: servers.addresses.db.to_string(),
+                ..metrics_db::Options::default()
+            },
+            servers.token.clone(),
+            db_common.voice.sink(),
+        );
+        let logs_unit = Self::unit(config, keys::LOG_STORE_UNIT);
+        let logs_common = self.common(
+            "log-store",
+            &logs_unit,
+            "loki",
+            "level=error ts={ts} caller=main.go:74 msg=\"validating config\" err=\"invalid schema config: the table period must be a multiple of 24h\"",
+        );
+        let store = log_store::LogStore::new(
+            log_store::Options {
+                ready_delay: Duration::ZERO,
+                listen: servers.addresses.logs.to_string(),
+                ..Default::default()
+            },
+            logs_common.voice.sink(),
+        );
+        apply_server_faults(&self.faults, &db, &store);
+        if !self.faults.has("metrics-agent", |f| *f == Fault::NotWriting) {
+            seed_history(&db, servers.bucket);
+        }
+        self.manager.add(
+            &db_unit,
+            "InfluxDB is an open-source, distributed, time series database",
+            "influxd",
+            false,
+            Arc::new(MetricsDbComponent {
+                common: db_common,
+                db,
+                addr: servers.addresses.db,
+                slow_listen: self.faults.slow_ready("metrics-db"),
+            }),
+        );
+        self.manager.add(
+            &logs_unit,
+            "Loki service",
+            "loki",
+            false,
+            Arc::new(LogStoreComponent {
+                common: logs_common,
+                store: store.clone(),
+                addr: servers.addresses.logs,
+                ready_delay: self.faults.slow_ready("log-store").unwrap_or_default(),
+            }),
+        );
+        self.store = Some(store);
+        self.roles.extend(["metrics-db".to_string(), "log-store".to_string()]);
+    }
+
+    /// The metrics agent and the log shipper, configured by `files`.
+    pub fn add_clients(&mut self, config: &Config, files: &ClientFiles) {
+        let agent_unit = Self::unit(config, keys::METRICS_AGENT_UNIT);
+        let agent_common = self.common(
+            "metrics-agent",
+            &agent_unit,
+            "telegraf",
+            "{ts} E! [telegraf] Error running agent: could not initialize output influxdb_v2: no such host",
+        );
+        self.manager.add(
+            &agent_unit,
+            "Telegraf",
+            "telegraf",
+            self.reloadable("metrics-agent"),
+            Arc::new(AgentComponent {
+                common: agent_common,
+                config: files.agent_config.clone(),
+                not_writing: self.faults.has("metrics-agent", |f| *f == Fault::NotWriting),
+                agent: Mutex::default(),
+            }),
+        );
+        let shipper_unit = Self::unit(config, keys::LOG_SHIPPER_UNIT);
+        let shipper = Arc::new(ShipperComponent {
+            common: self.common(
+                "log-shipper",
+                &shipper_unit,
+                "alloy",
+                "ts={ts} level=error msg=\"could not perform the initial load successfully\" err=\"open /var/lib/alloy/data: permission denied\"",
+            ),
+            config: files.shipper_config.clone(),
+            journal: self.journal.clone(),
+            addr: files.shipper,
+            reload_fails: self.faults.has("log-shipper", |f| *f == Fault::ReloadFails),
+            shipper: Mutex::default(),
+        });
+        self.manager.add(
+            &shipper_unit,
+            "Vendor-agnostic OpenTelemetry Collector distribution with programmable pipelines",
+            "alloy",
+            self.reloadable("log-shipper"),
+            shipper.clone(),
+        );
+        self.shipper = Some(shipper);
+        self.roles.extend(["metrics-agent".to_string(), "log-shipper".to_string()]);
+    }
+
+    /// Starts the host's units in the stack's order (servers, then clients); a `down` unit
+    /// stays stopped, a `fail-start` one fails its start as it would at boot. `store` is the
+    /// sandbox's log store: the shipper's first push (its units' start lines) lands before any
+    /// runbook runs, when the store is up (`store` is `None` when its unit is not active).
+    pub async fn boot(&self, config: &Config, store: Option<&Arc<log_store::LogStore>>) {
+        let order = [
+            ("metrics-db", keys::METRICS_DB_UNIT),
+            ("log-store", keys::LOG_STORE_UNIT),
+            ("metrics-agent", keys::METRICS_AGENT_UNIT),
+            ("log-shipper", keys::LOG_SHIPPER_UNIT),
+        ];
+        for (component, key) in order {
+            if self.roles.iter().any(|r| r == component) && !self.faults.has(component, |f| *f == Fault::Down) {
+                let _ = self.manager.start(&Self::unit(config, key)).await;
+            }
+        }
+        let Some(store) = store.filter(|s| !s.faults.any()) else { return };
+        if let Some(s) = self.shipper.as_ref().and_then(|s| s.current()) {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+            while s.sent_entries() == 0 && store.is_ready() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    }
+
+    /// The log store this host runs, when its unit is active.
+    pub fn running_store(&self, config: &Config) -> Option<&Arc<log_store::LogStore>> {
+        let unit = Self::unit(config, keys::LOG_STORE_UNIT);
+        self.store.as_ref().filter(|_| self.manager.status(&unit).active_state == "active")
+    }
+
+    /// Breaks the shipper's file after it started (the `bad-config` fault): it still runs the
+    /// old configuration, as a real shipper would until a reload.
+    pub fn break_shipper_config(&self, files: &super::files::ClientFiles) -> std::io::Result<()> {
+        if self.shipper.is_some() && self.faults.has("log-shipper", |f| *f == Fault::BadConfig) {
+            super::files::write_private(&files.shipper_config, super::files::BROKEN_SHIPPER_CONFIG)?;
+        }
+        Ok(())
+    }
+}
+
+fn apply_server_faults(faults: &Faults, db: &metrics_db::MetricsDb, store: &log_store::LogStore) {
+    for (component, knobs) in [("metrics-db", &db.faults), ("log-store", &store.faults)] {
+        if faults.has(component, |f| *f == Fault::Error500) {
+            knobs.set_fail_status(500);
+        }
+        if faults.has(component, |f| *f == Fault::Garbage) {
+            knobs.set_garbage(true);
+        }
+        if faults.has(component, |f| *f == Fault::RefuseToken) {
+            knobs.set_refuse_token(true);
+        }
+    }
+}
+
+/// Ten minutes of plausible samples every 10 s, so "recent data" checks find some at once.
+fn seed_history(db: &metrics_db::MetricsDb, bucket: &str) {
+    let host = crate::twin::hostname();
+    let now_s = crate::twin::now_ns() / 1_000_000_000;
+    let mut lines = String::new();
+    for i in (1..=60).rev() {
+        let t = now_s - i * 10;
+        let wobble = (i % 7) as f64 * 0.1;
+        lines.push_str(&format!(
+            "cpu,cpu=cpu-total,host={host},source=sandbox-history usage_system={:.2},usage_user={:.2},usage_idle={:.2} {t}\n",
+            0.8 + wobble,
+            3.0 + wobble,
+            96.0 - 2.0 * wobble
+        ));
+        lines.push_str(&format!(
+            "mem,host={host},source=sandbox-history used_percent={:.2},available_percent={:.2} {t}\n",
+            41.0 + wobble,
+            59.0 - wobble
+        ));
+        lines.push_str(&format!(
+            "disk,device=vda1,fstype=ext4,host={host},mode=rw,path=/,source=sandbox-history used_percent=37.5 {t}\n"
+        ));
+    }
+    if let Err((status, body)) = db.write_lines(bucket, "s", &lines) {
+        tracing::warn!("the sandbox could not seed its history ({status}): {body}");
+    }
+}
