@@ -59,7 +59,16 @@ pub struct GlobalOptions {
     #[arg(long, global = true)]
     pub sandbox: bool,
 
-    /// With --sandbox, make the stack misbehave (repeatable): COMPONENT:FAULT[=VALUE].
+    /// With --sandbox, simulate a fleet: a server host and N client hosts (c1…cN), each with its
+    /// own units and journal; a runbook then runs on every host at once.
+    #[arg(long, global = true, value_name = "N")]
+    pub fleet: Option<usize>,
+
+    /// Hosts a run over several hosts may run at once.
+    #[arg(long, global = true, value_name = "N", default_value_t = 10)]
+    pub forks: usize,
+
+    /// With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE].
     #[arg(long = "fault", global = true, value_name = "SPEC", long_help = FAULT_HELP)]
     pub faults: Vec<String>,
 
@@ -68,8 +77,9 @@ pub struct GlobalOptions {
     pub verbose: u8,
 }
 
-const FAULT_HELP: &str = "With --sandbox, make the stack misbehave (repeatable): COMPONENT:FAULT[=VALUE], the \
-components being metrics-db, log-store, metrics-agent, log-shipper.\n\
+const FAULT_HELP: &str = "With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE], \
+the components being metrics-db, log-store, metrics-agent, log-shipper; with --fleet, HOST (server, c1, c2…) \
+limits the fault to one host, else it applies wherever the component runs.\n\
 - C:down — the unit is stopped when the run begins\n\
 - C:fail-start — starting the unit fails (its process exits with status 1)\n\
 - C:no-reload — the unit has no reload support (systemd refuses the job)\n\

@@ -11,10 +11,17 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use crate::cancel::Cancel;
+use crate::catalog::Catalog;
+use crate::cli::GlobalOptions;
+use crate::config::{Config, Sources};
 use crate::error::Error;
+use crate::report::Mode;
 use crate::report::fleet::{self, HostRun};
 use crate::report::{Format, Formatter, Recorder, Report};
+use crate::sandbox::Sandbox;
 use crate::session::Session;
 
 /// A host of the run: its name, the roles it plays, and its session.
@@ -99,4 +106,31 @@ impl Formatter for Kept {
         // Kept in the report, shown with the host's section: not interleaved on stderr.
         true
     }
+}
+
+/// The targets of `--sandbox --fleet N`: a session per simulated host, and the sandbox they
+/// act on (keep it alive for the run).
+pub fn sandbox_targets(global: &GlobalOptions, clients: usize) -> Result<(Vec<Target>, Sandbox), Error> {
+    if !global.sandbox {
+        return Err(Error::Usage(format!(
+            "`--fleet {clients}` simulates a fleet of hosts in the sandbox: add `--sandbox`"
+        )));
+    }
+    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
+    let sandbox = Sandbox::start_fleet(config, clients, &global.faults)?;
+    let targets = sandbox
+        .hosts
+        .iter()
+        .map(|h| {
+            let mode =
+                Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: Some(h.sim.name.clone()) };
+            Target {
+                name: h.sim.name.clone(),
+                roles: h.sim.roles.clone(),
+                session: Session::new(h.config.clone(), h.world.clone(), catalog.clone(), mode),
+            }
+        })
+        .collect();
+    Ok((targets, sandbox))
 }

@@ -16,7 +16,13 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
     let session = |reach| Session::open(&global, reach);
     match args.command {
-        Command::Run(run) => run_runbook(&session(Reach::Act)?, &run, global.format),
+        Command::Run(run) => match global.fleet {
+            Some(clients) => {
+                let (targets, _sandbox) = crate::fleet::sandbox_targets(&global, clients)?;
+                crate::fleet::run(targets, &run.name, &run.params, global.forks, global.format)
+            }
+            None => run_runbook(&session(Reach::Act)?, &run, global.format),
+        },
         // Listing reads only the catalog: it works with a broken configuration file too.
         Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),
         Command::Show { name } => show(&session(Reach::Describe)?, &name, global.format),

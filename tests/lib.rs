@@ -10,6 +10,7 @@ mod repl;
 mod run;
 mod runbooks;
 mod sandbox;
+mod sandbox_fleet;
 mod secrets;
 mod tools;
 mod twin;
