@@ -180,3 +180,27 @@ fn no_bus_names_the_address() {
         .code(1)
         .stdout_has("cannot reach the service manager at `unix:path=/nonexistent/bus`");
 }
+
+#[test]
+fn statuses_reads_several_units_at_once_as_status_reads_each() {
+    let Some(host) = boot() else { return };
+    host.install_unit("sleeper.service", SLEEPER);
+    host.install_unit("reloadable.service", RELOADABLE);
+    let src = r#"
+unit::start("sleeper");
+let all = unit::statuses(["sleeper", "reloadable.service", "nothing-here"]);
+for s in all {
+    let one = unit::status(s.name);
+    print(`${s.name}: ${s.load_state} ${s.active_state} (${s.sub_state}); same as status: ${s.active_state == one.active_state && s.main_pid == one.main_pid}`);
+}
+"#;
+    run(&host, src, &[]).code(0).stdout_is(
+        "t (runbooks/t.rhai)
+  sleeper.service: loaded active (running); same as status: true
+  reloadable.service: loaded inactive (dead); same as status: true
+  nothing-here.service: not-found inactive (dead); same as status: true
+
+0 passed, 0 failed  ([DUR])
+",
+    );
+}

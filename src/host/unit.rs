@@ -37,6 +37,15 @@ fn module(host: &Arc<Host>) -> Module {
     let h = host.clone();
     register!(
         &mut m,
+        "statuses",
+        ["names: Array", "Array"],
+        "/// The states of several units (as `status` each), read at once over the one connection:\n\
+         /// the wall time of one read, not of one per unit. Throws as `status` does.",
+        move |names: Array| statuses(&h, names)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
         "is_active",
         ["name: &str", "bool"],
         "/// Whether the unit is active (as `systemctl is-active --quiet`).",
@@ -200,6 +209,14 @@ fn status(host: &Host, name: &str) -> HostResult<UnitStatus> {
     let unit = full_name(name);
     let units = host.world.units.clone();
     host.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
+}
+
+fn statuses(host: &Host, names: Array) -> HostResult<Array> {
+    let units: Vec<String> = names.iter().map(|n| full_name(&crate::host::core::text(n))).collect();
+    let world = host.world.units.clone();
+    let read =
+        host.block_on(|| async move { futures_util::future::join_all(units.iter().map(|u| world.status(u))).await })?;
+    read.into_iter().map(|r| r.map(Dynamic::from).map_err(|e| fail(e.to_string()))).collect()
 }
 
 /// Unit names from a string or an array of strings.
