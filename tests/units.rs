@@ -193,12 +193,14 @@ for s in all {
     let one = unit::status(s.name);
     print(`${s.name}: ${s.load_state} ${s.active_state} (${s.sub_state}); same as status: ${s.active_state == one.active_state && s.main_pid == one.main_pid}`);
 }
+print(`command line: ${unit::status("sleeper").exec_start}`);
 "#;
     run(&host, src, &[]).code(0).stdout_is(
         "t (runbooks/t.rhai)
   sleeper.service: loaded active (running); same as status: true
   reloadable.service: loaded inactive (dead); same as status: true
   nothing-here.service: not-found inactive (dead); same as status: true
+  command line: [\"/bin/sleep\", \"infinity\"]
 
 0 passed, 0 failed  ([DUR])
 ",

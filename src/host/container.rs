@@ -50,11 +50,15 @@ fn module(host: &Arc<Host>) -> Module {
         ["unit: &str", "?"],
         "/// The name of the container the unit runs, or `()` when none: the container podman\n\
          /// labelled with the unit (`PODMAN_SYSTEMD_UNIT`, which podman records when a unit starts\n\
-         /// it), else one named as Quadlet names it (`systemd-NAME`) or as the unit (`NAME`).",
+         /// it), else the `--name` of the `podman run` in the unit's command line, else one named\n\
+         /// as Quadlet names it (`systemd-NAME`) or as the unit (`NAME`).",
         move |unit: &str| -> HostResult<Dynamic> {
             let c = h.world.containers.clone();
             let found = h.block_on(|| async move { c.list(true).await })?.map_err(fail)?;
-            Ok(of_unit(&found, unit).map_or(Dynamic::UNIT, Dynamic::from))
+            let units = h.world.units.clone();
+            let full = full_name(unit);
+            let command = h.block_on(|| async move { units.status(&full).await })?.map(|s| s.exec_start);
+            Ok(of_unit(&found, unit, &command.unwrap_or_default()).map_or(Dynamic::UNIT, Dynamic::from))
         }
     );
     let h = host.clone();
@@ -162,15 +166,25 @@ fn container_record(c: &Container) -> HostResult<Dynamic> {
 }
 
 /// The container `unit` runs, among `found`.
-fn of_unit(found: &[Container], unit: &str) -> Option<String> {
+fn of_unit(found: &[Container], unit: &str, command: &[String]) -> Option<String> {
     let unit = full_name(unit);
     let stem = unit.strip_suffix(".service").unwrap_or(&unit);
     let labelled = found.iter().find(|c| c.labels.get("PODMAN_SYSTEMD_UNIT") == Some(&unit));
+    let started = || name_in_command(command).and_then(|n| found.iter().find(|c| c.name == n));
     let named = || {
         let quadlet = format!("systemd-{stem}");
         found.iter().find(|c| c.name == quadlet).or_else(|| found.iter().find(|c| c.name == stem))
     };
-    labelled.or_else(named).map(|c| c.name.clone())
+    labelled.or_else(started).or_else(named).map(|c| c.name.clone())
+}
+
+/// The container name a `podman run … --name NAME …` (or `--name=NAME`) command line gives.
+fn name_in_command(argv: &[String]) -> Option<&str> {
+    argv.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--name") {
+        Some("") => argv.get(i + 1).map(String::as_str),
+        Some(rest) => rest.strip_prefix('='),
+        None => None,
+    })
 }
 
 fn list(host: &Host, all: bool) -> HostResult<Array> {
@@ -208,14 +222,24 @@ mod tests {
     }
 
     #[test]
-    fn the_unit_label_wins_over_names() {
+    fn the_unit_label_wins_then_the_command_line_then_names() {
+        let none: &[String] = &[];
         let found = [container("loki", None), container("logs", Some("loki.service")), container("db", None)];
-        assert_eq!(of_unit(&found, "loki").as_deref(), Some("logs"));
-        assert_eq!(of_unit(&found, "loki.service").as_deref(), Some("logs"));
+        assert_eq!(of_unit(&found, "loki", none).as_deref(), Some("logs"));
+        assert_eq!(of_unit(&found, "loki.service", none).as_deref(), Some("logs"));
         let quadlet = [container("loki", None), container("systemd-loki", None)];
-        assert_eq!(of_unit(&quadlet, "loki.service").as_deref(), Some("systemd-loki"));
-        assert_eq!(of_unit(&[container("loki", None)], "loki").as_deref(), Some("loki"));
+        assert_eq!(of_unit(&quadlet, "loki.service", none).as_deref(), Some("systemd-loki"));
+        assert_eq!(of_unit(&[container("loki", None)], "loki", none).as_deref(), Some("loki"));
         // Not `service`, the last piece of `loki.service` split from the right.
-        assert_eq!(of_unit(&[container("service", None)], "loki.service"), None);
+        assert_eq!(of_unit(&[container("service", None)], "loki.service", none), None);
+        // A unit that runs `podman run --replace --name NAME …` (before podman labels it).
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let started = [container("loki", None), container("logstore", None)];
+        for command in [
+            argv(&["/usr/bin/podman", "run", "--replace", "--name", "logstore", "grafana/loki"]),
+            argv(&["/usr/bin/podman", "run", "--name=logstore", "grafana/loki"]),
+        ] {
+            assert_eq!(of_unit(&started, "loki.service", &command).as_deref(), Some("logstore"));
+        }
     }
 }

@@ -30,7 +30,8 @@ fn module(host: &Arc<Host>) -> Module {
         "status",
         ["name: &str", "UnitStatus"],
         "/// The unit's state: `name`, `description`, `load_state`, `active_state`, `sub_state`,\n\
-         /// `unit_file_state`, `main_pid`, `since`, `result`, `exec_main_status`, `exec_main_pid`. A unit that is not\n\
+         /// `unit_file_state`, `main_pid`, `since`, `result`, `exec_main_status`, `exec_main_pid`, `exec_start` (the\n\
+         /// command line it starts). A unit that is not\n\
          /// installed reads `load_state: \"not-found\"`. Printing it reads like `systemctl status`.",
         move |name: &str| status(&h, name)
     );
@@ -150,6 +151,9 @@ fn register_types(engine: &mut Engine) {
     engine.register_get("result", |s: &mut UnitStatus| s.result.clone());
     engine.register_get("exec_main_status", |s: &mut UnitStatus| s.exec_main_status as i64);
     engine.register_get("exec_main_pid", |s: &mut UnitStatus| s.exec_main_pid as i64);
+    engine.register_get("exec_start", |s: &mut UnitStatus| -> Array {
+        s.exec_start.iter().cloned().map(Dynamic::from).collect()
+    });
     engine.register_get("can_reload", |s: &mut UnitStatus| s.can_reload);
     engine.register_fn("to_string", |s: &mut UnitStatus| s.to_string());
     engine.register_fn("to_debug", |s: &mut UnitStatus| s.to_string());

@@ -111,6 +111,7 @@ impl SimManager {
             exec_main_status: 0,
             exec_main_pid: 0,
             can_reload,
+            exec_start: vec![format!("/usr/bin/{identifier}")],
         };
         self.lock().insert(name.to_string(), SimUnit { status, identifier: identifier.to_string(), component });
     }
@@ -147,6 +148,7 @@ impl SimManager {
                 exec_main_status: 0,
                 exec_main_pid: 0,
                 can_reload: false,
+                exec_start: Vec::new(),
             },
         }
     }

@@ -161,6 +161,7 @@ impl SystemdDbus {
             exec_main_status: get::<i32>(&s, "ExecMainStatus").unwrap_or(0),
             exec_main_pid: get::<u32>(&s, "ExecMainPID").unwrap_or(0),
             can_reload: get::<bool>(&u, "CanReload").unwrap_or(false),
+            exec_start: command_line(&s, "ExecStart"),
         })
     }
 
@@ -268,6 +269,22 @@ where
     T::try_from(value).ok()
 }
 
+/// The first command line of an `ExecStart`-like property (`a(sasbttttuii)`: path, argv,
+/// ignore-failure, timestamps, pid, status): its argv.
+fn command_line(map: &HashMap<String, OwnedValue>, key: &str) -> Vec<String> {
+    use zbus::zvariant::Value;
+    let Some(Value::Array(commands)) = map.get(key).map(|v| &**v) else { return Vec::new() };
+    let argv = commands.iter().find_map(|command| match command {
+        Value::Structure(fields) => match fields.fields().get(1) {
+            Some(Value::Array(argv)) => Some(argv),
+            _ => None,
+        },
+        _ => None,
+    });
+    argv.map(|argv| argv.iter().filter_map(|a| <&str>::try_from(a).ok().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
 /// A byte-array property (`ay`), such as `InvocationID`.
 fn bytes(map: &HashMap<String, OwnedValue>, key: &str) -> Option<Vec<u8>> {
     let value: &zbus::zvariant::Value<'_> = map.get(key)?;
@@ -349,6 +366,7 @@ impl Units for SystemdDbus {
                     exec_main_status: 0,
                     exec_main_pid: 0,
                     can_reload: false,
+                    exec_start: Vec::new(),
                 })
                 .collect())
         })

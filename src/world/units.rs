@@ -27,6 +27,8 @@ pub struct UnitStatus {
     /// The PID of the last main process, kept after it exited (0 when it never ran).
     pub exec_main_pid: u32,
     pub can_reload: bool,
+    /// The command line the unit starts (`ExecStart`'s first argv); empty when unknown.
+    pub exec_start: Vec<String>,
 }
 
 /// `loki.service - Loki · loaded (enabled) · active (running) since … ago`, as a report shows it.
