@@ -65,15 +65,47 @@ fn wait_listening(host: &FleetHost, address: &str, port: u16) {
     }
 }
 
-/// Reads properties of a unit from a host's user manager through zbus, over the bridge.
-async fn unit_state(address: zbus::Address, unit_path: &str) -> zbus::Result<(String, String, String)> {
+/// Over the bridge to a host's user manager: reads the unit's state, starts it, and reads
+/// its state again once started; prints what the bridge costs.
+async fn start_through_bridge(address: zbus::Address, unit: &str) -> zbus::Result<Vec<(String, String, String)>> {
+    let started = Instant::now();
     let connection = zbus::connection::Builder::address(address)?.build().await?;
-    let unit =
-        zbus::Proxy::new(&connection, "org.freedesktop.systemd1", unit_path, "org.freedesktop.systemd1.Unit").await?;
-    let id: String = unit.get_property("Id").await?;
-    let active: String = unit.get_property("ActiveState").await?;
-    let sub: String = unit.get_property("SubState").await?;
-    Ok((id, active, sub))
+    eprintln!("bridge: new D-Bus connection: {:?}", started.elapsed());
+    let path = format!("/org/freedesktop/systemd1/unit/{}", unit.replace('.', "_2e"));
+    // Uncached: every read is a call to the remote manager, as the product's reads are.
+    let unit_proxy: zbus::Proxy<'_> = zbus::proxy::Builder::new(&connection)
+        .destination("org.freedesktop.systemd1")?
+        .path(path.as_str())?
+        .interface("org.freedesktop.systemd1.Unit")?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
+    let state = || async {
+        let id: String = unit_proxy.get_property("Id").await?;
+        let active: String = unit_proxy.get_property("ActiveState").await?;
+        let sub: String = unit_proxy.get_property("SubState").await?;
+        zbus::Result::Ok((id, active, sub))
+    };
+    let mut seen = vec![state().await?];
+    let manager = zbus::Proxy::new(
+        &connection,
+        "org.freedesktop.systemd1",
+        "/org/freedesktop/systemd1",
+        "org.freedesktop.systemd1.Manager",
+    )
+    .await?;
+    let _job: zbus::zvariant::OwnedObjectPath = manager.call("StartUnit", &(unit, "replace")).await?;
+    let waited = Instant::now();
+    while state().await?.1 != "active" && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    seen.push(state().await?);
+    let calls = Instant::now();
+    for _ in 0..20 {
+        let _: u64 = unit_proxy.get_property("StateChangeTimestamp").await?;
+    }
+    eprintln!("bridge: one call on the open connection: {:?}", calls.elapsed() / 20);
+    Ok(seen)
 }
 
 const SLEEPER: &str = "[Unit]\nDescription=Probe for the bridge\n[Service]\nExecStart=/bin/sleep infinity\n";
@@ -103,24 +135,19 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     }
     eprintln!("command over the shared connection: {:?} each", started.elapsed() / 10);
 
-    // The D-Bus bridge reads a unit's state from a remote user manager.
+    // The D-Bus bridge reaches a remote user manager: reads a unit's state, starts it.
     let c2 = &connections[2].0;
     fleet.host("c2").install_unit("probe.service", SLEEPER);
-    fleet.host("c2").ok(&["systemctl", "--user", "start", "probe.service"]);
     let address = c2.dbus_address(BusScope::User { uid: c2.remote_uid().unwrap() });
-    eprintln!("bridge address: {address}");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let started = Instant::now();
-    let state = runtime.block_on(async {
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            unit_state(address.clone(), "/org/freedesktop/systemd1/unit/probe_2eservice"),
-        )
-        .await
-        .expect("the bridge answers within 10 s")
+    let seen = runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), start_through_bridge(address, "probe.service"))
+            .await
+            .expect("the bridge answers within 20 s")
     });
-    eprintln!("bridge: connect and read three properties: {:?}", started.elapsed());
-    assert_eq!(state.unwrap(), ("probe.service".into(), "active".into(), "running".into()));
+    let state = |active: &str, sub: &str| ("probe.service".to_string(), active.to_string(), sub.to_string());
+    assert_eq!(seen.unwrap(), vec![state("inactive", "dead"), state("active", "running")]);
+    assert_eq!(fleet.host("c2").ok(&["systemctl", "--user", "is-active", "probe.service"]), "active\n");
 
     // A forwarded port reaches a server that listens only on the remote host's loopback.
     let c3 = fleet.host("c3");
