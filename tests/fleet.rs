@@ -108,6 +108,21 @@ async fn start_through_bridge(address: zbus::Address, unit: &str) -> zbus::Resul
     Ok(seen)
 }
 
+/// The command lines of this machine's processes that mention `path`.
+fn processes_mentioning(path: &std::path::Path) -> Vec<String> {
+    let needle = path.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(&needle) {
+                found.push(cmdline);
+            }
+        }
+    }
+    found
+}
+
 const SLEEPER: &str = "[Unit]\nDescription=Probe for the bridge\n[Service]\nExecStart=/bin/sleep infinity\n";
 
 #[test]
@@ -175,11 +190,13 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     ssh3.cancel_forward(local).unwrap();
     assert!(TcpStream::connect_timeout(&local, Duration::from_secs(2)).is_err(), "the forward is cancelled");
 
-    // Closing ends the master and removes its private directory.
+    // Closing ends the master (and the keeper session) and removes the private directory.
     let dir = ssh3.control_path().parent().unwrap().to_path_buf();
     assert!(dir.exists());
+    assert_eq!(processes_mentioning(&dir).len(), 2, "the master and the keeper run");
     drop(connections);
     assert!(!dir.exists(), "{} is left behind", dir.display());
+    assert_eq!(processes_mentioning(&dir), Vec::<String>::new());
 }
 
 #[test]
