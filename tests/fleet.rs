@@ -256,3 +256,30 @@ fn unreachable_hosts_wrong_keys_and_firewalls_are_reported_plainly() {
         )
     );
 }
+
+#[test]
+fn a_wireguard_tunnel_carries_traffic_until_its_peer_is_gone() {
+    let Some(fleet) = boot(&["server", "c1"]) else { return };
+    let (server, c1) = (fleet.host("server"), fleet.host("c1"));
+    if let Err(why) = server.wireguard_with(c1) {
+        crate::support::skip(why);
+        return;
+    }
+    server.install_unit("store.service", "[Service]\nExecStart=/usr/bin/python3 -m http.server 3100\n");
+    server.ok(&["systemctl", "--user", "start", "store.service"]);
+    wait_listening(server, "10.99.0.1", 3100);
+    let ssh = Ssh::connect(c1.ssh_target()).unwrap();
+    let probe = "exec 3<>/dev/tcp/10.99.0.1/3100 && echo open";
+    assert_eq!(remote(&ssh, &["timeout", "5", "bash", "-c", probe]), (Some(0), "open\n".to_string(), String::new()));
+    // boringtun reports the handshake's age in seconds where kernel WireGuard gives a time.
+    let (code, handshakes, _) = remote(&ssh, &["wg", "show", "wg0", "latest-handshakes"]);
+    let shape = regex::Regex::new(r"^[A-Za-z0-9+/]{43}=\t[0-9]+\n$").unwrap();
+    assert!(code == Some(0) && shape.is_match(&handshakes), "{handshakes:?}");
+    let (_, transfer, _) = remote(&ssh, &["wg", "show", "wg0", "transfer"]);
+    let counters: Vec<u64> = transfer.split_whitespace().skip(1).map(|n| n.parse().unwrap()).collect();
+    assert!(counters.len() == 2 && counters.iter().all(|&n| n > 0), "{transfer:?}");
+
+    // The server's end is gone: nothing crosses any more.
+    server.stop_wireguard();
+    assert_eq!(remote(&ssh, &["timeout", "2", "bash", "-c", probe]), (Some(124), String::new(), String::new()));
+}

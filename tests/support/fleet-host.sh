@@ -19,6 +19,9 @@ ip link set eth0 up
 # sshd refuses a world-writable runtime dir, and must not share the real /run/sshd.
 mkdir -p /run/sshd
 mount -t tmpfs -o mode=755 tmpfs /run/sshd
+# wg(8) finds a userspace WireGuard by its socket in /run/wireguard: one per host.
+mkdir -p /run/wireguard
+mount -t tmpfs -o mode=700 tmpfs /run/wireguard
 # Every remote command starts the login shell, which reads ~/.bashrc: the machine's may be
 # slow (it can take a lock shared by every host); a plain one keeps commands cheap.
 if [ -e /root/.bashrc ]; then

@@ -240,6 +240,74 @@ impl FleetHost {
         ));
     }
 
+    /// Joins this host and `peer` by a real (userspace) WireGuard tunnel on `wg0`: this host
+    /// gets `10.99.0.1`, the peer `10.99.0.2`. Says why when boringtun or wg is missing.
+    pub fn wireguard_with(&self, peer: &FleetHost) -> Result<(), String> {
+        let boringtun = boringtun().ok_or(
+            "boringtun-cli is missing (cargo install boringtun-cli --root /opt/opsbook-test-tools; .ci/run does)",
+        )?;
+        if !Path::new("/usr/bin/wg").exists() {
+            return Err("/usr/bin/wg is missing (apt-get install wireguard-tools)".into());
+        }
+        let ends = [(self, peer, 1), (peer, self, 2)];
+        for (host, _, _) in ends {
+            host.start_boringtun(&boringtun);
+        }
+        let public: Vec<String> = ends.iter().map(|(h, _, _)| h.state.join("wg.pub")).map(read_trimmed).collect();
+        for (i, (host, other, n)) in ends.iter().enumerate() {
+            let other_n = 3 - n;
+            let key = host.state.join("wg.key").display().to_string();
+            let endpoint = format!("{}:51820", other.address);
+            let allowed = format!("10.99.0.{other_n}/32");
+            host.ok(&[
+                "wg",
+                "set",
+                "wg0",
+                "private-key",
+                &key,
+                "listen-port",
+                "51820",
+                "peer",
+                &public[1 - i],
+                "endpoint",
+                &endpoint,
+                "allowed-ips",
+                &allowed,
+                "persistent-keepalive",
+                "1",
+            ]);
+            host.ok(&["ip", "addr", "add", &format!("10.99.0.{n}/24"), "dev", "wg0"]);
+            host.ok(&["ip", "link", "set", "wg0", "up"]);
+        }
+        Ok(())
+    }
+
+    /// Ends this host's end of its WireGuard tunnel (the tunnel's peer is then gone).
+    pub fn stop_wireguard(&self) {
+        let pid = read_trimmed(self.state.join("boringtun.pid"));
+        self.ok(&["kill", &pid]);
+    }
+
+    fn start_boringtun(&self, program: &Path) {
+        let state = self.state.display().to_string();
+        // In the foreground under a shell of ours, so its pid is known and it is stopped by pid.
+        self.ok(&[
+            "sh",
+            "-c",
+            &format!(
+                "umask 077; wg genkey > {state}/wg.key && wg pubkey < {state}/wg.key > {state}/wg.pub || exit 1
+                 {} wg0 --foreground --disable-drop-privileges > {state}/boringtun.log 2>&1 &
+                 echo $! > {state}/boringtun.pid",
+                program.display()
+            ),
+        ]);
+        let started = Instant::now();
+        while !self.exec(&["ip", "link", "show", "wg0"]).status.success() {
+            assert!(started.elapsed() < Duration::from_secs(10), "boringtun made no wg0 on {}", self.name);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn wait_ready(&mut self) -> Result<(), String> {
         let started = Instant::now();
         while !self.state.join("ready").exists() {
@@ -271,6 +339,19 @@ impl FleetHost {
             remove_cgroup(Path::new(cg.trim()));
         }
     }
+}
+
+/// The userspace WireGuard: where .ci/run installs it, or on PATH.
+fn boringtun() -> Option<PathBuf> {
+    let fixed = PathBuf::from("/opt/opsbook-test-tools/bin/boringtun-cli");
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join("boringtun-cli")).collect::<Vec<_>>())
+        .unwrap_or_default();
+    std::iter::once(fixed).chain(on_path).find(|p| p.exists())
+}
+
+fn read_trimmed(path: PathBuf) -> String {
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).trim().to_string()
 }
 
 /// The first child of `unshare`: the host's init.
