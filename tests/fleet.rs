@@ -7,6 +7,8 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
+
 use opsbook::process::Capture;
 use opsbook::transport::{BusScope, Ssh};
 
@@ -94,11 +96,20 @@ async fn start_through_bridge(address: zbus::Address, unit: &str) -> zbus::Resul
         "org.freedesktop.systemd1.Manager",
     )
     .await?;
-    let _job: zbus::zvariant::OwnedObjectPath = manager.call("StartUnit", &(unit, "replace")).await?;
-    let waited = Instant::now();
-    while state().await?.1 != "active" && waited.elapsed() < Duration::from_secs(5) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    // Jobs are awaited as the product awaits them locally: JobRemoved, subscribed first. The
+    // bridge carries the match rule and the signal like any bus would.
+    let () = manager.call("Subscribe", &()).await?;
+    let mut removed = manager.receive_signal("JobRemoved").await?;
+    let job: zbus::zvariant::OwnedObjectPath = manager.call("StartUnit", &(unit, "replace")).await?;
+    let result = loop {
+        let signal = removed.next().await.ok_or(zbus::Error::Failure("no JobRemoved".into()))?;
+        let (_, path, _, result): (u32, zbus::zvariant::OwnedObjectPath, String, String) =
+            signal.body().deserialize()?;
+        if path == job {
+            break result;
+        }
+    };
+    assert_eq!(result, "done");
     seen.push(state().await?);
     let calls = Instant::now();
     for _ in 0..20 {

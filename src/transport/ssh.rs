@@ -493,6 +493,12 @@ mod tests {
     }
 
     #[test]
+    fn one_connection_can_be_shared_by_every_task_of_a_run() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Ssh>();
+    }
+
+    #[test]
     fn private_dirs_are_fresh_and_only_ours() {
         use std::os::unix::fs::PermissionsExt;
         let (a, b) = (private_dir().unwrap(), private_dir().unwrap());
