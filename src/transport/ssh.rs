@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use zbus::address::transport::{Transport, Unixexec};
 
 use super::shell_quote;
+use super::ssh_error::SshError;
 use crate::process::{self, Capture, Finished};
 
 /// How long the master stays after its last session ends: long enough to bridge a pause of
@@ -65,6 +66,28 @@ impl SshTarget {
         }
     }
 
+    /// An address or user that ssh would read as an option (`-oProxyCommand=…`) or split is
+    /// refused: they come from inventories, which are not always ours.
+    fn check(&self) -> Result<(), SshError> {
+        let bad = |what: &str, value: &str| {
+            let problem = if value.is_empty() {
+                format!("the {what} is empty")
+            } else if value.starts_with('-') {
+                format!("the {what} {value:?} starts with `-`, which ssh would read as an option")
+            } else if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                format!("the {what} {value:?} contains blanks or control characters")
+            } else {
+                return None;
+            };
+            Some(SshError::BadTarget { host: self.name.clone(), problem })
+        };
+        let user = self.user.as_deref().and_then(|u| bad("ssh user", u));
+        match bad("address", &self.address).or(user) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// `user@address`, or the address alone when no user is given.
     fn destination(&self) -> String {
         match &self.user {
@@ -100,67 +123,6 @@ pub enum BusScope {
     User { uid: u32 },
 }
 
-/// What went wrong reaching a host; every variant names the host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SshError {
-    /// ssh itself could not be started.
-    NoSsh { host: String, reason: String },
-    /// ssh ran and failed; `stderr` is what it said.
-    Failed { host: String, what: String, stderr: String },
-    /// ssh did not finish in time.
-    TimedOut { host: String, what: String, after: Duration },
-    /// The private control directory could not be made.
-    ControlDir { host: String, reason: String },
-}
-
-impl fmt::Display for SshError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SshError::NoSsh { host, reason } => {
-                write!(f, "cannot reach host `{host}`: {reason}; remedy: install the OpenSSH client (`ssh`)")
-            }
-            SshError::Failed { host, what, stderr } => {
-                let said = stderr.trim();
-                let said = if said.is_empty() { "(nothing on stderr)" } else { said };
-                write!(f, "host `{host}`: {what} failed: ssh said {said:?}")?;
-                if let Some(remedy) = remedy(said) {
-                    write!(f, "; remedy: {remedy}")?;
-                }
-                Ok(())
-            }
-            SshError::TimedOut { host, what, after } => {
-                write!(f, "host `{host}`: {what} got no answer within {}s", after.as_secs_f64())
-            }
-            SshError::ControlDir { host, reason } => {
-                write!(f, "cannot make a private directory for the connection to host `{host}`: {reason}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for SshError {}
-
-/// What an operator can do about what ssh said, where that is clear.
-fn remedy(stderr: &str) -> Option<&'static str> {
-    if stderr.contains("Permission denied") {
-        Some(
-            "check the key given for this host and that its public half is in the host's authorized_keys; \
-             opsbook never prompts, so a key with a passphrase must be loaded in ssh-agent",
-        )
-    } else if stderr.contains("Host key verification failed") {
-        Some("the host's key is unknown or changed: connect once with `ssh` yourself and check its fingerprint")
-    } else if ["Connection refused", "No route to host", "timed out", "Network is unreachable"]
-        .iter()
-        .any(|s| stderr.contains(s))
-    {
-        Some("check that sshd runs on the host and that its port is reachable from here")
-    } else if stderr.contains("Could not resolve hostname") {
-        Some("check the host's address in the inventory")
-    } else {
-        None
-    }
-}
-
 /// One shared connection to one host.
 pub struct Ssh {
     target: SshTarget,
@@ -183,6 +145,7 @@ impl Ssh {
     /// Opens the shared connection: authenticates (or fails, quoting ssh) within the
     /// target's connect timeout.
     pub fn connect(target: SshTarget) -> Result<Ssh, SshError> {
+        target.check()?;
         let dir = private_dir().map_err(|reason| SshError::ControlDir { host: target.name.clone(), reason })?;
         let control = dir.join("cm");
         let ssh = Ssh {
@@ -478,17 +441,20 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_the_host_quote_ssh_and_give_a_remedy() {
-        let e = SshError::Failed {
-            host: "c2".into(),
-            what: "connecting".into(),
-            stderr: "root@10.0.0.5: Permission denied (publickey).\n".into(),
-        };
+    fn targets_ssh_would_misread_are_refused_before_ssh_runs() {
+        let mut t = target();
+        t.address = "-oProxyCommand=touch /tmp/x".into();
         assert_eq!(
-            e.to_string(),
-            "host `c2`: connecting failed: ssh said \"root@10.0.0.5: Permission denied (publickey).\"; remedy: \
-             check the key given for this host and that its public half is in the host's authorized_keys; opsbook \
-             never prompts, so a key with a passphrase must be loaded in ssh-agent"
+            Ssh::connect(t).unwrap_err().to_string(),
+            "host `c1`: the address \"-oProxyCommand=touch /tmp/x\" starts with `-`, which ssh would read as an \
+             option; remedy: correct the host's entry in the inventory"
+        );
+        let mut t = target();
+        t.user = Some("root x".into());
+        assert_eq!(
+            Ssh::connect(t).unwrap_err().to_string(),
+            "host `c1`: the ssh user \"root x\" contains blanks or control characters; remedy: correct the host's \
+             entry in the inventory"
         );
     }
 
