@@ -24,6 +24,7 @@ pub mod sandbox;
 pub mod secret;
 pub mod session;
 pub mod subcommand;
+pub mod transport;
 pub mod twin;
 pub mod wire;
 pub mod world;

@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod config;
+mod fleet;
 mod journal;
 mod probes;
 mod repl;

@@ -10,6 +10,7 @@
 
 #![allow(dead_code)]
 
+pub mod fleet;
 pub mod private_host;
 pub mod wire;
 

@@ -1,0 +1,14 @@
+//! How opsbook reaches hosts other than the one it runs on: the operator's own OpenSSH, with
+//! their `~/.ssh/config`, keys and agent, never an agent or protocol of ours.
+//!
+//! `ssh` holds one shared connection per host (a ControlMaster) and hands out what runs over
+//! it: argv for remote commands, a D-Bus address for the host's service manager, and local
+//! ports forwarded to the host's loopback. `shell_quote` makes argv safe for the remote
+//! login shell; `ssh_error` words what goes wrong for operators.
+
+pub mod shell_quote;
+pub mod ssh;
+pub mod ssh_error;
+
+pub use ssh::{BusScope, Ssh, SshTarget};
+pub use ssh_error::SshError;

@@ -1,0 +1,295 @@
+//! The SSH transport against a fleet of real hosts (tests/support/fleet.rs): one server and
+//! three clients, each with its own network namespace, hostname, sshd, `systemd --user` and
+//! journald. Shared connections, remote commands, the D-Bus bridge to a remote service
+//! manager, forwarded loopback ports, and the errors an operator meets (sshd down, wrong key,
+//! a client firewalled from the server). Skipped, saying why, without root or sshd.
+
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+
+use opsbook::transport::{BusScope, Ssh};
+
+use crate::support::fleet::{Fleet, FleetHost};
+
+fn boot(names: &[&str]) -> Option<Fleet> {
+    let started = Instant::now();
+    match Fleet::boot(names) {
+        Ok(f) => {
+            eprintln!("fleet of {} booted in {:?}", names.len(), started.elapsed());
+            Some(f)
+        }
+        Err(why) => {
+            crate::support::skip(why);
+            None
+        }
+    }
+}
+
+fn argv(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+/// Connects to every host at once; the connections and how long each took.
+fn connect_all(fleet: &Fleet) -> Vec<(Ssh, Duration)> {
+    std::thread::scope(|s| {
+        let tasks: Vec<_> = fleet
+            .hosts()
+            .iter()
+            .map(|h| {
+                s.spawn(move || {
+                    let started = Instant::now();
+                    let ssh = Ssh::connect(h.ssh_target()).unwrap_or_else(|e| panic!("{e}"));
+                    (ssh, started.elapsed())
+                })
+            })
+            .collect();
+        tasks.into_iter().map(|t| t.join().unwrap()).collect()
+    })
+}
+
+/// Runs a command on the host over the connection; (exit status, stdout, stderr).
+fn remote(ssh: &Ssh, words: &[&str]) -> (Option<i32>, String, String) {
+    let out = ssh.run(&argv(words), Duration::from_secs(10)).unwrap();
+    assert!(!out.timed_out, "{words:?} timed out");
+    (out.code, out.stdout, out.stderr)
+}
+
+/// Waits until something on the host accepts TCP connections on `address:port`.
+fn wait_listening(host: &FleetHost, address: &str, port: u16) {
+    let probe = format!("exec 3<>/dev/tcp/{address}/{port}");
+    let started = Instant::now();
+    while !host.exec(&["bash", "-c", &probe]).status.success() {
+        assert!(started.elapsed() < Duration::from_secs(10), "nothing listens on {address}:{port} on {}", host.name());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Over the bridge to a host's user manager: reads the unit's state, starts it, and reads
+/// its state again once started; prints what the bridge costs.
+async fn start_through_bridge(address: zbus::Address, unit: &str) -> zbus::Result<Vec<(String, String, String)>> {
+    let started = Instant::now();
+    let connection = zbus::connection::Builder::address(address)?.build().await?;
+    eprintln!("bridge: new D-Bus connection: {:?}", started.elapsed());
+    let path = format!("/org/freedesktop/systemd1/unit/{}", unit.replace('.', "_2e"));
+    // Uncached: every read is a call to the remote manager, as the product's reads are.
+    let unit_proxy: zbus::Proxy<'_> = zbus::proxy::Builder::new(&connection)
+        .destination("org.freedesktop.systemd1")?
+        .path(path.as_str())?
+        .interface("org.freedesktop.systemd1.Unit")?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
+    let state = || async {
+        let id: String = unit_proxy.get_property("Id").await?;
+        let active: String = unit_proxy.get_property("ActiveState").await?;
+        let sub: String = unit_proxy.get_property("SubState").await?;
+        zbus::Result::Ok((id, active, sub))
+    };
+    let mut seen = vec![state().await?];
+    let manager = zbus::Proxy::new(
+        &connection,
+        "org.freedesktop.systemd1",
+        "/org/freedesktop/systemd1",
+        "org.freedesktop.systemd1.Manager",
+    )
+    .await?;
+    // Jobs are awaited as the product awaits them locally: JobRemoved, subscribed first. The
+    // bridge carries the match rule and the signal like any bus would.
+    let () = manager.call("Subscribe", &()).await?;
+    let mut removed = manager.receive_signal("JobRemoved").await?;
+    let job: zbus::zvariant::OwnedObjectPath = manager.call("StartUnit", &(unit, "replace")).await?;
+    let result = loop {
+        let signal = removed.next().await.ok_or(zbus::Error::Failure("no JobRemoved".into()))?;
+        let (_, path, _, result): (u32, zbus::zvariant::OwnedObjectPath, String, String) =
+            signal.body().deserialize()?;
+        if path == job {
+            break result;
+        }
+    };
+    assert_eq!(result, "done");
+    seen.push(state().await?);
+    let calls = Instant::now();
+    for _ in 0..20 {
+        let _: u64 = unit_proxy.get_property("StateChangeTimestamp").await?;
+    }
+    eprintln!("bridge: one call on the open connection: {:?}", calls.elapsed() / 20);
+    Ok(seen)
+}
+
+/// The command lines of this machine's processes that mention `path`.
+fn processes_mentioning(path: &std::path::Path) -> Vec<String> {
+    let needle = path.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(&needle) {
+                found.push(cmdline);
+            }
+        }
+    }
+    found
+}
+
+const SLEEPER: &str = "[Unit]\nDescription=Probe for the bridge\n[Service]\nExecStart=/bin/sleep infinity\n";
+
+#[test]
+fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
+    let Some(fleet) = boot(&["server", "c1", "c2", "c3"]) else { return };
+    let connections = connect_all(&fleet);
+    for (ssh, took) in &connections {
+        eprintln!("connect {}: {took:?}", ssh.target().name);
+    }
+
+    // A command runs on each host and answers with that host's own name.
+    let names: Vec<_> = connections.iter().map(|(ssh, _)| remote(ssh, &["hostname"])).collect();
+    let expected: Vec<_> =
+        ["server", "c1", "c2", "c3"].iter().map(|n| (Some(0), format!("{n}\n"), String::new())).collect();
+    assert_eq!(names, expected);
+    // Arguments arrive as given, whatever the remote shell would make of them.
+    let c1 = &connections[1].0;
+    assert_eq!(
+        remote(c1, &["printf", "[%s]", "a b", "$HOME", "it's", ""]),
+        (Some(0), "[a b][$HOME][it's][]".to_string(), String::new())
+    );
+    let started = Instant::now();
+    for _ in 0..10 {
+        remote(c1, &["true"]);
+    }
+    eprintln!("command over the shared connection: {:?} each", started.elapsed() / 10);
+
+    // The D-Bus bridge reaches a remote user manager: reads a unit's state, starts it.
+    let c2 = &connections[2].0;
+    fleet.host("c2").install_unit("probe.service", SLEEPER);
+    let address = c2.dbus_address(BusScope::User { uid: c2.remote_uid().unwrap() });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let seen = runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), start_through_bridge(address, "probe.service"))
+            .await
+            .expect("the bridge answers within 20 s")
+    });
+    let state = |active: &str, sub: &str| ("probe.service".to_string(), active.to_string(), sub.to_string());
+    assert_eq!(seen.unwrap(), vec![state("inactive", "dead"), state("active", "running")]);
+    assert_eq!(fleet.host("c2").ok(&["systemctl", "--user", "is-active", "probe.service"]), "active\n");
+
+    // A forwarded port reaches a server that listens only on the remote host's loopback.
+    let c3 = fleet.host("c3");
+    c3.ok(&["sh", "-c", "mkdir -p /run/user/0/web && echo hello from c3 > /run/user/0/web/hello.txt"]);
+    c3.install_unit(
+        "web.service",
+        "[Service]\nExecStart=/usr/bin/python3 -m http.server 12345 --bind 127.0.0.1 --directory /run/user/0/web\n",
+    );
+    c3.ok(&["systemctl", "--user", "start", "web.service"]);
+    wait_listening(c3, "127.0.0.1", 12345);
+    let direct = SocketAddr::from((c3.address(), 12345));
+    assert_eq!(
+        TcpStream::connect_timeout(&direct, Duration::from_secs(2)).map(drop).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::ConnectionRefused),
+        "the web server must not be reachable from the network"
+    );
+    let ssh3 = &connections[3].0;
+    let started = Instant::now();
+    let local = ssh3.forward("127.0.0.1", 12345).unwrap();
+    eprintln!("forward set up: {:?}", started.elapsed());
+    assert!(local.ip().is_loopback(), "{local}");
+    let client = crate::twin::client();
+    let body = client.get(format!("http://{local}/hello.txt")).send().and_then(|r| r.text());
+    assert_eq!(body.unwrap(), "hello from c3\n");
+    ssh3.cancel_forward(local).unwrap();
+    assert!(TcpStream::connect_timeout(&local, Duration::from_secs(2)).is_err(), "the forward is cancelled");
+
+    // Closing ends the master (and the keeper session) and removes the private directory.
+    let dir = ssh3.control_path().parent().unwrap().to_path_buf();
+    assert!(dir.exists());
+    assert_eq!(processes_mentioning(&dir).len(), 2, "the master and the keeper run");
+    drop(connections);
+    assert!(!dir.exists(), "{} is left behind", dir.display());
+    assert_eq!(processes_mentioning(&dir), Vec::<String>::new());
+}
+
+#[test]
+fn unreachable_hosts_wrong_keys_and_firewalls_are_reported_plainly() {
+    let Some(fleet) = boot(&["server", "c1", "c2", "c3"]) else { return };
+    let server = fleet.host("server");
+    let (c1, c2, c3) = (fleet.host("c1"), fleet.host("c2"), fleet.host("c3"));
+
+    // sshd down: the host is named and ssh quoted.
+    c1.stop_sshd();
+    let e = Ssh::connect(c1.ssh_target()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "host `c1`: connecting failed: ssh said \"ssh: connect to host {} port 22: Connection refused\"; \
+             remedy: check that sshd runs on the host and that its port is reachable from here",
+            c1.address()
+        )
+    );
+
+    // A key the host does not accept.
+    let mut target = c2.ssh_target();
+    target.key = Some(fleet.unknown_key());
+    let started = Instant::now();
+    let e = Ssh::connect(target).unwrap_err();
+    eprintln!("wrong key refused after {:?}", started.elapsed());
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "host `c2`: connecting failed: ssh said \"root@{}: Permission denied (publickey).\"; remedy: check the \
+             key given for this host and that its public half is in the host's authorized_keys; opsbook never \
+             prompts, so a key with a passphrase must be loaded in ssh-agent",
+            c2.address()
+        )
+    );
+
+    // A client firewalled from the server's 3100, next to one that is not.
+    server.install_unit("store.service", "[Service]\nExecStart=/usr/bin/python3 -m http.server 3100\n");
+    server.ok(&["systemctl", "--user", "start", "store.service"]);
+    wait_listening(server, &server.address().to_string(), 3100);
+    c3.block_tcp_to(server.address(), 3100);
+    let probe = format!("exec 3<>/dev/tcp/{}/3100 && echo open", server.address());
+    let reach = |host: &FleetHost| {
+        let ssh = Ssh::connect(host.ssh_target()).unwrap();
+        remote(&ssh, &["timeout", "5", "bash", "-c", &probe])
+    };
+    assert_eq!(reach(c2), (Some(0), "open\n".to_string(), String::new()));
+    assert_eq!(
+        reach(c3),
+        (
+            Some(1),
+            String::new(),
+            format!(
+                "bash: connect: Connection refused\nbash: line 1: /dev/tcp/{}/3100: Connection refused\n",
+                server.address()
+            )
+        )
+    );
+}
+
+#[test]
+fn a_wireguard_tunnel_carries_traffic_until_its_peer_is_gone() {
+    let Some(fleet) = boot(&["server", "c1"]) else { return };
+    let (server, c1) = (fleet.host("server"), fleet.host("c1"));
+    if let Err(why) = server.wireguard_with(c1) {
+        crate::support::skip(why);
+        return;
+    }
+    server.install_unit("store.service", "[Service]\nExecStart=/usr/bin/python3 -m http.server 3100\n");
+    server.ok(&["systemctl", "--user", "start", "store.service"]);
+    wait_listening(server, "10.99.0.1", 3100);
+    let ssh = Ssh::connect(c1.ssh_target()).unwrap();
+    let probe = "exec 3<>/dev/tcp/10.99.0.1/3100 && echo open";
+    assert_eq!(remote(&ssh, &["timeout", "5", "bash", "-c", probe]), (Some(0), "open\n".to_string(), String::new()));
+    // boringtun reports the handshake's age in seconds where kernel WireGuard gives a time.
+    let (code, handshakes, _) = remote(&ssh, &["wg", "show", "wg0", "latest-handshakes"]);
+    let shape = regex::Regex::new(r"^[A-Za-z0-9+/]{43}=\t[0-9]+\n$").unwrap();
+    assert!(code == Some(0) && shape.is_match(&handshakes), "{handshakes:?}");
+    let (_, transfer, _) = remote(&ssh, &["wg", "show", "wg0", "transfer"]);
+    let counters: Vec<u64> = transfer.split_whitespace().skip(1).map(|n| n.parse().unwrap()).collect();
+    assert!(counters.len() == 2 && counters.iter().all(|&n| n > 0), "{transfer:?}");
+
+    // The server's end is gone: nothing crosses any more.
+    server.stop_wireguard();
+    assert_eq!(remote(&ssh, &["timeout", "2", "bash", "-c", probe]), (Some(124), String::new(), String::new()));
+}
