@@ -7,6 +7,7 @@ mod config;
 mod fleet;
 mod journal;
 mod probes;
+mod remote_world;
 mod repl;
 mod run;
 mod runbooks;

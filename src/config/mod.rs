@@ -38,6 +38,8 @@ pub enum Origin {
     Flag(&'static str),
     /// Pointed at the in-process stack by `--sandbox`.
     Sandbox,
+    /// A host's loopback address, reached through a port forwarded over ssh to that host.
+    Forwarded(String),
 }
 
 impl fmt::Display for Origin {
@@ -48,6 +50,7 @@ impl fmt::Display for Origin {
             Origin::Env(var) => write!(f, "env {var}"),
             Origin::Flag(flag) => write!(f, "flag {flag}"),
             Origin::Sandbox => f.write_str("sandbox"),
+            Origin::Forwarded(host) => write!(f, "forwarded over ssh to {host}'s loopback"),
         }
     }
 }

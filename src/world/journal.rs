@@ -80,9 +80,23 @@ pub struct Journalctl {
     /// `--user` for an unprivileged user's own journal.
     pub user: bool,
     pub timeout: Duration,
+    /// Another host's journal, read over its shared ssh connection.
+    pub via: Option<std::sync::Arc<crate::transport::Ssh>>,
 }
 
 impl Journalctl {
+    /// `journalctl ARGS`, here or on the host over ssh.
+    fn journalctl(&self, args: Vec<String>) -> tokio::process::Command {
+        let mut argv = vec!["journalctl".to_string()];
+        argv.extend(args);
+        if let Some(ssh) = &self.via {
+            argv = ssh.command(&argv);
+        }
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        cmd
+    }
+
     fn args(&self, query: &Query) -> Vec<String> {
         let mut args: Vec<String> = vec!["--no-pager".into(), "-o".into(), "json".into()];
         args.push(
@@ -176,8 +190,8 @@ fn journalctl_error(stderr: &str, code: Option<i32>) -> String {
 impl Journal for Journalctl {
     fn read<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Vec<Entry>, String>> {
         Box::pin(async move {
-            let mut cmd = tokio::process::Command::new("journalctl");
-            cmd.args(self.args(query)).kill_on_drop(true).stdin(std::process::Stdio::null());
+            let mut cmd = self.journalctl(self.args(query));
+            cmd.kill_on_drop(true).stdin(std::process::Stdio::null());
             let out = match tokio::time::timeout(self.timeout, cmd.output()).await {
                 Ok(Ok(out)) => out,
                 Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -213,8 +227,8 @@ impl Journal for Journalctl {
         Box::pin(async move {
             let mut args = self.args(&Query { lines: Some(query.lines.unwrap_or(0)), ..query.clone() });
             args.push("--follow".into());
-            let mut child = tokio::process::Command::new("journalctl")
-                .args(args)
+            let mut child = self
+                .journalctl(args)
                 .kill_on_drop(true)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::piped())
@@ -249,7 +263,22 @@ impl Journal for Journalctl {
     }
 
     fn emit<'a>(&'a self, identifier: &'a str, message: &'a str, priority: u8) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move { native_send(identifier, message, priority) })
+        Box::pin(async move {
+            let Some(ssh) = &self.via else { return native_send(identifier, message, priority) };
+            // journald's socket is the host's: its own `systemd-cat` writes there.
+            let argv = ["systemd-cat", "-t", identifier, "-p", &priority.to_string()].map(str::to_string);
+            let invocation = crate::process::Invocation {
+                argv: ssh.command(&argv),
+                timeout: self.timeout,
+                stdin: Some(message.to_string()),
+                ..Default::default()
+            };
+            let done = crate::process::run(&invocation).await?;
+            match done.code {
+                Some(0) => Ok(()),
+                _ => Err(format!("systemd-cat on host {} failed: {}", ssh.target().name, done.stderr.trim())),
+            }
+        })
     }
 }
 

@@ -3,12 +3,13 @@
 //! Host modules (`src/host/*`) never talk to D-Bus, journalctl, processes or podman
 //! directly: they go through the small traits declared in this folder, one file per seam
 //! (units, journal, commands, containers). Each trait has a real implementation (zbus,
-//! `journalctl -o json`, child processes, podman) and, for `--sandbox`, an in-process twin.
-//! Later, an SSH implementation plugs in at the same place.
+//! `journalctl -o json`, child processes, podman), one for another host reached over its
+//! shared ssh connection (`remote`), and, for `--sandbox`, an in-process twin.
 
 pub mod commands;
 pub mod containers;
 pub mod journal;
+pub mod remote;
 pub mod systemd_dbus;
 pub mod units;
 
@@ -48,6 +49,7 @@ impl World {
             journal: Arc::new(journal::Journalctl {
                 user: user && !root,
                 timeout: config.duration(keys::JOURNAL_TIMEOUT),
+                via: None,
             }),
             commands: commands.clone(),
             containers: Arc::new(containers::Podman {

@@ -52,6 +52,8 @@ trait Manager {
 /// systemd over D-Bus for one scope.
 pub struct SystemdDbus {
     user: bool,
+    /// A remote manager: its address (the bridge over ssh) and the host's name for messages.
+    remote: Option<(zbus::Address, String)>,
     connection: OnceCell<Result<(Connection, ManagerProxy<'static>), UnitError>>,
     /// The runtime the connection lives on: zbus spawns tasks when a connection is dropped.
     runtime: std::sync::OnceLock<tokio::runtime::Handle>,
@@ -71,13 +73,27 @@ impl SystemdDbus {
     pub fn new(user: bool) -> SystemdDbus {
         SystemdDbus {
             user,
+            remote: None,
             connection: OnceCell::new(),
             runtime: std::sync::OnceLock::new(),
             subscribed: OnceCell::new(),
         }
     }
 
+    /// The manager on another host, reached at `address` (`Ssh::dbus_address`: the host's
+    /// `systemd-stdio-bridge` over the shared ssh connection), for `user` or system scope.
+    pub fn over(address: zbus::Address, user: bool, host: &str) -> SystemdDbus {
+        let mut manager = SystemdDbus::new(user);
+        manager.remote = Some((address, host.to_string()));
+        manager
+    }
+
     fn address(&self) -> String {
+        if let Some((_, host)) = &self.remote {
+            // The bridge's address is a long ssh command line: name the host instead.
+            let scope = if self.user { "user" } else { "system" };
+            return format!("the {scope} service manager of host {host}, over ssh (systemd-stdio-bridge)");
+        }
         if self.user {
             std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap_or_else(|_| {
                 let runtime = std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/run/user/<uid>".into());
@@ -95,10 +111,11 @@ impl SystemdDbus {
                 let _ = self.runtime.set(tokio::runtime::Handle::current());
                 let no_bus = |reason: String| UnitError::NoBus { address: self.address(), reason };
                 let connect = async {
-                    let builder = if self.user {
-                        zbus::connection::Builder::session()
-                    } else {
-                        zbus::connection::Builder::system()
+                    let builder = match &self.remote {
+                        // Never through text: zbus does not read back the escapes it writes.
+                        Some((address, _)) => Ok(zbus::connection::Builder::address(address.clone())?),
+                        None if self.user => zbus::connection::Builder::session(),
+                        None => zbus::connection::Builder::system(),
                     };
                     builder?.method_timeout(CALL_TIMEOUT).build().await
                 };

@@ -407,7 +407,8 @@ pub async fn run_command(
     let listener = TcpListener::bind(&addr)
         .await
         .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })?;
-    let journal: Arc<dyn Journal> = Arc::new(Journalctl { user: config.user, timeout: Duration::from_secs(30) });
+    let journal: Arc<dyn Journal> =
+        Arc::new(Journalctl { user: config.user, timeout: Duration::from_secs(30), via: None });
     let shipper = Shipper::new(config, path.map(Path::to_path_buf), journal, logger::stdout());
     let reloader = shipper.clone();
     tokio::spawn(async move {

@@ -1,0 +1,111 @@
+//! The world of another host, reached over its one shared OpenSSH connection
+//! (`crate::transport::Ssh`): its service manager through `systemd-stdio-bridge` (one D-Bus
+//! connection for the run), its journal, commands and containers as `ssh HOST …` on the same
+//! connection, and endpoints that listen only on its loopback through ports forwarded over it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::commands::{Commands, Completed, Invocation};
+use super::{BoxFuture, World, containers, journal, systemd_dbus};
+use crate::config::{Config, Origin, Value, keys};
+use crate::error::Error;
+use crate::transport::{BusScope, Ssh};
+
+/// What a remote command may take beyond its own timeout before ssh is given up on.
+const SSH_MARGIN: Duration = Duration::from_secs(5);
+
+/// Commands run on the host over ssh. The environment does not cross ssh, so it goes on the
+/// command line (`env K=V …`); killing the local ssh does not stop a remote command (no tty),
+/// so the host's own `timeout` ends it.
+pub struct SshCommands {
+    pub ssh: Arc<Ssh>,
+}
+
+impl Commands for SshCommands {
+    fn run<'a>(&'a self, inv: &'a Invocation) -> BoxFuture<'a, Result<Completed, String>> {
+        Box::pin(async move {
+            let mut remote = vec!["env".to_string()];
+            remote.extend(inv.env.iter().map(|(k, v)| format!("{k}={v}")));
+            let secs = inv.timeout.as_secs_f64().max(0.1);
+            remote.extend(["timeout".into(), "-k".into(), "2".into(), format!("{secs:.1}s")]);
+            remote.extend(inv.argv.iter().cloned());
+            let local = Invocation {
+                argv: self.ssh.command(&remote),
+                timeout: inv.timeout + SSH_MARGIN,
+                env: Vec::new(),
+                stdin: inv.stdin.clone(),
+            };
+            let mut done = crate::process::run(&local).await?;
+            // 255 is ssh's own failure (the connection, not the command); 124 is `timeout`'s.
+            match done.code {
+                Some(255) => {
+                    return Err(format!("ssh to host {} failed: {}", self.ssh.target().name, done.stderr.trim()));
+                }
+                Some(127) if done.stderr.contains("No such file") || done.stderr.contains("not found") => {
+                    let program = inv.argv.first().cloned().unwrap_or_default();
+                    return Err(format!("`{program}` not found in PATH on host {}", self.ssh.target().name));
+                }
+                Some(124) => {
+                    done.timed_out = true;
+                    done.code = None;
+                }
+                _ => {}
+            }
+            Ok(done)
+        })
+    }
+}
+
+impl World {
+    /// The world of the host `ssh` reaches, acting on its `scope` manager (`user`: the login
+    /// user's, as `systemctl --user`). Cheap: the D-Bus bridge starts on the first unit call.
+    pub fn over_ssh(config: &Config, ssh: Arc<Ssh>, user: bool) -> Result<World, Error> {
+        let scope = if user {
+            BusScope::User { uid: ssh.remote_uid().map_err(|e| Error::Usage(e.to_string()))? }
+        } else {
+            BusScope::System
+        };
+        let name = ssh.target().name.clone();
+        let commands: Arc<dyn Commands> = Arc::new(SshCommands { ssh: ssh.clone() });
+        Ok(World {
+            hostname: Some(name.clone()),
+            units: Arc::new(systemd_dbus::SystemdDbus::over(ssh.dbus_address(scope), user, &name)),
+            journal: Arc::new(journal::Journalctl {
+                user: false,
+                timeout: config.duration(keys::JOURNAL_TIMEOUT),
+                via: Some(ssh.clone()),
+            }),
+            commands: commands.clone(),
+            containers: Arc::new(containers::Podman {
+                program: config.text(keys::CONTAINER_RUNTIME),
+                commands,
+                timeout: config.duration(keys::TOOLS_TIMEOUT),
+            }),
+        })
+    }
+}
+
+/// `config` with each URL that points at the host's own loopback (the shipper's
+/// 127.0.0.1:12345, often the servers too) pointed at a local port forwarded there over
+/// `ssh`, so those endpoints are reached without opening them to the network.
+pub fn reach_loopback(config: &Config, ssh: &Ssh) -> Result<Config, Error> {
+    let mut config = config.clone();
+    for key in [keys::METRICS_DB_URL, keys::LOG_STORE_URL, keys::LOG_SHIPPER_URL] {
+        let url = config.text(key);
+        let Some((scheme, rest)) = url.split_once("://") else { continue };
+        let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse::<u16>().ok()),
+            None => (authority, None),
+        };
+        let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]") || host.starts_with("127.");
+        let Some(port) = port.filter(|_| loopback) else { continue };
+        let target = if host == "[::1]" { "::1" } else { host };
+        let local = ssh.forward(target, port).map_err(|e| Error::Usage(e.to_string()))?;
+        let slash = if path.is_empty() { String::new() } else { format!("/{path}") };
+        let forwarded = format!("{scheme}://{local}{slash}");
+        config.set(key, Value::Text(forwarded), Origin::Forwarded(ssh.target().name.clone()))?;
+    }
+    Ok(config)
+}

@@ -1,0 +1,96 @@
+//! A session acting on another host through its world over ssh (`World::over_ssh`): the
+//! host's service manager over the D-Bus bridge, its journal read and written, a command run
+//! there with its environment, and an endpoint on its loopback reached through a forwarded
+//! port — all on a real host of the test fleet (own network, hostname, sshd, systemd,
+//! journald). Skipped, saying why, without root or sshd.
+
+use std::sync::Arc;
+
+use opsbook::catalog::Catalog;
+use opsbook::config::{Config, Origin, Value, keys};
+use opsbook::report::{Format, Mode, Outcome, Recorder};
+use opsbook::session::Session;
+use opsbook::transport::Ssh;
+use opsbook::world::World;
+use opsbook::world::remote::reach_loopback;
+
+use crate::support::fleet::Fleet;
+
+const SLEEPER: &str = "[Unit]\nDescription=Sleeper on a remote host\n[Service]\nExecStart=/bin/sh -c 'echo sleeper up; exec sleep infinity'\n";
+const LOOPBACK_WEB: &str =
+    "[Service]\nExecStart=/usr/bin/python3 -m http.server 12345 --bind 127.0.0.1 --directory /run\n";
+
+const RUNBOOK: &str = r#"
+check("hostname is the host's", hostname() == "c1", hostname());
+unit::start(["sleeper", "web"]);
+let s = unit::status("sleeper");
+check("unit started over the bridge", s.active_state == "active" && s.main_pid > 0, `${s}`);
+let out = host::exec(["sh", "-c", "echo $(hostname) $GREETING"], #{ env: #{ GREETING: "hello" } });
+let said = out.stdout;
+said.trim();
+check("command ran there, with its environment", said == "c1 hello", said);
+journal::emit("opsbook-remote", "written from the operator's machine", "info");
+let found = wait::until(|| journal::read(#{ identifier: "opsbook-remote", since: "1 min ago" }).len() > 0,
+    #{ timeout: "5s", every: "100ms" });
+check("the host's journal has the line", found.ok, `after ${found.waited}s`);
+let up = wait::until(|| journal::read(#{ unit: "sleeper.service", grep: "sleeper up" }).len() > 0,
+    #{ timeout: "5s", every: "100ms" });
+check("the unit's lines are read there", up.ok, `after ${up.waited}s`);
+let ready = wait::until(|| http::probe(config.log_shipper.url).ok, #{ timeout: "10s", every: "100ms" });
+let p = http::probe(config.log_shipper.url);
+check("its loopback endpoint answers through the forward", ready.ok && p.status == 200, p.detail);
+"#;
+
+#[test]
+fn a_session_acts_on_a_remote_host_through_its_world() {
+    let fleet = match Fleet::boot(&["c1"]) {
+        Ok(f) => f,
+        Err(why) => return crate::support::skip(why),
+    };
+    let host = fleet.host("c1");
+    host.install_unit("sleeper.service", SLEEPER);
+    host.install_unit("web.service", LOOPBACK_WEB);
+    let ssh = Arc::new(Ssh::connect(host.ssh_target()).unwrap_or_else(|e| panic!("{e}")));
+
+    let mut config = Config::defaults();
+    config.set(keys::SCOPE, Value::Text("user".into()), Origin::Flag("test")).unwrap();
+    // The shipper's endpoint listens on the host's loopback only.
+    config.set(keys::LOG_SHIPPER_URL, Value::Text("http://127.0.0.1:12345".into()), Origin::Flag("test")).unwrap();
+    let config = reach_loopback(&config, &ssh).unwrap();
+    let forwarded = config.text(keys::LOG_SHIPPER_URL);
+    assert!(forwarded.starts_with("http://127.0.0.1:") && forwarded != "http://127.0.0.1:12345", "{forwarded}");
+    assert_eq!(config.setting(keys::LOG_SHIPPER_URL).origin.to_string(), "forwarded over ssh to c1's loopback");
+
+    let world = World::over_ssh(&config, ssh.clone(), true).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
+    std::fs::write(dir.path().join("runbooks/remote.rhai"), RUNBOOK).unwrap();
+    let catalog = Arc::new(Catalog::new(&[dir.path().join("runbooks")]));
+    let mode = Mode { host: Some("c1".into()), ..Mode::default() };
+    let session = Session::new(config, world, catalog, mode);
+    let compiled = session.compile("remote").unwrap();
+    let report = session
+        .run_recorded(&compiled, &[], |name, source, params, mode| {
+            let quiet = opsbook::report::formatter(Format::Json, false);
+            Recorder::with_output(name, source, params, mode, quiet, Box::new(std::io::sink()))
+        })
+        .unwrap();
+    let seen: Vec<(String, Outcome, String)> =
+        report.records().map(|r| (r.name.clone(), r.outcome, r.detail.clone())).collect();
+    let names: Vec<&str> = seen.iter().filter(|(_, o, _)| *o == Outcome::Pass).map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "hostname is the host's",
+            "unit started over the bridge",
+            "command ran there, with its environment",
+            "the host's journal has the line",
+            "the unit's lines are read there",
+            "its loopback endpoint answers through the forward",
+        ],
+        "{seen:#?}\nend: {:?}",
+        report.end
+    );
+    // The unit really runs there, as its own manager says.
+    assert_eq!(host.ok(&["systemctl", "--user", "is-active", "sleeper"]).trim(), "active");
+}
