@@ -1,7 +1,7 @@
 //! A session acting on another host through its world over ssh (`World::over_ssh`): the
 //! host's service manager over the D-Bus bridge, its journal read and written, a command run
-//! there with its environment, and an endpoint on its loopback reached through a forwarded
-//! port — all on a real host of the test fleet (own network, hostname, sshd, systemd,
+//! there with its environment, an endpoint on its loopback reached through a forwarded port,
+//! and TCP reach and interfaces seen from the host — all on a real host of the test fleet (own network, hostname, sshd, systemd,
 //! journald). Skipped, saying why, without root or sshd.
 
 use std::sync::Arc;
@@ -39,6 +39,13 @@ check("the unit's lines are read there", up.ok, `after ${up.waited}s`);
 let ready = wait::until(|| http::probe(config.log_shipper.url).ok, #{ timeout: "10s", every: "100ms" });
 let p = http::probe(config.log_shipper.url);
 check("its loopback endpoint answers through the forward", ready.ok && p.status == 200, p.detail);
+let open = host::tcp_connect("127.0.0.1:12345", "3s");
+let closed = host::tcp_connect("127.0.0.1:1", "3s");
+check("TCP reach is tried from the host", open.ok && !closed.ok && closed.detail == "connection refused",
+    `${open.detail}; ${closed.detail}`);
+let lo = host::interface("lo");
+let none = host::interface("wg-nowhere");
+check("the host's interfaces are read there", lo.up && !none.exists, `${lo.state}; ${none.state}`);
 "#;
 
 #[test]
@@ -87,6 +94,8 @@ fn a_session_acts_on_a_remote_host_through_its_world() {
             "the host's journal has the line",
             "the unit's lines are read there",
             "its loopback endpoint answers through the forward",
+            "TCP reach is tried from the host",
+            "the host's interfaces are read there",
         ],
         "{seen:#?}\nend: {:?}",
         report.end

@@ -15,6 +15,7 @@ use super::{Host, HostResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::world::commands::{Completed, Invocation};
+use crate::world::net::Reach;
 
 /// Registers the `host::` namespace.
 pub fn register(engine: &mut Engine, host: &Arc<Host>) {
@@ -63,12 +64,13 @@ fn module(host: &Arc<Host>) -> Module {
          /// throws: `#{ok, address, detail, elapsed_ms}`.",
         move |address: &str, timeout: Dynamic| tcp_connect(&h, address, duration_arg(&timeout)?)
     );
+    let h = host.clone();
     register!(
         &mut m,
         "interface",
         ["name: &str", "Map"],
-        "/// A network interface (a tunnel, say): `#{exists, up, state}` from /sys/class/net.",
-        |name: &str| interface(name)
+        "/// A network interface of the host (a tunnel, say): `#{exists, up, state}` from /sys/class/net.",
+        move |name: &str| interface(&h, name)
     );
     m
 }
@@ -222,7 +224,7 @@ fn address_of(text: &str) -> Option<String> {
 
 /// Where a TCP probe connected to.
 #[derive(Serialize)]
-struct Reach {
+struct ReachOf {
     /// `host:port`.
     address: String,
 }
@@ -231,22 +233,21 @@ fn tcp_connect(host: &Host, target: &str, timeout: Duration) -> HostResult<Map> 
     let Some(address) = address_of(target) else {
         return Err(fail(format!("host::tcp_connect: `{target}` is not host:port or a URL")));
     };
-    let a = address.clone();
+    let (net, a) = (host.world.net.clone(), address.clone());
     let started = Instant::now();
-    let result =
-        host.block_on(|| async move { tokio::time::timeout(timeout, tokio::net::TcpStream::connect(a)).await })?;
+    let reach = host.block_on(|| async move { net.tcp_connect(&a, timeout).await })?;
     let elapsed = started.elapsed();
-    let probe = match result {
-        Ok(Ok(_)) => Probe::new(true, None, format!("connected in {} ms", elapsed.as_millis()), Some(elapsed)),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            Probe::new(false, None, "connection refused", Some(elapsed))
+    let probe = match reach {
+        Reach::Connected(took) => {
+            Probe::new(true, None, format!("connected in {} ms", took.as_millis()), Some(elapsed))
         }
-        Ok(Err(e)) => Probe::new(false, None, e.to_string(), Some(elapsed)),
-        Err(_) => {
+        Reach::Refused => Probe::new(false, None, "connection refused", Some(elapsed)),
+        Reach::Failed(why) => Probe::new(false, None, why, Some(elapsed)),
+        Reach::TimedOut => {
             Probe::new(false, None, format!("timed out after {}", humantime::format_duration(timeout)), Some(elapsed))
         }
     };
-    probe.with(Reach { address }).into_map()
+    probe.with(ReachOf { address }).into_map()
 }
 
 /// A network interface's state.
@@ -258,17 +259,15 @@ struct Interface {
     state: String,
 }
 
-fn interface(name: &str) -> HostResult<Map> {
+fn interface(host: &Host, name: &str) -> HostResult<Map> {
     if name.is_empty() || name.contains('/') || name.contains("..") {
         return Err(fail(format!("host::interface: `{name}` is not an interface name")));
     }
-    let state = std::fs::read_to_string(format!("/sys/class/net/{name}/operstate")).ok().map(|s| s.trim().to_string());
-    let flags = std::fs::read_to_string(format!("/sys/class/net/{name}/flags"))
-        .ok()
-        .and_then(|f| i64::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok());
+    let (net, n) = (host.world.net.clone(), name.to_string());
+    let link = host.block_on(|| async move { net.link(&n).await })?.map_err(fail)?;
     // Tunnels often report operstate "unknown" while up: the IFF_UP flag decides.
-    let up = state.as_deref() == Some("up") || flags.is_some_and(|f| f & 1 == 1);
-    record(&Interface { exists: state.is_some(), up, state: state.unwrap_or_else(|| "absent".into()) })
+    let up = link.state.as_deref() == Some("up") || link.flags.is_some_and(|f| f & 1 == 1);
+    record(&Interface { exists: link.state.is_some(), up, state: link.state.unwrap_or_else(|| "absent".into()) })
 }
 
 #[cfg(test)]

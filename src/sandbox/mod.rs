@@ -161,6 +161,7 @@ impl Sandbox {
                 journal: sim.journal.clone(),
                 commands: Arc::new(commands::SimCommands { processes: crate::world::commands::Processes }),
                 containers: Arc::new(containers::NoContainers),
+                net: Arc::new(crate::world::net::LocalNet),
             };
             sandbox.hosts.push(Host { sim, world, config });
         }

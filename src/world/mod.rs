@@ -9,6 +9,7 @@
 pub mod commands;
 pub mod containers;
 pub mod journal;
+pub mod net;
 pub mod remote;
 pub mod systemd_dbus;
 pub mod units;
@@ -32,6 +33,8 @@ pub struct World {
     pub journal: Arc<dyn journal::Journal>,
     pub commands: Arc<dyn commands::Commands>,
     pub containers: Arc<dyn containers::Containers>,
+    /// What the host reaches over the network, asked from the host itself.
+    pub net: Arc<dyn net::Net>,
 }
 
 impl World {
@@ -57,6 +60,7 @@ impl World {
                 commands,
                 timeout: config.duration(keys::TOOLS_TIMEOUT),
             }),
+            net: Arc::new(net::LocalNet),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::commands::{Commands, Completed, Invocation};
-use super::{BoxFuture, World, containers, journal, systemd_dbus};
+use super::{BoxFuture, World, containers, journal, net, systemd_dbus};
 use crate::config::{Config, Origin, Value, keys};
 use crate::error::Error;
 use crate::transport::{BusScope, Ssh};
@@ -79,9 +79,10 @@ impl World {
             commands: commands.clone(),
             containers: Arc::new(containers::Podman {
                 program: config.text(keys::CONTAINER_RUNTIME),
-                commands,
+                commands: commands.clone(),
                 timeout: config.duration(keys::TOOLS_TIMEOUT),
             }),
+            net: Arc::new(net::CommandNet { commands }),
         })
     }
 }

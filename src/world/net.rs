@@ -1,0 +1,128 @@
+//! The network seam: what a host reaches and which interfaces it has, seen *from that host*
+//! (a client's reach of the server's ports is a connect from the client, not from the
+//! operator's machine). Here: a socket and `/sys/class/net`. On another host: the same
+//! questions asked through its commands (bash's `/dev/tcp`, `cat` of `/sys/class/net`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::BoxFuture;
+use super::commands::{Commands, Invocation};
+
+/// How a TCP connect ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    Connected(Duration),
+    Refused,
+    TimedOut,
+    Failed(String),
+}
+
+/// An interface as the kernel reports it: `operstate` and the flags word.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Link {
+    pub state: Option<String>,
+    pub flags: Option<i64>,
+}
+
+pub trait Net: Send + Sync {
+    /// Opens (and closes) a TCP connection to `host:port`.
+    fn tcp_connect<'a>(&'a self, address: &'a str, timeout: Duration) -> BoxFuture<'a, Reach>;
+    /// The interface's state (`Link::default()` when there is no such interface).
+    fn link<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Link, String>>;
+}
+
+/// This machine.
+pub struct LocalNet;
+
+impl Net for LocalNet {
+    fn tcp_connect<'a>(&'a self, address: &'a str, timeout: Duration) -> BoxFuture<'a, Reach> {
+        Box::pin(async move {
+            let started = Instant::now();
+            match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(address)).await {
+                Ok(Ok(_)) => Reach::Connected(started.elapsed()),
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Reach::Refused,
+                Ok(Err(e)) => Reach::Failed(e.to_string()),
+                Err(_) => Reach::TimedOut,
+            }
+        })
+    }
+
+    fn link<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Link, String>> {
+        Box::pin(async move {
+            let read = |file: &str| std::fs::read_to_string(format!("/sys/class/net/{name}/{file}")).ok();
+            Ok(parse_link(read("operstate").as_deref(), read("flags").as_deref()))
+        })
+    }
+}
+
+fn parse_link(state: Option<&str>, flags: Option<&str>) -> Link {
+    Link {
+        state: state.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
+        flags: flags.and_then(|f| i64::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok()),
+    }
+}
+
+/// Another host, asked through its commands.
+pub struct CommandNet {
+    pub commands: Arc<dyn Commands>,
+}
+
+impl Net for CommandNet {
+    fn tcp_connect<'a>(&'a self, address: &'a str, timeout: Duration) -> BoxFuture<'a, Reach> {
+        Box::pin(async move {
+            let Some((host, port)) = address.rsplit_once(':') else {
+                return Reach::Failed(format!("`{address}` is not host:port"));
+            };
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            // bash's /dev/tcp: no nc or curl needed on the host. The address goes in as
+            // arguments, never into the script text.
+            let argv = ["bash", "-c", "exec 3<>\"/dev/tcp/$0/$1\"", host, port].map(str::to_string).to_vec();
+            let started = Instant::now();
+            let invocation = Invocation { argv, timeout, ..Invocation::default() };
+            match self.commands.run(&invocation).await {
+                Ok(done) if done.timed_out => Reach::TimedOut,
+                Ok(done) if done.code == Some(0) => Reach::Connected(started.elapsed()),
+                Ok(done) if done.stderr.contains("Connection refused") => Reach::Refused,
+                Ok(done) => Reach::Failed(last_line(&done.stderr)),
+                Err(e) => Reach::Failed(e),
+            }
+        })
+    }
+
+    fn link<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Link, String>> {
+        Box::pin(async move {
+            let script =
+                "cat \"/sys/class/net/$0/operstate\" 2>/dev/null; echo; cat \"/sys/class/net/$0/flags\" 2>/dev/null";
+            let argv = ["sh", "-c", script, name].map(str::to_string).to_vec();
+            let invocation = Invocation { argv, timeout: Duration::from_secs(10), ..Invocation::default() };
+            let done = self.commands.run(&invocation).await?;
+            let mut lines = done.stdout.lines().filter(|l| !l.trim().is_empty());
+            let (state, flags) = (lines.next(), lines.next());
+            Ok(parse_link(state, flags))
+        })
+    }
+}
+
+fn last_line(text: &str) -> String {
+    let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no answer");
+    // bash prefixes its own name and the script: keep what the kernel said.
+    line.rsplit(": ").next().unwrap_or(line).trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_and_errors_read_as_the_kernel_and_bash_say_them() {
+        assert_eq!(parse_link(Some("up\n"), Some("0x1003\n")), Link { state: Some("up".into()), flags: Some(0x1003) });
+        assert_eq!(parse_link(None, None), Link::default());
+        assert_eq!(
+            last_line(
+                "bash: line 1: connect: No route to host\nbash: line 1: /dev/tcp/10.0.0.9/3100: No route to host\n"
+            ),
+            "No route to host"
+        );
+    }
+}
