@@ -14,6 +14,7 @@ pub mod error;
 pub mod functions;
 pub mod host;
 pub mod http_client;
+pub mod inventory;
 pub mod process;
 pub mod progress;
 pub mod repl;

@@ -51,6 +51,12 @@ keys! {
         "system",
         "which service manager: system bus, or user bus for rootless units",
     );
+    INVENTORY = key(
+        "inventory",
+        Kind::Text,
+        "",
+        "Ansible inventory (YAML or INI) naming the fleet's hosts; relative to the file setting it",
+    );
     METRICS_DB_URL = env_key(
         "metrics_db.url",
         Kind::Url,
