@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod config;
+mod inventory;
 mod journal;
 mod probes;
 mod repl;
