@@ -135,9 +135,11 @@ pub enum Command {
     /// Print the effective configuration and where each value came from (secrets redacted).
     Config,
 
-    /// Print the fleet as opsbook sees it: each host's address, roles, scope and ssh user and
-    /// port, and where each value came from (`[hosts]`/`[groups]` of the config, the Ansible
-    /// inventory, or a default). Exit status 1 when a value could not be resolved.
+    /// List the fleet's hosts: address, roles, ssh details, and where each value came from.
+    ///
+    /// Sources: `[hosts.NAME]`/`[groups.NAME]` of the config files and the Ansible inventory
+    /// (`--inventory` or the `inventory` key); with neither, the one host is this machine.
+    /// Exit status 1 when a value could not be resolved (listed last; nothing is guessed).
     Hosts {
         /// Only the hosts this pattern selects (as `--hosts`); all when omitted.
         pattern: Option<String>,

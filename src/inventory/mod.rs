@@ -303,3 +303,83 @@ fn json_text(value: &Json) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Sources;
+
+    /// Three clients in an INI inventory, a server only opsbook.toml knows, roles by group.
+    fn fleet() -> (tempfile::TempDir, Inventory) {
+        let dir = tempfile::tempdir().unwrap();
+        let ini = "[clients]\nc1 ansible_host=10.0.0.1 opsbook_log_shipper_unit=shipper.service\nc2:2201\nc3\n";
+        std::fs::write(dir.path().join("hosts.ini"), ini).unwrap();
+        let toml = "inventory = \"hosts.ini\"\n[hosts.srv]\naddress = \"10.0.0.10\"\nroles = [\"influxdb\", \"loki\"]\n\
+                    [groups.clients]\nroles = [\"telegraf\", \"alloy\"]\n[groups.edge]\nhosts = [\"c3\"]\n\
+                    config = { scope = \"user\" }\n";
+        std::fs::write(dir.path().join("opsbook.toml"), toml).unwrap();
+        let sources = Sources { explicit: Some(dir.path().join("opsbook.toml")), user_scope: false };
+        let config = Config::load(&sources).unwrap();
+        let inventory = Inventory::load(&config, None).unwrap();
+        (dir, inventory)
+    }
+
+    fn names(hosts: Vec<&Host>) -> Vec<&str> {
+        hosts.into_iter().map(|h| h.name.as_str()).collect()
+    }
+
+    #[test]
+    fn patterns_select_groups_hosts_roles_and_wildcards_in_inventory_order() {
+        let (_dir, inv) = fleet();
+        assert_eq!(names(inv.select("all").unwrap()), ["c1", "c2", "c3", "srv"]);
+        assert_eq!(names(inv.select("clients:!c2").unwrap()), ["c1", "c3"]);
+        assert_eq!(names(inv.select("srv,c[23]").unwrap()), ["c2", "c3", "srv"]);
+        assert_eq!(names(inv.select("log-store").unwrap()), ["srv"]);
+        assert_eq!(names(inv.select("alloy:&edge").unwrap()), ["c3"]);
+        assert_eq!(names(inv.hosts_with(Role::MetricsAgent)), ["c1", "c2", "c3"]);
+        assert_eq!(
+            inv.select("client").unwrap_err().to_string(),
+            "error: `client` is no group, host or role of the inventory; did you mean `clients`?"
+        );
+    }
+
+    #[test]
+    fn services_are_a_role_on_a_host_or_on_every_host_with_it() {
+        let (_dir, inv) = fleet();
+        let s = inv.services("c2:log-shipper").unwrap();
+        assert_eq!((s[0].host.name.as_str(), s[0].role), ("c2", Role::LogShipper));
+        let all: Vec<&str> = inv.services("loki").unwrap().iter().map(|s| s.host.name.as_str()).collect();
+        assert_eq!(all, ["srv"]);
+        assert_eq!(
+            inv.services("c2:metrics-db").unwrap_err().to_string(),
+            "error: host `c2` does not play `metrics-db` (it plays metrics-agent, log-shipper)"
+        );
+    }
+
+    #[test]
+    fn each_host_has_its_own_config_and_ssh_details() {
+        let (_dir, inv) = fleet();
+        let c1 = inv.host("c1").unwrap();
+        assert_eq!(c1.config().text(keys::LOG_SHIPPER_UNIT), "shipper.service");
+        assert_eq!(inv.host("c2").unwrap().config().text(keys::LOG_SHIPPER_UNIT), "alloy.service");
+        assert_eq!(inv.host("c2").unwrap().port.as_ref().map(|p| p.value), Some(2201));
+        assert_eq!(inv.host("c3").unwrap().scope(), "user");
+        assert_eq!(
+            inv.host("c3").unwrap().address.as_ref().map(|a| (a.value.as_str(), a.from.to_string())),
+            Some(("c3", "its inventory name (no ansible_host)".to_string()))
+        );
+        assert!(!inv.host("srv").unwrap().is_local());
+    }
+
+    #[test]
+    fn targets_come_from_host_or_hosts_never_both_never_empty() {
+        let (_dir, inv) = fleet();
+        assert!(inv.targets(None, None).unwrap().is_none());
+        assert_eq!(names(inv.targets(Some("c1"), None).unwrap().unwrap()), ["c1"]);
+        assert_eq!(
+            inv.targets(None, Some("nothing*")).unwrap_err().to_string(),
+            "error: the host pattern `nothing*` selects no host; `opsbook hosts` lists them"
+        );
+        assert!(inv.targets(Some("c1"), Some("all")).is_err());
+    }
+}
