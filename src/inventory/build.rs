@@ -147,14 +147,19 @@ fn host(
     let address = match th.and_then(|h| h.address.as_ref()) {
         Some(a) => Some(from_toml(a, None)),
         None if connection.as_ref().is_some_and(|c| c.value == "local") => None,
-        None => match vars.text(ADDRESS_VAR) {
+        None => match vars.text(ADDRESS_VAR).or_else(|| vars.text("ansible_ssh_host")) {
             Some(a) => Some(a),
             None if !in_ansible || matches!(name, "localhost" | "127.0.0.1" | "::1") => None,
             None if raw.contains_key(ADDRESS_VAR) => None,
             None => Some(Fact { value: name.to_string(), from: Source::Rule("its inventory name (no ansible_host)") }),
         },
     };
-    let user = th.and_then(|h| h.user.as_ref()).map(|u| from_toml(u, None)).or_else(|| vars.text("ansible_user"));
+    // `ansible_ssh_*` are the older spellings Ansible still reads.
+    let user = th
+        .and_then(|h| h.user.as_ref())
+        .map(|u| from_toml(u, None))
+        .or_else(|| vars.text("ansible_user"))
+        .or_else(|| vars.text("ansible_ssh_user"));
     let key = th
         .and_then(|h| h.key.as_ref())
         .map(|k| from_toml(k, None))
@@ -162,12 +167,14 @@ fn host(
         .or_else(|| vars.text("ansible_private_key_file"));
     let port = match th.and_then(|h| h.port.as_ref()) {
         Some(p) => Some(from_toml(p, None)),
-        None => vars.text("ansible_port").and_then(|p| match p.value.parse::<u16>() {
-            Ok(n) if n > 0 => Some(Fact { value: n, from: p.from }),
-            _ => {
-                let reason = format!("`{}` is not a port number (1 to 65535)", p.value);
-                vars.problems.push(Problem { var: "ansible_port".into(), from: p.from, reason });
-                None
+        None => vars.text("ansible_port").or_else(|| vars.text("ansible_ssh_port")).and_then(|p| {
+            match p.value.parse::<u16>() {
+                Ok(n) if n > 0 => Some(Fact { value: n, from: p.from }),
+                _ => {
+                    let reason = format!("`{}` is not a port number (1 to 65535)", p.value);
+                    vars.problems.push(Problem { var: "ansible_port".into(), from: p.from, reason });
+                    None
+                }
             }
         }),
     };
