@@ -36,6 +36,8 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         }
         Command::Hosts { pattern } => {
             let inventory = crate::inventory::from_options(&global)?;
+            // `opsbook hosts --hosts P` and `--host N` select as the positional pattern does.
+            let pattern = pattern.or_else(|| global.hosts.clone()).or_else(|| global.host.clone());
             crate::inventory::show::hosts(&inventory, pattern.as_deref(), global.format)
         }
         Command::Twin(args) => crate::twin::run(args),

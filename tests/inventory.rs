@@ -194,6 +194,16 @@ backup  scope    user       opsbook.toml:20
 }
 
 #[test]
+fn hosts_as_json_gives_every_fact_with_its_source() {
+    fleet()
+        .args(["hosts", "--hosts", "backup,monitor3", "--format", "json"])
+        .run()
+        .code(0)
+        .stdout_is_fixture("inventory/hosts.json")
+        .stderr_is("");
+}
+
+#[test]
 fn no_inventory_is_this_machine_playing_every_role() {
     Test::new().args(["hosts"]).run().code(0).stdout_is(
         "HOST       ADDRESS         ROLES                                              SCOPE   USER  PORT
