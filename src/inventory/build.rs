@@ -68,7 +68,7 @@ pub fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inventory, 
             groups.iter().filter(|(g, m)| *g != "all" && m.contains(name)).map(|(g, _)| g.clone()).collect();
         hosts.push(host(config, name, ansible.as_ref(), &toml, in_groups)?);
     }
-    Ok(Inventory { hosts, groups, ansible_file: ansible.map(|a| a.path) })
+    Ok(Inventory { hosts, groups })
 }
 
 /// No inventory: this machine, playing every role, with the base configuration.
@@ -86,7 +86,7 @@ fn local(config: &Config) -> Inventory {
         config: config.clone(),
     };
     let groups = [("all".to_string(), ["localhost".to_string()].into())].into();
-    Inventory { hosts: vec![host], groups, ansible_file: None }
+    Inventory { hosts: vec![host], groups }
 }
 
 /// One host's variables, rendered on demand, with unresolvable ones collected as problems.

@@ -146,8 +146,6 @@ pub struct Inventory {
     hosts: Vec<Host>,
     /// Group → member host names (children's included), from both sources.
     groups: BTreeMap<String, BTreeSet<String>>,
-    /// The Ansible inventory read, if any.
-    pub ansible_file: Option<PathBuf>,
 }
 
 impl Inventory {

@@ -19,7 +19,7 @@ use crate::error::Error;
 
 mod ini;
 mod vars_dir;
-pub mod yaml;
+mod yaml;
 
 /// Where a value was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +73,6 @@ pub struct HostEntry {
 /// A whole inventory.
 #[derive(Debug, Default)]
 pub struct AnsibleInventory {
-    pub path: PathBuf,
     groups: Vec<Group>,
     hosts: Vec<HostEntry>,
 }
@@ -86,7 +85,7 @@ impl AnsibleInventory {
             context: format!("cannot read the Ansible inventory `{}`", path.display()),
             source,
         })?;
-        let mut inventory = AnsibleInventory { path: path.to_path_buf(), ..Default::default() };
+        let mut inventory = AnsibleInventory::default();
         inventory.group_mut("all");
         inventory.group_mut("ungrouped");
         let is_yaml = matches!(path.extension().and_then(|e| e.to_str()), Some("yml" | "yaml" | "json"));
