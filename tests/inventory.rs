@@ -323,3 +323,16 @@ fn runs_resolve_their_targets_and_refuse_remote_hosts_for_now() {
         );
     fleet().runbook("noop", "check(\"ok\", true);").args(["run", "noop", "--host", "localhost"]).run().passed("noop");
 }
+
+#[test]
+fn a_toml_group_naming_nothing_is_an_error_not_a_silent_no_op() {
+    fleet()
+        .file("opsbook.toml", "inventory = \"yaml/inventory.yml\"\n[groups.cleints]\nroles = [\"alloy\"]\n")
+        .args(["hosts"])
+        .run()
+        .code(2)
+        .stderr_is(
+            "error: opsbook.toml:2: `[groups.cleints]` names no group of the Ansible inventory and lists no hosts; \
+did you mean `clients`?\n",
+        );
+}

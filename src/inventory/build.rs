@@ -44,6 +44,14 @@ pub fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inventory, 
         }
     }
     for g in &toml.groups {
+        // A group that lists no hosts must name an Ansible group, or its roles and config
+        // would silently apply to nothing (a typo such as `[groups.cleints]`).
+        if g.hosts.is_empty() && !groups.contains_key(&g.name) {
+            let hint = did_you_mean(&g.name, groups.keys().map(String::as_str));
+            let at = g.place.as_ref().map(|p| format!("{}: ", super::shown(p))).unwrap_or_default();
+            let known = if ansible.is_some() { "names no group of the Ansible inventory and " } else { "" };
+            return Err(Error::Usage(format!("{at}`[groups.{}]` {known}lists no hosts{hint}", g.name)));
+        }
         let members = groups.entry(g.name.clone()).or_default();
         for host in &g.hosts {
             if !names.contains(&host.value) {

@@ -58,6 +58,8 @@ pub struct TomlHost {
 #[derive(Debug, Default)]
 pub struct TomlGroup {
     pub name: String,
+    /// Where the group's table is (the last file's, when several set it).
+    pub place: Option<Place>,
     pub hosts: Vec<At<String>>,
     pub roles: Vec<At<Role>>,
     pub config: Vec<Setting>,
@@ -217,6 +219,7 @@ impl File<'_> {
 
     fn read_group(&self, group: &mut TomlGroup, body: Spanned<'_, '_>) -> Result<(), Error> {
         let owner = format!("`[groups.{}]`", group.name);
+        group.place = Some(self.place(body.span().start));
         let DeValue::Table(t) = body.get_ref() else {
             return Err(self.error(format!("{owner} must be a table"), body.span().start));
         };
