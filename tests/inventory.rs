@@ -318,7 +318,7 @@ fn runs_resolve_their_targets_and_refuse_remote_hosts_for_now() {
         .run()
         .code(2)
         .stderr_is(
-            "error: host `monitor12`: `ansible_host` (yaml/inventory.yml:29 (host var)) cannot be resolved: \
+            "error: host `monitor12`: `ansible_host` (yaml/inventory.yml:33 (host var)) cannot be resolved: \
 `monitor12_ip` is not defined for this host\n",
         );
     fleet().runbook("noop", "check(\"ok\", true);").args(["run", "noop", "--host", "localhost"]).run().passed("noop");

@@ -1,11 +1,12 @@
 //! Ansible's YAML inventory format, and the YAML of `group_vars/` and `host_vars/` files.
 //!
 //! Read with saphyr's marked nodes, so every variable remembers its line and every mistake is
-//! shown at its line and column with a caret.
+//! shown at its line and column with a caret. Scalars are resolved as Ansible's YAML 1.1
+//! loader resolves them: plain `yes`/`no`/`on`/`off` are booleans, quoted text is text.
 
 use std::path::Path;
 
-use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData, YamlLoader};
 use serde_json::Value as Json;
 
 use super::{AnsibleInventory, Place, Var, Vars};
@@ -14,17 +15,38 @@ use crate::error::{Error, suggest};
 
 /// Parses `text` into its first document (`None` when the file holds none).
 pub fn parse<'a>(path: &Path, text: &'a str) -> Result<Option<MarkedYaml<'a>>, Error> {
-    let docs = MarkedYaml::load_from_str(text).map_err(|e| {
+    let mut loader: YamlLoader<'a, MarkedYaml<'a>> = YamlLoader::default();
+    // Scalars stay as written (with their style) until `scalar` resolves them.
+    loader.early_parse(false);
+    let mut parser = saphyr_parser::Parser::new_from_str(text);
+    let loaded = parser.load(&mut loader, true);
+    if let Some(e) = loaded.err().or_else(|| loader.error().cloned()) {
         let m = e.marker();
-        Error::located(Diagnostic::at(
+        return Err(Error::located(Diagnostic::at(
             format!("invalid YAML: {}", e.info()),
             path.display().to_string(),
             Some(text),
             m.line(),
             m.col() + 1,
-        ))
-    })?;
-    Ok(docs.into_iter().next().filter(|d| !matches!(d.data, YamlData::Value(Scalar::Null))))
+        )));
+    }
+    Ok(loader.into_documents().into_iter().next().filter(|d| !is_null(d)))
+}
+
+/// A scalar node's value: quoted is text; plain is resolved as PyYAML (YAML 1.1) does for
+/// null and booleans, as YAML 1.2 for numbers.
+fn scalar<'a>(node: &MarkedYaml<'a>) -> Option<Scalar<'a>> {
+    match &node.data {
+        YamlData::Value(v) => Some(v.clone()),
+        YamlData::Representation(text, ScalarStyle::Plain, None) => Some(match text.as_ref() {
+            "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Scalar::Boolean(true),
+            "no" | "No" | "NO" | "off" | "Off" | "OFF" => Scalar::Boolean(false),
+            "" | "~" | "null" | "Null" | "NULL" => Scalar::Null,
+            _ => Scalar::parse_from_cow(text.clone()),
+        }),
+        YamlData::Representation(text, _, _) => Some(Scalar::String(text.clone())),
+        _ => None,
+    }
 }
 
 /// An error pointing at `node`.
@@ -33,25 +55,34 @@ pub fn at(path: &Path, text: &str, node: &MarkedYaml<'_>, message: String) -> Er
     Error::located(Diagnostic::at(message, path.display().to_string(), Some(text), m.line(), m.col() + 1))
 }
 
+/// An empty entry (`monitor3:` with nothing after it) or an explicit null.
+fn is_null(node: &MarkedYaml<'_>) -> bool {
+    scalar(node) == Some(Scalar::Null)
+}
+
 /// A scalar as text (keys, host and group names).
 pub fn text(node: &MarkedYaml<'_>) -> Option<String> {
-    match &node.data {
-        YamlData::Value(Scalar::String(s)) => Some(s.to_string()),
-        YamlData::Value(Scalar::Integer(i)) => Some(i.to_string()),
-        YamlData::Value(Scalar::FloatingPoint(f)) => Some(f.to_string()),
-        YamlData::Value(Scalar::Boolean(b)) => Some(b.to_string()),
-        _ => None,
+    match scalar(node)? {
+        Scalar::String(s) => Some(s.to_string()),
+        Scalar::Integer(i) => Some(i.to_string()),
+        Scalar::FloatingPoint(f) => Some(f.to_string()),
+        Scalar::Boolean(b) => Some(b.to_string()),
+        Scalar::Null => None,
     }
 }
 
 /// A node as the JSON value Ansible would hold.
 pub fn to_json(node: &MarkedYaml<'_>) -> Json {
+    if let Some(s) = scalar(node) {
+        return match s {
+            Scalar::Null => Json::Null,
+            Scalar::Boolean(b) => Json::Bool(b),
+            Scalar::Integer(i) => Json::from(i),
+            Scalar::FloatingPoint(f) => serde_json::Number::from_f64(f.0).map_or(Json::Null, Json::Number),
+            Scalar::String(s) => Json::String(s.to_string()),
+        };
+    }
     match &node.data {
-        YamlData::Value(Scalar::Null) => Json::Null,
-        YamlData::Value(Scalar::Boolean(b)) => Json::Bool(*b),
-        YamlData::Value(Scalar::Integer(i)) => Json::from(*i),
-        YamlData::Value(Scalar::FloatingPoint(f)) => serde_json::Number::from_f64(f.0).map_or(Json::Null, Json::Number),
-        YamlData::Value(Scalar::String(s)) => Json::String(s.to_string()),
         YamlData::Sequence(items) => Json::Array(items.iter().map(to_json).collect()),
         YamlData::Mapping(map) => Json::Object(
             map.iter().map(|(k, v)| (text(k).unwrap_or_default(), to_json(v))).collect::<serde_json::Map<_, _>>(),
@@ -65,7 +96,7 @@ pub fn to_json(node: &MarkedYaml<'_>) -> Json {
 pub fn vars(path: &Path, text: &str, node: &MarkedYaml<'_>, what: &str) -> Result<Vars, Error> {
     let map = match &node.data {
         YamlData::Mapping(map) => map,
-        YamlData::Value(Scalar::Null) => return Ok(Vars::new()),
+        _ if is_null(node) => return Ok(Vars::new()),
         _ => return Err(at(path, text, node, format!("{what} must be a mapping of variable names to values"))),
     };
     let mut out = Vars::new();
@@ -110,7 +141,7 @@ fn read_group(
     }
     let map = match &body.data {
         YamlData::Mapping(map) => map,
-        YamlData::Value(Scalar::Null) => return Ok(()),
+        _ if is_null(body) => return Ok(()),
         _ => return Err(at(path, text, body, format!("group `{name}` must be a mapping with hosts, vars, children"))),
     };
     for (k, v) in map {
@@ -128,7 +159,7 @@ fn read_group(
                         read_group(inventory, path, text, &child, cv, Some(name))?;
                     }
                 }
-                YamlData::Value(Scalar::Null) => {}
+                _ if is_null(v) => {}
                 _ => {
                     return Err(at(path, text, v, format!("`children` of group `{name}` must be a mapping of groups")));
                 }
@@ -152,7 +183,7 @@ fn read_hosts(
 ) -> Result<(), Error> {
     let map = match &node.data {
         YamlData::Mapping(map) => map,
-        YamlData::Value(Scalar::Null) => return Ok(()),
+        _ if is_null(node) => return Ok(()),
         _ => {
             return Err(at(path, text, node, format!("`hosts` of group `{group}` must be a mapping of host names")));
         }
