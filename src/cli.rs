@@ -72,6 +72,20 @@ pub struct GlobalOptions {
     #[arg(long = "fault", global = true, value_name = "SPEC", long_help = FAULT_HELP)]
     pub faults: Vec<String>,
 
+    /// Read the fleet's hosts from this Ansible inventory (YAML or INI); overrides the
+    /// `inventory` config key.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+
+    /// Act on the hosts this Ansible-style pattern selects: `all`, a group, a host, a role,
+    /// `a,b`, `a:&b`, `a:!b`, `web*` (see `opsbook hosts PATTERN`).
+    #[arg(long, global = true, value_name = "PATTERN", conflicts_with = "host")]
+    pub hosts: Option<String>,
+
+    /// Act on this one host of the inventory.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub host: Option<String>,
+
     /// More diagnostics on stderr (-v debug, -vv trace). $RUST_LOG sets a level too.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -130,6 +144,16 @@ pub enum Command {
 
     /// Print the effective configuration and where each value came from (secrets redacted).
     Config,
+
+    /// List the fleet's hosts: address, roles, ssh details, and where each value came from.
+    ///
+    /// Sources: `[hosts.NAME]`/`[groups.NAME]` of the config files and the Ansible inventory
+    /// (`--inventory` or the `inventory` key); with neither, the one host is this machine.
+    /// Exit status 1 when a value could not be resolved (listed last; nothing is guessed).
+    Hosts {
+        /// Only the hosts this pattern selects (as `--hosts`); all when omitted.
+        pattern: Option<String>,
+    },
 
     /// Explore interactively: host functions, stdlib modules and runbooks at a prompt.
     ///

@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod functions;
 pub mod host;
 pub mod http_client;
+pub mod inventory;
 pub mod process;
 pub mod progress;
 pub mod repl;

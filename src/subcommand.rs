@@ -21,7 +21,10 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                 let (targets, _sandbox) = crate::fleet::sandbox_targets(&global, clients)?;
                 crate::fleet::run(targets, &run.name, &run.params, global.forks, global.format)
             }
-            None => run_runbook(&session(Reach::Act)?, &run, global.format),
+            None => {
+                local_targets_only(&global)?;
+                run_runbook(&session(Reach::Act)?, &run, global.format)
+            }
         },
         // Listing reads only the catalog: it works with a broken configuration file too.
         Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),
@@ -31,13 +34,40 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             fns(&session(Reach::Describe)?, filter.as_deref(), json || global.format == Format::Json, definitions)
         }
         Command::Config => config(&session(Reach::Act)?, global.format),
-        Command::Repl => crate::repl::run(session(Reach::Act)?, global.sandbox),
+        Command::Repl => {
+            local_targets_only(&global)?;
+            crate::repl::run(session(Reach::Act)?, global.sandbox)
+        }
+        Command::Hosts { pattern } => {
+            let inventory = crate::inventory::from_options(&global)?;
+            // `opsbook hosts --hosts P` and `--host N` select as the positional pattern does.
+            let pattern = pattern.or_else(|| global.hosts.clone()).or_else(|| global.host.clone());
+            crate::inventory::show::hosts(&inventory, pattern.as_deref(), global.format)
+        }
         Command::Twin(args) => crate::twin::run(args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Arguments::command(), "opsbook", &mut std::io::stdout());
             Ok(0)
         }
     }
+}
+
+/// `--host`/`--hosts` are resolved (so a wrong name is reported now), but runs reach only
+/// this machine until the ssh transport exists: a remote selection is refused, not ignored.
+fn local_targets_only(global: &crate::cli::GlobalOptions) -> Result<(), Error> {
+    if global.host.is_none() && global.hosts.is_none() {
+        return Ok(());
+    }
+    let inventory = crate::inventory::from_options(global)?;
+    let targets = inventory.targets(global.host.as_deref(), global.hosts.as_deref())?.unwrap_or_default();
+    let remote: Vec<&str> = targets.iter().filter(|h| !h.is_local()).map(|h| h.name.as_str()).collect();
+    if remote.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "the selection includes remote hosts ({}); this build runs runbooks on the local machine only",
+        remote.join(", ")
+    )))
 }
 
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {

@@ -62,6 +62,12 @@ keys! {
         "metrics-db,log-store,metrics-agent,log-shipper",
         "the components this host runs: servers, clients or all four (an inventory sets it per host)",
     );
+    INVENTORY = key(
+        "inventory",
+        Kind::Text,
+        "",
+        "Ansible inventory (YAML or INI) naming the fleet's hosts; relative to the file setting it",
+    );
     METRICS_DB_URL = env_key(
         "metrics_db.url",
         Kind::Url,

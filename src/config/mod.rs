@@ -40,6 +40,8 @@ pub enum Origin {
     Sandbox,
     /// A host's loopback address, reached through a port forwarded over ssh to that host.
     Forwarded(String),
+    /// What the inventory says of the host (its roles).
+    Inventory,
 }
 
 impl fmt::Display for Origin {
@@ -51,6 +53,7 @@ impl fmt::Display for Origin {
             Origin::Flag(flag) => write!(f, "flag {flag}"),
             Origin::Sandbox => f.write_str("sandbox"),
             Origin::Forwarded(host) => write!(f, "forwarded over ssh to {host}'s loopback"),
+            Origin::Inventory => f.write_str("inventory (the host's roles)"),
         }
     }
 }
@@ -84,7 +87,8 @@ pub struct Sources {
     pub user_scope: bool,
 }
 
-/// The effective configuration.
+/// The effective configuration. A clone shares nothing mutable: a host's copy (see
+/// `with_overrides`) resolves its own token.
 #[derive(Clone)]
 pub struct Config {
     settings: BTreeMap<&'static str, Setting>,
@@ -151,6 +155,16 @@ impl Config {
             self.token = OnceLock::new();
         }
         Ok(())
+    }
+
+    /// A copy with `overrides` set on top, each validated like a file's value: what one host
+    /// of the inventory runs with (its unit names, URLs, paths, scope).
+    pub fn with_overrides(&self, overrides: &[(&'static Key, Value, Origin)]) -> Result<Config, Error> {
+        let mut config = self.clone();
+        for (key, value, origin) in overrides {
+            config.set(key, value.clone(), origin.clone())?;
+        }
+        Ok(config)
     }
 
     /// Hands over a token as a value (the sandbox's own): it replaces every other source and
@@ -307,7 +321,7 @@ pub fn xdg_config_home() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 
-fn unknown_key_problem(name: &str) -> String {
+pub(crate) fn unknown_key_problem(name: &str) -> String {
     let hint = match suggest(name, KEYS.iter().map(|k| k.name)).first() {
         Some(s) => format!("; did you mean `{s}`?"),
         None => "; `opsbook config` lists every key".to_string(),
@@ -335,7 +349,7 @@ fn flatten<'a, 'i>(table: &'a DeTable<'i>, prefix: &str, out: &mut Found<'a, 'i>
     }
 }
 
-fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
+pub(crate) fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
     let kind_name = value.type_str();
     match (key.kind, value) {
         (Kind::Command, DeValue::Array(items)) => items
@@ -355,7 +369,7 @@ fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
     }
 }
 
-fn validate(key: &Key, value: &Value) -> Result<(), String> {
+pub(crate) fn validate(key: &Key, value: &Value) -> Result<(), String> {
     let Value::Text(text) = value else { return Ok(()) };
     match key.kind {
         Kind::Url if !(text.starts_with("http://") || text.starts_with("https://")) => {
