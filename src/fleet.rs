@@ -20,15 +20,16 @@ use crate::config::{Config, Sources};
 use crate::error::Error;
 use crate::report::Mode;
 use crate::report::fleet::{self, HostRun};
-use crate::report::{Format, Formatter, Recorder, Report};
+use crate::report::{Format, Formatter, Outcome, Recorder, Report};
 use crate::sandbox::Sandbox;
 use crate::session::Session;
 
-/// A host of the run: its name, the roles it plays, and its session.
+/// A host of the run: its name, the roles it plays, and its session — or why there is none
+/// (an unreachable host is a failed check naming it, never a stop for the others).
 pub struct Target {
     pub name: String,
     pub roles: Vec<String>,
-    pub session: Session,
+    pub session: Result<Session, String>,
 }
 
 /// Runs `runbook` with `params` on every target, `forks` at a time, writes the fleet's report
@@ -40,13 +41,16 @@ pub fn run(
     forks: usize,
     format: Format,
 ) -> Result<u8, Error> {
-    let Some(first) = targets.first() else {
+    if targets.is_empty() {
         return Err(Error::Usage("no host matches: nothing to run".into()));
-    };
-    // A script or parameter error is the same on every host: say it once, before any host acts.
-    first.session.compile(runbook)?.bind(params)?;
-    let cancels: Vec<Cancel> = targets.iter().map(|t| t.session.host.cancel.clone()).collect();
-    crate::cancel::on_signals(first.session.host.runtime(), cancels, "the runbook on every host");
+    }
+    let sessions: Vec<&Session> = targets.iter().filter_map(|t| t.session.as_ref().ok()).collect();
+    if let Some(first) = sessions.first() {
+        // A script or parameter error is the same on every host: say it once, before any acts.
+        first.compile(runbook)?.bind(params)?;
+        let cancels: Vec<Cancel> = sessions.iter().map(|s| s.host.cancel.clone()).collect();
+        crate::cancel::on_signals(first.host.runtime(), cancels, "the runbook on every host");
+    }
 
     let started = Instant::now();
     let total = targets.len();
@@ -83,12 +87,21 @@ fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Repor
     let quiet = |name: &str, source: &str, shown, mode| {
         Recorder::with_output(name, source, shown, mode, Box::new(Kept), Box::new(std::io::sink()))
     };
-    let result = target.session.compile(runbook).and_then(|c| target.session.run_recorded(&c, params, quiet));
+    let session = match &target.session {
+        Ok(session) => session,
+        Err(why) => {
+            let mode = Mode { host: Some(target.name.clone()), ..Mode::default() };
+            let mut recorder = quiet(runbook, runbook, Default::default(), mode);
+            recorder.record(&format!("{} reachable over ssh", target.name), Outcome::Fail, why, None, None);
+            return recorder.finish(crate::report::End::Completed);
+        }
+    };
+    let result = session.compile(runbook).and_then(|c| session.run_recorded(&c, params, quiet));
     match result {
         Ok(report) => report,
         // Compiled and bound once already: what fails here is this host's own (its catalog).
         Err(e) => {
-            let recorder = quiet(runbook, runbook, Default::default(), target.session.mode().clone());
+            let recorder = quiet(runbook, runbook, Default::default(), session.mode().clone());
             recorder.finish(crate::report::End::ScriptError(e.to_string()))
         }
     }
@@ -128,9 +141,46 @@ pub fn sandbox_targets(global: &GlobalOptions, clients: usize) -> Result<(Vec<Ta
             Target {
                 name: h.sim.name.clone(),
                 roles: h.sim.roles.clone(),
-                session: Session::new(h.config.clone(), h.world.clone(), catalog.clone(), mode),
+                session: Ok(Session::new(h.config.clone(), h.world.clone(), catalog.clone(), mode)),
             }
         })
         .collect();
     Ok((targets, sandbox))
+}
+
+/// The targets an inventory selection names: this machine for a local host, the host's world
+/// over one shared ssh connection (connected in parallel) for a remote one.
+pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Host]) -> Vec<Target> {
+    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    std::thread::scope(|scope| {
+        let tasks: Vec<_> = hosts
+            .iter()
+            .map(|h| {
+                let catalog = catalog.clone();
+                scope.spawn(move || {
+                    let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
+                    let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
+                    let session = open_host(h).map(|(config, world)| Session::new(config, world, catalog, mode));
+                    Target { name: h.name.clone(), roles, session }
+                })
+            })
+            .collect();
+        tasks.into_iter().map(|t| t.join().expect("a host's connection thread panicked")).collect()
+    })
+}
+
+/// A host's configuration and world: here, or over ssh (its loopback URLs forwarded).
+fn open_host(h: &crate::inventory::Host) -> Result<(Config, crate::world::World), String> {
+    let config = h.config().clone();
+    let Some(address) = &h.address else { return Ok((config.clone(), crate::world::World::real(&config))) };
+    let mut target = crate::transport::SshTarget::new(h.name.clone(), address.value.clone());
+    target.user = h.user.as_ref().map(|u| u.value.clone());
+    target.port = h.port.as_ref().map(|p| p.value);
+    target.key = h.key.as_ref().map(|k| std::path::PathBuf::from(&k.value));
+    target.options = crate::config::list(&config.text(crate::config::keys::SSH_OPTIONS));
+    let ssh = Arc::new(crate::transport::Ssh::connect(target).map_err(|e| e.to_string())?);
+    let config = crate::world::remote::reach_loopback(&config, &ssh).map_err(|e| e.to_string())?;
+    let user = config.text(crate::config::keys::SCOPE) == "user";
+    let world = crate::world::World::over_ssh(&config, ssh, user).map_err(|e| e.to_string())?;
+    Ok((config, world))
 }

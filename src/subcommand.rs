@@ -21,10 +21,13 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                 let (targets, _sandbox) = crate::fleet::sandbox_targets(&global, clients)?;
                 crate::fleet::run(targets, &run.name, &run.params, global.forks, global.format)
             }
-            None => {
-                local_targets_only(&global)?;
-                run_runbook(&session(Reach::Act)?, &run, global.format)
+            None if global.host.is_some() || global.hosts.is_some() => {
+                let inventory = crate::inventory::from_options(&global)?;
+                let selected = inventory.targets(global.host.as_deref(), global.hosts.as_deref())?.unwrap_or_default();
+                let targets = crate::fleet::inventory_targets(&global, &selected);
+                crate::fleet::run(targets, &run.name, &run.params, global.forks, global.format)
             }
+            None => run_runbook(&session(Reach::Act)?, &run, global.format),
         },
         // Listing reads only the catalog: it works with a broken configuration file too.
         Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),

@@ -68,6 +68,12 @@ keys! {
         "",
         "Ansible inventory (YAML or INI) naming the fleet's hosts; relative to the file setting it",
     );
+    SSH_OPTIONS = key(
+        "ssh.options",
+        Kind::Text,
+        "",
+        "extra ssh -o options for every host, comma-separated (e.g. StrictHostKeyChecking=accept-new)",
+    );
     METRICS_DB_URL = env_key(
         "metrics_db.url",
         Kind::Url,

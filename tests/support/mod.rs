@@ -121,6 +121,24 @@ impl Test {
     }
 }
 
+/// Runs opsbook in `dir` as `Test` does in its own scratch directory (the same environment),
+/// for tests that run several commands against the same files.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(opsbook());
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join(".config"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = wait_output(cmd.spawn().expect("start opsbook"), Duration::from_secs(120));
+    Output { code: out.0, stdout: out.1, stderr: out.2, test: Test::new() }
+}
+
 fn wait_output(mut child: Child, limit: Duration) -> (i32, String, String) {
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();

@@ -1,0 +1,159 @@
+//! Runbooks on a fleet of real hosts from an inventory, over ssh: a server host running the
+//! twin metrics database and log store, client hosts running the twin agent and shipper that
+//! write to the server across the test network — each host its own network namespace,
+//! hostname, sshd, `systemd --user` and journald (tests/support/fleet.rs). `opsbook run
+//! … --hosts all` checks every host from the operator's machine; an unreachable host is a
+//! failed check naming it while the others finish. Skipped, saying why, without root or sshd.
+
+use crate::support::fleet::{Fleet, FleetHost};
+use crate::support::{Output, Test};
+
+const TOKEN: &str = "fleet-token-7d1e";
+
+fn boot(names: &[&str]) -> Option<Fleet> {
+    match Fleet::boot(names) {
+        Ok(f) => Some(f),
+        Err(why) => {
+            crate::support::skip(why);
+            None
+        }
+    }
+}
+
+fn unit(description: &str, exec: &str, reload: bool) -> String {
+    let reload = if reload { "ExecReload=/bin/kill -HUP $MAINPID\n" } else { "" };
+    format!("[Unit]\nDescription={description}\n[Service]\nExecStart={exec}\n{reload}Restart=no\n")
+}
+
+/// The twins as units under the usual names: the servers on `server`, the clients on the
+/// others writing to it; an operator's config with the inventory, and ssh options that trust
+/// the test hosts' new keys (`ssh.options`).
+fn install(t: &Test, fleet: &Fleet) {
+    let bin = crate::support::opsbook();
+    let dir = t.path().display().to_string();
+    let server = fleet.host("server").address();
+    let write = |name: &str, text: &str| std::fs::write(t.path().join(name), text).unwrap();
+    write(
+        "telegraf.conf",
+        &format!(
+            "[agent]\n  interval = \"1s\"\n  flush_interval = \"1s\"\n[[outputs.influxdb_v2]]\n  urls = [\"http://{server}:8086\"]\n  token = \"{TOKEN}\"\n  organization = \"opsbook\"\n  bucket = \"telegraf\"\n[[inputs.cpu]]\n  percpu = false\n  totalcpu = true\n[[inputs.mem]]\n[[inputs.disk]]\n"
+        ),
+    );
+    write(
+        "alloy.toml",
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:12345\"\n[labels]\nservice_type = \"journal\"\n[write]\nurl = \"http://{server}:3100/loki/api/v1/push\"\nbatch_wait = \"200ms\"\n"
+        ),
+    );
+    let mut inventory = String::new();
+    for h in fleet.hosts() {
+        let roles = if h.name() == "server" { r#"["metrics-db", "log-store"]"# } else { r#"["telegraf", "alloy"]"# };
+        inventory.push_str(&format!(
+            "[hosts.{}]\naddress = \"{}\"\nroles = {roles}\nuser = \"root\"\nkey = \"{}\"\n",
+            h.name(),
+            h.address(),
+            h.key().display()
+        ));
+    }
+    write(
+        "opsbook.toml",
+        &format!(
+            "scope = \"user\"\n[ssh]\noptions = \"StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR\"\n[metrics_db]\nurl = \"http://{server}:8086\"\ntoken = \"{TOKEN}\"\norg = \"opsbook\"\n\
+[log_store]\nurl = \"http://{server}:3100\"\n\
+[metrics_agent]\nconfig = \"{dir}/telegraf.conf\"\ntest_command = [\"{bin}\", \"twin\", \"metrics-agent\", \"{{config}}\", \"--test\"]\n\
+[log_shipper]\nconfig = \"{dir}/alloy.toml\"\nvalidate_command = [\"{bin}\", \"twin\", \"log-shipper\", \"validate\", \"{{config}}\"]\n\
+{inventory}"
+        ),
+    );
+    let server_host = fleet.host("server");
+    server_host.install_unit(
+        "influxdb.service",
+        &unit(
+            "InfluxDB (twin)",
+            &format!("{bin} twin metrics-db --listen 0.0.0.0:8086 --token {TOKEN} --org opsbook"),
+            false,
+        ),
+    );
+    server_host.install_unit(
+        "loki.service",
+        &unit("Loki (twin)", &format!("{bin} twin log-store --listen 0.0.0.0:3100 --ready-delay 0s"), false),
+    );
+    server_host.ok(&["systemctl", "--user", "start", "influxdb", "loki"]);
+    for client in fleet.hosts().iter().filter(|h| h.name() != "server") {
+        client.install_unit(
+            "telegraf.service",
+            &unit("Telegraf (twin)", &format!("{bin} twin metrics-agent {dir}/telegraf.conf"), true),
+        );
+        client.install_unit(
+            "alloy.service",
+            &unit("Alloy (twin)", &format!("{bin} twin log-shipper {dir}/alloy.toml"), true),
+        );
+    }
+}
+
+fn opsbook(t: &Test, args: &[&str]) -> Output {
+    crate::support::run_in(t.path(), args)
+}
+
+/// The fleet summary's rows: (host, passed, failed).
+fn rows(out: &Output) -> Vec<(String, String, String)> {
+    let text = &out.stdout;
+    let table = text.split("HOST    ").nth(1).unwrap_or_else(|| panic!("no fleet table:\n{text}"));
+    table
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            let cells: Vec<&str> = l.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+            (cells[0].to_string(), cells[2].to_string(), cells[3].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_stack_across_hosts_is_checked_from_one_place_and_a_dead_host_is_named() {
+    let Some(fleet) = boot(&["server", "c1", "c2"]) else { return };
+    let t = Test::new();
+    install(&t, &fleet);
+    // Each client starts its units only once the server answers, reached across the network.
+    let start = opsbook(&t, &["run", "start", "--hosts", "log-shipper"]);
+    start.code(0);
+    let quick = opsbook(&t, &["run", "quick-check", "--hosts", "all"]).code(0);
+    assert_eq!(
+        rows(&quick),
+        [
+            ("c1".into(), "4".into(), "0".into()),
+            ("c2".into(), "4".into(), "0".into()),
+            ("server".into(), "4".into(), "0".into())
+        ],
+        "{}",
+        quick.stdout
+    );
+    // The checklist's network part: the server's ports reached from each client.
+    let checklist = opsbook(&t, &["run", "checklist", "--hosts", "all"]);
+    let text = checklist.stdout.clone();
+    checklist.code(0);
+    let server = fleet.host("server").address();
+    for client in ["c1", "c2"] {
+        let section = text.split(&format!("checklist on {client} ")).nth(1).unwrap_or_default();
+        assert!(section.contains(&format!("  ok    TCP reach of {server}:3100 — connected in ")), "{client}:\n{text}");
+    }
+    // A host whose sshd is down: named, quoting ssh, and the others still checked.
+    fleet.host("c2").stop_sshd();
+    let out = opsbook(&t, &["run", "quick-check", "--hosts", "all"]).code(1);
+    assert_eq!(
+        rows(&out),
+        [
+            ("c1".into(), "4".into(), "0".into()),
+            ("c2".into(), "0".into(), "1".into()),
+            ("server".into(), "4".into(), "0".into())
+        ],
+        "{}",
+        out.stdout
+    );
+    let c2 = FleetHost::address(fleet.host("c2"));
+    out.stdout_matches(&format!(
+        r"(?s).*\n  FAIL  c2 reachable over ssh — host `c2`: connecting failed: ssh said .*{}.*Connection refused.*\n.*\n3 host\(s\): 1 failed \(c2\)  \(\[DUR\]\)\n",
+        regex::escape(&c2.to_string())
+    ));
+}
