@@ -169,6 +169,14 @@ pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Hos
     })
 }
 
+/// The session of one inventory host (the REPL's `--host`); an unreachable host is an error.
+pub fn host_session(global: &GlobalOptions, host: &crate::inventory::Host) -> Result<Session, Error> {
+    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    let (config, world) = open_host(host).map_err(Error::Usage)?;
+    let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(host.name.clone()) };
+    Ok(Session::new(config, world, catalog, mode))
+}
+
 /// A host's configuration and world: here, or over ssh (its loopback URLs forwarded).
 fn open_host(h: &crate::inventory::Host) -> Result<(Config, crate::world::World), String> {
     let config = h.config().clone();

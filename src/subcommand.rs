@@ -37,10 +37,19 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             fns(&session(Reach::Describe)?, filter.as_deref(), json || global.format == Format::Json, definitions)
         }
         Command::Config => config(&session(Reach::Act)?, global.format),
-        Command::Repl => {
-            local_targets_only(&global)?;
-            crate::repl::run(session(Reach::Act)?, global.sandbox)
+        Command::Repl if global.host.is_some() || global.hosts.is_some() => {
+            let inventory = crate::inventory::from_options(&global)?;
+            let selected = inventory.targets(global.host.as_deref(), global.hosts.as_deref())?.unwrap_or_default();
+            let [host] = selected.as_slice() else {
+                let names: Vec<&str> = selected.iter().map(|h| h.name.as_str()).collect();
+                return Err(Error::Usage(format!(
+                    "the REPL works on one host; the selection names {}: use `--host NAME`",
+                    names.join(", ")
+                )));
+            };
+            crate::repl::run(crate::fleet::host_session(&global, host)?, false)
         }
+        Command::Repl => crate::repl::run(session(Reach::Act)?, global.sandbox),
         Command::Hosts { pattern } => {
             let inventory = crate::inventory::from_options(&global)?;
             // `opsbook hosts --hosts P` and `--host N` select as the positional pattern does.
@@ -57,22 +66,6 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
 
 /// `--host`/`--hosts` are resolved (so a wrong name is reported now), but runs reach only
 /// this machine until the ssh transport exists: a remote selection is refused, not ignored.
-fn local_targets_only(global: &crate::cli::GlobalOptions) -> Result<(), Error> {
-    if global.host.is_none() && global.hosts.is_none() {
-        return Ok(());
-    }
-    let inventory = crate::inventory::from_options(global)?;
-    let targets = inventory.targets(global.host.as_deref(), global.hosts.as_deref())?.unwrap_or_default();
-    let remote: Vec<&str> = targets.iter().filter(|h| !h.is_local()).map(|h| h.name.as_str()).collect();
-    if remote.is_empty() {
-        return Ok(());
-    }
-    Err(Error::Usage(format!(
-        "the selection includes remote hosts ({}); this build runs runbooks on the local machine only",
-        remote.join(", ")
-    )))
-}
-
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(&args.name)?;
     crate::cancel::on_signals(session.host.runtime(), vec![session.host.cancel.clone()], "the runbook");

@@ -92,7 +92,7 @@ fn install(t: &Test, fleet: &Fleet) {
 }
 
 fn opsbook(t: &Test, args: &[&str]) -> Output {
-    crate::support::run_in(t.path(), args)
+    crate::support::run_in(t.path(), args, None)
 }
 
 /// The fleet summary's rows: (host, passed, failed).
@@ -138,6 +138,10 @@ fn the_stack_across_hosts_is_checked_from_one_place_and_a_dead_host_is_named() {
         let section = text.split(&format!("checklist on {client} ")).nth(1).unwrap_or_default();
         assert!(section.contains(&format!("  ok    TCP reach of {server}:3100 — connected in ")), "{client}:\n{text}");
     }
+    // The REPL on one host: its functions act there.
+    let repl =
+        crate::support::run_in(t.path(), &["repl", "--host", "c1"], Some("hostname()\nunit::is_active(\"alloy\")\n"));
+    repl.code(0).stdout_is("c1\ntrue\n");
     // A host whose sshd is down: named, quoting ssh, and the others still checked.
     fleet.host("c2").stop_sshd();
     let out = opsbook(&t, &["run", "quick-check", "--hosts", "all"]).code(1);

@@ -76,9 +76,13 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         println!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
     }
-    let prompt = if sandbox { "opsbook[sandbox]> " } else { "opsbook> " };
+    let prompt = match (&session.session.mode().host, sandbox) {
+        (Some(host), _) => format!("opsbook[{host}]> "),
+        (None, true) => "opsbook[sandbox]> ".to_string(),
+        (None, false) => "opsbook> ".to_string(),
+    };
     loop {
-        match editor.readline(prompt) {
+        match editor.readline(&prompt) {
             Ok(line) => {
                 let input = line.trim();
                 if input.is_empty() {

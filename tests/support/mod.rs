@@ -123,7 +123,7 @@ impl Test {
 
 /// Runs opsbook in `dir` as `Test` does in its own scratch directory (the same environment),
 /// for tests that run several commands against the same files.
-pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+pub fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(opsbook());
     cmd.current_dir(dir)
         .env_clear()
@@ -132,10 +132,15 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
         .env("XDG_CONFIG_HOME", dir.join(".config"))
         .env("XDG_STATE_HOME", dir.join(".state"))
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let out = wait_output(cmd.spawn().expect("start opsbook"), Duration::from_secs(120));
+    let mut child = cmd.spawn().expect("start opsbook");
+    if let Some(text) = stdin {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    }
+    let out = wait_output(child, Duration::from_secs(120));
     Output { code: out.0, stdout: out.1, stderr: out.2, test: Test::new() }
 }
 
