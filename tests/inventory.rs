@@ -305,13 +305,15 @@ fn a_misspelt_field_or_key_in_opsbook_toml_points_at_it() {
 }
 
 #[test]
-fn runs_resolve_their_targets_and_refuse_remote_hosts_for_now() {
+fn runs_resolve_their_targets_and_a_host_ssh_cannot_reach_is_a_failed_check() {
     fleet()
         .runbook("noop", "check(\"ok\", true);")
         .args(["run", "noop", "--hosts", "servers"])
         .run()
-        .code(2)
-        .stderr_is("error: the selection includes remote hosts (monitor1); this build runs runbooks on the local machine only\n");
+        .code(1)
+        .stdout_matches(
+            r"noop on monitor1 \(noop\)\n  FAIL  monitor1 reachable over ssh — host `monitor1`: connecting failed: ssh said .*monitor1\.example\.com.*\n(?s:.*)\n1 host\(s\): 1 failed \(monitor1\)  \(\[DUR\]\)\n",
+        );
     fleet()
         .runbook("noop", "check(\"ok\", true);")
         .args(["run", "noop", "--host", "monitor12"])
@@ -321,7 +323,12 @@ fn runs_resolve_their_targets_and_refuse_remote_hosts_for_now() {
             "error: host `monitor12`: `ansible_host` (yaml/inventory.yml:33 (host var)) cannot be resolved: \
 `monitor12_ip` is not defined for this host\n",
         );
-    fleet().runbook("noop", "check(\"ok\", true);").args(["run", "noop", "--host", "localhost"]).run().passed("noop");
+    fleet()
+        .runbook("noop", "check(\"ok\", true);")
+        .args(["run", "noop", "--host", "localhost"])
+        .run()
+        .code(0)
+        .stdout_matches(r"noop on localhost \(runbooks/noop.rhai\)\n  ok    ok\n\n1 passed, 0 failed  \(\[DUR\]\)\n\n(?s:.*)1 host\(s\): all passed  \(\[DUR\]\)\n");
 }
 
 #[test]
