@@ -20,6 +20,7 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 
 pub mod keys;
+pub mod serve;
 
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, suggest};
@@ -88,6 +89,8 @@ pub struct Config {
     /// A token handed over as a value (the sandbox's), never stored as text.
     given_token: Option<Secret>,
     token: OnceLock<Result<Option<Secret>, String>>,
+    /// The `[serve]` table: what `opsbook serve` schedules.
+    pub serve: serve::Serve,
 }
 
 impl fmt::Debug for Config {
@@ -103,7 +106,13 @@ impl Config {
             .iter()
             .map(|k| (k.name, Setting { value: Value::Text(k.default.to_string()), origin: Origin::Default }))
             .collect();
-        Config { settings, files: Vec::new(), given_token: None, token: OnceLock::new() }
+        Config {
+            settings,
+            files: Vec::new(),
+            given_token: None,
+            token: OnceLock::new(),
+            serve: serve::Serve::default(),
+        }
     }
 
     /// Loads files, environment and flags in precedence order.
@@ -172,6 +181,12 @@ impl Config {
                 offset,
             ))
         })?;
+        // `serve` holds arrays of tables, which the flat key list cannot express.
+        for (k, v) in table.get_ref().iter() {
+            if k.get_ref() == "serve" {
+                self.serve.merge(v.get_ref(), k.span().start, &shown, &text)?;
+            }
+        }
         let mut found = Vec::new();
         flatten(table.get_ref(), "", &mut found);
         for (name, span, value) in found {
@@ -314,6 +329,9 @@ type Found<'a, 'i> = Vec<(String, std::ops::Range<usize>, &'a DeValue<'i>)>;
 
 fn flatten<'a, 'i>(table: &'a DeTable<'i>, prefix: &str, out: &mut Found<'a, 'i>) {
     for (k, v) in table.iter() {
+        if prefix.is_empty() && k.get_ref() == "serve" {
+            continue;
+        }
         let name = if prefix.is_empty() { k.get_ref().to_string() } else { format!("{prefix}.{}", k.get_ref()) };
         match v.get_ref() {
             DeValue::Table(inner) => flatten(inner, &name, out),
