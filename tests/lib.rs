@@ -11,6 +11,7 @@ mod run;
 mod runbooks;
 mod sandbox;
 mod secrets;
+mod serve;
 mod tools;
 mod twin;
 mod units;

@@ -93,7 +93,6 @@ fn prepare(jobs: Vec<Job>, ground: &Ground, catalog: &Arc<Catalog>) -> (Vec<Read
         let session =
             Session::shared(ground.config.clone(), ground.world.clone(), catalog.clone(), ground.mode.clone());
         let checked = session.compile(&spec.runbook).and_then(|compiled| {
-            compiled.bind(&spec.params)?;
             if !spec.mutating {
                 let found = scan::mutating_calls(&session, &compiled)?;
                 if !found.is_empty() {
@@ -106,6 +105,7 @@ fn prepare(jobs: Vec<Job>, ground: &Ground, catalog: &Arc<Catalog>) -> (Vec<Read
                     )));
                 }
             }
+            compiled.bind(&spec.params)?;
             Ok(compiled)
         });
         match checked {
