@@ -244,6 +244,46 @@ fn a_job_on_other_hosts_is_refused_with_its_place() {
         );
 }
 
+#[test]
+fn a_hanging_run_is_ended_at_the_job_timeout_and_a_slow_one_delays_the_next() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let t = Test::new()
+        .runbook("hang", "//! Never ends.\ncheck(\"started\", true);\nsleep(\"1m\");\n")
+        .config(&format!(
+            "[serve]\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"state\"\njitter = \"0s\"\n\
+             [[serve.job]]\nrunbook = \"hang\"\nevery = \"1s\"\ntimeout = \"1500ms\"\n"
+        ))
+        .args(["serve", "--sandbox", "--runbooks", "runbooks"]);
+    let serve = t.spawn();
+    let (health, took) = until(&format!("{base}/healthz"), 503, Duration::from_secs(10));
+    // 503 at once (no run yet), then the first run's verdict once it is interrupted.
+    assert!(took < Duration::from_secs(5));
+    let (_, _) = until(&format!("{base}/readyz"), 200, Duration::from_secs(10));
+    let (_, health_after) = get(&format!("{base}/healthz"));
+    assert_eq!(health, "failing:\nhang: no run yet\n");
+    assert_eq!(
+        health_after,
+        "failing:\nhang: failed (run 1): timed out: still running after 1s 500ms, the run was interrupted (raise the \
+         job's `timeout`)\n"
+    );
+    // The run took longer than the interval: the next one starts late, and says so.
+    let (runs, _) = until(&format!("{base}/api/runs/2"), 200, Duration::from_secs(10));
+    let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
+    assert_eq!(runs["outcome"], "failed");
+    let (list, _) = until(&format!("{base}/api/runs?job=hang&limit=5"), 200, Duration::from_secs(5));
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let note =
+        list["runs"].as_array().unwrap().iter().find(|r| r["id"] == 2).unwrap()["note"].as_str().unwrap().to_string();
+    let expected = regex::Regex::new(
+        r"^late by \d+ms: the previous run overran its interval; timed out: still running after 1s 500ms, the run was interrupted \(raise the job's `timeout`\)$",
+    )
+    .unwrap();
+    assert!(expected.is_match(&note), "{note}");
+    serve.signal(libc::SIGTERM);
+    assert_eq!(serve.wait(Duration::from_secs(30)).0.code, 0);
+}
+
 /// `curl` inside the private host: status and body.
 fn curl(host: &PrivateHost, url: &str) -> (u16, String) {
     let out = host.exec(&["curl", "-s", "-m", "5", "-w", "\n%{http_code}", url]);

@@ -267,3 +267,38 @@ fn error_document(spec: &Job, message: &str) -> Value {
         "error": {"kind": "script", "message": message},
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn a_watch_only_host_refuses_a_mutating_call_and_stops_the_run() {
+        let config = Config::defaults();
+        let world = crate::world::World::real(&config);
+        let host = Host::new(Arc::new(config), world, false);
+        assert!(!host.plan("nothing yet") || host.dry_run);
+        host.set_watch_only(true);
+        assert!(host.plan("restart loki.service"), "the caller must not act");
+        assert!(host.cancel.is_cancelled());
+        assert_eq!(
+            host.take_refusal().as_deref(),
+            Some(
+                "refused to restart loki.service: this job only watches the stack (add `mutating = true` to the job \
+                 to allow changes)"
+            )
+        );
+        assert_eq!(host.take_refusal(), None);
+    }
+
+    #[test]
+    fn jitter_is_a_tenth_of_the_interval_at_most_thirty_seconds() {
+        let job = crate::config::serve::job_from_arg("q@10s").unwrap();
+        assert_eq!(jitter(&job, None), Duration::from_secs(1));
+        let job = crate::config::serve::job_from_arg("q@1h").unwrap();
+        assert_eq!(jitter(&job, None), Duration::from_secs(30));
+        assert_eq!(jitter(&job, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert!(random_below(Duration::from_secs(1)) < Duration::from_secs(1));
+    }
+}
