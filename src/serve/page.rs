@@ -105,8 +105,7 @@ fn chart(out: &mut String, v: &JobView) {
         .collect();
     let _ = write!(
         out,
-        "<figure class=\"chart\"><svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"run durations\" \
-         preserveAspectRatio=\"none\"><polyline points=\"{}\"/>",
+        "<figure class=\"chart\"><svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"run durations\"><polyline points=\"{}\"/>",
         line.join(" ")
     );
     for (i, r) in runs.iter().enumerate().filter(|(_, r)| r.outcome != "passed") {
