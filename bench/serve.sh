@@ -32,6 +32,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
   echo "listen = \"127.0.0.1:$port\""
   echo "state_dir = \"$scratch/state\""
   echo "retention_runs = 1000"
+  echo "jitter = \"0s\""
   for i in $(seq -w 1 20); do
     printf '[[serve.job]]\nname = "quick-check-%s"\nrunbook = "quick-check"\nevery = "1h"\n' "$i"
   done

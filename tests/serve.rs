@@ -284,6 +284,42 @@ fn a_hanging_run_is_ended_at_the_job_timeout_and_a_slow_one_delays_the_next() {
     assert_eq!(serve.wait(Duration::from_secs(30)).0.code, 0);
 }
 
+#[test]
+fn sighup_rereads_the_jobs() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let config = format!(
+        "[serve]\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"state\"\n[[serve.job]]\nrunbook = \"quick-check\"\nevery = \"1s\"\n"
+    );
+    let t = Test::new().config(&config).args(["serve", "--sandbox"]);
+    let file = t.path().join("opsbook.toml");
+    let serve = t.spawn();
+    let (health, _) = until(&format!("{base}/healthz"), 200, Duration::from_secs(20));
+    assert_eq!(health, "ok: the latest run of 1 job passed\n");
+    std::fs::write(
+        &file,
+        format!("{config}[[serve.job]]\nname = \"again\"\nrunbook = \"quick-check\"\nevery = \"1s\"\n"),
+    )
+    .unwrap();
+    serve.signal(libc::SIGHUP);
+    let started = Instant::now();
+    loop {
+        let (_, health) = get(&format!("{base}/healthz"));
+        if health == "ok: the latest run of 2 jobs passed\n" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "after SIGHUP: {health}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    serve.signal(libc::SIGTERM);
+    let (out, _) = serve.wait(Duration::from_secs(30));
+    let expected = regex::Regex::new(
+        r"^opsbook serve: listening on http://127\.0\.0\.1:\d+/ \(1 job, history in state/history\.sqlite\)\nopsbook serve: SIGHUP: reloading the configuration and the runbooks\nopsbook serve: stopping: running jobs get 20s to finish\n$",
+    )
+    .unwrap();
+    assert!(out.code == 0 && expected.is_match(&out.stderr), "{}", out.stderr);
+}
+
 /// `curl` inside the private host: status and body.
 fn curl(host: &PrivateHost, url: &str) -> (u16, String) {
     let out = host.exec(&["curl", "-s", "-m", "5", "-w", "\n%{http_code}", url]);
