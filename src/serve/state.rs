@@ -18,6 +18,20 @@ use crate::history::{Filter, History, Retention, Run, now_ms};
 /// a database.
 pub const KEEP: usize = 200;
 
+/// Of those, the newest this many keep their whole report in memory (the rest keep outcome,
+/// times and note; their reports are read from the history when asked for).
+pub const KEEP_REPORTS: usize = 40;
+
+/// Drops the report text of the runs older than the newest `KEEP_REPORTS`.
+fn slim(runs: &mut VecDeque<Arc<Run>>) {
+    let n = runs.len().saturating_sub(KEEP_REPORTS);
+    for run in runs.iter_mut().take(n) {
+        if !run.report.is_empty() {
+            *run = Arc::new(Run { report: String::new(), ..(**run).clone() });
+        }
+    }
+}
+
 /// One job as the endpoints see it.
 #[derive(Debug, Clone)]
 pub struct JobView {
@@ -116,13 +130,14 @@ impl State {
                 }
                 None => {
                     let filter = Filter { job: Some(spec.name.clone()), limit: Some(KEEP), ..Filter::default() };
-                    let runs: VecDeque<Arc<Run>> = match self.history.list(&filter) {
+                    let mut runs: VecDeque<Arc<Run>> = match self.history.list(&filter) {
                         Ok(runs) => runs.into_iter().map(Arc::new).collect(),
                         Err(e) => {
                             self.history_result(Err(e));
                             VecDeque::new()
                         }
                     };
+                    slim(&mut runs);
                     let latest = runs.back().and_then(|r| serde_json::from_str(&r.report).ok()).map(Arc::new);
                     JobView {
                         spec,
@@ -190,6 +205,7 @@ impl State {
                 while v.runs.len() > KEEP {
                     v.runs.pop_front();
                 }
+                slim(&mut v.runs);
                 v.latest = Some(Arc::new(document));
                 v.running_since_ms = None;
                 *v.outcomes.entry(run.outcome.clone()).or_default() += 1;
@@ -202,7 +218,8 @@ impl State {
 
     /// A run by id: from memory, else from the history.
     pub fn run(&self, id: i64) -> Option<Arc<Run>> {
-        let found = self.lock().jobs.values().find_map(|v| v.runs.iter().find(|r| r.id == id).cloned());
+        let found =
+            self.lock().jobs.values().find_map(|v| v.runs.iter().find(|r| r.id == id && !r.report.is_empty()).cloned());
         found.or_else(|| self.history.get(id).ok().flatten().map(Arc::new))
     }
 
