@@ -160,6 +160,16 @@ pub enum Command {
     /// Variables, functions and imports persist across lines; `:help` lists the commands.
     Repl,
 
+    /// Watch the stack: run runbooks on a schedule and serve /healthz, /metrics, the runs as
+    /// JSON and a status page; every run is kept in the history.
+    ///
+    /// Jobs come from `[[serve.job]]` tables, or as RUNBOOK@INTERVAL arguments. Runbooks that
+    /// change the stack are refused unless the job says `mutating = true`.
+    Serve(crate::serve::ServeArgs),
+
+    /// Show the runs `opsbook serve` kept: outcomes, failed checks, and checks that flap.
+    History(crate::history::command::HistoryArgs),
+
     /// Run one stand-in of the stack in the foreground (metrics-db, log-store, metrics-agent,
     /// log-shipper), logging to stdout, on the stack's usual ports (8086, 3100, 12345).
     Twin(crate::twin::TwinArgs),

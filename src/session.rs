@@ -82,7 +82,12 @@ impl Session {
 
     /// A session acting on `world` with `config`.
     pub fn new(config: Config, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
-        let config = Arc::new(config);
+        Session::shared(Arc::new(config), world, catalog, mode)
+    }
+
+    /// A session sharing a configuration with others on the same world (`opsbook serve`
+    /// builds one per job, so jobs run in parallel, each with its own host and engine).
+    pub fn shared(config: Arc<Config>, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
         let host = Host::new(config.clone(), world, mode.dry_run);
         Session { config, catalog, host, mode, engine: OnceLock::new(), _sandbox: None }
     }

@@ -57,6 +57,19 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             crate::inventory::show::hosts(&inventory, pattern.as_deref(), global.format)
         }
         Command::Twin(args) => crate::twin::run(args),
+        Command::Serve(args) => crate::serve::run(&global, &args),
+        Command::History(args) => {
+            let settings = crate::config::Config::load(&crate::config::Sources {
+                explicit: global.config.clone(),
+                user_scope: global.user,
+            })?
+            .serve;
+            crate::history::command::run(
+                &args,
+                crate::serve::state_dir(args.state_dir.clone(), &settings),
+                global.format,
+            )
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Arguments::command(), "opsbook", &mut std::io::stdout());
             Ok(0)

@@ -16,6 +16,7 @@ mod runbooks;
 mod sandbox;
 mod sandbox_fleet;
 mod secrets;
+mod serve;
 mod tools;
 mod twin;
 mod units;

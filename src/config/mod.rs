@@ -20,6 +20,7 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 
 pub mod keys;
+pub mod serve;
 
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, suggest};
@@ -96,6 +97,8 @@ pub struct Config {
     /// A token handed over as a value (the sandbox's), never stored as text.
     given_token: Option<Secret>,
     token: OnceLock<Result<Option<Secret>, String>>,
+    /// The `[serve]` table: what `opsbook serve` schedules.
+    pub serve: serve::Serve,
 }
 
 impl fmt::Debug for Config {
@@ -111,7 +114,13 @@ impl Config {
             .iter()
             .map(|k| (k.name, Setting { value: Value::Text(k.default.to_string()), origin: Origin::Default }))
             .collect();
-        Config { settings, files: Vec::new(), given_token: None, token: OnceLock::new() }
+        Config {
+            settings,
+            files: Vec::new(),
+            given_token: None,
+            token: OnceLock::new(),
+            serve: serve::Serve::default(),
+        }
     }
 
     /// Loads files, environment and flags in precedence order.
@@ -190,6 +199,12 @@ impl Config {
                 offset,
             ))
         })?;
+        // `serve` holds arrays of tables, which the flat key list cannot express.
+        for (k, v) in table.get_ref().iter() {
+            if k.get_ref() == "serve" {
+                self.serve.merge(v.get_ref(), k.span().start, &shown, &text)?;
+            }
+        }
         let mut found = Vec::new();
         flatten(table.get_ref(), "", &mut found);
         for (name, span, value) in found {
@@ -332,8 +347,9 @@ pub(crate) fn unknown_key_problem(name: &str) -> String {
 type Found<'a, 'i> = Vec<(String, std::ops::Range<usize>, &'a DeValue<'i>)>;
 
 /// Top-level tables of the same files that other readers own: `[serve]` and its jobs
-/// (`opsbook serve`), `[hosts.NAME]` and `[groups.NAME]` (the inventory). They re-read
-/// `Config::files()` for them, so their errors point into the file as these do.
+/// (`config::serve`, handed the table while the file is read), `[hosts.NAME]` and
+/// `[groups.NAME]` (the inventory, which re-reads `Config::files()`); their errors point into
+/// the file as these do.
 pub const SECTIONS_READ_ELSEWHERE: &[&str] = &["serve", "hosts", "groups"];
 
 fn flatten<'a, 'i>(table: &'a DeTable<'i>, prefix: &str, out: &mut Found<'a, 'i>) {

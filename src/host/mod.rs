@@ -28,6 +28,7 @@ pub mod wait;
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rhai::{Dynamic, Engine, EvalAltResult, Position};
@@ -52,6 +53,10 @@ pub struct Host {
     recorder: Mutex<Option<Recorder>>,
     /// `--set` overrides, already checked against the runbook's declared parameters.
     params: Mutex<BTreeMap<String, Dynamic>>,
+    /// Set by `opsbook serve` for jobs that only watch: a mutating call is refused.
+    watch_only: AtomicBool,
+    /// What a watch-only run tried to change, if anything.
+    refused: Mutex<Option<String>>,
 }
 
 impl Host {
@@ -65,6 +70,8 @@ impl Host {
             http: OnceLock::new(),
             recorder: Mutex::new(None),
             params: Mutex::new(BTreeMap::new()),
+            watch_only: AtomicBool::new(false),
+            refused: Mutex::new(None),
         })
     }
 
@@ -156,11 +163,34 @@ impl Host {
     }
 
     /// Under `--dry-run`, records `would …` and returns true: the caller must not act.
+    ///
+    /// Every mutating host call passes here, so this is also where a watch-only run (a serve
+    /// job without `mutating = true`) is stopped: the action is not carried out, the refusal
+    /// is logged and kept (`take_refusal`), and the run is interrupted at its next step.
     pub fn plan(&self, action: &str) -> bool {
+        if self.watch_only.load(Ordering::SeqCst) {
+            let message = format!(
+                "refused to {action}: this job only watches the stack (add `mutating = true` to the job to allow changes)"
+            );
+            self.log(Level::Warn, &message);
+            self.refused.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(message);
+            self.cancel.cancel();
+            return true;
+        }
         if self.dry_run {
             self.log(Level::Plan, &format!("would {action}"));
         }
         self.dry_run
+    }
+
+    /// Makes every mutating call of later runs a refusal (`plan`), or allows them again.
+    pub fn set_watch_only(&self, on: bool) {
+        self.watch_only.store(on, Ordering::SeqCst);
+    }
+
+    /// The refusal of the last watch-only run, cleared by reading it.
+    pub fn take_refusal(&self) -> Option<String> {
+        self.refused.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     pub fn set_params(&self, params: BTreeMap<String, Dynamic>) {

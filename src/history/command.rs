@@ -1,0 +1,163 @@
+//! `opsbook history`: the runs `opsbook serve` stored, read from the command line.
+//!
+//! A table (or `--format json`) of the runs in the window, oldest first, each with its
+//! failed checks, then the checks that flapped in that window.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, UNIX_EPOCH};
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::{Filter, History, Run, flapping::flapping};
+use crate::error::Error;
+use crate::report::Format;
+
+/// Arguments of `opsbook history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only this job's runs.
+    pub job: Option<String>,
+
+    /// Only runs that started within this long (e.g. `1h`, `2d`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_since)]
+    pub since: Option<Duration>,
+
+    /// Only runs that did not pass.
+    #[arg(long)]
+    pub failed: bool,
+
+    /// A check flaps when its outcome changed more than this many times in the window.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub flap: usize,
+
+    /// At most this many runs, the newest.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub limit: usize,
+
+    /// The state directory holding `history.sqlite` (default: `serve.state_dir`, else
+    /// /var/lib/opsbook for root, else $XDG_STATE_HOME/opsbook or ~/.local/state/opsbook).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+fn parse_since(text: &str) -> Result<Duration, String> {
+    crate::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration like `1h` or `30m`"))
+}
+
+/// The text of a time, as RFC 3339 with milliseconds.
+pub fn rfc3339(ms: i64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)).to_string()
+}
+
+/// The names of a report's failed checks, `section › name`.
+pub fn failed_checks(report: &Value) -> Vec<String> {
+    report["checks"]
+        .as_array()
+        .map(|checks| {
+            checks
+                .iter()
+                .filter(|c| c["outcome"] == "fail")
+                .map(|c| match c["section"].as_str() {
+                    Some(s) => format!("{s} › {}", c["name"].as_str().unwrap_or_default()),
+                    None => c["name"].as_str().unwrap_or_default().to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `opsbook history`.
+pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8, Error> {
+    let path = super::database_path(&state_dir);
+    let history = History::open_read_only(path.clone()).map_err(Error::Usage)?;
+    let since_ms = args.since.map(|d| super::now_ms() - d.as_millis() as i64);
+    let filter = Filter { job: args.job.clone(), since_ms, failed_only: args.failed, limit: Some(args.limit) };
+    let runs = history.list(&filter).map_err(Error::Usage)?;
+    // Flapping looks at every run of the window, not only the failed ones.
+    let window = if args.failed {
+        history.list(&Filter { failed_only: false, ..filter }).map_err(Error::Usage)?
+    } else {
+        runs.clone()
+    };
+    let flaps = flapping(&window, args.flap);
+    let mut out = std::io::stdout().lock();
+    if format == Format::Json {
+        let runs: Vec<Value> = runs.iter().map(run_json).collect();
+        let doc = json!({
+            "database": path.display().to_string(),
+            "runs": runs,
+            "flapping": flaps,
+            "flap_threshold": args.flap,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc).unwrap_or_default()).ok();
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        writeln!(
+            out,
+            "no runs stored{}",
+            if args.job.is_some() || since_ms.is_some() || args.failed { " match" } else { "" }
+        )
+        .ok();
+    } else {
+        let job_width = runs.iter().map(|r| r.job.len()).max().unwrap_or(3).max(3);
+        writeln!(
+            out,
+            "{:>6}  {:24}  {:job_width$}  {:11}  {:>8}  DETAIL",
+            "ID", "STARTED", "JOB", "OUTCOME", "DURATION"
+        )
+        .ok();
+        for r in &runs {
+            let report: Value = serde_json::from_str(&r.report).unwrap_or(Value::Null);
+            let mut detail = failed_checks(&report).join("; ");
+            if let Some(message) = report["error"]["message"].as_str() {
+                detail = if detail.is_empty() { message.to_string() } else { format!("{detail}; {message}") };
+            }
+            if let Some(note) = &r.note {
+                detail = if detail.is_empty() { note.clone() } else { format!("{note}; {detail}") };
+            }
+            writeln!(
+                out,
+                "{:>6}  {:24}  {:job_width$}  {:11}  {:>7.2}s  {detail}",
+                r.id,
+                rfc3339(r.started_ms),
+                r.job,
+                r.outcome,
+                r.duration_s
+            )
+            .ok();
+        }
+    }
+    writeln!(out).ok();
+    if flaps.is_empty() {
+        writeln!(out, "no flapping checks (none changed outcome more than {} times)", args.flap).ok();
+    } else {
+        writeln!(out, "flapping checks (changed outcome more than {} times, p=pass f=fail w=warn s=skip):", args.flap)
+            .ok();
+        for f in &flaps {
+            let name = match &f.section {
+                Some(s) => format!("{s} › {}", f.check),
+                None => f.check.clone(),
+            };
+            writeln!(out, "  {}: {name}: {} changes ({})", f.job, f.changes, f.sequence).ok();
+        }
+    }
+    Ok(0)
+}
+
+fn run_json(r: &Run) -> Value {
+    let report: Value = serde_json::from_str(&r.report).unwrap_or(Value::Null);
+    json!({
+        "id": r.id,
+        "job": r.job,
+        "runbook": r.runbook,
+        "started_at": rfc3339(r.started_ms),
+        "duration_s": r.duration_s,
+        "outcome": r.outcome,
+        "note": r.note,
+        "failed_checks": failed_checks(&report),
+        "report": report,
+    })
+}

@@ -1,0 +1,305 @@
+//! The lasting history: every run `opsbook serve` makes, kept in an embedded SQLite database.
+//!
+//! One table, one row per run: the job, the runbook, when it started, how long it took, its
+//! outcome, a note (late, timed out, refused) and the whole JSON report (the `--format json`
+//! document). The database lives in the state directory (`state_dir`) as `history.sqlite`.
+//! Each write is one transaction that also applies the retention (older than the retention
+//! period, or beyond the last N runs of the job). A database that cannot be opened or
+//! written (corrupt, locked, read-only disk) is not fatal: the error is kept for the service
+//! to report, and it goes on from memory; the next write tries again.
+
+pub mod command;
+pub mod flapping;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// One stored run.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: i64,
+    pub job: String,
+    pub runbook: String,
+    /// Start, in milliseconds since the Unix epoch.
+    pub started_ms: i64,
+    pub duration_s: f64,
+    /// `passed`, `failed`, `error` or `interrupted`, as in the report.
+    pub outcome: String,
+    /// Why the run is special: late, timed out, refused.
+    pub note: Option<String>,
+    /// The JSON report (schema 1), compact.
+    pub report: String,
+}
+
+/// Where state lives unless configured: `/var/lib/opsbook` for root, else
+/// `$XDG_STATE_HOME/opsbook`, else `~/.local/state/opsbook`.
+pub fn default_state_dir() -> PathBuf {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return PathBuf::from("/var/lib/opsbook");
+    }
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("opsbook")
+}
+
+/// Now, in milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The database file in a state directory.
+pub fn database_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("history.sqlite")
+}
+
+/// How long to keep runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub age: Duration,
+    pub runs_per_job: usize,
+}
+
+/// The store; every method reports failure as text and never panics.
+pub struct History {
+    path: PathBuf,
+    conn: Mutex<Option<Connection>>,
+}
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    job TEXT NOT NULL,
+    runbook TEXT NOT NULL,
+    started_ms INTEGER NOT NULL,
+    duration_s REAL NOT NULL,
+    outcome TEXT NOT NULL,
+    note TEXT,
+    report TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_job ON runs (job, id);
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_ms);";
+
+fn open(path: &Path, create: bool) -> Result<Connection, String> {
+    use rusqlite::OpenFlags;
+    if create && let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    }
+    let flags = if create {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    };
+    let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|e| format!("cannot open `{}`: {e}", path.display()))?;
+    // A locked database waits a little, never long: the service must keep answering.
+    conn.busy_timeout(Duration::from_secs(2)).map_err(|e| e.to_string())?;
+    if create {
+        conn.execute_batch(&format!("PRAGMA journal_mode = WAL; {SCHEMA}"))
+            .map_err(|e| format!("`{}` is not a usable history database: {e}", path.display()))?;
+    } else {
+        conn.query_row("SELECT count(*) FROM runs", [], |_| Ok(()))
+            .map_err(|e| format!("`{}` is not a usable history database: {e}", path.display()))?;
+    }
+    Ok(conn)
+}
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Run> {
+    Ok(Run {
+        id: r.get(0)?,
+        job: r.get(1)?,
+        runbook: r.get(2)?,
+        started_ms: r.get(3)?,
+        duration_s: r.get(4)?,
+        outcome: r.get(5)?,
+        note: r.get(6)?,
+        report: r.get(7)?,
+    })
+}
+
+const COLUMNS: &str = "id, job, runbook, started_ms, duration_s, outcome, note, report";
+
+/// What `list` selects.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub job: Option<String>,
+    pub since_ms: Option<i64>,
+    pub failed_only: bool,
+    /// The newest this many runs (all when `None`), returned oldest first.
+    pub limit: Option<usize>,
+}
+
+impl History {
+    /// Opens (creating) the database; `Err` carries the store anyway, with the reason.
+    pub fn open(path: PathBuf) -> (History, Result<(), String>) {
+        let opened = open(&path, true);
+        let status = opened.as_ref().map(|_| ()).map_err(Clone::clone);
+        (History { path, conn: Mutex::new(opened.ok()) }, status)
+    }
+
+    /// Opens an existing database to read it (`opsbook history`).
+    pub fn open_read_only(path: PathBuf) -> Result<History, String> {
+        if !path.exists() {
+            return Err(format!(
+                "no history at `{}`: `opsbook serve` has not stored a run there yet\n  help: pass the same \
+                 `--state-dir` (or `serve.state_dir`) as the service",
+                path.display()
+            ));
+        }
+        let conn = open(&path, false)?;
+        Ok(History { path, conn: Mutex::new(Some(conn)) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T, String>) -> Result<T, String> {
+        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Some(open(&self.path, true)?);
+        }
+        let conn = guard.as_mut().expect("opened just above");
+        let result = f(conn);
+        if result.is_err() {
+            // Reopened on the next call: a replaced or repaired file is picked up.
+            *guard = None;
+        }
+        result
+    }
+
+    /// Stores one run and applies the retention, in one transaction.
+    pub fn insert(&self, run: &Run, retention: Retention) -> Result<(), String> {
+        let cutoff = now_ms() - retention.age.as_millis() as i64;
+        self.with(|conn| {
+            let tx = conn.transaction().map_err(|e| e.to_string())?;
+            tx.execute(
+                &format!("INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+                params![
+                    run.id,
+                    run.job,
+                    run.runbook,
+                    run.started_ms,
+                    run.duration_s,
+                    run.outcome,
+                    run.note,
+                    run.report
+                ],
+            )
+            .map_err(|e| e.to_string())?;
+            tx.execute("DELETE FROM runs WHERE started_ms < ?1", params![cutoff]).map_err(|e| e.to_string())?;
+            tx.execute(
+                "DELETE FROM runs WHERE job = ?1 AND id <= (SELECT id FROM runs WHERE job = ?1 ORDER BY id DESC \
+                 LIMIT 1 OFFSET ?2)",
+                params![run.job, retention.runs_per_job as i64],
+            )
+            .map_err(|e| e.to_string())?;
+            tx.commit().map_err(|e| e.to_string())
+        })
+        .map_err(|e| format!("cannot store run {} of `{}` in `{}`: {e}", run.id, run.job, self.path.display()))
+    }
+
+    /// The highest run id stored (new runs continue from it).
+    pub fn last_id(&self) -> Result<i64, String> {
+        self.with(|conn| {
+            conn.query_row("SELECT coalesce(max(id), 0) FROM runs", [], |r| r.get(0)).map_err(|e| e.to_string())
+        })
+    }
+
+    /// One run by id.
+    pub fn get(&self, id: i64) -> Result<Option<Run>, String> {
+        self.with(|conn| {
+            conn.query_row(&format!("SELECT {COLUMNS} FROM runs WHERE id = ?1"), params![id], row)
+                .optional()
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// Runs matching `filter`, oldest first.
+    pub fn list(&self, filter: &Filter) -> Result<Vec<Run>, String> {
+        self.with(|conn| {
+            let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE 1 = 1");
+            let mut args: Vec<rusqlite::types::Value> = Vec::new();
+            if let Some(job) = &filter.job {
+                sql.push_str(" AND job = ?");
+                args.push(job.clone().into());
+            }
+            if let Some(since) = filter.since_ms {
+                sql.push_str(" AND started_ms >= ?");
+                args.push(since.into());
+            }
+            if filter.failed_only {
+                sql.push_str(" AND outcome <> 'passed'");
+            }
+            sql.push_str(" ORDER BY id DESC");
+            if let Some(limit) = filter.limit {
+                sql.push_str(&format!(" LIMIT {limit}"));
+            }
+            let mut stmt = conn.prepare(&sql).map_err(|e| e.to_string())?;
+            let mut runs = stmt
+                .query_map(rusqlite::params_from_iter(args), row)
+                .map_err(|e| e.to_string())?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            runs.reverse();
+            Ok(runs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: i64, job: &str, started_ms: i64, outcome: &str) -> Run {
+        Run {
+            id,
+            job: job.into(),
+            runbook: "quick-check".into(),
+            started_ms,
+            duration_s: 0.5,
+            outcome: outcome.into(),
+            note: None,
+            report: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn stores_reads_and_applies_the_retention() {
+        let dir = tempfile::tempdir().unwrap();
+        let (h, status) = History::open(database_path(dir.path()));
+        status.unwrap();
+        let keep = Retention { age: Duration::from_secs(3600), runs_per_job: 3 };
+        for i in 1..=5 {
+            h.insert(&run(i, "a", now_ms() - 10_000 + i * 1000, if i == 4 { "failed" } else { "passed" }), keep)
+                .unwrap();
+        }
+        h.insert(&run(6, "b", 0, "passed"), keep).unwrap();
+        let all = h.list(&Filter::default()).unwrap();
+        // Job a keeps its last three; job b's run is older than an hour.
+        assert_eq!(all.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3, 4, 5]);
+        let failed = h.list(&Filter { failed_only: true, ..Filter::default() }).unwrap();
+        assert_eq!(failed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![4]);
+        assert_eq!(h.last_id().unwrap(), 5);
+        assert_eq!(h.get(4).unwrap().unwrap().outcome, "failed");
+        assert!(h.get(1).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_corrupt_file_is_reported_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = database_path(dir.path());
+        std::fs::write(&path, "this is not a database, it is a text file long enough to be read as one").unwrap();
+        let (h, status) = History::open(path.clone());
+        let e = status.unwrap_err();
+        assert!(e.contains("is not a usable history database"), "{e}");
+        let e = h.insert(&run(1, "a", 1, "passed"), Retention { age: Duration::from_secs(60), runs_per_job: 9 });
+        assert!(e.unwrap_err().contains("cannot store run 1 of `a`"));
+        assert!(History::open_read_only(path).is_err());
+    }
+}

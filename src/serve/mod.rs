@@ -1,0 +1,294 @@
+//! `opsbook serve`: watch the stack all the time and serve the results.
+//!
+//! Runs chosen runbooks on a schedule (`scheduler`), keeps every run in the history
+//! (`crate::history`) and in memory (`state`), and answers over HTTP (`http`): health and
+//! readiness, Prometheus metrics (`metrics`), the runs as JSON reports, and a status page
+//! (`page`). Jobs only watch: a runbook that would change the stack is refused when the
+//! jobs are loaded (`scan`) and, should one slip through, at its first mutating call (the
+//! host's watch-only flag), unless the job says `mutating = true`.
+//!
+//! SIGHUP re-reads the configuration and the runbooks (running jobs finish first); SIGTERM
+//! or Ctrl-C lets running jobs finish within `serve.stop_timeout`, then interrupts them and
+//! exits.
+
+mod capture;
+mod http;
+mod metrics;
+mod page;
+pub mod scan;
+mod scheduler;
+mod state;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+
+use crate::catalog::Catalog;
+use crate::cli::GlobalOptions;
+use crate::config::serve::{Job, Serve, job_from_arg};
+use crate::config::{Config, Sources};
+use crate::error::Error;
+use crate::history::{History, Retention, database_path, default_state_dir};
+use crate::report::Mode;
+use crate::sandbox::Sandbox;
+use crate::session::Session;
+use crate::world::World;
+use scheduler::{Ready, Running};
+use state::State;
+
+/// Arguments of `opsbook serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Jobs as RUNBOOK@INTERVAL (e.g. `quick-check@1m verify@10m`); when given, they replace
+    /// the `[[serve.job]]` tables of the configuration.
+    pub jobs: Vec<String>,
+
+    /// Listen on this address (default: `serve.listen`, else 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+
+    /// Keep the history in DIR (default: `serve.state_dir`, else /var/lib/opsbook for root,
+    /// else $XDG_STATE_HOME/opsbook or ~/.local/state/opsbook).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// The state directory: the flag, else the configuration, else the default.
+pub fn state_dir(flag: Option<PathBuf>, settings: &Serve) -> PathBuf {
+    flag.or_else(|| settings.state_dir.clone()).unwrap_or_else(default_state_dir)
+}
+
+/// What the jobs run against: one configuration and world for all their sessions.
+struct Ground {
+    config: Arc<Config>,
+    world: World,
+    mode: Mode,
+    /// Kept alive while serving under `--sandbox`.
+    _sandbox: Option<Sandbox>,
+}
+
+fn jobs_of(args: &ServeArgs, settings: &Serve) -> Result<Vec<Job>, Error> {
+    let jobs = if args.jobs.is_empty() {
+        settings.jobs.clone()
+    } else {
+        args.jobs.iter().map(|a| job_from_arg(a)).collect::<Result<Vec<_>, _>>()?
+    };
+    let mut names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::Usage(format!(
+            "two jobs are named `{}`: give one a `name = \"…\"` in its `[[serve.job]]`",
+            w[0]
+        )));
+    }
+    Ok(jobs)
+}
+
+/// Compiles and checks each job: ready to run, or the reason it cannot.
+fn prepare(jobs: Vec<Job>, ground: &Ground, catalog: &Arc<Catalog>) -> (Vec<Ready>, Vec<(Job, Option<String>)>) {
+    let mut ready = Vec::new();
+    let mut views = Vec::new();
+    for spec in jobs {
+        let session =
+            Session::shared(ground.config.clone(), ground.world.clone(), catalog.clone(), ground.mode.clone());
+        let checked = session.compile(&spec.runbook).and_then(|compiled| {
+            if !spec.mutating {
+                let found = scan::mutating_calls(&session, &compiled)?;
+                if !found.is_empty() {
+                    let calls: Vec<String> = found.iter().map(|f| format!("`{}` at {}", f.function, f.place)).collect();
+                    return Err(Error::Usage(format!(
+                        "refused: runbook `{}` changes the stack ({}), and watching must not\n  help: add \
+                         `mutating = true` to the job if it is meant to",
+                        spec.runbook,
+                        calls.join(", ")
+                    )));
+                }
+            }
+            compiled.bind(&spec.params)?;
+            Ok(compiled)
+        });
+        match checked {
+            Ok(compiled) => {
+                views.push((spec.clone(), None));
+                ready.push(Ready { spec, session, compiled });
+            }
+            Err(e) => {
+                let text = crate::secret::redact(&e.to_string()).into_owned();
+                let problem = text.strip_prefix("error: ").unwrap_or(&text).to_string();
+                views.push((spec, Some(problem)));
+            }
+        }
+    }
+    (ready, views)
+}
+
+fn problems(views: &[(Job, Option<String>)]) -> Vec<String> {
+    views.iter().filter_map(|(j, p)| p.as_ref().map(|p| format!("job `{}` ({}): {p}", j.name, j.origin))).collect()
+}
+
+/// Runs `opsbook serve` until SIGTERM.
+pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
+    if !global.sandbox
+        && let Some(spec) = global.faults.first()
+    {
+        return Err(Error::Usage(format!(
+            "`--fault {spec}` rehearses a failure of the in-process stack: add `--sandbox`"
+        )));
+    }
+    let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
+    let config = Config::load(&sources)?;
+    let mut settings = config.serve.clone();
+    let ground = if global.sandbox {
+        let (sandbox, config) = Sandbox::start(config, &global.faults)?;
+        let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
+        Ground { config: Arc::new(config), world: sandbox.hosts[0].world.clone(), mode, _sandbox: Some(sandbox) }
+    } else {
+        let world = World::real(&config);
+        Ground {
+            config: Arc::new(config),
+            world,
+            mode: Mode { dry_run: global.dry_run, ..Mode::default() },
+            _sandbox: None,
+        }
+    };
+    let mut ground = ground;
+    let jobs = jobs_of(args, &settings)?;
+    if jobs.is_empty() {
+        return Err(Error::Usage(
+            "nothing to watch: give jobs as RUNBOOK@INTERVAL (`opsbook serve quick-check@1m`) or as \
+             `[[serve.job]]` tables in the configuration"
+                .into(),
+        ));
+    }
+    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    let (ready, views) = prepare(jobs, &ground, &catalog);
+    let refused = problems(&views);
+    if !refused.is_empty() {
+        return Err(Error::Usage(refused.join("\n")));
+    }
+
+    let path = database_path(&state_dir(args.state_dir.clone(), &settings));
+    let (history, opened) = History::open(path.clone());
+    let retention = Retention { age: settings.retention, runs_per_job: settings.retention_runs };
+    let state = Arc::new(State::new(history, opened, retention, crate::host::core::hostname()));
+    state.set_jobs(views);
+
+    let listen = args.listen.clone().unwrap_or_else(|| settings.listen.clone());
+    let listener =
+        std::net::TcpListener::bind(&listen).and_then(|l| l.set_nonblocking(true).map(|_| l)).map_err(|e| {
+            Error::Usage(format!("cannot listen on `{listen}`: {e}\n  help: pick another address with `--listen ADDR`"))
+        })?;
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or(listen);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("opsbook-serve")
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Io { context: "cannot start the service's runtime".into(), source })?;
+    let server = {
+        let _context = runtime.enter();
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|source| Error::Io { context: format!("cannot listen on `{address}`"), source })?;
+        let app = http::router(state.clone());
+        runtime.spawn(async move { axum::serve(listener, app).await })
+    };
+    let n = ready.len();
+    eprintln!(
+        "opsbook serve: listening on http://{address}/ ({n} job{}, history in {})",
+        if n == 1 { "" } else { "s" },
+        path.display()
+    );
+    let mut running = Running::start(ready, state.clone(), settings.parallel, settings.jitter);
+
+    let signals = Signals::new(&runtime)?;
+    loop {
+        match runtime.block_on(signals.next()) {
+            Signal::Reload => {
+                eprintln!("opsbook serve: SIGHUP: reloading the configuration and the runbooks");
+                let reloaded = match Config::load(&sources) {
+                    Ok(config) => config,
+                    Err(e) => {
+                        eprintln!(
+                            "{}\nopsbook serve: the configuration is unchanged",
+                            crate::secret::redact(&e.to_string())
+                        );
+                        continue;
+                    }
+                };
+                let new_settings = reloaded.serve.clone();
+                let jobs = match jobs_of(args, &new_settings) {
+                    Ok(jobs) => jobs,
+                    Err(e) => {
+                        eprintln!("{e}\nopsbook serve: the configuration is unchanged");
+                        continue;
+                    }
+                };
+                // The sandbox's configuration points at its own stack: only the jobs change.
+                if ground._sandbox.is_none() {
+                    ground.world = World::real(&reloaded);
+                    ground.config = Arc::new(reloaded);
+                }
+                settings = new_settings;
+                running.finish(settings.stop_timeout);
+                let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+                let (ready, views) = prepare(jobs, &ground, &catalog);
+                for p in problems(&views) {
+                    eprintln!("opsbook serve: {p}");
+                }
+                state.set_jobs(views);
+                running = Running::start(ready, state.clone(), settings.parallel, settings.jitter);
+            }
+            Signal::Stop => {
+                eprintln!(
+                    "opsbook serve: stopping: running jobs get {} to finish",
+                    humantime::format_duration(settings.stop_timeout)
+                );
+                let interrupted = running.finish(settings.stop_timeout);
+                if interrupted > 0 {
+                    eprintln!("opsbook serve: interrupted {interrupted} job(s) still running at the deadline");
+                }
+                server.abort();
+                runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+                return Ok(0);
+            }
+        }
+    }
+}
+
+enum Signal {
+    Reload,
+    Stop,
+}
+
+struct Signals {
+    hup: tokio::sync::Mutex<tokio::signal::unix::Signal>,
+    term: tokio::sync::Mutex<tokio::signal::unix::Signal>,
+    int: tokio::sync::Mutex<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new(runtime: &tokio::runtime::Runtime) -> Result<Signals, Error> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let _context = runtime.enter();
+        let install = |kind| {
+            signal(kind)
+                .map(tokio::sync::Mutex::new)
+                .map_err(|source| Error::Io { context: "cannot install the signal handlers".into(), source })
+        };
+        Ok(Signals {
+            hup: install(SignalKind::hangup())?,
+            term: install(SignalKind::terminate())?,
+            int: install(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn next(&self) -> Signal {
+        let (mut hup, mut term, mut int) = (self.hup.lock().await, self.term.lock().await, self.int.lock().await);
+        tokio::select! {
+            _ = hup.recv() => Signal::Reload,
+            _ = term.recv() => Signal::Stop,
+            _ = int.recv() => Signal::Stop,
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Which runbooks change the stack, found before they run.
+//!
+//! Watching must not change what it watches, so a serve job whose runbook calls a mutating
+//! host function is refused when the jobs are loaded, unless the job says `mutating = true`.
+//! This is a static scan of the runbook's AST and of every stdlib module it imports (and
+//! theirs), for calls of the functions in `MUTATING`. It cannot see calls made through
+//! `call(...)` or `Fn` pointers; those are stopped at run time by the host's choke point
+//! (`Host::plan` refuses every mutating call of a watch-only run).
+
+use rhai::{ASTNode, Expr, Stmt};
+
+use crate::catalog::Kind;
+use crate::error::Error;
+use crate::runbook::Compiled;
+use crate::session::Session;
+
+/// Every host function that changes the machine: unit jobs, container restarts, the
+/// shipper's reload, writing to the journal, running arbitrary commands, loading the CPU.
+pub const MUTATING: &[&str] = &[
+    "unit::start",
+    "unit::stop",
+    "unit::restart",
+    "unit::reload",
+    "unit::try_start",
+    "unit::try_stop",
+    "unit::try_restart",
+    "unit::try_reload",
+    "unit::reload_or_restart",
+    "unit::enable",
+    "unit::disable",
+    "unit::daemon_reload",
+    "container::restart",
+    "shipper::reload",
+    "journal::emit",
+    "host::exec",
+    "host::cpu_load",
+];
+
+/// One mutating call found: the function and where it is (`file:line:column`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub function: String,
+    pub place: String,
+}
+
+fn calls(compiled: &Compiled, found: &mut Vec<Finding>) {
+    let source = compiled.entry.source.clone();
+    compiled.ast.walk(&mut |path: &[ASTNode]| {
+        // A call used as a statement is a `Stmt::FnCall`, one inside an expression an `Expr::FnCall`.
+        let call = match path.last() {
+            Some(ASTNode::Expr(Expr::FnCall(call, pos))) | Some(ASTNode::Stmt(Stmt::FnCall(call, pos))) => {
+                Some((call, *pos))
+            }
+            _ => None,
+        };
+        if let Some((call, pos)) = call
+            && !call.namespace.is_empty()
+        {
+            let function = format!("{}::{}", call.namespace, call.name);
+            if MUTATING.contains(&function.as_str()) {
+                let place = format!("{source}:{}:{}", pos.line().unwrap_or(0), pos.position().unwrap_or(0));
+                found.push(Finding { function, place });
+            }
+        }
+        true
+    });
+}
+
+/// The mutating calls of a runbook and of the modules it imports, in source order.
+pub fn mutating_calls(session: &Session, compiled: &Compiled) -> Result<Vec<Finding>, Error> {
+    let mut found = Vec::new();
+    calls(compiled, &mut found);
+    let mut pending: Vec<String> = compiled.imports.clone();
+    let mut seen: Vec<String> = Vec::new();
+    while let Some(name) = pending.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name.clone());
+        // An import that is not a stdlib module fails at run time with its own message.
+        let Ok(entry) = session.catalog.find(Kind::Module, &name) else { continue };
+        let module = session.compile_entry(entry)?;
+        calls(&module, &mut found);
+        pending.extend(module.imports.iter().cloned());
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_mutating_calls_in_runbooks_and_their_modules() {
+        let session = Session::new(
+            crate::config::Config::defaults(),
+            crate::world::World::real(&crate::config::Config::defaults()),
+            std::sync::Arc::new(crate::catalog::Catalog::new(&[])),
+            crate::report::Mode::default(),
+        );
+        let quick = session.compile("quick-check").unwrap();
+        assert_eq!(mutating_calls(&session, &quick).unwrap(), vec![]);
+        let restart = session.compile("restart-all").unwrap();
+        let found: Vec<String> =
+            mutating_calls(&session, &restart).unwrap().iter().map(|f| f.function.clone()).collect();
+        assert_eq!(found, vec!["unit::stop", "unit::restart", "unit::start"]);
+    }
+}

@@ -1,0 +1,304 @@
+//! Runs each job on its interval: one thread and one session per job.
+//!
+//! A job never overlaps itself: its thread runs, records, then waits for the next due time;
+//! a run that takes longer than the interval delays the next one, which starts at once and
+//! is counted (and noted in its record) as late. Jobs run in parallel up to `parallel` at a
+//! time (a small counting semaphore). Each run is given a random delay up to the jitter, so
+//! many hosts started together do not all fire at the same second. A run still going at the
+//! job's deadline is interrupted through its host's cancel flag, as Ctrl-C would.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{Value, json};
+
+use super::capture;
+use super::state::State;
+use crate::config::serve::Job;
+use crate::host::Host;
+use crate::runbook::Compiled;
+use crate::session::Session;
+
+/// Wakes sleeping job threads when the service stops or reloads.
+#[derive(Default)]
+pub struct Stop {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Stop {
+    pub fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sleeps until `when`; true when stopped meanwhile.
+    fn sleep_until(&self, when: Instant) -> bool {
+        let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        while !*stopped {
+            let now = Instant::now();
+            if now >= when {
+                return false;
+            }
+            stopped = self.wake.wait_timeout(stopped, when - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        true
+    }
+}
+
+/// At most `n` runs at a time.
+pub struct Permits {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Permits {
+    pub fn new(n: usize) -> Permits {
+        Permits { free: Mutex::new(n.max(1)), freed: Condvar::new() }
+    }
+
+    /// Takes a permit, waiting for one; `None` when the service stops meanwhile.
+    fn acquire<'a>(&'a self, stop: &Stop) -> Option<Permit<'a>> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if stop.is_stopped() {
+                return None;
+            }
+            if *free > 0 {
+                *free -= 1;
+                return Some(Permit(self));
+            }
+            free = self.freed.wait_timeout(free, Duration::from_millis(200)).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+}
+
+struct Permit<'a>(&'a Permits);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// A random duration below `max` (no crate for this: the std hasher is randomly seeded).
+fn random_below(max: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    if max.is_zero() {
+        return Duration::ZERO;
+    }
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    Duration::from_nanos(h.finish() % (max.as_nanos() as u64).max(1))
+}
+
+/// The jitter of a job: configured, else a tenth of its interval, at most 30 s.
+pub fn jitter(spec: &Job, configured: Option<Duration>) -> Duration {
+    configured.unwrap_or_else(|| (spec.every / 10).min(Duration::from_secs(30))).min(spec.every)
+}
+
+fn ms(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A job ready to run: its session and compiled runbook.
+pub struct Ready {
+    pub spec: Job,
+    pub session: Session,
+    pub compiled: Compiled,
+}
+
+/// The running job threads.
+pub struct Running {
+    pub stop: Arc<Stop>,
+    threads: Vec<(Arc<Host>, JoinHandle<()>)>,
+}
+
+impl Running {
+    /// Starts one thread per job.
+    pub fn start(jobs: Vec<Ready>, state: Arc<State>, parallel: usize, jitter_setting: Option<Duration>) -> Running {
+        let stop = Arc::new(Stop::default());
+        let permits = Arc::new(Permits::new(parallel));
+        let mut threads = Vec::new();
+        for ready in jobs {
+            let host = ready.session.host.clone();
+            let (stop, permits, state) = (stop.clone(), permits.clone(), state.clone());
+            let jitter = jitter(&ready.spec, jitter_setting);
+            let spawned = std::thread::Builder::new()
+                .name(format!("job {}", ready.spec.name))
+                .spawn(move || job_loop(ready, &state, &stop, &permits, jitter));
+            match spawned {
+                Ok(handle) => threads.push((host, handle)),
+                Err(e) => tracing::error!("cannot start a thread for a job: {e}"),
+            }
+        }
+        Running { stop, threads }
+    }
+
+    /// Lets running jobs finish within `deadline`, then interrupts them; returns the names
+    /// of the jobs that had to be interrupted.
+    pub fn finish(self, deadline: Duration) -> usize {
+        self.stop.stop();
+        let until = Instant::now() + deadline;
+        while Instant::now() < until && self.threads.iter().any(|(_, t)| !t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut interrupted = 0;
+        for (host, thread) in self.threads {
+            if !thread.is_finished() {
+                interrupted += 1;
+                host.cancel.cancel();
+            }
+            let _ = thread.join();
+        }
+        interrupted
+    }
+}
+
+fn job_loop(ready: Ready, state: &State, stop: &Stop, permits: &Permits, jitter: Duration) {
+    let Ready { spec, session, compiled } = ready;
+    let every = spec.every;
+    // `grid` is when runs are due without jitter; a run that overran moves it to its end.
+    let mut grid = Instant::now();
+    let mut late_by: Option<Duration> = None;
+    loop {
+        let delay = random_below(jitter);
+        let due = grid + delay;
+        state.scheduled(&spec.name, ms(SystemTime::now() + due.saturating_duration_since(Instant::now())));
+        if stop.sleep_until(due) {
+            return;
+        }
+        let Some(permit) = permits.acquire(stop) else { return };
+        state.running(&spec.name, Some(ms(SystemTime::now())), late_by.is_some());
+        let note = late_by.map(|d| {
+            format!("late by {}: the previous run overran its interval", humantime::format_duration(round(d)))
+        });
+        let (document, end_note) = execute(&spec, &session, &compiled);
+        drop(permit);
+        let note = match (note, end_note) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        let id = state.record(&spec, document, note);
+        tracing::debug!("job {}: run {id} recorded", spec.name);
+        grid += every;
+        let now = Instant::now();
+        late_by = (now > grid).then(|| now - grid);
+        if late_by.is_some() {
+            grid = now;
+        }
+    }
+}
+
+fn round(d: Duration) -> Duration {
+    Duration::from_millis(d.as_millis() as u64)
+}
+
+/// One run with the job's deadline and watch-only policy; its JSON report and a note.
+fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Value, Option<String>) {
+    let host = &session.host;
+    host.cancel.reset();
+    host.set_watch_only(!spec.mutating);
+    host.take_refusal();
+    let deadline = spec.deadline();
+    let (done, finished) = mpsc::channel::<()>();
+    let cancel = host.cancel.clone();
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let flag = timed_out.clone();
+    let watchdog = std::thread::spawn(move || {
+        if let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(deadline) {
+            flag.store(true, Ordering::SeqCst);
+            cancel.cancel();
+        }
+    });
+    let (buffer, recorded) = capture::run(session, compiled, &spec.params);
+    let _ = done.send(());
+    let _ = watchdog.join();
+    let mut document = match recorded {
+        Ok(()) => serde_json::from_slice(&buffer).unwrap_or(Value::Null),
+        Err(message) => return (error_document(spec, &message), Some(message)),
+    };
+    let refusal = host.take_refusal();
+    let reason = if let Some(refusal) = refusal {
+        Some(refusal)
+    } else if timed_out.load(Ordering::SeqCst) {
+        Some(format!(
+            "timed out: still running after {}, the run was interrupted (raise the job's `timeout`)",
+            humantime::format_duration(deadline)
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = &reason {
+        // An interruption the service caused is a failure of the run, not an operator's Ctrl-C.
+        document["outcome"] = json!("failed");
+        document["exit_code"] = json!(1);
+        document["error"] = json!({"kind": "aborted", "message": reason});
+    }
+    (document, reason)
+}
+
+/// The report of a run that could not start (its parameters no longer bind, …).
+fn error_document(spec: &Job, message: &str) -> Value {
+    json!({
+        "schema": 1,
+        "opsbook": env!("CARGO_PKG_VERSION"),
+        "runbook": spec.runbook,
+        "source": "",
+        "params": {},
+        "dry_run": false,
+        "sandbox": false,
+        "faults": [],
+        "started_at": humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        "duration_s": 0.0,
+        "outcome": "error",
+        "exit_code": 2,
+        "summary": {"passed": 0, "failed": 0, "warnings": 0, "skipped": 0},
+        "checks": [],
+        "log": [],
+        "error": {"kind": "script", "message": message},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn a_watch_only_host_refuses_a_mutating_call_and_stops_the_run() {
+        let config = Config::defaults();
+        let world = crate::world::World::real(&config);
+        let host = Host::new(Arc::new(config), world, false);
+        assert!(!host.plan("nothing yet") || host.dry_run);
+        host.set_watch_only(true);
+        assert!(host.plan("restart loki.service"), "the caller must not act");
+        assert!(host.cancel.is_cancelled());
+        assert_eq!(
+            host.take_refusal().as_deref(),
+            Some(
+                "refused to restart loki.service: this job only watches the stack (add `mutating = true` to the job \
+                 to allow changes)"
+            )
+        );
+        assert_eq!(host.take_refusal(), None);
+    }
+
+    #[test]
+    fn jitter_is_a_tenth_of_the_interval_at_most_thirty_seconds() {
+        let job = crate::config::serve::job_from_arg("q@10s").unwrap();
+        assert_eq!(jitter(&job, None), Duration::from_secs(1));
+        let job = crate::config::serve::job_from_arg("q@1h").unwrap();
+        assert_eq!(jitter(&job, None), Duration::from_secs(30));
+        assert_eq!(jitter(&job, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert!(random_below(Duration::from_secs(1)) < Duration::from_secs(1));
+    }
+}
