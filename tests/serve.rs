@@ -205,7 +205,7 @@ fn sandbox_fault_shows_on_health_metrics_page_and_history_and_the_history_surviv
     let (status, report) = get(&format!("{base}/api/runs/{id}"));
     assert_eq!(status, 200);
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
-    assert_eq!((report["schema"].as_i64(), report["runbook"].as_str()), (Some(1), Some("quick-check")));
+    assert_eq!((report["schema"].as_i64(), report["runbook"].as_str()), (Some(2), Some("quick-check")));
     second.signal(libc::SIGTERM);
     assert_eq!(second.wait(Duration::from_secs(30)).0.code, 0);
 
@@ -226,8 +226,8 @@ fn a_mutating_runbook_is_refused_unless_the_job_allows_it() {
         Test::new().args(["serve", "--sandbox", "quick-check@1m", "restart-all@1m", "--listen", "127.0.0.1:0"]).run();
     out.code(2).stderr_is(
         "error: job `restart-all` (command line): refused: runbook `restart-all` changes the stack (`unit::stop` at \
-         <built-in>/runbooks/restart-all.rhai:12:7, `unit::restart` at <built-in>/runbooks/restart-all.rhai:15:7, \
-         `unit::start` at <built-in>/runbooks/restart-all.rhai:27:7), and watching must not\n  help: add \
+         <built-in>/runbooks/restart-all.rhai:13:7, `unit::restart` at <built-in>/runbooks/restart-all.rhai:16:7, \
+         `unit::start` at <built-in>/runbooks/restart-all.rhai:23:7), and watching must not\n  help: add \
          `mutating = true` to the job if it is meant to\n",
     );
 }
