@@ -165,7 +165,7 @@ pub enum Command {
     ///
     /// Jobs come from `[[serve.job]]` tables, or as RUNBOOK@INTERVAL arguments. Runbooks that
     /// change the stack are refused unless the job says `mutating = true`.
-    Serve(crate::serve::ServeArgs),
+    Serve(ServeArgs),
 
     /// Show the runs `opsbook serve` kept: outcomes, failed checks, and checks that flap.
     History(crate::history::command::HistoryArgs),
@@ -197,4 +197,21 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
         Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
         _ => Err(format!("expected KEY=VALUE, got `{text}`")),
     }
+}
+
+/// Arguments of `opsbook serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Jobs as RUNBOOK@INTERVAL (e.g. `quick-check@1m verify@10m`); when given, they replace
+    /// the `[[serve.job]]` tables of the configuration.
+    pub jobs: Vec<String>,
+
+    /// Listen on this address (default: `serve.listen`, else 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+
+    /// Keep the history in DIR (default: `serve.state_dir`, else /var/lib/opsbook for root,
+    /// else $XDG_STATE_HOME/opsbook or ~/.local/state/opsbook).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }

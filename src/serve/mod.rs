@@ -22,10 +22,8 @@ mod state;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::Args;
-
 use crate::catalog::Catalog;
-use crate::cli::GlobalOptions;
+use crate::cli::{GlobalOptions, ServeArgs};
 use crate::config::serve::{Job, Serve, job_from_arg};
 use crate::config::{Config, Sources};
 use crate::error::Error;
@@ -36,23 +34,6 @@ use crate::session::Session;
 use crate::world::World;
 use scheduler::{Ready, Running};
 use state::State;
-
-/// Arguments of `opsbook serve`.
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Jobs as RUNBOOK@INTERVAL (e.g. `quick-check@1m verify@10m`); when given, they replace
-    /// the `[[serve.job]]` tables of the configuration.
-    pub jobs: Vec<String>,
-
-    /// Listen on this address (default: `serve.listen`, else 127.0.0.1:9464).
-    #[arg(long, value_name = "ADDR")]
-    pub listen: Option<String>,
-
-    /// Keep the history in DIR (default: `serve.state_dir`, else /var/lib/opsbook for root,
-    /// else $XDG_STATE_HOME/opsbook or ~/.local/state/opsbook).
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-}
 
 /// The state directory: the flag, else the configuration, else the default.
 pub fn state_dir(flag: Option<PathBuf>, settings: &Serve) -> PathBuf {
