@@ -222,14 +222,31 @@ fn sandbox_fault_shows_on_health_metrics_page_and_history_and_the_history_surviv
 
 #[test]
 fn a_mutating_runbook_is_refused_unless_the_job_allows_it() {
-    let out =
-        Test::new().args(["serve", "--sandbox", "quick-check@1m", "restart-all@1m", "--listen", "127.0.0.1:0"]).run();
+    // The call hides in a module the runbook imports: the scan follows imports.
+    let out = Test::new()
+        .module("changes", "/// Restarts a unit.\nfn bounce(u) {\n    unit::restart(u)\n}\n")
+        .runbook("bouncer", "import \"changes\" as c;\ncheck(\"looked\", true);\nc::bounce(\"loki\");\n")
+        .args(["serve", "--sandbox", "quick-check@1m", "bouncer@1m", "--listen", "127.0.0.1:0"])
+        .run();
     out.code(2).stderr_is(
-        "error: job `restart-all` (command line): refused: runbook `restart-all` changes the stack (`unit::stop` at \
-         <built-in>/runbooks/restart-all.rhai:13:7, `unit::restart` at <built-in>/runbooks/restart-all.rhai:16:7, \
-         `unit::start` at <built-in>/runbooks/restart-all.rhai:23:7), and watching must not\n  help: add \
-         `mutating = true` to the job if it is meant to\n",
+        "error: job `bouncer` (command line): refused: runbook `bouncer` changes the stack (`unit::restart` at \
+         stdlib/changes.rhai:3:11), and watching must not\n  help: add `mutating = true` to the job if it is meant to\n",
     );
+    // Allowed: the job says it changes the stack; the service runs it and serves.
+    let port = free_port();
+    let running = Test::new()
+        .module("changes", "/// Restarts a unit.\nfn bounce(u) {\n    unit::restart(u)\n}\n")
+        .runbook("bouncer", "import \"changes\" as c;\ncheck(\"looked\", true);\nc::bounce(\"loki\");\n")
+        .config(&format!(
+            "[serve]\nlisten = \"127.0.0.1:{port}\"\nstate_dir = \"state\"\njitter = \"0s\"\n\
+             [[serve.job]]\nrunbook = \"bouncer\"\nevery = \"1m\"\nmutating = true\n"
+        ))
+        .args(["serve", "--sandbox"])
+        .spawn();
+    let (health, _) = until(&format!("http://127.0.0.1:{port}/healthz"), 200, Duration::from_secs(20));
+    assert_eq!(health, "ok: the latest run of 1 job passed\n");
+    running.signal(libc::SIGTERM);
+    assert_eq!(running.wait(Duration::from_secs(30)).0.code, 0);
 }
 
 #[test]
