@@ -148,16 +148,7 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
 }
 
 fn run_json(r: &Run) -> Value {
-    let report: Value = serde_json::from_str(&r.report).unwrap_or(Value::Null);
-    json!({
-        "id": r.id,
-        "job": r.job,
-        "runbook": r.runbook,
-        "started_at": rfc3339(r.started_ms),
-        "duration_s": r.duration_s,
-        "outcome": r.outcome,
-        "note": r.note,
-        "failed_checks": failed_checks(&report),
-        "report": report,
-    })
+    let mut v = r.to_json();
+    v["failed_checks"] = json!(failed_checks(&v["report"]));
+    v
 }

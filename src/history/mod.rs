@@ -30,8 +30,24 @@ pub struct Run {
     pub outcome: String,
     /// Why the run is special: late, timed out, refused.
     pub note: Option<String>,
-    /// The JSON report (schema 1), compact.
+    /// The JSON report (`--format json`), compact.
     pub report: String,
+}
+
+impl Run {
+    /// The run as `/api/runs` and `opsbook history --format json` list it, its report included.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "job": self.job,
+            "runbook": self.runbook,
+            "started_at": command::rfc3339(self.started_ms),
+            "duration_s": self.duration_s,
+            "outcome": self.outcome,
+            "note": self.note,
+            "report": serde_json::from_str::<serde_json::Value>(&self.report).unwrap_or(serde_json::Value::Null),
+        })
+    }
 }
 
 /// Where state lives unless configured: `/var/lib/opsbook` for root, else

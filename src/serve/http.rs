@@ -15,7 +15,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use super::state::{JobView, State};
-use crate::history::command::{failed_checks, rfc3339};
+use crate::history::command::failed_checks;
 
 /// The router over the shared state.
 pub fn router(state: Arc<State>) -> Router {
@@ -98,17 +98,9 @@ async fn runs(Shared(state): Shared<Arc<State>>, Query(q): Query<RunsQuery>) -> 
             .recent(q.job.as_deref(), limit)
             .iter()
             .map(|r| {
-                json!({
-                    "id": r.id,
-                    "job": r.job,
-                    "runbook": r.runbook,
-                    "started_at": rfc3339(r.started_ms),
-                    "duration_s": r.duration_s,
-                    "outcome": r.outcome,
-                    "note": r.note,
-                    "url": format!("/api/runs/{}", r.id),
-                    "report": serde_json::from_str::<Value>(&r.report).unwrap_or(Value::Null),
-                })
+                let mut v = r.to_json();
+                v["url"] = json!(format!("/api/runs/{}", r.id));
+                v
             })
             .collect::<Vec<_>>()
     })
