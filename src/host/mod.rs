@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod container;
 pub mod core;
+pub mod fleet;
 pub mod http;
 pub mod influx;
 pub mod journal;
@@ -57,6 +58,8 @@ pub struct Host {
     watch_only: AtomicBool,
     /// What a watch-only run tried to change, if anything.
     refused: Mutex<Option<String>>,
+    /// The inventory runbooks see and the fleet run this host is part of (`fleet.rs`).
+    place: Mutex<fleet::Place>,
 }
 
 impl Host {
@@ -72,6 +75,7 @@ impl Host {
             params: Mutex::new(BTreeMap::new()),
             watch_only: AtomicBool::new(false),
             refused: Mutex::new(None),
+            place: fleet::nowhere(),
         })
     }
 
@@ -217,6 +221,7 @@ pub fn register_all(engine: &mut Engine, host: &Arc<Host>) {
     influx::register(engine, host);
     loki::register(engine, host);
     prom::register(engine, host);
+    fleet::register(engine, host);
 }
 
 /// A runtime error raised by a host function: the run aborts with this message.
