@@ -147,7 +147,7 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
         .enable_all()
         .build()
         .map_err(|source| Error::Io { context: "cannot start the async runtime".into(), source })?;
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match args.service {
             Service::MetricsDb(a) => run_metrics_db(a).await,
             Service::LogStore(a) => run_log_store(a).await,
@@ -156,7 +156,11 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
                 shipper::run_command(a.config.as_deref(), a.listen.as_deref(), stop_signal()).await
             }
         }
-    })
+    });
+    // Dropping the runtime would wait for every blocking task, a read of a journal follower
+    // included: stopped means stopped (the service manager would kill us after its timeout).
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    code
 }
 
 async fn bind(addr: &str) -> Result<tokio::net::TcpListener, Error> {

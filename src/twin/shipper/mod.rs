@@ -346,19 +346,31 @@ impl Twin for Shipper {
     }
 }
 
+/// How long open connections may delay the stop.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 /// Serves the local endpoint on `listener` and ships the journal until `shutdown`.
 async fn serve(listener: TcpListener, shipper: Arc<Shipper>, shutdown: Stop) -> std::io::Result<()> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     shipper.say(Level::Info, "starting Alloy", &[("version", VERSION)]);
     shipper.say(Level::Info, "now listening for http traffic", &[("service", "http"), ("addr", &addr)]);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut stopping = stop_rx.clone();
     let worker = shipper.clone();
     let pipeline = tokio::spawn(async move { worker.pipeline(stop_rx).await });
     let server = axum::serve(listener, http::router(shipper.clone())).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     });
-    let result = server.await;
+    // A client holding a connection open must not keep the shipper from stopping (the
+    // service manager would kill it after its stop timeout and call the unit failed).
+    let result = tokio::select! {
+        result = server.into_future() => result,
+        _ = async {
+            let _ = stopping.wait_for(|stop| *stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => Ok(()),
+    };
     let _ = tokio::time::timeout(Duration::from_secs(10), pipeline).await;
     shipper.say(Level::Info, "Alloy stopped", &[]);
     result
