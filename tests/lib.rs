@@ -9,6 +9,7 @@ mod fleet_order;
 mod fleet_runs;
 mod inventory;
 mod journal;
+mod lifecycle;
 mod probes;
 mod remote_world;
 mod repl;

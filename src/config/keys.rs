@@ -138,6 +138,7 @@ keys! {
     LOG_SHIPPER_ACCOUNT = key("log_shipper.account", Kind::Text, "alloy", "service account the log shipper runs as (system scope)");
     LOG_SHIPPER_VALIDATE_COMMAND = key("log_shipper.validate_command", Kind::Command, "", "offline validation; default: alloy validate {config}");
     CONTAINER_RUNTIME = key("container.runtime", Kind::Text, "podman", "container runtime program for container::");
+    CONTAINER_RUN_OPTIONS = key("container.run_options", Kind::Text, "", "extra `podman run` options of deployed containers (e.g. --runtime runc)");
     TOOLS_TIMEOUT = key("tools.timeout", Kind::Duration, "30s", "how long the agent's and shipper's own tools may run");
     UNITS_JOB_TIMEOUT = key("units.job_timeout", Kind::Duration, "90s", "how long a start/stop/restart/reload job may take");
     UNITS_SETTLE = key("units.settle", Kind::Duration, "300ms", "how long a started unit is watched for dying at once");
