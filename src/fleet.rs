@@ -32,7 +32,20 @@ use crate::session::Session;
 pub struct Target {
     pub name: String,
     pub roles: Vec<String>,
-    pub session: Result<Session, String>,
+    pub session: Result<Session, Absent>,
+}
+
+/// Why a host of the run has no session: the failed check its report holds instead.
+pub struct Absent {
+    /// `monitor3 reachable over ssh`, `monitor3 resolved from the inventory`.
+    pub check: String,
+    pub why: String,
+}
+
+impl Absent {
+    pub fn unreachable(host: &str, why: String) -> Absent {
+        Absent { check: format!("{host} reachable over ssh"), why }
+    }
 }
 
 /// Runs `runbook` with `params` on every target, `forks` acting at a time, writes the fleet's
@@ -105,10 +118,10 @@ fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Repor
     };
     let session = match &target.session {
         Ok(session) => session,
-        Err(why) => {
+        Err(absent) => {
             let mode = Mode { host: Some(target.name.clone()), ..Mode::default() };
             let mut recorder = quiet(runbook, runbook, Default::default(), mode);
-            recorder.record(&format!("{} reachable over ssh", target.name), Outcome::Fail, why, None, None);
+            recorder.record(&absent.check, Outcome::Fail, &absent.why, None, None);
             return recorder.finish(crate::report::End::Completed);
         }
     };
@@ -182,7 +195,16 @@ pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Hos
                 scope.spawn(move || {
                     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
                     let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
-                    let session = open_host(h).map(|(config, world)| Session::new(config, world, catalog, mode));
+                    // A value the inventory could not resolve is this host's failure, not the run's.
+                    let session = match h.problems.first() {
+                        Some(p) => Err(Absent {
+                            check: format!("{} resolved from the inventory", h.name),
+                            why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
+                        }),
+                        None => open_host(h)
+                            .map(|(config, world)| Session::new(config, world, catalog, mode))
+                            .map_err(|why| Absent::unreachable(&h.name, why)),
+                    };
                     Target { name: h.name.clone(), roles, session }
                 })
             })

@@ -50,7 +50,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                     names.join(", ")
                 )));
             };
-            let session = crate::fleet::host_session(&global, host)?;
+            let session = crate::fleet::host_session(&global, crate::inventory::Inventory::resolved(host)?)?;
             session.host.set_place(crate::host::fleet::Place::with_inventory(Arc::new(inventory.clone())));
             crate::repl::run(session, false)
         }

@@ -43,6 +43,12 @@ fn servers_stop_only_once_every_client_host_stopped_its_clients() {
     stamp_units(&stamps, &fleet);
     opsbook(&t, &["run", "start", "--hosts", "all"]).code(0);
 
+    // A dry run plans on every host and changes none: no unit stopped anywhere.
+    let planned = opsbook(&t, &["run", "restart-all", "--hosts", "all", "--dry-run", "--set", "settle=0s"]).code(0);
+    assert!(planned.stdout.contains("  plan: would restart loki.service\n"), "{}", planned.stdout);
+    let none: Vec<_> = std::fs::read_dir(&stamps).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(none, ["stamp.conf"], "{}", planned.stdout);
+
     // One fork: hosts take turns to act, and a host waiting for the others gives its turn up.
     let stop = opsbook(&t, &["run", "stop", "--hosts", "all", "--forks", "1"]).code(0);
     let server = fleet.host("server");
