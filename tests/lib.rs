@@ -8,6 +8,7 @@ mod fleet;
 mod fleet_runs;
 mod inventory;
 mod journal;
+mod lifecycle_verbs;
 mod probes;
 mod remote_world;
 mod repl;
