@@ -464,6 +464,40 @@ impl Files for CommandFiles {
 mod tests {
     use super::*;
 
+    /// The scripts an ssh host runs, run here by a real `sh`: the same answers as `LocalFiles`.
+    #[tokio::test]
+    async fn the_shell_scripts_write_read_back_up_and_remove_as_the_local_files_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().display().to_string();
+        let shell =
+            CommandFiles { commands: Arc::new(super::super::commands::Processes), timeout: Duration::from_secs(10) };
+        let local = LocalFiles { root: None };
+        let (sub, file) = (format!("{base}/sub/dir"), format!("{base}/sub/dir/a.conf"));
+        assert_eq!(shell.mkdir(&sub).await, Ok(true));
+        assert_eq!(shell.mkdir(&sub).await, Ok(false));
+        assert_eq!(shell.read(&file).await, Ok(None));
+        let wanted = Wanted { mode: Some(0o640), ..Wanted::default() };
+        shell.write(&file, "one\n", &wanted, true).await.unwrap();
+        shell.write(&file, "two 'quoted' $HOME\n", &wanted, true).await.unwrap();
+        let (text, meta) = shell.read(&file).await.unwrap().unwrap();
+        assert_eq!(text, "two 'quoted' $HOME\n");
+        assert_eq!(Some(meta.clone()), local.read(&file).await.unwrap().map(|(_, m)| m));
+        assert_eq!((meta.mode, meta.dir), (0o640, false));
+        let backup = format!("{file}{BACKUP_SUFFIX}");
+        assert_eq!(shell.read(&backup).await.unwrap().map(|(t, _)| t).as_deref(), Some("one\n"));
+        shell.set_meta(&file, &Wanted { mode: Some(0o600), ..Wanted::default() }).await.unwrap();
+        assert_eq!(local.stat(&file).await.unwrap().map(|m| m.mode), Some(0o600));
+        assert_eq!(shell.stat(&sub).await.unwrap().map(|m| m.dir), Some(true));
+        let names: Vec<String> =
+            std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(names.len(), 2, "a temporary file was left: {names:?}");
+        assert!(shell.remove(&sub, false).await.unwrap_err().contains("it is a directory"));
+        assert_eq!(shell.remove(&file, false).await, Ok(true));
+        assert_eq!(shell.remove(&file, false).await, Ok(false));
+        assert_eq!(shell.remove(&format!("{base}/sub"), true).await, Ok(true));
+        assert!(!shell.home().await.unwrap().is_empty());
+    }
+
     #[test]
     fn stat_lines_and_chown_specs() {
         assert_eq!(
