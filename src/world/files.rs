@@ -321,13 +321,17 @@ if [ ! -e "$p" ]; then echo absent; exit 0; fi
 stat -L -c '%a:%U:%G:%F' "$p" || exit 1
 if [ "$2" = read ] && [ ! -d "$p" ]; then cat "$p"; fi"#;
 
-/// $1 path, $2 mode, $3 chown spec (empty: keep), $4 `1` to keep a backup; content on stdin.
-/// The trap removes the temporary file on any failure, so the target is old or new, never half.
+/// $1 path, $2 mode, $3 chown spec (empty: keep), $4 `1` to keep a backup, $5 the content's
+/// size in bytes; content on stdin. The trap removes the temporary file on any failure, and a
+/// content cut short (the connection lost mid-way ends stdin early) is a failure, so the target
+/// is old or new, never half.
 const WRITE: &str = r#"set -eu
 p=$1
 t=$(mktemp "$(dirname "$p")/.opsbook-write.XXXXXX")
 trap 'rm -f "$t"' EXIT
 cat > "$t"
+size=$(wc -c < "$t")
+if [ "$size" -ne "$5" ]; then echo "only $size of $5 bytes arrived" >&2; exit 1; fi
 if [ -n "$3" ]; then chown "$3" "$t"; fi
 chmod "$2" "$t"
 sync "$t" 2>/dev/null || sync
@@ -425,7 +429,8 @@ impl Files for CommandFiles {
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             let mode = mode_text(wanted.mode.unwrap_or(0o644));
-            let args = [path, mode.as_str(), &chown_spec(wanted), if backup { "1" } else { "0" }];
+            let size = content.len().to_string();
+            let args = [path, mode.as_str(), &chown_spec(wanted), if backup { "1" } else { "0" }, &size];
             self.script("write", path, WRITE, &args, Some(content)).await.map(|_| ())
         })
     }
@@ -496,6 +501,15 @@ mod tests {
         assert_eq!(shell.remove(&file, false).await, Ok(false));
         assert_eq!(shell.remove(&format!("{base}/sub"), true).await, Ok(true));
         assert!(!shell.home().await.unwrap().is_empty());
+        // Content cut short on its way leaves the old file and no temporary one.
+        let again = format!("{base}/b.conf");
+        shell.write(&again, "old\n", &Wanted::default(), false).await.unwrap();
+        let argv = ["sh", "-c", WRITE, "sh", &again, "0644", "", "0", "999"].map(String::from).to_vec();
+        let inv = Invocation { argv, timeout: Duration::from_secs(10), env: Vec::new(), stdin: Some("new\n".into()) };
+        let done = shell.commands.run(&inv).await.unwrap();
+        assert_eq!((done.code, done.stderr.as_str()), (Some(1), "only 4 of 999 bytes arrived\n"));
+        assert_eq!(std::fs::read_to_string(&again).unwrap(), "old\n");
+        assert_eq!(std::fs::read_dir(&base).unwrap().count(), 1);
     }
 
     #[test]
