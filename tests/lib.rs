@@ -10,6 +10,7 @@ mod fleet_runs;
 mod inventory;
 mod journal;
 mod lifecycle;
+mod lifecycle_verbs;
 mod probes;
 mod remote_world;
 mod repl;

@@ -209,6 +209,13 @@ impl FleetHost {
         text(&out.stdout)
     }
 
+    /// A file's text as the host sees it (its own /etc, /var/lib, /root); `None` when it has no
+    /// such file.
+    pub fn read_file(&self, path: &str) -> Option<String> {
+        let out = self.exec(&["cat", path]);
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// Writes a user unit and reloads the user manager.
     pub fn install_unit(&self, name: &str, text: &str) {
         let path = format!("/run/user/0/systemd/user/{name}");
