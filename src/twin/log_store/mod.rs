@@ -24,6 +24,7 @@ mod http;
 mod ingest;
 mod logql;
 mod loki3;
+pub mod loki_file;
 mod metrics;
 mod select;
 mod stats;
@@ -53,8 +54,6 @@ pub struct Options {
     pub retention: Duration,
     /// Bytes of log lines kept at most; pushes beyond get 429.
     pub max_bytes: usize,
-    /// `object_store` of the schema period in `/config` (`filesystem`, `s3`, …).
-    pub object_store: String,
     /// A stream's chunk is cut once it holds this many bytes (Loki's chunk_target_size).
     pub chunk_target_bytes: usize,
     /// A stream idle this long gets a new chunk on its next push (Loki's chunk_idle_period).
@@ -67,6 +66,8 @@ pub struct Options {
     pub creation_grace: Duration,
     /// Address shown in `/config` (`server.http_listen_address`/`port`).
     pub listen: String,
+    /// The rest of what `/config` shows: the config file's values, or the twin's defaults.
+    pub file: loki_file::LokiFile,
 }
 
 impl Default for Options {
@@ -75,13 +76,13 @@ impl Default for Options {
             ready_delay: Duration::from_secs(15),
             retention: Duration::from_secs(24 * 3600),
             max_bytes: 512 << 20,
-            object_store: "filesystem".into(),
             chunk_target_bytes: 1_572_864,
             chunk_idle: Duration::from_secs(30 * 60),
             max_line_size: 256 << 10,
             reject_older_than: Duration::from_secs(7 * 24 * 3600),
             creation_grace: Duration::from_secs(10 * 60),
             listen: "127.0.0.1:3100".into(),
+            file: loki_file::LokiFile::default(),
         }
     }
 }
