@@ -90,7 +90,7 @@ pub struct MetricsDbArgs {
 
 #[derive(Debug, Args)]
 pub struct LogStoreArgs {
-    /// Address to listen on.
+    /// Address to listen on (with --config.file, the file's `server` address and port instead).
     #[arg(long, default_value = "127.0.0.1:3100", value_name = "ADDR")]
     pub listen: String,
     /// How long /ready answers 503 after start, as Loki's ingester does.
@@ -154,6 +154,7 @@ pub enum ShipperAction {
     },
     /// Run with a config file, as `alloy run` does (`.alloy`: Alloy's syntax; else TOML).
     Run {
+        /// Config file: `.alloy` in Alloy's syntax, else the twin's TOML.
         #[arg(value_name = "CONFIG")]
         config: PathBuf,
         /// Address of /metrics, /-/ready and /-/reload.

@@ -242,6 +242,35 @@ fn alloy_files_are_validated_as_alloy_validates_them() {
 }
 
 #[test]
+fn the_alloy_twin_reloads_its_file_as_alloy_does() {
+    let port = free_port();
+    let t = Test::new().file("config.alloy", ALLOY);
+    let conf = t.path().join("config.alloy");
+    let running = Test::new()
+        .args(["twin", "log-shipper", "run", &format!("--server.http.listen-addr=127.0.0.1:{port}")])
+        .args([format!("--storage.path={}/data", t.path().display()), conf.display().to_string()])
+        .spawn();
+    let url = format!("http://127.0.0.1:{port}");
+    wait_http(&format!("{url}/-/ready"));
+    let reload = || {
+        let r = client().post(format!("{url}/-/reload")).send().unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    // A broken file is refused; the running config stays.
+    std::fs::write(&conf, ALLOY.replace("batch_wait = \"1s\"", "batch_wait = \"1s\"\n    colour     = \"red\""))
+        .unwrap();
+    let expected =
+        format!("error during the initial load: {}:20:5: unrecognized attribute name \"colour\"\n", conf.display());
+    assert_eq!(reload(), (400, expected));
+    std::fs::write(&conf, ALLOY).unwrap();
+    assert_eq!(reload(), (200, "config reloaded\n".to_string()));
+    assert!(t.path().join("data").is_dir(), "--storage.path is created");
+    running.signal(libc::SIGTERM);
+    let (out, _) = running.wait(Duration::from_secs(10));
+    out.code(0).stdout_has("level=error msg=\"failed to reload config\"").stdout_has("msg=\"config reloaded\"");
+}
+
+#[test]
 fn the_alloy_twin_ships_the_journal_to_the_loki_twin_as_real_units() {
     let host = match PrivateHost::boot() {
         Ok(h) => h,

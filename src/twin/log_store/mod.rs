@@ -17,7 +17,8 @@
 //! 3.4.6 logs, errors included (`voice`).
 //!
 //! This file holds the state; `ingest` stores pushes, `select` answers queries, `http` the
-//! routes, `metrics`, `config` and `stats` the bodies of those answers.
+//! routes, `metrics`, `config` and `stats` the bodies of those answers. `loki_file` reads
+//! Loki's own YAML config file (`-config.file`; its keys in `loki_keys`).
 
 mod config;
 mod http;
@@ -25,6 +26,7 @@ mod ingest;
 mod logql;
 mod loki3;
 pub mod loki_file;
+mod loki_keys;
 mod metrics;
 mod select;
 mod stats;

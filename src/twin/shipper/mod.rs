@@ -499,3 +499,26 @@ pub async fn run_command(
         .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_lines_follow_the_logging_block() {
+        let (sink, kept) = logger::memory();
+        let config = ShipperConfig { log_level: Level::Info, log_json: true, ..ShipperConfig::default() };
+        let journal: Arc<dyn Journal> =
+            Arc::new(Journalctl { user: false, timeout: Duration::from_secs(1), via: None });
+        let s = Shipper::new(config, None, journal, sink);
+        s.say(Level::Debug, "batch sent", &[]);
+        s.say(Level::Info, "config reloaded", &[("service", "http")]);
+        let lines = kept.lock().unwrap().clone();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let ts = lines[0].1.split('"').nth(3).unwrap().to_string();
+        assert_eq!(
+            lines[0].1,
+            format!("{{\"ts\":\"{ts}\",\"level\":\"info\",\"msg\":\"config reloaded\",\"service\":\"http\"}}")
+        );
+    }
+}
