@@ -163,6 +163,34 @@ fn loki_twin_listens_where_its_file_says_and_shows_the_file_in_config() {
     out.code(0).stdout_has("msg=\"Starting Loki\"");
 }
 
+#[test]
+fn a_loki_twin_with_auth_enabled_wants_a_tenant() {
+    let rt = super::runtime();
+    let file = opsbook::twin::log_store::loki_file::parse(
+        "loki.yaml",
+        &LOKI_YAML.replace("auth_enabled: false", "auth_enabled: true"),
+        false,
+    )
+    .unwrap();
+    let options = opsbook::twin::log_store::Options { ready_delay: Duration::ZERO, file, ..Default::default() };
+    let (url, _store, stop) = super::start_log_store(&rt, options);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let body = format!(r#"{{"streams":[{{"stream":{{"job":"t"}},"values":[["{now}","hello"]]}}]}}"#);
+    let push = |tenant: Option<&str>| {
+        let mut r = client().post(format!("{url}/loki/api/v1/push")).header("content-type", "application/json");
+        if let Some(t) = tenant {
+            r = r.header("X-Scope-OrgID", t);
+        }
+        let r = r.body(body.clone()).send().unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    assert_eq!(push(None), (401, "no org id\n".to_string()));
+    assert_eq!(push(Some("tenant-1")), (204, String::new()));
+    // What is not the API answers without one, as Loki's do.
+    assert_eq!(client().get(format!("{url}/ready")).send().unwrap().status(), 200);
+    stop.trigger();
+}
+
 const ALLOY_BROKEN: &str = r#"logging {
   level = "info"
 }

@@ -9,7 +9,8 @@
 //! - `GET|POST /loki/api/v1/query_range` and `/query` (log queries on `/query` get Loki 3's
 //!   400), labels, label values, series, build info, and `GET /config` (YAML whose
 //!   `schema_config.configs[*].object_store` names the backend). Empty answers take Loki's
-//!   empty forms (an empty label list has no `data` at all).
+//!   empty forms (an empty label list has no `data` at all). With `auth_enabled: true` in
+//!   its config file, API calls without `X-Scope-OrgID` get Loki's 401 `no org id`.
 //!
 //! Like Loki 3, streams get `service_name` (discovered, else `unknown_service`) and query
 //! results carry a `detected_level` for each line (`loki3`). Memory is bounded by a retention
