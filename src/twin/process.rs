@@ -163,6 +163,13 @@ pub enum ShipperAction {
         /// Directory for the shipper's data (created if missing; the twin keeps no positions).
         #[arg(long = "storage.path", value_name = "DIR", default_value = "data-alloy/")]
         storage_path: PathBuf,
+        /// Accepted as Alloy accepts it; the twin reports nothing anywhere.
+        #[arg(long = "disable-reporting")]
+        disable_reporting: bool,
+        /// Accepted as Alloy accepts it; the twin's components are all generally available.
+        #[arg(long = "stability.level", value_name = "LEVEL", default_value = "generally-available",
+              value_parser = ["experimental", "public-preview", "generally-available"])]
+        stability_level: String,
     },
 }
 
@@ -202,7 +209,7 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
             Service::LogStore(a) => run_log_store(a).await,
             Service::MetricsAgent(a) => agent::run_command(&a.config, a.once, stop_signal()).await,
             Service::LogShipper(ShipperArgs {
-                action: Some(ShipperAction::Run { config, listen, storage_path }),
+                action: Some(ShipperAction::Run { config, listen, storage_path, .. }),
                 ..
             }) => {
                 std::fs::create_dir_all(&storage_path).map_err(|source| Error::Io {

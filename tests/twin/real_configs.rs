@@ -319,7 +319,11 @@ fn the_alloy_twin_ships_the_journal_to_the_loki_twin_as_real_units() {
         "alloy.service",
         &unit(
             "Alloy",
-            format!("{bin} twin log-shipper run --server.http.listen-addr=127.0.0.1:12345 --storage.path={dir}/data {dir}/config.alloy"),
+            // As the packaged unit runs it: `alloy run $CUSTOM_ARGS --storage.path=… $CONFIG_FILE`.
+            format!(
+                "{bin} twin log-shipper run --server.http.listen-addr=127.0.0.1:12345 --disable-reporting \
+                 --storage.path={dir}/data {dir}/config.alloy"
+            ),
         ),
     );
     host.systemctl(&["start", "loki", "alloy"]);

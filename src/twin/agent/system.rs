@@ -25,7 +25,7 @@ pub fn gather() -> Result<Vec<Vec<(String, FieldValue)>>, String> {
     first.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(vec![
         first,
-        vec![("uptime".into(), FieldValue::UInt(uptime))],
+        vec![("uptime".into(), FieldValue::Int(uptime as i64))],
         vec![("uptime_format".into(), FieldValue::Str(format_uptime(uptime)))],
     ])
 }
