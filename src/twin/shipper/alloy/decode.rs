@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::Diag;
 use super::parse::{Attr, Block, Expr, Kind, Stmt};
+use super::values::{base2_bytes, go_duration};
 use crate::twin::logger::Level;
 use crate::twin::shipper::config::ShipperConfig;
 
@@ -148,8 +149,9 @@ struct Decoder<'a> {
     file: &'a str,
     text: &'a str,
     diags: Vec<Diag>,
-    /// References met in values, checked once every component is known.
-    refs: Vec<Expr>,
+    /// References met in values, checked once every component is known, with the type the
+    /// place wants when it is not a receiver (a receiver there is `got capsule`).
+    refs: Vec<(Expr, Option<&'static str>)>,
 }
 
 impl Decoder<'_> {
@@ -271,7 +273,7 @@ impl Decoder<'_> {
             self.boolean(&a.value);
         }
         if let Some(a) = found.get("relabel_rules") {
-            self.refs.push(a.value.clone());
+            self.refs.push((a.value.clone(), None));
         }
         // `matches = "_SYSTEMD_UNIT=loki.service"` follows one unit, as journalctl would.
         if let Some(a) = found.get("matches")
@@ -358,15 +360,15 @@ impl Decoder<'_> {
         self.diags.push(Diag::span(e.start, e.end, message));
     }
 
-    /// A value of the wrong type: `expected string, got number`. References are checked
-    /// later; a reference here is to a receiver, a capsule.
-    fn mismatch(&mut self, e: &Expr, want: &str) {
+    /// A value of the wrong type: `expected string, got number`. A reference is checked
+    /// once every component is known: it does not exist, or it is a receiver (a capsule).
+    fn mismatch(&mut self, e: &Expr, want: &'static str) {
         if let Kind::Other(what) = e.kind {
             let message = format!("the twin does not evaluate {what}s: write the {want} itself");
             return self.invalid(e, message);
         }
         if e.path().is_some() {
-            self.refs.push(e.clone());
+            return self.refs.push((e.clone(), Some(want)));
         }
         let got = match &e.kind {
             Kind::Str(_) => "string",
@@ -441,7 +443,7 @@ impl Decoder<'_> {
         for item in items {
             match item.path() {
                 Some(path) => {
-                    self.refs.push(item.clone());
+                    self.refs.push((item.clone(), None));
                     out.push(path);
                 }
                 None => self.mismatch(item, "capsule"),
@@ -452,7 +454,7 @@ impl Decoder<'_> {
 
     /// Each reference names a declared component and one of its exports.
     fn check_refs(&mut self, declared: &BTreeMap<String, usize>) {
-        for r in std::mem::take(&mut self.refs) {
+        for (r, want) in std::mem::take(&mut self.refs) {
             let path = r.path().unwrap_or_default();
             let owner = declared.keys().find(|id| path.starts_with(&format!("{id}.")) || path == **id);
             match owner {
@@ -462,57 +464,13 @@ impl Decoder<'_> {
                     if !(id.starts_with("loki.write.") && export == "receiver") {
                         let field = export.split('.').next().unwrap_or(export);
                         self.invalid(&r, format!("field {field:?} does not exist"));
+                    } else if let Some(want) = want {
+                        self.invalid(&r, format!("expected {want}, got capsule"));
                     }
                 }
             }
         }
     }
-}
-
-/// Go's `time.ParseDuration`: a sequence of decimal numbers with units (`1h30m`, `1.5s`,
-/// `300ms`); `0` alone is zero.
-pub fn go_duration(text: &str) -> Option<Duration> {
-    let body = text.strip_prefix('+').unwrap_or(text);
-    if body == "0" {
-        return Some(Duration::ZERO);
-    }
-    if body.is_empty() {
-        return None;
-    }
-    let mut rest = body;
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let number: f64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += number * seconds;
-        rest = &rest[unit_len..];
-    }
-    Some(Duration::from_secs_f64(total))
-}
-
-/// A size as Alloy's `batch_size` takes it (base 2): `1MiB`, `512KiB`, `1MB`, `100B`.
-fn base2_bytes(text: &str) -> Option<usize> {
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let n: usize = text[..split].parse().ok()?;
-    let unit = match &text[split..] {
-        "B" | "" => 1,
-        "KiB" | "KB" | "K" => 1 << 10,
-        "MiB" | "MB" | "M" => 1 << 20,
-        "GiB" | "GB" | "G" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(unit)
 }
 
 #[cfg(test)]
@@ -578,11 +536,19 @@ mod tests {
     }
 
     #[test]
-    fn go_durations_and_sizes() {
-        assert_eq!(go_duration("1h30m"), Some(Duration::from_secs(5400)));
-        assert_eq!(go_duration("1.5s"), Some(Duration::from_millis(1500)));
-        assert_eq!(go_duration("12 hours"), None);
-        assert_eq!(base2_bytes("1MiB"), Some(1 << 20));
-        assert_eq!(base2_bytes("2x"), None);
+    fn references_where_values_belong() {
+        let text =
+            "logging {\n  level = info\n}\nloki.write \"w\" {\n  endpoint {\n    url = loki.write.w.receiver\n  }\n}\n";
+        let (body, diags) = super::super::parse::parse(text);
+        assert!(diags.is_empty(), "{diags:?}");
+        let got: Vec<String> = decode("c.alloy", text, &body, "127.0.0.1:12345")
+            .unwrap_err()
+            .iter()
+            .map(|d| format!("{} {}", super::super::line_col(text, d.start), d.message))
+            .collect();
+        assert_eq!(
+            got,
+            vec!["2:11 component \"info\" does not exist or is out of scope", "6:11 expected string, got capsule",]
+        );
     }
 }

@@ -4,13 +4,14 @@
 //! batch_wait, batch_size, remote_timeout, … } external_labels }`.
 //!
 //! `scan` and `parse` read the syntax, `decode` checks the components, their attributes and
-//! references and builds the shipper's config; here, the diagnostics are printed as
+//! references and builds the shipper's config (`values` reads durations and sizes); here, the diagnostics are printed as
 //! `alloy validate` prints them: `Error: FILE:LINE:COL: MESSAGE`, a blank line, the lines
 //! around the place with a caret line under it (a bar down the margin when it spans lines).
 
 mod decode;
 mod parse;
 mod scan;
+mod values;
 
 use std::path::Path;
 
