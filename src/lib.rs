@@ -40,7 +40,7 @@ use clap::Parser;
 /// Parses the command line, runs the subcommand and maps the outcome to an exit status:
 /// 0 passed, 1 a check failed, 2 usage/config/script error, 130 interrupted.
 pub fn run() -> ExitCode {
-    let args = match cli::Arguments::try_parse() {
+    let args = match cli::Arguments::try_parse_from(twin::argv::translate(std::env::args_os().collect())) {
         Ok(args) => args,
         Err(e) => {
             let _ = e.print();
