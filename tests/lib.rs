@@ -17,6 +17,7 @@ mod sandbox;
 mod sandbox_fleet;
 mod secrets;
 mod serve;
+mod serve_fleet;
 mod tools;
 mod twin;
 mod units;

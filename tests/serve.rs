@@ -12,13 +12,13 @@ use crate::support::private_host::PrivateHost;
 use crate::support::{Test, skip};
 
 /// A free loopback port on this machine.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// GET on loopback (HTTP/1.1, `Connection: close`): status and body; status 0 when nothing
 /// answers.
-fn get(url: &str) -> (u16, String) {
+pub(crate) fn get(url: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").expect("an http:// URL");
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
@@ -36,7 +36,7 @@ fn get(url: &str) -> (u16, String) {
 }
 
 /// Polls `url` until it answers `status`, for at most `limit`; the body and the time taken.
-fn until(url: &str, status: u16, limit: Duration) -> (String, Duration) {
+pub(crate) fn until(url: &str, status: u16, limit: Duration) -> (String, Duration) {
     let started = Instant::now();
     loop {
         let (code, body) = get(url);
@@ -250,15 +250,14 @@ fn a_mutating_runbook_is_refused_unless_the_job_allows_it() {
 }
 
 #[test]
-fn a_job_on_other_hosts_is_refused_with_its_place() {
-    Test::new()
-        .config("[[serve.job]]\nrunbook = \"quick-check\"\nevery = \"1m\"\nhosts = [\"db1\"]\n")
-        .args(["serve", "--sandbox"])
-        .run()
-        .code(2)
-        .stderr_is(
-            "error: `serve.job.hosts`: opsbook serve watches this machine only (runs on other hosts are not supported yet)\n  help: remove `hosts`; run `opsbook serve` on each machine to watch\n --> opsbook.toml:4:1\n  |\n4 | hosts = [\"db1\"]\n  | ^\n",
-        );
+fn a_job_on_hosts_the_inventory_lacks_or_in_the_sandbox_is_refused() {
+    let config = "[hosts.db1]\naddress = \"192.0.2.1\"\n[[serve.job]]\nrunbook = \"quick-check\"\nevery = \"1m\"\nhosts = [\"db2\"]\n";
+    Test::new().config(config).args(["serve", "--listen", "127.0.0.1:0"]).run().code(2).stderr_is(
+        "error: job `quick-check` (opsbook.toml:3): `db2` is no group, host or role of the inventory; did you mean `db1`?\n",
+    );
+    Test::new().config(config).args(["serve", "--sandbox", "--listen", "127.0.0.1:0"]).run().code(2).stderr_is(
+        "error: job `quick-check` (opsbook.toml:3): `hosts = \"db2\"` watches inventory hosts over ssh, and the sandbox has none\n  help: serve without `--sandbox`, or remove `hosts` to watch the sandbox's stack\n",
+    );
 }
 
 #[test]
