@@ -15,6 +15,7 @@ mod run;
 mod runbooks;
 mod sandbox;
 mod sandbox_fleet;
+mod scripts;
 mod secrets;
 mod serve;
 mod serve_fleet;
