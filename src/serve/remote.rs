@@ -58,7 +58,8 @@ fn one(spec: &Job, target: &Target) -> (String, Value, Option<String>) {
         Ok(session) => session,
         Err(why) => {
             let why = crate::secret::redact(why).into_owned();
-            return (name.clone(), unreachable(spec, &name, &why), Some(format!("unreachable: {why}")));
+            // ssh's words are the run's error already: no note repeating them.
+            return (name.clone(), unreachable(spec, &name, &why), None);
         }
     };
     match session.compile(&spec.runbook) {
