@@ -49,8 +49,9 @@ impl Absent {
 }
 
 /// Runs `runbook` with `params` on every target, `forks` acting at a time, writes the fleet's
-/// report to stdout and returns the exit status (the worst of the hosts'). Runbooks see
-/// `inventory` through `inventory::` and meet at `fleet::barrier`s.
+/// report to stdout (and its JSON document to `save_json` when given, `--save-json`) and
+/// returns the exit status (the worst of the hosts'). Runbooks see `inventory` through
+/// `inventory::` and meet at `fleet::barrier`s.
 pub fn run(
     targets: Vec<Target>,
     inventory: Arc<Inventory>,
@@ -58,6 +59,7 @@ pub fn run(
     params: &[(String, String)],
     forks: usize,
     format: Format,
+    save_json: Option<&std::path::Path>,
 ) -> Result<u8, Error> {
     if targets.is_empty() {
         return Err(Error::Usage("no host matches: nothing to run".into()));
@@ -108,6 +110,9 @@ pub fn run(
     let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
     fleet::write(&mut out, format, &runs, started.elapsed())
         .map_err(|source| Error::Io { context: "cannot write the report".into(), source })?;
+    if let Some(path) = save_json {
+        crate::report::json::save(path, &fleet::document(&runs, started.elapsed()))?;
+    }
     Ok(fleet::exit_code(&runs))
 }
 
@@ -181,6 +186,29 @@ pub fn sandbox_targets(
         })
         .collect();
     Ok((targets, inventory, sandbox))
+}
+
+/// Only the targets `--host NAME` or `--hosts PATTERN` select, by name or role (the sandbox's
+/// simulated fleet: `server`, `c1`…); all of them when neither is given.
+pub fn select(targets: Vec<Target>, host: Option<&str>, hosts: Option<&str>) -> Result<Vec<Target>, Error> {
+    use crate::inventory::pattern::{Matcher, Pattern};
+    let Some(text) = host.or(hosts) else { return Ok(targets) };
+    let pattern = Pattern::parse(text).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
+    let chosen = pattern.evaluate(|m| -> Result<std::collections::BTreeSet<usize>, Error> {
+        let hit = |t: &Target| match m {
+            Matcher::All => true,
+            Matcher::Name(n) => {
+                &t.name == n || t.roles.iter().any(|r| crate::inventory::Role::parse(n).is_some_and(|p| p.name() == r))
+            }
+            other => other.matches(&t.name),
+        };
+        Ok(targets.iter().enumerate().filter(|(_, t)| hit(t)).map(|(i, _)| i).collect())
+    })?;
+    if chosen.is_empty() {
+        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        return Err(Error::Usage(format!("`{text}` selects no host of the fleet ({})", names.join(", "))));
+    }
+    Ok(targets.into_iter().enumerate().filter(|(i, _)| chosen.contains(i)).map(|(_, t)| t).collect())
 }
 
 /// The targets an inventory selection names: this machine for a local host, the host's world

@@ -24,6 +24,7 @@ pub mod repl;
 pub mod report;
 pub mod runbook;
 pub mod sandbox;
+pub mod scripts;
 pub mod secret;
 pub mod serve;
 pub mod session;

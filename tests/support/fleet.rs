@@ -231,6 +231,13 @@ impl FleetHost {
         self.ok(&["sh", "-c", &format!("kill $(cat {pid_file})")]);
     }
 
+    /// Starts the host's sshd again (after `stop_sshd`), as fleet-host.sh first started it.
+    pub fn start_sshd(&self) {
+        let config = self.state.join("sshd_config").display().to_string();
+        let log = self.state.join("sshd.log").display().to_string();
+        self.ok(&["/usr/sbin/sshd", "-f", &config, "-E", &log]);
+    }
+
     /// Loads an nftables ruleset (nft's file syntax) inside the host's network namespace.
     pub fn nft(&self, ruleset: &str) {
         let file = self.state.join("rules.nft");
