@@ -13,6 +13,12 @@
 pub mod agent;
 pub mod container;
 pub mod core;
+pub mod firewall;
+pub mod firewall_command;
+pub mod firewall_ipt;
+pub mod firewall_nft;
+pub mod firewall_packet;
+pub mod firewall_table;
 pub mod http;
 pub mod influx;
 pub mod journal;
@@ -25,6 +31,7 @@ pub mod tools;
 pub mod unit;
 pub mod values;
 pub mod wait;
+pub mod wireguard;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -217,6 +224,7 @@ pub fn register_all(engine: &mut Engine, host: &Arc<Host>) {
     influx::register(engine, host);
     loki::register(engine, host);
     prom::register(engine, host);
+    firewall::register(engine, host);
 }
 
 /// A runtime error raised by a host function: the run aborts with this message.
