@@ -18,6 +18,9 @@ use crate::catalog::Catalog;
 use crate::cli::GlobalOptions;
 use crate::config::{Config, Sources};
 use crate::error::Error;
+use crate::gathering::Gathering;
+use crate::host::fleet::Place;
+use crate::inventory::Inventory;
 use crate::report::Mode;
 use crate::report::fleet::{self, HostRun};
 use crate::report::{Format, Formatter, Outcome, Recorder, Report};
@@ -32,10 +35,12 @@ pub struct Target {
     pub session: Result<Session, String>,
 }
 
-/// Runs `runbook` with `params` on every target, `forks` at a time, writes the fleet's report
-/// to stdout and returns the exit status (the worst of the hosts').
+/// Runs `runbook` with `params` on every target, `forks` acting at a time, writes the fleet's
+/// report to stdout and returns the exit status (the worst of the hosts'). Runbooks see
+/// `inventory` through `inventory::` and meet at `fleet::barrier`s.
 pub fn run(
     targets: Vec<Target>,
+    inventory: Arc<Inventory>,
     runbook: &str,
     params: &[(String, String)],
     forks: usize,
@@ -54,22 +59,33 @@ pub fn run(
 
     let started = Instant::now();
     let total = targets.len();
-    let queue = Mutex::new(targets.into_iter().enumerate());
+    let names = targets.iter().map(|t| t.name.clone()).collect();
+    let gathering = Arc::new(Gathering::new(names, forks));
+    for target in &targets {
+        match &target.session {
+            Ok(session) => session
+                .host
+                .set_place(Place::with_inventory(inventory.clone()).in_run(gathering.clone(), target.name.clone())),
+            // Nobody waits at a barrier for a host that cannot run.
+            Err(_) => gathering.end(&target.name),
+        }
+    }
     let done: Mutex<Vec<(usize, HostRun)>> = Mutex::new(Vec::with_capacity(total));
     let tell = std::io::stderr().is_terminal();
+    // A thread per host; the gathering's permits keep `forks` of them acting at a time.
     std::thread::scope(|scope| {
-        for _ in 0..forks.clamp(1, total) {
-            scope.spawn(|| {
-                loop {
-                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                    let Some((index, target)) = next else { break };
-                    let report = run_one(&target, runbook, params);
-                    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
-                    if tell {
-                        eprintln!("  {} done: {} ({}/{total})", target.name, report.outcome(), done.len() + 1);
-                    }
-                    done.push((index, HostRun { roles: target.roles.clone(), report }));
+        for (index, target) in targets.iter().enumerate() {
+            let (gathering, done) = (&gathering, &done);
+            scope.spawn(move || {
+                gathering.acquire();
+                let report = run_one(target, runbook, params);
+                gathering.release();
+                gathering.end(&target.name);
+                let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+                if tell {
+                    eprintln!("  {} done: {} ({}/{total})", target.name, report.outcome(), done.len() + 1);
                 }
+                done.push((index, HostRun { roles: target.roles.clone(), report }));
             });
         }
     });
@@ -121,9 +137,12 @@ impl Formatter for Kept {
     }
 }
 
-/// The targets of `--sandbox --fleet N`: a session per simulated host, and the sandbox they
-/// act on (keep it alive for the run).
-pub fn sandbox_targets(global: &GlobalOptions, clients: usize) -> Result<(Vec<Target>, Sandbox), Error> {
+/// The targets of `--sandbox --fleet N`: a session per simulated host, the inventory they
+/// make, and the sandbox they act on (keep it alive for the run).
+pub fn sandbox_targets(
+    global: &GlobalOptions,
+    clients: usize,
+) -> Result<(Vec<Target>, Arc<Inventory>, Sandbox), Error> {
     if !global.sandbox {
         return Err(Error::Usage(format!(
             "`--fleet {clients}` simulates a fleet of hosts in the sandbox: add `--sandbox`"
@@ -131,7 +150,10 @@ pub fn sandbox_targets(global: &GlobalOptions, clients: usize) -> Result<(Vec<Ta
     }
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
     let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
-    let sandbox = Sandbox::start_fleet(config, clients, &global.faults)?;
+    let sandbox = Sandbox::start_fleet(config.clone(), clients, &global.faults)?;
+    let members: Vec<(String, Vec<String>)> =
+        sandbox.hosts.iter().map(|h| (h.sim.name.clone(), h.sim.roles.clone())).collect();
+    let inventory = Arc::new(Inventory::simulated(&config, &members));
     let targets = sandbox
         .hosts
         .iter()
@@ -145,7 +167,7 @@ pub fn sandbox_targets(global: &GlobalOptions, clients: usize) -> Result<(Vec<Ta
             }
         })
         .collect();
-    Ok((targets, sandbox))
+    Ok((targets, inventory, sandbox))
 }
 
 /// The targets an inventory selection names: this machine for a local host, the host's world

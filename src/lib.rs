@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod fleet;
 pub mod functions;
+pub mod gathering;
 pub mod history;
 pub mod host;
 pub mod http_client;

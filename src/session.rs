@@ -22,6 +22,8 @@ use crate::config::{Config, Sources};
 use crate::engine::{self, Class};
 use crate::error::Error;
 use crate::host::Host;
+use crate::host::fleet::Place;
+use crate::inventory::Inventory;
 use crate::report::{End, Format, Mode, Recorder, Report};
 use crate::runbook::{self, Compiled};
 use crate::sandbox::Sandbox;
@@ -69,13 +71,21 @@ impl Session {
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
                 let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
+                let roles = crate::inventory::Role::ALL.iter().map(|r| r.name().to_string()).collect();
+                let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
                 let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
+                session.host.set_place(Place::with_inventory(Arc::new(inventory)));
                 session._sandbox = Some(sandbox);
                 Ok(session)
             }
             Reach::Act => {
                 let world = World::real(&config);
-                Ok(Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() }))
+                let (base, path) = (config.clone(), global.inventory.clone());
+                let session = Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() });
+                // Read only if a runbook asks (`inventory::hosts`): a broken inventory fails those alone.
+                let load = move || Inventory::load(&base, path.as_deref()).map_err(|e| e.to_string());
+                session.host.set_place(Place::loading(Box::new(load)));
+                Ok(session)
             }
         }
     }

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::Arc;
 
 use clap::CommandFactory;
 
@@ -18,16 +19,18 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
     match args.command {
         Command::Run(run) => match global.fleet {
             Some(clients) => {
-                let (targets, _sandbox) = crate::fleet::sandbox_targets(&global, clients)?;
-                crate::fleet::run(targets, &run.name, &run.params, global.forks, global.format)
+                let (targets, inventory, _sandbox) = crate::fleet::sandbox_targets(&global, clients)?;
+                crate::fleet::run(targets, inventory, &run.name, &run.params, global.forks, global.format)
             }
-            None if global.host.is_some() || global.hosts.is_some() => {
-                let inventory = crate::inventory::from_options(&global)?;
-                let selected = inventory.targets(global.host.as_deref(), global.hosts.as_deref())?.unwrap_or_default();
-                let targets = crate::fleet::inventory_targets(&global, &selected);
-                crate::fleet::run(targets, &run.name, &run.params, global.forks, global.format)
-            }
-            None => run_runbook(&session(Reach::Act)?, &run, global.format),
+            None => match selection(&global, &run) {
+                Some((host, hosts)) => {
+                    let inventory = Arc::new(crate::inventory::from_options(&global)?);
+                    let selected = inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
+                    let targets = crate::fleet::inventory_targets(&global, &selected);
+                    crate::fleet::run(targets, inventory.clone(), &run.name, &run.params, global.forks, global.format)
+                }
+                None => run_runbook(&session(Reach::Act)?, &run, global.format),
+            },
         },
         // Listing reads only the catalog: it works with a broken configuration file too.
         Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),
@@ -47,7 +50,9 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                     names.join(", ")
                 )));
             };
-            crate::repl::run(crate::fleet::host_session(&global, host)?, false)
+            let session = crate::fleet::host_session(&global, host)?;
+            session.host.set_place(crate::host::fleet::Place::with_inventory(Arc::new(inventory.clone())));
+            crate::repl::run(session, false)
         }
         Command::Repl => crate::repl::run(session(Reach::Act)?, global.sandbox),
         Command::Hosts { pattern } => {
@@ -79,6 +84,23 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
 
 /// `--host`/`--hosts` are resolved (so a wrong name is reported now), but runs reach only
 /// this machine until the ssh transport exists: a remote selection is refused, not ignored.
+/// The hosts a run acts on: `--host`/`--hosts`, else the host of `--set service=HOST:ROLE`,
+/// else the inventory group of `--set environment=GROUP` (how the lifecycle runbooks are
+/// called); `None` is this machine (or the sandbox), with no inventory needed.
+fn selection(global: &crate::cli::GlobalOptions, run: &RunArgs) -> Option<(Option<String>, Option<String>)> {
+    if global.host.is_some() || global.hosts.is_some() {
+        return Some((global.host.clone(), global.hosts.clone()));
+    }
+    if global.sandbox {
+        return None;
+    }
+    let param = |name: &str| run.params.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    if let Some((host, _role)) = param("service").as_deref().and_then(|s| s.rsplit_once(':')) {
+        return Some((Some(host.to_string()), None));
+    }
+    param("environment").map(|group| (None, Some(group)))
+}
+
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(&args.name)?;
     crate::cancel::on_signals(session.host.runtime(), vec![session.host.cancel.clone()], "the runbook");

@@ -19,6 +19,7 @@ pub mod firewall_ipt;
 pub mod firewall_nft;
 pub mod firewall_packet;
 pub mod firewall_table;
+pub mod fleet;
 pub mod http;
 pub mod influx;
 pub mod journal;
@@ -64,6 +65,8 @@ pub struct Host {
     watch_only: AtomicBool,
     /// What a watch-only run tried to change, if anything.
     refused: Mutex<Option<String>>,
+    /// The inventory runbooks see and the fleet run this host is part of (`fleet.rs`).
+    place: Mutex<fleet::Place>,
 }
 
 impl Host {
@@ -79,6 +82,7 @@ impl Host {
             params: Mutex::new(BTreeMap::new()),
             watch_only: AtomicBool::new(false),
             refused: Mutex::new(None),
+            place: fleet::nowhere(),
         })
     }
 
@@ -225,6 +229,7 @@ pub fn register_all(engine: &mut Engine, host: &Arc<Host>) {
     loki::register(engine, host);
     prom::register(engine, host);
     firewall::register(engine, host);
+    fleet::register(engine, host);
 }
 
 /// A runtime error raised by a host function: the run aborts with this message.

@@ -97,6 +97,31 @@ fn local(config: &Config) -> Inventory {
     Inventory { hosts: vec![host], groups }
 }
 
+/// The simulated hosts of `--sandbox --fleet N`, by name and role names, all in process.
+pub fn simulated(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
+    let hosts: Vec<Host> = hosts
+        .iter()
+        .map(|(name, roles)| Host {
+            name: name.clone(),
+            address: None,
+            roles: roles
+                .iter()
+                .filter_map(|r| Role::parse(r))
+                .map(|value| Fact { value, from: Source::Rule("the sandbox's fleet") })
+                .collect(),
+            user: None,
+            port: None,
+            key: None,
+            overrides: Vec::new(),
+            groups: Vec::new(),
+            problems: Vec::new(),
+            config: config.clone(),
+        })
+        .collect();
+    let groups = [("all".to_string(), hosts.iter().map(|h| h.name.clone()).collect())].into();
+    Inventory { hosts, groups }
+}
+
 /// One host's variables, rendered on demand, with unresolvable ones collected as problems.
 struct Vars<'a> {
     raw: &'a BTreeMap<String, HostVar>,

@@ -160,6 +160,11 @@ impl Inventory {
         build::build(config, path.as_deref())
     }
 
+    /// The simulated hosts of the sandbox's fleet (`--sandbox --fleet N`).
+    pub fn simulated(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
+        build::simulated(config, hosts)
+    }
+
     /// Every host, in the order the inventory names them.
     pub fn hosts(&self) -> &[Host] {
         &self.hosts

@@ -1,0 +1,287 @@
+//! `inventory::` and `fleet::` — what a runbook knows of the other machines.
+//!
+//! `inventory::hosts("log-shipper")` lists the hosts of the inventory a pattern selects (a
+//! role, a group, a host, `all`, Ansible's combinations), each as a record with its address,
+//! roles and groups; `inventory::service("monitor3:alloy")` reads a service the way operators
+//! write it. `fleet::barrier(name)` is the stack's order across machines: in a run over many
+//! hosts it waits until every host reached the same point or ended (see `crate::gathering`).
+//!
+//! The inventory is read on first use, so a runbook that never asks never pays for it and a
+//! broken inventory only fails the runbooks that need it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
+
+use super::time::duration_arg;
+use super::values::record;
+use super::{Host, HostResult, fail};
+use crate::gathering::{Gathering, Left};
+use crate::inventory::{Inventory, Role};
+use crate::register;
+use crate::report::Level;
+
+/// How long a host waits at a barrier unless the runbook says otherwise.
+const BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Where a host stands among others: the inventory runbooks see, and the fleet run (with its
+/// name there) when the runbook runs on several hosts at once.
+#[derive(Default)]
+pub struct Place {
+    inventory: Source,
+    run: Option<(Arc<Gathering>, String)>,
+}
+
+/// Loads the inventory when a runbook first asks for it.
+pub type Loader = Box<dyn FnOnce() -> Result<Inventory, String> + Send>;
+
+#[derive(Default)]
+enum Source {
+    #[default]
+    Absent,
+    Pending(Loader),
+    Ready(Arc<Inventory>),
+    Failed(String),
+}
+
+impl Place {
+    pub fn with_inventory(inventory: Arc<Inventory>) -> Place {
+        Place { inventory: Source::Ready(inventory), run: None }
+    }
+
+    pub fn loading(loader: Loader) -> Place {
+        Place { inventory: Source::Pending(loader), run: None }
+    }
+
+    /// This host runs as `name` among the hosts of `gathering`.
+    pub fn in_run(mut self, gathering: Arc<Gathering>, name: String) -> Place {
+        self.run = Some((gathering, name));
+        self
+    }
+}
+
+/// A host of the inventory, as runbooks see it.
+#[derive(Serialize)]
+struct Member {
+    name: String,
+    /// Empty for this machine (no ssh).
+    address: String,
+    local: bool,
+    roles: Vec<&'static str>,
+    groups: Vec<String>,
+    scope: String,
+}
+
+impl Member {
+    fn of(h: &crate::inventory::Host) -> Member {
+        Member {
+            name: h.name.clone(),
+            address: h.address.as_ref().map(|a| a.value.clone()).unwrap_or_default(),
+            local: h.address.is_none(),
+            roles: h.roles.iter().map(|r| r.value.name()).collect(),
+            groups: h.groups.clone(),
+            scope: h.scope(),
+        }
+    }
+}
+
+/// Registers the `inventory::` and `fleet::` namespaces.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("inventory", inventory_module(host).into());
+    engine.register_static_module("fleet", fleet_module(host).into());
+}
+
+fn inventory_module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(
+        &mut m,
+        "hosts",
+        ["Array"],
+        "/// Every host of the inventory: `#{name, address, local, roles, groups, scope}` each.",
+        move || hosts(&h, "all")
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "hosts",
+        ["pattern: &str", "Array"],
+        "/// The hosts a pattern selects: a role (`log-shipper`, `alloy`), a group, a host, `all`, or\n\
+         /// Ansible's combinations (`clients:!c2`, `lab:&log-store`).",
+        move |pattern: &str| hosts(&h, pattern)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "host",
+        ["name: &str", "Map"],
+        "/// One host of the inventory by name (an unknown name is an error naming the closest).",
+        move |name: &str| {
+            let inventory = inventory(&h)?;
+            let found = inventory.host(name).map_err(|e| fail(e.to_string()))?;
+            record(&Member::of(found))
+        }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "service",
+        ["spec: &str", "Map"],
+        "/// A service as operators write it, `HOST:ROLE` (`monitor3:alloy`): `#{host, role}` with the\n\
+         /// role's opsbook name (`log-shipper`). The host must be in the inventory and play the role.",
+        move |spec: &str| service(&h, spec)
+    );
+    register!(
+        &mut m,
+        "role",
+        ["name: &str", "String"],
+        "/// A role's opsbook name from any name operators use (`alloy` → `log-shipper`).",
+        |name: &str| Role::parse_or_explain(name).map(|r| r.name().to_string()).map_err(fail)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "me",
+        ["Dynamic"],
+        "/// The inventory's record of the host this run acts on, or `()` outside a run over hosts.",
+        move || me(&h)
+    );
+    m
+}
+
+fn fleet_module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(
+        &mut m,
+        "barrier",
+        ["name: &str", "Map"],
+        "/// In a run over several hosts, waits until every host reached `fleet::barrier(name)` too or\n\
+         /// ended (a failed or unreachable host is not waited for), at most 10 minutes. Returns\n\
+         /// `#{waited_for, elapsed}`. On one host it returns at once. This keeps the stack's order\n\
+         /// across machines: stop the clients everywhere, `fleet::barrier(\"clients stopped\")`, then\n\
+         /// stop the servers.",
+        move |name: &str| barrier(&h, name, BARRIER_TIMEOUT)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "barrier",
+        ["name: &str", "timeout: ?", "Map"],
+        "/// With a timeout (\"2m\"): past it, the run fails naming the hosts still missing.",
+        move |name: &str, timeout: Dynamic| barrier(&h, name, duration_arg(&timeout)?)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "hosts",
+        ["Array"],
+        "/// The names of the hosts this runbook runs on now (this host alone outside a fleet run).",
+        move || {
+            let place = h.place();
+            let names = match &place.run {
+                Some((gathering, _)) => gathering.hosts().to_vec(),
+                None => vec![h.hostname()],
+            };
+            Ok::<Array, Box<rhai::EvalAltResult>>(names.into_iter().map(Dynamic::from).collect())
+        }
+    );
+    m
+}
+
+/// The inventory, read now if this is the first time.
+fn inventory(host: &Host) -> HostResult<Arc<Inventory>> {
+    let mut place = host.place();
+    let source = std::mem::take(&mut place.inventory);
+    place.inventory = match source {
+        Source::Pending(load) => match load() {
+            Ok(inventory) => Source::Ready(Arc::new(inventory)),
+            Err(why) => Source::Failed(why),
+        },
+        other => other,
+    };
+    match &place.inventory {
+        Source::Ready(inventory) => Ok(inventory.clone()),
+        Source::Failed(why) => Err(fail(format!("cannot read the inventory: {why}"))),
+        Source::Absent | Source::Pending(_) => Err(fail("this run has no inventory (give `--inventory FILE`)")),
+    }
+}
+
+fn hosts(host: &Host, pattern: &str) -> HostResult<Array> {
+    let inventory = inventory(host)?;
+    let selected = inventory.select(pattern).map_err(|e| fail(e.to_string()))?;
+    selected.into_iter().map(|h| record(&Member::of(h)).map(Dynamic::from)).collect()
+}
+
+fn service(host: &Host, spec: &str) -> HostResult<Map> {
+    if !spec.contains(':') {
+        return Err(fail(format!("service `{spec}`: write it HOST:ROLE (e.g. `monitor3:log-shipper`)")));
+    }
+    let inventory = inventory(host)?;
+    let services = inventory.services(spec).map_err(|e| fail(e.to_string()))?;
+    let service = services.first().ok_or_else(|| fail(format!("service `{spec}` names nothing")))?;
+    let mut map = Map::new();
+    map.insert("host".into(), service.host.name.clone().into());
+    map.insert("role".into(), service.role.name().into());
+    Ok(map)
+}
+
+fn me(host: &Host) -> HostResult<Dynamic> {
+    let name = match &host.place().run {
+        Some((_, name)) => name.clone(),
+        None => return Ok(Dynamic::UNIT),
+    };
+    let inventory = inventory(host)?;
+    match inventory.hosts().iter().find(|h| h.name == name) {
+        Some(found) => record(&Member::of(found)).map(Dynamic::from),
+        None => Ok(Dynamic::UNIT),
+    }
+}
+
+fn barrier(host: &Host, name: &str, timeout: Duration) -> HostResult<Map> {
+    let run = host.place().run.clone();
+    let mut out = Map::new();
+    let Some((gathering, me)) = run else {
+        out.insert("waited_for".into(), Dynamic::from(Array::new()));
+        out.insert("elapsed".into(), Dynamic::from(0.0));
+        return Ok(out);
+    };
+    match gathering.barrier(&me, name, timeout, &host.cancel) {
+        Ok(waited) => {
+            if !waited.for_hosts.is_empty() {
+                let ms = waited.elapsed.as_millis();
+                let took =
+                    if ms < 1000 { format!("{ms} ms") } else { format!("{:.1} s", waited.elapsed.as_secs_f64()) };
+                host.log(Level::Info, &format!("waited {took} for {} ({name})", waited.for_hosts.join(", ")));
+            }
+            let names: Array = waited.for_hosts.into_iter().map(Dynamic::from).collect();
+            out.insert("waited_for".into(), Dynamic::from(names));
+            out.insert("elapsed".into(), Dynamic::from(waited.elapsed.as_secs_f64()));
+            Ok(out)
+        }
+        Err(Left::Cancelled) => Err(super::interrupted()),
+        Err(Left::TimedOut(missing)) => Err(fail(format!(
+            "waited {} at `{name}` for {}: they neither reached it nor ended",
+            humantime::format_duration(timeout),
+            missing.join(", ")
+        ))),
+    }
+}
+
+impl Host {
+    fn place(&self) -> std::sync::MutexGuard<'_, Place> {
+        self.place.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets what `inventory::` and `fleet::` see for the runs that follow.
+    pub fn set_place(&self, place: Place) {
+        *self.place() = place;
+    }
+}
+
+/// A place with nothing in it (kept per host; `Mutex` so the runner can set it).
+pub fn nowhere() -> Mutex<Place> {
+    Mutex::new(Place::default())
+}
