@@ -22,7 +22,8 @@ pub fn run(host: &Host, argv: &[&str], stdin: Option<String>) -> HostResult<Resu
 
 /// Why a firewall command failed, quoting it, with the usual remedy.
 pub fn refused(argv: &[&str], stderr: &str) -> String {
-    let said = stderr.trim();
+    // nft adds a netlink line under the one that matters.
+    let said = stderr.trim().lines().next().unwrap_or_default();
     let remedy = if said.contains("Operation not permitted") || said.contains("Permission denied") {
         "; remedy: the firewall can only be read and changed as root (CAP_NET_ADMIN) on the host"
     } else {
