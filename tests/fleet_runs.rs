@@ -10,7 +10,7 @@ use crate::support::{Output, Test};
 
 const TOKEN: &str = "fleet-token-7d1e";
 
-fn boot(names: &[&str]) -> Option<Fleet> {
+pub(crate) fn boot(names: &[&str]) -> Option<Fleet> {
     match Fleet::boot(names) {
         Ok(f) => Some(f),
         Err(why) => {
@@ -28,7 +28,7 @@ fn unit(description: &str, exec: &str, reload: bool) -> String {
 /// The twins as units under the usual names: the servers on `server`, the clients on the
 /// others writing to it; an operator's config with the inventory, and ssh options that trust
 /// the test hosts' new keys (`ssh.options`).
-fn install(t: &Test, fleet: &Fleet) {
+pub(crate) fn install(t: &Test, fleet: &Fleet) {
     let bin = crate::support::opsbook();
     let dir = t.path().display().to_string();
     let server = fleet.host("server").address();
@@ -91,7 +91,7 @@ fn install(t: &Test, fleet: &Fleet) {
     }
 }
 
-fn opsbook(t: &Test, args: &[&str]) -> Output {
+pub(crate) fn opsbook(t: &Test, args: &[&str]) -> Output {
     crate::support::run_in(t.path(), args, None)
 }
 

@@ -1,6 +1,6 @@
 //! `host::wireguard(iface)` — a WireGuard interface of the host and how recently each peer
-//! handshook, asked on the host itself (through the world's commands and network seams, so on
-//! a fleet host it runs there over ssh).
+//! handshook, asked on the host itself in one command (`ip -o link`, `wg show`) through the
+//! world's commands, so on a fleet host it runs there over ssh.
 //!
 //! `wg show IFACE latest-handshakes` means two things: kernel WireGuard prints the handshake's
 //! time (epoch seconds, 0 for never), a userspace implementation such as boringtun prints its
@@ -50,18 +50,12 @@ pub fn status(host: &Host, iface: &str) -> HostResult<Map> {
     if iface.is_empty() || !iface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) || iface.len() > 15 {
         return Err(fail(format!("host::wireguard: `{iface}` is not an interface name")));
     }
-    let (net, name) = (host.world.net.clone(), iface.to_string());
-    let link = host.block_on(|| async move { net.link(&name).await })?.map_err(fail)?;
-    let exists = link.state.is_some();
-    // Tunnels often report operstate "unknown" while up: the IFF_UP flag decides.
-    let up = link.state.as_deref() == Some("up") || link.flags.is_some_and(|f| f & 1 == 1);
-    if !exists {
-        let detail = format!("no interface {iface} on {}", host.hostname());
-        return record(&Tunnel { exists, up, peers: Vec::new(), detail });
-    }
-    // A missing `wg` must not look like a missing `sh` (exit 127): say it, exit 3.
+    // One round trip: the link as netlink sees it (not /sys, which shows the namespace that
+    // mounted it), then the host's clock and both listings. A missing `wg` must not look like
+    // a missing `sh` (exit 127): it says so and exits 3.
     let script = format!(
-        "command -v wg >/dev/null || {{ echo 'wg: command not found' >&2; exit 3; }}; \
+        "link=$(ip -o link show dev \"$1\" 2>/dev/null) || {{ echo absent; exit 0; }}; echo \"$link\"; \
+         command -v wg >/dev/null || {{ echo 'wg: command not found' >&2; exit 3; }}; \
          date +%s && wg show \"$1\" latest-handshakes && echo {MARK} && wg show \"$1\" transfer"
     );
     let invocation = Invocation {
@@ -70,12 +64,22 @@ pub fn status(host: &Host, iface: &str) -> HostResult<Map> {
         ..Invocation::default()
     };
     let done = super::system::run(host, invocation)?.map_err(fail)?;
-    let (peers, detail) = if done.timed_out {
-        (Vec::new(), format!("`wg show {iface}` did not answer within {}s", WG_TIMEOUT.as_secs()))
-    } else if done.code != Some(0) {
+    if done.timed_out {
+        return Err(fail(format!(
+            "host::wireguard: `wg show {iface}` did not answer within {}s",
+            WG_TIMEOUT.as_secs()
+        )));
+    }
+    let (link, rest) = done.stdout.split_once('\n').unwrap_or((done.stdout.as_str(), ""));
+    if link == "absent" || link.is_empty() {
+        let detail = format!("no interface {iface} on {}", host.hostname());
+        return record(&Tunnel { exists: false, up: false, peers: Vec::new(), detail });
+    }
+    let up = link_up(link);
+    let (peers, detail) = if done.code != Some(0) {
         (Vec::new(), wg_failed(iface, &done.stderr))
     } else {
-        match parse(&done.stdout) {
+        match parse(rest) {
             Ok(peers) if peers.is_empty() => (peers, format!("{iface} has no peers")),
             Ok(peers) => {
                 let detail = describe(&peers);
@@ -84,7 +88,13 @@ pub fn status(host: &Host, iface: &str) -> HostResult<Map> {
             Err(why) => (Vec::new(), format!("cannot read `wg show {iface}`: {why}")),
         }
     };
-    record(&Tunnel { exists, up, peers, detail })
+    record(&Tunnel { exists: true, up, peers, detail })
+}
+
+/// Whether `ip -o link` says the interface is up: the UP flag (tunnels report state UNKNOWN).
+fn link_up(line: &str) -> bool {
+    let flags = line.split_once('<').and_then(|(_, r)| r.split_once('>')).map_or("", |(f, _)| f);
+    flags.split(',').any(|f| f == "UP")
 }
 
 /// The peers of `wg show` output: the host's clock, the handshakes, the mark, the transfers.
@@ -153,6 +163,12 @@ fn wg_failed(iface: &str, stderr: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_up_flag_decides_not_the_state() {
+        assert!(link_up("5: wg0: <POINTOPOINT,NOARP,UP,LOWER_UP> mtu 1420 qdisc fq_codel state UNKNOWN mode DEFAULT"));
+        assert!(!link_up("5: wg0: <POINTOPOINT,NOARP> mtu 1420 qdisc noop state DOWN mode DEFAULT"));
+    }
 
     const KEY_A: &str = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=";
     const KEY_B: &str = "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=";
