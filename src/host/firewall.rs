@@ -139,12 +139,20 @@ fn admits(host: &Host, port: i64, sources: &[String]) -> HostResult<Map> {
             format!("TCP {port} {}", each.join("; "))
         }
     };
+    // "no … filters it" is no rule.
+    let rule = if rule.starts_with("no ") { String::new() } else { rule };
     record(&Admits { ok: true, judged: true, detail, rule, source: String::new() })
 }
 
-/// How an admission reads: a rule quoted, a policy or "nothing filters" as words.
+/// How an admission reads: each chain's rule quoted, a policy or "nothing filters" as words.
 fn shown(how: &str) -> String {
-    if how.contains(": ") && !how.contains("policy") { format!("accepted by `{how}`") } else { how.to_string() }
+    let each: Vec<String> =
+        how.split("; ")
+            .map(|h| {
+                if h.contains(": ") && !h.starts_with("policy ") { format!("accepted by `{h}`") } else { h.to_string() }
+            })
+            .collect();
+    each.join("; ")
 }
 
 /// Reads each ruleset once for all the packets of one call.
@@ -239,6 +247,10 @@ mod tests {
             "accepted by `inet filter input: tcp dport 3100 accept`"
         );
         assert_eq!(shown("policy accept of chain inet filter input"), "policy accept of chain inet filter input");
+        assert_eq!(
+            shown("inet opsbook input: tcp dport 3100 accept; policy accept of chain inet operator input"),
+            "accepted by `inet opsbook input: tcp dport 3100 accept`; policy accept of chain inet operator input"
+        );
         assert_eq!(
             refused(&["nft", "-j", "list", "ruleset"], "Error: Operation not permitted (you must be root)\n"),
             "`nft -j list ruleset` failed: it said \"Error: Operation not permitted (you must be root)\"; remedy: the \
