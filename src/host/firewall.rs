@@ -14,7 +14,7 @@ use std::sync::Arc;
 use rhai::{Array, Dynamic, Engine, Map, Module};
 use serde::Serialize;
 
-use super::firewall_command::{NFT_TIMEOUT, refused, run};
+use super::firewall_command::{late, refused, run};
 use super::firewall_ipt::Rules;
 use super::firewall_nft::Ruleset;
 use super::firewall_packet::{Judgement, Packet};
@@ -35,7 +35,7 @@ fn module(host: &Arc<Host>) -> Module {
         "admits",
         ["port: i64", "Map"],
         "/// Whether the host's firewall lets a new TCP connection to `port` in from anywhere:\n\
-         /// `#{ok, judged, detail, rule}`. `judged` is false when the rules cannot be judged here\n\
+         /// `#{ok, judged, detail, rule, source}`. `judged` is false when the rules cannot be judged here\n\
          /// (they depend on the source address, an interface, a rate…): `detail` says why.",
         move |port: i64| admits(&h, port, &[])
     );
@@ -228,7 +228,7 @@ fn read(host: &Host, argv: &[&str]) -> HostResult<Read> {
         Err(e) => return Ok(Read::Failed(e)),
     };
     if done.timed_out {
-        return Ok(Read::Failed(format!("`{}` did not answer within {}s", argv.join(" "), NFT_TIMEOUT.as_secs())));
+        return Ok(Read::Failed(late(argv)));
     }
     if done.code != Some(0) {
         return Ok(Read::Failed(refused(argv, &done.stderr)));

@@ -7,7 +7,7 @@ use super::{Host, HostResult};
 use crate::world::commands::{Completed, Invocation};
 
 /// What reading or changing the ruleset may take on the host.
-pub const NFT_TIMEOUT: Duration = Duration::from_secs(10);
+const NFT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs a firewall command on the host (stdin for `nft -f -`).
 pub fn run(host: &Host, argv: &[&str], stdin: Option<String>) -> HostResult<Result<Completed, String>> {
@@ -30,4 +30,9 @@ pub fn refused(argv: &[&str], stderr: &str) -> String {
         ""
     };
     format!("`{}` failed: it said {said:?}{remedy}", argv.join(" "))
+}
+
+/// A firewall command that ran past its deadline.
+pub fn late(argv: &[&str]) -> String {
+    format!("`{}` did not answer within {}s", argv.join(" "), NFT_TIMEOUT.as_secs())
 }

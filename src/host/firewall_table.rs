@@ -17,7 +17,7 @@ use rhai::Map;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::firewall_command::{refused, run};
+use super::firewall_command::{late, refused, run};
 use super::firewall_packet::parse_net;
 use super::values::record;
 use super::{Host, HostResult, fail};
@@ -41,6 +41,9 @@ struct Changed {
 fn current(host: &Host) -> HostResult<Option<Vec<(u64, String)>>> {
     let argv = ["nft", "-j", "list", "table", "inet", "opsbook"];
     let done = run(host, &argv, None)?.map_err(fail)?;
+    if done.timed_out {
+        return Err(fail(late(&argv)));
+    }
     if done.code != Some(0) {
         if done.stderr.contains("No such file or directory") {
             return Ok(None);
@@ -103,6 +106,9 @@ fn fnv(text: &str) -> u64 {
 fn apply(host: &Host, script: String) -> HostResult<()> {
     let argv = ["nft", "-f", "-"];
     let done = run(host, &argv, Some(script))?.map_err(fail)?;
+    if done.timed_out {
+        return Err(fail(late(&argv)));
+    }
     if done.code != Some(0) {
         return Err(fail(refused(&argv, &done.stderr)));
     }
