@@ -163,3 +163,59 @@ fn the_stack_across_hosts_is_checked_from_one_place_and_a_dead_host_is_named() {
         regex::escape(&c2.to_string())
     ));
 }
+
+#[test]
+fn opsbook_s_own_firewall_table_opens_a_port_to_the_clients_only_and_goes_away_whole() {
+    let Some(fleet) = boot(&["server", "c1", "c2"]) else { return };
+    let t = Test::new();
+    install(&t, &fleet);
+    let (server, c1, c2) = (fleet.host("server"), fleet.host("c1"), fleet.host("c2"));
+    let s = server.address();
+    // The operator's own table, which opsbook must leave alone.
+    let operator = "table inet operator {\n  chain input {\n    type filter hook input priority 0; policy accept;\n    \
+                    tcp dport 22 counter\n  }\n}\n";
+    server.nft(operator);
+    let repl = |script: &str, extra: &[&str]| {
+        let args = [&["repl", "--host", "server"][..], extra].concat();
+        crate::support::run_in(t.path(), &args, Some(script))
+    };
+    let reach = |host: &FleetHost| {
+        let probe = format!("exec 3<>/dev/tcp/{s}/3100 && echo open");
+        host.exec(&["timeout", "2", "bash", "-c", &probe]).status.code()
+    };
+    assert_eq!((reach(c1), reach(c2)), (Some(0), Some(0)), "both reach 3100 before");
+
+    // Open to c1 only: idempotent, and judged as it now stands.
+    let script = format!(
+        "firewall::admit(3100, [\"{0}\"]).changed\nfirewall::admit(3100, \"{0}\").changed\n\
+         firewall::admits(3100, \"{0}\").detail\nfirewall::admits(3100, \"{1}\").detail\n",
+        c1.address(),
+        c2.address()
+    );
+    let table = "inet opsbook input: tcp dport 3100";
+    repl(&script, &[]).code(0).stdout_is(&format!(
+        "true\nfalse\nTCP 3100 from {0}: accepted by `{table} ip saddr {0} accept`; policy accept of chain inet operator input\n\
+         TCP 3100 from {1} is dropped by `{table} drop`\n",
+        c1.address(),
+        c2.address()
+    ));
+    // A client of the group reaches it, an address outside the group does not (dropped: the
+    // probe times out), and the server's own loopback still does.
+    assert_eq!((reach(c1), reach(c2)), (Some(0), Some(124)));
+    let own = server.exec(&["timeout", "2", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/3100 && echo open"]);
+    assert_eq!(own.status.code(), Some(0));
+
+    // --dry-run changes nothing; revoke and remove_table do, once; the operator's table stays.
+    let dry = repl("firewall::revoke(3100).changed\n", &["--dry-run"]).code(0);
+    dry.stdout_is("true\n");
+    assert_eq!(reach(c2), Some(124), "a dry run revoked nothing");
+    repl(
+        "firewall::revoke(3100).changed\nfirewall::revoke(3100).changed\nfirewall::admit(8086, [\"10.0.0.0/8\"]).changed\n\
+         firewall::remove_table().changed\nfirewall::remove_table().changed\n",
+        &[],
+    )
+    .code(0)
+    .stdout_is("true\nfalse\ntrue\ntrue\nfalse\n");
+    assert_eq!((reach(c1), reach(c2)), (Some(0), Some(0)));
+    assert_eq!(server.ok(&["nft", "list", "tables"]), "table inet operator\n");
+}

@@ -5,6 +5,7 @@ mod support;
 mod cli;
 mod config;
 mod fleet;
+mod fleet_failures;
 mod fleet_order;
 mod fleet_runs;
 mod inventory;

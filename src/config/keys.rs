@@ -74,6 +74,24 @@ keys! {
         "",
         "extra ssh -o options for every host, comma-separated (e.g. StrictHostKeyChecking=accept-new)",
     );
+    NETWORK_TUNNEL = key(
+        "network.tunnel",
+        Kind::Text,
+        "",
+        "network interface of the tunnel this host reaches the servers through (empty: no tunnel)",
+    );
+    NETWORK_TUNNEL_KIND = key(
+        "network.tunnel_kind",
+        Kind::Choice(&["wireguard", "other"]),
+        "wireguard",
+        "what the tunnel is: wireguard (up and a recent handshake) or other (interface up)",
+    );
+    NETWORK_HANDSHAKE_MAX_AGE = key(
+        "network.handshake_max_age",
+        Kind::Duration,
+        "180s",
+        "a WireGuard peer whose last handshake is older than this counts as gone (WireGuard rekeys every 2 min)",
+    );
     METRICS_DB_URL = env_key(
         "metrics_db.url",
         Kind::Url,

@@ -16,6 +16,12 @@ pub mod container;
 pub mod core;
 pub mod diff;
 pub mod file;
+pub mod firewall;
+pub mod firewall_command;
+pub mod firewall_ipt;
+pub mod firewall_nft;
+pub mod firewall_packet;
+pub mod firewall_table;
 pub mod fleet;
 pub mod http;
 pub mod influx;
@@ -31,6 +37,7 @@ pub mod unit;
 pub mod unit_files;
 pub mod values;
 pub mod wait;
+pub mod wireguard;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -227,6 +234,7 @@ pub fn register_all(engine: &mut Engine, host: &Arc<Host>, catalog: &Arc<crate::
     influx::register(engine, host);
     loki::register(engine, host);
     prom::register(engine, host);
+    firewall::register(engine, host);
     fleet::register(engine, host);
     file::register(engine, host);
     template::register(engine, host, catalog);

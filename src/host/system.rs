@@ -1,5 +1,5 @@
-//! `host::` — this machine: run a command, generate CPU load, check TCP reach and network
-//! interfaces, the host name. Commands go through the `Commands` world seam.
+//! `host::` — this machine: run a command, generate CPU load, check TCP reach, network
+//! interfaces and WireGuard tunnels (wireguard.rs), the host name. Commands go through the `Commands` world seam.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,6 +71,16 @@ fn module(host: &Arc<Host>) -> Module {
         ["name: &str", "Map"],
         "/// A network interface of the host (a tunnel, say): `#{exists, up, state}` from /sys/class/net.",
         move |name: &str| interface(&h, name)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "wireguard",
+        ["iface: &str", "Map"],
+        "/// A WireGuard interface of the host: `#{exists, up, peers: [#{public_key, handshake_age_s}],\n\
+         /// detail}`; `handshake_age_s` is `()` for a peer that never handshook. Kernel WireGuard\n\
+         /// and userspace ones (boringtun) alike. Reading the peers needs root on the host.",
+        move |iface: &str| super::wireguard::status(&h, iface)
     );
     m
 }

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Boots (and tears down) the fleet benchmark's private hosts, as tests/support/fleet.rs does
+for the tests: one server and N client hosts, each its own network namespace, hostname, sshd,
+`systemd --user` and journald (tests/support/fleet-host.sh), joined on the bridge `obb1`
+(10.232.1.0/24, apart from the tests' 10.231.X.0/24). The server runs the twin metrics
+database and log store, the clients the twin agent and shipper writing to it, all as real
+user units under their usual names. It also writes, into DIR, what the three contenders need:
+opsbook.toml (the inventory), ansible.cfg + inventory.ini + playbook.yml, ssh_config and
+hosts.txt (for the ssh loop).
+
+    python3 bench/fleet_boot.py up DIR N BIN     # boots; DIR/hosts.json records what to undo
+    python3 bench/fleet_boot.py down DIR         # kills the hosts, removes links and cgroups
+
+Needs root (namespaces, links). Every wait has a deadline.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+BRIDGE = "obb1"
+SUBNET = "10.232.1"
+TOKEN = "bench-fleet-token"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HOST_SCRIPT = os.path.join(REPO, "tests/support/fleet-host.sh")
+ENV = ["XDG_RUNTIME_DIR=/run/user/0", "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/0/bus", "HOME=/run/user/0/home"]
+
+
+def sh(*argv, timeout=30, check=True):
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        sys.exit(f"{' '.join(argv)}: {done.stderr.strip()}")
+    return done
+
+
+def inside(init, *argv, timeout=30):
+    return sh("nsenter", "--target", str(init), "--mount", "--net", "--pid", "--uts", "--wd=/", "--", "env", *ENV,
+              *argv, timeout=timeout)
+
+
+def find_init(pid):
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                children = f.read().split()
+            if children:
+                return int(children[0])
+        except FileNotFoundError:
+            pass
+        time.sleep(0.005)
+    sys.exit(f"unshare {pid}: no init within 10 s")
+
+
+def unit(description, execstart, reload=False):
+    text = f"[Unit]\nDescription={description}\n[Service]\nExecStart={execstart}\n"
+    if reload:
+        text += "ExecReload=/bin/kill -HUP $MAINPID\n"
+    return text + "Restart=no\n"
+
+
+def install(host, name, text):
+    local = os.path.join(host["state"], name)
+    with open(local, "w") as f:
+        f.write(text)
+    inside(host["init"], "cp", local, f"/run/user/0/systemd/user/{name}")
+
+
+def wait_http(url, seconds=20):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                if r.status < 300:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    sys.exit(f"{url} did not answer within {seconds} s")
+
+
+def up(d, n, binary):
+    os.makedirs(d, exist_ok=True)
+    key = os.path.join(d, "key")
+    sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "opsbook-bench", "-f", key)
+    authorized = os.path.join(d, "authorized_keys")
+    shutil.copy(key + ".pub", authorized)
+    sh("ip", "link", "add", BRIDGE, "type", "bridge")
+    sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
+    sh("ip", "link", "set", BRIDGE, "up")
+    names = ["server"] + [f"c{i}" for i in range(1, n + 1)]
+    hosts = []
+    record = os.path.join(d, "hosts.json")
+    for i, name in enumerate(names):
+        outer, peer = f"{BRIDGE}v{i}", f"{BRIDGE}p{i}"
+        sh("ip", "link", "add", outer, "type", "veth", "peer", "name", peer)
+        sh("ip", "link", "set", outer, "master", BRIDGE, "up")
+        state = os.path.join(d, f"{BRIDGE}-{name}")
+        os.mkdir(state)
+        address = f"{SUBNET}.{i + 2}"
+        err = open(os.path.join(state, "boot.err"), "w")
+        p = subprocess.Popen(["unshare", "--mount", "--net", "--pid", "--uts", "--fork", "--kill-child",
+                              "--mount-proc", "bash", HOST_SCRIPT, state, name, peer, f"{address}/24", authorized],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        hosts.append({"name": name, "address": address, "state": state, "unshare": p.pid, "init": 0, "peer": peer})
+        with open(record, "w") as f:
+            json.dump(hosts, f)
+    for h in hosts:
+        h["init"] = find_init(h["unshare"])
+        sh("ip", "link", "set", h["peer"], "netns", str(h["init"]))
+    with open(record, "w") as f:
+        json.dump(hosts, f)
+    for h in hosts:
+        deadline = time.time() + 30
+        while not os.path.exists(os.path.join(h["state"], "ready")):
+            if time.time() > deadline:
+                sys.exit(f"host {h['name']} did not boot within 30 s: see {h['state']}/boot.err")
+            time.sleep(0.01)
+    server = hosts[0]["address"]
+    write_configs(d, hosts, binary, server, key)
+    s = hosts[0]
+    install(s, "influxdb.service",
+            unit("InfluxDB (twin)", f"{binary} twin metrics-db --listen 0.0.0.0:8086 --token {TOKEN} --org opsbook"))
+    install(s, "loki.service", unit("Loki (twin)", f"{binary} twin log-store --listen 0.0.0.0:3100 --ready-delay 0s"))
+    inside(s["init"], "systemctl", "--user", "daemon-reload")
+    inside(s["init"], "systemctl", "--user", "start", "influxdb", "loki")
+    wait_http(f"http://{server}:8086/health")
+    wait_http(f"http://{server}:3100/ready")
+    for c in hosts[1:]:
+        install(c, "telegraf.service", unit("Telegraf (twin)", f"{binary} twin metrics-agent {d}/telegraf.conf", True))
+        install(c, "alloy.service", unit("Alloy (twin)", f"{binary} twin log-shipper {d}/alloy.toml", True))
+        inside(c["init"], "systemctl", "--user", "daemon-reload")
+        inside(c["init"], "systemctl", "--user", "start", "telegraf", "alloy")
+    # Data has arrived from every client before anything is measured.
+    time.sleep(3)
+
+
+def write_configs(d, hosts, binary, server, key):
+    def write(name, text):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+
+    write("telegraf.conf", f"""[agent]
+  interval = "10s"
+  flush_interval = "1s"
+[[outputs.influxdb_v2]]
+  urls = ["http://{server}:8086"]
+  token = "{TOKEN}"
+  organization = "opsbook"
+  bucket = "telegraf"
+[[inputs.cpu]]
+  percpu = false
+  totalcpu = true
+[[inputs.mem]]
+""")
+    write("alloy.toml", f"""[server]
+listen = "127.0.0.1:12345"
+[labels]
+service_type = "journal"
+[write]
+url = "http://{server}:3100/loki/api/v1/push"
+batch_wait = "1s"
+""")
+    inventory = ""
+    for h in hosts:
+        roles = '["metrics-db", "log-store"]' if h["name"] == "server" else '["metrics-agent", "log-shipper"]'
+        inventory += f'[hosts.{h["name"]}]\naddress = "{h["address"]}"\nroles = {roles}\nuser = "root"\nkey = "{key}"\n'
+    write("opsbook.toml", f"""scope = "user"
+[ssh]
+options = "StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR"
+[metrics_db]
+url = "http://{server}:8086"
+token = "{TOKEN}"
+org = "opsbook"
+[log_store]
+url = "http://{server}:3100"
+[metrics_agent]
+config = "{d}/telegraf.conf"
+test_command = ["{binary}", "twin", "metrics-agent", "{{config}}", "--test"]
+[log_shipper]
+config = "{d}/alloy.toml"
+validate_command = ["{binary}", "twin", "log-shipper", "validate", "{{config}}"]
+{inventory}""")
+    common = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+    write("ssh_config", "".join(
+        f"Host {h['name']}\n  HostName {h['address']}\n  User root\n  IdentityFile {key}\n  BatchMode yes\n"
+        "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n" for h in hosts))
+    write("server.txt", server + "\n")
+    write("hosts.txt", "".join(
+        f"{h['name']} {'influxdb loki' if h['name'] == 'server' else 'telegraf alloy'}\n" for h in hosts))
+    write("inventory.ini", "[servers]\n" + f"server ansible_host={server}\n" + "[clients]\n" + "".join(
+        f"{h['name']} ansible_host={h['address']}\n" for h in hosts[1:]) +
+          f"[all:vars]\nansible_user=root\nansible_ssh_private_key_file={key}\n"
+          "ansible_python_interpreter=/usr/bin/python3\n"
+          f"server_address={server}\n"
+          "[servers:vars]\nunits=['influxdb.service','loki.service']\n"
+          "[clients:vars]\nunits=['telegraf.service','alloy.service']\n")
+    write("ansible.cfg", f"""[defaults]
+inventory = {d}/inventory.ini
+forks = 20
+host_key_checking = False
+gathering = explicit
+stdout_callback = ansible.builtin.default
+[ssh_connection]
+pipelining = True
+ssh_args = {common} -o ControlMaster=auto -o ControlPersist=60s
+control_path_dir = {d}/ansible-cp
+""")
+    write("playbook.yml", """- name: the monitoring stack is healthy
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: units active
+      ansible.builtin.systemd_service:
+        name: "{{ item }}"
+        scope: user
+      register: unit
+      failed_when: unit.status.ActiveState != 'active'
+      loop: "{{ units }}"
+    - name: metrics database healthy
+      ansible.builtin.uri:
+        url: "http://{{ server_address }}:8086/health"
+    - name: log store ready
+      ansible.builtin.uri:
+        url: "http://{{ server_address }}:3100/ready"
+""")
+
+
+def down(d):
+    record = os.path.join(d, "hosts.json")
+    hosts = json.load(open(record)) if os.path.exists(record) else []
+    for h in hosts:
+        for pid in (h.get("init"), h.get("unshare")):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    for h in hosts:
+        try:
+            cgroup = open(os.path.join(h["state"], "cgroup")).read().strip()
+        except OSError:
+            continue
+        deadline = time.time() + 5
+        while os.path.isdir(cgroup) and time.time() < deadline:
+            for root, dirs, _ in os.walk(cgroup, topdown=False):
+                for x in dirs:
+                    try:
+                        os.rmdir(os.path.join(root, x))
+                    except OSError:
+                        pass
+            try:
+                os.rmdir(cgroup)
+            except OSError:
+                time.sleep(0.05)
+    for i in range(len(hosts)):
+        sh("ip", "link", "del", f"{BRIDGE}v{i}", check=False)
+    sh("ip", "link", "del", BRIDGE, check=False)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 5 and sys.argv[1] == "up":
+        up(os.path.abspath(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    elif len(sys.argv) == 3 and sys.argv[1] == "down":
+        down(os.path.abspath(sys.argv[2]))
+    else:
+        sys.exit(__doc__)
