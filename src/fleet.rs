@@ -259,7 +259,7 @@ fn open_host(h: &crate::inventory::Host) -> Result<(Config, crate::world::World)
     target.key = h.key.as_ref().map(|k| std::path::PathBuf::from(&k.value));
     target.options = crate::config::list(&config.text(crate::config::keys::SSH_OPTIONS));
     let ssh = Arc::new(crate::transport::Ssh::connect(target).map_err(|e| e.to_string())?);
-    let config = crate::world::remote::reach_loopback(&config, &ssh).map_err(|e| e.to_string())?;
+    let config = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
     let user = config.text(crate::config::keys::SCOPE) == "user";
     let world = crate::world::World::over_ssh(&config, ssh, user).map_err(|e| e.to_string())?;
     Ok((config, world))

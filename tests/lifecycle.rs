@@ -19,9 +19,18 @@ fn configure_operator(t: &Test, fleet: &Fleet, extra: &str) {
     let server = fleet.host("server").address();
     let mut inventory = String::new();
     for h in fleet.hosts() {
-        let roles = if h.name() == "server" { r#"["influxdb", "loki"]"# } else { r#"["telegraf", "alloy"]"# };
+        // The servers' ports admit the clients only (prepare's firewall): the server host itself
+        // is checked on its loopback, which opsbook reaches through its ssh connection.
+        let (roles, own) = if h.name() == "server" {
+            (
+                r#"["influxdb", "loki"]"#,
+                "config.metrics_db.url = \"http://127.0.0.1:8086\"\nconfig.log_store.url = \"http://127.0.0.1:3100\"\n",
+            )
+        } else {
+            (r#"["telegraf", "alloy"]"#, "")
+        };
         inventory.push_str(&format!(
-            "[hosts.{}]\naddress = \"{}\"\nroles = {roles}\nuser = \"root\"\nkey = \"{}\"\n",
+            "[hosts.{}]\naddress = \"{}\"\nroles = {roles}\nuser = \"root\"\nkey = \"{}\"\n{own}",
             h.name(),
             h.address(),
             h.key().display()

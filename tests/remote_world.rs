@@ -12,7 +12,7 @@ use opsbook::report::{Format, Mode, Outcome, Recorder};
 use opsbook::session::Session;
 use opsbook::transport::Ssh;
 use opsbook::world::World;
-use opsbook::world::remote::reach_loopback;
+use opsbook::world::remote::reach_from_host;
 
 use crate::support::fleet::Fleet;
 
@@ -63,10 +63,10 @@ fn a_session_acts_on_a_remote_host_through_its_world() {
     config.set(keys::SCOPE, Value::Text("user".into()), Origin::Flag("test")).unwrap();
     // The shipper's endpoint listens on the host's loopback only.
     config.set(keys::LOG_SHIPPER_URL, Value::Text("http://127.0.0.1:12345".into()), Origin::Flag("test")).unwrap();
-    let config = reach_loopback(&config, &ssh).unwrap();
+    let config = reach_from_host(&config, &ssh).unwrap();
     let forwarded = config.text(keys::LOG_SHIPPER_URL);
     assert!(forwarded.starts_with("http://127.0.0.1:") && forwarded != "http://127.0.0.1:12345", "{forwarded}");
-    assert_eq!(config.setting(keys::LOG_SHIPPER_URL).origin.to_string(), "forwarded over ssh to c1's loopback");
+    assert_eq!(config.setting(keys::LOG_SHIPPER_URL).origin.to_string(), "forwarded over ssh, reached from c1");
 
     let world = World::over_ssh(&config, ssh.clone(), true).unwrap();
     let dir = tempfile::tempdir().unwrap();

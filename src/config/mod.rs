@@ -39,7 +39,7 @@ pub enum Origin {
     Flag(&'static str),
     /// Pointed at the in-process stack by `--sandbox`.
     Sandbox,
-    /// A host's loopback address, reached through a port forwarded over ssh to that host.
+    /// An endpoint as a host reaches it, through a port forwarded over ssh to that host.
     Forwarded(String),
     /// What the inventory says of the host (its roles).
     Inventory,
@@ -53,7 +53,7 @@ impl fmt::Display for Origin {
             Origin::Env(var) => write!(f, "env {var}"),
             Origin::Flag(flag) => write!(f, "flag {flag}"),
             Origin::Sandbox => f.write_str("sandbox"),
-            Origin::Forwarded(host) => write!(f, "forwarded over ssh to {host}'s loopback"),
+            Origin::Forwarded(host) => write!(f, "forwarded over ssh, reached from {host}"),
             Origin::Inventory => f.write_str("inventory (the host's roles)"),
         }
     }

@@ -263,7 +263,8 @@ fn write(host: &Host, path: &str, content: &str, options: &Map) -> HostResult<Ma
 /// `unit::install`.
 pub fn write_with(host: &Host, path: &str, content: &str, options: &WriteOptions) -> HostResult<Written> {
     let existing = read_file(host, path)?;
-    if existing.is_none() {
+    // Under --dry-run the directory may be one an earlier step only planned to make.
+    if existing.is_none() && !host.dry_run {
         let parent = path.rsplit_once('/').map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
         if !stat(host, parent)?.is_some_and(|m| m.dir) {
             return Err(fail(format!(

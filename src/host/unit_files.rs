@@ -77,14 +77,27 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
     }
 }
 
-/// The scope's unit directory on the host the run acts on.
+/// The scope's unit directory on the host the run acts on. For the user manager, the one it
+/// reads itself (`$XDG_CONFIG_HOME/systemd/user` from its `UnitPath`: its environment, not the
+/// login's, decides), else `~/.config/systemd/user` of the acting user.
 fn unit_dir(host: &Host) -> HostResult<String> {
     if host.config.text(keys::SCOPE) != "user" {
         return Ok("/etc/systemd/system".to_string());
     }
+    let units = host.world.units.clone();
+    let searched = host.block_on(|| async move { units.unit_path().await })?.unwrap_or_default();
+    if let Some(dir) = searched.iter().find(|d| d.ends_with("/systemd/user") && !is_shared_dir(d)) {
+        return Ok(dir.clone());
+    }
     let files = host.world.files.clone();
     let home = host.block_on(|| async move { files.home().await })?.map_err(fail)?;
     Ok(format!("{}/.config/systemd/user", home.trim_end_matches('/')))
+}
+
+/// The manager's directories that are not the user's own configuration: the system's and
+/// the vendor's. (The runtime's `…/systemd/user` comes after the user's own in `UnitPath`.)
+fn is_shared_dir(dir: &str) -> bool {
+    ["/etc/", "/usr/", "/lib/", "/run/systemd/"].iter().any(|p| dir.starts_with(p))
 }
 
 /// A unit or drop-in name: one path component.

@@ -92,22 +92,29 @@ impl World {
     }
 }
 
-/// `config` with each URL that points at the host's own loopback (the shipper's
-/// 127.0.0.1:12345, often the servers too) pointed at a local port forwarded there over
-/// `ssh`, so those endpoints are reached without opening them to the network.
-pub fn reach_loopback(config: &Config, ssh: &Ssh) -> Result<Config, Error> {
+/// `config` with each endpoint URL reached *from the host*: pointed at a local port forwarded
+/// over `ssh` to where the host itself connects — its own loopback (the shipper's
+/// 127.0.0.1:12345, often the servers too), or the server a client sends to. So endpoints that
+/// listen only on a loopback are never opened to the network, and a server whose firewall
+/// admits only its clients is asked through a client, as that client sees it. `https://`
+/// addresses elsewhere than the host's loopback are left as they are (their certificate names
+/// that host, not a forwarded port).
+pub fn reach_from_host(config: &Config, ssh: &Ssh) -> Result<Config, Error> {
     let mut config = config.clone();
     for key in [keys::METRICS_DB_URL, keys::LOG_STORE_URL, keys::LOG_SHIPPER_URL] {
         let url = config.text(key);
         let Some((scheme, rest)) = url.split_once("://") else { continue };
         let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
         let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse::<u16>().ok()),
-            None => (authority, None),
+            Some((h, p)) if !h.ends_with(':') => (h, p.parse::<u16>().ok()),
+            _ => (authority, None),
         };
         let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]") || host.starts_with("127.");
-        let Some(port) = port.filter(|_| loopback) else { continue };
-        let target = if host == "[::1]" { "::1" } else { host };
+        if scheme == "https" && !loopback {
+            continue;
+        }
+        let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let target = host.trim_start_matches('[').trim_end_matches(']');
         let local = ssh.forward(target, port).map_err(|e| Error::Usage(e.to_string()))?;
         let slash = if path.is_empty() { String::new() } else { format!("/{path}") };
         let forwarded = format!("{scheme}://{local}{slash}");

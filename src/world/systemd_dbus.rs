@@ -37,6 +37,8 @@ trait Manager {
     fn disable_unit_files(&self, files: &[&str], runtime: bool) -> zbus::Result<Vec<(String, String, String)>>;
     fn reload(&self) -> zbus::Result<()>;
     fn subscribe(&self) -> zbus::Result<()>;
+    #[zbus(property)]
+    fn unit_path(&self) -> zbus::Result<Vec<String>>;
     #[allow(clippy::type_complexity)]
     fn list_units_by_patterns(
         &self,
@@ -346,6 +348,13 @@ impl Units for SystemdDbus {
         Box::pin(async move {
             let manager = self.manager().await?;
             call("", "daemon-reload", manager.reload()).await
+        })
+    }
+
+    fn unit_path(&self) -> BoxFuture<'_, Result<Vec<String>, UnitError>> {
+        Box::pin(async move {
+            let manager = self.manager().await?;
+            call("", "read the unit search path", manager.unit_path()).await
         })
     }
 

@@ -178,6 +178,11 @@ pub trait Units: Send + Sync {
     /// the units already were so.
     fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<Vec<String>, UnitError>>;
     fn daemon_reload(&self) -> BoxFuture<'_, Result<(), UnitError>>;
+    /// The directories the manager reads unit files from, highest first (its `UnitPath`);
+    /// empty when it cannot say (the sandbox).
+    fn unit_path(&self) -> BoxFuture<'_, Result<Vec<String>, UnitError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
     /// Loaded units whose names match a glob pattern (`*.service`, `loki*`).
     fn list<'a>(&'a self, pattern: &'a str) -> BoxFuture<'a, Result<Vec<UnitStatus>, UnitError>>;
     /// The unit's current run. Without an invocation ID of its own a manager names only the
