@@ -94,6 +94,10 @@ mod tests {
             t(&["opsbook", "twin", "metrics-agent", "--config=/t.conf"]),
             vec!["opsbook", "twin", "metrics-agent", "/t.conf"]
         );
+        assert_eq!(
+            t(&["opsbook", "twin", "metrics-agent", "-config", "/t.conf", "-test"]),
+            vec!["opsbook", "twin", "metrics-agent", "/t.conf", "--test"]
+        );
     }
 
     #[test]
