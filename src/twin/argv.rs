@@ -32,7 +32,9 @@ pub fn translate(args: Vec<OsString>) -> Vec<OsString> {
             break;
         }
         // Both programs take Go's single-dash long flags (Telegraf's two dashes as well).
-        let text = if text.len() > 2 && text.starts_with('-') && !text.starts_with("--") {
+        // (`-vv` stays opsbook's verbosity.)
+        let verbosity = text[1..].chars().all(|c| c == 'v');
+        let text = if text.len() > 2 && text.starts_with('-') && !text.starts_with("--") && !verbosity {
             format!("-{text}")
         } else {
             text.to_string()
@@ -82,6 +84,7 @@ mod tests {
                 "1s"
             ]
         );
+        assert_eq!(t(&["opsbook", "twin", "log-store", "-vv"]), vec!["opsbook", "twin", "log-store", "-vv"]);
     }
 
     #[test]
