@@ -2,8 +2,9 @@
 //! started with the command lines of the programs they stand in for (a unit's ExecStart with
 //! the twin's program in front), and two of those do not fit opsbook's own conventions.
 //!
-//! - Loki takes Go's single-dash flags (`-config.file=PATH`, `-verify-config`): after
-//!   `twin log-store`, a `-long-name` becomes `--long-name`.
+//! - Loki and Telegraf take Go's single-dash flags (`-config.file=PATH`, `-verify-config`,
+//!   `-config PATH -test`): after `twin log-store` and `twin metrics-agent`, a `-long-name`
+//!   becomes `--long-name`.
 //! - Telegraf's config file is `--config PATH`, which is opsbook's global option (its own
 //!   TOML file): after `twin metrics-agent`, `--config PATH` (or `=PATH`) becomes the
 //!   agent's CONFIG argument, and opsbook's global option is left alone everywhere else.
@@ -30,19 +31,24 @@ pub fn translate(args: Vec<OsString>) -> Vec<OsString> {
             out.extend(rest.cloned());
             break;
         }
+        // Both programs take Go's single-dash long flags (Telegraf's two dashes as well).
+        // (`-vv` stays opsbook's verbosity.)
+        let verbosity = text[1..].chars().all(|c| c == 'v');
+        let text = if text.len() > 2 && text.starts_with('-') && !text.starts_with("--") && !verbosity {
+            format!("-{text}")
+        } else {
+            text.to_string()
+        };
         match service.as_str() {
-            "log-store" if text.len() > 2 && text.starts_with('-') && !text.starts_with("--") => {
-                out.push(format!("-{text}").into());
-            }
-            "metrics-agent" if text == "--config" || text == "-config" => {
+            "metrics-agent" if text == "--config" => {
                 if let Some(path) = rest.next() {
                     out.push(path.clone());
                 }
             }
-            "metrics-agent" if text.starts_with("--config=") || text.starts_with("-config=") => {
+            "metrics-agent" if text.starts_with("--config=") => {
                 out.push(text.split_once('=').map_or("", |(_, p)| p).into());
             }
-            _ => out.push(arg.clone()),
+            _ => out.push(text.into()),
         }
     }
     out
@@ -78,6 +84,7 @@ mod tests {
                 "1s"
             ]
         );
+        assert_eq!(t(&["opsbook", "twin", "log-store", "-vv"]), vec!["opsbook", "twin", "log-store", "-vv"]);
     }
 
     #[test]
@@ -89,6 +96,10 @@ mod tests {
         assert_eq!(
             t(&["opsbook", "twin", "metrics-agent", "--config=/t.conf"]),
             vec!["opsbook", "twin", "metrics-agent", "/t.conf"]
+        );
+        assert_eq!(
+            t(&["opsbook", "twin", "metrics-agent", "-config", "/t.conf", "-test"]),
+            vec!["opsbook", "twin", "metrics-agent", "/t.conf", "--test"]
         );
     }
 

@@ -38,8 +38,9 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
     }
 }
 
-/// Replaces `$NAME` and `${NAME}` with the environment's value (empty when unset), as
-/// Telegraf does in its config files.
+/// Replaces `$NAME` and `${NAME}` with the environment's value (empty when unset), and
+/// `${NAME:-default}` with the default when NAME is unset or empty, as Telegraf does in its
+/// config files and Loki with `-config.expand-env=true`.
 pub fn expand_env(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
@@ -59,7 +60,9 @@ pub fn expand_env(text: &str) -> String {
             out.push('$');
             rest = after;
         } else {
-            out.push_str(&std::env::var(name).unwrap_or_default());
+            let (name, default) = name.split_once(":-").unwrap_or((name, ""));
+            let value = std::env::var(name).ok().filter(|v| !v.is_empty());
+            out.push_str(value.as_deref().unwrap_or(default));
             rest = &after[used..];
         }
     }
@@ -249,5 +252,6 @@ mod tests {
         unsafe { std::env::set_var("OPSBOOK_TWIN_TEST_VAR", "v") };
         assert_eq!(expand_env("a $OPSBOOK_TWIN_TEST_VAR ${OPSBOOK_TWIN_TEST_VAR}b $ $"), "a v vb $ $");
         assert_eq!(expand_env("$OPSBOOK_TWIN_UNSET_VAR"), "");
+        assert_eq!(expand_env("${OPSBOOK_TWIN_UNSET_VAR:-3100}:${OPSBOOK_TWIN_TEST_VAR:-x}"), "3100:v");
     }
 }

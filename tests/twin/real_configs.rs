@@ -121,6 +121,19 @@ fn loki_config_files_are_verified_as_loki_verifies_them() {
         ),
         &out.stderr,
     );
+    // ${VAR} is expanded only with -config.expand-env=true, as in Loki.
+    let t = t.file("env.yaml", &LOKI_YAML.replace("http_listen_port: 3100", "http_listen_port: ${LOKI_PORT}"));
+    let env = t.path().join("env.yaml").display().to_string();
+    Test::new()
+        .args(["twin", "log-store", &format!("-config.file={env}"), "-config.expand-env=true", "-verify-config"])
+        .env("LOKI_PORT", "3101")
+        .run()
+        .code(0);
+    Test::new().args(["twin", "log-store", &format!("-config.file={env}"), "-verify-config"]).run().code(1).stderr_is(
+        "failed parsing config: [TMP]/env.yaml: yaml: unmarshal errors:\n  \
+         line 4: cannot unmarshal !!str `${LOKI_PORT}` into int. \
+         Use `-config.expand-env=true` flag if you want to expand environment variables in your config file\n",
+    );
     // Without -verify-config a broken file stops the start the same way.
     Test::new().args(["twin", "log-store", &format!("-config.file={weekly}")]).run().code(1);
     Test::new().args(["twin", "log-store", "-config.file=/nonexistent/loki.yaml"]).run().code(1).stderr_is(

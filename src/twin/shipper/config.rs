@@ -79,6 +79,9 @@ pub struct ShipperConfig {
     pub max_retries: u32,
     pub min_backoff: Duration,
     pub max_backoff: Duration,
+    /// Whether anything follows the journal (an Alloy file without `loki.source.journal`
+    /// reads nothing).
+    pub follow: bool,
     /// Each stream also gets the entry's `unit` (the TOML config's pipeline; an Alloy
     /// pipeline without relabel rules pushes only its configured labels).
     pub unit_label: bool,
@@ -103,6 +106,7 @@ impl Default for ShipperConfig {
             max_retries: 10,
             min_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(300),
+            follow: true,
             unit_label: true,
             log_level: Level::Debug,
             log_json: false,

@@ -261,6 +261,14 @@ impl Shipper {
         loop {
             generation.mark_unchanged();
             let cfg = self.config();
+            if !cfg.follow {
+                // A pipeline with no journal source reads nothing until a reload brings one.
+                let mut s = stop.clone();
+                tokio::select! {
+                    _ = generation.changed() => continue,
+                    _ = stopped(&mut s) => return,
+                }
+            }
             let query = Query { unit: (cfg.units.len() == 1).then(|| cfg.units[0].clone()), ..Query::default() };
             let mut feed = match self.journal.follow(&query).await {
                 Ok(f) => f,

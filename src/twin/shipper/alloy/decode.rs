@@ -88,6 +88,7 @@ pub fn decode(file: &str, text: &str, body: &[Stmt], listen: &str) -> Result<Shi
     if !d.diags.is_empty() {
         return Err(d.diags);
     }
+    cfg.follow = !journals.is_empty();
     if let Some(j) = journals.into_iter().next() {
         cfg.units = j.units;
         cfg.labels = j.labels;
@@ -502,6 +503,9 @@ mod tests {
             ..ShipperConfig::default()
         };
         assert_eq!(c, expected);
+        // Without a journal source nothing is read.
+        let writer_only = &TEMPLATE[TEMPLATE.find("loki.write \"").unwrap()..];
+        assert!(!run(writer_only).unwrap().follow);
     }
 
     #[test]
