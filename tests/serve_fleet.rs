@@ -1,8 +1,9 @@
 //! `opsbook serve` watching a fleet over ssh: a job with `hosts = "all"` on the test fleet
 //! (tests/support/fleet.rs; the twins as real units on a server and two clients, as in
 //! fleet_runs.rs). Each host has its own runs, metrics and health line; a unit stopped on one
-//! client fails that host only, and a host whose sshd goes away is reported unreachable, then
-//! reached again once sshd is back — each run connects afresh.
+//! client fails that host only, a host whose sshd goes away is reported unreachable, then
+//! reached again once sshd is back — each run connects afresh — and SIGHUP re-reads the
+//! inventory.
 
 use std::time::{Duration, Instant};
 
@@ -96,6 +97,15 @@ fn a_job_over_the_fleet_reports_each_host_and_reaches_a_host_again_after_its_ssh
     let (_, took) =
         health_until(&base, 200, "^ok: the latest run of 1 job passed on 3 hosts\n$", Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "reached again only after {took:?}");
+
+    // SIGHUP re-reads the inventory: a host taken out of it is no longer watched.
+    let text = std::fs::read_to_string(&config).unwrap();
+    let c2 = regex::Regex::new(r"(?m)^\[hosts\.c2\]\n(?:[a-z].*\n)*").unwrap();
+    assert!(c2.is_match(&text), "{text}");
+    std::fs::write(&config, c2.replace(&text, "").as_ref()).unwrap();
+    serve.signal(libc::SIGHUP);
+    health_until(&base, 200, "^ok: the latest run of 1 job passed on 2 hosts\n$", Duration::from_secs(10));
+    assert_eq!(outcomes(&base), ["c1 passed", "server passed"]);
 
     serve.signal(libc::SIGTERM);
     let (out, _) = serve.wait(Duration::from_secs(30));
