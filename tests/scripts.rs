@@ -333,3 +333,42 @@ fn scripts_install_refuses_to_overwrite_a_different_script_without_force() {
         )
     );
 }
+
+#[test]
+fn manage_svc_maps_deploy_remove_and_prepare_onto_their_runbooks() {
+    // Runbooks of the test's own stand in for the lifecycle ones, saying what they were given.
+    let t = Test::new()
+        .runbook("deploy", "//! Says what it deploys.\ncheck(`deploy ${param(\"service\", \"\")}`, true);\n")
+        .runbook(
+            "remove",
+            "//! Says what it removes.\ncheck(`remove ${param(\"service\", \"\")} purge=${param(\"purge\", false)}`, true);\n",
+        )
+        .runbook("prepare", "//! Says what it prepares.\ncheck(`prepare ${param(\"environment\", \"\")}`, true);\n");
+    let bin = installed(&t);
+    let cases: [(&[&str], &str, &str, &str); 4] = [
+        (&["deploy", "c1:alloy"], "deploy of log-shipper on c1", "deploy", "deploy c1:log-shipper"),
+        (
+            &["-h", "db1", "influxdb", "remove"],
+            "remove of metrics-db on db1",
+            "remove",
+            "remove db1:metrics-db purge=false",
+        ),
+        (&["remove", "db1:loki", "--purge"], "remove of log-store on db1", "remove", "remove db1:log-store purge=true"),
+        (&["prepare", "lab"], "prepare of the hosts of lab", "prepare", "prepare lab"),
+    ];
+    for (args, what, runbook, check) in cases {
+        let args = [&["-y"], args, &["--sandbox", "--runbooks", "runbooks"]].concat();
+        let ran = script(&t, &bin, "manage-svc.sh", &args);
+        let run = |dry: &str| {
+            format!(
+                "{runbook} (runbooks/{runbook}.rhai)  [sandbox: in-process stack]{dry}\n  ok    {check}\n\n1 passed, 0 failed  ([DUR])\n"
+            )
+        };
+        let expected = format!(
+            "plan: {what} (the same run with --dry-run; nothing changes yet)\n{}{}",
+            run("  (dry run: nothing will be changed)"),
+            run("")
+        );
+        assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, expected, ""), "{args:?}");
+    }
+}

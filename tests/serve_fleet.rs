@@ -62,6 +62,14 @@ fn a_job_over_the_fleet_reports_each_host_and_reaches_a_host_again_after_its_ssh
     let (health, _) = until(&format!("{base}/healthz"), 200, Duration::from_secs(30));
     assert_eq!(health, "ok: the latest run of 1 job passed on 3 hosts\n");
     assert_eq!(outcomes(&base), ["c1 passed", "c2 passed", "server passed"]);
+    // The page has a card per host.
+    let (_, page) = get(&format!("{base}/"));
+    let cards: Vec<&str> = regex::Regex::new(r#"<section class="job \w+" id="job-([^"]+)">"#)
+        .unwrap()
+        .captures_iter(&page)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert_eq!(cards, ["quick-check-c1", "quick-check-c2", "quick-check-server"]);
     let (_, runs) = get(&format!("{base}/api/runs?host=c2&limit=1"));
     let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
     assert_eq!(
