@@ -1,8 +1,9 @@
 //! The orchestrator scripts as an operator calls them: installed with `opsbook scripts
-//! --install DIR`, then `svc-exec.sh` run against the sandbox's simulated fleet (`--sandbox
-//! --fleet 1`: a `server` and a client `c1`) — verify in both argument orders, a restart
-//! refused without a terminal, applied with `-y`, and failed runs keeping their command, plan
-//! and report in the state directory. shellcheck checks both scripts.
+//! --install DIR`, then run with no terminal (setsid) against the sandbox's simulated fleet
+//! (`--sandbox --fleet 1`: a `server` and a client `c1`) — verify in both argument orders, a
+//! restart refused without a terminal and applied with `-y`, failed runs keeping their
+//! command, plan and report in the state directory, deploy/remove/prepare mapped onto their
+//! runbooks — and against the test fleet over real ssh. shellcheck checks both scripts.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -58,29 +59,35 @@ fn run_script(t: &Test, bin: &Path, name: &str, args: &[&str], named: bool) -> R
 fn masked(text: &str) -> String {
     let when = regex::Regex::new(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC|\d{8}T\d{6}Z").unwrap();
     let benign = regex::Regex::new(r" — ignored \d+ known-benign line\(s\) \(stdlib/benign\.rhai\)").unwrap();
+    // A check's own duration is shown only when it took long enough to notice.
+    let slow = regex::Regex::new(r"(?m)^(  (?:ok|FAIL|warn|skip) .*)  \(\[DUR\]\)$").unwrap();
     let text = mask(text);
+    let text = slow.replace_all(&text, "$1");
     let text = when.replace_all(&text, "[WHEN]");
     benign.replace_all(&text, "").into_owned()
 }
 
-const VERIFY_C1: &str =
-    "verify-log-shipper on c1 (<built-in>/runbooks/verify-log-shipper.rhai)  [sandbox: in-process stack]
+/// `verify` of the metrics database on the host `server` (`sandbox`: the sandbox's banner).
+fn verify_server(sandbox: &str) -> String {
+    format!(
+        "verify-metrics-db on server (<built-in>/runbooks/verify-metrics-db.rhai){sandbox}
 
-== log shipper
-  ok    alloy.service active — active (running)
-  ok    configuration validates — [TMP]/c1/alloy.toml is valid
-  ok    alloy.service logged no errors since 1 hour ago
-  ok    log sources read
-  ok    entries from c1 in the log store
-  ok    local metrics show write operations
+== metrics database
+  ok    influxdb.service active — active (running)
+  ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)
+  ok    authenticated bucket listing
+  ok    recent data in telegraf (last 5m)
+  ok    storage backend — local disk: engine at /var/lib/influxdb2/engine
 
-6 passed, 0 failed  ([DUR])
+5 passed, 0 failed  ([DUR])
 
-HOST  ROLES                       PASSED  FAILED  TIME
-c1    metrics-agent, log-shipper  6       0       [DUR]
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  5       0       [DUR]
 
 1 host(s): all passed  ([DUR])
-";
+"
+    )
+}
 
 #[test]
 fn installed_scripts_verify_a_service_in_either_argument_order_and_shellcheck_accepts_them() {
@@ -92,14 +99,15 @@ fn installed_scripts_verify_a_service_in_either_argument_order_and_shellcheck_ac
         let shipped = std::fs::read_to_string(crate::support::repo_dir().join("scripts").join(name)).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), shipped, "{name}");
     }
-    let ran = script(&t, &bin, "svc-exec.sh", &["verify", "c1:alloy", "--sandbox", "--fleet", "1"]);
-    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, VERIFY_C1.to_string(), ""));
+    let ran = script(&t, &bin, "svc-exec.sh", &["verify", "server:influxdb", "--sandbox", "--fleet", "1"]);
+    let sandbox = verify_server("  [sandbox: in-process stack]");
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, sandbox.clone(), ""));
     // The Ansible-era order and an operator's role name: the same run, here by the opsbook
     // installed beside the script.
     std::os::unix::fs::symlink(crate::support::opsbook(), bin.join("opsbook")).unwrap();
-    let args = ["-h", "c1", "log_shipper", "verify", "--sandbox", "--fleet", "1"];
+    let args = ["-h", "server", "metrics_db", "verify", "--sandbox", "--fleet", "1"];
     let ran = run_script(&t, &bin, "svc-exec.sh", &args, false);
-    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, VERIFY_C1.to_string(), ""));
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, sandbox, ""));
     // Nothing kept from runs that passed.
     assert!(!t.path().join(".state/opsbook/runs").exists());
 
@@ -371,4 +379,31 @@ fn manage_svc_maps_deploy_remove_and_prepare_onto_their_runbooks() {
         );
         assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, expected, ""), "{args:?}");
     }
+}
+
+#[test]
+fn on_the_fleet_over_ssh_a_restart_is_applied_with_yes_and_a_verify_passes() {
+    let Some(fleet) = crate::fleet_runs::boot(&["server", "c1"]) else { return };
+    let t = Test::new();
+    crate::fleet_runs::install(&t, &fleet);
+    crate::support::run_in(t.path(), &["run", "start", "--hosts", "log-shipper"], None).code(0);
+    let bin = installed(&t);
+    let ran = script(&t, &bin, "svc-exec.sh", &["-y", "restart", "server:loki"]);
+    let on_server = |dry: &str, plan: &str| {
+        format!(
+            "restart on server (<built-in>/runbooks/restart.rhai){dry}\n\n== restart loki.service\n{plan}  ok    \
+             loki.service active — active (running)\n  ok    loki.service ready — after [DUR]\n\n== logs since the \
+             restart\n  ok    loki.service logged no errors since [WHEN]\n\n3 passed, 0 failed  ([DUR])\n\nHOST    \
+             ROLES                  PASSED  FAILED  TIME\nserver  metrics-db, log-store  3       0       [DUR]\n\n1 \
+             host(s): all passed  ([DUR])\n"
+        )
+    };
+    let expected = format!(
+        "plan: restart of log-store on server (the same run with --dry-run; nothing changes yet)\n{}{}",
+        on_server("  (dry run: nothing will be changed)", "  plan: would restart loki.service\n"),
+        on_server("", "")
+    );
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, expected, ""));
+    let ran = script(&t, &bin, "svc-exec.sh", &["-h", "server", "influxdb", "verify"]);
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, verify_server(""), ""));
 }
