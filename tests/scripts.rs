@@ -407,3 +407,66 @@ fn on_the_fleet_over_ssh_a_restart_is_applied_with_yes_and_a_verify_passes() {
     let ran = script(&t, &bin, "svc-exec.sh", &["-h", "server", "influxdb", "verify"]);
     assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, verify_server(""), ""));
 }
+
+/// The screen of a tmux session running `command` once it shows `text` (within 30 s): its
+/// non-empty lines.
+fn tmux_until(socket: &str, text: &str) -> Vec<String> {
+    let started = std::time::Instant::now();
+    loop {
+        let out = Command::new("tmux").args(["-L", socket, "capture-pane", "-p", "-J"]).output().unwrap();
+        let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+        if screen.contains(text) {
+            return screen.lines().filter(|l| !l.trim().is_empty()).map(|l| l.trim_end().to_string()).collect();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no `{text}` on the screen:\n{screen}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn on_a_terminal_the_question_is_asked_and_the_answer_decides() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("tmux is not installed");
+    }
+    let t = Test::new();
+    let bin = installed(&t);
+    for (answer, last) in
+        [("n", "svc-exec.sh: not applied (answered \"n\")\nEXIT=1"), ("y", "1 host(s): all passed  ([DUR])\nEXIT=0")]
+    {
+        let socket = format!("opsbook-scripts-{}-{answer}", std::process::id());
+        let command = format!(
+            "env -i PATH=/usr/bin:/bin HOME={d} XDG_STATE_HOME={d}/.state OPSBOOK={o} {s} restart server:loki --sandbox \
+             --fleet 1; echo EXIT=$?; sleep 60",
+            d = t.path().display(),
+            o = crate::support::opsbook(),
+            s = bin.join("svc-exec.sh").display()
+        );
+        let ok = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-x", "200", "-y", "80", "-c"])
+            .arg(t.path())
+            .arg(command)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux new-session failed");
+        let screen = tmux_until(&socket, "Apply these changes to server? [y/N]");
+        assert_eq!(screen.last().map(String::as_str), Some("Apply these changes to server? [y/N]"));
+        Command::new("tmux").args(["-L", &socket, "send-keys", answer, "Enter"]).status().unwrap();
+        let screen = tmux_until(&socket, "EXIT=");
+        let _ = Command::new("tmux").args(["-L", &socket, "kill-server"]).status();
+        let tail = masked(&screen[screen.len() - 2..].join("\n"));
+        assert_eq!(tail, last, "{}", screen.join("\n"));
+        // The answer as typed, then what it led to.
+        let at = screen.iter().position(|l| l.starts_with("Apply these changes")).unwrap();
+        let next = if answer == "y" {
+            "restart on server (<built-in>/runbooks/restart.rhai)  [sandbox: in-process stack]"
+        } else {
+            "svc-exec.sh: not applied (answered \"n\")"
+        };
+        assert_eq!(
+            (screen[at].as_str(), screen[at + 1].as_str()),
+            (format!("Apply these changes to server? [y/N] {answer}").as_str(), next),
+            "{}",
+            screen.join("\n")
+        );
+    }
+}
