@@ -1,8 +1,9 @@
 //! The orchestrator scripts as an operator calls them: installed with `opsbook scripts
-//! --install DIR`, then `svc-exec.sh` run against the sandbox's simulated fleet (`--sandbox
-//! --fleet 1`: a `server` and a client `c1`) — verify in both argument orders, a restart
-//! refused without a terminal, applied with `-y`, and failed runs keeping their command, plan
-//! and report in the state directory. shellcheck checks both scripts.
+//! --install DIR`, then run with no terminal (setsid) against the sandbox's simulated fleet
+//! (`--sandbox --fleet 1`: a `server` and a client `c1`) — verify in both argument orders, a
+//! restart refused without a terminal and applied with `-y`, failed runs keeping their
+//! command, plan and report in the state directory, deploy/remove/prepare mapped onto their
+//! runbooks — and against the test fleet over real ssh. shellcheck checks both scripts.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -58,29 +59,35 @@ fn run_script(t: &Test, bin: &Path, name: &str, args: &[&str], named: bool) -> R
 fn masked(text: &str) -> String {
     let when = regex::Regex::new(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC|\d{8}T\d{6}Z").unwrap();
     let benign = regex::Regex::new(r" — ignored \d+ known-benign line\(s\) \(stdlib/benign\.rhai\)").unwrap();
+    // A check's own duration is shown only when it took long enough to notice.
+    let slow = regex::Regex::new(r"(?m)^(  (?:ok|FAIL|warn|skip) .*)  \(\[DUR\]\)$").unwrap();
     let text = mask(text);
+    let text = slow.replace_all(&text, "$1");
     let text = when.replace_all(&text, "[WHEN]");
     benign.replace_all(&text, "").into_owned()
 }
 
-const VERIFY_C1: &str =
-    "verify-log-shipper on c1 (<built-in>/runbooks/verify-log-shipper.rhai)  [sandbox: in-process stack]
+/// `verify` of the metrics database on the host `server` (`sandbox`: the sandbox's banner).
+fn verify_server(sandbox: &str) -> String {
+    format!(
+        "verify-metrics-db on server (<built-in>/runbooks/verify-metrics-db.rhai){sandbox}
 
-== log shipper
-  ok    alloy.service active — active (running)
-  ok    configuration validates — [TMP]/c1/alloy.toml is valid
-  ok    alloy.service logged no errors since 1 hour ago
-  ok    log sources read
-  ok    entries from c1 in the log store
-  ok    local metrics show write operations
+== metrics database
+  ok    influxdb.service active — active (running)
+  ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)
+  ok    authenticated bucket listing
+  ok    recent data in telegraf (last 5m)
+  ok    storage backend — local disk: engine at /var/lib/influxdb2/engine
 
-6 passed, 0 failed  ([DUR])
+5 passed, 0 failed  ([DUR])
 
-HOST  ROLES                       PASSED  FAILED  TIME
-c1    metrics-agent, log-shipper  6       0       [DUR]
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  5       0       [DUR]
 
 1 host(s): all passed  ([DUR])
-";
+"
+    )
+}
 
 #[test]
 fn installed_scripts_verify_a_service_in_either_argument_order_and_shellcheck_accepts_them() {
@@ -92,14 +99,15 @@ fn installed_scripts_verify_a_service_in_either_argument_order_and_shellcheck_ac
         let shipped = std::fs::read_to_string(crate::support::repo_dir().join("scripts").join(name)).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), shipped, "{name}");
     }
-    let ran = script(&t, &bin, "svc-exec.sh", &["verify", "c1:alloy", "--sandbox", "--fleet", "1"]);
-    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, VERIFY_C1.to_string(), ""));
+    let ran = script(&t, &bin, "svc-exec.sh", &["verify", "server:influxdb", "--sandbox", "--fleet", "1"]);
+    let sandbox = verify_server("  [sandbox: in-process stack]");
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, sandbox.clone(), ""));
     // The Ansible-era order and an operator's role name: the same run, here by the opsbook
     // installed beside the script.
     std::os::unix::fs::symlink(crate::support::opsbook(), bin.join("opsbook")).unwrap();
-    let args = ["-h", "c1", "log_shipper", "verify", "--sandbox", "--fleet", "1"];
+    let args = ["-h", "server", "metrics_db", "verify", "--sandbox", "--fleet", "1"];
     let ran = run_script(&t, &bin, "svc-exec.sh", &args, false);
-    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, VERIFY_C1.to_string(), ""));
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, sandbox, ""));
     // Nothing kept from runs that passed.
     assert!(!t.path().join(".state/opsbook/runs").exists());
 
@@ -332,4 +340,133 @@ fn scripts_install_refuses_to_overwrite_a_different_script_without_force() {
              best); `SCRIPT --help` explains each.\n"
         )
     );
+}
+
+#[test]
+fn manage_svc_maps_deploy_remove_and_prepare_onto_their_runbooks() {
+    // Runbooks of the test's own stand in for the lifecycle ones, saying what they were given.
+    let t = Test::new()
+        .runbook("deploy", "//! Says what it deploys.\ncheck(`deploy ${param(\"service\", \"\")}`, true);\n")
+        .runbook(
+            "remove",
+            "//! Says what it removes.\ncheck(`remove ${param(\"service\", \"\")} purge=${param(\"purge\", false)}`, true);\n",
+        )
+        .runbook("prepare", "//! Says what it prepares.\ncheck(`prepare ${param(\"environment\", \"\")}`, true);\n");
+    let bin = installed(&t);
+    let cases: [(&[&str], &str, &str, &str); 4] = [
+        (&["deploy", "c1:alloy"], "deploy of log-shipper on c1", "deploy", "deploy c1:log-shipper"),
+        (
+            &["-h", "db1", "influxdb", "remove"],
+            "remove of metrics-db on db1",
+            "remove",
+            "remove db1:metrics-db purge=false",
+        ),
+        (&["remove", "db1:loki", "--purge"], "remove of log-store on db1", "remove", "remove db1:log-store purge=true"),
+        (&["prepare", "lab"], "prepare of the hosts of lab", "prepare", "prepare lab"),
+    ];
+    for (args, what, runbook, check) in cases {
+        let args = [&["-y"], args, &["--sandbox", "--runbooks", "runbooks"]].concat();
+        let ran = script(&t, &bin, "manage-svc.sh", &args);
+        let run = |dry: &str| {
+            format!(
+                "{runbook} (runbooks/{runbook}.rhai)  [sandbox: in-process stack]{dry}\n  ok    {check}\n\n1 passed, 0 failed  ([DUR])\n"
+            )
+        };
+        let expected = format!(
+            "plan: {what} (the same run with --dry-run; nothing changes yet)\n{}{}",
+            run("  (dry run: nothing will be changed)"),
+            run("")
+        );
+        assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, expected, ""), "{args:?}");
+    }
+}
+
+#[test]
+fn on_the_fleet_over_ssh_a_restart_is_applied_with_yes_and_a_verify_passes() {
+    let Some(fleet) = crate::fleet_runs::boot(&["server", "c1"]) else { return };
+    let t = Test::new();
+    crate::fleet_runs::install(&t, &fleet);
+    crate::support::run_in(t.path(), &["run", "start", "--hosts", "log-shipper"], None).code(0);
+    let bin = installed(&t);
+    let ran = script(&t, &bin, "svc-exec.sh", &["-y", "restart", "server:loki"]);
+    let on_server = |dry: &str, plan: &str| {
+        format!(
+            "restart on server (<built-in>/runbooks/restart.rhai){dry}\n\n== restart loki.service\n{plan}  ok    \
+             loki.service active — active (running)\n  ok    loki.service ready — after [DUR]\n\n== logs since the \
+             restart\n  ok    loki.service logged no errors since [WHEN]\n\n3 passed, 0 failed  ([DUR])\n\nHOST    \
+             ROLES                  PASSED  FAILED  TIME\nserver  metrics-db, log-store  3       0       [DUR]\n\n1 \
+             host(s): all passed  ([DUR])\n"
+        )
+    };
+    let expected = format!(
+        "plan: restart of log-store on server (the same run with --dry-run; nothing changes yet)\n{}{}",
+        on_server("  (dry run: nothing will be changed)", "  plan: would restart loki.service\n"),
+        on_server("", "")
+    );
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, expected, ""));
+    let ran = script(&t, &bin, "svc-exec.sh", &["-h", "server", "influxdb", "verify"]);
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, verify_server(""), ""));
+}
+
+/// The screen of a tmux session running `command` once it shows `text` (within 30 s): its
+/// non-empty lines.
+fn tmux_until(socket: &str, text: &str) -> Vec<String> {
+    let started = std::time::Instant::now();
+    loop {
+        let out = Command::new("tmux").args(["-L", socket, "capture-pane", "-p", "-J"]).output().unwrap();
+        let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+        if screen.contains(text) {
+            return screen.lines().filter(|l| !l.trim().is_empty()).map(|l| l.trim_end().to_string()).collect();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no `{text}` on the screen:\n{screen}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn on_a_terminal_the_question_is_asked_and_the_answer_decides() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return skip("tmux is not installed");
+    }
+    let t = Test::new();
+    let bin = installed(&t);
+    for (answer, last) in
+        [("n", "svc-exec.sh: not applied (answered \"n\")\nEXIT=1"), ("y", "1 host(s): all passed  ([DUR])\nEXIT=0")]
+    {
+        let socket = format!("opsbook-scripts-{}-{answer}", std::process::id());
+        let command = format!(
+            "env -i PATH=/usr/bin:/bin HOME={d} XDG_STATE_HOME={d}/.state OPSBOOK={o} {s} restart server:loki --sandbox \
+             --fleet 1; echo EXIT=$?; sleep 60",
+            d = t.path().display(),
+            o = crate::support::opsbook(),
+            s = bin.join("svc-exec.sh").display()
+        );
+        let ok = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-x", "200", "-y", "80", "-c"])
+            .arg(t.path())
+            .arg(command)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux new-session failed");
+        let screen = tmux_until(&socket, "Apply these changes to server? [y/N]");
+        assert_eq!(screen.last().map(String::as_str), Some("Apply these changes to server? [y/N]"));
+        Command::new("tmux").args(["-L", &socket, "send-keys", answer, "Enter"]).status().unwrap();
+        let screen = tmux_until(&socket, "EXIT=");
+        let _ = Command::new("tmux").args(["-L", &socket, "kill-server"]).status();
+        let tail = masked(&screen[screen.len() - 2..].join("\n"));
+        assert_eq!(tail, last, "{}", screen.join("\n"));
+        // The answer as typed, then what it led to.
+        let at = screen.iter().position(|l| l.starts_with("Apply these changes")).unwrap();
+        let next = if answer == "y" {
+            "restart on server (<built-in>/runbooks/restart.rhai)  [sandbox: in-process stack]"
+        } else {
+            "svc-exec.sh: not applied (answered \"n\")"
+        };
+        assert_eq!(
+            (screen[at].as_str(), screen[at + 1].as_str()),
+            (format!("Apply these changes to server? [y/N] {answer}").as_str(), next),
+            "{}",
+            screen.join("\n")
+        );
+    }
 }

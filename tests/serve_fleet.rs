@@ -1,8 +1,9 @@
 //! `opsbook serve` watching a fleet over ssh: a job with `hosts = "all"` on the test fleet
 //! (tests/support/fleet.rs; the twins as real units on a server and two clients, as in
 //! fleet_runs.rs). Each host has its own runs, metrics and health line; a unit stopped on one
-//! client fails that host only, and a host whose sshd goes away is reported unreachable, then
-//! reached again once sshd is back — each run connects afresh.
+//! client fails that host only, a host whose sshd goes away is reported unreachable, then
+//! reached again once sshd is back — each run connects afresh — and SIGHUP re-reads the
+//! inventory.
 
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,14 @@ fn a_job_over_the_fleet_reports_each_host_and_reaches_a_host_again_after_its_ssh
     let (health, _) = until(&format!("{base}/healthz"), 200, Duration::from_secs(30));
     assert_eq!(health, "ok: the latest run of 1 job passed on 3 hosts\n");
     assert_eq!(outcomes(&base), ["c1 passed", "c2 passed", "server passed"]);
+    // The page has a card per host.
+    let (_, page) = get(&format!("{base}/"));
+    let cards: Vec<&str> = regex::Regex::new(r#"<section class="job \w+" id="job-([^"]+)">"#)
+        .unwrap()
+        .captures_iter(&page)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert_eq!(cards, ["quick-check-c1", "quick-check-c2", "quick-check-server"]);
     let (_, runs) = get(&format!("{base}/api/runs?host=c2&limit=1"));
     let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
     assert_eq!(
@@ -96,6 +105,15 @@ fn a_job_over_the_fleet_reports_each_host_and_reaches_a_host_again_after_its_ssh
     let (_, took) =
         health_until(&base, 200, "^ok: the latest run of 1 job passed on 3 hosts\n$", Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "reached again only after {took:?}");
+
+    // SIGHUP re-reads the inventory: a host taken out of it is no longer watched.
+    let text = std::fs::read_to_string(&config).unwrap();
+    let c2 = regex::Regex::new(r"(?m)^\[hosts\.c2\]\n(?:[a-z].*\n)*").unwrap();
+    assert!(c2.is_match(&text), "{text}");
+    std::fs::write(&config, c2.replace(&text, "").as_ref()).unwrap();
+    serve.signal(libc::SIGHUP);
+    health_until(&base, 200, "^ok: the latest run of 1 job passed on 2 hosts\n$", Duration::from_secs(10));
+    assert_eq!(outcomes(&base), ["c1 passed", "server passed"]);
 
     serve.signal(libc::SIGTERM);
     let (out, _) = serve.wait(Duration::from_secs(30));

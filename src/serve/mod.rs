@@ -1,17 +1,17 @@
 //! `opsbook serve`: watch the stack all the time and serve the results.
 //!
 //! Runs chosen runbooks on a schedule (`scheduler`), on this machine or, for a job with
-//! `hosts`, on the inventory hosts it selects, reached over ssh for each run (`remote`); keeps every run in the history
-//! (`crate::history`) and in memory (`state`), and answers over HTTP (`http`): health and
-//! readiness, Prometheus metrics (`metrics`), the runs as JSON reports, and a status page
-//! (`page`). Jobs only watch: a runbook that would change the stack is refused when the
-//! jobs are loaded (`scan`) and, should one slip through, at its first mutating call (the
-//! host's watch-only flag), unless the job says `mutating = true`.
+//! `hosts`, on the inventory hosts it selects, reached over ssh for each run (`remote`);
+//! keeps every run in the history (`crate::history`) and in memory (`state`), and answers
+//! over HTTP (`http`): health and readiness, Prometheus metrics (`metrics`), the runs as
+//! JSON reports, and a status page (`page`). Jobs only watch: a runbook that would change
+//! the stack is refused when the jobs are loaded (`scan`) and, should one slip through, at
+//! its first mutating call (the host's watch-only flag, on every host), unless the job says
+//! `mutating = true`.
 //!
 //! SIGHUP re-reads the configuration, the inventory and the runbooks (running jobs finish
-//! first); SIGTERM
-//! or Ctrl-C lets running jobs finish within `serve.stop_timeout`, then interrupts them and
-//! exits.
+//! first); SIGTERM or Ctrl-C lets running jobs finish within `serve.stop_timeout`, then
+//! interrupts them and exits.
 
 mod capture;
 mod http;
@@ -103,6 +103,21 @@ fn jobs_of(args: &ServeArgs, settings: &Serve) -> Result<Vec<Job>, Error> {
     Ok(jobs)
 }
 
+/// Refuses a watching job whose runbook (or a module it imports) changes the stack.
+fn refuse_mutating(session: &Session, spec: &Job, compiled: &crate::runbook::Compiled) -> Result<(), Error> {
+    let found = scan::mutating_calls(session, compiled)?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let calls: Vec<String> = found.iter().map(|f| format!("`{}` at {}", f.function, f.place)).collect();
+    Err(Error::Usage(format!(
+        "refused: runbook `{}` changes the stack ({}), and watching must not\n  help: add `mutating = true` to \
+         the job if it is meant to",
+        spec.runbook,
+        calls.join(", ")
+    )))
+}
+
 /// A job as the endpoints see it: the job, the host, and why it cannot run.
 type View = (Job, String, Option<String>);
 
@@ -114,25 +129,14 @@ fn prepare(jobs: Vec<Job>, ground: &Ground, catalog: &Arc<Catalog>, here: &str) 
     for spec in jobs {
         let session =
             Session::shared(ground.config.clone(), ground.world.clone(), catalog.clone(), ground.mode.clone());
-        let hosts = ground.place(&spec);
-        let checked =
-            hosts.and_then(|hosts| session.compile(&spec.runbook).map(|c| (hosts, c))).and_then(|(hosts, compiled)| {
-                if !spec.mutating {
-                    let found = scan::mutating_calls(&session, &compiled)?;
-                    if !found.is_empty() {
-                        let calls: Vec<String> =
-                            found.iter().map(|f| format!("`{}` at {}", f.function, f.place)).collect();
-                        return Err(Error::Usage(format!(
-                            "refused: runbook `{}` changes the stack ({}), and watching must not\n  help: add \
-                         `mutating = true` to the job if it is meant to",
-                            spec.runbook,
-                            calls.join(", ")
-                        )));
-                    }
-                }
-                compiled.bind(&spec.params)?;
-                Ok((hosts, compiled))
-            });
+        let checked = ground.place(&spec).and_then(|hosts| {
+            let compiled = session.compile(&spec.runbook)?;
+            if !spec.mutating {
+                refuse_mutating(&session, &spec, &compiled)?;
+            }
+            compiled.bind(&spec.params)?;
+            Ok((hosts, compiled))
+        });
         match checked {
             Ok((_, compiled)) if spec.hosts.is_none() => {
                 views.push((spec.clone(), here.to_string(), None));

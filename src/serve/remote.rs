@@ -6,7 +6,8 @@
 //! in parallel, through the fleet code), runs, and closes them, so a host that was gone is
 //! simply reached again at the next run — nothing to notice, repair or leak. Its price is one
 //! ssh connect per host per run (measured in the README's serve section). A host that cannot
-//! be reached is that host's failed run, naming it and quoting ssh; the others go on.
+//! be reached is that host's failed run, naming it and quoting ssh; the others go on. At most
+//! `--forks` hosts run at a time.
 
 use serde_json::{Value, json};
 
@@ -32,18 +33,28 @@ impl Hosts {
         let targets = crate::fleet::inventory_targets(&self.global, &selected);
         *cancels.lock().unwrap_or_else(|e| e.into_inner()) =
             targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| s.host.cancel.clone()).collect();
-        let results = std::thread::scope(|scope| {
-            let runs: Vec<_> = targets.iter().map(|t| scope.spawn(move || one(spec, t))).collect();
-            runs.into_iter()
-                .zip(&targets)
-                .map(|(run, t)| {
-                    run.join().unwrap_or_else(|_| {
-                        let message = format!("the run on {} panicked: this is a bug in opsbook", t.name);
-                        (t.name.clone(), error_document(spec, &message), Some(message))
-                    })
-                })
-                .collect()
+        // At most `--forks` hosts run at a time (10 by default), as `opsbook run --hosts`.
+        let queue = std::sync::Mutex::new(targets.iter().enumerate());
+        let done = std::sync::Mutex::new(Vec::with_capacity(targets.len()));
+        std::thread::scope(|scope| {
+            for _ in 0..self.global.forks.clamp(1, targets.len().max(1)) {
+                scope.spawn(|| {
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((index, target)) = next else { break };
+                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(spec, target)))
+                            .unwrap_or_else(|_| {
+                                let message = format!("the run on {} panicked: this is a bug in opsbook", target.name);
+                                (target.name.clone(), error_document(spec, &message), Some(message))
+                            });
+                        done.lock().unwrap_or_else(|e| e.into_inner()).push((index, result));
+                    }
+                });
+            }
         });
+        let mut results = done.into_inner().unwrap_or_else(|e| e.into_inner());
+        results.sort_by_key(|(index, _)| *index);
+        let results: Vec<_> = results.into_iter().map(|(_, result)| result).collect();
         cancels.lock().unwrap_or_else(|e| e.into_inner()).clear();
         // Dropping the sessions closes their ssh connections (and the ports forwarded on them).
         drop(targets);
