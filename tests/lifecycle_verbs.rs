@@ -8,6 +8,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use crate::support::fleet::Fleet;
+use crate::support::private_host::PrivateHost;
 use crate::support::{Test, run_in};
 
 const CONFIG: &str = "[metrics_db]\ntoken = \"cfg-token-9f3e\"\n";
@@ -339,4 +340,46 @@ fn on_a_fleet_host_a_unit_is_installed_enabled_and_running_and_a_system_user_mad
     run_in(t.path(), &["run", "remove", "--hosts", "c1"], None).code(0).stdout_matches(&timed(REMOVED));
     assert_eq!(c1.read_file("/root/.config/systemd/user/opsdemo.service"), None);
     assert!(!c1.exec(&["test", "-e", "/root/.config/systemd/user/opsdemo.service.d"]).status.success());
+}
+
+const LOCAL_UNIT: &str = r#"
+let i = unit::install("localdemo", "[Unit]\nDescription=local demo\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=default.target\n");
+unit::install_dropin("localdemo", "env.conf", "[Service]\nEnvironment=GREETING=hello\n");
+unit::daemon_reload();
+let e = unit::enable(["localdemo"], #{now: true});
+check("running with its drop-in", e.changed && unit::is_active("localdemo"), e.changes);
+let again = unit::install("localdemo", "[Unit]\nDescription=local demo\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=default.target\n");
+check("the same unit file is no change", !again.changed);
+let d = unit::disable("localdemo", #{now: true});
+let u = unit::uninstall("localdemo");
+unit::daemon_reload();
+check("gone", d.changed && u.changed && unit::status("localdemo").load_state == "not-found");
+"#;
+
+#[test]
+fn on_this_machine_a_user_unit_is_installed_in_the_users_unit_folder_and_removed_again() {
+    let host = match PrivateHost::boot() {
+        Ok(h) => h,
+        Err(why) => return crate::support::skip(why),
+    };
+    let t = Test::new().runbook("local", LOCAL_UNIT);
+    host.opsbook(t.path(), &["run", "local"]).code(0).stdout_matches(&timed(
+        "local (runbooks/local.rhai)
+  changed /run/user/0/home/.config/systemd/user: directory created
+  changed /run/user/0/home/.config/systemd/user/localdemo.service: created (6 lines, mode 0644)
+  changed /run/user/0/home/.config/systemd/user/localdemo.service.d: directory created
+  changed /run/user/0/home/.config/systemd/user/localdemo.service.d/env.conf: created (2 lines, mode 0644)
+  changed: created symlink /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service → /run/user/0/home/.config/systemd/user/localdemo.service
+  changed: started localdemo.service
+  ok    running with its drop-in — [\"created symlink /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service → /run/user/0/home/.config/systemd/user/localdemo.service\", \"started localdemo.service\"]⏱
+  ok    the same unit file is no change⏱
+  changed: stopped localdemo.service
+  changed: removed /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service
+  changed /run/user/0/home/.config/systemd/user/localdemo.service: removed
+  changed /run/user/0/home/.config/systemd/user/localdemo.service.d: directory removed
+  ok    gone⏱
+
+3 passed, 0 failed  ([DUR])
+",
+    ));
 }
