@@ -207,6 +207,27 @@ aborted: template variable `urls` is not defined
 }
 
 #[test]
+fn opsbook_templates_lists_each_template_with_where_it_is_found_and_prints_one() {
+    let t = Test::new()
+        .file("templates/log-store/config.yaml.j2", "port: {{ port }}\n")
+        .file("elsewhere/templates/log-store/config.yaml.j2", "shadowed\n")
+        .file("elsewhere/templates/agent/telegraf.conf.j2", "[agent]\n");
+    let elsewhere = t.path().join("elsewhere/runbooks");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let dir = elsewhere.display().to_string();
+    run_in(t.path(), &["--runbooks", &dir, "templates"], None).code(0).stdout_is(
+        "NAME                      FROM
+agent/telegraf.conf.j2    [TMP]/elsewhere/templates/agent/telegraf.conf.j2
+log-store/config.yaml.j2  [TMP]/elsewhere/templates/log-store/config.yaml.j2
+",
+    );
+    run_in(t.path(), &["templates", "log-store/config.yaml.j2"], None).code(0).stdout_is("port: {{ port }}\n");
+    run_in(t.path(), &["templates", "nope.j2"], None)
+        .code(2)
+        .stderr_is("error: no template `nope.j2` (`opsbook templates` lists them)\n");
+}
+
+#[test]
 fn in_the_sandbox_files_stay_in_its_private_directory_and_accounts_are_refused() {
     let t = Test::new().runbook(
         "sbx",
