@@ -294,6 +294,7 @@ const DEPLOYED: &str = "deploy on c1 (runbooks/deploy.rhai)
   ok    unit file installed — /root/.config/systemd/user/opsdemo.service⏱
   changed /root/.config/systemd/user/opsdemo.service.d: directory created
   changed /root/.config/systemd/user/opsdemo.service.d/limits.conf: created (2 lines, mode 0644)
+  changed: the service manager re-read its unit files (daemon-reload)
   changed: created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/systemd/user/opsdemo.service
   changed: started opsdemo.service
   ok    enabled and started — [\"created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/systemd/user/opsdemo.service\", \"started opsdemo.service\"]⏱
@@ -313,6 +314,7 @@ const REMOVED: &str = "remove on c1 (runbooks/remove.rhai)
   ok    stopped and disabled — [\"stopped opsdemo.service\", \"removed /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service\"]⏱
   changed /root/.config/systemd/user/opsdemo.service: removed
   changed /root/.config/systemd/user/opsdemo.service.d: directory removed
+  changed: the service manager re-read its unit files (daemon-reload)
   ok    uninstalled — opsdemo.service - not installed (load state not-found)⏱
   ok    uninstalling again changes nothing⏱
 
@@ -390,6 +392,7 @@ fn on_this_machine_a_user_unit_is_installed_in_the_users_unit_folder_and_removed
   changed /run/user/0/home/.config/systemd/user/localdemo.service: created (6 lines, mode 0644)
   changed /run/user/0/home/.config/systemd/user/localdemo.service.d: directory created
   changed /run/user/0/home/.config/systemd/user/localdemo.service.d/env.conf: created (2 lines, mode 0644)
+  changed: the service manager re-read its unit files (daemon-reload)
   changed: created symlink /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service → /run/user/0/home/.config/systemd/user/localdemo.service
   changed: started localdemo.service
   ok    running with its drop-in — [\"created symlink /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service → /run/user/0/home/.config/systemd/user/localdemo.service\", \"started localdemo.service\"]⏱
@@ -398,6 +401,7 @@ fn on_this_machine_a_user_unit_is_installed_in_the_users_unit_folder_and_removed
   changed: removed /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service
   changed /run/user/0/home/.config/systemd/user/localdemo.service: removed
   changed /run/user/0/home/.config/systemd/user/localdemo.service.d: directory removed
+  changed: the service manager re-read its unit files (daemon-reload)
   ok    gone⏱
 
 3 passed, 0 failed  ([DUR])
