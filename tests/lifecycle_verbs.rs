@@ -234,7 +234,7 @@ fn in_the_sandbox_files_stay_in_its_private_directory_and_accounts_are_refused()
         "file::mkdir(\"/etc/opsbook-sandbox-test\");\nlet r = file::write(\"/etc/opsbook-sandbox-test/app.conf\", \"x = 1\\n\");\n\
          check(\"written there\", r.changed && file::read(\"/etc/opsbook-sandbox-test/app.conf\") == \"x = 1\\n\");\n\
          let u = unit::install(\"demo\", \"[Service]\\nExecStart=/bin/true\\n\");\ncheck(\"unit file written\", u.path == \"/etc/systemd/system/demo.service\");\n\
-         account::ensure_user(\"demo\");\n",
+         try { unit::enable(\"demo\"); } catch (e) { print(e); }\naccount::ensure_user(\"demo\");\n",
     );
     t.args(["run", "sbx", "--sandbox"]).run().code(1).stdout_is(
         "sbx (runbooks/sbx.rhai)  [sandbox: in-process stack]
@@ -243,6 +243,7 @@ fn in_the_sandbox_files_stay_in_its_private_directory_and_accounts_are_refused()
   ok    written there
   changed /etc/systemd/system/demo.service: created (2 lines, mode 0644)
   ok    unit file written
+  the sandbox runs only the stack's own units (alloy.service, influxdb.service, loki.service, telegraf.service); `demo.service` is not one of them, so it cannot be enabled
 
 aborted: account::ensure_user is not available in the sandbox: it has no user database of its own, and this machine's is not the sandbox's to change
   help: run the runbook against a real host (without --sandbox)
