@@ -122,6 +122,12 @@ pub enum Command {
         name: String,
     },
 
+    /// List the templates `template::render` finds and where each comes from, or print one.
+    Templates {
+        /// A template's name (`log-shipper/config.alloy.j2`): print its text instead.
+        name: Option<String>,
+    },
+
     /// Compile runbooks and stdlib modules without running them (all when no name is given).
     Check {
         /// Runbook names; none means every runbook and module found.

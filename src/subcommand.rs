@@ -48,6 +48,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         // Listing reads only the catalog: it works with a broken configuration file too.
         Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),
         Command::Show { name } => show(&session(Reach::Describe)?, &name, global.format),
+        Command::Templates { name } => templates(&Catalog::new(&global.runbook_dirs), name.as_deref(), global.format),
         Command::Check { names } => check(&session(Reach::Describe)?, &names),
         Command::Fns { filter, json, definitions } => {
             fns(&session(Reach::Describe)?, filter.as_deref(), json || global.format == Format::Json, definitions)
@@ -152,6 +153,39 @@ fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
             summary = summary.chars().take(summary_width - 1).collect::<String>() + "…";
         }
         writeln!(out, "{:width$}  {summary:summary_width$}  {}", e.name, e.origin).ok();
+    }
+    Ok(0)
+}
+
+/// `opsbook templates [NAME]`: every template with where the winning copy is, or one's text.
+fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8, Error> {
+    use crate::host::template;
+    let mut out = std::io::stdout().lock();
+    if let Some(name) = name {
+        let found = template::find(catalog, name).map_err(Error::Usage)?;
+        let found =
+            found.ok_or_else(|| Error::Usage(format!("no template `{name}` (`opsbook templates` lists them)")))?;
+        write!(out, "{}", found.text).ok();
+        return Ok(0);
+    }
+    let all = template::all(catalog);
+    if format == Format::Json {
+        let rows: Vec<_> = all.iter().map(|f| serde_json::json!({"name": f.name, "source": f.source})).collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows).unwrap_or_default()).ok();
+        return Ok(0);
+    }
+    if all.is_empty() {
+        writeln!(out, "no templates found; looked in:").ok();
+        for d in catalog.search_path() {
+            let dir = d.runbooks.parent().unwrap_or(std::path::Path::new("")).join("templates");
+            writeln!(out, "  {} ({})", dir.display(), d.reason).ok();
+        }
+        return Ok(0);
+    }
+    let width = all.iter().map(|f| f.name.len()).max().unwrap_or(4).max(4);
+    writeln!(out, "{:width$}  FROM", "NAME").ok();
+    for f in &all {
+        writeln!(out, "{:width$}  {}", f.name, f.source).ok();
     }
     Ok(0)
 }

@@ -8,6 +8,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use crate::support::fleet::Fleet;
+use crate::support::private_host::PrivateHost;
 use crate::support::{Test, run_in};
 
 const CONFIG: &str = "[metrics_db]\ntoken = \"cfg-token-9f3e\"\n";
@@ -206,13 +207,34 @@ aborted: template variable `urls` is not defined
 }
 
 #[test]
+fn opsbook_templates_lists_each_template_with_where_it_is_found_and_prints_one() {
+    let t = Test::new()
+        .file("templates/log-store/config.yaml.j2", "port: {{ port }}\n")
+        .file("elsewhere/templates/log-store/config.yaml.j2", "shadowed\n")
+        .file("elsewhere/templates/agent/telegraf.conf.j2", "[agent]\n");
+    let elsewhere = t.path().join("elsewhere/runbooks");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let dir = elsewhere.display().to_string();
+    run_in(t.path(), &["--runbooks", &dir, "templates"], None).code(0).stdout_is(
+        "NAME                      FROM
+agent/telegraf.conf.j2    [TMP]/elsewhere/templates/agent/telegraf.conf.j2
+log-store/config.yaml.j2  [TMP]/elsewhere/templates/log-store/config.yaml.j2
+",
+    );
+    run_in(t.path(), &["templates", "log-store/config.yaml.j2"], None).code(0).stdout_is("port: {{ port }}\n");
+    run_in(t.path(), &["templates", "nope.j2"], None)
+        .code(2)
+        .stderr_is("error: no template `nope.j2` (`opsbook templates` lists them)\n");
+}
+
+#[test]
 fn in_the_sandbox_files_stay_in_its_private_directory_and_accounts_are_refused() {
     let t = Test::new().runbook(
         "sbx",
         "file::mkdir(\"/etc/opsbook-sandbox-test\");\nlet r = file::write(\"/etc/opsbook-sandbox-test/app.conf\", \"x = 1\\n\");\n\
          check(\"written there\", r.changed && file::read(\"/etc/opsbook-sandbox-test/app.conf\") == \"x = 1\\n\");\n\
          let u = unit::install(\"demo\", \"[Service]\\nExecStart=/bin/true\\n\");\ncheck(\"unit file written\", u.path == \"/etc/systemd/system/demo.service\");\n\
-         account::ensure_user(\"demo\");\n",
+         try { unit::enable(\"demo\"); } catch (e) { print(e); }\naccount::ensure_user(\"demo\");\n",
     );
     t.args(["run", "sbx", "--sandbox"]).run().code(1).stdout_is(
         "sbx (runbooks/sbx.rhai)  [sandbox: in-process stack]
@@ -221,6 +243,7 @@ fn in_the_sandbox_files_stay_in_its_private_directory_and_accounts_are_refused()
   ok    written there
   changed /etc/systemd/system/demo.service: created (2 lines, mode 0644)
   ok    unit file written
+  the sandbox runs only the stack's own units (alloy.service, influxdb.service, loki.service, telegraf.service); `demo.service` is not one of them, so it cannot be enabled
 
 aborted: account::ensure_user is not available in the sandbox: it has no user database of its own, and this machine's is not the sandbox's to change
   help: run the runbook against a real host (without --sandbox)
@@ -272,6 +295,7 @@ const DEPLOYED: &str = "deploy on c1 (runbooks/deploy.rhai)
   ok    unit file installed — /root/.config/systemd/user/opsdemo.service⏱
   changed /root/.config/systemd/user/opsdemo.service.d: directory created
   changed /root/.config/systemd/user/opsdemo.service.d/limits.conf: created (2 lines, mode 0644)
+  changed: the service manager re-read its unit files (daemon-reload)
   changed: created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/systemd/user/opsdemo.service
   changed: started opsdemo.service
   ok    enabled and started — [\"created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/systemd/user/opsdemo.service\", \"started opsdemo.service\"]⏱
@@ -291,6 +315,7 @@ const REMOVED: &str = "remove on c1 (runbooks/remove.rhai)
   ok    stopped and disabled — [\"stopped opsdemo.service\", \"removed /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service\"]⏱
   changed /root/.config/systemd/user/opsdemo.service: removed
   changed /root/.config/systemd/user/opsdemo.service.d: directory removed
+  changed: the service manager re-read its unit files (daemon-reload)
   ok    uninstalled — opsdemo.service - not installed (load state not-found)⏱
   ok    uninstalling again changes nothing⏱
 
@@ -339,4 +364,48 @@ fn on_a_fleet_host_a_unit_is_installed_enabled_and_running_and_a_system_user_mad
     run_in(t.path(), &["run", "remove", "--hosts", "c1"], None).code(0).stdout_matches(&timed(REMOVED));
     assert_eq!(c1.read_file("/root/.config/systemd/user/opsdemo.service"), None);
     assert!(!c1.exec(&["test", "-e", "/root/.config/systemd/user/opsdemo.service.d"]).status.success());
+}
+
+const LOCAL_UNIT: &str = r#"
+let i = unit::install("localdemo", "[Unit]\nDescription=local demo\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=default.target\n");
+unit::install_dropin("localdemo", "env.conf", "[Service]\nEnvironment=GREETING=hello\n");
+unit::daemon_reload();
+let e = unit::enable(["localdemo"], #{now: true});
+check("running with its drop-in", e.changed && unit::is_active("localdemo"), e.changes);
+let again = unit::install("localdemo", "[Unit]\nDescription=local demo\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=default.target\n");
+check("the same unit file is no change", !again.changed);
+let d = unit::disable("localdemo", #{now: true});
+let u = unit::uninstall("localdemo");
+unit::daemon_reload();
+check("gone", d.changed && u.changed && unit::status("localdemo").load_state == "not-found");
+"#;
+
+#[test]
+fn on_this_machine_a_user_unit_is_installed_in_the_users_unit_folder_and_removed_again() {
+    let host = match PrivateHost::boot() {
+        Ok(h) => h,
+        Err(why) => return crate::support::skip(why),
+    };
+    let t = Test::new().runbook("local", LOCAL_UNIT);
+    host.opsbook(t.path(), &["run", "local"]).code(0).stdout_matches(&timed(
+        "local (runbooks/local.rhai)
+  changed /run/user/0/home/.config/systemd/user: directory created
+  changed /run/user/0/home/.config/systemd/user/localdemo.service: created (6 lines, mode 0644)
+  changed /run/user/0/home/.config/systemd/user/localdemo.service.d: directory created
+  changed /run/user/0/home/.config/systemd/user/localdemo.service.d/env.conf: created (2 lines, mode 0644)
+  changed: the service manager re-read its unit files (daemon-reload)
+  changed: created symlink /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service → /run/user/0/home/.config/systemd/user/localdemo.service
+  changed: started localdemo.service
+  ok    running with its drop-in — [\"created symlink /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service → /run/user/0/home/.config/systemd/user/localdemo.service\", \"started localdemo.service\"]⏱
+  ok    the same unit file is no change⏱
+  changed: stopped localdemo.service
+  changed: removed /run/user/0/home/.config/systemd/user/default.target.wants/localdemo.service
+  changed /run/user/0/home/.config/systemd/user/localdemo.service: removed
+  changed /run/user/0/home/.config/systemd/user/localdemo.service.d: directory removed
+  changed: the service manager re-read its unit files (daemon-reload)
+  ok    gone⏱
+
+3 passed, 0 failed  ([DUR])
+",
+    ));
 }

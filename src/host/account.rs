@@ -43,9 +43,10 @@ fn module(host: &Arc<Host>) -> Module {
         &mut m,
         "ensure_user",
         ["name: &str", "options: Map", "Map"],
-        "/// With options `#{group: \"loki\", home: \"/var/lib/loki\", shell: \"/usr/sbin/nologin\", system: true}`:\n\
-         /// a missing group is created first; an existing user whose group, home or shell differ is\n\
-         /// changed (`usermod`). The home directory is not created (`file::mkdir` does that).",
+        "/// With options `#{group: \"loki\", home: \"/var/lib/loki\", shell: \"/bin/sh\", system: true}`: a\n\
+         /// missing group is created first; a new system user gets /usr/sbin/nologin; an existing user\n\
+         /// whose group, home or shell differ from the ones given is changed (`usermod`). The home\n\
+         /// directory is not created (`file::mkdir` does that).",
         move |name: &str, options: Map| ensure_user(&h, name, &options)
     );
     m
@@ -79,10 +80,6 @@ fn user_spec(options: &Map) -> HostResult<UserSpec> {
     }
     if let Some(g) = &spec.group {
         valid_name(g, "group")?;
-    }
-    // A service account does not log in.
-    if spec.system && spec.shell.is_none() {
-        spec.shell = Some("/usr/sbin/nologin".to_string());
     }
     Ok(spec)
 }
@@ -238,7 +235,10 @@ fn create_user(host: &Host, name: &str, spec: &UserSpec, dry_run: bool) -> HostR
         argv.extend(["--home-dir".into(), h.clone(), "--no-create-home".into()]);
         what.push(format!("home {h}"));
     }
-    if let Some(s) = &spec.shell {
+    // A new service account does not log in. (An existing user's shell is changed only when
+    // one is asked for.)
+    let nologin = spec.system.then(|| "/usr/sbin/nologin".to_string());
+    if let Some(s) = spec.shell.clone().or(nologin) {
         argv.extend(["--shell".into(), s.clone()]);
         what.push(format!("shell {s}"));
     }

@@ -199,28 +199,31 @@ fn render_text(sources: &Sources, name: &str, text: &str, vars: &Map) -> Result<
     env.set_syntax(syntax.map_err(|e| e.to_string())?);
     let loader = sources.clone();
     env.set_loader(move |n| loader.load(n));
-    env.add_template_owned(name.to_string(), text.to_string()).map_err(|e| explain(sources, name, text, &e, vars))?;
-    let template = env.get_template(name).map_err(|e| explain(sources, name, text, &e, vars))?;
+    env.add_template_owned(name.to_string(), text.to_string())
+        .map_err(|e| shown(&diagnostic(sources, name, text, &e)))?;
+    let template = env.get_template(name).map_err(|e| shown(&diagnostic(sources, name, text, &e)))?;
     let context = minijinja::Value::from(minijinja::value::Serde(&Dynamic::from_map(vars.clone())));
     template.render(context).map_err(|e| {
         // An undefined name is easiest fixed when it is named.
+        // Names the template uses that are neither given nor functions (`range`, `lookup`).
         let missing: Vec<String> = {
-            let mut m: Vec<String> =
-                template.undeclared_variables(false).into_iter().filter(|v| !vars.contains_key(v.as_str())).collect();
+            let globals: Vec<&str> = env.globals().map(|(n, _)| n).collect();
+            let mut m: Vec<String> = template
+                .undeclared_variables(false)
+                .into_iter()
+                .filter(|v| !vars.contains_key(v.as_str()) && !globals.contains(&v.as_str()))
+                .collect();
             m.sort();
             m
         };
         let mut d = diagnostic(sources, name, text, &e);
-        if e.kind() == minijinja::ErrorKind::UndefinedError && !missing.is_empty() {
+        let here = e.name().is_none_or(|n| n == name);
+        if e.kind() == minijinja::ErrorKind::UndefinedError && here && !missing.is_empty() {
             d.message = format!("template variable `{}` is not defined", missing.join("`, `"));
             d = d.with_note(format!("help: pass it in the variables map: template::render(…, #{{{}: …}})", missing[0]));
         }
         shown(&d)
     })
-}
-
-fn explain(sources: &Sources, name: &str, text: &str, e: &minijinja::Error, _vars: &Map) -> String {
-    shown(&diagnostic(sources, name, text, e))
 }
 
 /// Where the error is: the template it names (this one or an included one), its line, and
@@ -278,6 +281,13 @@ mod tests {
              --> log-store/config.yaml.j2:2:28\n  |\n2 | listen = \"{{ address }}:{{ port }}\"\n  |                            ^\n  \
              = help: pass it in the variables map: template::render(…, #{port: …})"
         );
+    }
+
+    #[test]
+    fn functions_are_not_taken_for_missing_variables() {
+        let text = "{% for i in range(2) %}{{ i }}{{ sep }}{% endfor %}\n";
+        let err = render_text(&Sources::default(), "<string>", text, &Map::new()).unwrap_err();
+        assert_eq!(err.lines().next(), Some("template variable `sep` is not defined"));
     }
 
     #[test]

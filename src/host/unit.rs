@@ -110,7 +110,9 @@ fn module(host: &Arc<Host>) -> Module {
                 return Ok(());
             }
             let units = h.world.units.clone();
-            h.block_on(|| async move { units.daemon_reload().await })?.map_err(|e| fail(e.to_string()))
+            h.block_on(|| async move { units.daemon_reload().await })?.map_err(|e| fail(e.to_string()))?;
+            h.log(crate::report::Level::Info, "changed: the service manager re-read its unit files (daemon-reload)");
+            Ok(())
         }
     );
     let h = host.clone();

@@ -349,7 +349,17 @@ impl Units for SimManager {
         Box::pin(async move {
             let mut changes = Vec::new();
             for u in units {
-                if SimManager::set_enabled(self, u, enabled).map_err(|r| r.into_error(Job::Start))? {
+                // A unit file installed in the sandbox's directory is not run by it: say so,
+                // rather than call a file just written "not installed".
+                let switched = SimManager::set_enabled(self, u, enabled).map_err(|r| match r {
+                    Refusal::NotFound(unit) => UnitError::Other(format!(
+                        "the sandbox runs only the stack's own units ({}); `{unit}` is not one of them, so it cannot be {}",
+                        self.names().join(", "),
+                        if enabled { "enabled" } else { "disabled" }
+                    )),
+                    other => other.into_error(Job::Start),
+                })?;
+                if switched {
                     let state = if enabled { "enabled" } else { "disabled" };
                     changes.push(format!("{state} {}", self.resolve(u)));
                 }

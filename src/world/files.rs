@@ -169,11 +169,14 @@ impl Files for LocalFiles {
 
     fn home(&self) -> BoxFuture<'_, Result<String, String>> {
         Box::pin(async move {
-            // The password database, as a login would set HOME; the variable when it has none.
+            // $HOME, as the user manager started in this environment reads it; the password
+            // database when it is not set.
             // SAFETY: geteuid has no preconditions.
             let uid = unsafe { libc::geteuid() };
-            passwd_home(uid)
-                .or_else(|| std::env::var("HOME").ok())
+            std::env::var("HOME")
+                .ok()
+                .filter(|h| h.starts_with('/'))
+                .or_else(|| passwd_home(uid))
                 .ok_or_else(|| format!("the home directory of user {uid} is unknown (no passwd entry, no $HOME)"))
         })
     }
