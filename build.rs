@@ -1,5 +1,6 @@
-//! Embeds `runbooks/*.rhai` and `stdlib/*.rhai` into the binary, so an installed opsbook
-//! works from any directory. Files on the search path still override these copies.
+//! Embeds `runbooks/*.rhai`, `stdlib/*.rhai` and every file under `templates/` into the
+//! binary, so an installed opsbook works from any directory. Files on the search path still
+//! override these copies.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -24,4 +25,32 @@ fn main() {
     }
     let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("embedded.rs");
     std::fs::write(out, code).expect("write embedded.rs");
+    templates(Path::new(&root));
+}
+
+/// `TEMPLATES`: each file under `templates/` by its path there (`log-shipper/config.alloy.j2`).
+fn templates(root: &Path) {
+    fn walk(dir: &Path, prefix: &str, found: &mut Vec<(String, std::path::PathBuf)>) {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.filter_map(Result::ok) {
+            let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+            if e.path().is_dir() {
+                walk(&e.path(), &format!("{name}/"), found);
+            } else if !e.file_name().to_string_lossy().starts_with('.') {
+                println!("cargo:rerun-if-changed={}", e.path().display());
+                found.push((name, e.path()));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&root.join("templates"), "", &mut found);
+    found.sort();
+    let mut code = String::from("pub static TEMPLATES: &[(&str, &str)] = &[\n");
+    for (name, path) in found {
+        writeln!(code, "    ({name:?}, include_str!({:?})),", path.display().to_string()).unwrap();
+    }
+    code.push_str("];\n");
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("templates.rs");
+    std::fs::write(out, code).expect("write templates.rs");
 }

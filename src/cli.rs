@@ -174,6 +174,10 @@ pub enum Command {
     /// log-shipper), logging to stdout, on the stack's usual ports (8086, 3100, 12345).
     Twin(crate::twin::TwinArgs),
 
+    /// The orchestrator scripts (manage-svc.sh, svc-exec.sh): what they are, and where they
+    /// are installed; `--install DIR` writes them.
+    Scripts(crate::scripts::ScriptsArgs),
+
     /// Print a shell completion script.
     Completions {
         /// Target shell.
@@ -190,6 +194,11 @@ pub struct RunArgs {
     /// Override a runbook parameter (repeatable); see `opsbook show NAME` for the parameters.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub params: Vec<(String, String)>,
+
+    /// Also write the report to FILE as the `--format json` document, whatever `--format`
+    /// prints (the orchestrator scripts keep it when a run fails).
+    #[arg(long, value_name = "FILE")]
+    pub save_json: Option<PathBuf>,
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {

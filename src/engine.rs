@@ -50,7 +50,7 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
 
     engine.set_module_resolver(CatalogResolver { catalog: catalog.clone(), cache: Mutex::default() });
 
-    host::register_all(&mut engine, host);
+    host::register_all(&mut engine, host, catalog);
     engine
 }
 

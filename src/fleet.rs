@@ -32,12 +32,26 @@ use crate::session::Session;
 pub struct Target {
     pub name: String,
     pub roles: Vec<String>,
-    pub session: Result<Session, String>,
+    pub session: Result<Session, Absent>,
+}
+
+/// Why a host of the run has no session: the failed check its report holds instead.
+pub struct Absent {
+    /// `monitor3 reachable over ssh`, `monitor3 resolved from the inventory`.
+    pub check: String,
+    pub why: String,
+}
+
+impl Absent {
+    pub fn unreachable(host: &str, why: String) -> Absent {
+        Absent { check: format!("{host} reachable over ssh"), why }
+    }
 }
 
 /// Runs `runbook` with `params` on every target, `forks` acting at a time, writes the fleet's
-/// report to stdout and returns the exit status (the worst of the hosts'). Runbooks see
-/// `inventory` through `inventory::` and meet at `fleet::barrier`s.
+/// report to stdout (and its JSON document to `save_json` when given, `--save-json`) and
+/// returns the exit status (the worst of the hosts'). Runbooks see `inventory` through
+/// `inventory::` and meet at `fleet::barrier`s.
 pub fn run(
     targets: Vec<Target>,
     inventory: Arc<Inventory>,
@@ -45,6 +59,7 @@ pub fn run(
     params: &[(String, String)],
     forks: usize,
     format: Format,
+    save_json: Option<&std::path::Path>,
 ) -> Result<u8, Error> {
     if targets.is_empty() {
         return Err(Error::Usage("no host matches: nothing to run".into()));
@@ -95,6 +110,9 @@ pub fn run(
     let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
     fleet::write(&mut out, format, &runs, started.elapsed())
         .map_err(|source| Error::Io { context: "cannot write the report".into(), source })?;
+    if let Some(path) = save_json {
+        crate::report::json::save(path, &fleet::document(&runs, started.elapsed()))?;
+    }
     Ok(fleet::exit_code(&runs))
 }
 
@@ -105,10 +123,10 @@ fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Repor
     };
     let session = match &target.session {
         Ok(session) => session,
-        Err(why) => {
+        Err(absent) => {
             let mode = Mode { host: Some(target.name.clone()), ..Mode::default() };
             let mut recorder = quiet(runbook, runbook, Default::default(), mode);
-            recorder.record(&format!("{} reachable over ssh", target.name), Outcome::Fail, why, None, None);
+            recorder.record(&absent.check, Outcome::Fail, &absent.why, None, None);
             return recorder.finish(crate::report::End::Completed);
         }
     };
@@ -170,6 +188,29 @@ pub fn sandbox_targets(
     Ok((targets, inventory, sandbox))
 }
 
+/// Only the targets `--host NAME` or `--hosts PATTERN` select, by name or role (the sandbox's
+/// simulated fleet: `server`, `c1`…); all of them when neither is given.
+pub fn select(targets: Vec<Target>, host: Option<&str>, hosts: Option<&str>) -> Result<Vec<Target>, Error> {
+    use crate::inventory::pattern::{Matcher, Pattern};
+    let Some(text) = host.or(hosts) else { return Ok(targets) };
+    let pattern = Pattern::parse(text).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
+    let chosen = pattern.evaluate(|m| -> Result<std::collections::BTreeSet<usize>, Error> {
+        let hit = |t: &Target| match m {
+            Matcher::All => true,
+            Matcher::Name(n) => {
+                &t.name == n || t.roles.iter().any(|r| crate::inventory::Role::parse(n).is_some_and(|p| p.name() == r))
+            }
+            other => other.matches(&t.name),
+        };
+        Ok(targets.iter().enumerate().filter(|(_, t)| hit(t)).map(|(i, _)| i).collect())
+    })?;
+    if chosen.is_empty() {
+        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        return Err(Error::Usage(format!("`{text}` selects no host of the fleet ({})", names.join(", "))));
+    }
+    Ok(targets.into_iter().enumerate().filter(|(i, _)| chosen.contains(i)).map(|(_, t)| t).collect())
+}
+
 /// The targets an inventory selection names: this machine for a local host, the host's world
 /// over one shared ssh connection (connected in parallel) for a remote one.
 pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Host]) -> Vec<Target> {
@@ -182,7 +223,16 @@ pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Hos
                 scope.spawn(move || {
                     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
                     let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
-                    let session = open_host(h).map(|(config, world)| Session::new(config, world, catalog, mode));
+                    // A value the inventory could not resolve is this host's failure, not the run's.
+                    let session = match h.problems.first() {
+                        Some(p) => Err(Absent {
+                            check: format!("{} resolved from the inventory", h.name),
+                            why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
+                        }),
+                        None => open_host(h)
+                            .map(|(config, world)| Session::new(config, world, catalog, mode))
+                            .map_err(|why| Absent::unreachable(&h.name, why)),
+                    };
                     Target { name: h.name.clone(), roles, session }
                 })
             })

@@ -24,6 +24,7 @@ pub mod repl;
 pub mod report;
 pub mod runbook;
 pub mod sandbox;
+pub mod scripts;
 pub mod secret;
 pub mod serve;
 pub mod session;
@@ -40,7 +41,7 @@ use clap::Parser;
 /// Parses the command line, runs the subcommand and maps the outcome to an exit status:
 /// 0 passed, 1 a check failed, 2 usage/config/script error, 130 interrupted.
 pub fn run() -> ExitCode {
-    let args = match cli::Arguments::try_parse() {
+    let args = match cli::Arguments::try_parse_from(twin::argv::translate(std::env::args_os().collect())) {
         Ok(args) => args,
         Err(e) => {
             let _ = e.print();

@@ -17,21 +17,34 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
     let session = |reach| Session::open(&global, reach);
     match args.command {
-        Command::Run(run) => match global.fleet {
-            Some(clients) => {
-                let (targets, inventory, _sandbox) = crate::fleet::sandbox_targets(&global, clients)?;
-                crate::fleet::run(targets, inventory, &run.name, &run.params, global.forks, global.format)
-            }
-            None => match selection(&global, &run) {
-                Some((host, hosts)) => {
-                    let inventory = Arc::new(crate::inventory::from_options(&global)?);
-                    let selected = inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
-                    let targets = crate::fleet::inventory_targets(&global, &selected);
-                    crate::fleet::run(targets, inventory.clone(), &run.name, &run.params, global.forks, global.format)
+        Command::Run(run) => {
+            let save = run.save_json.as_deref();
+            match global.fleet {
+                Some(clients) => {
+                    let (targets, inventory, _sandbox) = crate::fleet::sandbox_targets(&global, clients)?;
+                    let targets = crate::fleet::select(targets, global.host.as_deref(), global.hosts.as_deref())?;
+                    crate::fleet::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
                 }
-                None => run_runbook(&session(Reach::Act)?, &run, global.format),
-            },
-        },
+                // The sandbox is one simulated machine: acting on an inventory host instead would
+                // leave it for the real one.
+                None if global.sandbox && (global.host.is_some() || global.hosts.is_some()) => Err(Error::Usage(
+                    "`--host`/`--hosts` pick inventory hosts, which `--sandbox` never touches\n  help: add `--fleet N` \
+                     to pick among simulated hosts (server, c1…cN)"
+                        .into(),
+                )),
+                None => match selection(&global, &run) {
+                    Some((host, hosts)) => {
+                        let inventory = Arc::new(crate::inventory::from_options(&global)?);
+                        let selected =
+                            inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
+                        let targets = crate::fleet::inventory_targets(&global, &selected);
+                        let inventory = inventory.clone();
+                        crate::fleet::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+                    }
+                    None => run_runbook(&session(Reach::Act)?, &run, global.format),
+                },
+            }
+        }
         // Listing reads only the catalog: it works with a broken configuration file too.
         Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),
         Command::Show { name } => show(&session(Reach::Describe)?, &name, global.format),
@@ -50,7 +63,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                     names.join(", ")
                 )));
             };
-            let session = crate::fleet::host_session(&global, host)?;
+            let session = crate::fleet::host_session(&global, crate::inventory::Inventory::resolved(host)?)?;
             session.host.set_place(crate::host::fleet::Place::with_inventory(Arc::new(inventory.clone())));
             crate::repl::run(session, false)
         }
@@ -75,6 +88,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                 global.format,
             )
         }
+        Command::Scripts(args) => crate::scripts::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Arguments::command(), "opsbook", &mut std::io::stdout());
             Ok(0)
@@ -105,6 +119,9 @@ fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, 
     let compiled = session.compile(&args.name)?;
     crate::cancel::on_signals(session.host.runtime(), vec![session.host.cancel.clone()], "the runbook");
     let report = session.run(&compiled, &args.params, format)?;
+    if let Some(path) = &args.save_json {
+        crate::report::json::save(path, &crate::report::json::document(&report))?;
+    }
     Ok(report.exit_code())
 }
 

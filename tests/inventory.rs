@@ -305,7 +305,7 @@ fn a_misspelt_field_or_key_in_opsbook_toml_points_at_it() {
 }
 
 #[test]
-fn runs_resolve_their_targets_and_a_host_ssh_cannot_reach_is_a_failed_check() {
+fn runs_resolve_their_targets_and_a_host_unreachable_or_unresolved_is_a_failed_check() {
     fleet()
         .runbook("noop", "check(\"ok\", true);")
         .args(["run", "noop", "--hosts", "servers"])
@@ -318,11 +318,15 @@ fn runs_resolve_their_targets_and_a_host_ssh_cannot_reach_is_a_failed_check() {
         .runbook("noop", "check(\"ok\", true);")
         .args(["run", "noop", "--host", "monitor12"])
         .run()
-        .code(2)
-        .stderr_is(
-            "error: host `monitor12`: `ansible_host` (yaml/inventory.yml:33 (host var)) cannot be resolved: \
-`monitor12_ip` is not defined for this host\n",
+        .code(1)
+        .stdout_matches(
+            r"noop on monitor12 \(noop\)\n  FAIL  monitor12 resolved from the inventory — `ansible_host` \(yaml/inventory\.yml:33 \(host var\)\) cannot be resolved: `monitor12_ip` is not defined for this host\n(?s:.*)\n1 host\(s\): 1 failed \(monitor12\)  \(\[DUR\]\)\n",
         );
+    // The REPL works on one host: there, the same host is refused before anything starts.
+    fleet().args(["repl", "--host", "monitor12"]).run().code(2).stderr_is(
+        "error: host `monitor12`: `ansible_host` (yaml/inventory.yml:33 (host var)) cannot be resolved: \
+`monitor12_ip` is not defined for this host\n",
+    );
     fleet()
         .runbook("noop", "check(\"ok\", true);")
         .args(["run", "noop", "--host", "localhost"])

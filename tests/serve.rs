@@ -12,13 +12,13 @@ use crate::support::private_host::PrivateHost;
 use crate::support::{Test, skip};
 
 /// A free loopback port on this machine.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// GET on loopback (HTTP/1.1, `Connection: close`): status and body; status 0 when nothing
 /// answers.
-fn get(url: &str) -> (u16, String) {
+pub(crate) fn get(url: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").expect("an http:// URL");
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
@@ -36,7 +36,7 @@ fn get(url: &str) -> (u16, String) {
 }
 
 /// Polls `url` until it answers `status`, for at most `limit`; the body and the time taken.
-fn until(url: &str, status: u16, limit: Duration) -> (String, Duration) {
+pub(crate) fn until(url: &str, status: u16, limit: Duration) -> (String, Duration) {
     let started = Instant::now();
     loop {
         let (code, body) = get(url);
@@ -250,15 +250,14 @@ fn a_mutating_runbook_is_refused_unless_the_job_allows_it() {
 }
 
 #[test]
-fn a_job_on_other_hosts_is_refused_with_its_place() {
-    Test::new()
-        .config("[[serve.job]]\nrunbook = \"quick-check\"\nevery = \"1m\"\nhosts = [\"db1\"]\n")
-        .args(["serve", "--sandbox"])
-        .run()
-        .code(2)
-        .stderr_is(
-            "error: `serve.job.hosts`: opsbook serve watches this machine only (runs on other hosts are not supported yet)\n  help: remove `hosts`; run `opsbook serve` on each machine to watch\n --> opsbook.toml:4:1\n  |\n4 | hosts = [\"db1\"]\n  | ^\n",
-        );
+fn a_job_on_hosts_the_inventory_lacks_or_in_the_sandbox_is_refused() {
+    let config = "[hosts.db1]\naddress = \"192.0.2.1\"\n[[serve.job]]\nrunbook = \"quick-check\"\nevery = \"1m\"\nhosts = [\"db2\"]\n";
+    Test::new().config(config).args(["serve", "--listen", "127.0.0.1:0"]).run().code(2).stderr_is(
+        "error: job `quick-check` (opsbook.toml:3): `db2` is no group, host or role of the inventory; did you mean `db1`?\n",
+    );
+    Test::new().config(config).args(["serve", "--sandbox", "--listen", "127.0.0.1:0"]).run().code(2).stderr_is(
+        "error: job `quick-check` (opsbook.toml:3): `hosts = \"db2\"` watches inventory hosts over ssh, and the sandbox has none\n  help: serve without `--sandbox`, or remove `hosts` to watch the sandbox's stack\n",
+    );
 }
 
 #[test]
@@ -422,4 +421,119 @@ fn on_a_real_systemd_health_follows_the_log_store_unit() {
     assert!(took < Duration::from_millis(2500), "200 only after {took:?}");
     serve.kill().ok();
     serve.wait().ok();
+}
+
+/// The service unit README.md gives, with its sandboxing, run by a real systemd on a private
+/// host: the user manager stands in for the system's (its bus bound where the system bus
+/// is, `/run/dbus/system_bus_socket`), the `opsbook` account exists only inside the host, and
+/// `/var/lib` is a tmpfs there (`StateDirectory=`). Unchanged but for the program's path and
+/// where its configuration and runbooks are, the unit must start, answer `/healthz`, read the
+/// journal (as a member of `systemd-journal`) and ask the manager about units.
+#[test]
+fn the_readme_unit_serves_sandboxed_and_reads_the_journal_and_the_manager() {
+    let readme = std::fs::read_to_string(crate::support::repo_dir().join("README.md")).unwrap();
+    let unit = readme
+        .split("**As a systemd unit** (`/etc/systemd/system/opsbook.service`):\n```ini\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's unit")
+        .to_string();
+    // Anyone may connect to the bus, as to a system bus.
+    let policy = "<busconfig><policy context=\"default\"><allow user=\"*\"/></policy></busconfig>";
+    let host = match PrivateHost::boot_with_bus_policy(Some(policy)) {
+        Ok(host) => host,
+        Err(e) => return skip(e),
+    };
+    // Outside /tmp (the unit's PrivateTmp) and /home, /root, /run/user (its ProtectHome).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().display().to_string();
+    std::fs::create_dir(dir.path().join("runbooks")).unwrap();
+    std::fs::write(
+        dir.path().join("runbooks/watch-loki.rhai"),
+        "//! The log store's unit and its journal.\ncheck(\"loki.service active\", unit::is_active(\"loki\"));\n\
+         check(\"loki.service journal read\", journal::read(#{ unit: \"loki\", lines: 5 }).len() > 0);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("opsbook.toml"),
+        "[serve]\nlisten = \"127.0.0.1:9464\"\n[[serve.job]]\nrunbook = \"watch-loki\"\nevery = \"1s\"\n",
+    )
+    .unwrap();
+    let passwd =
+        std::fs::read_to_string("/etc/passwd").unwrap() + "opsbook:x:64123:64123::/nonexistent:/usr/sbin/nologin\n";
+    let group = std::fs::read_to_string("/etc/group").unwrap() + "opsbook:x:64123:\n";
+    std::fs::write(dir.path().join("passwd"), passwd).unwrap();
+    std::fs::write(dir.path().join("group"), group).unwrap();
+    // What PID 1 makes at boot and the unit's ProtectHome=/ProtectKernel*= mount over paths:
+    // the host has no system manager, so its inaccessible nodes are made here.
+    let inaccessible = "d=/run/systemd/inaccessible && mkdir -p $d/dir && touch $d/reg && mknod $d/chr c 0 0 && \
+                        mknod $d/blk b 0 0 && mkfifo $d/fifo && python3 -c \"import socket; \
+                        socket.socket(socket.AF_UNIX).bind('$d/sock')\" && chmod 0000 $d/*";
+    let setup = format!(
+        "{inaccessible} && mount --bind {path}/passwd /etc/passwd && mount --bind {path}/group /etc/group && \
+         mount -t tmpfs tmpfs /var/lib && mount -t tmpfs tmpfs /run/dbus && touch /run/dbus/system_bus_socket && \
+         mount --bind /run/user/0/bus /run/dbus/system_bus_socket"
+    );
+    let out = host.exec(&["sh", "-c", &setup]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bin = crate::support::opsbook();
+    host.install_unit(
+        "loki.service",
+        &format!("[Unit]\nDescription=Loki (twin)\n[Service]\nExecStart={bin} twin log-store --ready-delay 0s\n"),
+    );
+    host.systemctl(&["start", "loki"]);
+    // Where a user manager differs from the system's, the system's behaviour is supplied:
+    // its StateDirectory= is ~/.local/state (so /var/lib/opsbook is made for the account and
+    // allowed), and its ProtectKernelTunables= and ProtectControlGroups= give a unit a /run of
+    // its own (no bus, no journal), which the system's does not.
+    let mut lines: Vec<String> = Vec::new();
+    for line in unit.lines() {
+        match line {
+            "ExecStart=/usr/local/bin/opsbook serve --state-dir /var/lib/opsbook" => lines.push(format!(
+                "ExecStart={bin} --config {path}/opsbook.toml --runbooks {path}/runbooks serve --state-dir \
+                 /var/lib/opsbook"
+            )),
+            "StateDirectory=opsbook" => lines.push("ReadWritePaths=/var/lib/opsbook".into()),
+            "ProtectKernelTunables=yes" | "ProtectControlGroups=yes" => {}
+            other => lines.push(other.to_string()),
+        }
+    }
+    assert_eq!(unit.lines().count(), lines.len() + 2, "the README's unit changed: adapt the test");
+    let unit = lines.join("\n") + "\n";
+    // The journal's files belong to the group `systemd-journal` once systemd-tmpfiles has run,
+    // as at a system's boot; the host's journald started without it.
+    let out = host.exec(&[
+        "sh",
+        "-c",
+        "systemd-tmpfiles --create --prefix=/run/log/journal && mkdir -p /var/lib/opsbook && \
+         chown opsbook:opsbook /var/lib/opsbook",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    host.install_unit("opsbook.service", &unit);
+    host.systemctl(&["start", "opsbook"]);
+    let base = "http://127.0.0.1:9464";
+    let started = Instant::now();
+    loop {
+        let (code, body) = curl(&host, &format!("{base}/healthz"));
+        if code == 200 {
+            assert_eq!(body, "ok: the latest run of 1 job passed\n");
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let status = host.systemctl(&["status", "opsbook", "--no-pager", "-l"]);
+            let log =
+                String::from_utf8_lossy(&host.exec(&["journalctl", "-u", "opsbook", "--no-pager"]).stdout).to_string();
+            panic!("the README's unit did not serve a passing run: {code} {body}\n{status}\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // It runs as the account the unit names, and keeps its history where the unit says.
+    let user = host.exec(&["sh", "-c", "ps -o user= -p $(systemctl --user show -p MainPID --value opsbook)"]);
+    assert_eq!(String::from_utf8_lossy(&user.stdout).trim(), "opsbook");
+    host.systemctl(&["stop", "loki"]);
+    let (health, _) = curl_until(&host, &format!("{base}/healthz"), 503, Duration::from_secs(5));
+    let expected = regex::Regex::new(r"^failing:\nwatch-loki: failed \(run \d+\): loki\.service active\n$").unwrap();
+    assert!(expected.is_match(&health), "{health}");
+    assert!(host.exec(&["test", "-s", "/var/lib/opsbook/history.sqlite"]).status.success());
+    host.systemctl(&["stop", "opsbook"]);
 }

@@ -119,9 +119,24 @@ keys! {
         "LOKI_ADDR",
         "base address of the log store (Loki API)",
     );
+    METRICS_DB_EXEC = key("metrics_db.exec", Kind::Text, "/usr/bin/influxd", "command line the deployed metrics database runs (its unit's ExecStart)");
+    METRICS_DB_CONFIG = key("metrics_db.config", Kind::Text, "/etc/influxdb/config.toml", "configuration file of the metrics database");
+    METRICS_DB_DATA_DIR = key("metrics_db.data_dir", Kind::Text, "/var/lib/influxdb", "data directory of the metrics database");
+    METRICS_DB_ACCOUNT = key("metrics_db.account", Kind::Text, "influxdb", "service account the metrics database runs as (system scope)");
+    METRICS_DB_RUN_AS = key("metrics_db.run_as", Kind::Choice(&["native", "container"]), "native", "deploy the metrics database as a native unit or a container");
+    METRICS_DB_IMAGE = key("metrics_db.image", Kind::Text, "docker.io/library/influxdb:2.7", "container image of the metrics database");
     LOG_STORE_UNIT = key("log_store.unit", Kind::Text, "loki.service", "unit of the log store");
+    LOG_STORE_EXEC = key("log_store.exec", Kind::Text, "/usr/bin/loki -config.file={config}", "command line the deployed log store runs (its unit's ExecStart)");
+    LOG_STORE_CONFIG = key("log_store.config", Kind::Text, "/etc/loki/config.yaml", "configuration file of the log store");
+    LOG_STORE_VERIFY_COMMAND = key("log_store.verify_command", Kind::Command, "", "offline validation; default: the exec line with -verify-config");
+    LOG_STORE_DATA_DIR = key("log_store.data_dir", Kind::Text, "/var/lib/loki", "data directory of the log store");
+    LOG_STORE_ACCOUNT = key("log_store.account", Kind::Text, "loki", "service account the log store runs as (system scope)");
+    LOG_STORE_RUN_AS = key("log_store.run_as", Kind::Choice(&["native", "container"]), "native", "deploy the log store as a native unit or a container");
+    LOG_STORE_IMAGE = key("log_store.image", Kind::Text, "docker.io/grafana/loki:3.4.6", "container image of the log store");
     METRICS_AGENT_UNIT = key("metrics_agent.unit", Kind::Text, "telegraf.service", "unit of the metrics agent");
     METRICS_AGENT_CONFIG = key("metrics_agent.config", Kind::Text, "/etc/telegraf/telegraf.conf", "configuration file of the metrics agent");
+    METRICS_AGENT_EXEC = key("metrics_agent.exec", Kind::Text, "/usr/bin/telegraf --config {config}", "command line the deployed metrics agent runs (its unit's ExecStart)");
+    METRICS_AGENT_ACCOUNT = key("metrics_agent.account", Kind::Text, "telegraf", "service account the metrics agent runs as (system scope)");
     METRICS_AGENT_TEST_COMMAND = key(
         "metrics_agent.test_command",
         Kind::Command,
@@ -131,8 +146,17 @@ keys! {
     LOG_SHIPPER_UNIT = key("log_shipper.unit", Kind::Text, "alloy.service", "unit of the log shipper");
     LOG_SHIPPER_URL = key("log_shipper.url", Kind::Url, "http://127.0.0.1:12345", "local metrics endpoint of the log shipper");
     LOG_SHIPPER_CONFIG = key("log_shipper.config", Kind::Text, "/etc/alloy/config.alloy", "configuration file of the log shipper");
+    LOG_SHIPPER_EXEC = key(
+        "log_shipper.exec",
+        Kind::Text,
+        "/usr/bin/alloy run --server.http.listen-addr=127.0.0.1:12345 --storage.path={data_dir} {config}",
+        "command line the deployed log shipper runs (its unit's ExecStart)",
+    );
+    LOG_SHIPPER_DATA_DIR = key("log_shipper.data_dir", Kind::Text, "/var/lib/alloy", "data directory of the log shipper");
+    LOG_SHIPPER_ACCOUNT = key("log_shipper.account", Kind::Text, "alloy", "service account the log shipper runs as (system scope)");
     LOG_SHIPPER_VALIDATE_COMMAND = key("log_shipper.validate_command", Kind::Command, "", "offline validation; default: alloy validate {config}");
     CONTAINER_RUNTIME = key("container.runtime", Kind::Text, "podman", "container runtime program for container::");
+    CONTAINER_RUN_OPTIONS = key("container.run_options", Kind::Text, "", "extra `podman run` options of deployed containers (e.g. --runtime runc)");
     TOOLS_TIMEOUT = key("tools.timeout", Kind::Duration, "30s", "how long the agent's and shipper's own tools may run");
     UNITS_JOB_TIMEOUT = key("units.job_timeout", Kind::Duration, "90s", "how long a start/stop/restart/reload job may take");
     UNITS_SETTLE = key("units.settle", Kind::Duration, "300ms", "how long a started unit is watched for dying at once");

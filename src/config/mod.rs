@@ -99,6 +99,9 @@ pub struct Config {
     token: OnceLock<Result<Option<Secret>, String>>,
     /// The `[serve]` table: what `opsbook serve` schedules.
     pub serve: serve::Serve,
+    /// Values as the host itself sees them, for keys later pointed at a forwarded port
+    /// (`Origin::Forwarded`): what a configuration rendered for that host must say.
+    on_host: BTreeMap<&'static str, Value>,
 }
 
 impl fmt::Debug for Config {
@@ -120,6 +123,7 @@ impl Config {
             given_token: None,
             token: OnceLock::new(),
             serve: serve::Serve::default(),
+            on_host: BTreeMap::new(),
         }
     }
 
@@ -158,6 +162,11 @@ impl Config {
     pub fn set(&mut self, key: &'static Key, value: Value, origin: Origin) -> Result<(), Error> {
         if let Err(problem) = validate(key, &value) {
             return Err(Error::ConfigValue { key: key.name.to_string(), problem });
+        }
+        if matches!(origin, Origin::Forwarded(_))
+            && let Some(before) = self.settings.get(key.name)
+        {
+            self.on_host.entry(key.name).or_insert_with(|| before.value.clone());
         }
         self.settings.insert(key.name, Setting { value, origin });
         if key.name.starts_with("metrics_db.token") {
@@ -290,6 +299,17 @@ impl Config {
                 }
             }
         }
+        // `config.on_host.log_store_url`: the addresses as the host itself reaches them (this
+        // view's own may lead through a port forwarded over ssh).
+        let mut on_host = serde_json::Map::new();
+        for k in [keys::METRICS_DB_URL, keys::LOG_STORE_URL, keys::LOG_SHIPPER_URL] {
+            let value = match self.on_host.get(k.name) {
+                Some(Value::Text(t)) => t.clone(),
+                _ => self.text(k),
+            };
+            on_host.insert(k.name.replace('.', "_"), serde_json::json!(value));
+        }
+        root.insert("on_host".into(), serde_json::Value::Object(on_host));
         serde_json::Value::Object(root)
     }
 

@@ -30,6 +30,9 @@ pub struct Job {
     pub timeout: Option<Duration>,
     /// Allows a runbook that changes the stack; watching must not, unless the job says so.
     pub mutating: bool,
+    /// The inventory hosts each run watches (an Ansible-style pattern, as `--hosts` takes);
+    /// `None` is this machine.
+    pub hosts: Option<String>,
     /// Where the job was declared (`file:line`, or `command line`).
     pub origin: String,
 }
@@ -180,6 +183,7 @@ fn job_of(at: &At, offset: usize, table: &DeTable) -> Result<Job, Error> {
         params: Vec::new(),
         timeout: None,
         mutating: false,
+        hosts: None,
         origin: format!("{}:{}", at.file, at.line(offset)),
     };
     for (key, offset, value) in entries(table) {
@@ -219,15 +223,25 @@ fn job_of(at: &At, offset: usize, table: &DeTable) -> Result<Job, Error> {
                     job.params.push((k.to_string(), v));
                 }
             }
-            // The fleet does not exist yet: a job for other machines would silently watch this
-            // one under their names, so it is refused rather than accepted.
+            // A list is the union of its patterns, as `a,b` is on the command line.
             "hosts" => {
-                return Err(at.error(
-                    offset,
-                    "`serve.job.hosts`: opsbook serve watches this machine only (runs on other hosts are not \
-                     supported yet)\n  help: remove `hosts`; run `opsbook serve` on each machine to watch"
-                        .into(),
-                ));
+                let pattern = match value {
+                    DeValue::Array(items) => items
+                        .iter()
+                        .map(|i| text(at, offset, &name, i.get_ref()))
+                        .collect::<Result<Vec<_>, _>>()?
+                        .join(","),
+                    other => text(at, offset, &name, other)?,
+                };
+                if pattern.trim().is_empty() {
+                    return Err(at.error(
+                        offset,
+                        format!("`{name}` is empty: give a host pattern like \"all\" or [\"web1\", \"db*\"]"),
+                    ));
+                }
+                crate::inventory::pattern::Pattern::parse(&pattern)
+                    .map_err(|m| at.error(offset, format!("`{name}`: host pattern: {m}")))?;
+                job.hosts = Some(pattern);
             }
             other => return Err(unknown(at, offset, "serve.job.", other, JOB_KEYS)),
         }
@@ -262,6 +276,7 @@ pub fn job_from_arg(arg: &str) -> Result<Job, Error> {
         params: Vec::new(),
         timeout: None,
         mutating: false,
+        hosts: None,
         origin: "command line".to_string(),
     })
 }
@@ -296,6 +311,10 @@ mod tests {
         // The loader keeps a table's keys sorted.
         assert_eq!(s.jobs[1].params, vec![("n".into(), "3".into()), ("wait".into(), "5s".into())]);
         assert_eq!(s.jobs[1].deadline(), Duration::from_secs(30));
+        let s = parse("[[serve.job]]\nrunbook = \"q\"\nevery = \"1s\"\nhosts = [\"web*\", \"db1\"]\n").unwrap();
+        assert_eq!(s.jobs[0].hosts.as_deref(), Some("web*,db1"));
+        let s = parse("[[serve.job]]\nrunbook = \"q\"\nevery = \"1s\"\nhosts = \"all:!db1\"\n").unwrap();
+        assert_eq!(s.jobs[0].hosts.as_deref(), Some("all:!db1"));
     }
 
     #[test]
@@ -305,8 +324,10 @@ mod tests {
         assert!(e.contains("did you mean `serve.listen`?"), "{e}");
         let e = parse("[[serve.job]]\nrunbook = \"q\"\nevery = \"soon\"\n").unwrap_err();
         assert!(e.contains("t.toml:3:1") && e.contains("`soon` is not a duration"), "{e}");
-        let e = parse("[[serve.job]]\nrunbook = \"q\"\nevery = \"1m\"\nhosts = [\"a\"]\n").unwrap_err();
-        assert!(e.contains("watches this machine only"), "{e}");
+        let e = parse("[[serve.job]]\nrunbook = \"q\"\nevery = \"1m\"\nhosts = []\n").unwrap_err();
+        assert!(e.contains("t.toml:4:1") && e.contains("`serve.job.hosts` is empty"), "{e}");
+        let e = parse("[[serve.job]]\nrunbook = \"q\"\nevery = \"1m\"\nhosts = \"~(\"\n").unwrap_err();
+        assert!(e.contains("t.toml:4:1") && e.contains("invalid regex"), "{e}");
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub struct HistoryArgs {
     /// Only this job's runs.
     pub job: Option<String>,
 
+    /// Only runs on this host (of a job watching other hosts).
+    #[arg(long = "on", value_name = "HOST")]
+    pub on: Option<String>,
+
     /// Only runs that started within this long (e.g. `1h`, `2d`).
     #[arg(long, value_name = "DURATION", value_parser = parse_since)]
     pub since: Option<Duration>,
@@ -73,7 +77,13 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
     let path = super::database_path(&state_dir);
     let history = History::open_read_only(path.clone()).map_err(Error::Usage)?;
     let since_ms = args.since.map(|d| super::now_ms() - d.as_millis() as i64);
-    let filter = Filter { job: args.job.clone(), since_ms, failed_only: args.failed, limit: Some(args.limit) };
+    let filter = Filter {
+        job: args.job.clone(),
+        host: args.on.clone(),
+        since_ms,
+        failed_only: args.failed,
+        limit: Some(args.limit),
+    };
     let runs = history.list(&filter).map_err(Error::Usage)?;
     // Flapping looks at every run of the window, not only the failed ones.
     let window = if args.failed {
@@ -82,6 +92,7 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
         runs.clone()
     };
     let flaps = flapping(&window, args.flap);
+    let several_hosts = window.iter().any(|r| r.host != window[0].host);
     let mut out = std::io::stdout().lock();
     if format == Format::Json {
         let runs: Vec<Value> = runs.iter().map(run_json).collect();
@@ -98,11 +109,14 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
         writeln!(
             out,
             "no runs stored{}",
-            if args.job.is_some() || since_ms.is_some() || args.failed { " match" } else { "" }
+            if args.job.is_some() || args.on.is_some() || since_ms.is_some() || args.failed { " match" } else { "" }
         )
         .ok();
     } else {
-        let job_width = runs.iter().map(|r| r.job.len()).max().unwrap_or(3).max(3);
+        // A job watching other hosts is shown with its host (`quick-check on c1`); runs all
+        // from one machine keep the plain job name.
+        let job_of = |r: &Run| if several_hosts { format!("{} on {}", r.job, r.host) } else { r.job.clone() };
+        let job_width = runs.iter().map(|r| job_of(r).len()).max().unwrap_or(3).max(3);
         writeln!(
             out,
             "{:>6}  {:24}  {:job_width$}  {:11}  {:>8}  DETAIL",
@@ -123,7 +137,7 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
                 "{:>6}  {:24}  {:job_width$}  {:11}  {:>7.2}s  {detail}",
                 r.id,
                 rfc3339(r.started_ms),
-                r.job,
+                job_of(r),
                 r.outcome,
                 r.duration_s
             )
@@ -141,7 +155,8 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
                 Some(s) => format!("{s} › {}", f.check),
                 None => f.check.clone(),
             };
-            writeln!(out, "  {}: {name}: {} changes ({})", f.job, f.changes, f.sequence).ok();
+            let job = if several_hosts { format!("{} on {}", f.job, f.host) } else { f.job.clone() };
+            writeln!(out, "  {job}: {name}: {} changes ({})", f.changes, f.sequence).ok();
         }
     }
     Ok(0)

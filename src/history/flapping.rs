@@ -1,6 +1,6 @@
 //! Checks that flap: their outcome changed more than N times over a window of runs.
 //!
-//! A check is known by its job, section and name; its outcomes are read from each run's
+//! A check is known by its job, host, section and name; its outcomes are read from each run's
 //! report, oldest first, and each change (pass → fail, fail → pass, …) counts once. A run
 //! where the check did not happen (the runbook aborted earlier) neither counts nor breaks
 //! the sequence.
@@ -13,6 +13,7 @@ use super::Run;
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Flap {
     pub job: String,
+    pub host: String,
     pub section: Option<String>,
     pub check: String,
     pub changes: usize,
@@ -22,7 +23,7 @@ pub struct Flap {
 
 /// The checks of `runs` (oldest first) whose outcome changed more than `more_than` times.
 pub fn flapping(runs: &[Run], more_than: usize) -> Vec<Flap> {
-    let mut seen: BTreeMap<(String, Option<String>, String), String> = BTreeMap::new();
+    let mut seen: BTreeMap<(String, String, Option<String>, String), String> = BTreeMap::new();
     for run in runs {
         let Ok(report) = serde_json::from_str::<serde_json::Value>(&run.report) else { continue };
         let Some(checks) = report["checks"].as_array() else { continue };
@@ -30,14 +31,14 @@ pub fn flapping(runs: &[Run], more_than: usize) -> Vec<Flap> {
             let section = c["section"].as_str().map(str::to_string);
             let name = c["name"].as_str().unwrap_or_default().to_string();
             let letter = c["outcome"].as_str().and_then(|o| o.chars().next()).unwrap_or('?');
-            seen.entry((run.job.clone(), section, name)).or_default().push(letter);
+            seen.entry((run.job.clone(), run.host.clone(), section, name)).or_default().push(letter);
         }
     }
     seen.into_iter()
-        .filter_map(|((job, section, check), sequence)| {
+        .filter_map(|((job, host, section, check), sequence)| {
             let letters: Vec<char> = sequence.chars().collect();
             let changes = letters.windows(2).filter(|w| w[0] != w[1]).count();
-            (changes > more_than).then_some(Flap { job, section, check, changes, sequence })
+            (changes > more_than).then_some(Flap { job, host, section, check, changes, sequence })
         })
         .collect()
 }
@@ -54,6 +55,7 @@ mod tests {
         Run {
             id: 0,
             job: job.into(),
+            host: "here".into(),
             runbook: job.into(),
             started_ms: 0,
             duration_s: 0.0,
@@ -76,6 +78,7 @@ mod tests {
             flaps,
             vec![Flap {
                 job: "q".into(),
+                host: "here".into(),
                 section: Some("s".into()),
                 check: "a".into(),
                 changes: 3,

@@ -1,6 +1,6 @@
 //! The lasting history: every run `opsbook serve` makes, kept in an embedded SQLite database.
 //!
-//! One table, one row per run: the job, the runbook, when it started, how long it took, its
+//! One table, one row per run: the job, the host it ran on, the runbook, when it started, how long it took, its
 //! outcome, a note (late, timed out, refused) and the whole JSON report (the `--format json`
 //! document). The database lives in the state directory (`state_dir`) as `history.sqlite`.
 //! Each write is one transaction that also applies the retention (older than the retention
@@ -22,6 +22,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 pub struct Run {
     pub id: i64,
     pub job: String,
+    /// The host the run watched: this machine's name, or an inventory host's for a job with
+    /// `hosts`.
+    pub host: String,
     pub runbook: String,
     /// Start, in milliseconds since the Unix epoch.
     pub started_ms: i64,
@@ -40,6 +43,7 @@ impl Run {
         serde_json::json!({
             "id": self.id,
             "job": self.job,
+            "host": self.host,
             "runbook": self.runbook,
             "started_at": command::rfc3339(self.started_ms),
             "duration_s": self.duration_s,
@@ -96,10 +100,33 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
     duration_s REAL NOT NULL,
     outcome TEXT NOT NULL,
     note TEXT,
-    report TEXT NOT NULL
+    report TEXT NOT NULL,
+    host TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS runs_by_job ON runs (job, id);
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_ms);";
+
+/// Whether the table has the `host` column (databases of earlier versions do not).
+fn has_host(conn: &Connection) -> Result<bool, String> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('runs')").map_err(|e| e.to_string())?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| e.to_string())?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    Ok(names.iter().any(|n| n == "host"))
+}
+
+/// Adds the `host` column to a database of an earlier version: its runs were all made on this
+/// machine (a job could not watch another then), so they get this machine's name.
+fn upgrade(conn: &Connection) -> Result<(), String> {
+    if has_host(conn)? {
+        return Ok(());
+    }
+    conn.execute_batch("ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT ''")
+        .and_then(|()| conn.execute("UPDATE runs SET host = ?1", params![crate::host::core::hostname()]).map(drop))
+        .map_err(|e| format!("cannot add the host column: {e}"))
+}
 
 fn open(path: &Path, create: bool) -> Result<Connection, String> {
     use rusqlite::OpenFlags;
@@ -117,6 +144,8 @@ fn open(path: &Path, create: bool) -> Result<Connection, String> {
     conn.busy_timeout(Duration::from_secs(2)).map_err(|e| e.to_string())?;
     if create {
         conn.execute_batch(&format!("PRAGMA journal_mode = WAL; {SCHEMA}"))
+            .map_err(|e| format!("`{}` is not a usable history database: {e}", path.display()))
+            .and_then(|()| upgrade(&conn))
             .map_err(|e| format!("`{}` is not a usable history database: {e}", path.display()))?;
     } else {
         conn.query_row("SELECT count(*) FROM runs", [], |_| Ok(()))
@@ -135,15 +164,28 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Run> {
         outcome: r.get(5)?,
         note: r.get(6)?,
         report: r.get(7)?,
+        host: r.get(8)?,
     })
 }
 
-const COLUMNS: &str = "id, job, runbook, started_ms, duration_s, outcome, note, report";
+const COLUMNS: &str = "id, job, runbook, started_ms, duration_s, outcome, note, report, host";
+
+/// The columns to select: a database of an earlier version opened read-only (not upgraded)
+/// has no `host`, and its runs were made on this machine.
+fn columns(conn: &Connection) -> Result<String, String> {
+    if has_host(conn)? {
+        return Ok(COLUMNS.to_string());
+    }
+    let here = crate::host::core::hostname().replace('\'', "''");
+    Ok(COLUMNS.replace(", host", &format!(", '{here}' AS host")))
+}
 
 /// What `list` selects.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     pub job: Option<String>,
+    /// Only the runs on this host.
+    pub host: Option<String>,
     pub since_ms: Option<i64>,
     pub failed_only: bool,
     /// The newest this many runs (all when `None`), returned oldest first.
@@ -195,7 +237,7 @@ impl History {
         self.with(|conn| {
             let tx = conn.transaction().map_err(|e| e.to_string())?;
             tx.execute(
-                &format!("INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+                &format!("INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
                 params![
                     run.id,
                     run.job,
@@ -204,15 +246,17 @@ impl History {
                     run.duration_s,
                     run.outcome,
                     run.note,
-                    run.report
+                    run.report,
+                    run.host
                 ],
             )
             .map_err(|e| e.to_string())?;
             tx.execute("DELETE FROM runs WHERE started_ms < ?1", params![cutoff]).map_err(|e| e.to_string())?;
+            // The last N runs of the job on each host: a host's runs never push out another's.
             tx.execute(
-                "DELETE FROM runs WHERE job = ?1 AND id <= (SELECT id FROM runs WHERE job = ?1 ORDER BY id DESC \
-                 LIMIT 1 OFFSET ?2)",
-                params![run.job, retention.runs_per_job as i64],
+                "DELETE FROM runs WHERE job = ?1 AND host = ?3 AND id <= (SELECT id FROM runs WHERE job = ?1 AND \
+                 host = ?3 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+                params![run.job, retention.runs_per_job as i64, run.host],
             )
             .map_err(|e| e.to_string())?;
             tx.commit().map_err(|e| e.to_string())
@@ -230,7 +274,7 @@ impl History {
     /// One run by id.
     pub fn get(&self, id: i64) -> Result<Option<Run>, String> {
         self.with(|conn| {
-            conn.query_row(&format!("SELECT {COLUMNS} FROM runs WHERE id = ?1"), params![id], row)
+            conn.query_row(&format!("SELECT {} FROM runs WHERE id = ?1", columns(conn)?), params![id], row)
                 .optional()
                 .map_err(|e| e.to_string())
         })
@@ -239,11 +283,15 @@ impl History {
     /// Runs matching `filter`, oldest first.
     pub fn list(&self, filter: &Filter) -> Result<Vec<Run>, String> {
         self.with(|conn| {
-            let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE 1 = 1");
+            let mut sql = format!("SELECT {} FROM runs WHERE 1 = 1", columns(conn)?);
             let mut args: Vec<rusqlite::types::Value> = Vec::new();
             if let Some(job) = &filter.job {
                 sql.push_str(" AND job = ?");
                 args.push(job.clone().into());
+            }
+            if let Some(host) = &filter.host {
+                sql.push_str(" AND host = ?");
+                args.push(host.clone().into());
             }
             if let Some(since) = filter.since_ms {
                 sql.push_str(" AND started_ms >= ?");
@@ -276,6 +324,7 @@ mod tests {
         Run {
             id,
             job: job.into(),
+            host: "here".into(),
             runbook: "quick-check".into(),
             started_ms,
             duration_s: 0.5,
@@ -304,6 +353,38 @@ mod tests {
         assert_eq!(h.last_id().unwrap(), 5);
         assert_eq!(h.get(4).unwrap().unwrap().outcome, "failed");
         assert!(h.get(1).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_database_without_hosts_gets_this_machines_name_and_retention_is_per_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = database_path(dir.path());
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY, job TEXT NOT NULL, runbook TEXT NOT NULL, started_ms \
+                 INTEGER NOT NULL, duration_s REAL NOT NULL, outcome TEXT NOT NULL, note TEXT, report TEXT NOT NULL);\
+                 INSERT INTO runs VALUES (1, 'a', 'quick-check', 1, 0.5, 'passed', NULL, '{}');",
+            )
+            .unwrap();
+        }
+        let here = crate::host::core::hostname();
+        // Read-only, it is read as it is; opened by the service, it is upgraded.
+        let old = History::open_read_only(path.clone()).unwrap();
+        assert_eq!(old.get(1).unwrap().unwrap().host, here);
+        drop(old);
+        let (h, status) = History::open(path);
+        status.unwrap();
+        assert_eq!(h.get(1).unwrap().unwrap().host, here);
+        let keep = Retention { age: Duration::from_secs(3600), runs_per_job: 1 };
+        for (id, host) in [(2, "c1"), (3, "c2"), (4, "c1")] {
+            h.insert(&Run { host: host.into(), ..run(id, "a", now_ms(), "passed") }, keep).unwrap();
+        }
+        let on = |host: &str| {
+            let filter = Filter { host: Some(host.into()), ..Filter::default() };
+            h.list(&filter).unwrap().iter().map(|r| r.id).collect::<Vec<_>>()
+        };
+        assert_eq!((on("c1"), on("c2")), (vec![4], vec![3]));
     }
 
     #[test]

@@ -10,9 +10,12 @@
 //! Rhai is synchronous and the host is tokio: a host function calls `Host::block_on` from the
 //! script thread (never from inside the runtime), which races the work against cancellation.
 
+pub mod account;
 pub mod agent;
 pub mod container;
 pub mod core;
+pub mod diff;
+pub mod file;
 pub mod firewall;
 pub mod firewall_command;
 pub mod firewall_ipt;
@@ -27,9 +30,11 @@ pub mod loki;
 pub mod prom;
 pub mod shipper;
 pub mod system;
+pub mod template;
 pub mod time;
 pub mod tools;
 pub mod unit;
+pub mod unit_files;
 pub mod values;
 pub mod wait;
 pub mod wireguard;
@@ -213,8 +218,9 @@ impl Host {
     }
 }
 
-/// Registers every host module's functions and types into `engine`.
-pub fn register_all(engine: &mut Engine, host: &Arc<Host>) {
+/// Registers every host module's functions and types into `engine`; templates are found on
+/// `catalog`'s search path.
+pub fn register_all(engine: &mut Engine, host: &Arc<Host>, catalog: &Arc<crate::catalog::Catalog>) {
     core::register(engine, host);
     time::register(engine, host);
     wait::register(engine, host);
@@ -230,6 +236,9 @@ pub fn register_all(engine: &mut Engine, host: &Arc<Host>) {
     prom::register(engine, host);
     firewall::register(engine, host);
     fleet::register(engine, host);
+    file::register(engine, host);
+    template::register(engine, host, catalog);
+    account::register(engine, host);
 }
 
 /// A runtime error raised by a host function: the run aborts with this message.

@@ -1,6 +1,6 @@
 //! `unit::` — the service manager: status, start/stop/restart/reload with job waiting,
-//! enable/disable, daemon-reload and listing, over the `Units` world seam (systemd over
-//! D-Bus, or the sandbox). Mutating calls honour `--dry-run`: they are recorded as "would …"
+//! daemon-reload and listing, over the `Units` world seam (systemd over D-Bus, or the
+//! sandbox); installing unit files and enabling them are in `unit_files`, in the same namespace. Mutating calls honour `--dry-run`: they are recorded as "would …"
 //! and never sent. Short names work: `loki` is `loki.service`.
 
 use std::sync::Arc;
@@ -99,16 +99,6 @@ fn module(host: &Arc<Host>) -> Module {
          /// Returns the outcome with `action`: \"reloaded\" or \"restarted\".",
         move |name: &str| reload_or_restart(&h, name)
     );
-    for (verb, enable) in [("enable", true), ("disable", false)] {
-        let h = host.clone();
-        register!(
-            &mut m,
-            verb,
-            ["units: ?", "Array"],
-            "/// Enables or disables the unit file(s) at boot, then reloads the manager (as systemctl).",
-            move |units: Dynamic| set_enabled(&h, &units, enable)
-        );
-    }
     let h = host.clone();
     register!(
         &mut m,
@@ -132,6 +122,7 @@ fn module(host: &Arc<Host>) -> Module {
          /// active_state, sub_state}]`.",
         move |pattern: &str| list(&h, pattern)
     );
+    super::unit_files::add(&mut m, host);
     m
 }
 
@@ -205,11 +196,11 @@ fn capitalise(verb: &str) -> String {
     c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
 }
 
-fn enabled_state(state: &str) -> bool {
+pub(super) fn enabled_state(state: &str) -> bool {
     matches!(state, "enabled" | "enabled-runtime" | "static" | "indirect" | "generated" | "alias")
 }
 
-fn status(host: &Host, name: &str) -> HostResult<UnitStatus> {
+pub(super) fn status(host: &Host, name: &str) -> HostResult<UnitStatus> {
     let unit = full_name(name);
     let units = host.world.units.clone();
     host.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
@@ -224,7 +215,7 @@ fn statuses(host: &Host, names: Array) -> HostResult<Array> {
 }
 
 /// Unit names from a string or an array of strings.
-fn names(value: &Dynamic) -> HostResult<Vec<String>> {
+pub(super) fn names(value: &Dynamic) -> HostResult<Vec<String>> {
     if let Ok(s) = value.clone().into_immutable_string() {
         return Ok(vec![full_name(&s)]);
     }
@@ -382,7 +373,7 @@ fn settled(host: &Host, unit: &str) -> HostResult<Option<String>> {
     }
 }
 
-fn jobs(host: &Host, job: Job, units: &Dynamic, options: &Map, raise: bool) -> HostResult<Array> {
+pub(super) fn jobs(host: &Host, job: Job, units: &Dynamic, options: &Map, raise: bool) -> HostResult<Array> {
     let timeout = job_timeout(host, options)?;
     let mut outcomes = Array::new();
     let mut failures = Vec::new();
@@ -419,18 +410,6 @@ fn reload_or_restart(host: &Host, name: &str) -> HostResult<Map> {
         }
         Err((_, message)) => Err(fail(message)),
     }
-}
-
-fn set_enabled(host: &Host, units: &Dynamic, enable: bool) -> HostResult<Array> {
-    let names = names(units)?;
-    let verb = if enable { "enable" } else { "disable" };
-    if host.plan(&format!("{verb} {}", names.join(" "))) {
-        return names.iter().map(|u| record(&outcome(u, verb, "skipped")).map(Dynamic::from_map)).collect();
-    }
-    let world = host.world.units.clone();
-    let list = names.clone();
-    host.block_on(|| async move { world.set_enabled(&list, enable).await })?.map_err(|e| fail(e.to_string()))?;
-    names.iter().map(|u| record(&outcome(u, verb, "done")).map(Dynamic::from_map)).collect()
 }
 
 fn list(host: &Host, pattern: &str) -> HostResult<Array> {

@@ -241,7 +241,8 @@ impl Inventory {
     }
 
     /// The hosts `--host NAME` or `--hosts PATTERN` ask for (`None` when neither is given).
-    /// A selected host with unresolved values, or a pattern selecting nothing, is an error.
+    /// A pattern selecting nothing is an error; a host with unresolved values is selected (a
+    /// run reports it as that host's failure, see `resolved`).
     pub fn targets(&self, host: Option<&str>, hosts: Option<&str>) -> Result<Option<Vec<&Host>>, Error> {
         let selected = match (host, hosts) {
             (Some(_), Some(_)) => return Err(Error::Usage("give either `--host` or `--hosts`, not both".into())),
@@ -255,14 +256,18 @@ impl Inventory {
                 "the host pattern `{pattern}` selects no host; `opsbook hosts` lists them"
             )));
         }
-        if let Some(h) = selected.iter().find(|h| !h.problems.is_empty()) {
-            let p = &h.problems[0];
-            return Err(Error::Usage(format!(
-                "host `{}`: `{}` ({}) cannot be resolved: {}",
-                h.name, p.var, p.from, p.reason
-            )));
-        }
         Ok(Some(selected))
+    }
+
+    /// Refuses a host with values that could not be resolved (for one-host uses: the REPL).
+    pub fn resolved(host: &Host) -> Result<&Host, Error> {
+        match host.problems.first() {
+            Some(p) => Err(Error::Usage(format!(
+                "host `{}`: `{}` ({}) cannot be resolved: {}",
+                host.name, p.var, p.from, p.reason
+            ))),
+            None => Ok(host),
+        }
     }
 }
 

@@ -129,7 +129,8 @@ fn detail(e: &minijinja::Error) -> String {
     }
 }
 
-fn environment() -> Environment<'static> {
+/// The strict environment with the Ansible additions; `template::` renders with it too.
+pub fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_function("lookup", lookup);

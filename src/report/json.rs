@@ -13,6 +13,20 @@ pub struct Json;
 /// on the run and every check, and the fleet document).
 pub const SCHEMA: u32 = 2;
 
+/// Writes `document` to `path` (`--save-json`), through the secret redactor as stdout is.
+pub fn save(path: &std::path::Path, document: &Value) -> Result<(), crate::error::Error> {
+    let write = || -> std::io::Result<()> {
+        let mut out = crate::secret::RedactingWriter::new(std::io::BufWriter::new(std::fs::File::create(path)?));
+        serde_json::to_writer_pretty(&mut out, document)?;
+        writeln!(out)?;
+        out.flush()
+    };
+    write().map_err(|source| crate::error::Error::Io {
+        context: format!("cannot write the JSON report to `{}`", path.display()),
+        source,
+    })
+}
+
 pub fn document(report: &Report) -> Value {
     let summary = report.summary();
     let checks: Vec<Value> = report

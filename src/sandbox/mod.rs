@@ -8,7 +8,9 @@
 //! (`containers`). The servers listen on ephemeral loopback ports that open and close with
 //! their units; the configuration is pointed at them (origin "sandbox" in `opsbook config`).
 //! The agent and shipper config files live in a private temporary directory, removed when
-//! the sandbox ends. `--fault SPEC` (`faults`) makes the sandbox misbehave on purpose.
+//! the sandbox ends; so does each host's `/` for `file::` and `unit::install` (a folder
+//! `HOST/root` there, holding `etc`, `var/lib` and `root`). `--fault SPEC` (`faults`) makes
+//! the sandbox misbehave on purpose.
 //!
 //! `Sandbox::start_fleet` builds several simulated hosts instead (`stack::SimHost`): a
 //! `server` running the two servers and clients `c1`…`cN` running the agent and the shipper,
@@ -155,6 +157,11 @@ impl Sandbox {
             };
             config.set(keys::ROLES, Value::Text(sim.roles.join(",")), Origin::Sandbox)?;
             client_files.push(files);
+            // The host's `/`, with the folders a lifecycle runbook writes into.
+            let root = sandbox.dir.join(name).join("root");
+            for dir in ["etc/systemd/system", "var/lib", "root"] {
+                std::fs::create_dir_all(root.join(dir)).map_err(io("cannot create the sandbox's host directory"))?;
+            }
             let world = World {
                 hostname: Some(name.clone()),
                 units: sim.manager.clone(),
@@ -162,6 +169,9 @@ impl Sandbox {
                 commands: Arc::new(commands::SimCommands { processes: crate::world::commands::Processes }),
                 containers: Arc::new(containers::NoContainers),
                 net: Arc::new(crate::world::net::LocalNet),
+                // A write to /etc stays in the private directory.
+                files: Arc::new(crate::world::files::LocalFiles { root: Some(root) }),
+                sandbox: true,
             };
             sandbox.hosts.push(Host { sim, world, config });
         }

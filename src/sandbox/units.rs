@@ -345,12 +345,16 @@ impl Units for SimManager {
         })
     }
 
-    fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<(), UnitError>> {
+    fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<Vec<String>, UnitError>> {
         Box::pin(async move {
+            let mut changes = Vec::new();
             for u in units {
-                SimManager::set_enabled(self, u, enabled).map_err(|r| r.into_error(Job::Start))?;
+                if SimManager::set_enabled(self, u, enabled).map_err(|r| r.into_error(Job::Start))? {
+                    let state = if enabled { "enabled" } else { "disabled" };
+                    changes.push(format!("{state} {}", self.resolve(u)));
+                }
             }
-            Ok(())
+            Ok(changes)
         })
     }
 

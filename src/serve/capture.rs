@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use crate::report::{Event, Format, Formatter, Recorder, Report, formatter};
+use crate::report::{End, Event, Format, Formatter, Mode, Outcome, Recorder, Report, formatter};
 use crate::runbook::Compiled;
 use crate::session::Session;
 
@@ -42,6 +42,21 @@ impl Formatter for Quiet {
     fn shows_logs(&self) -> bool {
         true
     }
+}
+
+/// The JSON document of a run that never started because `host` could not be reached: one
+/// failed check, `HOST reachable over ssh`, with ssh's words as its detail (as `opsbook run
+/// --hosts` reports it).
+pub fn unreachable(runbook: &str, host: &str, check: &str, why: &str) -> serde_json::Value {
+    let buffer = Buffer::default();
+    let mode = Mode { host: Some(host.to_string()), ..Mode::default() };
+    let json = Box::new(Quiet(formatter(Format::Json, false)));
+    let mut recorder =
+        Recorder::with_output(runbook, runbook, Default::default(), mode, json, Box::new(buffer.clone()));
+    recorder.record(check, Outcome::Fail, why, None, None);
+    recorder.finish(End::Completed);
+    let bytes = std::mem::take(&mut *buffer.0.lock().unwrap_or_else(|e| e.into_inner()));
+    serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null)
 }
 
 /// Runs `compiled` with `params`; the JSON document, or why the run could not start.

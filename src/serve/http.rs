@@ -1,5 +1,5 @@
-//! The service's HTTP endpoints (axum): `/healthz`, `/readyz`, `/metrics`, `/api/runs`,
-//! `/api/runs/{id}` and the status page `/`.
+//! The service's HTTP endpoints (axum): `/healthz`, `/readyz`, `/metrics`, `/api/runs`
+//! (`?job=NAME&host=NAME&limit=N`), `/api/runs/{id}` and the status page `/`.
 //!
 //! Every answer is computed from the in-memory state (`State`), except the run listings,
 //! which read the history when it works. Health bodies are short text naming what fails, for
@@ -40,10 +40,10 @@ fn json_answer(status: StatusCode, body: &Value) -> Response {
 /// What fails in a job, in one line, or `None` when its latest run passed.
 fn failure(v: &JobView) -> Option<String> {
     if let Some(problem) = &v.problem {
-        return Some(format!("{}: cannot run: {}", v.spec.name, problem.lines().next().unwrap_or_default()));
+        return Some(format!("{}: cannot run: {}", v.title(), problem.lines().next().unwrap_or_default()));
     }
     let Some(latest) = v.runs.back() else {
-        return Some(format!("{}: no run yet", v.spec.name));
+        return Some(format!("{}: no run yet", v.title()));
     };
     if latest.outcome == "passed" {
         return None;
@@ -52,14 +52,21 @@ fn failure(v: &JobView) -> Option<String> {
     if let Some(message) = v.latest.as_deref().and_then(|r| r["error"]["message"].as_str()) {
         why.push(message.to_string());
     }
-    Some(format!("{}: {} (run {}): {}", v.spec.name, latest.outcome, latest.id, why.join("; ")))
+    Some(format!("{}: {} (run {}): {}", v.title(), latest.outcome, latest.id, why.join("; ")))
 }
 
 async fn healthz(Shared(state): Shared<Arc<State>>) -> Response {
-    let (failures, n) = state.with_jobs(|jobs| (jobs.values().filter_map(failure).collect::<Vec<_>>(), jobs.len()));
+    let (failures, n, hosts) = state.with_jobs(|jobs| {
+        let failures = jobs.values().filter_map(failure).collect::<Vec<_>>();
+        let names: std::collections::BTreeSet<&str> = jobs.values().map(|v| v.spec.name.as_str()).collect();
+        let hosts: std::collections::BTreeSet<&str> = jobs.values().map(|v| v.host.as_str()).collect();
+        (failures, names.len(), hosts.len())
+    });
     if failures.is_empty() {
         let s = if n == 1 { "" } else { "s" };
-        text(StatusCode::OK, format!("ok: the latest run of {n} job{s} passed\n"))
+        // Said only when jobs watch other hosts: one machine's answer stays as it was.
+        let on = if hosts > 1 { format!(" on {hosts} hosts") } else { String::new() };
+        text(StatusCode::OK, format!("ok: the latest run of {n} job{s} passed{on}\n"))
     } else {
         text(StatusCode::SERVICE_UNAVAILABLE, format!("failing:\n{}\n", failures.join("\n")))
     }
@@ -67,7 +74,7 @@ async fn healthz(Shared(state): Shared<Arc<State>>) -> Response {
 
 async fn readyz(Shared(state): Shared<Arc<State>>) -> Response {
     let waiting: Vec<String> =
-        state.with_jobs(|jobs| jobs.values().filter(|v| !v.ready()).map(|v| v.spec.name.clone()).collect());
+        state.with_jobs(|jobs| jobs.values().filter(|v| !v.ready()).map(JobView::title).collect());
     if waiting.is_empty() {
         text(StatusCode::OK, "ready: every job ran\n".into())
     } else {
@@ -88,6 +95,7 @@ async fn page(Shared(state): Shared<Arc<State>>) -> Response {
 #[derive(serde::Deserialize)]
 struct RunsQuery {
     job: Option<String>,
+    host: Option<String>,
     limit: Option<usize>,
 }
 
@@ -95,7 +103,7 @@ async fn runs(Shared(state): Shared<Arc<State>>, Query(q): Query<RunsQuery>) -> 
     let limit = q.limit.unwrap_or(50).clamp(1, 1000);
     let runs = tokio::task::spawn_blocking(move || {
         state
-            .recent(q.job.as_deref(), limit)
+            .recent(q.job.as_deref(), q.host.as_deref(), limit)
             .iter()
             .map(|r| {
                 let mut v = r.to_json();

@@ -40,10 +40,11 @@ fn checks(report: &Value) -> BTreeMap<(String, String), (f64, f64)> {
 /// The whole exposition.
 pub fn render(state: &State) -> String {
     let now = now_ms();
-    let host = state.hostname.as_str();
     let mut w = Writer::new();
     state.with_jobs(|jobs| {
         let base = |v: &JobView| [("job", v.spec.name.clone()), ("runbook", v.spec.runbook.clone())];
+        // The host the runs watched: this machine, or an inventory host of a job with `hosts`.
+        let host = |v: &JobView| ("host", v.host.clone());
         w.family(
             "opsbook_check_success",
             "gauge",
@@ -52,10 +53,10 @@ pub fn render(state: &State) -> String {
         for v in jobs.values() {
             let Some(report) = &v.latest else { continue };
             for ((section, check), (success, _)) in checks(report) {
-                let [job, runbook] = base(v);
+                let ([job, runbook], host) = (base(v), host(v));
                 w.sample(
                     "opsbook_check_success",
-                    &[job_label(&job), job_label(&runbook), ("host", host), ("section", &section), ("check", &check)],
+                    &[job_label(&job), job_label(&runbook), job_label(&host), ("section", &section), ("check", &check)],
                     success,
                 );
             }
@@ -68,10 +69,10 @@ pub fn render(state: &State) -> String {
         for v in jobs.values() {
             let Some(report) = &v.latest else { continue };
             for ((section, check), (_, duration)) in checks(report) {
-                let [job, runbook] = base(v);
+                let ([job, runbook], host) = (base(v), host(v));
                 w.sample(
                     "opsbook_check_duration_seconds",
-                    &[job_label(&job), job_label(&runbook), ("host", host), ("section", &section), ("check", &check)],
+                    &[job_label(&job), job_label(&runbook), job_label(&host), ("section", &section), ("check", &check)],
                     duration,
                 );
             }
@@ -81,10 +82,10 @@ pub fn render(state: &State) -> String {
             let Some(latest) = v.runs.back() else { continue };
             for outcome in OUTCOMES {
                 let value = if latest.outcome == *outcome { 1.0 } else { 0.0 };
-                let [job, runbook] = base(v);
+                let ([job, runbook], host) = (base(v), host(v));
                 w.sample(
                     "opsbook_run_outcome",
-                    &[job_label(&job), job_label(&runbook), ("host", host), ("outcome", outcome)],
+                    &[job_label(&job), job_label(&runbook), job_label(&host), ("outcome", outcome)],
                     value,
                 );
             }
@@ -103,17 +104,17 @@ pub fn render(state: &State) -> String {
                     "opsbook_run_start_timestamp_seconds" => latest.started_ms as f64 / 1000.0,
                     _ => (now - latest.started_ms).max(0) as f64 / 1000.0,
                 };
-                let [job, runbook] = base(v);
-                w.sample(name, &[job_label(&job), job_label(&runbook), ("host", host)], value);
+                let ([job, runbook], host) = (base(v), host(v));
+                w.sample(name, &[job_label(&job), job_label(&runbook), job_label(&host)], value);
             }
         }
         w.family("opsbook_run_next_timestamp_seconds", "gauge", "When the job's next run is due (Unix time).");
         for v in jobs.values() {
             let Some(due) = v.next_due_ms else { continue };
-            let [job, runbook] = base(v);
+            let ([job, runbook], host) = (base(v), host(v));
             w.sample(
                 "opsbook_run_next_timestamp_seconds",
-                &[job_label(&job), job_label(&runbook), ("host", host)],
+                &[job_label(&job), job_label(&runbook), job_label(&host)],
                 due as f64 / 1000.0,
             );
         }
@@ -121,10 +122,10 @@ pub fn render(state: &State) -> String {
         for v in jobs.values() {
             for outcome in OUTCOMES {
                 let n = v.outcomes.get(*outcome).copied().unwrap_or(0);
-                let [job, runbook] = base(v);
+                let ([job, runbook], host) = (base(v), host(v));
                 w.sample(
                     "opsbook_runs_total",
-                    &[job_label(&job), job_label(&runbook), ("host", host), ("outcome", outcome)],
+                    &[job_label(&job), job_label(&runbook), job_label(&host), ("outcome", outcome)],
                     n as f64,
                 );
             }
@@ -135,14 +136,18 @@ pub fn render(state: &State) -> String {
             "Runs that started later than due because the job's previous run overran its interval.",
         );
         for v in jobs.values() {
-            let [job, runbook] = base(v);
-            w.sample("opsbook_runs_late_total", &[job_label(&job), job_label(&runbook), ("host", host)], v.late as f64);
+            let ([job, runbook], host) = (base(v), host(v));
+            w.sample(
+                "opsbook_runs_late_total",
+                &[job_label(&job), job_label(&runbook), job_label(&host)],
+                v.late as f64,
+            );
         }
         w.family("opsbook_job_runnable", "gauge", "Whether the job can run (0: refused or broken, see the page).");
         for v in jobs.values() {
-            let [job, runbook] = base(v);
+            let ([job, runbook], host) = (base(v), host(v));
             let value = if v.problem.is_none() { 1.0 } else { 0.0 };
-            w.sample("opsbook_job_runnable", &[job_label(&job), job_label(&runbook), ("host", host)], value);
+            w.sample("opsbook_job_runnable", &[job_label(&job), job_label(&runbook), job_label(&host)], value);
         }
     });
     w.family("opsbook_history_writable", "gauge", "Whether runs are being stored in the history database.");
@@ -150,8 +155,8 @@ pub fn render(state: &State) -> String {
     w.finish()
 }
 
-/// The job and runbook labels are the first two pairs of every series; this keeps their
-/// names in one place (`job`, `runbook`), in that order.
+/// The job, runbook and host labels are the first three pairs of every series; this keeps
+/// their names in one place (`job`, `runbook`, `host`), in that order.
 fn job_label<'a>(value: &'a (&'static str, String)) -> (&'static str, &'a str) {
     (value.0, value.1.as_str())
 }

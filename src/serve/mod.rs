@@ -1,13 +1,15 @@
 //! `opsbook serve`: watch the stack all the time and serve the results.
 //!
-//! Runs chosen runbooks on a schedule (`scheduler`), keeps every run in the history
+//! Runs chosen runbooks on a schedule (`scheduler`), on this machine or, for a job with
+//! `hosts`, on the inventory hosts it selects, reached over ssh for each run (`remote`); keeps every run in the history
 //! (`crate::history`) and in memory (`state`), and answers over HTTP (`http`): health and
 //! readiness, Prometheus metrics (`metrics`), the runs as JSON reports, and a status page
 //! (`page`). Jobs only watch: a runbook that would change the stack is refused when the
 //! jobs are loaded (`scan`) and, should one slip through, at its first mutating call (the
 //! host's watch-only flag), unless the job says `mutating = true`.
 //!
-//! SIGHUP re-reads the configuration and the runbooks (running jobs finish first); SIGTERM
+//! SIGHUP re-reads the configuration, the inventory and the runbooks (running jobs finish
+//! first); SIGTERM
 //! or Ctrl-C lets running jobs finish within `serve.stop_timeout`, then interrupts them and
 //! exits.
 
@@ -15,6 +17,7 @@ mod capture;
 mod http;
 mod metrics;
 mod page;
+mod remote;
 pub mod scan;
 mod scheduler;
 mod state;
@@ -28,11 +31,12 @@ use crate::config::serve::{Job, Serve, job_from_arg};
 use crate::config::{Config, Sources};
 use crate::error::Error;
 use crate::history::{History, Retention, database_path, default_state_dir};
+use crate::inventory::Inventory;
 use crate::report::Mode;
 use crate::sandbox::Sandbox;
 use crate::session::Session;
 use crate::world::World;
-use scheduler::{Ready, Running};
+use scheduler::{Place, Ready, Running};
 use state::State;
 
 /// The state directory: the flag, else the configuration, else the default.
@@ -45,8 +49,41 @@ struct Ground {
     config: Arc<Config>,
     world: World,
     mode: Mode,
+    /// The inventory, read when a job has `hosts` (or why it cannot be read).
+    inventory: Option<Result<Inventory, String>>,
+    /// The command line's options, for the sessions of jobs on other hosts.
+    global: GlobalOptions,
     /// Kept alive while serving under `--sandbox`.
     _sandbox: Option<Sandbox>,
+}
+
+impl Ground {
+    /// Reads the inventory when a job needs it (a service watching only this machine needs
+    /// none, and must not fail for want of one).
+    fn read_inventory(&mut self, jobs: &[Job]) {
+        self.inventory = jobs.iter().any(|j| j.hosts.is_some()).then(|| {
+            Inventory::load(&self.config, self.global.inventory.as_deref())
+                .map_err(|e| crate::secret::redact(&e.to_string()).into_owned())
+        });
+    }
+
+    /// Where a job runs and on which hosts, or why it cannot.
+    fn place(&self, spec: &Job) -> Result<Vec<crate::inventory::Host>, Error> {
+        let Some(pattern) = &spec.hosts else { return Ok(Vec::new()) };
+        if self._sandbox.is_some() {
+            return Err(Error::Usage(format!(
+                "`hosts = \"{pattern}\"` watches inventory hosts over ssh, and the sandbox has none\n  help: \
+                 serve without `--sandbox`, or remove `hosts` to watch the sandbox's stack"
+            )));
+        }
+        let inventory = match &self.inventory {
+            Some(Ok(inventory)) => inventory,
+            Some(Err(e)) => return Err(Error::Usage(format!("cannot read the inventory: {e}"))),
+            None => return Err(Error::Usage("the inventory was not read".into())),
+        };
+        let selected = inventory.targets(None, Some(pattern))?.unwrap_or_default();
+        Ok(selected.into_iter().cloned().collect())
+    }
 }
 
 fn jobs_of(args: &ServeArgs, settings: &Serve) -> Result<Vec<Job>, Error> {
@@ -66,46 +103,59 @@ fn jobs_of(args: &ServeArgs, settings: &Serve) -> Result<Vec<Job>, Error> {
     Ok(jobs)
 }
 
-/// Compiles and checks each job: ready to run, or the reason it cannot.
-fn prepare(jobs: Vec<Job>, ground: &Ground, catalog: &Arc<Catalog>) -> (Vec<Ready>, Vec<(Job, Option<String>)>) {
+/// A job as the endpoints see it: the job, the host, and why it cannot run.
+type View = (Job, String, Option<String>);
+
+/// Compiles and checks each job: ready to run, or the reason it cannot. A job on other
+/// hosts is checked here once (the runbook is the same everywhere), and is one view per host.
+fn prepare(jobs: Vec<Job>, ground: &Ground, catalog: &Arc<Catalog>, here: &str) -> (Vec<Ready>, Vec<View>) {
     let mut ready = Vec::new();
     let mut views = Vec::new();
     for spec in jobs {
         let session =
             Session::shared(ground.config.clone(), ground.world.clone(), catalog.clone(), ground.mode.clone());
-        let checked = session.compile(&spec.runbook).and_then(|compiled| {
-            if !spec.mutating {
-                let found = scan::mutating_calls(&session, &compiled)?;
-                if !found.is_empty() {
-                    let calls: Vec<String> = found.iter().map(|f| format!("`{}` at {}", f.function, f.place)).collect();
-                    return Err(Error::Usage(format!(
-                        "refused: runbook `{}` changes the stack ({}), and watching must not\n  help: add \
+        let hosts = ground.place(&spec);
+        let checked =
+            hosts.and_then(|hosts| session.compile(&spec.runbook).map(|c| (hosts, c))).and_then(|(hosts, compiled)| {
+                if !spec.mutating {
+                    let found = scan::mutating_calls(&session, &compiled)?;
+                    if !found.is_empty() {
+                        let calls: Vec<String> =
+                            found.iter().map(|f| format!("`{}` at {}", f.function, f.place)).collect();
+                        return Err(Error::Usage(format!(
+                            "refused: runbook `{}` changes the stack ({}), and watching must not\n  help: add \
                          `mutating = true` to the job if it is meant to",
-                        spec.runbook,
-                        calls.join(", ")
-                    )));
+                            spec.runbook,
+                            calls.join(", ")
+                        )));
+                    }
                 }
-            }
-            compiled.bind(&spec.params)?;
-            Ok(compiled)
-        });
+                compiled.bind(&spec.params)?;
+                Ok((hosts, compiled))
+            });
         match checked {
-            Ok(compiled) => {
-                views.push((spec.clone(), None));
-                ready.push(Ready { spec, session, compiled });
+            Ok((_, compiled)) if spec.hosts.is_none() => {
+                views.push((spec.clone(), here.to_string(), None));
+                ready.push(Ready { spec, place: Place::Here { session: Box::new(session), compiled } });
+            }
+            Ok((hosts, _)) => {
+                views.extend(hosts.iter().map(|h| (spec.clone(), h.name.clone(), None)));
+                let global = ground.global.clone();
+                ready.push(Ready { spec, place: Place::Hosts(remote::Hosts { hosts, global }) });
             }
             Err(e) => {
                 let text = crate::secret::redact(&e.to_string()).into_owned();
                 let problem = text.strip_prefix("error: ").unwrap_or(&text).to_string();
-                views.push((spec, Some(problem)));
+                let host = spec.hosts.clone().unwrap_or_else(|| here.to_string());
+                views.push((spec, host, Some(problem)));
             }
         }
     }
     (ready, views)
 }
 
-fn problems(views: &[(Job, Option<String>)]) -> Vec<String> {
-    views.iter().filter_map(|(j, p)| p.as_ref().map(|p| format!("job `{}` ({}): {p}", j.name, j.origin))).collect()
+fn problems(views: &[View]) -> Vec<String> {
+    views.iter().filter_map(|(j, _, p)| p.as_ref().map(|p| format!("job `{}` ({}): {p}", j.name, j.origin))).collect()
 }
 
 /// Runs `opsbook serve` until SIGTERM.
@@ -123,18 +173,29 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let ground = if global.sandbox {
         let (sandbox, config) = Sandbox::start(config, &global.faults)?;
         let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
-        Ground { config: Arc::new(config), world: sandbox.hosts[0].world.clone(), mode, _sandbox: Some(sandbox) }
+        let world = sandbox.hosts[0].world.clone();
+        Ground {
+            config: Arc::new(config),
+            world,
+            mode,
+            inventory: None,
+            global: global.clone(),
+            _sandbox: Some(sandbox),
+        }
     } else {
         let world = World::real(&config);
         Ground {
             config: Arc::new(config),
             world,
             mode: Mode { dry_run: global.dry_run, ..Mode::default() },
+            inventory: None,
+            global: global.clone(),
             _sandbox: None,
         }
     };
     let mut ground = ground;
     let jobs = jobs_of(args, &settings)?;
+    ground.read_inventory(&jobs);
     if jobs.is_empty() {
         return Err(Error::Usage(
             "nothing to watch: give jobs as RUNBOOK@INTERVAL (`opsbook serve quick-check@1m`) or as \
@@ -143,7 +204,8 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
         ));
     }
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let (ready, views) = prepare(jobs, &ground, &catalog);
+    let here = crate::host::core::hostname();
+    let (ready, views) = prepare(jobs, &ground, &catalog, &here);
     let refused = problems(&views);
     if !refused.is_empty() {
         return Err(Error::Usage(refused.join("\n")));
@@ -152,7 +214,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let path = database_path(&state_dir(args.state_dir.clone(), &settings));
     let (history, opened) = History::open(path.clone());
     let retention = Retention { age: settings.retention, runs_per_job: settings.retention_runs };
-    let state = Arc::new(State::new(history, opened, retention, crate::host::core::hostname()));
+    let state = Arc::new(State::new(history, opened, retention, here.clone()));
     state.set_jobs(views);
 
     let listen = args.listen.clone().unwrap_or_else(|| settings.listen.clone());
@@ -211,9 +273,10 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
                     ground.config = Arc::new(reloaded);
                 }
                 settings = new_settings;
+                ground.read_inventory(&jobs);
                 running.finish(settings.stop_timeout);
                 let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-                let (ready, views) = prepare(jobs, &ground, &catalog);
+                let (ready, views) = prepare(jobs, &ground, &catalog, &here);
                 for p in problems(&views) {
                     eprintln!("opsbook serve: {p}");
                 }

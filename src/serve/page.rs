@@ -127,12 +127,14 @@ fn chart(out: &mut String, v: &JobView) {
 
 fn job_card(out: &mut String, v: &JobView, now: i64) {
     let verdict = verdict(v);
+    // One card per job and host: a job watching other hosts has the host in its id.
+    let id = if v.spec.hosts.is_some() { format!("{}-{}", v.spec.name, v.host) } else { v.spec.name.clone() };
     let _ = write!(
         out,
         "<section class=\"job {verdict}\" id=\"job-{}\"><h2><span class=\"verdict\">{verdict}</span> {}</h2>\
          <p class=\"meta\">runbook <code>{}</code> every {}",
-        esc(&v.spec.name),
-        esc(&v.spec.name),
+        esc(&id),
+        esc(&v.title()),
         esc(&v.spec.runbook),
         humantime::format_duration(v.spec.every),
     );
@@ -202,7 +204,7 @@ fn job_card(out: &mut String, v: &JobView, now: i64) {
 pub fn render(state: &State) -> String {
     let now = now_ms();
     let mut jobs = state.jobs();
-    jobs.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.spec.name.cmp(&b.spec.name)));
+    jobs.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.title().cmp(&b.title())));
     let failing = jobs.iter().filter(|v| rank(v) == 0).count();
     let refresh = jobs.iter().map(|v| v.spec.every.as_secs()).min().unwrap_or(10).clamp(2, 30);
     let title = if failing == 0 { "all passing".to_string() } else { format!("{failing} failing") };

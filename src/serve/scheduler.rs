@@ -1,4 +1,5 @@
-//! Runs each job on its interval: one thread and one session per job.
+//! Runs each job on its interval: one thread per job, and one session per job on this
+//! machine (a job with `hosts` opens its hosts' sessions for each run, see `remote`).
 //!
 //! A job never overlaps itself: its thread runs, records, then waits for the next due time;
 //! a run that takes longer than the interval delays the next one, which starts at once and
@@ -16,9 +17,10 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 
 use super::capture;
+use super::remote::Hosts;
 use super::state::State;
+use crate::cancel::Cancel;
 use crate::config::serve::Job;
-use crate::host::Host;
 use crate::runbook::Compiled;
 use crate::session::Session;
 
@@ -109,17 +111,28 @@ fn ms(t: SystemTime) -> i64 {
     t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-/// A job ready to run: its session and compiled runbook.
+/// Where a job runs.
+pub enum Place {
+    /// This machine: one session and compiled runbook for the service's life.
+    Here { session: Box<Session>, compiled: Compiled },
+    /// Inventory hosts, reached afresh for each run.
+    Hosts(Hosts),
+}
+
+/// A job ready to run.
 pub struct Ready {
     pub spec: Job,
-    pub session: Session,
-    pub compiled: Compiled,
+    pub place: Place,
 }
+
+/// The cancel flags of a job's current run: its session's, or its hosts' sessions' while a
+/// run over them goes on.
+pub type Cancels = Arc<Mutex<Vec<Cancel>>>;
 
 /// The running job threads.
 pub struct Running {
     pub stop: Arc<Stop>,
-    threads: Vec<(Arc<Host>, JoinHandle<()>)>,
+    threads: Vec<(Cancels, JoinHandle<()>)>,
 }
 
 impl Running {
@@ -129,14 +142,17 @@ impl Running {
         let permits = Arc::new(Permits::new(parallel));
         let mut threads = Vec::new();
         for ready in jobs {
-            let host = ready.session.host.clone();
-            let (stop, permits, state) = (stop.clone(), permits.clone(), state.clone());
+            let cancels: Cancels = Arc::default();
+            if let Place::Here { session, .. } = &ready.place {
+                lock(&cancels).push(session.host.cancel.clone());
+            }
+            let (stop, permits, state, current) = (stop.clone(), permits.clone(), state.clone(), cancels.clone());
             let jitter = jitter(&ready.spec, jitter_setting);
             let spawned = std::thread::Builder::new()
                 .name(format!("job {}", ready.spec.name))
-                .spawn(move || job_loop(ready, &state, &stop, &permits, jitter));
+                .spawn(move || job_loop(ready, &state, &stop, &permits, jitter, &current));
             match spawned {
-                Ok(handle) => threads.push((host, handle)),
+                Ok(handle) => threads.push((cancels, handle)),
                 Err(e) => tracing::error!("cannot start a thread for a job: {e}"),
             }
         }
@@ -152,10 +168,10 @@ impl Running {
             std::thread::sleep(Duration::from_millis(50));
         }
         let mut interrupted = 0;
-        for (host, thread) in self.threads {
+        for (cancels, thread) in self.threads {
             if !thread.is_finished() {
                 interrupted += 1;
-                host.cancel.cancel();
+                lock(&cancels).iter().for_each(Cancel::cancel);
             }
             let _ = thread.join();
         }
@@ -163,8 +179,12 @@ impl Running {
     }
 }
 
-fn job_loop(ready: Ready, state: &State, stop: &Stop, permits: &Permits, jitter: Duration) {
-    let Ready { spec, session, compiled } = ready;
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn job_loop(ready: Ready, state: &State, stop: &Stop, permits: &Permits, jitter: Duration, cancels: &Cancels) {
+    let Ready { spec, place } = ready;
     let every = spec.every;
     // `grid` is when runs are due without jitter; a run that overran moves it to its end.
     let mut grid = Instant::now();
@@ -181,14 +201,23 @@ fn job_loop(ready: Ready, state: &State, stop: &Stop, permits: &Permits, jitter:
         let note = late_by.map(|d| {
             format!("late by {}: the previous run overran its interval", humantime::format_duration(round(d)))
         });
-        let (document, end_note) = execute(&spec, &session, &compiled);
-        drop(permit);
-        let note = match (note, end_note) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
+        let results = match &place {
+            Place::Here { session, compiled } => {
+                let (document, end_note) = execute(&spec, session, compiled);
+                vec![(state.hostname.clone(), document, end_note)]
+            }
+            Place::Hosts(hosts) => hosts.run(&spec, cancels),
         };
-        let id = state.record(&spec, document, note);
-        tracing::debug!("job {}: run {id} recorded", spec.name);
+        drop(permit);
+        for (host, document, end_note) in results {
+            let note = match (note.clone(), end_note) {
+                (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+                (a, b) => a.or(b),
+            };
+            let id = state.record(&spec, &host, document, note);
+            tracing::debug!("job {} on {host}: run {id} recorded", spec.name);
+        }
+        state.running(&spec.name, None, false);
         grid += every;
         let now = Instant::now();
         late_by = (now > grid).then(|| now - grid);
@@ -203,7 +232,7 @@ fn round(d: Duration) -> Duration {
 }
 
 /// One run with the job's deadline and watch-only policy; its JSON report and a note.
-fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Value, Option<String>) {
+pub fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Value, Option<String>) {
     let host = &session.host;
     host.cancel.reset();
     host.set_watch_only(!spec.mutating);
@@ -247,7 +276,7 @@ fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Value, Option
 }
 
 /// The report of a run that could not start (its parameters no longer bind, …).
-fn error_document(spec: &Job, message: &str) -> Value {
+pub fn error_document(spec: &Job, message: &str) -> Value {
     json!({
         "schema": 1,
         "opsbook": env!("CARGO_PKG_VERSION"),
@@ -272,6 +301,7 @@ fn error_document(spec: &Job, message: &str) -> Value {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::host::Host;
 
     #[test]
     fn a_watch_only_host_refuses_a_mutating_call_and_stops_the_run() {

@@ -1,5 +1,8 @@
 //! What the service knows: each job's recent runs, schedule and problems, and the history.
 //!
+//! A job is seen once per host it watches: a job on this machine once, a job with `hosts`
+//! once per inventory host it selects, each with its own runs and verdict.
+//!
 //! The scheduler writes here after every run; the endpoints read. Recent runs are kept in
 //! memory (the last `KEEP` per job, loaded from the history at start), so the page and
 //! `/metrics` never wait on the database, and a broken database costs the service its
@@ -36,6 +39,8 @@ fn slim(runs: &mut VecDeque<Arc<Run>>) {
 #[derive(Debug, Clone)]
 pub struct JobView {
     pub spec: Job,
+    /// The host these runs watched (this machine's name for a job without `hosts`).
+    pub host: String,
     /// Oldest first.
     pub runs: VecDeque<Arc<Run>>,
     /// The newest run's report, parsed once.
@@ -52,14 +57,22 @@ pub struct JobView {
 }
 
 impl JobView {
+    /// How the endpoints name it: the job, and the host when the job watches other hosts.
+    pub fn title(&self) -> String {
+        if self.spec.hosts.is_some() { format!("{} on {}", self.spec.name, self.host) } else { self.spec.name.clone() }
+    }
+
     /// Whether it ran since the service started (or cannot run at all, which is final).
     pub fn ready(&self) -> bool {
         self.problem.is_some() || self.outcomes.values().sum::<u64>() > 0
     }
 }
 
+/// A view's key: the job's name and the host.
+pub type Key = (String, String);
+
 struct Inner {
-    jobs: BTreeMap<String, JobView>,
+    jobs: BTreeMap<Key, JobView>,
 }
 
 /// Shared between the scheduler and the endpoints.
@@ -116,20 +129,26 @@ impl State {
         }
     }
 
-    /// Installs the job list (at start and on reload): jobs keep their runs by name; a job
-    /// new to this service gets its recent runs from the history.
-    pub fn set_jobs(&self, specs: Vec<(Job, Option<String>)>) {
+    /// Installs the job list (at start and on reload), one entry per job and host: each
+    /// keeps its runs by name and host; one new to this service gets its recent runs from the
+    /// history.
+    pub fn set_jobs(&self, specs: Vec<(Job, String, Option<String>)>) {
         let mut inner = self.lock();
         let mut old = std::mem::take(&mut inner.jobs);
-        for (spec, problem) in specs {
-            let view = match old.remove(&spec.name) {
+        for (spec, host, problem) in specs {
+            let view = match old.remove(&(spec.name.clone(), host.clone())) {
                 Some(mut view) => {
                     view.spec = spec;
                     view.problem = problem;
                     view
                 }
                 None => {
-                    let filter = Filter { job: Some(spec.name.clone()), limit: Some(KEEP), ..Filter::default() };
+                    let filter = Filter {
+                        job: Some(spec.name.clone()),
+                        host: Some(host.clone()),
+                        limit: Some(KEEP),
+                        ..Filter::default()
+                    };
                     let mut runs: VecDeque<Arc<Run>> = match self.history.list(&filter) {
                         Ok(runs) => runs.into_iter().map(Arc::new).collect(),
                         Err(e) => {
@@ -141,6 +160,7 @@ impl State {
                     let latest = runs.back().and_then(|r| serde_json::from_str(&r.report).ok()).map(Arc::new);
                     JobView {
                         spec,
+                        host,
                         runs,
                         latest,
                         next_due_ms: None,
@@ -151,7 +171,7 @@ impl State {
                     }
                 }
             };
-            inner.jobs.insert(view.spec.name.clone(), view);
+            inner.jobs.insert((view.spec.name.clone(), view.host.clone()), view);
         }
     }
 
@@ -161,18 +181,19 @@ impl State {
     }
 
     /// Runs a closure over the jobs without copying them.
-    pub fn with_jobs<T>(&self, f: impl FnOnce(&BTreeMap<String, JobView>) -> T) -> T {
+    pub fn with_jobs<T>(&self, f: impl FnOnce(&BTreeMap<Key, JobView>) -> T) -> T {
         f(&self.lock().jobs)
     }
 
     pub fn scheduled(&self, job: &str, due_ms: i64) {
-        if let Some(v) = self.lock().jobs.get_mut(job) {
+        for v in self.lock().jobs.values_mut().filter(|v| v.spec.name == job) {
             v.next_due_ms = Some(due_ms);
         }
     }
 
+    /// A run of the job starts (on each of its hosts) or, with `None`, ended.
     pub fn running(&self, job: &str, since_ms: Option<i64>, late: bool) {
-        if let Some(v) = self.lock().jobs.get_mut(job) {
+        for v in self.lock().jobs.values_mut().filter(|v| v.spec.name == job) {
             v.running_since_ms = since_ms;
             if late {
                 v.late += 1;
@@ -180,8 +201,8 @@ impl State {
         }
     }
 
-    /// Records a finished run: in memory at once, then in the history. Returns its id.
-    pub fn record(&self, spec: &Job, document: Value, note: Option<String>) -> i64 {
+    /// Records a finished run on `host`: in memory at once, then in the history. Returns its id.
+    pub fn record(&self, spec: &Job, host: &str, document: Value, note: Option<String>) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let started_ms = document["started_at"]
             .as_str()
@@ -191,6 +212,7 @@ impl State {
         let run = Arc::new(Run {
             id,
             job: spec.name.clone(),
+            host: host.to_string(),
             runbook: spec.runbook.clone(),
             started_ms,
             duration_s: document["duration_s"].as_f64().unwrap_or(0.0),
@@ -200,7 +222,7 @@ impl State {
         });
         {
             let mut inner = self.lock();
-            if let Some(v) = inner.jobs.get_mut(&spec.name) {
+            if let Some(v) = inner.jobs.get_mut(&(spec.name.clone(), host.to_string())) {
                 v.runs.push_back(run.clone());
                 while v.runs.len() > KEEP {
                     v.runs.pop_front();
@@ -223,9 +245,15 @@ impl State {
         found.or_else(|| self.history.get(id).ok().flatten().map(Arc::new))
     }
 
-    /// The newest runs (of one job, or all), newest first: from the history, else from memory.
-    pub fn recent(&self, job: Option<&str>, limit: usize) -> Vec<Arc<Run>> {
-        let filter = Filter { job: job.map(str::to_string), limit: Some(limit), ..Filter::default() };
+    /// The newest runs (of one job, or all; on one host, or all), newest first: from the
+    /// history, else from memory.
+    pub fn recent(&self, job: Option<&str>, host: Option<&str>, limit: usize) -> Vec<Arc<Run>> {
+        let filter = Filter {
+            job: job.map(str::to_string),
+            host: host.map(str::to_string),
+            limit: Some(limit),
+            ..Filter::default()
+        };
         if self.history_error().is_none()
             && let Ok(runs) = self.history.list(&filter)
         {
@@ -235,7 +263,7 @@ impl State {
             .lock()
             .jobs
             .values()
-            .filter(|v| job.is_none_or(|j| v.spec.name == j))
+            .filter(|v| job.is_none_or(|j| v.spec.name == j) && host.is_none_or(|h| v.host == h))
             .flat_map(|v| v.runs.iter().cloned())
             .collect();
         runs.sort_by_key(|r| std::cmp::Reverse(r.id));

@@ -15,10 +15,12 @@
 //!   `/metrics`, `/-/ready`, `/-/reload`, and `validate`.
 //!
 //! Shared: `logger` (where lines go), `faults` (the sandbox's failure knobs), `toml_check`
-//! (config diagnostics of agent and shipper). Each process logs to stdout in its
+//! (config diagnostics of agent and shipper), `argv` (the real programs' command lines, which
+//! the twins accept: Loki's single-dash flags, Telegraf's `--config`). Each process logs to stdout in its
 //! counterpart's style, so under systemd the journal holds its lines.
 
 pub mod agent;
+pub mod argv;
 pub mod faults;
 pub mod log_store;
 pub mod logger;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
+use super::logger::Level;
 use super::{agent, log_store, logger, metrics_db, shipper, stop_signal};
 use crate::error::Error;
 
@@ -23,12 +24,20 @@ pub struct TwinArgs {
 pub enum Service {
     /// The metrics database: InfluxDB 2 API on 127.0.0.1:8086, data in memory.
     ///
+    /// Takes influxd's `--http-bind-address`, `--bolt-path` and `--engine-path`, and reads
+    /// influxd's config file from $INFLUXD_CONFIG_PATH (TOML: those keys, `reporting-disabled`,
+    /// `log-level`); flags win over the file.
+    ///
     /// Serves /health, /ping, /api/v2/buckets, /api/v2/write, /api/v2/query (a Flux subset:
     /// from, range, filter, count, max, min, mean, sum, last, first, limit, group, yield) and
     /// /api/v2/config. Every /api/v2 call needs `Authorization: Token …`; errors are
     /// InfluxDB's `{"code","message"}`, a query with no rows a lone CRLF.
     MetricsDb(MetricsDbArgs),
     /// The log store: Loki 3.4 API on 127.0.0.1:3100, logs in memory.
+    ///
+    /// Takes Loki's command line too: `-config.file=PATH` reads Loki's YAML config (listen
+    /// address and port, schema, retention, log level; strict about unknown keys, as Loki),
+    /// `-verify-config` checks it and exits.
     ///
     /// Serves /ready (503 during the start delay), /metrics, /config, /loki/api/v1/push (JSON,
     /// gzip, protobuf+snappy), query_range, query, labels, label values, series, with Loki's
@@ -37,11 +46,13 @@ pub enum Service {
     /// query's limit is met and while stopping.
     LogStore(LogStoreArgs),
     /// The metrics agent: samples cpu, mem and disk of this host every interval and writes line
-    /// protocol to the metrics database (a Telegraf-style TOML config). SIGHUP reloads.
+    /// protocol to the metrics database (a Telegraf-style TOML config, given as `--config PATH`
+    /// as to Telegraf, or as the argument). SIGHUP reloads.
     #[command(after_long_help = agent::config::EXAMPLE)]
     MetricsAgent(AgentArgs),
-    /// The log shipper: follows the journal and pushes to the log store (a TOML config), with
-    /// /metrics, /-/ready and /-/reload on 127.0.0.1:12345. SIGHUP reloads.
+    /// The log shipper: follows the journal and pushes to the log store (a TOML config, or
+    /// Alloy's syntax in a `.alloy` file: `run CONFIG.alloy` and `validate CONFIG.alloy` as
+    /// with Alloy), with /metrics, /-/ready and /-/reload on 127.0.0.1:12345. SIGHUP reloads.
     #[command(after_long_help = shipper::config::EXAMPLE)]
     LogShipper(ShipperArgs),
 }
@@ -66,14 +77,20 @@ pub struct MetricsDbArgs {
     /// Most points held; writes beyond get InfluxDB's 413-like refusal.
     #[arg(long, default_value_t = 5_000_000)]
     pub max_points: usize,
-    /// `engine-path` reported by /api/v2/config.
-    #[arg(long, default_value = "/var/lib/influxdb2/engine")]
-    pub engine_path: String,
+    /// `engine-path` reported by /api/v2/config (default /var/lib/influxdb2/engine).
+    #[arg(long, value_name = "PATH")]
+    pub engine_path: Option<String>,
+    /// influxd's listen address (`:8086` is every interface); overrides `--listen`.
+    #[arg(long, value_name = "ADDR")]
+    pub http_bind_address: Option<String>,
+    /// `bolt-path` reported by /api/v2/config (default /var/lib/influxdb2/influxd.bolt).
+    #[arg(long, value_name = "PATH")]
+    pub bolt_path: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct LogStoreArgs {
-    /// Address to listen on.
+    /// Address to listen on (with --config.file, the file's `server` address and port instead).
     #[arg(long, default_value = "127.0.0.1:3100", value_name = "ADDR")]
     pub listen: String,
     /// How long /ready answers 503 after start, as Loki's ingester does.
@@ -91,6 +108,15 @@ pub struct LogStoreArgs {
     /// Bytes of log lines held at most; pushes beyond get 429.
     #[arg(long, default_value_t = 512 << 20)]
     pub max_bytes: usize,
+    /// Loki's YAML config file; its listen address, port and schema replace the flags'.
+    #[arg(long = "config.file", value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
+    /// Check the config file, print whether it is valid and exit (0 valid, 1 not).
+    #[arg(long = "verify-config", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub verify_config: Option<bool>,
+    /// Expand ${VAR} in the config file from the environment.
+    #[arg(long = "config.expand-env", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub config_expand_env: Option<bool>,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +152,25 @@ pub enum ShipperAction {
         #[arg(value_name = "CONFIG")]
         config: PathBuf,
     },
+    /// Run with a config file, as `alloy run` does (`.alloy`: Alloy's syntax; else TOML).
+    Run {
+        /// Config file: `.alloy` in Alloy's syntax, else the twin's TOML.
+        #[arg(value_name = "CONFIG")]
+        config: PathBuf,
+        /// Address of /metrics, /-/ready and /-/reload.
+        #[arg(long = "server.http.listen-addr", value_name = "ADDR", default_value = super::shipper::DEFAULT_LISTEN)]
+        listen: String,
+        /// Directory for the shipper's data (created if missing; the twin keeps no positions).
+        #[arg(long = "storage.path", value_name = "DIR", default_value = "data-alloy/")]
+        storage_path: PathBuf,
+        /// Accepted as Alloy accepts it; the twin reports nothing anywhere.
+        #[arg(long = "disable-reporting")]
+        disable_reporting: bool,
+        /// Accepted as Alloy accepts it; the twin's components are all generally available.
+        #[arg(long = "stability.level", value_name = "LEVEL", default_value = "generally-available",
+              value_parser = ["experimental", "public-preview", "generally-available"])]
+        stability_level: String,
+    },
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -142,21 +187,46 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
     {
         return agent::test_command(&a.config);
     }
+    if let Service::LogStore(a) = &args.service
+        && a.verify_config == Some(true)
+    {
+        return Ok(match loki_config(a) {
+            Ok(_) => {
+                eprintln!("{}", loki_line("info", "main.go:87", &[("msg", "config is valid")]));
+                0
+            }
+            Err(code) => code,
+        });
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|source| Error::Io { context: "cannot start the async runtime".into(), source })?;
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match args.service {
             Service::MetricsDb(a) => run_metrics_db(a).await,
             Service::LogStore(a) => run_log_store(a).await,
             Service::MetricsAgent(a) => agent::run_command(&a.config, a.once, stop_signal()).await,
+            Service::LogShipper(ShipperArgs {
+                action: Some(ShipperAction::Run { config, listen, storage_path, .. }),
+                ..
+            }) => {
+                std::fs::create_dir_all(&storage_path).map_err(|source| Error::Io {
+                    context: format!("cannot create the storage path `{}`", storage_path.display()),
+                    source,
+                })?;
+                shipper::run_command(Some(&config), Some(&listen), stop_signal()).await
+            }
             Service::LogShipper(a) => {
                 shipper::run_command(a.config.as_deref(), a.listen.as_deref(), stop_signal()).await
             }
         }
-    })
+    });
+    // Dropping the runtime would wait for every blocking task, a read of a journal follower
+    // included: stopped means stopped (the service manager would kill us after its timeout).
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    code
 }
 
 async fn bind(addr: &str) -> Result<tokio::net::TcpListener, Error> {
@@ -165,18 +235,83 @@ async fn bind(addr: &str) -> Result<tokio::net::TcpListener, Error> {
         .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })
 }
 
+/// One line in Loki's logfmt: `level=… ts=… caller=… k=v…`.
+fn loki_line(level: &str, caller: &str, fields: &[(&str, &str)]) -> String {
+    let mut line = format!("level={level} ts={} caller={caller}", logger::now_rfc3339(9));
+    for (k, v) in fields {
+        line.push_str(&format!(" {k}={}", logger::logfmt_value(v)));
+    }
+    line
+}
+
+/// Loki's config file from `-config.file`, loaded and validated as Loki does before it
+/// starts; `None` without one. A failure is reported as Loki reports it: the exit status.
+fn loki_config(a: &LogStoreArgs) -> Result<Option<log_store::loki_file::LokiFile>, u8> {
+    let Some(path) = &a.config_file else { return Ok(None) };
+    let shown = path.display().to_string();
+    let expand = a.config_expand_env == Some(true);
+    let parsed = match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let text = if expand { super::toml_check::expand_env(&text) } else { text };
+            log_store::loki_file::parse(&shown, &text, expand)
+        }
+        Err(_) => Err(format!("{shown} does not exist, set config.file for custom config path")),
+    };
+    let file = parsed.map_err(|e| {
+        eprintln!("failed parsing config: {e}");
+        1u8
+    })?;
+    log_store::loki_file::validate(&file).map_err(|e| {
+        eprintln!("{}", loki_line("error", "main.go:70", &[("msg", "validating config"), ("err", &e)]));
+        1u8
+    })?;
+    Ok(Some(file))
+}
+
 async fn run_log_store(a: LogStoreArgs) -> Result<u8, Error> {
-    let listener = bind(&a.listen).await?;
-    let options = log_store::Options {
+    let file = match loki_config(&a) {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    let mut options = log_store::Options {
         ready_delay: a.ready_delay,
         retention: a.retention,
-        object_store: a.object_store,
         chunk_target_bytes: a.chunk_target_size,
         max_bytes: a.max_bytes,
-        listen: listener.local_addr().map(|x| x.to_string()).unwrap_or(a.listen),
         ..log_store::Options::default()
     };
-    let store = log_store::LogStore::new(options, logger::stdout());
+    let mut log = logger::stdout();
+    let listen = match file {
+        Some(f) => {
+            let host = if f.http_listen_address.is_empty() { "0.0.0.0" } else { f.http_listen_address.as_str() };
+            let listen = format!("{host}:{}", f.http_listen_port);
+            if !f.retention_period.is_zero() {
+                options.retention = f.retention_period;
+            }
+            // Loki's `server.log_level`: lines less severe are not written.
+            let least = match f.log_level.as_str() {
+                "error" => Level::Error,
+                "warn" => Level::Warn,
+                "debug" => Level::Debug,
+                _ => Level::Info,
+            };
+            let inner = log;
+            log = std::sync::Arc::new(move |level, line| {
+                if level <= least {
+                    inner(level, line)
+                }
+            });
+            options.file = f;
+            listen
+        }
+        None => {
+            options.file.periods[0].object_store = a.object_store;
+            a.listen
+        }
+    };
+    let listener = bind(&listen).await?;
+    options.listen = listener.local_addr().map(|x| x.to_string()).unwrap_or(listen);
+    let store = log_store::LogStore::new(options, log);
     super::serve(store, Some(listener), stop_signal())
         .await
         .map_err(|source| Error::Io { context: "log store server failed".into(), source })?;
@@ -187,14 +322,23 @@ async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
     let token = a.token.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
         Error::Usage("the metrics-db twin needs an API token: pass `--token` or set INFLUX_TOKEN".into())
     })?;
-    let listener = bind(&a.listen).await?;
+    let file = metrics_db::influxd_config::from_env().map_err(Error::Usage)?.unwrap_or_default();
+    let defaults = metrics_db::Options::default();
+    // As influxd: a flag wins over the config file.
+    let bind_address = a.http_bind_address.or(file.http_bind_address);
+    let listen = bind_address.as_deref().map_or(a.listen, metrics_db::influxd_config::socket_address);
+    let listener = bind(&listen).await?;
     let options = metrics_db::Options {
         org: a.org,
         buckets: a.buckets,
         retention: a.retention,
         max_points: a.max_points,
-        engine_path: a.engine_path,
-        listen: listener.local_addr().map(|x| x.to_string()).unwrap_or(a.listen),
+        engine_path: a.engine_path.or(file.engine_path).unwrap_or(defaults.engine_path),
+        listen: listener.local_addr().map(|x| x.to_string()).unwrap_or(listen),
+        http_bind_address: bind_address,
+        bolt_path: a.bolt_path.or(file.bolt_path).unwrap_or(defaults.bolt_path),
+        reporting_disabled: file.reporting_disabled.unwrap_or(defaults.reporting_disabled),
+        log_level: file.log_level.unwrap_or(defaults.log_level),
     };
     let db = metrics_db::MetricsDb::new(options, crate::secret::Secret::new(token), logger::stdout());
     super::serve(db, Some(listener), stop_signal())

@@ -2,12 +2,13 @@
 //!
 //! Host modules (`src/host/*`) never talk to D-Bus, journalctl, processes or podman
 //! directly: they go through the small traits declared in this folder, one file per seam
-//! (units, journal, commands, containers). Each trait has a real implementation (zbus,
-//! `journalctl -o json`, child processes, podman), one for another host reached over its
-//! shared ssh connection (`remote`), and, for `--sandbox`, an in-process twin.
+//! (units, journal, commands, containers, files). Each trait has a real implementation (zbus,
+//! `journalctl -o json`, child processes, podman, std::fs), one for another host reached over
+//! its shared ssh connection (`remote`), and, for `--sandbox`, an in-process twin.
 
 pub mod commands;
 pub mod containers;
+pub mod files;
 pub mod journal;
 pub mod net;
 pub mod remote;
@@ -35,6 +36,11 @@ pub struct World {
     pub containers: Arc<dyn containers::Containers>,
     /// What the host reaches over the network, asked from the host itself.
     pub net: Arc<dyn net::Net>,
+    /// Reading and changing the host's files.
+    pub files: Arc<dyn files::Files>,
+    /// Under `--sandbox`: verbs with no simulation there (user accounts) refuse, rather than
+    /// act on this machine.
+    pub sandbox: bool,
 }
 
 impl World {
@@ -61,6 +67,8 @@ impl World {
                 timeout: config.duration(keys::TOOLS_TIMEOUT),
             }),
             net: Arc::new(net::LocalNet),
+            files: Arc::new(files::LocalFiles { root: None }),
+            sandbox: false,
         }
     }
 }

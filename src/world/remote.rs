@@ -1,13 +1,13 @@
 //! The world of another host, reached over its one shared OpenSSH connection
 //! (`crate::transport::Ssh`): its service manager through `systemd-stdio-bridge` (one D-Bus
-//! connection for the run), its journal, commands and containers as `ssh HOST …` on the same
+//! connection for the run), its journal, commands, containers and files as `ssh HOST …` on the same
 //! connection, and endpoints that listen only on its loopback through ports forwarded over it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::commands::{Commands, Completed, Invocation};
-use super::{BoxFuture, World, containers, journal, net, systemd_dbus};
+use super::{BoxFuture, World, containers, files, journal, net, systemd_dbus};
 use crate::config::{Config, Origin, Value, keys};
 use crate::error::Error;
 use crate::transport::{BusScope, Ssh};
@@ -82,7 +82,12 @@ impl World {
                 commands: commands.clone(),
                 timeout: config.duration(keys::TOOLS_TIMEOUT),
             }),
+            files: Arc::new(files::CommandFiles {
+                commands: commands.clone(),
+                timeout: config.duration(keys::TOOLS_TIMEOUT),
+            }),
             net: Arc::new(net::CommandNet { commands }),
+            sandbox: false,
         })
     }
 }

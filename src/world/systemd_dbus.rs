@@ -325,19 +325,20 @@ impl Units for SystemdDbus {
         Box::pin(self.job(job, unit, timeout))
     }
 
-    fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<(), UnitError>> {
+    fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<Vec<String>, UnitError>> {
         Box::pin(async move {
             let manager = self.manager().await?;
             let files: Vec<&str> = units.iter().map(String::as_str).collect();
             let first = units.first().map(String::as_str).unwrap_or("");
             let action = if enabled { "enable" } else { "disable" };
-            if enabled {
-                call(first, action, manager.enable_unit_files(&files, false, false)).await?;
+            let changes = if enabled {
+                call(first, action, manager.enable_unit_files(&files, false, false)).await?.1
             } else {
-                call(first, action, manager.disable_unit_files(&files, false)).await?;
-            }
+                call(first, action, manager.disable_unit_files(&files, false)).await?
+            };
             // As `systemctl enable` does: the manager re-reads its unit files.
-            call(first, "reload the manager for", manager.reload()).await
+            call(first, "reload the manager for", manager.reload()).await?;
+            Ok(changes.into_iter().map(|(kind, file, target)| change_text(&kind, &file, &target)).collect())
         })
     }
 
@@ -387,6 +388,15 @@ impl Units for SystemdDbus {
                 })
                 .collect())
         })
+    }
+}
+
+/// One change of `EnableUnitFiles`/`DisableUnitFiles` (`symlink`, `unlink`…), as systemctl words it.
+fn change_text(kind: &str, file: &str, target: &str) -> String {
+    match kind {
+        "symlink" => format!("created symlink {file} → {target}"),
+        "unlink" => format!("removed {file}"),
+        other => format!("{other} {file} {target}").trim_end().to_string(),
     }
 }
 

@@ -173,8 +173,10 @@ pub trait Units: Send + Sync {
         unit: &'a str,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<JobOutcome, UnitError>>;
-    /// Enables or disables unit files, then reloads the manager as `systemctl` does.
-    fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<(), UnitError>>;
+    /// Enables or disables unit files, then reloads the manager as `systemctl` does. Returns
+    /// what changed, as systemctl prints it (`created symlink A → B`, `removed A`); empty when
+    /// the units already were so.
+    fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<Vec<String>, UnitError>>;
     fn daemon_reload(&self) -> BoxFuture<'_, Result<(), UnitError>>;
     /// Loaded units whose names match a glob pattern (`*.service`, `loki*`).
     fn list<'a>(&'a self, pattern: &'a str) -> BoxFuture<'a, Result<Vec<UnitStatus>, UnitError>>;

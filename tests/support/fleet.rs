@@ -209,6 +209,13 @@ impl FleetHost {
         text(&out.stdout)
     }
 
+    /// A file's text as the host sees it (its own /etc, /var/lib, /root); `None` when it has no
+    /// such file.
+    pub fn read_file(&self, path: &str) -> Option<String> {
+        let out = self.exec(&["cat", path]);
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// Writes a user unit and reloads the user manager.
     pub fn install_unit(&self, name: &str, text: &str) {
         let path = format!("/run/user/0/systemd/user/{name}");
@@ -222,6 +229,13 @@ impl FleetHost {
     pub fn stop_sshd(&self) {
         let pid_file = self.state.join("sshd.pid").display().to_string();
         self.ok(&["sh", "-c", &format!("kill $(cat {pid_file})")]);
+    }
+
+    /// Starts the host's sshd again (after `stop_sshd`), as fleet-host.sh first started it.
+    pub fn start_sshd(&self) {
+        let config = self.state.join("sshd_config").display().to_string();
+        let log = self.state.join("sshd.log").display().to_string();
+        self.ok(&["/usr/sbin/sshd", "-f", &config, "-E", &log]);
     }
 
     /// Loads an nftables ruleset (nft's file syntax) inside the host's network namespace.

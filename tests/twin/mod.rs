@@ -2,11 +2,13 @@
 //! reproduced (status, content type, body, the log lines of one life), the official InfluxDB
 //! Python client reading the twin's CSV, the twin shipper's pushes accepted by the twin log
 //! store (JSON and protobuf), and the `opsbook twin …` processes themselves (serving, --test,
-//! validate, SIGHUP, SIGTERM). One file per component; the helpers they share are here.
+//! validate, SIGHUP, SIGTERM), also started with the real programs' command lines and config
+//! files (`real_configs`). One file per component; the helpers they share are here.
 
 mod log_store;
 mod metrics_db;
 mod processes;
+mod real_configs;
 mod shipper;
 
 use std::sync::Arc;

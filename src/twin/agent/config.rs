@@ -20,6 +20,7 @@
 //! [[inputs.mem]]
 //! [[inputs.disk]]
 //!   ignore_fs = ["tmpfs", "devtmpfs", "overlay"]
+//! [[inputs.system]]              # load, n_cpus, users, uptime
 //! ```
 //!
 //! Unknown sections, plugins and keys are errors at their `file:line:col`, as are values of
@@ -98,6 +99,9 @@ impl AgentConfig {
         }
         if self.inputs.mem {
             n.push("mem");
+        }
+        if self.inputs.system {
+            n.push("system");
         }
         n
     }
@@ -220,9 +224,9 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
         }
     }
 
-    let mut inputs = Inputs { cpu: None, mem: false, disk: None };
+    let mut inputs = Inputs { cpu: None, mem: false, disk: None, system: false };
     if let Some((ins, _)) = c.table(root, "inputs") {
-        c.only(ins, &["cpu", "mem", "disk"], "[inputs] (the twin gathers cpu, mem and disk)");
+        c.only(ins, &["cpu", "mem", "disk", "system"], "[inputs] (the twin gathers cpu, mem, disk and system)");
         if let Some((cpu, _)) = c.tables(ins, "cpu").first() {
             c.only(cpu, &["percpu", "totalcpu", "collect_cpu_time", "report_active", "core_tags"], "[[inputs.cpu]]");
             let d = CpuInput::default();
@@ -237,6 +241,10 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
         if let Some((mem, _)) = c.tables(ins, "mem").first() {
             c.only(mem, &[], "[[inputs.mem]]");
             inputs.mem = true;
+        }
+        if let Some((system, _)) = c.tables(ins, "system").first() {
+            c.only(system, &[], "[[inputs.system]]");
+            inputs.system = true;
         }
         if let Some((disk, _)) = c.tables(ins, "disk").first() {
             c.only(disk, &["mount_points", "ignore_fs", "ignore_mount_opts"], "[[inputs.disk]]");
@@ -255,8 +263,8 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
             c.error(span, format!("[{section}] are not supported by the twin agent"));
         }
     }
-    if inputs.cpu.is_none() && !inputs.mem && inputs.disk.is_none() && c.errors.is_empty() {
-        c.error(0..0, "no inputs configured: add [[inputs.cpu]], [[inputs.mem]] or [[inputs.disk]]");
+    if inputs.cpu.is_none() && !inputs.mem && inputs.disk.is_none() && !inputs.system && c.errors.is_empty() {
+        c.error(0..0, "no inputs configured: add [[inputs.cpu]], [[inputs.mem]], [[inputs.disk]] or [[inputs.system]]");
     }
     if outputs.is_empty() && c.errors.is_empty() {
         c.error(0..0, "no outputs configured: add [[outputs.influxdb_v2]]");

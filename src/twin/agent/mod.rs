@@ -1,5 +1,5 @@
 //! The metrics-agent twin: a Telegraf-like agent. Every interval it samples the real host
-//! (`sampler`: cpu, mem, disk), and writes the metrics as line protocol to each InfluxDB 2
+//! (`sampler`: cpu, mem, disk; `system`: load and uptime), and writes the metrics as line protocol to each InfluxDB 2
 //! output of its config (`config`, a Telegraf TOML subset) with its token; it logs each flush
 //! in Telegraf's words (`Wrote batch of N metrics in …`) and each failure
 //! (`E! [outputs.influxdb_v2] When writing to …`).
@@ -22,6 +22,7 @@ use tokio::net::TcpListener;
 
 pub mod config;
 mod sampler;
+mod system;
 
 use self::config::{AgentConfig, Output};
 use super::logger::{self, Level, Sink};

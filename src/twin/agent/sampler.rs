@@ -1,4 +1,4 @@
-//! Samples the real host as Telegraf's `cpu`, `mem` and `disk` inputs do, with their
+//! Samples the real host as Telegraf's `cpu`, `mem`, `disk` (and `system`, see `system`) inputs do, with their
 //! measurement, tag and field names: `cpu` (tag `cpu` = `cpu-total` and `cpu0`…, fields
 //! `usage_user`, `usage_system`, `usage_idle`, … in percent of the interval), `mem` (bytes
 //! and percentages from /proc/meminfo) and `disk` (statvfs of each mount, tags `path`,
@@ -17,6 +17,8 @@ pub struct Inputs {
     pub cpu: Option<CpuInput>,
     pub mem: bool,
     pub disk: Option<DiskInput>,
+    /// Telegraf's `system` input (`super::system`).
+    pub system: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -299,6 +301,11 @@ impl Sampler {
                 .map_err(|e| format!("[inputs.mem] reading /proc/meminfo: {e}"))?;
             points.push(point("mem", Vec::new(), mem_fields(&parse_meminfo(&text))));
         }
+        if inputs.system {
+            for fields in super::system::gather()? {
+                points.push(point("system", Vec::new(), fields));
+            }
+        }
         if let Some(disk) = &inputs.disk {
             let text = std::fs::read_to_string("/proc/self/mounts")
                 .map_err(|e| format!("[inputs.disk] reading /proc/self/mounts: {e}"))?;
@@ -383,7 +390,8 @@ mod tests {
             println!("skipped: no /proc on this machine");
             return;
         }
-        let inputs = Inputs { cpu: Some(CpuInput::default()), mem: true, disk: Some(DiskInput::default()) };
+        let inputs =
+            Inputs { cpu: Some(CpuInput::default()), mem: true, disk: Some(DiskInput::default()), system: true };
         let mut s = Sampler::new();
         let tags = vec![("host".to_string(), "h1".to_string())];
         let first = s.gather(&inputs, &tags, 1).unwrap();

@@ -300,17 +300,33 @@ async fn not_found() -> Response {
 }
 
 /// The HTTP routes, with the fault middleware in front.
+/// With `auth_enabled: true` in its config file, Loki refuses API calls that name no tenant
+/// (`X-Scope-OrgID`): 401 `no org id`.
+async fn require_tenant(
+    State(store): State<Arc<LogStore>>,
+    request: axum::extract::Request,
+    next: middleware::Next,
+) -> Response {
+    if store.options.file.auth_enabled && !request.headers().contains_key("x-scope-orgid") {
+        return text_line(StatusCode::UNAUTHORIZED, "no org id");
+    }
+    next.run(request).await
+}
+
 pub(super) fn router(store: Arc<LogStore>) -> Router {
-    Router::new()
-        .route("/ready", get(ready).head(method_not_allowed))
-        .route("/metrics", get(metrics))
-        .route("/config", get(config))
+    let api = Router::new()
         .route("/loki/api/v1/push", post(push_handler))
         .route("/loki/api/v1/query_range", get(query_range).post(query_range_post))
         .route("/loki/api/v1/query", get(query_instant).post(query_instant_post))
         .route("/loki/api/v1/labels", get(labels).post(labels))
         .route("/loki/api/v1/label/{name}/values", get(label_values))
         .route("/loki/api/v1/series", get(series).post(series_post))
+        .route_layer(middleware::from_fn_with_state(store.clone(), require_tenant));
+    Router::new()
+        .route("/ready", get(ready).head(method_not_allowed))
+        .route("/metrics", get(metrics))
+        .route("/config", get(config))
+        .merge(api)
         .route("/loki/api/v1/status/buildinfo", get(buildinfo))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(store.faults.clone(), faults::apply))

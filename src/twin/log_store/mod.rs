@@ -9,7 +9,8 @@
 //! - `GET|POST /loki/api/v1/query_range` and `/query` (log queries on `/query` get Loki 3's
 //!   400), labels, label values, series, build info, and `GET /config` (YAML whose
 //!   `schema_config.configs[*].object_store` names the backend). Empty answers take Loki's
-//!   empty forms (an empty label list has no `data` at all).
+//!   empty forms (an empty label list has no `data` at all). With `auth_enabled: true` in
+//!   its config file, API calls without `X-Scope-OrgID` get Loki's 401 `no org id`.
 //!
 //! Like Loki 3, streams get `service_name` (discovered, else `unknown_service`) and query
 //! results carry a `detected_level` for each line (`loki3`). Memory is bounded by a retention
@@ -17,13 +18,16 @@
 //! 3.4.6 logs, errors included (`voice`).
 //!
 //! This file holds the state; `ingest` stores pushes, `select` answers queries, `http` the
-//! routes, `metrics`, `config` and `stats` the bodies of those answers.
+//! routes, `metrics`, `config` and `stats` the bodies of those answers. `loki_file` reads
+//! Loki's own YAML config file (`-config.file`; its keys in `loki_keys`).
 
 mod config;
 mod http;
 mod ingest;
 mod logql;
 mod loki3;
+pub mod loki_file;
+mod loki_keys;
 mod metrics;
 mod select;
 mod stats;
@@ -53,8 +57,6 @@ pub struct Options {
     pub retention: Duration,
     /// Bytes of log lines kept at most; pushes beyond get 429.
     pub max_bytes: usize,
-    /// `object_store` of the schema period in `/config` (`filesystem`, `s3`, …).
-    pub object_store: String,
     /// A stream's chunk is cut once it holds this many bytes (Loki's chunk_target_size).
     pub chunk_target_bytes: usize,
     /// A stream idle this long gets a new chunk on its next push (Loki's chunk_idle_period).
@@ -67,6 +69,8 @@ pub struct Options {
     pub creation_grace: Duration,
     /// Address shown in `/config` (`server.http_listen_address`/`port`).
     pub listen: String,
+    /// The rest of what `/config` shows: the config file's values, or the twin's defaults.
+    pub file: loki_file::LokiFile,
 }
 
 impl Default for Options {
@@ -75,13 +79,13 @@ impl Default for Options {
             ready_delay: Duration::from_secs(15),
             retention: Duration::from_secs(24 * 3600),
             max_bytes: 512 << 20,
-            object_store: "filesystem".into(),
             chunk_target_bytes: 1_572_864,
             chunk_idle: Duration::from_secs(30 * 60),
             max_line_size: 256 << 10,
             reject_older_than: Duration::from_secs(7 * 24 * 3600),
             creation_grace: Duration::from_secs(10 * 60),
             listen: "127.0.0.1:3100".into(),
+            file: loki_file::LokiFile::default(),
         }
     }
 }

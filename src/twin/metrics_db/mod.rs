@@ -18,6 +18,7 @@
 mod csv;
 mod flux;
 mod http;
+pub mod influxd_config;
 mod resources;
 mod store;
 
@@ -56,6 +57,14 @@ pub struct Options {
     pub engine_path: String,
     /// Address shown in `/api/v2/config` (`http-bind-address`).
     pub listen: String,
+    /// `http-bind-address` as configured (`:8086`); none: `:PORT` of `listen`.
+    pub http_bind_address: Option<String>,
+    /// `bolt-path` in `/api/v2/config`.
+    pub bolt_path: String,
+    /// `reporting-disabled` in `/api/v2/config`.
+    pub reporting_disabled: bool,
+    /// `log-level` in `/api/v2/config`.
+    pub log_level: String,
 }
 
 impl Default for Options {
@@ -67,6 +76,10 @@ impl Default for Options {
             max_points: 5_000_000,
             engine_path: "/var/lib/influxdb2/engine".into(),
             listen: "127.0.0.1:8086".into(),
+            http_bind_address: None,
+            bolt_path: "/var/lib/influxdb2/influxd.bolt".into(),
+            reporting_disabled: true,
+            log_level: "info".into(),
         }
     }
 }

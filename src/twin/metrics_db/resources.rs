@@ -36,16 +36,18 @@ impl MetricsDb {
     }
 
     pub(super) fn config_json(&self) -> Value {
-        let port = self.options.listen.rsplit_once(':').map_or("8086", |(_, p)| p);
+        let o = &self.options;
+        let port = o.listen.rsplit_once(':').map_or("8086", |(_, p)| p);
+        let bind = o.http_bind_address.clone().unwrap_or_else(|| format!(":{port}"));
         let pairs: Vec<(&str, Value)> = vec![
             ("assets-path", json!("")),
-            ("bolt-path", json!("/var/lib/influxdb2/influxd.bolt")),
+            ("bolt-path", json!(o.bolt_path)),
             ("e2e-testing", json!(false)),
-            ("engine-path", json!(self.options.engine_path)),
+            ("engine-path", json!(o.engine_path)),
             ("feature-flags", json!(null)),
             ("flux-log-enabled", json!(false)),
             ("hardening-enabled", json!(false)),
-            ("http-bind-address", json!(format!(":{port}"))),
+            ("http-bind-address", json!(bind)),
             ("http-idle-timeout", json!(180_000_000_000u64)),
             ("http-read-header-timeout", json!(10_000_000_000u64)),
             ("http-read-timeout", json!(0)),
@@ -54,7 +56,7 @@ impl MetricsDb {
             ("influxql-max-select-point", json!(0)),
             ("influxql-max-select-series", json!(0)),
             ("instance-id", json!("")),
-            ("log-level", json!("info")),
+            ("log-level", json!(o.log_level)),
             ("metrics-disabled", json!(false)),
             ("no-tasks", json!(false)),
             ("pprof-disabled", json!(false)),
@@ -63,7 +65,7 @@ impl MetricsDb {
             ("query-max-memory-bytes", json!(0)),
             ("query-memory-bytes", json!(0)),
             ("query-queue-size", json!(1024)),
-            ("reporting-disabled", json!(true)),
+            ("reporting-disabled", json!(o.reporting_disabled)),
             ("secret-store", json!("bolt")),
             ("session-length", json!(60)),
             ("session-renew-disabled", json!(false)),

@@ -30,6 +30,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::diagnostic::Diagnostic;
+use crate::twin::logger::Level;
 use crate::twin::toml_check::{self, Checker};
 
 /// A complete config, shown by `opsbook twin log-shipper --help` (and tested to load).
@@ -78,6 +79,13 @@ pub struct ShipperConfig {
     pub max_retries: u32,
     pub min_backoff: Duration,
     pub max_backoff: Duration,
+    /// Each stream also gets the entry's `unit` (the TOML config's pipeline; an Alloy
+    /// pipeline without relabel rules pushes only its configured labels).
+    pub unit_label: bool,
+    /// The least severe of the shipper's own lines written (Alloy's `logging { level }`).
+    pub log_level: Level,
+    /// Its own lines as JSON objects instead of logfmt (`logging { format = "json" }`).
+    pub log_json: bool,
 }
 
 impl Default for ShipperConfig {
@@ -95,6 +103,9 @@ impl Default for ShipperConfig {
             max_retries: 10,
             min_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(300),
+            unit_label: true,
+            log_level: Level::Debug,
+            log_json: false,
         }
     }
 }

@@ -13,6 +13,10 @@
 //! (200 `config reloaded`, or 400 with the error). SIGHUP reloads too. `validate CONFIG`
 //! checks a file offline like `alloy validate`.
 //!
+//! Its config is the twin's TOML (`config`) or, for a `.alloy` file, Alloy's own syntax
+//! (`alloy`): `run CONFIG.alloy` and `validate CONFIG.alloy` then answer as Alloy does, its
+//! diagnostics included, and its streams carry only the labels the file configures.
+//!
 //! This file holds the state and the pipeline (follow, batch, send); `http` the local
 //! endpoint, `metrics` its `/metrics`, `config` the TOML config and its checks.
 
@@ -25,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 
+mod alloy;
 pub mod config;
 mod http;
 mod metrics;
@@ -84,13 +89,27 @@ impl Shipper {
         self.config.read().map(|c| c.clone()).unwrap_or_else(|e| e.into_inner().clone())
     }
 
-    /// Alloy's logfmt: `ts=… level=… msg=… k=v…`.
+    /// Alloy's logfmt: `ts=… level=… msg=… k=v…` (or the same as a JSON object), when
+    /// `level` is as severe as the configured level.
     fn say(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
-        let mut line =
-            format!("ts={} level={} msg={}", logger::now_rfc3339(9), level.word(), logger::logfmt_value(msg));
-        for (k, v) in fields {
-            line.push_str(&format!(" {k}={}", logger::logfmt_value(v)));
+        let (least, json) = self.config.read().map(|c| (c.log_level, c.log_json)).unwrap_or((Level::Debug, false));
+        if level > least {
+            return;
         }
+        let ts = logger::now_rfc3339(9);
+        let all = [("ts", ts.as_str()), ("level", level.word()), ("msg", msg)];
+        let line = if json {
+            let pairs: Vec<String> = all
+                .iter()
+                .chain(fields)
+                .map(|(k, v)| format!("{}:{}", serde_json::Value::from(*k), serde_json::Value::from(*v)))
+                .collect();
+            format!("{{{}}}", pairs.join(","))
+        } else {
+            let pairs: Vec<String> =
+                all.iter().chain(fields).map(|(k, v)| format!("{k}={}", logger::logfmt_value(v))).collect();
+            pairs.join(" ")
+        };
         (self.log)(level, &line);
     }
 
@@ -105,8 +124,7 @@ impl Shipper {
         let result = if self.faults.reload_fails.load(Ordering::Relaxed) {
             Err("reading config path: the configuration could not be loaded".to_string())
         } else if let Some(path) = &self.path {
-            config::load(path)
-                .map_err(|d| d.iter().map(|d| d.to_string().trim_end().to_string()).collect::<Vec<_>>().join("\n"))
+            load(path, &self.config().listen)
         } else {
             Err("the shipper was started without a config file".to_string())
         };
@@ -230,7 +248,7 @@ impl Shipper {
     /// One entry as a stream's line: static labels plus `unit`.
     fn labels_for(cfg: &ShipperConfig, e: &Entry) -> Vec<(String, String)> {
         let mut labels = cfg.labels.clone();
-        if !e.unit.is_empty() {
+        if cfg.unit_label && !e.unit.is_empty() {
             labels.push(("unit".into(), e.unit.clone()));
         }
         labels.sort();
@@ -346,26 +364,69 @@ impl Twin for Shipper {
     }
 }
 
+/// How long open connections may delay the stop.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 /// Serves the local endpoint on `listener` and ships the journal until `shutdown`.
 async fn serve(listener: TcpListener, shipper: Arc<Shipper>, shutdown: Stop) -> std::io::Result<()> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     shipper.say(Level::Info, "starting Alloy", &[("version", VERSION)]);
     shipper.say(Level::Info, "now listening for http traffic", &[("service", "http"), ("addr", &addr)]);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut stopping = stop_rx.clone();
     let worker = shipper.clone();
     let pipeline = tokio::spawn(async move { worker.pipeline(stop_rx).await });
     let server = axum::serve(listener, http::router(shipper.clone())).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     });
-    let result = server.await;
+    // A client holding a connection open must not keep the shipper from stopping (the
+    // service manager would kill it after its stop timeout and call the unit failed).
+    let result = tokio::select! {
+        result = server.into_future() => result,
+        _ = async {
+            let _ = stopping.wait_for(|stop| *stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => Ok(()),
+    };
     let _ = tokio::time::timeout(Duration::from_secs(10), pipeline).await;
     shipper.say(Level::Info, "Alloy stopped", &[]);
     result
 }
 
-/// What `validate` reports: exit status 0 and nothing, or 1 and the diagnostics.
+/// Whether `path` is in Alloy's syntax (`.alloy`) rather than the twin's TOML.
+fn is_alloy(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "alloy")
+}
+
+/// Reads a config file of either syntax; the error in one line, as a reload reports it.
+fn load(path: &Path, listen: &str) -> Result<ShipperConfig, String> {
+    if is_alloy(path) {
+        return alloy::load(path, listen).map_err(|e| e.summary());
+    }
+    config::load(path)
+        .map(|c| ShipperConfig { listen: listen.to_string(), ..c })
+        .map_err(|d| d.iter().map(|d| d.to_string().trim_end().to_string()).collect::<Vec<_>>().join("\n"))
+}
+
+/// `alloy validate` of a `.alloy` file: the status, the diagnostics and the closing error.
+fn validate_alloy(path: &Path) -> (u8, String, String) {
+    match alloy::load(path, DEFAULT_LISTEN) {
+        Ok(_) => (0, String::new(), String::new()),
+        Err(alloy::Invalid::Unreadable(e)) => (1, String::new(), format!("Error: {e}\n")),
+        Err(invalid) => (1, invalid.report(), "Error: validation failed\n".into()),
+    }
+}
+
+/// Where Alloy serves its HTTP endpoint unless `--server.http.listen-addr` says otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:12345";
+
+/// What `validate` reports on stderr: exit status 0 and nothing, or 1 and the diagnostics.
 pub fn validate_output(path: &Path) -> (u8, String) {
+    if is_alloy(path) {
+        let (code, report, error) = validate_alloy(path);
+        return (code, report + error.as_str());
+    }
     match config::load(path) {
         Ok(_) => (0, String::new()),
         Err(diagnostics) => {
@@ -382,31 +443,59 @@ pub fn validate_output(path: &Path) -> (u8, String) {
 }
 
 /// `opsbook twin log-shipper validate CONFIG`: exit 0 silently, or diagnostics and exit 1.
+/// For a `.alloy` file the streams are Alloy's: the diagnostics, a blank line on stdout,
+/// then `Error: validation failed`.
 pub fn validate_command(path: &Path) -> u8 {
+    if is_alloy(path) {
+        let (code, report, error) = validate_alloy(path);
+        if !report.is_empty() {
+            eprint!("{report}");
+            println!();
+        }
+        eprint!("{error}");
+        return code;
+    }
     let (code, stderr) = validate_output(path);
     eprint!("{stderr}");
     code
 }
 
-/// `opsbook twin log-shipper [CONFIG] [--listen ADDR]`: runs until SIGINT/SIGTERM.
+/// The first load of a config file; its failure as the program reports it (exit 1).
+fn initial_load(path: &Path, listen: Option<&str>) -> Result<ShipperConfig, ()> {
+    if is_alloy(path) {
+        return alloy::load(path, listen.unwrap_or(DEFAULT_LISTEN)).map_err(|e| match e {
+            alloy::Invalid::Unreadable(e) => {
+                eprintln!("Error: reading config path {:?}: {e}", path.display().to_string())
+            }
+            invalid => {
+                eprint!("{}", invalid.report());
+                println!();
+                eprintln!("Error: could not perform the initial load successfully");
+            }
+        });
+    }
+    config::load(path).map_err(|diagnostics| {
+        for d in &diagnostics {
+            eprint!("{d}");
+        }
+    })
+}
+
+/// `opsbook twin log-shipper [run] [CONFIG] [--listen ADDR]`: runs until SIGINT/SIGTERM.
 pub async fn run_command(
     path: Option<&Path>,
     listen: Option<&str>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Error> {
-    let config = match path.map(config::load).transpose() {
+    let config = match path.map(|p| initial_load(p, listen)).transpose() {
         Ok(c) => c.unwrap_or_default(),
-        Err(diagnostics) => {
-            for d in &diagnostics {
-                eprint!("{d}");
-            }
-            return Ok(1);
-        }
+        Err(()) => return Ok(1),
     };
     let addr = listen.map(str::to_string).unwrap_or_else(|| config.listen.clone());
     let listener = TcpListener::bind(&addr)
         .await
         .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })?;
+    let config = ShipperConfig { listen: addr, ..config };
     let journal: Arc<dyn Journal> =
         Arc::new(Journalctl { user: config.user, timeout: Duration::from_secs(30), via: None });
     let shipper = Shipper::new(config, path.map(Path::to_path_buf), journal, logger::stdout());
@@ -421,4 +510,27 @@ pub async fn run_command(
         .await
         .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_lines_follow_the_logging_block() {
+        let (sink, kept) = logger::memory();
+        let config = ShipperConfig { log_level: Level::Info, log_json: true, ..ShipperConfig::default() };
+        let journal: Arc<dyn Journal> =
+            Arc::new(Journalctl { user: false, timeout: Duration::from_secs(1), via: None });
+        let s = Shipper::new(config, None, journal, sink);
+        s.say(Level::Debug, "batch sent", &[]);
+        s.say(Level::Info, "config reloaded", &[("service", "http")]);
+        let lines = kept.lock().unwrap().clone();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let ts = lines[0].1.split('"').nth(3).unwrap().to_string();
+        assert_eq!(
+            lines[0].1,
+            format!("{{\"ts\":\"{ts}\",\"level\":\"info\",\"msg\":\"config reloaded\",\"service\":\"http\"}}")
+        );
+    }
 }

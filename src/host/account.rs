@@ -1,0 +1,253 @@
+//! `account::` — the service accounts a component runs as: a group and a (system) user,
+//! created when missing and corrected when they differ. It asks with `getent` and changes
+//! with `groupadd`/`useradd`/`usermod`, through the `Commands` world seam, so on an ssh host
+//! it is that host's accounts. The sandbox has no user database: there it refuses.
+
+use std::sync::Arc;
+
+use rhai::{Engine, Map, Module};
+
+use super::file::Changed;
+use super::values::{record, text};
+use super::{Host, HostResult, fail};
+use crate::config::keys;
+use crate::register;
+use crate::report::Level;
+use crate::world::commands::Invocation;
+
+/// Registers the `account::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("account", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(
+        &mut m,
+        "ensure_group",
+        ["name: &str", "Map"],
+        "/// Creates the system group when it is missing (`groupadd --system`). Returns `#{changed}`.",
+        move |name: &str| ensure_group(&h, name)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "ensure_user",
+        ["name: &str", "Map"],
+        "/// Creates the system user when it is missing, in a group of its own name. Returns `#{changed}`.",
+        move |name: &str| ensure_user(&h, name, &Map::new())
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "ensure_user",
+        ["name: &str", "options: Map", "Map"],
+        "/// With options `#{group: \"loki\", home: \"/var/lib/loki\", shell: \"/usr/sbin/nologin\", system: true}`:\n\
+         /// a missing group is created first; an existing user whose group, home or shell differ is\n\
+         /// changed (`usermod`). The home directory is not created (`file::mkdir` does that).",
+        move |name: &str, options: Map| ensure_user(&h, name, &options)
+    );
+    m
+}
+
+/// What a user should be.
+#[derive(Debug, Default)]
+struct UserSpec {
+    group: Option<String>,
+    home: Option<String>,
+    shell: Option<String>,
+    system: bool,
+}
+
+fn user_spec(options: &Map) -> HostResult<UserSpec> {
+    let mut spec = UserSpec { system: true, ..UserSpec::default() };
+    for (k, v) in options {
+        match k.as_str() {
+            "group" => spec.group = Some(text(v)).filter(|s| !s.is_empty()),
+            "home" => spec.home = Some(text(v)).filter(|s| !s.is_empty()),
+            "shell" => spec.shell = Some(text(v)).filter(|s| !s.is_empty()),
+            "system" => {
+                spec.system = v.as_bool().map_err(|_| fail("account::ensure_user: `system` must be true or false"))?
+            }
+            other => {
+                return Err(fail(format!(
+                    "account::ensure_user: unknown option `{other}` (group, home, shell, system)"
+                )));
+            }
+        }
+    }
+    if let Some(g) = &spec.group {
+        valid_name(g, "group")?;
+    }
+    // A service account does not log in.
+    if spec.system && spec.shell.is_none() {
+        spec.shell = Some("/usr/sbin/nologin".to_string());
+    }
+    Ok(spec)
+}
+
+/// Names as `useradd` accepts them portably: lower case letters, digits, `_` and `-`.
+fn valid_name(name: &str, what: &str) -> HostResult<()> {
+    let mut chars = name.chars();
+    let first = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+    if first && name.len() <= 32 && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+    {
+        Ok(())
+    } else {
+        Err(fail(format!("`{name}` is not a valid {what} name (lower case letters, digits, `_`, `-`; at most 32)")))
+    }
+}
+
+fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
+    if host.world.sandbox {
+        return Err(fail(format!(
+            "{call} is not available in the sandbox: it has no user database of its own, and this machine's is not the sandbox's to change\n  help: run the runbook against a real host (without --sandbox)"
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `argv` on the host; `Ok(code, stdout)` for any exit status, `Err` when it cannot run.
+fn command(host: &Host, argv: &[&str]) -> HostResult<(i32, String, String)> {
+    let inv = Invocation {
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        timeout: host.config.duration(keys::TOOLS_TIMEOUT),
+        ..Invocation::default()
+    };
+    let done = super::system::run(host, inv)?.map_err(fail)?;
+    if done.timed_out {
+        return Err(fail(format!("`{}` did not finish in time", argv.join(" "))));
+    }
+    Ok((done.code.unwrap_or(-1), done.stdout, done.stderr))
+}
+
+/// Runs a command that changes accounts; its failure quoted.
+fn change(host: &Host, argv: &[&str]) -> HostResult<()> {
+    let (code, _, stderr) = command(host, argv)?;
+    if code != 0 {
+        return Err(fail(format!(
+            "`{}` failed (exit status {code}): \"{}\"\n  help: accounts are changed as root",
+            argv.join(" "),
+            stderr.trim()
+        )));
+    }
+    Ok(())
+}
+
+/// The `getent DATABASE NAME` line, `None` when there is no such entry (getent's status 2).
+fn getent(host: &Host, database: &str, name: &str) -> HostResult<Option<String>> {
+    match command(host, &["getent", database, name])? {
+        (0, out, _) => Ok(Some(out.lines().next().unwrap_or_default().to_string())),
+        (2, _, _) => Ok(None),
+        (code, _, err) => {
+            Err(fail(format!("`getent {database} {name}` failed (exit status {code}): \"{}\"", err.trim())))
+        }
+    }
+}
+
+fn ensure_group(host: &Host, name: &str) -> HostResult<Map> {
+    record(&ensure_group_with(host, name)?)
+}
+
+fn ensure_group_with(host: &Host, name: &str) -> HostResult<Changed> {
+    refuse_in_sandbox(host, "account::ensure_group")?;
+    valid_name(name, "group")?;
+    if getent(host, "group", name)?.is_some() {
+        return Ok(Changed { changed: false, dry_run: false });
+    }
+    if host.plan(&format!("create the system group {name}")) {
+        return Ok(Changed { changed: true, dry_run: true });
+    }
+    change(host, &["groupadd", "--system", name])?;
+    host.log(Level::Info, &format!("changed group {name}: created (system group)"));
+    Ok(Changed { changed: true, dry_run: false })
+}
+
+fn ensure_user(host: &Host, name: &str, options: &Map) -> HostResult<Map> {
+    refuse_in_sandbox(host, "account::ensure_user")?;
+    valid_name(name, "user")?;
+    let spec = user_spec(options)?;
+    let mut dry_run = false;
+    if let Some(g) = &spec.group {
+        dry_run |= ensure_group_with(host, g)?.dry_run;
+    }
+    let Some(entry) = getent(host, "passwd", name)? else {
+        return create_user(host, name, &spec, dry_run);
+    };
+    // name:password:uid:gid:gecos:home:shell
+    let fields: Vec<&str> = entry.split(':').collect();
+    let (home, shell) = (fields.get(5).copied().unwrap_or(""), fields.get(6).copied().unwrap_or(""));
+    let group = match &spec.group {
+        Some(_) => command(host, &["id", "-gn", name])?.1.trim().to_string(),
+        None => String::new(),
+    };
+    let mut args: Vec<String> = Vec::new();
+    let mut what = Vec::new();
+    if let Some(g) = spec.group.as_ref().filter(|g| **g != group) {
+        args.extend(["--gid".into(), g.clone()]);
+        what.push(format!("group {group} → {g}"));
+    }
+    if let Some(h) = spec.home.as_ref().filter(|h| *h != home) {
+        args.extend(["--home".into(), h.clone()]);
+        what.push(format!("home {home} → {h}"));
+    }
+    if let Some(s) = spec.shell.as_ref().filter(|s| *s != shell) {
+        args.extend(["--shell".into(), s.clone()]);
+        what.push(format!("shell {shell} → {s}"));
+    }
+    if what.is_empty() {
+        return record(&Changed { changed: false, dry_run });
+    }
+    let summary = what.join(", ");
+    if host.plan(&format!("change user {name}: {summary}")) {
+        return record(&Changed { changed: true, dry_run: true });
+    }
+    let mut argv: Vec<&str> = vec!["usermod"];
+    argv.extend(args.iter().map(String::as_str));
+    argv.push(name);
+    change(host, &argv)?;
+    host.log(Level::Info, &format!("changed user {name}: {summary}"));
+    record(&Changed { changed: true, dry_run: false })
+}
+
+fn create_user(host: &Host, name: &str, spec: &UserSpec, dry_run: bool) -> HostResult<Map> {
+    // --no-log-init: no lastlog/faillog records for the new uid (they live outside /etc).
+    let mut argv: Vec<String> = vec!["useradd".into(), "--no-log-init".into()];
+    let kind = if spec.system { "system user" } else { "user" };
+    let mut what = Vec::new();
+    if spec.system {
+        argv.push("--system".into());
+    }
+    match &spec.group {
+        Some(g) => {
+            argv.extend(["--gid".into(), g.clone()]);
+            what.push(format!("group {g}"));
+        }
+        // A group of its own name: joined when it is there already, else made with the user.
+        None if !dry_run && getent(host, "group", name)?.is_some() => {
+            argv.extend(["--gid".into(), name.to_string()]);
+            what.push(format!("group {name}"));
+        }
+        None => {
+            argv.push("--user-group".into());
+            what.push(format!("group {name}"));
+        }
+    }
+    if let Some(h) = &spec.home {
+        argv.extend(["--home-dir".into(), h.clone(), "--no-create-home".into()]);
+        what.push(format!("home {h}"));
+    }
+    if let Some(s) = &spec.shell {
+        argv.extend(["--shell".into(), s.clone()]);
+        what.push(format!("shell {s}"));
+    }
+    argv.push(name.to_string());
+    let summary = what.join(", ");
+    if host.plan(&format!("create the {kind} {name} ({summary})")) {
+        return record(&Changed { changed: true, dry_run: true });
+    }
+    change(host, &argv.iter().map(String::as_str).collect::<Vec<_>>())?;
+    host.log(Level::Info, &format!("changed user {name}: created ({kind}, {summary})"));
+    record(&Changed { changed: true, dry_run: false })
+}

@@ -1,0 +1,398 @@
+//! `file::` — a host's files: read, check, write atomically with a diff and a backup, remove,
+//! make directories. Everything goes through the `Files` world seam, so on an ssh host it
+//! happens there. Every change passes `Host::plan` first (under `--dry-run` the diff is shown
+//! and nothing is written) and is logged as it happens (`changed PATH: …`). Diffs never show
+//! the API token nor any string the caller names in `secrets`.
+
+use std::sync::Arc;
+
+use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
+
+use super::values::{record, text};
+use super::{Host, HostResult, diff, fail};
+use crate::register;
+use crate::report::Level;
+use crate::world::files::{BACKUP_SUFFIX, Meta, Wanted, mode_text};
+
+/// Registers the `file::` namespace.
+pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+    engine.register_static_module("file", module(host).into());
+}
+
+fn module(host: &Arc<Host>) -> Module {
+    let mut m = Module::new();
+    let h = host.clone();
+    register!(
+        &mut m,
+        "read",
+        ["path: &str", "?"],
+        "/// The file's text, or `()` when it does not exist.",
+        move |path: &str| read(&h, path)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "diff",
+        ["path: &str", "content: &str", "String"],
+        "/// The unified diff from the file at `path` (none: `/dev/null`) to `content`, the API token\n\
+         /// masked; empty when they are the same. Reads only: nothing is written.",
+        move |path: &str, content: &str| {
+            let old = read_file(&h, path)?.map(|(text, _)| text);
+            Ok::<String, Box<rhai::EvalAltResult>>(super::diff::unified(
+                path,
+                old.as_deref(),
+                Some(content),
+                &[],
+                &secrets(&h, &[]),
+            ))
+        }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "exists",
+        ["path: &str", "bool"],
+        "/// Whether anything (a file, a directory) is at `path`.",
+        move |path: &str| exists(&h, path)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "write",
+        ["path: &str", "content: &str", "Map"],
+        "/// Replaces the file atomically (a temporary file beside it, synced, renamed over it) when its\n\
+         /// text differs. Returns `#{changed, path, diff, backup}`: `diff` is a unified diff with the API\n\
+         /// token masked; the replaced file is kept as `PATH.opsbook-backup` (`backup` names it).",
+        move |path: &str, content: &str| write(&h, path, content, &Map::new())
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "write",
+        ["path: &str", "content: &str", "options: Map", "Map"],
+        "/// With options `#{mode: \"0640\", owner: \"root\", group: \"loki\", backup: true, secrets: [\"…\"]}`:\n\
+         /// mode and ownership are set before the file appears; a mode or owner change alone is a\n\
+         /// change too (named on the diff's `+++` line); `secrets` are masked in the diff like the token.",
+        move |path: &str, content: &str, options: Map| write(&h, path, content, &options)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "remove",
+        ["path: &str", "Map"],
+        "/// Removes the file and its `PATH.opsbook-backup`. Returns `#{changed}` (false: nothing was there).",
+        move |path: &str| remove(&h, path)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "mkdir",
+        ["path: &str", "Map"],
+        "/// Creates the directory and its parents. Returns `#{changed}`.",
+        move |path: &str| mkdir(&h, path, &Map::new())
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "mkdir",
+        ["path: &str", "options: Map", "Map"],
+        "/// With options `#{mode: \"0750\", owner: \"loki\", group: \"loki\"}`, set on the last directory.",
+        move |path: &str, options: Map| mkdir(&h, path, &options)
+    );
+    m
+}
+
+/// How `file::write` (and `unit::install`) should write.
+pub struct WriteOptions {
+    pub wanted: Wanted,
+    pub backup: bool,
+    /// Texts masked in the diff besides the API token.
+    pub secrets: Vec<String>,
+}
+
+/// What a write came to, as scripts see it.
+#[derive(Serialize)]
+pub struct Written {
+    pub changed: bool,
+    pub path: String,
+    pub diff: String,
+    /// Where the replaced file was kept; `()` when none was.
+    pub backup: Option<String>,
+    /// Under `--dry-run`: what would change; nothing was written.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+}
+
+/// `#{changed}` (and `dry_run` when nothing was done because of it).
+#[derive(Serialize)]
+pub struct Changed {
+    pub changed: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+}
+
+/// Paths are absolute: on a remote host a relative one would name something else.
+pub fn absolute(path: &str) -> HostResult<()> {
+    if path.starts_with('/') && !path.contains('\0') {
+        Ok(())
+    } else {
+        Err(fail(format!(
+            "`{path}` is not an absolute path (files are named from `/`, on whichever host the run acts)"
+        )))
+    }
+}
+
+/// `"0640"`, `"640"` or a number (`0o640`).
+fn mode_arg(value: &Dynamic) -> HostResult<u32> {
+    let bad = || fail(format!("mode `{}` is not an octal file mode such as \"0640\"", text(value)));
+    if let Ok(n) = value.as_int() {
+        return u32::try_from(n).ok().filter(|m| *m <= 0o7777).ok_or_else(bad);
+    }
+    let t = text(value);
+    u32::from_str_radix(t.trim(), 8).ok().filter(|m| *m <= 0o7777).ok_or_else(bad)
+}
+
+/// The mode, owner and group an options map asks for; other keys are `extra`'s to take.
+pub fn wanted(options: &Map, extra: &[&str], call: &str) -> HostResult<Wanted> {
+    let mut w = Wanted::default();
+    for (k, v) in options {
+        match k.as_str() {
+            "mode" => w.mode = Some(mode_arg(v)?),
+            "owner" => w.owner = Some(text(v)).filter(|s| !s.is_empty()),
+            "group" => w.group = Some(text(v)).filter(|s| !s.is_empty()),
+            other if extra.contains(&other) => {}
+            other => {
+                let known = ["mode", "owner", "group"].iter().chain(extra).copied().collect::<Vec<_>>().join(", ");
+                return Err(fail(format!("{call}: unknown option `{other}` ({known})")));
+            }
+        }
+    }
+    Ok(w)
+}
+
+fn write_options(options: &Map) -> HostResult<WriteOptions> {
+    let wanted = wanted(options, &["backup", "secrets"], "file::write")?;
+    let backup = match options.get("backup") {
+        Some(b) => b.as_bool().map_err(|_| fail("file::write: `backup` must be true or false"))?,
+        None => true,
+    };
+    let secrets = match options.get("secrets") {
+        Some(list) => list
+            .read_lock::<Array>()
+            .ok_or_else(|| fail("file::write: `secrets` must be an array of strings"))?
+            .iter()
+            .map(text)
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(WriteOptions { wanted, backup, secrets })
+}
+
+/// The API token and the caller's secrets; the caller's are also kept out of every log line.
+fn secrets(host: &Host, given: &[String]) -> Vec<String> {
+    for s in given.iter().filter(|s| s.len() >= 4) {
+        crate::secret::Secret::new(s.clone());
+    }
+    let token = host.config.token().ok().flatten().map(|t| t.expose().to_string());
+    given.iter().cloned().chain(token).collect()
+}
+
+fn read_file(host: &Host, path: &str) -> HostResult<Option<(String, Meta)>> {
+    absolute(path)?;
+    let (files, p) = (host.world.files.clone(), path.to_string());
+    host.block_on(|| async move { files.read(&p).await })?.map_err(fail)
+}
+
+fn stat(host: &Host, path: &str) -> HostResult<Option<Meta>> {
+    absolute(path)?;
+    let (files, p) = (host.world.files.clone(), path.to_string());
+    host.block_on(|| async move { files.stat(&p).await })?.map_err(fail)
+}
+
+fn read(host: &Host, path: &str) -> HostResult<Dynamic> {
+    Ok(read_file(host, path)?.map_or(Dynamic::UNIT, |(t, _)| t.into()))
+}
+
+fn exists(host: &Host, path: &str) -> HostResult<bool> {
+    Ok(stat(host, path)?.is_some())
+}
+
+/// `mode 0644 → 0640`, `owner root → loki`… for what `wanted` would change on `meta`.
+fn meta_changes(meta: &Meta, wanted: &Wanted) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(mode) = wanted.mode.filter(|m| *m != meta.mode) {
+        out.push(format!("mode {} → {}", mode_text(meta.mode), mode_text(mode)));
+    }
+    if let Some(owner) = wanted.owner.as_ref().filter(|o| **o != meta.owner) {
+        out.push(format!("owner {} → {owner}", meta.owner));
+    }
+    if let Some(group) = wanted.group.as_ref().filter(|g| **g != meta.group) {
+        out.push(format!("group {} → {group}", meta.group));
+    }
+    out
+}
+
+/// `1 line`, `3 lines`.
+fn lines(n: usize) -> String {
+    if n == 1 { "1 line".to_string() } else { format!("{n} lines") }
+}
+
+/// The part of `wanted` that `meta` does not have yet: a chown to the same owner is not sent.
+fn only_differing(meta: &Meta, wanted: &Wanted) -> Wanted {
+    Wanted {
+        mode: wanted.mode.filter(|m| *m != meta.mode),
+        owner: wanted.owner.clone().filter(|o| *o != meta.owner),
+        group: wanted.group.clone().filter(|g| *g != meta.group),
+    }
+}
+
+/// What a new file is given: `mode 0640, owner root, group loki`.
+fn new_meta(wanted: &Wanted) -> Vec<String> {
+    let mut out = vec![format!("mode {}", mode_text(wanted.mode.unwrap_or(0o644)))];
+    out.extend(wanted.owner.iter().map(|o| format!("owner {o}")));
+    out.extend(wanted.group.iter().map(|g| format!("group {g}")));
+    out
+}
+
+fn write(host: &Host, path: &str, content: &str, options: &Map) -> HostResult<Map> {
+    record(&write_with(host, path, content, &write_options(options)?)?)
+}
+
+/// Writes `content` to `path` unless it is already so: the shared core of `file::write` and
+/// `unit::install`.
+pub fn write_with(host: &Host, path: &str, content: &str, options: &WriteOptions) -> HostResult<Written> {
+    let existing = read_file(host, path)?;
+    if existing.is_none() {
+        let parent = path.rsplit_once('/').map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
+        if !stat(host, parent)?.is_some_and(|m| m.dir) {
+            return Err(fail(format!(
+                "cannot write {path}: the directory {parent} does not exist\n  help: `file::mkdir(\"{parent}\")` first"
+            )));
+        }
+    }
+    let secrets = secrets(host, &options.secrets);
+    let (old, changes, wanted) = match &existing {
+        Some((old, meta)) => {
+            // What is not asked for stays as it is, also on the file that replaces it.
+            let o = &options.wanted;
+            let wanted = Wanted {
+                mode: o.mode.or(Some(meta.mode)),
+                owner: o.owner.clone().or_else(|| Some(meta.owner.clone())),
+                group: o.group.clone().or_else(|| Some(meta.group.clone())),
+            };
+            (Some(old.as_str()), meta_changes(meta, &wanted), wanted)
+        }
+        None => (None, new_meta(&options.wanted), options.wanted.clone()),
+    };
+    let rewrite = old != Some(content);
+    let unchanged =
+        Written { changed: false, path: path.to_string(), diff: String::new(), backup: None, dry_run: false };
+    if !rewrite && changes.is_empty() {
+        return Ok(unchanged);
+    }
+    let diff = diff::unified(path, old, Some(content), &changes, &secrets);
+    let (added, removed) = diff::counts(&diff);
+    let summary = match &existing {
+        None => format!("created ({}, {})", lines(added), changes.join(", ")),
+        Some(_) if rewrite => {
+            let meta = if changes.is_empty() { String::new() } else { format!(", {}", changes.join(", ")) };
+            format!("{} added, {removed} removed{meta}", lines(added))
+        }
+        Some(_) => changes.join(", "),
+    };
+    let keep = options.backup && rewrite && existing.is_some();
+    let backup = keep.then(|| format!("{path}{BACKUP_SUFFIX}"));
+    if host.plan(&format!("write {path}: {summary}\n{}", diff.trim_end())) {
+        return Ok(Written { changed: true, diff, backup: None, dry_run: true, ..unchanged });
+    }
+    let files = host.world.files.clone();
+    let (p, text) = (path.to_string(), content.to_string());
+    if rewrite {
+        let w = wanted.clone();
+        host.block_on(|| async move { files.write(&p, &text, &w, keep).await })?.map_err(fail)?;
+    } else if let Some((_, meta)) = &existing {
+        let differing = only_differing(meta, &wanted);
+        host.block_on(|| async move { files.set_meta(&p, &differing).await })?.map_err(fail)?;
+    }
+    let kept = backup.as_ref().map(|b| format!(" (previous version kept as {b})")).unwrap_or_default();
+    host.log(Level::Info, &format!("changed {path}: {summary}{kept}"));
+    Ok(Written { changed: true, diff, backup, ..unchanged })
+}
+
+fn remove(host: &Host, path: &str) -> HostResult<Map> {
+    record(&remove_path(host, path, false)?)
+}
+
+/// Removes a file (and its backup), or with `tree` a directory and what it holds.
+pub fn remove_path(host: &Host, path: &str, tree: bool) -> HostResult<Changed> {
+    let Some(meta) = stat(host, path)? else { return Ok(Changed { changed: false, dry_run: false }) };
+    if meta.dir && !tree {
+        return Err(fail(format!("file::remove: {path} is a directory")));
+    }
+    if host.plan(&format!("remove {path}")) {
+        return Ok(Changed { changed: true, dry_run: true });
+    }
+    let files = host.world.files.clone();
+    let p = path.to_string();
+    let backup = format!("{path}{BACKUP_SUFFIX}");
+    let removed = host.block_on(|| async move {
+        let removed = files.remove(&p, tree).await?;
+        if !tree {
+            files.remove(&backup, false).await?;
+        }
+        Ok::<_, String>(removed)
+    })?;
+    let removed = removed.map_err(fail)?;
+    if removed {
+        let what = if meta.dir { "directory removed" } else { "removed" };
+        host.log(Level::Info, &format!("changed {path}: {what}"));
+    }
+    Ok(Changed { changed: removed, dry_run: false })
+}
+
+fn mkdir(host: &Host, path: &str, options: &Map) -> HostResult<Map> {
+    record(&mkdir_with(host, path, &wanted(options, &[], "file::mkdir")?)?)
+}
+
+/// Creates a directory (and parents) and gives the last one `wanted`'s mode and owner.
+pub fn mkdir_with(host: &Host, path: &str, wanted: &Wanted) -> HostResult<Changed> {
+    let existing = stat(host, path)?;
+    let changes = match &existing {
+        Some(meta) if !meta.dir => return Err(fail(format!("file::mkdir: {path} exists and is not a directory"))),
+        Some(meta) => meta_changes(meta, wanted),
+        None => vec!["created".to_string()],
+    };
+    if changes.is_empty() {
+        return Ok(Changed { changed: false, dry_run: false });
+    }
+    let summary = changes.join(", ");
+    if host.plan(&format!("make directory {path}: {summary}")) {
+        return Ok(Changed { changed: true, dry_run: true });
+    }
+    let w = existing.as_ref().map_or_else(|| wanted.clone(), |meta| only_differing(meta, wanted));
+    let (files, p) = (host.world.files.clone(), path.to_string());
+    let fix = w != Wanted::default();
+    host.block_on(|| async move {
+        files.mkdir(&p).await?;
+        if fix { files.set_meta(&p, &w).await } else { Ok(()) }
+    })?
+    .map_err(fail)?;
+    let summary = match existing {
+        None => format!("directory created{}", new_meta_of_dir(wanted)),
+        Some(_) => summary,
+    };
+    host.log(Level::Info, &format!("changed {path}: {summary}"));
+    Ok(Changed { changed: true, dry_run: false })
+}
+
+fn new_meta_of_dir(wanted: &Wanted) -> String {
+    if *wanted == Wanted::default() {
+        return String::new();
+    }
+    let mut parts = Vec::new();
+    parts.extend(wanted.mode.map(|m| format!("mode {}", mode_text(m))));
+    parts.extend(wanted.owner.iter().map(|o| format!("owner {o}")));
+    parts.extend(wanted.group.iter().map(|g| format!("group {g}")));
+    format!(" ({})", parts.join(", "))
+}

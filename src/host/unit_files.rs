@@ -1,0 +1,209 @@
+//! `unit::install`, `install_dropin`, `uninstall`, `enable` and `disable`: a service's unit
+//! files and whether it starts at boot, in the `unit` namespace beside the jobs of `unit.rs`.
+//!
+//! Unit files go to the scope's unit directory of the host the run acts on: the system's
+//! `/etc/systemd/system`, or for `scope = "user"` the acting user's
+//! `~/.config/systemd/user` (that user's home on that host, asked through the files seam).
+//! They are written with `file::`'s atomic write, so they report a diff the same way.
+
+use std::sync::Arc;
+
+use rhai::{Array, Dynamic, Map, Module};
+use serde::Serialize;
+
+use super::file::{Changed, WriteOptions, Written, mkdir_with, remove_path, write_with};
+use super::unit::{enabled_state, jobs, names, status};
+use super::values::record;
+use super::{Host, HostResult, fail};
+use crate::config::keys;
+use crate::register;
+use crate::report::Level;
+use crate::world::files::Wanted;
+use crate::world::units::{Job, full_name};
+
+/// Adds the installation verbs to the `unit` module.
+pub fn add(m: &mut Module, host: &Arc<Host>) {
+    let h = host.clone();
+    register!(
+        m,
+        "install",
+        ["name: &str", "text: &str", "Map"],
+        "/// Writes the unit file `name` (`loki` is `loki.service`) into the scope's unit directory\n\
+         /// (/etc/systemd/system, or ~/.config/systemd/user), atomically, when its text differs.\n\
+         /// Returns `#{changed, path, diff}`. Call `unit::daemon_reload()` after installing.",
+        move |name: &str, text: &str| install(&h, name, text)
+    );
+    let h = host.clone();
+    register!(
+        m,
+        "install_dropin",
+        ["unit: &str", "name: &str", "text: &str", "Map"],
+        "/// Writes the drop-in `UNITDIR/UNIT.d/NAME.conf` (overrides for a unit installed by a package).\n\
+         /// Returns `#{changed, path, diff}`.",
+        move |unit: &str, name: &str, text: &str| install_dropin(&h, unit, name, text)
+    );
+    let h = host.clone();
+    register!(
+        m,
+        "uninstall",
+        ["name: &str", "Map"],
+        "/// Removes the unit file and its drop-in folder `UNIT.d` from the scope's unit directory.\n\
+         /// Returns `#{changed}`. Stop and disable the unit first; call `unit::daemon_reload()` after.",
+        move |name: &str| uninstall(&h, name)
+    );
+    for (verb, enable) in [("enable", true), ("disable", false)] {
+        let h = host.clone();
+        let doc = if enable {
+            "/// Enables the unit file(s) — a name or an array — at boot, then reloads the manager (as\n\
+             /// systemctl). Returns `#{changed, changes}`: `changes` as systemctl prints them."
+        } else {
+            "/// Disables the unit file(s) at boot, then reloads the manager. Returns `#{changed, changes}`."
+        };
+        register!(m, verb, ["units: ?", "Map"], doc, move |units: Dynamic| set_enabled(
+            &h,
+            &units,
+            enable,
+            &Map::new()
+        ));
+        let h = host.clone();
+        let doc = if enable {
+            "/// With `#{now: true}`: also starts the units that are not running (as `systemctl enable --now`)."
+        } else {
+            "/// With `#{now: true}`: stops the running units first (as `systemctl disable --now`)."
+        };
+        register!(m, verb, ["units: ?", "options: Map", "Map"], doc, move |units: Dynamic, options: Map| {
+            set_enabled(&h, &units, enable, &options)
+        });
+    }
+}
+
+/// The scope's unit directory on the host the run acts on.
+fn unit_dir(host: &Host) -> HostResult<String> {
+    if host.config.text(keys::SCOPE) != "user" {
+        return Ok("/etc/systemd/system".to_string());
+    }
+    let files = host.world.files.clone();
+    let home = host.block_on(|| async move { files.home().await })?.map_err(fail)?;
+    Ok(format!("{}/.config/systemd/user", home.trim_end_matches('/')))
+}
+
+/// A unit or drop-in name: one path component.
+fn plain_name(name: &str, what: &str) -> HostResult<()> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') || name.contains('\0') {
+        return Err(fail(format!("`{name}` is not a {what} name (one file name, no `/`)")));
+    }
+    Ok(())
+}
+
+/// Unit files are world-readable, as systemctl leaves them, and have no backup beside them:
+/// a `NAME.service.opsbook-backup` in a unit directory only confuses the reader.
+fn unit_options() -> WriteOptions {
+    WriteOptions { wanted: Wanted { mode: Some(0o644), owner: None, group: None }, backup: false, secrets: Vec::new() }
+}
+
+/// Writes `text` at `dir/file`, making `dir` first when it is missing.
+fn install_at(host: &Host, dir: &str, file: &str, text: &str) -> HostResult<Written> {
+    mkdir_with(host, dir, &Wanted::default())?;
+    write_with(host, &format!("{dir}/{file}"), text, &unit_options())
+}
+
+fn install(host: &Host, name: &str, text: &str) -> HostResult<Map> {
+    plain_name(name, "unit")?;
+    let unit = full_name(name);
+    record(&install_at(host, &unit_dir(host)?, &unit, text)?)
+}
+
+fn install_dropin(host: &Host, unit: &str, name: &str, text: &str) -> HostResult<Map> {
+    plain_name(unit, "unit")?;
+    plain_name(name, "drop-in")?;
+    let name = name.strip_suffix(".conf").unwrap_or(name);
+    let dir = format!("{}/{}.d", unit_dir(host)?, full_name(unit));
+    record(&install_at(host, &dir, &format!("{name}.conf"), text)?)
+}
+
+fn uninstall(host: &Host, name: &str) -> HostResult<Map> {
+    plain_name(name, "unit")?;
+    let (dir, unit) = (unit_dir(host)?, full_name(name));
+    let file = remove_path(host, &format!("{dir}/{unit}"), false)?;
+    let dropins = remove_path(host, &format!("{dir}/{unit}.d"), true)?;
+    record(&Changed { changed: file.changed || dropins.changed, dry_run: file.dry_run || dropins.dry_run })
+}
+
+/// What enabling or disabling came to.
+#[derive(Serialize)]
+struct Enabled {
+    changed: bool,
+    /// As systemctl prints them: `created symlink A → B`, `removed A`; started or stopped units.
+    changes: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dry_run: bool,
+}
+
+fn now_option(options: &Map, verb: &str) -> HostResult<bool> {
+    for k in options.keys() {
+        if k != "now" {
+            return Err(fail(format!("unit::{verb}: unknown option `{k}` (now)")));
+        }
+    }
+    match options.get("now") {
+        Some(v) => v.as_bool().map_err(|_| fail(format!("unit::{verb}: `now` must be true or false"))),
+        None => Ok(false),
+    }
+}
+
+fn set_enabled(host: &Host, units: &Dynamic, enable: bool, options: &Map) -> HostResult<Map> {
+    let verb = if enable { "enable" } else { "disable" };
+    let now = now_option(options, verb)?;
+    let names = names(units)?;
+    // Read first, so what is already so is neither planned nor sent.
+    let mut to_switch = Vec::new();
+    let mut to_run = Vec::new();
+    for unit in &names {
+        let s = status(host, unit)?;
+        // A static unit has no [Install] section: it is neither enabled nor disabled by this.
+        let on = enabled_state(&s.unit_file_state);
+        if (enable && !on) || (!enable && on && s.unit_file_state != "static") {
+            to_switch.push(unit.clone());
+        }
+        let active = matches!(s.active_state.as_str(), "active" | "activating" | "reloading");
+        if now && active != enable {
+            to_run.push(unit.clone());
+        }
+    }
+    if to_switch.is_empty() && to_run.is_empty() {
+        return record(&Enabled { changed: false, changes: Vec::new(), dry_run: false });
+    }
+    let mut plan = Vec::new();
+    if !to_switch.is_empty() {
+        plan.push(format!("{verb} {}", to_switch.join(" ")));
+    }
+    if !to_run.is_empty() {
+        plan.push(format!("{} {}", if enable { "start" } else { "stop" }, to_run.join(" ")));
+    }
+    if host.plan(&plan.join(", then ")) {
+        return record(&Enabled { changed: true, changes: Vec::new(), dry_run: true });
+    }
+    let mut changes = Vec::new();
+    if !enable && !to_run.is_empty() {
+        jobs(host, Job::Stop, &to_array(&to_run), &Map::new(), true)?;
+        changes.extend(to_run.iter().map(|u| format!("stopped {u}")));
+    }
+    if !to_switch.is_empty() {
+        let world = host.world.units.clone();
+        let list = to_switch.clone();
+        let done = host.block_on(|| async move { world.set_enabled(&list, enable).await })?;
+        changes.extend(done.map_err(|e| fail(e.to_string()))?);
+    }
+    if enable && !to_run.is_empty() {
+        jobs(host, Job::Start, &to_array(&to_run), &Map::new(), true)?;
+        changes.extend(to_run.iter().map(|u| format!("started {u}")));
+    }
+    for change in &changes {
+        host.log(Level::Info, &format!("changed: {change}"));
+    }
+    record(&Enabled { changed: !changes.is_empty(), changes, dry_run: false })
+}
+
+fn to_array(units: &[String]) -> Dynamic {
+    Dynamic::from_array(units.iter().cloned().map(Dynamic::from).collect::<Array>())
+}

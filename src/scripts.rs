@@ -1,0 +1,130 @@
+//! `opsbook scripts`: the two orchestrator scripts operators drive the stack with,
+//! `manage-svc.sh` (deploy, remove, prepare) and `svc-exec.sh` (verify, restart, configure).
+//!
+//! They ship inside the binary (the repository's `scripts/`), so the scripts and the opsbook
+//! they call are always of one version. `opsbook scripts` says what they are and whether they
+//! are installed beside this opsbook; `--install DIR` writes them, each atomically (a
+//! temporary file renamed over the old one), mode 0755, and never replaces a script that
+//! differs without `--force` — an operator's edited copy is not lost by accident.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::error::Error;
+
+/// Each script: its file name, what it does, its text.
+pub const SCRIPTS: [(&str, &str, &str); 2] = [
+    (
+        "manage-svc.sh",
+        "deploy or remove one service (HOST:ROLE); prepare the hosts of an environment",
+        include_str!("../scripts/manage-svc.sh"),
+    ),
+    ("svc-exec.sh", "verify, restart or reconfigure one service (HOST:ROLE)", include_str!("../scripts/svc-exec.sh")),
+];
+
+/// Arguments of `opsbook scripts`.
+#[derive(Debug, Args)]
+pub struct ScriptsArgs {
+    /// Write both scripts into DIR (created if missing), mode 0755. Beside the opsbook binary
+    /// is best: they call the opsbook beside them first.
+    #[arg(long, value_name = "DIR")]
+    pub install: Option<PathBuf>,
+
+    /// With --install, replace scripts that differ from this opsbook's.
+    #[arg(long, requires = "install")]
+    pub force: bool,
+}
+
+/// What is at a script's place in a directory.
+#[derive(PartialEq)]
+enum Found {
+    Missing,
+    Same,
+    Different,
+}
+
+fn found(path: &Path, text: &str) -> Found {
+    match std::fs::read(path) {
+        Ok(bytes) if bytes == text.as_bytes() => Found::Same,
+        Ok(_) => Found::Different,
+        Err(_) => Found::Missing,
+    }
+}
+
+/// Runs `opsbook scripts`.
+pub fn run(args: &ScriptsArgs) -> Result<u8, Error> {
+    match &args.install {
+        Some(dir) => install(dir, args.force),
+        None => describe(),
+    }
+}
+
+fn describe() -> Result<u8, Error> {
+    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf));
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "The orchestrator scripts, shipped inside this opsbook:").ok();
+    for (name, what, text) in SCRIPTS {
+        let state = match &beside {
+            Some(dir) => match found(&dir.join(name), text) {
+                Found::Same => format!("installed in {}", dir.display()),
+                Found::Different => format!("a different {name} is in {}", dir.display()),
+                Found::Missing => format!("not installed beside opsbook ({})", dir.display()),
+            },
+            None => "where opsbook runs from is unknown".to_string(),
+        };
+        writeln!(out, "  {name:13}  {what}\n  {:13}  {state}", "").ok();
+    }
+    writeln!(
+        out,
+        "Install them with `opsbook scripts --install DIR` (beside opsbook is best); `SCRIPT --help` explains each."
+    )
+    .ok();
+    Ok(0)
+}
+
+fn install(dir: &Path, force: bool) -> Result<u8, Error> {
+    std::fs::create_dir_all(dir)
+        .map_err(|source| Error::Io { context: format!("cannot create `{}`", dir.display()), source })?;
+    // Look at both before writing either: a refusal writes nothing.
+    let states: Vec<Found> = SCRIPTS.iter().map(|(name, _, text)| found(&dir.join(name), text)).collect();
+    if !force && let Some(((name, _, _), _)) = SCRIPTS.iter().zip(&states).find(|(_, s)| **s == Found::Different) {
+        return Err(Error::Usage(format!(
+            "`{}` exists and differs from this opsbook's {name}: nothing written\n  help: compare them (`diff`), \
+             then add `--force` to replace it",
+            dir.join(name).display()
+        )));
+    }
+    let mut out = std::io::stdout().lock();
+    for ((name, _, text), state) in SCRIPTS.iter().zip(states) {
+        let path = dir.join(name);
+        write_atomically(&path, text)?;
+        let verb = match state {
+            Found::Missing => "wrote",
+            Found::Same => "rewrote (unchanged)",
+            Found::Different => "replaced",
+        };
+        writeln!(out, "{verb} {} (mode 0755)", path.display()).ok();
+    }
+    Ok(0)
+}
+
+/// Writes `text` to a temporary file beside `path`, mode 0755, then renames it over `path`:
+/// a reader sees the old script or the new one, never half of one.
+fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    };
+    write().map_err(|source| {
+        let _ = std::fs::remove_file(&temporary);
+        Error::Io { context: format!("cannot write `{}`", path.display()), source }
+    })
+}

@@ -1,0 +1,335 @@
+//! The orchestrator scripts as an operator calls them: installed with `opsbook scripts
+//! --install DIR`, then `svc-exec.sh` run against the sandbox's simulated fleet (`--sandbox
+//! --fleet 1`: a `server` and a client `c1`) — verify in both argument orders, a restart
+//! refused without a terminal, applied with `-y`, and failed runs keeping their command, plan
+//! and report in the state directory. shellcheck checks both scripts.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::support::{Test, mask, skip};
+
+const NAMES: [&str; 2] = ["manage-svc.sh", "svc-exec.sh"];
+
+/// Installs the scripts into `DIR/bin` as an operator would; that directory.
+fn installed(t: &Test) -> PathBuf {
+    let bin = t.path().join("bin");
+    let out = crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(0);
+    assert_eq!(out.stdout, "wrote bin/manage-svc.sh (mode 0755)\nwrote bin/svc-exec.sh (mode 0755)\n");
+    bin
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs a script with no terminal (its own session, stdin from /dev/null), as from cron or CI,
+/// with `$OPSBOOK` naming the opsbook under test.
+fn script(t: &Test, bin: &Path, name: &str, args: &[&str]) -> Ran {
+    run_script(t, bin, name, args, true)
+}
+
+/// `script`, without `$OPSBOOK` when `!named` (the script then finds the opsbook beside it).
+fn run_script(t: &Test, bin: &Path, name: &str, args: &[&str], named: bool) -> Ran {
+    let mut command = Command::new("setsid");
+    command.env_clear();
+    if named {
+        command.env("OPSBOOK", crate::support::opsbook());
+    }
+    let out = command
+        .arg("-w")
+        .arg(bin.join(name))
+        .args(args)
+        .current_dir(t.path())
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path())
+        .env("XDG_STATE_HOME", t.path().join(".state"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the script");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    Ran { code: out.status.code().unwrap_or(-1), stdout: text(&out.stdout), stderr: text(&out.stderr) }
+}
+
+/// What varies from run to run: durations and temporary paths (`mask`), dates and times.
+fn masked(text: &str) -> String {
+    let when = regex::Regex::new(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC|\d{8}T\d{6}Z").unwrap();
+    let benign = regex::Regex::new(r" — ignored \d+ known-benign line\(s\) \(stdlib/benign\.rhai\)").unwrap();
+    let text = mask(text);
+    let text = when.replace_all(&text, "[WHEN]");
+    benign.replace_all(&text, "").into_owned()
+}
+
+const VERIFY_C1: &str =
+    "verify-log-shipper on c1 (<built-in>/runbooks/verify-log-shipper.rhai)  [sandbox: in-process stack]
+
+== log shipper
+  ok    alloy.service active — active (running)
+  ok    configuration validates — [TMP]/c1/alloy.toml is valid
+  ok    alloy.service logged no errors since 1 hour ago
+  ok    log sources read
+  ok    entries from c1 in the log store
+  ok    local metrics show write operations
+
+6 passed, 0 failed  ([DUR])
+
+HOST  ROLES                       PASSED  FAILED  TIME
+c1    metrics-agent, log-shipper  6       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+";
+
+#[test]
+fn installed_scripts_verify_a_service_in_either_argument_order_and_shellcheck_accepts_them() {
+    let t = Test::new();
+    let bin = installed(&t);
+    for name in NAMES {
+        let path = bin.join(name);
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o755, "{name}");
+        let shipped = std::fs::read_to_string(crate::support::repo_dir().join("scripts").join(name)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), shipped, "{name}");
+    }
+    let ran = script(&t, &bin, "svc-exec.sh", &["verify", "c1:alloy", "--sandbox", "--fleet", "1"]);
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, VERIFY_C1.to_string(), ""));
+    // The Ansible-era order and an operator's role name: the same run, here by the opsbook
+    // installed beside the script.
+    std::os::unix::fs::symlink(crate::support::opsbook(), bin.join("opsbook")).unwrap();
+    let args = ["-h", "c1", "log_shipper", "verify", "--sandbox", "--fleet", "1"];
+    let ran = run_script(&t, &bin, "svc-exec.sh", &args, false);
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, VERIFY_C1.to_string(), ""));
+    // Nothing kept from runs that passed.
+    assert!(!t.path().join(".state/opsbook/runs").exists());
+
+    match ["/usr/bin/shellcheck", "/bin/shellcheck"].iter().find(|p| Path::new(p).exists()) {
+        None => skip("shellcheck is missing (apt-get install shellcheck)"),
+        Some(shellcheck) => {
+            let out = Command::new(shellcheck).args(NAMES.map(|n| bin.join(n))).output().unwrap();
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success() && said.is_empty(), "shellcheck: {said}");
+        }
+    }
+}
+
+const PLAN: &str = "plan: restart of log-store on server (the same run with --dry-run; nothing changes yet)
+restart on server (<built-in>/runbooks/restart.rhai)  [sandbox: in-process stack]  (dry run: nothing will be changed)
+
+== restart loki.service
+  plan: would restart loki.service
+  ok    loki.service active — active (running)
+  ok    loki.service ready — after [DUR]
+
+== logs since the restart
+  ok    loki.service logged no errors since [WHEN]
+
+3 passed, 0 failed  ([DUR])
+
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  3       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+";
+
+#[test]
+fn a_restart_shows_its_plan_is_refused_without_a_terminal_and_applied_with_yes() {
+    let t = Test::new();
+    let bin = installed(&t);
+    let args = ["restart", "server:loki", "--sandbox", "--fleet", "1"];
+    let ran = script(&t, &bin, "svc-exec.sh", &args);
+    assert_eq!(
+        (ran.code, masked(&ran.stdout), ran.stderr.as_str()),
+        (
+            2,
+            PLAN.to_string(),
+            "svc-exec.sh: not applied: there is no terminal to ask \"Apply these changes to server?\"; run again \
+             with --yes to apply\n"
+        )
+    );
+    let ran = script(&t, &bin, "svc-exec.sh", &[&["-y"], &args[..]].concat());
+    let applied = "restart on server (<built-in>/runbooks/restart.rhai)  [sandbox: in-process stack]
+
+== restart loki.service
+  ok    loki.service active — active (running)
+  ok    loki.service ready — after [DUR]
+
+== logs since the restart
+  ok    loki.service logged no errors since [WHEN]
+
+3 passed, 0 failed  ([DUR])
+
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  3       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+";
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, format!("{PLAN}{applied}"), ""));
+}
+
+/// The one run directory kept under the state directory, and its files.
+fn kept(t: &Test) -> (String, Vec<String>) {
+    let runs = t.path().join(".state/opsbook/runs");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let mut files: Vec<String> =
+        std::fs::read_dir(&dirs[0]).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    files.sort();
+    (dirs[0].display().to_string(), files)
+}
+
+#[test]
+fn failed_runs_keep_their_command_plan_and_report_in_the_state_directory() {
+    let t = Test::new();
+    let bin = installed(&t);
+    let ran = script(
+        &t,
+        &bin,
+        "svc-exec.sh",
+        &["-h", "server", "loki", "verify", "--sandbox", "--fleet", "1", "--fault", "server:log-store:down"],
+    );
+    let (dir, files) = kept(&t);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(
+        masked(&ran.stderr),
+        "svc-exec.sh: verify of log-store on server failed (exit 1): kept command report.json report.txt in \
+         [TMP]/.state/opsbook/runs/[WHEN]-verify-server-log-store\n"
+    );
+    assert_eq!(files, ["command", "report.json", "report.txt"]);
+    let dir = Path::new(&dir);
+    assert_eq!(std::fs::read_to_string(dir.join("report.txt")).unwrap(), ran.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        (report["runbook"].as_str(), report["hosts"][0]["host"].as_str(), report["hosts"][0]["outcome"].as_str()),
+        (Some("verify-log-store"), Some("server"), Some("failed")),
+        "{report:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("command")).unwrap(),
+        format!(
+            "{} run verify-log-store --host server --sandbox --fleet 1 --fault server:log-store:down \n",
+            crate::support::opsbook()
+        )
+    );
+
+    // A change that fails keeps its plan too.
+    std::fs::remove_dir_all(t.path().join(".state")).unwrap();
+    let ran = script(
+        &t,
+        &bin,
+        "svc-exec.sh",
+        &[
+            "-y",
+            "restart",
+            "server:influxdb",
+            "--sandbox",
+            "--fleet",
+            "1",
+            "--fault",
+            "metrics-db:fail-start",
+            "--set",
+            "deadline=1s",
+        ],
+    );
+    let (dir, files) = kept(&t);
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(files, ["command", "plan.txt", "report.json", "report.txt"]);
+    let plan = std::fs::read_to_string(Path::new(&dir).join("plan.txt")).unwrap();
+    assert!(
+        ran.stdout.starts_with(&format!(
+            "plan: restart of metrics-db on server (the same run with --dry-run; nothing changes yet)\n{plan}"
+        )),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn unknown_actions_and_roles_get_a_suggestion_and_help_is_the_usage() {
+    let t = Test::new();
+    let bin = installed(&t);
+    let cases: [(&str, &[&str], &str); 6] = [
+        (
+            "svc-exec.sh",
+            &["veriffy", "c1:alloy"],
+            "svc-exec.sh: unknown action `veriffy`; did you mean `verify`? (actions: verify restart configure)\n",
+        ),
+        (
+            "svc-exec.sh",
+            &["-h", "c1", "alloyy", "verify"],
+            "svc-exec.sh: unknown role `alloyy`; did you mean `alloy`? (roles: metrics-db (influxdb), log-store \
+             (loki), metrics-agent (telegraf), log-shipper (alloy))\n",
+        ),
+        ("svc-exec.sh", &["verify", "c1"], "svc-exec.sh: `c1` is not HOST:ROLE (e.g. `monitor3:log-shipper`)\n"),
+        (
+            "manage-svc.sh",
+            &["deplyo", "c1:alloy"],
+            "manage-svc.sh: unknown action `deplyo`; did you mean `deploy`? (actions: deploy remove prepare)\n",
+        ),
+        (
+            "manage-svc.sh",
+            &["-h", "c1", "lokki", "remove"],
+            "manage-svc.sh: unknown role `lokki`; did you mean `loki`? (roles: metrics-db (influxdb), log-store \
+             (loki), metrics-agent (telegraf), log-shipper (alloy))\n",
+        ),
+        ("manage-svc.sh", &["deploy", "c1:alloy", "--purge"], "manage-svc.sh: `--purge` goes with `remove` only\n"),
+    ];
+    for (name, args, said) in cases {
+        let ran = script(&t, &bin, name, args);
+        assert_eq!(
+            (ran.code, ran.stdout.as_str(), ran.stderr),
+            (2, "", format!("{said}  (see `{name} --help`)\n")),
+            "{name} {args:?}"
+        );
+    }
+    // What the scripts rely on in opsbook: `--host` picks among the sandbox's simulated hosts
+    // with `--fleet`, and is refused without it rather than reaching for a real host.
+    crate::support::run_in(t.path(), &["run", "verify", "--sandbox", "--fleet", "1", "--host", "c9"], None)
+        .code(2)
+        .stderr_is("error: `c9` selects no host of the fleet (server, c1)\n");
+    crate::support::run_in(t.path(), &["run", "verify", "--sandbox", "--host", "c1"], None).code(2).stderr_is(
+        "error: `--host`/`--hosts` pick inventory hosts, which `--sandbox` never touches\n  help: add `--fleet N` to \
+         pick among simulated hosts (server, c1…cN)\n",
+    );
+    for name in NAMES {
+        let source = std::fs::read_to_string(bin.join(name)).unwrap();
+        let usage = source.split("cat <<'EOF'\n").nth(1).unwrap().split("\nEOF\n").next().unwrap();
+        let ran = script(&t, &bin, name, &["--help"]);
+        assert_eq!((ran.code, ran.stdout, ran.stderr.as_str()), (0, format!("{usage}\n"), ""), "{name}");
+    }
+}
+
+#[test]
+fn scripts_install_refuses_to_overwrite_a_different_script_without_force() {
+    let t = Test::new();
+    let bin = installed(&t);
+    let again = crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(0);
+    assert_eq!(
+        again.stdout,
+        "rewrote (unchanged) bin/manage-svc.sh (mode 0755)\nrewrote (unchanged) bin/svc-exec.sh (mode 0755)\n"
+    );
+    std::fs::write(bin.join("svc-exec.sh"), "#!/bin/sh\necho mine\n").unwrap();
+    crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(2).stderr_is(
+        "error: `bin/svc-exec.sh` exists and differs from this opsbook's svc-exec.sh: nothing written\n  help: \
+         compare them (`diff`), then add `--force` to replace it\n",
+    );
+    assert_eq!(std::fs::read_to_string(bin.join("svc-exec.sh")).unwrap(), "#!/bin/sh\necho mine\n");
+    let forced = crate::support::run_in(t.path(), &["scripts", "--install", "bin", "--force"], None).code(0);
+    assert_eq!(
+        forced.stdout,
+        "rewrote (unchanged) bin/manage-svc.sh (mode 0755)\nreplaced bin/svc-exec.sh (mode 0755)\n"
+    );
+    let listing = crate::support::run_in(t.path(), &["scripts"], None).code(0);
+    let dir = Path::new(crate::support::opsbook()).parent().unwrap().display().to_string();
+    assert_eq!(
+        listing.stdout,
+        format!(
+            "The orchestrator scripts, shipped inside this opsbook:\n  manage-svc.sh  deploy or remove one service \
+             (HOST:ROLE); prepare the hosts of an environment\n                 not installed beside opsbook \
+             ({dir})\n  svc-exec.sh    verify, restart or reconfigure one service (HOST:ROLE)\n                 not \
+             installed beside opsbook ({dir})\nInstall them with `opsbook scripts --install DIR` (beside opsbook is \
+             best); `SCRIPT --help` explains each.\n"
+        )
+    );
+}
