@@ -13,8 +13,9 @@ use crate::fleet_runs::{boot, install, opsbook};
 use crate::support::Test;
 use crate::support::fleet::Fleet;
 
-/// A report as a pattern: each line as written, `…` standing for any text, and the time a
-/// slow check took (`  ([DUR])`) allowed after any line.
+/// A report as a pattern: each line as written, `…` standing for any text (a check that
+/// waited for data says `— after 2s`), and the time a slow check took (`  ([DUR])`) allowed
+/// after any line.
 fn pattern(text: &str) -> String {
     let lines: Vec<String> = text
         .lines()
@@ -46,11 +47,11 @@ fn client(name: &str, server: Ipv4Addr) -> String {
   ok    telegraf.service active — active (running)
   ok    agent configuration test passes — 6 points from cpu, mem, disk
   ok    telegraf.service logged no errors since 1 hour ago
-  ok    metrics in database
+  ok    metrics in database…
   ok    alloy.service active — active (running)
   ok    shipper validation passes — [TMP]/alloy.toml is valid
   ok    alloy.service logged no errors since 1 hour ago
-  ok    logs in log store
+  ok    logs in log store…
 
 == network
   ok    TCP reach of {server}:8086 — connected in … ms
@@ -74,13 +75,13 @@ fn server(address: Ipv4Addr, clients: usize) -> String {
   ok    influxdb.service active — active (running)
   ok    metrics database health 200 — HTTP 200, ready for queries and writes (v2.7.11)
   ok    token API access works — 3 bucket(s)
-  ok    recent data in buckets
+  ok    recent data in buckets…
   ok    influxdb.service logged no errors since 1 hour ago
   ok    loki.service active — active (running)
   ok    log store ready returns ready — ready
   ok    loki.service logged no errors since 1 hour ago…
-  ok    labels returned
-  ok    recent logs present
+  ok    labels returned…
+  ok    recent logs present…
 
 == network
   ok    TCP reach of {address}:8086 — connected in … ms

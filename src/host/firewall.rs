@@ -10,6 +10,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rhai::{Array, Dynamic, Engine, Map, Module};
 use serde::Serialize;
@@ -21,6 +22,9 @@ use super::firewall_packet::{Judgement, Packet};
 use super::values::record;
 use super::{Host, HostResult, fail, firewall_table};
 use crate::register;
+
+/// How long resolving a source's host name may take.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Registers the `firewall::` namespace.
 pub fn register(engine: &mut Engine, host: &Arc<Host>) {
@@ -111,10 +115,15 @@ fn admits(host: &Host, port: i64, sources: &[String]) -> HostResult<Map> {
     let mut reader = Reader { host, nft: None, iptables: [None, None] };
     let mut admitted = Vec::new();
     for source in sources {
-        let from = source.unwrap_or("anywhere").to_string();
-        let judgement = match source.map(str::parse::<IpAddr>) {
-            Some(Err(_)) => Judgement::Unknown(format!("`{from}` is not an IP address, which is what rules match")),
-            parsed => reader.judge(&Packet { port, source: parsed.and_then(Result::ok) })?,
+        let (from, judgement) = match source {
+            None => ("anywhere".to_string(), reader.judge(&Packet { port, source: None })?),
+            Some(text) => match address_of(host, text)? {
+                Ok(ip) => {
+                    let from = if text == ip.to_string() { text.to_string() } else { format!("{text} ({ip})") };
+                    (from, reader.judge(&Packet { port, source: Some(ip) })?)
+                }
+                Err(why) => (text.to_string(), Judgement::Unknown(why)),
+            },
         };
         let source = source.unwrap_or_default().to_string();
         match judgement {
@@ -142,6 +151,25 @@ fn admits(host: &Host, port: i64, sources: &[String]) -> HostResult<Map> {
     // "no … filters it" is no rule.
     let rule = if rule.starts_with("no ") { String::new() } else { rule };
     record(&Admits { ok: true, judged: true, detail, rule, source: String::new() })
+}
+
+/// A source as rules see it: an IP address as written, or a host name resolved here (on
+/// the operator's machine, which names the fleet's hosts as the inventory does), within 3 s.
+fn address_of(host: &Host, text: &str) -> HostResult<Result<IpAddr, String>> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Ok(Ok(ip));
+    }
+    let name = format!("{text}:0");
+    let found =
+        host.block_on(|| async move { tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host(name)).await })?;
+    Ok(match found {
+        Ok(Ok(mut addresses)) => addresses
+            .next()
+            .map(|a| a.ip())
+            .ok_or_else(|| format!("`{text}` resolves to no address, and rules match addresses")),
+        Ok(Err(e)) => Err(format!("`{text}` is not an IP address and does not resolve ({e})")),
+        Err(_) => Err(format!("resolving `{text}` took longer than {}s", RESOLVE_TIMEOUT.as_secs())),
+    })
 }
 
 /// How an admission reads: each chain's rule quoted, a policy or "nothing filters" as words.
