@@ -14,8 +14,9 @@ use crate::error::Error;
 use crate::runbook::Compiled;
 use crate::session::Session;
 
-/// Every host function that changes the machine: unit jobs, container restarts, the
-/// shipper's reload, writing to the journal, running arbitrary commands, loading the CPU.
+/// Every host function that changes the machine: unit jobs, unit files, files, accounts, the
+/// firewall, container restarts, the shipper's reload, writing to the journal, running
+/// arbitrary commands, loading the CPU.
 pub const MUTATING: &[&str] = &[
     "unit::start",
     "unit::stop",
@@ -34,6 +35,17 @@ pub const MUTATING: &[&str] = &[
     "journal::emit",
     "host::exec",
     "host::cpu_load",
+    "unit::install",
+    "unit::install_dropin",
+    "unit::uninstall",
+    "file::write",
+    "file::remove",
+    "file::mkdir",
+    "account::ensure_group",
+    "account::ensure_user",
+    "firewall::admit",
+    "firewall::revoke",
+    "firewall::remove_table",
 ];
 
 /// One mutating call found: the function and where it is (`file:line:column`).
