@@ -17,6 +17,10 @@ fn all_pass(runs: &[&[&str]]) {
 
 /// Every built-in runbook, by the test that runs it in the sandbox.
 const COVERED: &[&str] = &[
+    "deploy",
+    "configure",
+    "remove",
+    "prepare",
     "status",
     "quick-check",
     "logs",
@@ -44,6 +48,21 @@ fn every_built_in_runbook_is_run_here() {
         out.json().as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_string()).collect();
     let missing: Vec<&String> = listed.iter().filter(|n| !COVERED.contains(&n.as_str())).collect();
     assert!(missing.is_empty(), "built-in runbooks no sandbox test runs: {missing:?}");
+}
+
+/// The lifecycle runbooks install real programs, which the sandbox only simulates: there they
+/// rehearse (`--dry-run`: every step says what it would do), and refuse to act.
+#[test]
+fn lifecycle_runbooks_rehearse_with_dry_run_and_refuse_to_act() {
+    all_pass(&[
+        &["deploy", "--dry-run", "--set", "service=localhost:alloy"],
+        &["configure", "--dry-run", "--set", "service=localhost:telegraf"],
+        &["remove", "--dry-run", "--set", "service=localhost:loki"],
+        &["prepare", "--dry-run", "--set", "environment=all"],
+    ]);
+    sandbox(&["run", "deploy", "--set", "service=localhost:loki"]).code(1).stdout_matches(
+        r"deploy \(<built-in>/runbooks/deploy\.rhai\)  \[sandbox: in-process stack\]\n\naborted: the lifecycle runbooks install real programs, which the sandbox only simulates: rehearse with --dry-run, or run against a host \(--host NAME\) \(at <built-in>/stdlib/lifecycle\.rhai:\d+:\d+\)\n\n0 passed, 0 failed  \(\[DUR\]\)\n",
+    );
 }
 
 #[test]

@@ -25,6 +25,23 @@ fn module(host: &Arc<Host>) -> Module {
     let h = host.clone();
     register!(
         &mut m,
+        "dry_run",
+        ["bool"],
+        "/// Whether this run only plans (`--dry-run`): mutating calls say what they would do.",
+        move || h.dry_run
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "sandbox",
+        ["bool"],
+        "/// Whether this run acts on the sandbox's simulated stack (`--sandbox`).",
+        move || h.world.sandbox
+    );
+
+    let h = host.clone();
+    register!(
+        &mut m,
         "check",
         ["name: &str", "ok: bool", "bool"],
         "/// Records a check that passed when `ok` is true. Returns `ok`.",

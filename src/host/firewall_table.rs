@@ -115,8 +115,19 @@ fn apply(host: &Host, script: String) -> HostResult<()> {
     Ok(())
 }
 
+/// The sandbox simulates no firewall, and this machine's is not the sandbox's to change.
+fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
+    if host.world.sandbox {
+        return Err(fail(format!(
+            "{call} is not available in the sandbox: it has no firewall of its own, and this machine's is not the sandbox's to change\n  help: run the runbook against a real host (without --sandbox)"
+        )));
+    }
+    Ok(())
+}
+
 /// `firewall::admit(port, sources)`.
 pub fn admit(host: &Host, port: u16, sources: &[String]) -> HostResult<Map> {
+    refuse_in_sandbox(host, "firewall::admit")?;
     let (comment, wanted) = rules(port, sources).map_err(fail)?;
     let ours = current(host)?.unwrap_or_default();
     let for_port: Vec<&(u64, String)> = ours.iter().filter(|(_, c)| c.starts_with(&port_prefix(port))).collect();
@@ -141,6 +152,7 @@ pub fn admit(host: &Host, port: u16, sources: &[String]) -> HostResult<Map> {
 
 /// `firewall::revoke(port)`.
 pub fn revoke(host: &Host, port: u16) -> HostResult<Map> {
+    refuse_in_sandbox(host, "firewall::revoke")?;
     let ours = current(host)?.unwrap_or_default();
     let handles: Vec<u64> = ours.iter().filter(|(_, c)| c.starts_with(&port_prefix(port))).map(|(h, _)| *h).collect();
     if handles.is_empty() {
@@ -157,6 +169,7 @@ pub fn revoke(host: &Host, port: u16) -> HostResult<Map> {
 
 /// `firewall::remove_table()`.
 pub fn remove_table(host: &Host) -> HostResult<Map> {
+    refuse_in_sandbox(host, "firewall::remove_table")?;
     if current(host)?.is_none() {
         return record(&Changed { changed: false, dry_run: false });
     }
