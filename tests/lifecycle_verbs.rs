@@ -192,7 +192,7 @@ url = \"http://a:8086\"
 url = \"http://b:8086\"
 
   LOKI
-  [#{\"name\": \"agent/telegraf.conf.j2\", \"origin\": \"templates/agent/telegraf.conf.j2\"}]
+  [#{\"name\": \"agent/telegraf.conf.j2\", \"origin\": \"templates/agent/telegraf.conf.j2\"}, #{\"name\": \"log-shipper/config.alloy.j2\", \"origin\": \"built-in\"}, #{\"name\": \"log-store/config.yaml.j2\", \"origin\": \"built-in\"}, #{\"name\": \"metrics-agent/telegraf.conf.j2\", \"origin\": \"built-in\"}, #{\"name\": \"metrics-db/config.toml.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/native.service.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/podman-run.service.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/quadlet.container.j2\", \"origin\": \"built-in\"}]
 
 aborted: template variable `urls` is not defined
  --> templates/agent/telegraf.conf.j2:3:13
@@ -216,9 +216,15 @@ fn opsbook_templates_lists_each_template_with_where_it_is_found_and_prints_one()
     std::fs::create_dir_all(&elsewhere).unwrap();
     let dir = elsewhere.display().to_string();
     run_in(t.path(), &["--runbooks", &dir, "templates"], None).code(0).stdout_is(
-        "NAME                      FROM
-agent/telegraf.conf.j2    [TMP]/elsewhere/templates/agent/telegraf.conf.j2
-log-store/config.yaml.j2  [TMP]/elsewhere/templates/log-store/config.yaml.j2
+        "NAME                            FROM
+agent/telegraf.conf.j2          [TMP]/elsewhere/templates/agent/telegraf.conf.j2
+log-shipper/config.alloy.j2     <built-in>/templates/log-shipper/config.alloy.j2
+log-store/config.yaml.j2        [TMP]/elsewhere/templates/log-store/config.yaml.j2
+metrics-agent/telegraf.conf.j2  <built-in>/templates/metrics-agent/telegraf.conf.j2
+metrics-db/config.toml.j2       <built-in>/templates/metrics-db/config.toml.j2
+units/native.service.j2         <built-in>/templates/units/native.service.j2
+units/podman-run.service.j2     <built-in>/templates/units/podman-run.service.j2
+units/quadlet.container.j2      <built-in>/templates/units/quadlet.container.j2
 ",
     );
     run_in(t.path(), &["templates", "log-store/config.yaml.j2"], None).code(0).stdout_is("port: {{ port }}\n");
@@ -265,7 +271,7 @@ file::mkdir("/etc/opsdemo");
 file::write("/etc/opsdemo/app.conf", template::render_string("greeting = {{ greeting }}\n", #{greeting: "hello from " + hostname()}),
     #{mode: "0640", group: "opsdemo"});
 let i = unit::install("opsdemo", "[Unit]\nDescription=opsbook demo\n[Service]\nExecStart=/bin/sh -c 'cat /etc/opsdemo/app.conf; exec sleep infinity'\n[Install]\nWantedBy=default.target\n");
-check("unit file installed", i.changed && i.path == "/root/.config/systemd/user/opsdemo.service", i.path);
+check("unit file installed", i.changed && i.path == "/run/user/0/home/.config/systemd/user/opsdemo.service", i.path);
 unit::install_dropin("opsdemo", "limits", "[Service]\nLimitNOFILE=4096\n");
 unit::daemon_reload();
 let e = unit::enable("opsdemo", #{now: true});
@@ -291,14 +297,15 @@ const DEPLOYED: &str = "deploy on c1 (runbooks/deploy.rhai)
   changed /var/lib/opsdemo: directory created (mode 0750, owner opsdemo, group opsdemo)
   changed /etc/opsdemo: directory created
   changed /etc/opsdemo/app.conf: created (1 line, mode 0640, group opsdemo)
-  changed /root/.config/systemd/user/opsdemo.service: created (6 lines, mode 0644)
-  ok    unit file installed — /root/.config/systemd/user/opsdemo.service⏱
-  changed /root/.config/systemd/user/opsdemo.service.d: directory created
-  changed /root/.config/systemd/user/opsdemo.service.d/limits.conf: created (2 lines, mode 0644)
+  changed /run/user/0/home/.config/systemd/user: directory created
+  changed /run/user/0/home/.config/systemd/user/opsdemo.service: created (6 lines, mode 0644)
+  ok    unit file installed — /run/user/0/home/.config/systemd/user/opsdemo.service⏱
+  changed /run/user/0/home/.config/systemd/user/opsdemo.service.d: directory created
+  changed /run/user/0/home/.config/systemd/user/opsdemo.service.d/limits.conf: created (2 lines, mode 0644)
   changed: the service manager re-read its unit files (daemon-reload)
-  changed: created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/systemd/user/opsdemo.service
+  changed: created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/home/.config/systemd/user/opsdemo.service
   changed: started opsdemo.service
-  ok    enabled and started — [\"created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/systemd/user/opsdemo.service\", \"started opsdemo.service\"]⏱
+  ok    enabled and started — [\"created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/home/.config/systemd/user/opsdemo.service\", \"started opsdemo.service\"]⏱
   ok    enabling again changes nothing⏱
 
 5 passed, 0 failed  ([DUR])
@@ -313,8 +320,8 @@ const REMOVED: &str = "remove on c1 (runbooks/remove.rhai)
   changed: stopped opsdemo.service
   changed: removed /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service
   ok    stopped and disabled — [\"stopped opsdemo.service\", \"removed /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service\"]⏱
-  changed /root/.config/systemd/user/opsdemo.service: removed
-  changed /root/.config/systemd/user/opsdemo.service.d: directory removed
+  changed /run/user/0/home/.config/systemd/user/opsdemo.service: removed
+  changed /run/user/0/home/.config/systemd/user/opsdemo.service.d: directory removed
   changed: the service manager re-read its unit files (daemon-reload)
   ok    uninstalled — opsdemo.service - not installed (load state not-found)⏱
   ok    uninstalling again changes nothing⏱
@@ -362,8 +369,8 @@ fn on_a_fleet_host_a_unit_is_installed_enabled_and_running_and_a_system_user_mad
     assert!(!std::process::Command::new("getent").args(["passwd", "opsdemo"]).status().unwrap().success());
 
     run_in(t.path(), &["run", "remove", "--hosts", "c1"], None).code(0).stdout_matches(&timed(REMOVED));
-    assert_eq!(c1.read_file("/root/.config/systemd/user/opsdemo.service"), None);
-    assert!(!c1.exec(&["test", "-e", "/root/.config/systemd/user/opsdemo.service.d"]).status.success());
+    assert_eq!(c1.read_file("/run/user/0/home/.config/systemd/user/opsdemo.service"), None);
+    assert!(!c1.exec(&["test", "-e", "/run/user/0/home/.config/systemd/user/opsdemo.service.d"]).status.success());
 }
 
 const LOCAL_UNIT: &str = r#"
