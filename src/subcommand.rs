@@ -99,8 +99,9 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
 
 /// `--host`/`--hosts` are resolved (so a wrong name is reported now), but runs reach only
 /// this machine until the ssh transport exists: a remote selection is refused, not ignored.
-/// The hosts a run acts on: `--host`/`--hosts`, else the host of `--set service=HOST:ROLE`,
-/// else the inventory group of `--set environment=GROUP` (how the lifecycle runbooks are
+/// The hosts a run acts on: `--host`/`--hosts`, else the host of `--set service=HOST:ROLE`
+/// (every host playing the role of `--set service=ROLE`), else the inventory group of
+/// `--set environment=GROUP` (how the lifecycle runbooks are
 /// called); `None` is this machine (or the sandbox), with no inventory needed.
 fn selection(global: &crate::cli::GlobalOptions, run: &RunArgs) -> Option<(Option<String>, Option<String>)> {
     if global.host.is_some() || global.hosts.is_some() {
@@ -110,8 +111,12 @@ fn selection(global: &crate::cli::GlobalOptions, run: &RunArgs) -> Option<(Optio
         return None;
     }
     let param = |name: &str| run.params.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    if let Some((host, _role)) = param("service").as_deref().and_then(|s| s.rsplit_once(':')) {
-        return Some((Some(host.to_string()), None));
+    if let Some(service) = param("service") {
+        return Some(match service.rsplit_once(':') {
+            Some((host, _role)) => (Some(host.to_string()), None),
+            // A role alone: every host playing it.
+            None => (None, Some(service)),
+        });
     }
     param("environment").map(|group| (None, Some(group)))
 }
