@@ -166,16 +166,23 @@ fn a_broken_host_fails_alone_naming_the_check() {
     std::fs::write(t.path().join("opsbook.toml"), original).unwrap();
 
     // c2's outbound TCP to the server's 3100 refused by nftables in its namespace: its reach
-    // check fails; its shipper's connection, already open, still delivers.
+    // check fails, and so do the log store's answers, which opsbook asks from c2 (through c2's
+    // ssh connection), as c2 sees them.
     c2.block_tcp_to(s, 3100);
     let blocked = swap(
         client("c2", s),
         &format!("  ok    TCP reach of {s}:3100"),
         &format!("  FAIL  TCP reach of {s}:3100 — connection refused"),
-    )
-    .replace("12 passed, 0 failed", "11 passed, 1 failed");
+    );
+    let blocked =
+        swap(blocked, "  ok    logs in log store", "  FAIL  logs in log store — GET …/loki/api/v1/query_range…: …");
+    let blocked =
+        swap(blocked, "  ok    port 3100 answers HTTP", "  FAIL  port 3100 answers HTTP (firewall allows it) — …")
+            .replace("12 passed, 0 failed", "9 passed, 3 failed");
+    let mut c2_rows = rows(&[]);
+    c2_rows[1] = ("c2", CLIENT, 9, 3);
     checklist(&t, "all").stdout_matches(&pattern(
-        &[client("c1", s), blocked, client("c3", s), server(s, 3), summary(&rows(&["c2"]), "4 host(s): 1 failed (c2)")]
+        &[client("c1", s), blocked, client("c3", s), server(s, 3), summary(&c2_rows, "4 host(s): 1 failed (c2)")]
             .concat(),
     ));
     c2.ok(&["nft", "delete", "table", "inet", "opsbook_test"]);
@@ -225,15 +232,20 @@ fn a_broken_host_fails_alone_naming_the_check() {
         client("c1", s),
         &format!("  ok    TCP reach of {s}:3100"),
         &format!("  FAIL  TCP reach of {s}:3100 — timed out after [DUR]"),
-    )
-    .replace("12 passed, 0 failed", "11 passed, 1 failed");
+    );
+    let timed_out = swap(timed_out, "  ok    logs in log store", "  FAIL  logs in log store — …");
+    let timed_out =
+        swap(timed_out, "  ok    port 3100 answers HTTP", "  FAIL  port 3100 answers HTTP (firewall allows it) — …")
+            .replace("12 passed, 0 failed", "9 passed, 3 failed");
+    let mut dropped_rows = rows(&["server"]);
+    dropped_rows[0] = ("c1", CLIENT, 9, 3);
     checklist(&t, "all").stdout_matches(&pattern(
         &[
             timed_out,
             client("c2", s),
             client("c3", s),
             dropped,
-            summary(&rows(&["c1", "server"]), "4 host(s): 2 failed (c1, server)"),
+            summary(&dropped_rows, "4 host(s): 2 failed (c1, server)"),
         ]
         .concat(),
     ));

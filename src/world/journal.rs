@@ -239,7 +239,7 @@ impl Journal for Journalctl {
             let (tx, rx) = mpsc::channel(1024);
             let identifier = query.identifier.clone();
             tokio::spawn(async move {
-                let _child = child; // killed when this task ends (the feed was dropped)
+                let mut child = child;
                 let mut lines = tokio::io::BufReader::new(stdout).lines();
                 loop {
                     tokio::select! {
@@ -257,6 +257,10 @@ impl Journal for Journalctl {
                         }
                     }
                 }
+                // Killed and reaped here, not left to exit on its own: a service following the
+                // journal must leave no process behind when it stops, or its manager waits for
+                // the unit's cgroup to empty.
+                let _ = child.kill().await;
             });
             Ok(rx)
         })

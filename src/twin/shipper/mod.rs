@@ -398,6 +398,9 @@ async fn serve(listener: TcpListener, shipper: Arc<Shipper>, shutdown: Stop) -> 
         } => Ok(()),
     };
     let _ = tokio::time::timeout(Duration::from_secs(10), pipeline).await;
+    // The journal follower, dropped with the pipeline, kills and reaps its journalctl: give it
+    // that moment, so the shipper stops with no process of its unit left behind.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     shipper.say(Level::Info, "Alloy stopped", &[]);
     result
 }
