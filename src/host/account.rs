@@ -112,7 +112,7 @@ fn command(host: &Host, argv: &[&str]) -> HostResult<(i32, String, String)> {
         timeout: host.config.duration(keys::TOOLS_TIMEOUT),
         ..Invocation::default()
     };
-    let done = super::system::run(host, inv)?.map_err(fail)?;
+    let done = host.run_command(inv)?.map_err(fail)?;
     if done.timed_out {
         return Err(fail(format!("`{}` did not finish in time", argv.join(" "))));
     }

@@ -17,7 +17,7 @@ pub fn run(host: &Host, argv: &[&str], stdin: Option<String>) -> HostResult<Resu
         stdin,
         ..Invocation::default()
     };
-    super::system::run(host, invocation)
+    host.run_command(invocation)
 }
 
 /// Why a firewall command failed, quoting it, with the usual remedy.

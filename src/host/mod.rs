@@ -173,6 +173,16 @@ impl Host {
         }
     }
 
+    /// Runs an invocation through the world's commands (this machine, or the host over ssh);
+    /// `Err` inside when it could not start. Raced against cancellation like all host work.
+    pub fn run_command(
+        &self,
+        invocation: crate::world::commands::Invocation,
+    ) -> HostResult<Result<crate::world::commands::Completed, String>> {
+        let commands = self.world.commands.clone();
+        self.block_on(|| async move { commands.run(&invocation).await })
+    }
+
     /// The host name of the machine this run acts on: the world's, else this machine's.
     pub fn hostname(&self) -> String {
         self.world.hostname.clone().unwrap_or_else(core::hostname)
@@ -224,7 +234,11 @@ pub fn register_all(engine: &mut Engine, host: &Arc<Host>, catalog: &Arc<crate::
     core::register(engine, host);
     time::register(engine, host);
     wait::register(engine, host);
-    unit::register(engine, host);
+    // One `unit::` namespace from two files: jobs and states, and unit file installation.
+    unit::register_types(engine);
+    let mut units = unit::module(host);
+    unit_files::add(&mut units, host);
+    engine.register_static_module("unit", units.into());
     journal::register(engine, host);
     system::register(engine, host);
     agent::register(engine, host);

@@ -85,12 +85,6 @@ fn module(host: &Arc<Host>) -> Module {
     m
 }
 
-/// Runs an invocation through the world.
-pub fn run(host: &Host, invocation: Invocation) -> HostResult<Result<Completed, String>> {
-    let commands = host.world.commands.clone();
-    host.block_on(|| async move { commands.run(&invocation).await })
-}
-
 /// What a finished command came to, as scripts see it.
 #[derive(Serialize)]
 struct Run<'a> {
@@ -147,7 +141,7 @@ fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
         };
         return completed_record(&nothing, true);
     }
-    let done = run(host, inv)?.map_err(fail)?;
+    let done = host.run_command(inv)?.map_err(fail)?;
     completed_record(&done, false)
 }
 

@@ -16,7 +16,7 @@ pub fn command(host: &Host, key: &Key, default: &[&str], config_path: &str) -> V
 pub fn run_tool(host: &Host, argv: Vec<String>, key: &Key) -> HostResult<Completed> {
     let timeout = host.config.duration(keys::TOOLS_TIMEOUT);
     let program = argv.first().cloned().unwrap_or_default();
-    let done = super::system::run(host, Invocation { argv, timeout, ..Invocation::default() })?;
+    let done = host.run_command(Invocation { argv, timeout, ..Invocation::default() })?;
     match done {
         Ok(c) => Ok(c),
         Err(e) if e.ends_with("not found in PATH") => {

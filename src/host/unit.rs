@@ -1,7 +1,8 @@
 //! `unit::` — the service manager: status, start/stop/restart/reload with job waiting,
 //! daemon-reload and listing, over the `Units` world seam (systemd over D-Bus, or the
-//! sandbox); installing unit files and enabling them are in `unit_files`, in the same namespace. Mutating calls honour `--dry-run`: they are recorded as "would …"
-//! and never sent. Short names work: `loki` is `loki.service`.
+//! sandbox); installing unit files and enabling them are in `unit_files`, in the same
+//! namespace. Mutating calls honour `--dry-run`: they are recorded as "would …" and never
+//! sent. Short names work: `loki` is `loki.service`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,13 +17,9 @@ use crate::config::keys;
 use crate::register;
 use crate::world::units::{Job, UnitError, UnitStatus, full_name};
 
-/// Registers the `unit::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
-    register_types(engine);
-    engine.register_static_module("unit", module(host).into());
-}
-
-fn module(host: &Arc<Host>) -> Module {
+/// The `unit::` functions that read and run jobs (`host::register_all` adds the
+/// installation verbs of `unit_files` to the same namespace).
+pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
     let h = host.clone();
     register!(
@@ -124,12 +121,11 @@ fn module(host: &Arc<Host>) -> Module {
          /// active_state, sub_state}]`.",
         move |pattern: &str| list(&h, pattern)
     );
-    super::unit_files::add(&mut m, host);
     m
 }
 
 /// Registers the `UnitStatus` type: its fields as properties, and how it prints.
-fn register_types(engine: &mut Engine) {
+pub fn register_types(engine: &mut Engine) {
     engine.register_type_with_name::<UnitStatus>("UnitStatus");
     engine.register_get("name", |s: &mut UnitStatus| s.name.clone());
     engine.register_get("description", |s: &mut UnitStatus| s.description.clone());

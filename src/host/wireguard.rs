@@ -63,7 +63,7 @@ pub fn status(host: &Host, iface: &str) -> HostResult<Map> {
         timeout: WG_TIMEOUT,
         ..Invocation::default()
     };
-    let done = super::system::run(host, invocation)?.map_err(fail)?;
+    let done = host.run_command(invocation)?.map_err(fail)?;
     if done.timed_out {
         return Err(fail(format!(
             "host::wireguard: `wg show {iface}` did not answer within {}s",

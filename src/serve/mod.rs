@@ -15,6 +15,7 @@
 
 mod capture;
 mod http;
+mod job_run;
 mod metrics;
 mod page;
 mod remote;

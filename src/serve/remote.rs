@@ -12,7 +12,7 @@
 use serde_json::{Value, json};
 
 use super::capture;
-use super::scheduler::{Cancels, error_document, execute};
+use super::job_run::{Cancels, error_document, execute};
 use crate::cli::GlobalOptions;
 use crate::config::serve::Job;
 use crate::fleet::Target;
