@@ -24,7 +24,7 @@ use crate::report::Level;
 /// A configured engine for one host context.
 pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     let mut engine = Engine::new();
-    engine.set_max_operations(host.config.int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
+    engine.set_max_operations(host.config().int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
     engine.set_max_call_levels(64);
     // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
     // (64, 32) are tight for that, and this is still far from a parser stack overflow.
@@ -41,10 +41,10 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     let h = host.clone();
     engine.on_debug(move |text, _, _| h.log(Level::Info, text));
 
-    let view: Dynamic = rhai::serde::to_dynamic(host.config.script_view()).unwrap_or_default();
-    let view = view.into_read_only();
+    // `config` is the configuration of the host acted on now (another's inside `fleet::on`).
+    let h = host.clone();
     #[allow(deprecated)] // on_var is marked volatile, not deprecated
-    engine.on_var(move |name, _, _| Ok((name == "config").then(|| view.clone())));
+    engine.on_var(move |name, _, _| Ok((name == "config").then(|| h.config_view())));
 
     keyword_fixes(&mut engine);
 
@@ -163,7 +163,7 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
         }
     }
     let cancelled = host.is_some_and(|h| h.cancel.is_cancelled());
-    let max_ops = host.map_or(0, |h| h.config.int(keys::LIMITS_MAX_OPERATIONS));
+    let max_ops = host.map_or(0, |h| h.config().int(keys::LIMITS_MAX_OPERATIONS));
     let (class, message) = match current {
         EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, host::core::text(value)),
         EvalAltResult::ErrorTerminated(..) if cancelled => (Class::Interrupted, "interrupted".to_string()),

@@ -97,7 +97,7 @@ fn valid_name(name: &str, what: &str) -> HostResult<()> {
 }
 
 fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
-    if host.world.sandbox {
+    if host.world().sandbox {
         return Err(fail(format!(
             "{call} is not available in the sandbox: it has no user database of its own, and this machine's is not the sandbox's to change\n  help: run the runbook against a real host (without --sandbox)"
         )));
@@ -109,7 +109,7 @@ fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
 fn command(host: &Host, argv: &[&str]) -> HostResult<(i32, String, String)> {
     let inv = Invocation {
         argv: argv.iter().map(|a| a.to_string()).collect(),
-        timeout: host.config.duration(keys::TOOLS_TIMEOUT),
+        timeout: host.config().duration(keys::TOOLS_TIMEOUT),
         ..Invocation::default()
     };
     let done = host.run_command(inv)?.map_err(fail)?;

@@ -84,7 +84,7 @@ struct ConfigTest {
 }
 
 fn config_test(host: &Host) -> HostResult<Map> {
-    let path = host.config.text(keys::METRICS_AGENT_CONFIG);
+    let path = host.config().text(keys::METRICS_AGENT_CONFIG);
     let argv = command(host, keys::METRICS_AGENT_TEST_COMMAND, &["telegraf", "--config", "{config}", "--test"], &path);
     let done = run_tool(host, argv, keys::METRICS_AGENT_TEST_COMMAND)?;
     let mut records = Vec::new();

@@ -36,7 +36,7 @@ fn module(host: &Arc<Host>) -> Module {
         ["name: &str", "Map"],
         "/// `podman inspect` of one container, as a map.",
         move |name: &str| -> HostResult<Map> {
-            let c = h.world.containers.clone();
+            let c = h.world().containers.clone();
             let n = name.to_string();
             let v = h.block_on(|| async move { c.inspect(&n).await })?.map_err(fail)?;
             let d: Dynamic = rhai::serde::to_dynamic(v)?;
@@ -53,9 +53,9 @@ fn module(host: &Arc<Host>) -> Module {
          /// it), else the `--name` of the `podman run` in the unit's command line, else one named\n\
          /// as Quadlet names it (`systemd-NAME`) or as the unit (`NAME`).",
         move |unit: &str| -> HostResult<Dynamic> {
-            let c = h.world.containers.clone();
+            let c = h.world().containers.clone();
             let found = h.block_on(|| async move { c.list(true).await })?.map_err(fail)?;
-            let units = h.world.units.clone();
+            let units = h.world().units.clone();
             let full = full_name(unit);
             let command = h.block_on(|| async move { units.status(&full).await })?.map(|s| s.exec_start);
             Ok(of_unit(&found, unit, &command.unwrap_or_default()).map_or(Dynamic::UNIT, Dynamic::from))
@@ -80,7 +80,7 @@ fn module(host: &Arc<Host>) -> Module {
         ["name: &str", "Map"],
         "/// Resource use: `#{name, cpu_percent, mem_usage, mem_percent, net_io, block_io, pids}`.",
         move |name: &str| -> HostResult<Map> {
-            let c = h.world.containers.clone();
+            let c = h.world().containers.clone();
             let n = name.to_string();
             let s = h.block_on(|| async move { c.stats(&n).await })?.map_err(fail)?;
             record(&StatsRecord {
@@ -101,7 +101,7 @@ fn module(host: &Arc<Host>) -> Module {
         ["name: &str", "Array"],
         "/// The container's processes: `[#{USER, PID, …, COMMAND}]` as `podman top` names them.",
         move |name: &str| -> HostResult<Array> {
-            let c = h.world.containers.clone();
+            let c = h.world().containers.clone();
             let n = name.to_string();
             let rows = h.block_on(|| async move { c.top(&n).await })?.map_err(fail)?;
             Ok(rows
@@ -122,7 +122,7 @@ fn module(host: &Arc<Host>) -> Module {
             if h.plan(&format!("restart container {name}")) {
                 return Ok(());
             }
-            let c = h.world.containers.clone();
+            let c = h.world().containers.clone();
             let n = name.to_string();
             h.block_on(|| async move { c.restart(&n).await })?.map_err(fail)
         }
@@ -188,7 +188,7 @@ fn name_in_command(argv: &[String]) -> Option<&str> {
 }
 
 fn list(host: &Host, all: bool) -> HostResult<Array> {
-    let c = host.world.containers.clone();
+    let c = host.world().containers.clone();
     let found = host.block_on(|| async move { c.list(all).await })?.map_err(fail)?;
     found.iter().map(container_record).collect()
 }
@@ -205,7 +205,7 @@ fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {
             other => return Err(fail(format!("container::logs: unknown option `{other}` (tail, since)"))),
         }
     }
-    let c = host.world.containers.clone();
+    let c = host.world().containers.clone();
     let n = name.to_string();
     let lines = host.block_on(|| async move { c.logs(&n, tail, since.as_deref()).await })?.map_err(fail)?;
     Ok(lines.into_iter().map(Dynamic::from).collect())

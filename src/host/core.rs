@@ -36,7 +36,7 @@ fn module(host: &Arc<Host>) -> Module {
         "sandbox",
         ["bool"],
         "/// Whether this run acts on the sandbox's simulated stack (`--sandbox`).",
-        move || h.world.sandbox
+        move || h.world().sandbox
     );
 
     let h = host.clone();

@@ -194,19 +194,19 @@ fn secrets(host: &Host, given: &[String]) -> Vec<String> {
     for s in given.iter().filter(|s| s.len() >= 4) {
         crate::secret::Secret::new(s.clone());
     }
-    let token = host.config.token().ok().flatten().map(|t| t.expose().to_string());
+    let token = host.config().token().ok().flatten().map(|t| t.expose().to_string());
     given.iter().cloned().chain(token).collect()
 }
 
 fn read_file(host: &Host, path: &str) -> HostResult<Option<(String, Meta)>> {
     absolute(path)?;
-    let (files, p) = (host.world.files.clone(), path.to_string());
+    let (files, p) = (host.world().files.clone(), path.to_string());
     host.block_on(|| async move { files.read(&p).await })?.map_err(fail)
 }
 
 fn stat(host: &Host, path: &str) -> HostResult<Option<Meta>> {
     absolute(path)?;
-    let (files, p) = (host.world.files.clone(), path.to_string());
+    let (files, p) = (host.world().files.clone(), path.to_string());
     host.block_on(|| async move { files.stat(&p).await })?.map_err(fail)
 }
 
@@ -307,7 +307,7 @@ pub fn write_with(host: &Host, path: &str, content: &str, options: &WriteOptions
     if host.plan(&format!("write {path}: {summary}\n{}", diff.trim_end())) {
         return Ok(Written { changed: true, diff, backup: None, dry_run: true, ..unchanged });
     }
-    let files = host.world.files.clone();
+    let files = host.world().files.clone();
     let (p, text) = (path.to_string(), content.to_string());
     if rewrite {
         let w = wanted.clone();
@@ -334,7 +334,7 @@ pub fn remove_path(host: &Host, path: &str, tree: bool) -> HostResult<Changed> {
     if host.plan(&format!("remove {path}")) {
         return Ok(Changed { changed: true, dry_run: true });
     }
-    let files = host.world.files.clone();
+    let files = host.world().files.clone();
     let p = path.to_string();
     let backup = format!("{path}{BACKUP_SUFFIX}");
     let removed = host.block_on(|| async move {
@@ -372,7 +372,7 @@ pub fn mkdir_with(host: &Host, path: &str, wanted: &Wanted) -> HostResult<Change
         return Ok(Changed { changed: true, dry_run: true });
     }
     let w = existing.as_ref().map_or_else(|| wanted.clone(), |meta| only_differing(meta, wanted));
-    let (files, p) = (host.world.files.clone(), path.to_string());
+    let (files, p) = (host.world().files.clone(), path.to_string());
     let fix = w != Wanted::default();
     host.block_on(|| async move {
         files.mkdir(&p).await?;

@@ -117,7 +117,7 @@ fn apply(host: &Host, script: String) -> HostResult<()> {
 
 /// The sandbox simulates no firewall, and this machine's is not the sandbox's to change.
 fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
-    if host.world.sandbox {
+    if host.world().sandbox {
         return Err(fail(format!(
             "{call} is not available in the sandbox: it has no firewall of its own, and this machine's is not the sandbox's to change\n  help: run the runbook against a real host (without --sandbox)"
         )));

@@ -74,11 +74,11 @@ fn module(host: &Arc<Host>) -> Module {
 }
 
 fn url(host: &Host, path: &str) -> String {
-    format!("{}{path}", host.config.text(keys::METRICS_DB_URL).trim_end_matches('/'))
+    format!("{}{path}", host.config().text(keys::METRICS_DB_URL).trim_end_matches('/'))
 }
 
 fn token(host: &Host) -> HostResult<Secret> {
-    match host.config.token().map_err(|e| fail(e.to_string()))? {
+    match host.config().token().map_err(|e| fail(e.to_string()))? {
         Some(t) => Ok(t),
         None => Err(fail(
             "no API token configured for the metrics database: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN",
@@ -228,7 +228,7 @@ fn dynamic(v: Value) -> Dynamic {
 }
 
 fn query(host: &Host, flux: &str) -> HostResult<Array> {
-    let org = host.config.text(keys::METRICS_DB_ORG);
+    let org = host.config().text(keys::METRICS_DB_ORG);
     if org.is_empty() {
         return Err(fail("no organisation configured for the metrics database: set metrics_db.org or INFLUX_ORG"));
     }

@@ -183,14 +183,14 @@ fn micros(t: SystemTime) -> u64 {
 /// The unit's current run; a manager that cannot be asked leaves both unknown, and the
 /// reading falls back to the time given.
 fn current_run(host: &Host, unit: &str) -> HostResult<Run> {
-    let units = host.world.units.clone();
+    let units = host.world().units.clone();
     let unit = full_name(unit);
     Ok(host.block_on(|| async move { units.current_run(&unit).await })?.unwrap_or_default())
 }
 
 /// Reads entries through the world (also used for the hints of failed unit jobs).
 pub fn read_entries(host: &Host, query: Query) -> HostResult<Vec<Entry>> {
-    let journal = host.world.journal.clone();
+    let journal = host.world().journal.clone();
     host.block_on(|| async move { journal.read(&query).await })?.map_err(fail)
 }
 
@@ -239,7 +239,7 @@ fn by_priority(host: &Host, unit: &str, since: &str, max: u8) -> HostResult<Arra
 fn follow(host: &Host, ctx: &NativeCallContext, q: &Map, callback: &FnPtr) -> HostResult<i64> {
     let (query, timeout) = query_from(q)?;
     let query = Query { lines: Some(0), ..query };
-    let journal = host.world.journal.clone();
+    let journal = host.world().journal.clone();
     let feed_query = query.clone();
     let mut feed = host.block_on(|| async move { journal.follow(&feed_query).await })?.map_err(fail)?;
     let deadline = timeout.map(|t| Instant::now() + t);
@@ -275,7 +275,7 @@ fn emit(host: &Host, tag: &str, message: &str, priority: &str) -> HostResult<Str
     if host.plan(&format!("write `{line}` to the journal as {tag}")) {
         return Ok(marker);
     }
-    let journal = host.world.journal.clone();
+    let journal = host.world().journal.clone();
     let tag = tag.to_string();
     host.block_on(|| async move { journal.emit(&tag, &line, p).await })?.map_err(fail)?;
     Ok(marker)

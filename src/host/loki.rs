@@ -89,7 +89,7 @@ fn module(host: &Arc<Host>) -> Module {
 }
 
 fn url(host: &Host, path: &str) -> String {
-    format!("{}{path}", host.config.text(keys::LOG_STORE_URL).trim_end_matches('/'))
+    format!("{}{path}", host.config().text(keys::LOG_STORE_URL).trim_end_matches('/'))
 }
 
 fn get(host: &Host, path: &str) -> HostResult<Response> {

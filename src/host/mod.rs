@@ -54,11 +54,26 @@ use crate::world::World;
 /// The result type of host functions.
 pub type HostResult<T> = Result<T, Box<EvalAltResult>>;
 
+/// Where host calls act: a configuration and the world it describes (this machine, another
+/// over ssh, a simulated one). A runbook's own host, or another for a block (`fleet::on`).
+#[derive(Clone)]
+pub struct Ground {
+    pub config: Arc<Config>,
+    pub world: World,
+    /// The configuration as scripts read it (`config.…`), made on first read.
+    view: Arc<OnceLock<Dynamic>>,
+}
+
+impl Ground {
+    pub fn new(config: Arc<Config>, world: World) -> Ground {
+        Ground { config, world, view: Arc::default() }
+    }
+}
+
 /// What host modules act with.
 pub struct Host {
-    pub config: Arc<Config>,
-    /// What unit, journal, command and container calls act on.
-    pub world: World,
+    /// What unit, journal, command, file and endpoint calls act on now.
+    ground: Mutex<Ground>,
     pub dry_run: bool,
     pub cancel: Cancel,
     runtime: OnceLock<tokio::runtime::Runtime>,
@@ -77,8 +92,7 @@ pub struct Host {
 impl Host {
     pub fn new(config: Arc<Config>, world: World, dry_run: bool) -> Arc<Host> {
         Arc::new(Host {
-            config,
-            world,
+            ground: Mutex::new(Ground::new(config, world)),
             dry_run,
             cancel: Cancel::default(),
             runtime: OnceLock::new(),
@@ -89,6 +103,46 @@ impl Host {
             refused: Mutex::new(None),
             place: fleet::nowhere(),
         })
+    }
+
+    /// The configuration calls act with now (the host's, or another's inside `fleet::on`).
+    pub fn config(&self) -> Arc<Config> {
+        self.ground().config.clone()
+    }
+
+    /// The world calls act on now (the host's, or another's inside `fleet::on`).
+    pub fn world(&self) -> World {
+        self.ground().world.clone()
+    }
+
+    /// `config` as scripts see it, for the ground acted on now.
+    pub fn config_view(&self) -> Dynamic {
+        let ground = self.ground();
+        let view = ground.view.get_or_init(|| {
+            let view: Dynamic = rhai::serde::to_dynamic(ground.config.script_view()).unwrap_or_default();
+            view.into_read_only()
+        });
+        view.clone()
+    }
+
+    fn ground(&self) -> Ground {
+        self.ground.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Runs `f` with host calls acting on `ground`, then on this host's own again (also when
+    /// `f` fails).
+    pub fn acting_on<R>(&self, ground: Ground, f: impl FnOnce() -> R) -> R {
+        let previous = std::mem::replace(&mut *self.ground.lock().unwrap_or_else(|e| e.into_inner()), ground);
+        struct Restore<'a>(&'a Host, Option<Ground>);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                if let Some(ground) = self.1.take() {
+                    *self.0.ground.lock().unwrap_or_else(|e| e.into_inner()) = ground;
+                }
+            }
+        }
+        let _restore = Restore(self, Some(previous));
+        f()
     }
 
     /// The runtime, started on first use (listing and compiling never start it).
@@ -105,7 +159,7 @@ impl Host {
 
     /// The run's HTTP client, built on first use.
     pub fn http(&self) -> HostResult<Arc<crate::http_client::Http>> {
-        self.http.get_or_init(|| crate::http_client::Http::new(&self.config).map(Arc::new)).clone().map_err(fail)
+        self.http.get_or_init(|| crate::http_client::Http::new(&self.config()).map(Arc::new)).clone().map_err(fail)
     }
 
     /// Sends one request from the script thread: the response, or the reason there is none.
@@ -179,13 +233,13 @@ impl Host {
         &self,
         invocation: crate::world::commands::Invocation,
     ) -> HostResult<Result<crate::world::commands::Completed, String>> {
-        let commands = self.world.commands.clone();
+        let commands = self.world().commands.clone();
         self.block_on(|| async move { commands.run(&invocation).await })
     }
 
     /// The host name of the machine this run acts on: the world's, else this machine's.
     pub fn hostname(&self) -> String {
-        self.world.hostname.clone().unwrap_or_else(core::hostname)
+        self.world().hostname.unwrap_or_else(core::hostname)
     }
 
     /// Under `--dry-run`, records `would …` and returns true: the caller must not act.

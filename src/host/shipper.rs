@@ -52,7 +52,7 @@ struct Validation {
 }
 
 fn validate(host: &Host) -> HostResult<Map> {
-    let path = host.config.text(keys::LOG_SHIPPER_CONFIG);
+    let path = host.config().text(keys::LOG_SHIPPER_CONFIG);
     let argv = command(host, keys::LOG_SHIPPER_VALIDATE_COMMAND, &["alloy", "validate", "{config}"], &path);
     let done = run_tool(host, argv, keys::LOG_SHIPPER_VALIDATE_COMMAND)?;
     let ok = done.code == Some(0) && !done.timed_out;
@@ -96,7 +96,7 @@ fn diagnostics(output: &str) -> Vec<String> {
 }
 
 fn reload(host: &Host) -> HostResult<Map> {
-    let url = format!("{}/-/reload", host.config.text(keys::LOG_SHIPPER_URL).trim_end_matches('/'));
+    let url = format!("{}/-/reload", host.config().text(keys::LOG_SHIPPER_URL).trim_end_matches('/'));
     if host.plan(&format!("POST {url}")) {
         return Probe::new(true, None, "dry run", None).into_map();
     }

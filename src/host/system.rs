@@ -119,7 +119,8 @@ fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
     if argv.is_empty() {
         return Err(fail("host::exec: empty argv"));
     }
-    let mut inv = Invocation { argv, timeout: host.config.duration(keys::HOST_EXEC_TIMEOUT), ..Invocation::default() };
+    let mut inv =
+        Invocation { argv, timeout: host.config().duration(keys::HOST_EXEC_TIMEOUT), ..Invocation::default() };
     for (k, v) in options {
         match k.as_str() {
             "timeout" => inv.timeout = duration_arg(v)?,
@@ -237,7 +238,7 @@ fn tcp_connect(host: &Host, target: &str, timeout: Duration) -> HostResult<Map> 
     let Some(address) = address_of(target) else {
         return Err(fail(format!("host::tcp_connect: `{target}` is not host:port or a URL")));
     };
-    let (net, a) = (host.world.net.clone(), address.clone());
+    let (net, a) = (host.world().net.clone(), address.clone());
     let started = Instant::now();
     let reach = host.block_on(|| async move { net.tcp_connect(&a, timeout).await })?;
     let elapsed = started.elapsed();
@@ -267,7 +268,7 @@ fn interface(host: &Host, name: &str) -> HostResult<Map> {
     if name.is_empty() || name.contains('/') || name.contains("..") {
         return Err(fail(format!("host::interface: `{name}` is not an interface name")));
     }
-    let (net, n) = (host.world.net.clone(), name.to_string());
+    let (net, n) = (host.world().net.clone(), name.to_string());
     let link = host.block_on(|| async move { net.link(&n).await })?.map_err(fail)?;
     // Tunnels often report operstate "unknown" while up: the IFF_UP flag decides.
     let up = link.state.as_deref() == Some("up") || link.flags.is_some_and(|f| f & 1 == 1);

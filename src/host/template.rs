@@ -44,7 +44,7 @@ fn module(host: &Arc<super::Host>, catalog: &Arc<Catalog>) -> Module {
          /// column.",
         move |name: &str, vars: Map| {
             let mut vars = vars;
-            let token = h.config.token().ok().flatten().map(|t| t.expose().to_string()).unwrap_or_default();
+            let token = h.config().token().ok().flatten().map(|t| t.expose().to_string()).unwrap_or_default();
             vars.insert("metrics_db_token".into(), token.into());
             render(&c, name, &vars).map_err(fail)
         }

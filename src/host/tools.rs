@@ -8,13 +8,13 @@ use crate::world::commands::{Completed, Invocation};
 
 /// The command configured under `key`, else `default`, with `{config}` filled in.
 pub fn command(host: &Host, key: &Key, default: &[&str], config_path: &str) -> Vec<String> {
-    let argv = host.config.command(key).unwrap_or_else(|| default.iter().map(|a| a.to_string()).collect());
+    let argv = host.config().command(key).unwrap_or_else(|| default.iter().map(|a| a.to_string()).collect());
     argv.iter().map(|a| a.replace("{config}", config_path)).collect()
 }
 
 /// Runs a tool; a missing binary says which key to set.
 pub fn run_tool(host: &Host, argv: Vec<String>, key: &Key) -> HostResult<Completed> {
-    let timeout = host.config.duration(keys::TOOLS_TIMEOUT);
+    let timeout = host.config().duration(keys::TOOLS_TIMEOUT);
     let program = argv.first().cloned().unwrap_or_default();
     let done = host.run_command(Invocation { argv, timeout, ..Invocation::default() })?;
     match done {

@@ -106,7 +106,7 @@ pub fn module(host: &Arc<Host>) -> Module {
             if h.plan("reload the service manager (daemon-reload)") {
                 return Ok(());
             }
-            let units = h.world.units.clone();
+            let units = h.world().units.clone();
             h.block_on(|| async move { units.daemon_reload().await })?.map_err(|e| fail(e.to_string()))?;
             h.log(crate::report::Level::Info, "changed: the service manager re-read its unit files (daemon-reload)");
             Ok(())
@@ -200,13 +200,13 @@ pub(super) fn enabled_state(state: &str) -> bool {
 
 pub(super) fn status(host: &Host, name: &str) -> HostResult<UnitStatus> {
     let unit = full_name(name);
-    let units = host.world.units.clone();
+    let units = host.world().units.clone();
     host.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
 }
 
 fn statuses(host: &Host, names: Array) -> HostResult<Array> {
     let units: Vec<String> = names.iter().map(|n| full_name(&crate::host::core::text(n))).collect();
-    let world = host.world.units.clone();
+    let world = host.world().units.clone();
     let read =
         host.block_on(|| async move { futures_util::future::join_all(units.iter().map(|u| world.status(u))).await })?;
     read.into_iter().map(|r| r.map(Dynamic::from).map_err(|e| fail(e.to_string()))).collect()
@@ -272,7 +272,7 @@ fn job_timeout(host: &Host, options: &Map) -> HostResult<Duration> {
     }
     match options.get("timeout") {
         Some(t) => duration_arg(t),
-        None => Ok(host.config.duration(keys::UNITS_JOB_TIMEOUT)),
+        None => Ok(host.config().duration(keys::UNITS_JOB_TIMEOUT)),
     }
 }
 
@@ -326,7 +326,7 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
     if host.plan(&format!("{} {unit}", job.verb())) {
         return Ok(Ok(JobRecord { dry_run: Some(true), ok: true, ..outcome(unit, job.verb(), "skipped") }));
     }
-    let units = host.world.units.clone();
+    let units = host.world().units.clone();
     let name = unit.to_string();
     let began = std::time::SystemTime::now();
     let done = host.block_on(|| async move { units.run_job(job, &name, timeout).await })?;
@@ -358,7 +358,7 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
 
 /// Watches a just-started unit for `units.settle`; the state if it fell over.
 fn settled(host: &Host, unit: &str) -> HostResult<Option<String>> {
-    let deadline = std::time::Instant::now() + host.config.duration(keys::UNITS_SETTLE);
+    let deadline = std::time::Instant::now() + host.config().duration(keys::UNITS_SETTLE);
     loop {
         let s = status(host, unit)?;
         if s.active_state == "failed" || s.active_state == "inactive" {
@@ -392,7 +392,7 @@ pub(super) fn jobs(host: &Host, job: Job, units: &Dynamic, options: &Map, raise:
 
 fn reload_or_restart(host: &Host, name: &str) -> HostResult<Map> {
     let unit = full_name(name);
-    let timeout = host.config.duration(keys::UNITS_JOB_TIMEOUT);
+    let timeout = host.config().duration(keys::UNITS_JOB_TIMEOUT);
     if host.dry_run {
         let can_reload = status(host, &unit).map(|s| s.can_reload).unwrap_or(false);
         let (job, action) = if can_reload { (Job::Reload, "reloaded") } else { (Job::Restart, "restarted") };
@@ -411,7 +411,7 @@ fn reload_or_restart(host: &Host, name: &str) -> HostResult<Map> {
 }
 
 fn list(host: &Host, pattern: &str) -> HostResult<Array> {
-    let units = host.world.units.clone();
+    let units = host.world().units.clone();
     let p = pattern.to_string();
     let found = host.block_on(|| async move { units.list(&p).await })?.map_err(|e| fail(e.to_string()))?;
     found.iter().map(|s| status_record(s, false).map(Dynamic::from_map)).collect()

@@ -81,15 +81,15 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
 /// reads itself (`$XDG_CONFIG_HOME/systemd/user` from its `UnitPath`: its environment, not the
 /// login's, decides), else `~/.config/systemd/user` of the acting user.
 fn unit_dir(host: &Host) -> HostResult<String> {
-    if host.config.text(keys::SCOPE) != "user" {
+    if host.config().text(keys::SCOPE) != "user" {
         return Ok("/etc/systemd/system".to_string());
     }
-    let units = host.world.units.clone();
+    let units = host.world().units.clone();
     let searched = host.block_on(|| async move { units.unit_path().await })?.unwrap_or_default();
     if let Some(dir) = searched.iter().find(|d| d.ends_with("/systemd/user") && !is_shared_dir(d)) {
         return Ok(dir.clone());
     }
-    let files = host.world.files.clone();
+    let files = host.world().files.clone();
     let home = host.block_on(|| async move { files.home().await })?.map_err(fail)?;
     Ok(format!("{}/.config/systemd/user", home.trim_end_matches('/')))
 }
@@ -202,7 +202,7 @@ fn set_enabled(host: &Host, units: &Dynamic, enable: bool, options: &Map) -> Hos
         changes.extend(to_run.iter().map(|u| format!("stopped {u}")));
     }
     if !to_switch.is_empty() {
-        let world = host.world.units.clone();
+        let world = host.world().units.clone();
         let list = to_switch.clone();
         let done = host.block_on(|| async move { world.set_enabled(&list, enable).await })?;
         changes.extend(done.map_err(|e| fail(e.to_string()))?);
