@@ -7,6 +7,7 @@
 //! followed by the fleet's summary (`report::fleet`); a line on stderr says when each host is
 //! done, when stderr is a terminal.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -19,6 +20,7 @@ use crate::cli::GlobalOptions;
 use crate::config::{Config, Sources};
 use crate::error::Error;
 use crate::gathering::Gathering;
+use crate::host::Ground;
 use crate::host::fleet::Place;
 use crate::inventory::Inventory;
 use crate::report::Mode;
@@ -76,11 +78,18 @@ pub fn run(
     let total = targets.len();
     let names = targets.iter().map(|t| t.name.clone()).collect();
     let gathering = Arc::new(Gathering::new(names, forks));
+    // `fleet::on` reaches the run's hosts through their own sessions' connections.
+    let grounds: BTreeMap<String, Ground> =
+        targets.iter().filter_map(|t| t.session.as_ref().ok().map(|s| (t.name.clone(), s.host.ground()))).collect();
     for target in &targets {
         match &target.session {
-            Ok(session) => session
-                .host
-                .set_place(Place::with_inventory(inventory.clone()).in_run(gathering.clone(), target.name.clone())),
+            Ok(session) => {
+                let place = match session.mode().sandbox {
+                    Some(_) => Place::simulated(inventory.clone(), grounds.clone()),
+                    None => Place::with_inventory(inventory.clone()).sharing(&grounds),
+                };
+                session.host.set_place(place.in_run(gathering.clone(), target.name.clone()))
+            }
             // Nobody waits at a barrier for a host that cannot run.
             Err(_) => gathering.end(&target.name),
         }
@@ -229,7 +238,7 @@ pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Hos
                             check: format!("{} resolved from the inventory", h.name),
                             why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
                         }),
-                        None => open_host(h)
+                        None => crate::connect::open(h)
                             .map(|(config, world)| Session::new(config, world, catalog, mode))
                             .map_err(|why| Absent::unreachable(&h.name, why)),
                     };
@@ -244,23 +253,7 @@ pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Hos
 /// The session of one inventory host (the REPL's `--host`); an unreachable host is an error.
 pub fn host_session(global: &GlobalOptions, host: &crate::inventory::Host) -> Result<Session, Error> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let (config, world) = open_host(host).map_err(Error::Usage)?;
+    let (config, world) = crate::connect::open(host).map_err(Error::Usage)?;
     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(host.name.clone()) };
     Ok(Session::new(config, world, catalog, mode))
-}
-
-/// A host's configuration and world: here, or over ssh (its loopback URLs forwarded).
-fn open_host(h: &crate::inventory::Host) -> Result<(Config, crate::world::World), String> {
-    let config = h.config().clone();
-    let Some(address) = &h.address else { return Ok((config.clone(), crate::world::World::real(&config))) };
-    let mut target = crate::transport::SshTarget::new(h.name.clone(), address.value.clone());
-    target.user = h.user.as_ref().map(|u| u.value.clone());
-    target.port = h.port.as_ref().map(|p| p.value);
-    target.key = h.key.as_ref().map(|k| std::path::PathBuf::from(&k.value));
-    target.options = crate::config::list(&config.text(crate::config::keys::SSH_OPTIONS));
-    let ssh = Arc::new(crate::transport::Ssh::connect(target).map_err(|e| e.to_string())?);
-    let config = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
-    let user = config.text(crate::config::keys::SCOPE) == "user";
-    let world = crate::world::World::over_ssh(&config, ssh, user).map_err(|e| e.to_string())?;
-    Ok((config, world))
 }

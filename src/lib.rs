@@ -8,6 +8,7 @@ pub mod cancel;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod connect;
 pub mod diagnostic;
 pub mod engine;
 pub mod error;

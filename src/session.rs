@@ -74,7 +74,8 @@ impl Session {
                 let roles = crate::inventory::Role::ALL.iter().map(|r| r.name().to_string()).collect();
                 let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
                 let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
-                session.host.set_place(Place::with_inventory(Arc::new(inventory)));
+                let own = [("localhost".to_string(), session.host.ground())].into();
+                session.host.set_place(Place::simulated(Arc::new(inventory), own));
                 session._sandbox = Some(sandbox);
                 Ok(session)
             }

@@ -139,6 +139,7 @@ const SLEEPER: &str = "[Unit]\nDescription=Probe for the bridge\n[Service]\nExec
 fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     let Some(fleet) = boot(&["server", "c1", "c2", "c3"]) else { return };
     let connections = connect_all(&fleet);
+    let connected = Instant::now();
     for (ssh, took) in &connections {
         eprintln!("connect {}: {took:?}", ssh.target().name);
     }
@@ -163,7 +164,7 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     // The D-Bus bridge reaches a remote user manager: reads a unit's state, starts it.
     let c2 = &connections[2].0;
     fleet.host("c2").install_unit("probe.service", SLEEPER);
-    let address = c2.dbus_address(BusScope::User { uid: c2.remote_uid().unwrap() });
+    let address = c2.dbus_address(BusScope::User);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let seen = runtime.block_on(async {
         tokio::time::timeout(Duration::from_secs(20), start_through_bridge(address, "probe.service"))
@@ -200,9 +201,12 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     ssh3.cancel_forward(local).unwrap();
     assert!(TcpStream::connect_timeout(&local, Duration::from_secs(2)).is_err(), "the forward is cancelled");
 
-    // Closing ends the master (and the keeper session) and removes the private directory.
+    // A run that lasts a quarter of the master's persist time (15 s for a master of one run)
+    // gets a keeper session, so idle forwards are not dropped; closing ends the master and
+    // the keeper and removes the private directory.
     let dir = ssh3.control_path().parent().unwrap().to_path_buf();
     assert!(dir.exists());
+    std::thread::sleep(Duration::from_millis(4500).saturating_sub(connected.elapsed()));
     assert_eq!(processes_mentioning(&dir).len(), 2, "the master and the keeper run");
     drop(connections);
     assert!(!dir.exists(), "{} is left behind", dir.display());
@@ -292,4 +296,57 @@ fn a_wireguard_tunnel_carries_traffic_until_its_peer_is_gone() {
     // The server's end is gone: nothing crosses any more.
     server.stop_wireguard();
     assert_eq!(remote(&ssh, &["timeout", "2", "bash", "-c", probe]), (Some(124), String::new(), String::new()));
+}
+
+/// The first bytes a TCP server at `address` says (an sshd's banner).
+fn banner(address: SocketAddr) -> String {
+    use std::io::Read;
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(2)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 8];
+    stream.read_exact(&mut buf).expect("a banner");
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// With `persist` (`ssh.persist`, as Ansible's ControlPersist) the master outlives the run:
+/// the next connection to the same target reuses it and the ports it forwards, so it skips
+/// the key exchange; another key is another connection, never this one.
+#[test]
+fn a_lasting_master_serves_the_next_run_with_its_forwards() {
+    let Some(fleet) = boot(&["c1"]) else { return };
+    let mut target = fleet.host("c1").ssh_target();
+    target.persist = Some(Duration::from_secs(60));
+    let started = Instant::now();
+    let first = Ssh::connect(target.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let cold = started.elapsed();
+    let socket = first.control_path().to_path_buf();
+    let masters = || processes_mentioning(&socket).into_iter().filter(|c| c.contains(" -M ")).count();
+    assert_eq!(masters(), 1);
+    // The host's own sshd, as the host reaches it: its banner proves the forward.
+    let (sshd, sshd_port) = (fleet.host("c1").address().to_string(), target.port.unwrap_or(22));
+    let local = first.forward(&sshd, sshd_port).unwrap();
+    assert_eq!(banner(local), "SSH-2.0-");
+    drop(first);
+    assert_eq!(masters(), 1, "the master outlives the run");
+
+    let started = Instant::now();
+    let second = Ssh::connect(target.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let warm = started.elapsed();
+    eprintln!("connect cold {cold:?}, warm {warm:?}");
+    assert_eq!(second.control_path(), socket.as_path());
+    assert_eq!(masters(), 1, "no second master");
+    assert_eq!(second.forward(&sshd, sshd_port).unwrap(), local, "the forward is reused");
+    assert_eq!(banner(local), "SSH-2.0-");
+    assert_eq!(remote(&second, &["hostname"]), (Some(0), "c1\n".to_string(), String::new()));
+
+    let mut other = target.clone();
+    other.key = Some(fleet.unknown_key());
+    let err = Ssh::connect(other).err().expect("another key is refused, not handed the lasting master");
+    assert!(err.to_string().contains("Permission denied"), "{err}");
+
+    let exit = std::process::Command::new("ssh")
+        .args(["-o", &format!("ControlPath={}", socket.display()), "-O", "exit", "c1"])
+        .output()
+        .unwrap();
+    assert!(exit.status.success(), "{}", String::from_utf8_lossy(&exit.stderr));
 }

@@ -151,3 +151,42 @@ fn fleet_mistakes_are_usage_errors() {
         .code(2)
         .stderr_is("error: `--fleet 2` simulates a fleet of hosts in the sandbox: add `--sandbox`\n");
 }
+
+/// `fleet::on` runs a block acting on another host: the server's units and `config`, asked
+/// from each client; its checks are named after that host, and a fault there shows.
+#[test]
+fn a_block_acts_on_another_host() {
+    let runbook = r#"//! Asks the server from every host.
+import "checks" as checks;
+let state = fleet::on("server", || {
+    checks::units_active([config.metrics_db.unit]);
+    unit::status(config.log_store.unit).active_state
+});
+print(`log store on the server: ${state}`);
+fleet::on("nowhere", || 1);
+"#;
+    let out = Test::new()
+        .runbook("ask-server", runbook)
+        .args(["--sandbox", "run", "ask-server", "--fleet", "1", "--fault", "server:log-store:down"])
+        .run()
+        .code(1);
+    let section = |host: &str, name: &str| {
+        format!(
+            "ask-server on {host} (runbooks/ask-server.rhai)  [sandbox: in-process stack, faults server:log-store:down]\n  \
+             ok    {name}influxdb.service active — active (running)\n  \
+             log store on the server: inactive\n\naborted: error: no host named `nowhere` in the inventory\n\n1 passed, 0 failed  ([DUR])\n\n"
+        )
+    };
+    let expected = [
+        section("server", ""),
+        section("c1", "server: "),
+        "HOST    ROLES                       PASSED  FAILED  TIME\n\
+         server  metrics-db, log-store       1       1       [DUR]\n\
+         c1      metrics-agent, log-shipper  1       1       [DUR]\n\
+         \n2 host(s): 2 failed (server, c1)  ([DUR])\n"
+            .to_string(),
+    ]
+    .concat();
+    let squeezed = |t: &str| regex::Regex::new(r"\[DUR\] +").unwrap().replace_all(t, "[DUR] ").into_owned();
+    assert_eq!(squeezed(&crate::support::mask(&out.stdout)), squeezed(&expected), "{}", out.stdout);
+}

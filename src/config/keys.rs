@@ -74,6 +74,12 @@ keys! {
         "",
         "extra ssh -o options for every host, comma-separated (e.g. StrictHostKeyChecking=accept-new)",
     );
+    SSH_PERSIST = key(
+        "ssh.persist",
+        Kind::Duration,
+        "60s",
+        "how long a host's shared ssh connection stays after a run for the next to reuse, as Ansible's ControlPersist (0: it ends with the run)",
+    );
     NETWORK_TUNNEL = key(
         "network.tunnel",
         Kind::Text,

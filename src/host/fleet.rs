@@ -9,15 +9,16 @@
 //! The inventory is read on first use, so a runbook that never asks never pays for it and a
 //! broken inventory only fails the runbooks that need it.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Engine, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::time::duration_arg;
 use super::values::record;
-use super::{Host, HostResult, fail};
+use super::{Ground, Host, HostResult, fail};
 use crate::gathering::{Gathering, Left};
 use crate::inventory::{Inventory, Role};
 use crate::register;
@@ -26,12 +27,18 @@ use crate::report::Level;
 /// How long a host waits at a barrier unless the runbook says otherwise.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Where a host stands among others: the inventory runbooks see, and the fleet run (with its
-/// name there) when the runbook runs on several hosts at once.
+/// Where a host stands among others: the inventory runbooks see, the fleet run (with its
+/// name there) when the runbook runs on several hosts at once, and the other hosts a block
+/// can act on (`fleet::on`).
 #[derive(Default)]
 pub struct Place {
     inventory: Source,
     run: Option<(Arc<Gathering>, String)>,
+    /// Hosts already reached, by name: the run's own (shared with their sessions) and those
+    /// a block reached (kept, with their connections, until the host's session ends).
+    grounds: BTreeMap<String, Ground>,
+    /// Whether a host not yet reached may be (not in the sandbox, whose hosts are simulated).
+    may_connect: bool,
 }
 
 /// Loads the inventory when a runbook first asks for it.
@@ -47,12 +54,26 @@ enum Source {
 }
 
 impl Place {
+    /// A place on real machines: `fleet::on` connects to hosts of `inventory`.
     pub fn with_inventory(inventory: Arc<Inventory>) -> Place {
-        Place { inventory: Source::Ready(inventory), run: None }
+        Place { inventory: Source::Ready(inventory), may_connect: true, ..Place::default() }
     }
 
+    /// The same, with the inventory read on first use.
     pub fn loading(loader: Loader) -> Place {
-        Place { inventory: Source::Pending(loader), run: None }
+        Place { inventory: Source::Pending(loader), may_connect: true, ..Place::default() }
+    }
+
+    /// A place among simulated hosts: `fleet::on` reaches only `grounds`.
+    pub fn simulated(inventory: Arc<Inventory>, grounds: BTreeMap<String, Ground>) -> Place {
+        Place { inventory: Source::Ready(inventory), grounds, may_connect: false, ..Place::default() }
+    }
+
+    /// The hosts of the run, reached already: `fleet::on` acts on them through their own
+    /// connections.
+    pub fn sharing(mut self, grounds: &BTreeMap<String, Ground>) -> Place {
+        self.grounds.extend(grounds.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self
     }
 
     /// This host runs as `name` among the hosts of `gathering`.
@@ -176,6 +197,18 @@ fn fleet_module(host: &Arc<Host>) -> Module {
     let h = host.clone();
     register!(
         &mut m,
+        "on",
+        ["host: &str", "block: FnPtr", "Dynamic"],
+        "/// Runs `block` (a closure, `|| …`) acting on another host of the inventory: its units,\n\
+         /// journal, files, commands and endpoints, and its `config`; returns what the block returns.\n\
+         /// Checks recorded there are named `HOST: check`. A host of this run is reached through its\n\
+         /// own connection; another is connected to once and kept for the rest of the run. E.g.\n\
+         /// `fleet::on(\"server\", || checks::units_active([config.metrics_db.unit]))`.",
+        move |ctx: NativeCallContext, name: &str, block: FnPtr| on(&h, &ctx, name, block)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
         "hosts",
         ["Array"],
         "/// The names of the hosts this runbook runs on now (this host alone outside a fleet run).",
@@ -268,6 +301,34 @@ fn barrier(host: &Host, name: &str, timeout: Duration) -> HostResult<Map> {
             missing.join(", ")
         ))),
     }
+}
+
+fn on(host: &Host, ctx: &NativeCallContext, name: &str, block: FnPtr) -> HostResult<Dynamic> {
+    let ground = reach(host, name)?;
+    // On itself, a host's checks keep their names.
+    let itself = host.place().run.as_ref().is_some_and(|(_, me)| me == name);
+    let ground = if itself { ground } else { ground.elsewhere(name) };
+    host.acting_on(ground, || block.call_within_context(ctx, ()))
+}
+
+/// The ground of host `name`: one the run reached already, or reached now over ssh.
+fn reach(host: &Host, name: &str) -> HostResult<Ground> {
+    if let Some(ground) = host.place().grounds.get(name) {
+        return Ok(ground.clone());
+    }
+    let inventory = inventory(host)?;
+    let found = inventory.host(name).map_err(|e| fail(e.to_string()))?;
+    if !host.place().may_connect {
+        let known: Vec<String> = host.place().grounds.keys().cloned().collect();
+        return Err(fail(format!("`{name}` is not a host of the sandbox's fleet ({})", known.join(", "))));
+    }
+    if let Some(p) = found.problems.first() {
+        return Err(fail(format!("host {name}: `{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason)));
+    }
+    let (config, world) = crate::connect::open(found).map_err(|why| fail(format!("cannot reach {name}: {why}")))?;
+    let ground = Ground::new(Arc::new(config), world);
+    host.place().grounds.insert(name.to_string(), ground.clone());
+    Ok(ground)
 }
 
 impl Host {

@@ -62,11 +62,19 @@ pub struct Ground {
     pub world: World,
     /// The configuration as scripts read it (`config.…`), made on first read.
     view: Arc<OnceLock<Dynamic>>,
+    /// Inside `fleet::on(NAME, …)`: NAME, which prefixes the checks recorded there.
+    elsewhere: Option<String>,
 }
 
 impl Ground {
     pub fn new(config: Arc<Config>, world: World) -> Ground {
-        Ground { config, world, view: Arc::default() }
+        Ground { config, world, view: Arc::default(), elsewhere: None }
+    }
+
+    /// This ground, as another host's for a block: its checks are recorded as `NAME: check`.
+    pub fn elsewhere(mut self, name: &str) -> Ground {
+        self.elsewhere = Some(name.to_string());
+        self
     }
 }
 
@@ -125,7 +133,8 @@ impl Host {
         view.clone()
     }
 
-    fn ground(&self) -> Ground {
+    /// Where calls act now.
+    pub fn ground(&self) -> Ground {
         self.ground.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -202,6 +211,15 @@ impl Host {
 
     /// Adds a check record (or prints it when no run is being recorded, as in the REPL).
     pub fn record(&self, name: &str, outcome: Outcome, detail: &str, expected: Option<String>, actual: Option<String>) {
+        let elsewhere = self.ground.lock().unwrap_or_else(|e| e.into_inner()).elsewhere.clone();
+        let named;
+        let name = match elsewhere {
+            Some(host) => {
+                named = format!("{host}: {name}");
+                named.as_str()
+            }
+            None => name,
+        };
         let done = self.with_recorder(|r| r.record(name, outcome, detail, expected.clone(), actual.clone()));
         if done.is_none() {
             let detail = if detail.is_empty() { String::new() } else { format!(" — {detail}") };

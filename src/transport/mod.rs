@@ -3,9 +3,11 @@
 //!
 //! `ssh` holds one shared connection per host (a ControlMaster) and hands out what runs over
 //! it: argv for remote commands, a D-Bus address for the host's service manager, and local
-//! ports forwarded to the host's loopback. `shell_quote` makes argv safe for the remote
-//! login shell; `ssh_error` words what goes wrong for operators.
+//! ports forwarded to the host's loopback; `control` is where its socket lives and what a
+//! lasting master remembers between runs. `shell_quote` makes argv safe for the remote login
+//! shell; `ssh_error` words what goes wrong for operators.
 
+pub mod control;
 pub mod shell_quote;
 pub mod ssh;
 pub mod ssh_error;

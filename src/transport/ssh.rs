@@ -1,36 +1,37 @@
 //! One shared OpenSSH connection to one host for a whole run.
 //!
-//! `Ssh::connect` starts a ControlMaster (`ssh -M -N -f`) whose control socket lives in a
-//! private 0700 directory; everything else is a cheap mux client of it: remote commands
-//! (`command`), the host's service manager over `systemd-stdio-bridge` (`dbus_address`) and
-//! local ports forwarded to the host's loopback (`forward`). The operator's `~/.ssh/config`,
-//! keys and agent apply as they do for their own `ssh`; `BatchMode=yes` means ssh never
-//! prompts, it fails with a message we quote. `close` (or drop) ends the master and removes
-//! the directory.
+//! `Ssh::connect` starts a ControlMaster (`ssh -M -N -f`), or finds the one an earlier run
+//! left (`SshTarget::persist`, as Ansible's ControlPersist; see `control`); everything else is
+//! a cheap mux client of it: remote commands (`command`), the host's service manager over
+//! `systemd-stdio-bridge` (`dbus_address`) and local ports forwarded to the host's loopback
+//! (`forward`). The operator's `~/.ssh/config`, keys and agent apply as they do for their own
+//! `ssh`; `BatchMode=yes` means ssh never prompts, it fails with a message we quote. `close`
+//! (or drop) ends a master of this run alone; a lasting one stays for its `persist` time.
 //!
-//! Lifetime: the master has a short `ControlPersist`, so if opsbook dies it goes away by
-//! itself; while opsbook lives, a keeper session (`exec cat`, reading a pipe from us) holds
-//! it open, so idle forwarded ports are not dropped mid-run. The keeper ends when that pipe
-//! closes, which also happens when opsbook is killed.
+//! Lifetime: the master has a `ControlPersist` (short for a master of this run alone), so if
+//! opsbook dies it goes away by itself. A run that lasts long enough for the master to end
+//! while idle (forwarded ports alone do not hold it) gets a keeper session (`exec cat`,
+//! reading a pipe from us), started after a quarter of that time; short runs never pay for
+//! it. The keeper ends when that pipe closes, which also happens when opsbook is killed.
 
 use std::fmt;
-use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use zbus::address::transport::{Transport, Unixexec};
 
+use super::control::{Control, Forward};
 use super::shell_quote;
 use super::ssh_error::SshError;
 use crate::process::{self, Completed, Invocation};
 
-/// How long the master stays after its last session ends: long enough to bridge a pause of
-/// the keeper, short enough that a master left behind by a killed opsbook goes away soon.
-const CONTROL_PERSIST: &str = "15s";
+/// How long a master of this run alone stays after its last session ends: long enough to
+/// bridge the start of the keeper, short enough that one left behind by a killed opsbook goes
+/// away soon.
+const RUN_PERSIST: Duration = Duration::from_secs(15);
 
 /// `-O` control commands (exit, forward, cancel) answer at once; this bounds a stuck master.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -50,6 +51,9 @@ pub struct SshTarget {
     pub options: Vec<String>,
     /// Gives up connecting after this (TCP connect and authentication).
     pub connect_timeout: Duration,
+    /// How long the connection outlives the run for the next one to reuse; `None` or zero:
+    /// it ends with the run.
+    pub persist: Option<Duration>,
 }
 
 impl SshTarget {
@@ -63,6 +67,7 @@ impl SshTarget {
             key: None,
             options: Vec::new(),
             connect_timeout: Duration::from_secs(10),
+            persist: None,
         }
     }
 
@@ -86,6 +91,13 @@ impl SshTarget {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Everything that makes a connection to this target what it is: two targets alike share
+    /// a lasting master.
+    fn identity(&self) -> String {
+        let key = self.key.as_ref().map(|k| k.display().to_string()).unwrap_or_default();
+        format!("{}|{}|{key}|{}", self.destination(), self.port.unwrap_or(0), self.options.join(","))
     }
 
     /// `user@address`, or the address alone when no user is given.
@@ -119,55 +131,79 @@ impl SshTarget {
 pub enum BusScope {
     /// The system manager (PID 1), through the system bus.
     System,
-    /// The user manager of `uid`, through that user's session bus.
-    User { uid: u32 },
+    /// The login user's manager, through that user's session bus.
+    User,
 }
 
 /// One shared connection to one host.
 pub struct Ssh {
     target: SshTarget,
-    /// The private 0700 directory holding the control socket.
-    dir: PathBuf,
-    control: PathBuf,
-    keeper: Mutex<Option<Child>>,
-    /// `-L` specs of the forwards opened, to cancel them on close.
+    control: Control,
+    /// The keeper session, once started, and whether the connection was closed (which stops
+    /// the keeper's timer).
+    keeper: Arc<Keeper>,
+    /// `-L` specs of the forwards this run opened on a master of its own, to cancel on close.
     forwards: Mutex<Vec<String>>,
+}
+
+#[derive(Default)]
+struct Keeper {
+    child: Mutex<Option<Child>>,
     closed: Mutex<bool>,
+    wake: Condvar,
 }
 
 impl fmt::Debug for Ssh {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ssh").field("host", &self.target.name).field("control", &self.control).finish()
+        f.debug_struct("Ssh").field("host", &self.target.name).field("control", &self.control.socket).finish()
     }
 }
 
 impl Ssh {
-    /// Opens the shared connection: authenticates (or fails, quoting ssh) within the
-    /// target's connect timeout.
+    /// Opens the shared connection, or reuses the lasting one an earlier run left: in either
+    /// case authenticated (or failed, quoting ssh) within the target's connect timeout.
     pub fn connect(target: SshTarget) -> Result<Ssh, SshError> {
         target.check()?;
-        let dir = private_dir().map_err(|reason| SshError::ControlDir { host: target.name.clone(), reason })?;
-        let control = dir.join("cm");
-        let ssh = Ssh {
-            target,
-            dir,
-            control,
-            keeper: Mutex::new(None),
-            forwards: Mutex::new(Vec::new()),
-            closed: Mutex::new(false),
-        };
-        // `-f` backgrounds the master once authenticated (its exit status says whether it
-        // was) and detaches its stdio, so waiting for our pipes to close does not hang.
-        let mut argv = vec!["ssh".to_string(), "-M".into(), "-N".into(), "-f".into()];
-        argv.extend(ssh.control_options());
-        argv.extend(["-o".into(), format!("ControlPersist={CONTROL_PERSIST}")]);
-        argv.extend(ssh.target.options());
-        argv.push(ssh.target.destination());
+        let control = match target.persist.filter(|p| !p.is_zero()) {
+            Some(persist) => Control::lasting(&target.identity(), persist),
+            None => Control::private(),
+        }
+        .map_err(|reason| SshError::ControlDir { host: target.name.clone(), reason })?;
+        let ssh = Ssh { target, control, keeper: Arc::default(), forwards: Mutex::new(Vec::new()) };
         // Authentication gets its own allowance beyond the TCP connect timeout.
         let limit = ssh.target.connect_timeout * 2 + Duration::from_secs(5);
-        ssh.expect_success("connecting", &argv, limit)?;
-        ssh.start_keeper()?;
+        match ssh.control.lasting {
+            Some(_) => {
+                let locked = ssh.lock(limit)?;
+                // `-O check` also restarts the master's persist time: it outlives this run's start.
+                if ssh.control("check", &[]).is_err() {
+                    ssh.control.reset(&locked);
+                    ssh.start_master(limit)?;
+                }
+            }
+            None => ssh.start_master(limit)?,
+        }
+        ssh.keep_when_long();
         Ok(ssh)
+    }
+
+    /// `ssh -M -N -f`: `-f` backgrounds the master once authenticated (its exit status says
+    /// whether it was) and detaches its stdio, so waiting for our pipes to close does not hang.
+    fn start_master(&self, limit: Duration) -> Result<(), SshError> {
+        let persist = self.control.lasting.unwrap_or(RUN_PERSIST);
+        let mut argv = vec!["ssh".to_string(), "-M".into(), "-N".into(), "-f".into()];
+        argv.extend(self.control_options());
+        argv.extend(["-o".into(), format!("ControlPersist={}s", persist.as_secs().max(1))]);
+        // A master whose host vanished ends within 30 s, so a later run connects afresh
+        // instead of waiting on a dead one.
+        argv.extend(["-o".into(), "ServerAliveInterval=10".into(), "-o".into(), "ServerAliveCountMax=3".into()]);
+        argv.extend(self.target.options());
+        argv.push(self.target.destination());
+        self.expect_success("connecting", &argv, limit).map(drop)
+    }
+
+    fn lock(&self, limit: Duration) -> Result<super::control::Locked, SshError> {
+        self.control.lock(limit).map_err(|reason| SshError::ControlDir { host: self.target.name.clone(), reason })
     }
 
     /// The target this connection reaches.
@@ -177,11 +213,11 @@ impl Ssh {
 
     /// The control socket (`ssh -S PATH`), for callers that build their own ssh argv.
     pub fn control_path(&self) -> &Path {
-        &self.control
+        &self.control.socket
     }
 
     fn control_options(&self) -> Vec<String> {
-        vec!["-o".into(), format!("ControlPath={}", self.control.display())]
+        vec!["-o".into(), format!("ControlPath={}", self.control.socket.display())]
     }
 
     /// `ssh` with every option a client of the shared connection needs, up to and including
@@ -219,11 +255,17 @@ impl Ssh {
     /// percent-escaped but does not decode them when it parses such text, so a round trip
     /// through a string would hand ssh `ControlPath%3d…`.
     pub fn dbus_address(&self, scope: BusScope) -> zbus::Address {
-        let mut remote = vec!["systemd-stdio-bridge".to_string()];
-        if let BusScope::User { uid } = scope {
+        let remote = match scope {
+            BusScope::System => vec!["systemd-stdio-bridge".to_string()],
             // `--user` does not find the bus over ssh on systemd 252; the explicit path does.
-            remote.push(format!("--bus-path=unix:path=/run/user/{uid}/bus"));
-        }
+            // The login user's uid is the host's to say: `sh` expands it there, which saves a
+            // round trip for `id -u`.
+            BusScope::User => vec![
+                "sh".to_string(),
+                "-c".into(),
+                "exec systemd-stdio-bridge --bus-path=unix:path=/run/user/$(id -u)/bus".into(),
+            ],
+        };
         let mut argv = self.client();
         // zbus lets the bridge's stderr through to ours: keep ssh's chatter out of reports.
         argv.splice(1..1, ["-o".to_string(), "LogLevel=ERROR".to_string()]);
@@ -234,42 +276,72 @@ impl Ssh {
         zbus::Address::from(Transport::Unixexec(exec))
     }
 
-    /// The uid the login user has on the host (for `BusScope::User`).
-    pub fn remote_uid(&self) -> Result<u32, SshError> {
-        let argv = self.command(&["id".to_string(), "-u".to_string()]);
-        let out = self.expect_success("reading the login user's uid", &argv, self.target.connect_timeout * 2)?;
-        out.stdout.trim().parse().map_err(|_| SshError::Failed {
-            host: self.target.name.clone(),
-            what: "reading the login user's uid".into(),
-            stderr: format!("`id -u` printed {:?}", out.stdout.trim()),
-        })
-    }
-
     /// A port on this machine's loopback forwarded, over the shared connection, to
     /// `remote_host:remote_port` as the host sees it (`127.0.0.1` is the host's own
     /// loopback), so endpoints that listen only there are reached without opening them to the
-    /// network. The forward lasts until `cancel_forward` or `close`.
+    /// network. The forward lasts until `cancel_forward` or `close` — or, on a lasting master,
+    /// as long as the master, for later runs to reuse.
     pub fn forward(&self, remote_host: &str, remote_port: u16) -> Result<SocketAddr, SshError> {
-        // `-O forward` does not report a port it picked, so pick a free one here; another
-        // process may take it before ssh binds it, hence a few tries.
-        let mut last = None;
-        for _ in 0..3 {
-            let local = free_loopback_port()
-                .map_err(|e| SshError::NoSsh { host: self.target.name.clone(), reason: e.to_string() })?;
-            let host = if remote_host.contains(':') { format!("[{remote_host}]") } else { remote_host.to_string() };
-            let spec = format!("{local}:{host}:{remote_port}");
-            match self.control("forward", &["-L", &spec]) {
-                Ok(_) => {
-                    self.forwards.lock().unwrap_or_else(|p| p.into_inner()).push(spec);
-                    return Ok(local);
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.expect("three tries"))
+        let mut locals = self.forward_all(&[(remote_host.to_string(), remote_port)])?;
+        Ok(locals.remove(0))
     }
 
-    /// Ends a forward opened by `forward`.
+    /// `forward` for several destinations at once: one `ssh -O forward` for all those the
+    /// master does not hold yet.
+    pub fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<SocketAddr>, SshError> {
+        let locked = match self.control.lasting {
+            Some(_) => Some(self.lock(CONTROL_TIMEOUT)?),
+            None => None,
+        };
+        let held = locked.as_ref().map(|l| self.control.forwards(l)).unwrap_or_default();
+        let mut found: Vec<Option<SocketAddr>> = wanted
+            .iter()
+            .map(|(host, port)| held.iter().find(|f| &f.host == host && f.port == *port).map(|f| f.local))
+            .collect();
+        let missing: Vec<usize> = (0..wanted.len()).filter(|&i| found[i].is_none()).collect();
+        if !missing.is_empty() {
+            // `-O forward` does not report a port it picked, so pick free ones here; another
+            // process may take one before ssh binds it, hence a few tries.
+            let mut last = None;
+            for _ in 0..3 {
+                let mut picked = Vec::new();
+                for &i in &missing {
+                    let local = free_loopback_port()
+                        .map_err(|e| SshError::NoSsh { host: self.target.name.clone(), reason: e.to_string() })?;
+                    let (host, port) = &wanted[i];
+                    picked.push((i, Forward { local, host: host.clone(), port: *port }));
+                }
+                let specs: Vec<String> = picked.iter().map(|(_, f)| spec(f)).collect();
+                let mut args = Vec::new();
+                for spec in &specs {
+                    args.extend(["-L", spec.as_str()]);
+                }
+                match self.control("forward", &args) {
+                    Ok(_) => {
+                        for (i, forward) in picked {
+                            match &locked {
+                                Some(l) => self.control.remember(l, &forward).map_err(|reason| {
+                                    SshError::ControlDir { host: self.target.name.clone(), reason }
+                                })?,
+                                None => self.forwards.lock().unwrap_or_else(|p| p.into_inner()).push(spec(&forward)),
+                            }
+                            found[i] = Some(forward.local);
+                        }
+                        last = None;
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            if let Some(e) = last {
+                return Err(e);
+            }
+        }
+        Ok(found.into_iter().map(|f| f.expect("every destination forwarded")).collect())
+    }
+
+    /// Ends a forward opened by `forward` on a master of this run alone (a lasting master's
+    /// forwards stay for the next run).
     pub fn cancel_forward(&self, local: SocketAddr) -> Result<(), SshError> {
         let prefix = format!("{local}:");
         let spec = {
@@ -280,21 +352,25 @@ impl Ssh {
         self.control("cancel", &["-L", &spec]).map(drop)
     }
 
-    /// Ends the shared connection (and with it every forward and session on it) and removes
-    /// the private directory. Done once; later calls do nothing.
+    /// Ends this run's use of the connection: the keeper, and a master of this run alone (with
+    /// every forward and session on it, and its private directory). A lasting master stays
+    /// for its persist time. Done once; later calls do nothing.
     pub fn close(&self) {
         {
-            let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+            let mut closed = self.keeper.closed.lock().unwrap_or_else(|p| p.into_inner());
             if *closed {
                 return;
             }
             *closed = true;
+            self.keeper.wake.notify_all();
         }
-        if let Err(e) = self.control("exit", &[]) {
+        if self.control.lasting.is_none()
+            && let Err(e) = self.control("exit", &[])
+        {
             tracing::debug!("{e}");
         }
-        if let Some(mut keeper) = self.keeper.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            // Its session ended with the master; closing its stdin ends it in any case.
+        if let Some(mut keeper) = self.keeper.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            // Closing its stdin ends its `cat`, and with it the session.
             drop(keeper.stdin.take());
             let started = Instant::now();
             while !matches!(keeper.try_wait(), Ok(Some(_))) {
@@ -306,7 +382,7 @@ impl Ssh {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.control.remove_private();
     }
 
     /// `ssh -O VERB` to the master.
@@ -320,18 +396,35 @@ impl Ssh {
         self.expect_success(&format!("`ssh -O {verb}`"), &argv, CONTROL_TIMEOUT)
     }
 
-    /// The keeper: a session that holds the master open for as long as we hold its stdin.
-    fn start_keeper(&self) -> Result<(), SshError> {
+    /// Starts the keeper, a session that holds the master open for as long as we hold its
+    /// stdin, once the run has lasted a quarter of the master's persist time (forwarded ports
+    /// alone do not hold it; any session ending restarts that time, so until then it cannot
+    /// end). Short runs finish before and never pay for the session.
+    fn keep_when_long(&self) {
+        let after = self.control.lasting.unwrap_or(RUN_PERSIST) / 4;
         let argv = self.command(&["exec".to_string(), "cat".to_string()]);
-        let child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| SshError::NoSsh { host: self.target.name.clone(), reason: e.to_string() })?;
-        *self.keeper.lock().unwrap_or_else(|p| p.into_inner()) = Some(child);
-        Ok(())
+        let keeper = self.keeper.clone();
+        let spawned = std::thread::Builder::new().name("opsbook-ssh-keeper".into()).spawn(move || {
+            let closed = keeper.closed.lock().unwrap_or_else(|p| p.into_inner());
+            let (closed, _) =
+                keeper.wake.wait_timeout_while(closed, after, |closed| !*closed).unwrap_or_else(|p| p.into_inner());
+            if *closed {
+                return;
+            }
+            let child = Command::new(&argv[0])
+                .args(&argv[1..])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            match child {
+                Ok(child) => *keeper.child.lock().unwrap_or_else(|p| p.into_inner()) = Some(child),
+                Err(e) => tracing::debug!("cannot start the ssh keeper: {e}"),
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::debug!("cannot start the ssh keeper's timer: {e}");
+        }
     }
 
     /// Runs a local ssh invocation; anything but exit status 0 is an error quoting ssh.
@@ -358,24 +451,10 @@ impl Drop for Ssh {
     }
 }
 
-/// A fresh 0700 directory for one control socket. Socket paths are limited to about 100
-/// bytes, so it lives directly under the temporary directory (or `/tmp` when that is long).
-fn private_dir() -> Result<PathBuf, String> {
-    use std::os::unix::fs::DirBuilderExt;
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let base = std::env::temp_dir();
-    let base = if base.as_os_str().len() > 60 { PathBuf::from("/tmp") } else { base };
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    for _ in 0..20 {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("opsbook-ssh-{}-{n}-{nanos:x}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("{}: {e}", dir.display())),
-        }
-    }
-    Err(format!("no free name under {}", base.display()))
+/// The `-L` spec of a forward.
+fn spec(f: &Forward) -> String {
+    let host = if f.host.contains(':') { format!("[{}]", f.host) } else { f.host.clone() };
+    format!("{}:{host}:{}", f.local, f.port)
 }
 
 /// A loopback port nothing listens on right now.
@@ -398,13 +477,12 @@ mod tests {
 
     /// An `Ssh` that never connected, to look at the argv it builds.
     fn unconnected() -> Ssh {
+        let keeper = Keeper { closed: Mutex::new(true), ..Keeper::default() };
         Ssh {
             target: target(),
-            dir: PathBuf::from("/nonexistent/d"),
-            control: PathBuf::from("/nonexistent/d/cm"),
-            keeper: Mutex::new(None),
+            control: Control::at(Path::new("/nonexistent/d")),
+            keeper: Arc::new(keeper),
             forwards: Mutex::new(Vec::new()),
-            closed: Mutex::new(true),
         }
     }
 
@@ -432,8 +510,8 @@ mod tests {
         let common = "ssh -o LogLevel=ERROR -o ControlPath=/nonexistent/d/cm -o ControlMaster=no -T -o BatchMode=yes \
                       -o ConnectTimeout=10 -p 2222 -i /keys/id -o StrictHostKeyChecking=no root@10.0.0.5 --";
         assert_eq!(
-            bridge_argv(&ssh.dbus_address(BusScope::User { uid: 1000 })).join(" "),
-            format!("{common} systemd-stdio-bridge --bus-path=unix:path=/run/user/1000/bus")
+            bridge_argv(&ssh.dbus_address(BusScope::User)).join(" "),
+            format!("{common} sh -c 'exec systemd-stdio-bridge --bus-path=unix:path=/run/user/$(id -u)/bus'")
         );
         assert_eq!(
             bridge_argv(&ssh.dbus_address(BusScope::System)).join(" "),
@@ -463,15 +541,5 @@ mod tests {
     fn one_connection_can_be_shared_by_every_task_of_a_run() {
         fn shareable<T: Send + Sync>() {}
         shareable::<Ssh>();
-    }
-
-    #[test]
-    fn private_dirs_are_fresh_and_only_ours() {
-        use std::os::unix::fs::PermissionsExt;
-        let (a, b) = (private_dir().unwrap(), private_dir().unwrap());
-        assert_ne!(a, b);
-        assert_eq!(std::fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o700);
-        std::fs::remove_dir(a).unwrap();
-        std::fs::remove_dir(b).unwrap();
     }
 }

@@ -329,13 +329,13 @@ mod tests {
                             0 => FieldValue::Float((g.next() % 100000) as f64 / 7.0 - 5000.0),
                             1 => FieldValue::Int(g.next() as i64),
                             2 => FieldValue::UInt(g.next()),
-                            3 => FieldValue::Bool(g.next() % 2 == 0),
+                            3 => FieldValue::Bool(g.next().is_multiple_of(2)),
                             _ => FieldValue::Str(g.text(&alphabet, 10)),
                         };
                         (format!("{}{i}", g.text(&alphabet, 5)), v)
                     })
                     .collect(),
-                timestamp: if g.next() % 2 == 0 { Some(g.next() as i64 >> 1) } else { None },
+                timestamp: if g.next().is_multiple_of(2) { Some(g.next() as i64 >> 1) } else { None },
             };
             // A measurement starting with `#` reads as a comment, and leading spaces are trimmed.
             let ambiguous = std::iter::once(&point.measurement)

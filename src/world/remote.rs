@@ -61,11 +61,7 @@ impl World {
     /// The world of the host `ssh` reaches, acting on its `scope` manager (`user`: the login
     /// user's, as `systemctl --user`). Cheap: the D-Bus bridge starts on the first unit call.
     pub fn over_ssh(config: &Config, ssh: Arc<Ssh>, user: bool) -> Result<World, Error> {
-        let scope = if user {
-            BusScope::User { uid: ssh.remote_uid().map_err(|e| Error::Usage(e.to_string()))? }
-        } else {
-            BusScope::System
-        };
+        let scope = if user { BusScope::User } else { BusScope::System };
         let name = ssh.target().name.clone();
         let commands: Arc<dyn Commands> = Arc::new(SshCommands { ssh: ssh.clone() });
         Ok(World {
@@ -101,6 +97,8 @@ impl World {
 /// that host, not a forwarded port).
 pub fn reach_from_host(config: &Config, ssh: &Ssh) -> Result<Config, Error> {
     let mut config = config.clone();
+    // (key, scheme, destination host, port, path): forwarded all at once below.
+    let mut reached = Vec::new();
     for key in [keys::METRICS_DB_URL, keys::LOG_STORE_URL, keys::LOG_SHIPPER_URL] {
         let url = config.text(key);
         let Some((scheme, rest)) = url.split_once("://") else { continue };
@@ -114,8 +112,12 @@ pub fn reach_from_host(config: &Config, ssh: &Ssh) -> Result<Config, Error> {
             continue;
         }
         let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
-        let target = host.trim_start_matches('[').trim_end_matches(']');
-        let local = ssh.forward(target, port).map_err(|e| Error::Usage(e.to_string()))?;
+        let target = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        reached.push((key, scheme.to_string(), target, port, path.to_string()));
+    }
+    let wanted: Vec<(String, u16)> = reached.iter().map(|(_, _, host, port, _)| (host.clone(), *port)).collect();
+    let locals = ssh.forward_all(&wanted).map_err(|e| Error::Usage(e.to_string()))?;
+    for ((key, scheme, _, _, path), local) in reached.into_iter().zip(locals) {
         let slash = if path.is_empty() { String::new() } else { format!("/{path}") };
         let forwarded = format!("{scheme}://{local}{slash}");
         config.set(key, Value::Text(forwarded), Origin::Forwarded(ssh.target().name.clone()))?;

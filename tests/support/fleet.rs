@@ -225,10 +225,12 @@ impl FleetHost {
         self.ok(&["systemctl", "--user", "daemon-reload"]);
     }
 
-    /// Stops the host's sshd: new connections are refused from then on.
+    /// Stops the host's sshd and ends every connection to it, as a host whose sshd went down
+    /// with it: new connections are refused from then on, and a master an earlier run left
+    /// (`ssh.persist`) ends too.
     pub fn stop_sshd(&self) {
         let pid_file = self.state.join("sshd.pid").display().to_string();
-        self.ok(&["sh", "-c", &format!("kill $(cat {pid_file})")]);
+        self.ok(&["sh", "-c", &format!("kill $(cat {pid_file}); pkill -x sshd; true")]);
     }
 
     /// Starts the host's sshd again (after `stop_sshd`), as fleet-host.sh first started it.

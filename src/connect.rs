@@ -1,0 +1,31 @@
+//! Reaching one inventory host: its configuration and the world calls act on.
+//!
+//! A host with no address is this machine (`World::real`). Any other is reached over one
+//! shared OpenSSH connection (`crate::transport::Ssh`): its service manager, journal, commands
+//! and files over that connection, and its endpoints through ports forwarded over it, so they
+//! are asked from the host itself (`world::remote::reach_from_host`). Used by fleet runs (a
+//! session per host), the REPL's `--host`, and `fleet::on` (a block acting on another host).
+
+use std::sync::Arc;
+
+use crate::config::{Config, keys};
+use crate::inventory::Host;
+use crate::transport::{Ssh, SshTarget};
+use crate::world::World;
+
+/// The configuration and world of `h`; `Err` quotes why it cannot be reached (ssh's words).
+pub fn open(h: &Host) -> Result<(Config, World), String> {
+    let config = h.config().clone();
+    let Some(address) = &h.address else { return Ok((config.clone(), World::real(&config))) };
+    let mut target = SshTarget::new(h.name.clone(), address.value.clone());
+    target.user = h.user.as_ref().map(|u| u.value.clone());
+    target.port = h.port.as_ref().map(|p| p.value);
+    target.key = h.key.as_ref().map(|k| std::path::PathBuf::from(&k.value));
+    target.options = crate::config::list(&config.text(keys::SSH_OPTIONS));
+    target.persist = Some(config.duration(keys::SSH_PERSIST));
+    let ssh = Arc::new(Ssh::connect(target).map_err(|e| e.to_string())?);
+    let config = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
+    let user = config.text(keys::SCOPE) == "user";
+    let world = World::over_ssh(&config, ssh, user).map_err(|e| e.to_string())?;
+    Ok((config, world))
+}

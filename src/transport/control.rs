@@ -1,0 +1,229 @@
+//! Where a host's shared ssh connection keeps its control socket, and what a lasting one
+//! remembers between runs.
+//!
+//! A connection is either for this run alone (`Control::private`: a fresh 0700 directory,
+//! removed at the end) or lasting (`Control::lasting`): like Ansible's ControlPersist, the
+//! master stays a while after the run, so the next run to the same host — an operator's next
+//! command, a serve job's next round — skips the TCP and key exchange. A lasting control
+//! socket lives in one 0700 directory of ours, named by a hash of everything that makes the
+//! connection (user, address, port, key, options), so another key or user never shares it.
+//!
+//! Runs may start at once from several processes, so checking for a master and starting one
+//! happen under a lock file, and so do the ports forwarded over a lasting master: they are
+//! remembered beside its socket (`NAME.forwards`) for the next run to reuse, and forgotten
+//! whenever a new master starts.
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The control socket of one connection and the directory it lives in.
+#[derive(Debug)]
+pub struct Control {
+    pub socket: PathBuf,
+    dir: PathBuf,
+    /// `Some`: the master outlives the run by this long; `None`: it ends with the run.
+    pub lasting: Option<Duration>,
+}
+
+/// A forward a lasting master holds: `local` reaches `host:port` as the remote host sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    pub local: SocketAddr,
+    pub host: String,
+    pub port: u16,
+}
+
+/// Held while a master is checked or started, or its forwards read and extended.
+pub struct Locked(#[allow(dead_code)] File);
+
+impl Control {
+    /// A fresh private directory for a connection of this run alone.
+    pub fn private() -> Result<Control, String> {
+        let dir = private_dir()?;
+        Ok(Control { socket: dir.join("cm"), dir, lasting: None })
+    }
+
+    /// The lasting control socket of the connection `identity` describes, in opsbook's own
+    /// directory (`$XDG_RUNTIME_DIR/opsbook-ssh`, else `/tmp/opsbook-ssh-UID`).
+    pub fn lasting(identity: &str, persist: Duration) -> Result<Control, String> {
+        let dir = shared_dir()?;
+        Ok(Control { socket: dir.join(format!("{:016x}", fnv1a(identity))), dir, lasting: Some(persist) })
+    }
+
+    /// Waits (at most `limit`) for this connection's lock.
+    pub fn lock(&self, limit: Duration) -> Result<Locked, String> {
+        let path = self.socket.with_extension("lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let deadline = Instant::now() + limit;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Locked(file)),
+                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(format!("{} stayed locked by another opsbook for {limit:?}", path.display()));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(format!("{}: {e}", path.display())),
+            }
+        }
+    }
+
+    fn forwards_file(&self) -> PathBuf {
+        self.socket.with_extension("forwards")
+    }
+
+    /// The forwards the lasting master holds (call under the lock).
+    pub fn forwards(&self, _: &Locked) -> Vec<Forward> {
+        let text = std::fs::read_to_string(self.forwards_file()).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| {
+                let mut words = line.split(' ');
+                let local = words.next()?.parse().ok()?;
+                let host = words.next()?.to_string();
+                let port = words.next()?.parse().ok()?;
+                Some(Forward { local, host, port })
+            })
+            .collect()
+    }
+
+    /// Remembers a forward the lasting master now holds (call under the lock).
+    pub fn remember(&self, _: &Locked, forward: &Forward) -> Result<(), String> {
+        use std::io::Write;
+        let path = self.forwards_file();
+        let mut file =
+            OpenOptions::new().create(true).append(true).open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        writeln!(file, "{} {} {}", forward.local, forward.host, forward.port)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// A new master holds no forwards yet, and its socket path must be free (call under the lock).
+    pub fn reset(&self, _: &Locked) {
+        let _ = std::fs::remove_file(self.forwards_file());
+        let _ = std::fs::remove_file(&self.socket);
+    }
+
+    /// Removes what a connection of this run alone leaves behind.
+    pub fn remove_private(&self) {
+        if self.lasting.is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    #[cfg(test)]
+    pub fn at(dir: &std::path::Path) -> Control {
+        Control { socket: dir.join("cm"), dir: dir.to_path_buf(), lasting: None }
+    }
+}
+
+/// 64-bit FNV-1a: stable across builds, so every opsbook names a connection alike.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Our lasting directory, made 0700 if missing; refused if someone else owns it or others may
+/// enter it (a socket there would hand them our hosts).
+fn shared_dir() -> Result<PathBuf, String> {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(runtime) if runtime.is_absolute() && runtime.is_dir() && runtime.as_os_str().len() < 60 => {
+            runtime.join("opsbook-ssh")
+        }
+        _ => PathBuf::from(format!("/tmp/opsbook-ssh-{uid}")),
+    };
+    match DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} is not a private directory of this user (owner uid {}, mode {:o}): remove it, or set ssh.persist = \"0\"",
+            dir.display(),
+            meta.uid(),
+            meta.permissions().mode() & 0o777
+        ));
+    }
+    Ok(dir)
+}
+
+/// A fresh 0700 directory for one control socket. Socket paths are limited to about 100
+/// bytes, so it lives directly under the temporary directory (or `/tmp` when that is long).
+fn private_dir() -> Result<PathBuf, String> {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = std::env::temp_dir();
+    let base = if base.as_os_str().len() > 60 { PathBuf::from("/tmp") } else { base };
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    for _ in 0..20 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = base.join(format!("opsbook-ssh-{}-{n}-{nanos:x}", std::process::id()));
+        match DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
+        }
+    }
+    Err(format!("no free name under {}", base.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_dirs_are_fresh_and_only_ours() {
+        let (a, b) = (Control::private().unwrap(), Control::private().unwrap());
+        assert_ne!(a.dir, b.dir);
+        assert_eq!(std::fs::metadata(&a.dir).unwrap().permissions().mode() & 0o777, 0o700);
+        a.remove_private();
+        b.remove_private();
+        assert!(!a.dir.exists());
+    }
+
+    #[test]
+    fn a_lasting_socket_is_named_by_the_whole_identity() {
+        let persist = Duration::from_secs(60);
+        let one = Control::lasting("root@10.0.0.5|22|/k1|", persist).unwrap();
+        let again = Control::lasting("root@10.0.0.5|22|/k1|", persist).unwrap();
+        let other_key = Control::lasting("root@10.0.0.5|22|/k2|", persist).unwrap();
+        assert_eq!(one.socket, again.socket);
+        assert_ne!(one.socket, other_key.socket);
+        assert_eq!(std::fs::metadata(&one.dir).unwrap().permissions().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn forwards_are_remembered_until_a_new_master_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let control = Control::at(dir.path());
+        let locked = control.lock(Duration::from_secs(1)).unwrap();
+        let forward = Forward { local: "127.0.0.1:40001".parse().unwrap(), host: "10.0.0.1".into(), port: 3100 };
+        control.remember(&locked, &forward).unwrap();
+        control.remember(&locked, &Forward { port: 8086, ..forward.clone() }).unwrap();
+        assert_eq!(control.forwards(&locked), [forward.clone(), Forward { port: 8086, ..forward }]);
+        control.reset(&locked);
+        assert_eq!(control.forwards(&locked), []);
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_is_waited_for_then_given_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let control = Control::at(dir.path());
+        let held = control.lock(Duration::from_secs(1)).unwrap();
+        let err = Control::at(dir.path()).lock(Duration::from_millis(50)).err().unwrap();
+        assert!(err.ends_with("stayed locked by another opsbook for 50ms"), "{err}");
+        drop(held);
+        assert!(Control::at(dir.path()).lock(Duration::from_millis(50)).is_ok());
+    }
+}
