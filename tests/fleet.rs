@@ -341,7 +341,7 @@ fn a_lasting_master_serves_the_next_run_with_its_forwards() {
 
     let mut other = target.clone();
     other.key = Some(fleet.unknown_key());
-    let err = Ssh::connect(other).err().expect("another key is refused, not handed the lasting master");
+    let err = Ssh::connect(other).expect_err("another key is refused, not handed the lasting master");
     assert!(err.to_string().contains("Permission denied"), "{err}");
 
     let exit = std::process::Command::new("ssh")
