@@ -175,12 +175,18 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
             ),
         ),
         EvalAltResult::ErrorModuleNotFound(name, _) => {
-            let mut message = format!("no stdlib module named `{name}`");
             let names: Vec<String> =
                 catalog.all(Kind::Module).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default();
-            if let Some(s) = crate::error::suggest(name, names.iter().map(String::as_str)).first() {
-                message.push_str(&format!("; did you mean `{s}`?"));
-            }
+            // `checks::…` without its import is a module Rhai cannot find, yet one that exists.
+            let message = if names.iter().any(|n| n == name) {
+                format!("module `{name}` is not imported here: add `import \"{name}\" as {name};` at the top")
+            } else {
+                let mut message = format!("no stdlib module named `{name}`");
+                if let Some(s) = crate::error::suggest(name, names.iter().map(String::as_str)).first() {
+                    message.push_str(&format!("; did you mean `{s}`?"));
+                }
+                message
+            };
             (Class::Script, message)
         }
         EvalAltResult::ErrorParsing(kind, _) => (Class::Script, kind.to_string()),

@@ -169,6 +169,17 @@ fn script_errors_in_modules_point_into_the_module() {
         .run()
         .code(2)
         .stderr_has("did you mean `stack`?");
+    // A stdlib module used without its import: the remedy, not a suggestion of its own name.
+    Test::new()
+        .runbook("unimported", "//! Uses a module it did not import.\nlet up = stack::up();")
+        .module("stack", "fn up() { true }")
+        .args(["run", "unimported"])
+        .run()
+        .code(2)
+        .stderr_is(
+            "error: module `stack` is not imported here: add `import \"stack\" as stack;` at the top\n \
+             --> runbooks/unimported.rhai:2:10\n  |\n2 | let up = stack::up();\n  |          ^\n",
+        );
 }
 
 #[test]
