@@ -2,8 +2,10 @@
 # The fleet benchmark (needs root): for 1, 5 and 20 client hosts plus the server, boots real
 # private hosts (bench/fleet_boot.py: each its own netns, sshd, systemd --user, journald, the
 # twins as user units) and measures side by side in ONE hyperfine run per size:
-#   - opsbook run quick-check --hosts all, and opsbook run checklist --hosts all (cold: opsbook
-#     opens its own connections, one per host, and closes them at exit);
+#   - opsbook run quick-check --hosts all, cold (`ssh.persist = "0"`: opsbook opens its own
+#     connection to each host and closes it at exit) and warm (the default `ssh.persist`: the
+#     connections the previous run left, as Ansible's ControlPersist), and opsbook run
+#     checklist --hosts all, warm;
 #   - Ansible: ansible-playbook with systemd_service for each host's two units and two uri
 #     tasks (forks 20, pipelining, ControlMaster/ControlPersist 60s as Ansible's default);
 #   - the hand-written ssh loop (bench/fleet-loop.sh), cold (a new connection per host) and warm
@@ -39,6 +41,9 @@ for n in "${sizes[@]}"; do
   d=$results/fleet-$n
   current=$d
   python3 bench/fleet_boot.py up "$d" "$n" "$bin"
+  # opsbook cold: the same configuration with connections that end with each run.
+  sed 's/^\[ssh\]$/[ssh]\npersist = "0"/' "$d/opsbook.toml" >"$d/cold.toml"
+  grep -q '^persist = "0"' "$d/cold.toml" || { echo "no [ssh] table in $d/opsbook.toml" >&2; exit 1; }
   # The warm loop's shared connections, one master per host.
   while read -r name _; do
     ssh -F "$d/ssh_config" -o ControlMaster=yes -o "ControlPath=$d/cm-%n" -o ControlPersist=600 -fN "$name"
@@ -50,8 +55,9 @@ for n in "${sizes[@]}"; do
     echo "the playbook does not pass (see $d/ansible.txt)" >&2; exit 1; }
   bash bench/fleet-loop.sh "$d" cold && bash bench/fleet-loop.sh "$d" warm
   (cd "$d" && hyperfine --warmup 1 --runs "$runs" --export-json "$results/fleet-$n.json" \
-    -n "opsbook quick-check ($n+1 hosts)" "$bin run quick-check --hosts all --forks 25" \
-    -n "opsbook checklist ($n+1 hosts)" "$bin run checklist --hosts all --forks 25" \
+    -n "opsbook quick-check cold ($n+1 hosts)" "$bin --config cold.toml run quick-check --hosts all --forks 25" \
+    -n "opsbook quick-check warm ($n+1 hosts)" "$bin run quick-check --hosts all --forks 25" \
+    -n "opsbook checklist warm ($n+1 hosts)" "$bin run checklist --hosts all --forks 25" \
     -n "ansible-playbook ($n+1 hosts)" "ANSIBLE_CONFIG=$d/ansible.cfg ansible-playbook playbook.yml" \
     -n "ssh loop cold ($n+1 hosts)" "bash $repo/bench/fleet-loop.sh $d cold" \
     -n "ssh loop warm ($n+1 hosts)" "bash $repo/bench/fleet-loop.sh $d warm")

@@ -2,7 +2,7 @@
 """Boots (and tears down) the fleet benchmark's private hosts, as tests/support/fleet.rs does
 for the tests: one server and N client hosts, each its own network namespace, hostname, sshd,
 `systemd --user` and journald (tests/support/fleet-host.sh), joined on the bridge `obb1`
-(10.232.1.0/24, apart from the tests' 10.231.X.0/24). The server runs the twin metrics
+(10.232.1.0/24, or obbK and 10.232.K.0/24 with OPSBOOK_BENCH_NET=K; apart from the tests' 10.231.X.0/24). The server runs the twin metrics
 database and log store, the clients the twin agent and shipper writing to it, all as real
 user units under their usual names. It also writes, into DIR, what the three contenders need:
 opsbook.toml (the inventory), ansible.cfg + inventory.ini + playbook.yml, ssh_config and
@@ -22,8 +22,10 @@ import sys
 import time
 import urllib.request
 
-BRIDGE = "obb1"
-SUBNET = "10.232.1"
+# OPSBOOK_BENCH_NET=K (1-254) boots on obbK / 10.232.K.0/24, so two fleets can be up at once.
+NET = os.environ.get("OPSBOOK_BENCH_NET", "1")
+BRIDGE = f"obb{NET}"
+SUBNET = f"10.232.{NET}"
 TOKEN = "bench-fleet-token"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST_SCRIPT = os.path.join(REPO, "tests/support/fleet-host.sh")
