@@ -140,6 +140,22 @@ fn the_stack_across_hosts_is_checked_from_one_place_and_a_dead_host_is_named() {
         let section = text.split(&format!("checklist on {client} ")).nth(1).unwrap_or_default();
         assert!(section.contains(&format!("  ok    TCP reach of {server}:3100 — connected in ")), "{client}:\n{text}");
     }
+    // A block acting on another host: from c1 (the server is not in this run, so it is
+    // connected to for the block), the server's units and its own view of its log store.
+    std::fs::create_dir_all(t.path().join("runbooks")).unwrap();
+    std::fs::write(
+        t.path().join("runbooks/ask-server.rhai"),
+        "//! The server, asked from a client.\nimport \"checks\" as checks;\n\
+         let who = fleet::on(\"server\", || { checks::units_active([config.log_store.unit]); hostname() });\n\
+         check(`the block ran on ${who}, back on ${hostname()}`, who == \"server\");\n",
+    )
+    .unwrap();
+    opsbook(&t, &["run", "ask-server", "--host", "c1"]).code(0).stdout_is(
+        "ask-server on c1 (runbooks/ask-server.rhai)\n  ok    server: loki.service active — active (running)\n  \
+         ok    the block ran on server, back on c1\n\n2 passed, 0 failed  ([DUR])\n\n\
+         HOST  ROLES                       PASSED  FAILED  TIME\nc1    metrics-agent, log-shipper  2       0       [DUR]\n\n\
+         1 host(s): all passed  ([DUR])\n",
+    );
     // The REPL on one host: its functions act there.
     let repl =
         crate::support::run_in(t.path(), &["repl", "--host", "c1"], Some("hostname()\nunit::is_active(\"alloy\")\n"));
