@@ -91,6 +91,12 @@ def up(d, n, binary):
     sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "opsbook-bench", "-f", key)
     authorized = os.path.join(d, "authorized_keys")
     shutil.copy(key + ".pub", authorized)
+    # Every host's systemd --user and journald take inotify instances from root's allowance
+    # (128 by default): past it a new user manager exits at start, silently. Raised, never lowered.
+    limit = "/proc/sys/fs/inotify/max_user_instances"
+    if int(open(limit).read()) < 8192:
+        with open(limit, "w") as f:
+            f.write("8192")
     sh("ip", "link", "add", BRIDGE, "type", "bridge")
     sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
     sh("ip", "link", "set", BRIDGE, "up")

@@ -175,8 +175,10 @@ impl Ssh {
         match ssh.control.lasting {
             Some(_) => {
                 let locked = ssh.lock(limit)?;
-                // `-O check` also restarts the master's persist time: it outlives this run's start.
-                if ssh.control("check", &[]).is_err() {
+                // A master listens on its socket: connecting is the check (no ssh process to
+                // start), and as a client of it for a moment this also restarts the master's
+                // persist time, so it outlives this run's start.
+                if std::os::unix::net::UnixStream::connect(&ssh.control.socket).is_err() {
                     ssh.control.reset(&locked);
                     ssh.start_master(limit)?;
                 }
@@ -258,8 +260,11 @@ impl Ssh {
         let remote = match scope {
             BusScope::System => vec!["systemd-stdio-bridge".to_string()],
             // `--user` does not find the bus over ssh on systemd 252; the explicit path does.
-            // The login user's uid is the host's to say: `sh` expands it there, which saves a
-            // round trip for `id -u`.
+            // root's uid is known; any other login user's is the host's to say: `sh` expands
+            // it there, which saves a round trip for `id -u`.
+            BusScope::User if self.target.user.as_deref() == Some("root") => {
+                vec!["systemd-stdio-bridge".to_string(), "--bus-path=unix:path=/run/user/0/bus".into()]
+            }
             BusScope::User => vec![
                 "sh".to_string(),
                 "-c".into(),
@@ -511,7 +516,14 @@ mod tests {
                       -o ConnectTimeout=10 -p 2222 -i /keys/id -o StrictHostKeyChecking=no root@10.0.0.5 --";
         assert_eq!(
             bridge_argv(&ssh.dbus_address(BusScope::User)).join(" "),
+            format!("{common} systemd-stdio-bridge --bus-path=unix:path=/run/user/0/bus")
+        );
+        let mut deploy = unconnected();
+        deploy.target.user = Some("deploy".into());
+        assert_eq!(
+            bridge_argv(&deploy.dbus_address(BusScope::User)).join(" "),
             format!("{common} sh -c 'exec systemd-stdio-bridge --bus-path=unix:path=/run/user/$(id -u)/bus'")
+                .replace("root@", "deploy@")
         );
         assert_eq!(
             bridge_argv(&ssh.dbus_address(BusScope::System)).join(" "),

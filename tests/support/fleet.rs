@@ -51,6 +51,7 @@ impl Fleet {
                 return Err(format!("{needed} is missing (apt-get install systemd openssh-server openssh-client)"));
             }
         }
+        crate::support::raise_inotify_instances();
         let dir = tempfile::Builder::new().prefix("opsbook-fleet").tempdir().map_err(|e| e.to_string())?;
         let mut fleet = Fleet { hosts: Vec::new(), bridge: None, subnet: 0, dir };
         fleet.claim_bridge()?;

@@ -369,3 +369,15 @@ pub fn skip(reason: impl AsRef<str>) {
 pub fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// Private hosts all run as root, and each one's systemd --user and journald take several
+/// inotify instances from root's allowance (`fs.inotify.max_user_instances`, 128 by
+/// default): with a few dozen hosts up at once a new user manager exits at start, silently.
+/// The tests' hosts are root's, so the allowance is raised for the machine (never lowered).
+pub fn raise_inotify_instances() {
+    const PATH: &str = "/proc/sys/fs/inotify/max_user_instances";
+    let now: u64 = std::fs::read_to_string(PATH).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
+    if now < 8192 {
+        let _ = std::fs::write(PATH, "8192");
+    }
+}

@@ -38,6 +38,7 @@ impl PrivateHost {
                 return Err(format!("{needed} is missing (apt-get install systemd util-linux)"));
             }
         }
+        crate::support::raise_inotify_instances();
         let state = tempfile::tempdir().map_err(|e| e.to_string())?;
         if let Some(policy) = policy {
             let dir = state.path().join("dbus-session.d");
