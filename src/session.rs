@@ -103,6 +103,12 @@ impl Session {
         Session { config, catalog, host, mode, engine: OnceLock::new(), _sandbox: None }
     }
 
+    /// Names the host this session now acts on (the REPL's `:host NAME`), for prompts and
+    /// report headers.
+    pub fn set_host_name(&mut self, name: &str) {
+        self.mode.host = Some(name.to_string());
+    }
+
     /// How runs of this session act (dry-run, sandbox and its faults).
     pub fn mode(&self) -> &Mode {
         &self.mode

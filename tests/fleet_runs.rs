@@ -157,9 +157,14 @@ fn the_stack_across_hosts_is_checked_from_one_place_and_a_dead_host_is_named() {
          1 host(s): all passed  ([DUR])\n",
     );
     // The REPL on one host: its functions act there.
-    let repl =
-        crate::support::run_in(t.path(), &["repl", "--host", "c1"], Some("hostname()\nunit::is_active(\"alloy\")\n"));
-    repl.code(0).stdout_is("c1\ntrue\n");
+    // Switching hosts at the prompt: the next lines act on the server (connected to then),
+    // an unknown name is refused with the closest, and `:host` says where calls act.
+    let lines = "hostname()\nunit::is_active(\"alloy\")\n:host server\nhostname()\nunit::is_active(\"loki\")\n\
+                 :host servr\n:host\n";
+    let repl = crate::support::run_in(t.path(), &["repl", "--host", "c1"], Some(lines));
+    repl.code(0)
+        .stdout_is("c1\ntrue\nserver\ntrue\nacting on server\n")
+        .stderr_is("error: no host named `servr` in the inventory; did you mean `server`?\n");
     // A host whose sshd is down: named, quoting ssh, and the others still checked.
     fleet.host("c2").stop_sshd();
     let out = opsbook(&t, &["run", "quick-check", "--hosts", "all"]).code(1);

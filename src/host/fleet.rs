@@ -312,7 +312,7 @@ fn on(host: &Host, ctx: &NativeCallContext, name: &str, block: FnPtr) -> HostRes
 }
 
 /// The ground of host `name`: one the run reached already, or reached now over ssh.
-fn reach(host: &Host, name: &str) -> HostResult<Ground> {
+pub fn reach(host: &Host, name: &str) -> HostResult<Ground> {
     if let Some(ground) = host.place().grounds.get(name) {
         return Ok(ground.clone());
     }

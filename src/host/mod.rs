@@ -138,6 +138,11 @@ impl Host {
         self.ground.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Makes host calls act on `ground` from now on (the REPL's `:host NAME`).
+    pub fn move_to(&self, ground: Ground) {
+        *self.ground.lock().unwrap_or_else(|e| e.into_inner()) = ground;
+    }
+
     /// Runs `f` with host calls acting on `ground`, then on this host's own again (also when
     /// `f` fails).
     pub fn acting_on<R>(&self, ground: Ground, f: impl FnOnce() -> R) -> R {

@@ -26,7 +26,7 @@ use crate::session::Session;
 use helper::{ReplHelper, Vocabulary};
 
 const COMMANDS: &[&str] =
-    &[":help", ":fns", ":doc", ":vars", ":reset", ":reload", ":history", ":run", ":load", ":quit"];
+    &[":help", ":fns", ":doc", ":vars", ":reset", ":reload", ":history", ":run", ":load", ":host", ":quit"];
 
 const HELP: &str = "\
 Type Rhai: `unit::status(\"loki\")`, `let e = journal::read(#{unit: \"loki\", since: \"1 hour ago\"})`,
@@ -40,6 +40,7 @@ Variables, functions and imports persist. Tab completes; the hint shows the sign
   :vars               variables in this session
   :reset              forget variables and functions
   :reload             re-read runbooks and stdlib modules after editing them
+  :host [NAME]        the host calls act on; NAME (from the inventory) to act on another
   :history            lines entered
   :quit               leave (or Ctrl-D); Ctrl-C cancels a running statement";
 
@@ -76,12 +77,12 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         println!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
     }
-    let prompt = match (&session.session.mode().host, sandbox) {
-        (Some(host), _) => format!("opsbook[{host}]> "),
-        (None, true) => "opsbook[sandbox]> ".to_string(),
-        (None, false) => "opsbook> ".to_string(),
-    };
     loop {
+        let prompt = match (&session.session.mode().host, sandbox) {
+            (Some(host), _) => format!("opsbook[{host}]> "),
+            (None, true) => "opsbook[sandbox]> ".to_string(),
+            (None, false) => "opsbook> ".to_string(),
+        };
         match editor.readline(&prompt) {
             Ok(line) => {
                 let input = line.trim();
@@ -290,6 +291,7 @@ impl Repl {
                 None => eprintln!("usage: :load FILE"),
             },
             ":run" => self.run_runbook(&args),
+            ":host" => self.switch_host(args.first().copied()),
             other => {
                 let hint = crate::error::suggest(other, COMMANDS.iter().copied())
                     .first()
@@ -317,6 +319,25 @@ impl Repl {
             println!("runbook {} ({})\n{}", entry.name, entry.source, entry.doc());
         } else if found.is_empty() {
             eprintln!("error: no host function or runbook named `{name}`");
+        }
+    }
+
+    /// `:host` says where calls act; `:host NAME` moves them to another host of the inventory
+    /// (connected to now, over ssh when it has an address), for every line after.
+    fn switch_host(&mut self, name: Option<&str>) {
+        let Some(name) = name else {
+            let here = self.session.mode().host.clone().unwrap_or_else(|| self.session.host.hostname());
+            return println!("acting on {here}");
+        };
+        match crate::host::fleet::reach(&self.session.host, name) {
+            Ok(ground) => {
+                self.session.host.move_to(ground);
+                self.session.set_host_name(name);
+            }
+            Err(e) => match *e {
+                rhai::EvalAltResult::ErrorRuntime(why, _) => eprintln!("{}", crate::host::core::text(&why)),
+                other => eprintln!("error: {other}"),
+            },
         }
     }
 
