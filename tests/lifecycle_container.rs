@@ -14,6 +14,8 @@ use crate::support::Test;
 use crate::support::fleet::FleetHost;
 
 const IMAGE: &str = "localhost/opsbook-log-store:test";
+const DB_IMAGE: &str = "localhost/opsbook-metrics-db:test";
+const TOKEN: &str = "container-token-41d7";
 
 /// Whether the real `podman` is installed on this machine (the fleet's hosts share its /usr).
 fn podman_installed() -> bool {
@@ -70,6 +72,21 @@ fn podman_store_with_image(host: &FleetHost, tarball: &str) {
     ]);
     let entrypoint = r#"ENTRYPOINT ["/opsbook", "twin", "log-store", "--ready-delay", "0s"]"#;
     host.ok(&["podman", "import", "--quiet", "--change", entrypoint, tarball, IMAGE]);
+    // The database's twin takes its token and organisation from the environment, as influxd's
+    // image takes its setup.
+    let entrypoint = r#"ENTRYPOINT ["/opsbook", "twin", "metrics-db"]"#;
+    let token = format!("ENV INFLUX_TOKEN={TOKEN}");
+    host.ok(&["podman", "import", "--quiet", "--change", entrypoint, "--change", &token, tarball, DB_IMAGE]);
+}
+
+/// Takes every container off the host before the fleet goes, should the test fail half-way:
+/// a container killed with its host would leave its cgroups on this machine.
+struct RemoveContainers<'a>(&'a FleetHost);
+
+impl Drop for RemoveContainers<'_> {
+    fn drop(&mut self) {
+        self.0.exec(&["podman", "rm", "--force", "--all", "--time", "2"]);
+    }
 }
 
 /// The operator's config: the host runs the log store as a container of the test's image.
@@ -79,7 +96,8 @@ fn configure_operator(t: &Test, host: &FleetHost) {
         format!(
             "scope = \"user\"\n[ssh]\noptions = \"StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR\"\n\
 [log_store]\nurl = \"http://127.0.0.1:3100\"\nrun_as = \"container\"\nimage = \"{IMAGE}\"\n\
-[hosts.server]\naddress = \"{}\"\nroles = [\"loki\"]\nuser = \"root\"\nkey = \"{}\"\n",
+[metrics_db]\nurl = \"http://127.0.0.1:8086\"\ntoken = \"{TOKEN}\"\norg = \"opsbook\"\nrun_as = \"container\"\nimage = \"{DB_IMAGE}\"\n\
+[hosts.server]\naddress = \"{}\"\nroles = [\"loki\", \"influxdb\"]\nuser = \"root\"\nkey = \"{}\"\n",
             host.address(),
             host.key().display()
         ),
@@ -89,12 +107,13 @@ fn configure_operator(t: &Test, host: &FleetHost) {
 
 /// What the host's podman knows of containers: name, image and state, one per line.
 fn containers(host: &FleetHost) -> String {
-    host.ok(&["sh", "-c", "podman ps --all --quiet | xargs --no-run-if-empty podman inspect --format '{{.Name}} {{.ImageName}} {{.State.Status}}'"])
+    host.ok(&["sh", "-c", "podman ps --all --quiet | xargs --no-run-if-empty podman inspect --format '{{.Name}} {{.ImageName}} {{.State.Status}}' | sort"])
 }
 
 const UNITS: &str = "/run/user/0/home/.config/systemd/user";
 
-fn expected_deploy(runc: &str) -> String {
+/// `said`: what deploy says of the host's runtime before installing the unit.
+fn expected_deploy(said: &str) -> String {
     format!(
         "deploy on server (<built-in>/runbooks/deploy.rhai)
 
@@ -108,8 +127,7 @@ fn expected_deploy(runc: &str) -> String {
   changed /etc/loki/config.yaml: created (31 lines, mode 0640)
 
 == unit loki.service
-{runc}  podman 4.3.1 has no Quadlet (it came with podman 4.4): a unit running podman run
-  changed {UNITS}: directory created
+{said}  changed {UNITS}: directory created
   changed {UNITS}/loki.service: created (25 lines, mode 0644)
   changed: the service manager re-read its unit files (daemon-reload)
   changed: created symlink {UNITS}/default.target.wants/loki.service → {UNITS}/loki.service
@@ -125,15 +143,15 @@ fn expected_deploy(runc: &str) -> String {
 
 6 passed, 0 failed  ([DUR])
 
-HOST    ROLES      PASSED  FAILED  TIME
-server  log-store  6       0       [DUR]
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  6       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 "
     )
 }
 
-fn expected_redeploy(runc: &str) -> String {
+fn expected_redeploy(said: &str) -> String {
     format!(
         "deploy on server (<built-in>/runbooks/deploy.rhai)
 
@@ -144,8 +162,7 @@ fn expected_redeploy(runc: &str) -> String {
   ok    configuration validated by the component's own tool⏱
 
 == unit loki.service
-{runc}  podman 4.3.1 has no Quadlet (it came with podman 4.4): a unit running podman run
-  nothing changed (changed=0): configuration and unit as deployed, nothing restarted
+{said}  nothing changed (changed=0): configuration and unit as deployed, nothing restarted
 
 == readiness
   ok    log-store ready⏱
@@ -157,8 +174,8 @@ fn expected_redeploy(runc: &str) -> String {
 
 6 passed, 0 failed  ([DUR])
 
-HOST    ROLES      PASSED  FAILED  TIME
-server  log-store  6       0       [DUR]
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  6       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 "
@@ -186,16 +203,120 @@ fn expected_remove() -> String {
 
 3 passed, 0 failed  ([DUR])
 
-HOST    ROLES      PASSED  FAILED  TIME
-server  log-store  3       0       [DUR]
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  3       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 "
     )
 }
 
+/// The database's expected reports (`kind`: deploy, redeploy, remove); `data_dir`: how deploy
+/// finds /var/lib/influxdb (the host's /var/lib is a copy of this machine's).
+fn expected_db(kind: &str, said: &str, data_dir: &str) -> String {
+    match kind {
+        "deploy" => format!(
+            "deploy on server (<built-in>/runbooks/deploy.rhai)
+
+== configuration of metrics-db
+  ok    configuration rendered from metrics-db/config.toml.j2
+  skip  configuration validated offline — the metrics database has no offline check: its health after the start is the check
+{data_dir}  changed /etc/influxdb/config.toml: created (6 lines, mode 0640)
+
+== unit influxdb.service
+{said}  changed {UNITS}/influxdb.service: created (25 lines, mode 0644)
+  changed: the service manager re-read its unit files (daemon-reload)
+  changed: created symlink {UNITS}/default.target.wants/influxdb.service → {UNITS}/influxdb.service
+  changed={changes}: {data}configuration /etc/influxdb/config.toml, unit influxdb.service, enabled, started
+
+== readiness
+  ok    metrics-db ready⏱
+
+== metrics database
+  ok    influxdb.service active — active (running)
+  ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)
+  ok    authenticated bucket listing
+  ok    storage backend — local disk: engine at /var/lib/influxdb/engine
+
+6 passed, 0 failed, 1 skipped  ([DUR])
+
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  6       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+",
+            changes = if data_dir.is_empty() { 4 } else { 5 },
+            data = if data_dir.is_empty() { "" } else { "data directory /var/lib/influxdb, " },
+        ),
+        "redeploy" => format!(
+            "deploy on server (<built-in>/runbooks/deploy.rhai)
+
+== configuration of metrics-db
+  ok    configuration rendered from metrics-db/config.toml.j2
+  skip  configuration validated offline — the metrics database has no offline check: its health after the start is the check
+
+== unit influxdb.service
+{said}  nothing changed (changed=0): configuration and unit as deployed, nothing restarted
+
+== readiness
+  ok    metrics-db ready⏱
+
+== metrics database
+  ok    influxdb.service active — active (running)
+  ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)
+  ok    authenticated bucket listing
+  ok    storage backend — local disk: engine at /var/lib/influxdb/engine
+
+6 passed, 0 failed, 1 skipped  ([DUR])
+
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  6       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+"
+        ),
+        _ => format!(
+            "remove on server (<built-in>/runbooks/remove.rhai)
+
+== stop influxdb.service
+  changed: removed {UNITS}/default.target.wants/influxdb.service
+
+== files
+  changed {UNITS}/influxdb.service: removed
+  changed: the service manager re-read its unit files (daemon-reload)
+  changed /etc/influxdb/config.toml: removed
+  data kept in /var/lib/influxdb (--set purge=true removes it)
+  changed=4: stopped, disabled, unit influxdb.service, configuration /etc/influxdb/config.toml
+
+== gone
+  ok    influxdb.service unknown to the service manager
+  ok    /etc/influxdb/config.toml removed
+  ok    port 8086 closed
+
+3 passed, 0 failed  ([DUR])
+
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  3       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+"
+        ),
+    }
+}
+
+/// How deploy finds the database's data directory: made, its mode corrected, or as wanted.
+fn db_data_dir(host: &FleetHost) -> String {
+    let out = host.exec(&["stat", "-c", "%a", "/var/lib/influxdb"]);
+    let mode = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match mode.as_str() {
+        _ if !out.status.success() => "  changed /var/lib/influxdb: directory created (mode 0750)\n".to_string(),
+        "750" => String::new(),
+        _ => format!("  changed /var/lib/influxdb: mode 0{mode} → 0750\n"),
+    }
+}
+
 #[test]
-fn the_log_store_as_a_podman_container_is_deployed_verified_left_alone_and_removed() {
+fn the_servers_as_podman_containers_are_deployed_verified_left_alone_and_removed() {
     if !podman_installed() {
         return crate::support::skip("podman is not installed (apt-get install podman): no container deployed");
     }
@@ -204,21 +325,33 @@ fn the_log_store_as_a_podman_container_is_deployed_verified_left_alone_and_remov
     let t = Test::new();
     let tarball = rootfs_tarball(t.path());
     podman_store_with_image(host, &tarball);
+    let _cleanup = RemoveContainers(host);
     configure_operator(&t, host);
+    // What deploy says of the host's podman: these user units never use Quadlet either way.
     let version = host.ok(&["podman", "--version"]);
-    if version != "podman version 4.3.1\n" {
-        // The expected report names the version and the unit it leads to.
-        return crate::support::skip(format!("this test expects podman 4.3.1 (Debian 12), not {}", version.trim()));
-    }
+    let version = version.trim().trim_start_matches("podman version ");
+    let numbers: Vec<u64> = version.split(['.', '-']).take(2).map(|n| n.parse().unwrap_or(0)).collect();
+    let choice = if numbers < vec![4, 4] {
+        format!("  podman {version} has no Quadlet (it came with podman 4.4): a unit running podman run\n")
+    } else {
+        format!(
+            "  podman {version} has Quadlet, read here for the system manager only (scope = \"system\"): a unit running podman run\n"
+        )
+    };
     let runc = if hybrid_cgroups() {
         "  this host mixes cgroup v1 and v2, which crun refuses: containers run with --runtime runc\n"
     } else {
         ""
     };
+    let said = format!("{runc}{choice}");
+    let data_dir = db_data_dir(host);
+    let main_pid = |unit: &str| host.ok(&["systemctl", "--user", "show", "--property", "MainPID", unit]);
 
     let deployed = opsbook(&t, &["run", "deploy", "--set", "service=server:loki"]);
-    deployed.code(0).stdout_matches(&timed(&expected_deploy(runc)));
-    assert_eq!(containers(host), format!("loki {IMAGE} running\n"));
+    deployed.code(0).stdout_matches(&timed(&expected_deploy(&said)));
+    let deployed = opsbook(&t, &["run", "deploy", "--set", "service=server:influxdb"]);
+    deployed.code(0).stdout_matches(&timed(&expected_db("deploy", &said, &data_dir)));
+    assert_eq!(containers(host), format!("influxdb {DB_IMAGE} running\nloki {IMAGE} running\n"));
     let unit = host.read_file(&format!("{UNITS}/loki.service")).expect("the unit file");
     let options = if runc.is_empty() { "" } else { " --runtime runc" };
     assert_eq!(
@@ -229,21 +362,25 @@ fn the_log_store_as_a_podman_container_is_deployed_verified_left_alone_and_remov
              --volume /var/lib/loki:/var/lib/loki {IMAGE} -config.file=/etc/loki/config.yaml"
         )
     );
-    let pid = host.ok(&["systemctl", "--user", "show", "--property", "MainPID", "loki"]);
+    let pids = (main_pid("loki"), main_pid("influxdb"));
 
     let again = opsbook(&t, &["run", "deploy", "--set", "service=server:loki"]);
-    again.code(0).stdout_matches(&timed(&expected_redeploy(runc)));
-    // Nothing restarted: the same conmon, the same container.
-    assert_eq!(host.ok(&["systemctl", "--user", "show", "--property", "MainPID", "loki"]), pid);
-    assert_eq!(containers(host), format!("loki {IMAGE} running\n"));
+    again.code(0).stdout_matches(&timed(&expected_redeploy(&said)));
+    let again = opsbook(&t, &["run", "deploy", "--set", "service=server:influxdb"]);
+    again.code(0).stdout_matches(&timed(&expected_db("redeploy", &said, "")));
+    // Nothing restarted: the same conmon, the same containers.
+    assert_eq!((main_pid("loki"), main_pid("influxdb")), pids);
+    assert_eq!(containers(host), format!("influxdb {DB_IMAGE} running\nloki {IMAGE} running\n"));
 
-    let removed = opsbook(&t, &["run", "remove", "--set", "service=server:loki"]);
-    removed.code(0).stdout_is(&expected_remove());
+    opsbook(&t, &["run", "remove", "--set", "service=server:loki"]).code(0).stdout_is(&expected_remove());
+    opsbook(&t, &["run", "remove", "--set", "service=server:influxdb"])
+        .code(0)
+        .stdout_is(&expected_db("remove", "", ""));
     assert_eq!(containers(host), "");
-    // The data kept, the container's id file gone with it, the unit unknown.
-    assert_eq!(
-        host.ok(&["sh", "-c", "ls -d /var/lib/loki; ls /run/user/0 | grep -c ctr-id || true"]),
-        "/var/lib/loki\n0\n"
-    );
-    assert_eq!(host.ok(&["systemctl", "--user", "show", "--property", "LoadState", "loki"]), "LoadState=not-found\n");
+    // The data kept, the containers' id files gone with them, the units unknown.
+    let left = "ls -d /var/lib/loki /var/lib/influxdb; ls /run/user/0 | grep -c ctr-id || true";
+    assert_eq!(host.ok(&["sh", "-c", left]), "/var/lib/influxdb\n/var/lib/loki\n0\n");
+    for unit in ["loki", "influxdb"] {
+        assert_eq!(host.ok(&["systemctl", "--user", "show", "--property", "LoadState", unit]), "LoadState=not-found\n");
+    }
 }
