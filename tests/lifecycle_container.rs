@@ -1,10 +1,12 @@
-//! A server deployed as a container through the real podman, on a real host of the test fleet
-//! over ssh: the log store's image is made on the host with `podman import` of a tarball
-//! holding the opsbook binary (no registry), so the container runs `opsbook twin log-store`.
-//! Deploy (a unit running `podman run --replace`: podman here predates Quadlet), verify, a
-//! second deploy that changes nothing, then remove: the unit unknown, no container left, the
-//! port closed, the data kept. The Quadlet path is rehearsed in a dry run in the sandbox, its
-//! `.container` file compared whole. Skipped, saying why, without podman, root or sshd.
+//! The servers deployed as containers through the real podman, on a real host of the test
+//! fleet over ssh: their images are made on the host with `podman import` of a tarball holding
+//! the opsbook binary (no registry), so the containers run `opsbook twin log-store` and
+//! `opsbook twin metrics-db`. Deploy (a unit running `podman run --replace`: these are user
+//! units, and podman here may predate Quadlet), verify, a second deploy that changes and
+//! restarts nothing, then remove: the units unknown, no container left, the ports closed, the
+//! data kept. The choice between Quadlet and `podman run` by podman's version, and a Quadlet
+//! deploy with its `.container` file compared whole, are rehearsed with `--dry-run` in the
+//! sandbox (podman here cannot run Quadlet). Skipped, saying why, without podman, root or sshd.
 
 use std::path::Path;
 use std::process::Command;
@@ -383,4 +385,201 @@ fn the_servers_as_podman_containers_are_deployed_verified_left_alone_and_removed
     for unit in ["loki", "influxdb"] {
         assert_eq!(host.ok(&["systemctl", "--user", "show", "--property", "LoadState", unit]), "LoadState=not-found\n");
     }
+}
+
+/// A sandbox whose container runtime is a script saying it is podman `version` (a dry run asks
+/// the runtime only its version: every other podman call is planned, not run).
+fn sandbox_with_podman(version: &str, scope: &str) -> Test {
+    let t = Test::new();
+    let runtime = t.path().join("podman");
+    std::fs::write(&runtime, format!("#!/bin/sh\n[ \"$1\" = --version ] && echo 'podman version {version}'\n"))
+        .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = format!(
+        "scope = \"{scope}\"\n[log_store]\nrun_as = \"container\"\nimage = \"{IMAGE}\"\n\
+         [container]\nruntime = \"{}\"\nrun_options = \"--runtime runc\"\n",
+        runtime.display()
+    );
+    t.config(&config).args(["--sandbox", "--dry-run", "run", "deploy", "--set", "service=log-store"])
+}
+
+/// How the unit section of a rehearsed deploy begins: what deploy said of the runtime and the
+/// unit file it would write (the lines up to that file's diff), masked.
+fn unit_section(stdout: &str) -> String {
+    let section = stdout.split("== unit loki.service\n").nth(1).unwrap_or_else(|| panic!("no unit section:\n{stdout}"));
+    crate::support::mask(section.split("--- /dev/null\n").next().unwrap())
+}
+
+#[test]
+fn deploy_chooses_quadlet_from_podman_4_4_for_the_system_manager_with_its_generator() {
+    let system = "  plan: would write /etc/systemd/system/loki.service: created (25 lines, mode 0644)\n";
+    let user = "  plan: would make directory [TMP]/.config/systemd/user: created\n  \
+                plan: would write [TMP]/.config/systemd/user/loki.service: created (25 lines, mode 0644)\n";
+    let runs = [
+        (
+            "4.3.1",
+            "system",
+            "  podman 4.3.1 has no Quadlet (it came with podman 4.4): a unit running podman run\n",
+            system,
+        ),
+        (
+            "5.0.1",
+            "system",
+            // The sandbox's files are its own: no generator there.
+            "  podman 5.0.1 has Quadlet but /usr/lib/systemd/system-generators/podman-system-generator is missing: a unit running podman run\n",
+            system,
+        ),
+        (
+            "4.4.0",
+            "user",
+            "  podman 4.4.0 has Quadlet, read here for the system manager only (scope = \"system\"): a unit running podman run\n",
+            user,
+        ),
+    ];
+    for (version, scope, said, written) in runs {
+        let out = sandbox_with_podman(version, scope).run().code(0);
+        assert_eq!(unit_section(&out.stdout), format!("{said}{written}"), "{}", out.stdout);
+    }
+}
+
+/// A rehearsed Quadlet deploy: the configuration checked by the image, the `.container`
+/// file written into Quadlet's folder, the manager reloaded (the generator then makes the
+/// unit), the generated unit restarted (it was running). `{host}` is this machine's name, `⚓`
+/// the sandbox's port, `⏱` a check's optional duration.
+const QUADLET_REHEARSAL: &str = "deploy (<built-in>/runbooks/deploy.rhai)  [sandbox: in-process stack]  (dry run: nothing will be changed)
+
+== configuration of log-store
+  ok    configuration rendered from log-store/config.yaml.j2
+  plan: would make directory /etc/loki: created
+  plan: would write /etc/loki/config.opsbook-candidate.yaml: created (31 lines, mode 0600)
+--- /dev/null
++++ /etc/loki/config.opsbook-candidate.yaml (mode 0600)
+@@ -0,0 +1,31 @@
++# Loki on {host}, deployed by opsbook (template log-store/config.yaml.j2).
++auth_enabled: false
++server:
++  http_listen_address: 0.0.0.0
++  http_listen_port: ⚓
++  grpc_listen_port: 9096
++  log_level: info
++common:
++  instance_addr: 127.0.0.1
++  path_prefix: /var/lib/loki
++  storage:
++    filesystem:
++      chunks_directory: /var/lib/loki/chunks
++      rules_directory: /var/lib/loki/rules
++  replication_factor: 1
++  ring:
++    kvstore:
++      store: inmemory
++schema_config:
++  configs:
++    - from: \"2024-01-01\"
++      store: tsdb
++      object_store: filesystem
++      schema: v13
++      index:
++        prefix: index_
++        period: 24h
++limits_config:
++  retention_period: 744h
++analytics:
++  reporting_enabled: false
+  plan: would run `[TMP]/podman run --rm --runtime runc --network none --volume /etc/loki/config.opsbook-candidate.yaml:/etc/loki/config.opsbook-candidate.yaml:ro localhost/opsbook-log-store:test -config.file=/etc/loki/config.opsbook-candidate.yaml -verify-config`
+  ok    configuration validated by the component's own tool⏱
+  plan: would make directory /var/lib/loki: created
+  plan: would make directory /etc/loki: created
+  plan: would write /etc/loki/config.yaml: created (31 lines, mode 0640, group loki)
+--- /dev/null
++++ /etc/loki/config.yaml (mode 0640, group loki)
+@@ -0,0 +1,31 @@
++# Loki on {host}, deployed by opsbook (template log-store/config.yaml.j2).
++auth_enabled: false
++server:
++  http_listen_address: 0.0.0.0
++  http_listen_port: ⚓
++  grpc_listen_port: 9096
++  log_level: info
++common:
++  instance_addr: 127.0.0.1
++  path_prefix: /var/lib/loki
++  storage:
++    filesystem:
++      chunks_directory: /var/lib/loki/chunks
++      rules_directory: /var/lib/loki/rules
++  replication_factor: 1
++  ring:
++    kvstore:
++      store: inmemory
++schema_config:
++  configs:
++    - from: \"2024-01-01\"
++      store: tsdb
++      object_store: filesystem
++      schema: v13
++      index:
++        prefix: index_
++        period: 24h
++limits_config:
++  retention_period: 744h
++analytics:
++  reporting_enabled: false
+
+== unit loki.service
+  podman 5.0.1: a Quadlet file, as asked (container_unit)
+  plan: would make directory /etc/containers/systemd: created
+  plan: would write /etc/containers/systemd/loki.container: created (24 lines, mode 0644)
+--- /dev/null
++++ /etc/containers/systemd/loki.container (mode 0644)
+@@ -0,0 +1,24 @@
++# loki.container: Loki log store on {host}, deployed by opsbook (template
++# units/quadlet.container.j2). Podman's Quadlet generator makes loki.service from it at each
++# daemon-reload; the next deploy rewrites this file: change the template or the inventory instead.
++[Unit]
++Description=Loki log store (container loki)
++Wants=network-online.target
++After=network-online.target
++
++[Container]
++ContainerName=loki
++Image=localhost/opsbook-log-store:test
++Network=host
++Volume=/etc/loki/config.yaml:/etc/loki/config.yaml:ro
++Volume=/var/lib/loki:/var/lib/loki
++PodmanArgs=--runtime runc
++Exec=-config.file=/etc/loki/config.yaml
++
++[Service]
++Restart=on-failure
++RestartSec=[DUR]
++TimeoutStopSec=70
++
++[Install]
++WantedBy=multi-user.target
+  plan: would reload the service manager (daemon-reload)
+  plan: would restart loki.service
+  would change 4: data directory /var/lib/loki, configuration /etc/loki/config.yaml, unit loki.service, restarted
+
+== readiness
+  ok    log-store ready⏱
+
+== log store
+  ok    loki.service active — active (running)
+  ok    log store /ready says ready — ready
+  ok    storage backend — local disk: filesystem (schema periods: filesystem)
+
+6 passed, 0 failed  ([DUR])
+";
+
+#[test]
+fn a_quadlet_deploy_rehearsed_writes_the_container_file_reloads_and_restarts_the_generated_unit() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let expected = timed(&QUADLET_REHEARSAL.replace("{host}", host.trim())).replace('⚓', r"\d+");
+    sandbox_with_podman("5.0.1", "system")
+        .args(["--set", "container_unit=quadlet"])
+        .run()
+        .code(0)
+        .stdout_matches(&expected);
 }
