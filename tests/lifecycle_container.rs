@@ -443,7 +443,8 @@ fn deploy_chooses_quadlet_from_podman_4_4_for_the_system_manager_with_its_genera
     }
 }
 
-/// A rehearsed Quadlet deploy: the configuration checked by the image, the `.container`
+/// A rehearsed Quadlet deploy: the configuration checked by the image, the sandbox's own
+/// (native, enabled) unit disabled so its file cannot hide the generated one, the `.container`
 /// file written into Quadlet's folder, the manager reloaded (the generator then makes the
 /// unit), the generated unit restarted (it was running). `{host}` is this machine's name, `⚓`
 /// the sandbox's port, `⏱` a check's optional duration.
@@ -529,6 +530,7 @@ const QUADLET_REHEARSAL: &str = "deploy (<built-in>/runbooks/deploy.rhai)  [sand
 
 == unit loki.service
   podman 5.0.1: a Quadlet file, as asked (container_unit)
+  plan: would disable loki.service
   plan: would make directory /etc/containers/systemd: created
   plan: would write /etc/containers/systemd/loki.container: created (24 lines, mode 0644)
 --- /dev/null
