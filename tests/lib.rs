@@ -11,6 +11,7 @@ mod fleet_runs;
 mod inventory;
 mod journal;
 mod lifecycle;
+mod lifecycle_container;
 mod lifecycle_verbs;
 mod probes;
 mod remote_world;

@@ -1,6 +1,7 @@
 //! `container::` — the server containers through the runtime (Podman): list, inspect, logs,
-//! stats, top. `restart` works but warns: the service manager is the right way,
-//! so the container's unit knows about it.
+//! stats, top, and what the host's runtime can do (`runtime`: its version, whether it has
+//! Quadlet, whether the cgroup layout needs runc). `restart` works but warns: the service
+//! manager is the right way, so the container's unit knows about it.
 
 use std::sync::Arc;
 
@@ -9,10 +10,15 @@ use serde::Serialize;
 
 use super::values::record;
 use super::{Host, HostResult, fail};
+use crate::config::keys;
 use crate::register;
 use crate::report::Level;
-use crate::world::containers::Container;
+use crate::world::commands::Invocation;
+use crate::world::containers::{Container, parse_version};
 use crate::world::units::full_name;
+
+/// Podman makes units from Quadlet files (`NAME.container`) from this version on.
+const QUADLET_SINCE: (u64, u64, u64) = (4, 4, 0);
 
 /// Registers the `container::` namespace.
 pub fn register(engine: &mut Engine, host: &Arc<Host>) {
@@ -60,6 +66,18 @@ fn module(host: &Arc<Host>) -> Module {
             let command = h.block_on(|| async move { units.status(&full).await })?.map(|s| s.exec_start);
             Ok(of_unit(&found, unit, &command.unwrap_or_default()).map_or(Dynamic::UNIT, Dynamic::from))
         }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "runtime",
+        ["Map"],
+        "/// What the host's container runtime (`container.runtime`) can do: `#{program, version,\n\
+         /// major, minor, patch, quadlet, hybrid_cgroups, runc}` — `quadlet`: podman 4.4 or later;\n\
+         /// `hybrid_cgroups`: cgroup v1 controllers beside a v2 hierarchy, which crun refuses;\n\
+         /// `runc`: runc is installed. Only reads, so it runs under `--dry-run` too. Throws when the\n\
+         /// runtime is missing or prints no version.",
+        move || runtime(&h)
     );
     let h = host.clone();
     register!(&mut m, "logs", ["name: &str", "Array"], "/// The container's last 100 log lines.", move |name: &str| {
@@ -165,6 +183,57 @@ fn container_record(c: &Container) -> HostResult<Dynamic> {
     .map(Dynamic::from_map)
 }
 
+/// What a host's container runtime can do, as scripts see it.
+#[derive(Serialize)]
+struct RuntimeRecord<'a> {
+    program: &'a str,
+    version: String,
+    major: i64,
+    minor: i64,
+    patch: i64,
+    quadlet: bool,
+    hybrid_cgroups: bool,
+    runc: bool,
+}
+
+/// Whether podman of this version makes units from Quadlet files.
+fn has_quadlet(version: (u64, u64, u64)) -> bool {
+    version >= QUADLET_SINCE
+}
+
+fn runtime(host: &Host) -> HostResult<Map> {
+    let config = host.config();
+    let program = config.text(keys::CONTAINER_RUNTIME);
+    let timeout = config.duration(keys::TOOLS_TIMEOUT);
+    // Reads only: they run under --dry-run as well, so a rehearsal chooses as the real run will.
+    let run = |argv: &[&str]| {
+        let argv = argv.iter().map(|a| a.to_string()).collect();
+        host.run_command(Invocation { argv, timeout, ..Invocation::default() })
+    };
+    let done = run(&[&program, "--version"])?.map_err(|e| {
+        fail(format!("the container runtime `{program}` cannot run on this host: {e} (apt-get install podman, or set container.runtime)"))
+    })?;
+    let said = format!("{}{}", done.stdout, done.stderr);
+    let version = parse_version(&done.stdout).filter(|_| done.code == Some(0)).ok_or_else(|| {
+        fail(format!("`{program} --version` printed no version: {:?} (is container.runtime podman?)", said.trim()))
+    })?;
+    // crun refuses a hybrid layout (v1 controllers, a v2 hierarchy at /sys/fs/cgroup/unified).
+    let hybrid_cgroups = run(&["stat", "-f", "-c", "%T", "/sys/fs/cgroup/unified"])?
+        .is_ok_and(|d| d.code == Some(0) && d.stdout.trim() == "cgroup2fs");
+    let runc = run(&["sh", "-c", "command -v runc"])?.is_ok_and(|d| d.code == Some(0));
+    let (major, minor, patch) = version;
+    record(&RuntimeRecord {
+        program: &program,
+        version: format!("{major}.{minor}.{patch}"),
+        major: major as i64,
+        minor: minor as i64,
+        patch: patch as i64,
+        quadlet: has_quadlet(version),
+        hybrid_cgroups,
+        runc,
+    })
+}
+
 /// The container `unit` runs, among `found`.
 fn of_unit(found: &[Container], unit: &str, command: &[String]) -> Option<String> {
     let unit = full_name(unit);
@@ -213,8 +282,19 @@ fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {
 
 #[cfg(test)]
 mod tests {
-    use super::of_unit;
-    use crate::world::containers::Container;
+    use super::{has_quadlet, of_unit};
+    use crate::world::containers::{Container, parse_version};
+
+    #[test]
+    fn quadlet_from_podman_4_4_on() {
+        let quadlet = |text: &str| has_quadlet(parse_version(text).unwrap());
+        assert!(!quadlet("podman version 4.3.1"));
+        assert!(!quadlet("podman version 3.4.4"));
+        assert!(quadlet("podman version 4.4.0"));
+        assert!(quadlet("podman version 4.9.3"));
+        assert!(quadlet("podman version 5.0.0"));
+        assert!(quadlet("podman version 5.4.2-dev"));
+    }
 
     fn container(name: &str, unit: Option<&str>) -> Container {
         let labels = unit.map(|u| [("PODMAN_SYSTEMD_UNIT".to_string(), u.to_string())].into()).unwrap_or_default();

@@ -1,6 +1,7 @@
-//! The container seam: the server units when they run as Podman containers (through Quadlet
-//! files). The real implementation runs `podman … --format json` through the `Commands` seam
-//! and parses its JSON; restarts belong to the service manager, so none is offered here.
+//! The container seam: the server units when they run as Podman containers (a Quadlet file or
+//! a unit running `podman run`). The real implementation runs `podman … --format json` through
+//! the `Commands` seam and parses its JSON (and its `--version`); restarts belong to the
+//! service manager, so none is offered here.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,6 +121,17 @@ fn text(v: &Value, key: &str) -> String {
         Some(Value::Number(n)) => n.to_string(),
         _ => String::new(),
     }
+}
+
+/// The version `podman --version` prints (`podman version 4.3.1`, `podman version 5.2.0-dev`):
+/// major, minor and patch, or `None` when the text names none.
+pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+    let word = text.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
+    let mut numbers = word.split(['.', '-', '+']).map(|n| n.parse::<u64>().ok());
+    let major = numbers.next()??;
+    let minor = numbers.next().flatten().unwrap_or(0);
+    let patch = numbers.next().flatten().unwrap_or(0);
+    Some((major, minor, patch))
 }
 
 /// `podman ps --format json`.
@@ -248,6 +260,15 @@ mod tests {
         let inspect: Value = serde_json::from_str(&fixture("inspect.json")).unwrap();
         assert_eq!(inspect[0]["State"]["Status"], "created");
         assert!(parse_ps("<html>").is_err() && parse_stats("[]").is_err());
+    }
+
+    #[test]
+    fn versions_as_podman_prints_them() {
+        assert_eq!(parse_version("podman version 4.3.1\n"), Some((4, 3, 1)));
+        assert_eq!(parse_version("podman version 5.2.0-dev"), Some((5, 2, 0)));
+        assert_eq!(parse_version("podman version 4.4"), Some((4, 4, 0)));
+        assert_eq!(parse_version("podman: command not found"), None);
+        assert_eq!(parse_version(""), None);
     }
 
     #[test]
