@@ -52,14 +52,16 @@ fn install_twins(t: &Test, host: &PrivateHost, loki_ready_delay: &str) {
     );
     // The log store starts as Loki 3.4.6 does, logging `empty ring` at level error while its
     // ring forms (tests/fixtures/wire/loki-3.4.6/log-levels-one-life.txt), and echoes every line
-    // a test appends to `loki-says` as a line of its own run (same unit, same invocation).
+    // a test appends to `loki-says` as a line of its own run (same unit, same invocation). Its
+    // `tail` ends with the twin (`--pid`, the shell's pid, which the twin takes over), so
+    // after a restart no tail of the run before echoes a line a second time.
     write(
         "loki-run.sh",
         format!(
             "#!/bin/sh\n\
 echo 'level=error ts=2026-11-23T14:46:00.689980692Z caller=ratestore.go:109 msg=\"error getting ingester clients\" err=\"empty ring\"'\n\
 : > {dir}/loki-says\n\
-tail -n0 -F {dir}/loki-says &\n\
+tail --pid=$$ -n0 -F {dir}/loki-says &\n\
 exec {bin} twin log-store --ready-delay {loki_ready_delay}\n"
         ),
     );
