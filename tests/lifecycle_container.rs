@@ -184,24 +184,26 @@ server  metrics-db, log-store  6       0       [DUR]
     )
 }
 
-fn expected_remove() -> String {
+/// What `remove` of a server says: its unit stopped, disabled and removed, its configuration
+/// removed, its data kept, then proven gone.
+fn expected_remove(unit: &str, config: &str, data_dir: &str, port: u16) -> String {
     format!(
         "remove on server (<built-in>/runbooks/remove.rhai)
 
-== stop loki.service
-  changed: removed {UNITS}/default.target.wants/loki.service
+== stop {unit}
+  changed: removed {UNITS}/default.target.wants/{unit}
 
 == files
-  changed {UNITS}/loki.service: removed
+  changed {UNITS}/{unit}: removed
   changed: the service manager re-read its unit files (daemon-reload)
-  changed /etc/loki/config.yaml: removed
-  data kept in /var/lib/loki (--set purge=true removes it)
-  changed=4: stopped, disabled, unit loki.service, configuration /etc/loki/config.yaml
+  changed {config}: removed
+  data kept in {data_dir} (--set purge=true removes it)
+  changed=4: stopped, disabled, unit {unit}, configuration {config}
 
 == gone
-  ok    loki.service unknown to the service manager
-  ok    /etc/loki/config.yaml removed
-  ok    port 3100 closed
+  ok    {unit} unknown to the service manager
+  ok    {config} removed
+  ok    port {port} closed
 
 3 passed, 0 failed  ([DUR])
 
@@ -213,96 +215,54 @@ server  metrics-db, log-store  3       0       [DUR]
     )
 }
 
-/// The database's expected reports (`kind`: deploy, redeploy, remove); `data_dir`: how deploy
-/// finds /var/lib/influxdb (the host's /var/lib is a copy of this machine's).
-fn expected_db(kind: &str, said: &str, data_dir: &str) -> String {
-    match kind {
-        "deploy" => format!(
-            "deploy on server (<built-in>/runbooks/deploy.rhai)
+/// How a deploy of the metrics database begins: it has no offline check of its configuration.
+const DB_DEPLOY_HEAD: &str = "deploy on server (<built-in>/runbooks/deploy.rhai)
 
 == configuration of metrics-db
   ok    configuration rendered from metrics-db/config.toml.j2
   skip  configuration validated offline — the metrics database has no offline check: its health after the start is the check
-{data_dir}  changed /etc/influxdb/config.toml: created (6 lines, mode 0640)
+";
+
+/// How a deploy of the metrics database ends: ready, then its verification.
+const DB_VERIFIED: &str = "
+== readiness
+  ok    metrics-db ready⏱
+
+== metrics database
+  ok    influxdb.service active — active (running)
+  ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)
+  ok    authenticated bucket listing
+  ok    storage backend — local disk: engine at /var/lib/influxdb/engine
+
+6 passed, 0 failed, 1 skipped  ([DUR])
+
+HOST    ROLES                  PASSED  FAILED  TIME
+server  metrics-db, log-store  6       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+";
+
+fn expected_db(kind: &str, said: &str, data_dir: &str) -> String {
+    match kind {
+        "deploy" => format!(
+            "{DB_DEPLOY_HEAD}{data_dir}  changed /etc/influxdb/config.toml: created (6 lines, mode 0640)
 
 == unit influxdb.service
 {said}  changed {UNITS}/influxdb.service: created (25 lines, mode 0644)
   changed: the service manager re-read its unit files (daemon-reload)
   changed: created symlink {UNITS}/default.target.wants/influxdb.service → {UNITS}/influxdb.service
   changed={changes}: {data}configuration /etc/influxdb/config.toml, unit influxdb.service, enabled, started
-
-== readiness
-  ok    metrics-db ready⏱
-
-== metrics database
-  ok    influxdb.service active — active (running)
-  ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)
-  ok    authenticated bucket listing
-  ok    storage backend — local disk: engine at /var/lib/influxdb/engine
-
-6 passed, 0 failed, 1 skipped  ([DUR])
-
-HOST    ROLES                  PASSED  FAILED  TIME
-server  metrics-db, log-store  6       0       [DUR]
-
-1 host(s): all passed  ([DUR])
-",
+{DB_VERIFIED}",
             changes = if data_dir.is_empty() { 4 } else { 5 },
             data = if data_dir.is_empty() { "" } else { "data directory /var/lib/influxdb, " },
         ),
         "redeploy" => format!(
-            "deploy on server (<built-in>/runbooks/deploy.rhai)
-
-== configuration of metrics-db
-  ok    configuration rendered from metrics-db/config.toml.j2
-  skip  configuration validated offline — the metrics database has no offline check: its health after the start is the check
-
+            "{DB_DEPLOY_HEAD}
 == unit influxdb.service
 {said}  nothing changed (changed=0): configuration and unit as deployed, nothing restarted
-
-== readiness
-  ok    metrics-db ready⏱
-
-== metrics database
-  ok    influxdb.service active — active (running)
-  ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)
-  ok    authenticated bucket listing
-  ok    storage backend — local disk: engine at /var/lib/influxdb/engine
-
-6 passed, 0 failed, 1 skipped  ([DUR])
-
-HOST    ROLES                  PASSED  FAILED  TIME
-server  metrics-db, log-store  6       0       [DUR]
-
-1 host(s): all passed  ([DUR])
-"
+{DB_VERIFIED}"
         ),
-        _ => format!(
-            "remove on server (<built-in>/runbooks/remove.rhai)
-
-== stop influxdb.service
-  changed: removed {UNITS}/default.target.wants/influxdb.service
-
-== files
-  changed {UNITS}/influxdb.service: removed
-  changed: the service manager re-read its unit files (daemon-reload)
-  changed /etc/influxdb/config.toml: removed
-  data kept in /var/lib/influxdb (--set purge=true removes it)
-  changed=4: stopped, disabled, unit influxdb.service, configuration /etc/influxdb/config.toml
-
-== gone
-  ok    influxdb.service unknown to the service manager
-  ok    /etc/influxdb/config.toml removed
-  ok    port 8086 closed
-
-3 passed, 0 failed  ([DUR])
-
-HOST    ROLES                  PASSED  FAILED  TIME
-server  metrics-db, log-store  3       0       [DUR]
-
-1 host(s): all passed  ([DUR])
-"
-        ),
+        _ => expected_remove("influxdb.service", "/etc/influxdb/config.toml", "/var/lib/influxdb", 8086),
     }
 }
 
@@ -374,7 +334,12 @@ fn the_servers_as_podman_containers_are_deployed_verified_left_alone_and_removed
     assert_eq!((main_pid("loki"), main_pid("influxdb")), pids);
     assert_eq!(containers(host), format!("influxdb {DB_IMAGE} running\nloki {IMAGE} running\n"));
 
-    opsbook(&t, &["run", "remove", "--set", "service=server:loki"]).code(0).stdout_is(&expected_remove());
+    opsbook(&t, &["run", "remove", "--set", "service=server:loki"]).code(0).stdout_is(&expected_remove(
+        "loki.service",
+        "/etc/loki/config.yaml",
+        "/var/lib/loki",
+        3100,
+    ));
     opsbook(&t, &["run", "remove", "--set", "service=server:influxdb"])
         .code(0)
         .stdout_is(&expected_db("remove", "", ""));
