@@ -13,7 +13,7 @@ use super::values::{record, text};
 use super::{Host, HostResult, diff, fail};
 use crate::register;
 use crate::report::Level;
-use crate::world::files::{BACKUP_SUFFIX, Meta, Wanted, mode_text};
+use crate::world::files::{BACKUP_SUFFIX, Looked, Meta, Wanted, mode_text};
 
 /// Registers the `file::` namespace.
 pub fn register(engine: &mut Engine, host: &Arc<Host>) {
@@ -47,6 +47,18 @@ fn module(host: &Arc<Host>) -> Module {
                 &secrets(&h, &[]),
             ))
         }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "compare",
+        ["files: Array", "Map"],
+        "/// Whether files and directories are already as wanted, all read in one call (one round trip\n\
+         /// on an ssh host). Each item is `#{path, content}` for a file or `#{path, dir: true}` for a\n\
+         /// directory, with `mode`, `owner` and `group` as `file::write` and `file::mkdir` take them.\n\
+         /// Returns `#{same, differing}`: `differing` says what differs, item by item (`PATH: absent`,\n\
+         /// `PATH: content, mode 0644 → 0640`). Reads only: the same under `--dry-run`.",
+        move |files: Array| compare(&h, &files)
     );
     let h = host.clone();
     register!(
@@ -208,6 +220,67 @@ fn stat(host: &Host, path: &str) -> HostResult<Option<Meta>> {
     absolute(path)?;
     let (files, p) = (host.world().files.clone(), path.to_string());
     host.block_on(|| async move { files.stat(&p).await })?.map_err(fail)
+}
+
+/// What `file::compare` found against what was wanted.
+#[derive(Serialize)]
+struct Compared {
+    same: bool,
+    differing: Vec<String>,
+}
+
+/// One item of `file::compare`: what should be at a path (`content: None` is a directory).
+struct Expected {
+    path: String,
+    content: Option<String>,
+    wanted: Wanted,
+}
+
+fn expected(item: &Dynamic) -> HostResult<Expected> {
+    let shape = "file::compare: each item is `#{path, content}` (a file) or `#{path, dir: true}` (a directory)";
+    let map = item.read_lock::<Map>().ok_or_else(|| fail(shape))?;
+    let path = map.get("path").map(text).ok_or_else(|| fail(shape))?;
+    absolute(&path)?;
+    let dir = match map.get("dir") {
+        Some(d) => d.as_bool().map_err(|_| fail("file::compare: `dir` must be true or false"))?,
+        None => false,
+    };
+    let content = map.get("content").map(text);
+    if dir == content.is_some() {
+        return Err(fail(format!("{shape}; {path} has {}", if dir { "both" } else { "neither" })));
+    }
+    let wanted = wanted(&map, &["path", "content", "dir"], "file::compare")?;
+    Ok(Expected { path, content, wanted })
+}
+
+/// What differs between what is at a path and what is wanted there; empty when nothing does.
+fn differences(expected: &Expected, found: Option<Looked>) -> Vec<String> {
+    match found {
+        None => vec!["absent".to_string()],
+        Some(l) if l.meta.dir != expected.content.is_none() => {
+            vec![if l.meta.dir { "a directory" } else { "not a directory" }.to_string()]
+        }
+        Some(l) => {
+            let content = (l.text != expected.content).then(|| "content".to_string());
+            content.into_iter().chain(meta_changes(&l.meta, &expected.wanted)).collect()
+        }
+    }
+}
+
+fn compare(host: &Host, items: &Array) -> HostResult<Map> {
+    let expected = items.iter().map(expected).collect::<HostResult<Vec<_>>>()?;
+    let paths: Vec<String> = expected.iter().map(|e| e.path.clone()).collect();
+    let files = host.world().files.clone();
+    let found = host.block_on(|| async move { files.look_all(&paths).await })?.map_err(fail)?;
+    let differing: Vec<String> = expected
+        .iter()
+        .zip(found)
+        .filter_map(|(e, f)| {
+            let what = differences(e, f);
+            (!what.is_empty()).then(|| format!("{}: {}", e.path, what.join(", ")))
+        })
+        .collect();
+    record(&Compared { same: differing.is_empty(), differing })
 }
 
 fn read(host: &Host, path: &str) -> HostResult<Dynamic> {

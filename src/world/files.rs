@@ -62,6 +62,30 @@ pub trait Files: Send + Sync {
     fn mkdir<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<bool, String>>;
     /// The home directory of the user this world acts as.
     fn home(&self) -> BoxFuture<'_, Result<String, String>>;
+    /// Several paths at once, in order: each one's metadata and, for a file, its text; `None`
+    /// where nothing is. The same answers as `stat` and `read` one by one; a remote host
+    /// answers them all in one round trip.
+    fn look_all<'a>(&'a self, paths: &'a [String]) -> BoxFuture<'a, Result<Vec<Option<Looked>>, String>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(paths.len());
+            for path in paths {
+                out.push(match self.stat(path).await? {
+                    Some(meta) if meta.dir => Some(Looked { text: None, meta }),
+                    Some(_) => self.read(path).await?.map(|(text, meta)| Looked { text: Some(text), meta }),
+                    None => None,
+                });
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// What `look_all` found at a path: a directory's metadata, or a file's with its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Looked {
+    /// The file's text; `None` for a directory.
+    pub text: Option<String>,
+    pub meta: Meta,
 }
 
 /// `0640`, as operators write modes.
@@ -342,6 +366,19 @@ if [ "$4" = 1 ] && [ -f "$p" ]; then ln -f "$p" "$p.opsbook-backup" 2>/dev/null 
 mv -f "$t" "$p"
 trap - EXIT"#;
 
+/// For each path argument: `absent`, or `MODE:OWNER:GROUP:TYPE:SIZE` then, for a file, its
+/// SIZE bytes and a newline (a file that changes between the two reads breaks that framing,
+/// which the reader reports).
+const LOOK_ALL: &str = r#"for p in "$@"; do
+  if [ ! -e "$p" ]; then echo absent; continue; fi
+  m=$(stat -L -c '%a:%U:%G:%F' "$p") || exit 1
+  if [ -d "$p" ]; then echo "$m:0"; continue; fi
+  n=$(wc -c < "$p") || exit 1
+  echo "$m:$((n))"
+  cat "$p" || exit 1
+  echo
+done"#;
+
 const SET_META: &str = r#"set -eu
 if [ -n "$3" ]; then chown "$3" "$1"; fi
 if [ -n "$2" ]; then chmod "$2" "$1"; fi"#;
@@ -409,7 +446,46 @@ impl CommandFiles {
     }
 }
 
+/// `look_all`'s answer, path by path: a header line, then a file's bytes and a newline.
+fn parse_look_all(out: &str, paths: &[String]) -> Result<Vec<Option<Looked>>, String> {
+    let bad = |path: &str, what: &str| format!("cannot read {path}: unexpected answer ({what})");
+    let mut rest = out;
+    let mut found = Vec::with_capacity(paths.len());
+    for path in paths {
+        let (line, after) = rest.split_once('\n').ok_or_else(|| bad(path, "cut short"))?;
+        rest = after;
+        if line == "absent" {
+            found.push(None);
+            continue;
+        }
+        let (head, size) = line.rsplit_once(':').ok_or_else(|| bad(path, line))?;
+        let meta = parse_meta(head).ok_or_else(|| bad(path, line))?;
+        let size: usize = size.parse().map_err(|_| bad(path, line))?;
+        if meta.dir {
+            found.push(Some(Looked { text: None, meta }));
+            continue;
+        }
+        if rest.len() < size {
+            return Err(format!("cannot read {path}: it changed while being read (run again)"));
+        }
+        let text = rest.get(..size).ok_or_else(|| format!("cannot read {path}: it is not UTF-8 text"))?;
+        rest = rest[size..]
+            .strip_prefix('\n')
+            .ok_or_else(|| format!("cannot read {path}: it changed while being read (run again)"))?;
+        found.push(Some(Looked { text: Some(text.to_string()), meta }));
+    }
+    Ok(found)
+}
+
 impl Files for CommandFiles {
+    fn look_all<'a>(&'a self, paths: &'a [String]) -> BoxFuture<'a, Result<Vec<Option<Looked>>, String>> {
+        Box::pin(async move {
+            let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+            let out = self.script("read", &paths.join(", "), LOOK_ALL, &args, None).await?;
+            parse_look_all(&out, paths)
+        })
+    }
+
     fn stat<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Option<Meta>, String>> {
         Box::pin(async move { Ok(self.look(path, false).await?.map(|(_, m)| m)) })
     }
@@ -513,6 +589,28 @@ mod tests {
         assert_eq!((done.code, done.stderr.as_str()), (Some(1), "only 4 of 999 bytes arrived\n"));
         assert_eq!(std::fs::read_to_string(&again).unwrap(), "old\n");
         assert_eq!(std::fs::read_dir(&base).unwrap().count(), 1);
+    }
+
+    /// Several paths in one call: the shell's answer, framed by sizes, is what the local
+    /// files say one by one, whatever the texts end with.
+    #[tokio::test]
+    async fn look_all_answers_in_one_script_as_the_local_files_do_path_by_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().display().to_string();
+        for (name, text) in [("empty", ""), ("bare", "no newline"), ("two", "a\n\nb\n"), ("nl", "\n")] {
+            std::fs::write(format!("{base}/{name}"), text).unwrap();
+        }
+        std::fs::create_dir(format!("{base}/sub")).unwrap();
+        let paths: Vec<String> =
+            ["empty", "bare", "sub", "absent", "two", "nl"].iter().map(|n| format!("{base}/{n}")).collect();
+        let shell =
+            CommandFiles { commands: Arc::new(super::super::commands::Processes), timeout: Duration::from_secs(10) };
+        let found = shell.look_all(&paths).await.unwrap();
+        assert_eq!(found, LocalFiles { root: None }.look_all(&paths).await.unwrap());
+        let texts: Vec<Option<&str>> = found.iter().map(|f| f.as_ref().and_then(|l| l.text.as_deref())).collect();
+        assert_eq!(texts, [Some(""), Some("no newline"), None, None, Some("a\n\nb\n"), Some("\n")]);
+        assert_eq!(found[2].as_ref().map(|l| l.meta.dir), Some(true));
+        assert_eq!(found[3], None);
     }
 
     #[test]
