@@ -56,9 +56,14 @@ PY
     echo "deploy does not pass on the fleet of $n (see $d/deploy.txt)" >&2; exit 1; }
   (cd "$d" && "$bin" run verify-log-shipper --hosts log-shipper --forks 25 >"$d/verify.txt") || {
     echo "verify-log-shipper does not pass on the fleet of $n (see $d/verify.txt)" >&2; exit 1; }
+  # The last remove's and deploy's reports are kept, so a failing run can be read.
   (cd "$d" && hyperfine --runs "$runs" --export-json "$results/deploy-$n.json" \
-    --prepare "$bin run remove --set service=log-shipper --forks 25 >/dev/null" \
-    -n "deploy log-shipper ($n client hosts)" "$bin run deploy --set service=log-shipper --forks 25")
+    --prepare "$bin run remove --set service=log-shipper --forks 25 >$d/remove.txt 2>&1" \
+    -n "deploy log-shipper ($n client hosts)" "$bin run deploy --set service=log-shipper --forks 25 >$d/deploy.txt 2>&1") || {
+    echo "a remove or deploy failed on the fleet of $n: its report:" >&2
+    cat "$d/remove.txt" "$d/deploy.txt" >&2
+    exit 1
+  }
   (cd "$d" && hyperfine --warmup 1 --runs "$runs" --export-json "$results/redeploy-$n.json" \
     -n "deploy, nothing changed ($n client hosts)" "$bin run deploy --set service=log-shipper --forks 25" \
     -n "verify-log-shipper ($n client hosts)" "$bin run verify-log-shipper --hosts log-shipper --forks 25")
