@@ -44,17 +44,26 @@ run = f"{binary} twin log-shipper run --server.http.listen-addr=127.0.0.1:12345 
 text = text.replace("[log_shipper]\n", f'[log_shipper]\nexec = "{run}"\n', 1)
 open(path, "w").write(text)
 PY
+  # (ssh -n: without it the first ssh reads the rest of hosts.txt as its stdin, and only the
+  # first client loses its unit: the others keep fleet_boot.py's alloy.service, which remove
+  # then rightly reports as still known to their service manager.)
   while read -r name units; do
     [ "$name" = server ] && continue
-    ssh -F "$d/ssh_config" "$name" 'systemctl --user stop alloy; rm -f /run/user/0/systemd/user/alloy.service; systemctl --user daemon-reload'
+    ssh -n -F "$d/ssh_config" "$name" 'systemctl --user stop alloy; rm -f /run/user/0/systemd/user/alloy.service; systemctl --user daemon-reload' &
   done < "$d/hosts.txt"
+  wait
   (cd "$d" && "$bin" run deploy --set service=log-shipper --forks 25 >"$d/deploy.txt") || {
     echo "deploy does not pass on the fleet of $n (see $d/deploy.txt)" >&2; exit 1; }
   (cd "$d" && "$bin" run verify-log-shipper --hosts log-shipper --forks 25 >"$d/verify.txt") || {
     echo "verify-log-shipper does not pass on the fleet of $n (see $d/verify.txt)" >&2; exit 1; }
+  # The last remove's and deploy's reports are kept, so a failing run can be read.
   (cd "$d" && hyperfine --runs "$runs" --export-json "$results/deploy-$n.json" \
-    --prepare "$bin run remove --set service=log-shipper --forks 25 >/dev/null" \
-    -n "deploy log-shipper ($n client hosts)" "$bin run deploy --set service=log-shipper --forks 25")
+    --prepare "$bin run remove --set service=log-shipper --forks 25 >$d/remove.txt 2>&1" \
+    -n "deploy log-shipper ($n client hosts)" "$bin run deploy --set service=log-shipper --forks 25 >$d/deploy.txt 2>&1") || {
+    echo "a remove or deploy failed on the fleet of $n: its report:" >&2
+    cat "$d/remove.txt" "$d/deploy.txt" >&2
+    exit 1
+  }
   (cd "$d" && hyperfine --warmup 1 --runs "$runs" --export-json "$results/redeploy-$n.json" \
     -n "deploy, nothing changed ($n client hosts)" "$bin run deploy --set service=log-shipper --forks 25" \
     -n "verify-log-shipper ($n client hosts)" "$bin run verify-log-shipper --hosts log-shipper --forks 25")

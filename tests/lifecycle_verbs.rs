@@ -277,6 +277,20 @@ unit::daemon_reload();
 let e = unit::enable("opsdemo", #{now: true});
 check("enabled and started", e.changed && unit::is_active("opsdemo") && unit::is_enabled("opsdemo"), e.changes);
 check("enabling again changes nothing", !unit::enable("opsdemo", #{now: true}).changed);
+let wanted = [
+    #{path: "/etc/opsdemo", dir: true},
+    #{path: "/etc/opsdemo/app.conf", content: "greeting = hello from c1\n", mode: "0640", group: "opsdemo"},
+    #{path: unit::path("opsdemo") + ".d/limits.conf", content: "[Service]\nLimitNOFILE=4096\n", mode: "0644"},
+    #{path: "/var/lib/opsdemo", dir: true, mode: "0750", owner: "opsdemo", group: "opsdemo"},
+];
+let same = file::compare(wanted);
+check("all as written, read in one call", same.same && same.differing.is_empty(), same.differing);
+wanted[1].content = "greeting = changed\n";
+wanted[1].mode = "0600";
+wanted.push(#{path: "/etc/opsdemo/absent.conf", content: ""});
+wanted.push(#{path: "/etc/opsdemo", content: "x"});
+let differs = file::compare(wanted);
+check("what differs is named", !differs.same, differs.differing);
 "#;
 
 const REMOVE: &str = r#"
@@ -307,11 +321,13 @@ const DEPLOYED: &str = "deploy on c1 (runbooks/deploy.rhai)
   changed: started opsdemo.service
   ok    enabled and started — [\"created symlink /run/user/0/home/.config/systemd/user/default.target.wants/opsdemo.service → /run/user/0/home/.config/systemd/user/opsdemo.service\", \"started opsdemo.service\"]⏱
   ok    enabling again changes nothing⏱
+  ok    all as written, read in one call — []⏱
+  ok    what differs is named — [\"/etc/opsdemo/app.conf: content, mode 0640 → 0600\", \"/etc/opsdemo/absent.conf: absent\", \"/etc/opsdemo: a directory\"]⏱
 
-5 passed, 0 failed  ([DUR])
+7 passed, 0 failed  ([DUR])
 
 HOST  ROLES  PASSED  FAILED  TIME
-c1    -      5       0       [DUR]
+c1    -      7       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 ";

@@ -1,6 +1,7 @@
-//! `file::` — a host's files: read, check, write atomically with a diff and a backup, remove,
-//! make directories. Everything goes through the `Files` world seam, so on an ssh host it
-//! happens there. Every change passes `Host::plan` first (under `--dry-run` the diff is shown
+//! `file::` — a host's files: read, compare several at once, write atomically with a diff and
+//! a backup, check a candidate with a component's tool, remove, make directories. Everything
+//! goes through the `Files` world seam (a candidate's check through the host's commands, as
+//! one script), so on an ssh host it happens there. Every change passes `Host::plan` first (under `--dry-run` the diff is shown
 //! and nothing is written) and is logged as it happens (`changed PATH: …`). Diffs never show
 //! the API token nor any string the caller names in `secrets`.
 
@@ -13,7 +14,8 @@ use super::values::{record, text};
 use super::{Host, HostResult, diff, fail};
 use crate::register;
 use crate::report::Level;
-use crate::world::files::{BACKUP_SUFFIX, Meta, Wanted, mode_text};
+use crate::world::commands::Invocation;
+use crate::world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
 
 /// Registers the `file::` namespace.
 pub fn register(engine: &mut Engine, host: &Arc<Host>) {
@@ -47,6 +49,30 @@ fn module(host: &Arc<Host>) -> Module {
                 &secrets(&h, &[]),
             ))
         }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "compare",
+        ["files: Array", "Map"],
+        "/// Whether files and directories are already as wanted, all read in one call (one round trip\n\
+         /// on an ssh host). Each item is `#{path, content}` for a file or `#{path, dir: true}` for a\n\
+         /// directory, with `mode`, `owner` and `group` as `file::write` and `file::mkdir` take them.\n\
+         /// Returns `#{same, differing}`: `differing` says what differs, item by item (`PATH: absent`,\n\
+         /// `PATH: content, mode 0644 → 0640`). Reads only: the same under `--dry-run`.",
+        move |files: Array| compare(&h, &files)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "check_candidate",
+        ["path: &str", "content: &str", "argv: Array", "options: Map", "Map"],
+        "/// Writes `content` as a candidate file at `path` (mode 0600; its directory must exist), runs\n\
+         /// `argv` — a component's own check naming the candidate — and removes the candidate whatever\n\
+         /// it said: one call on the host (one round trip over ssh). Returns `#{ok, code, stdout,\n\
+         /// stderr, timed_out}` as `host::exec` does; options `#{timeout: \"60s\"}`. Under `--dry-run`\n\
+         /// nothing is written or run (`ok` true, `dry_run` true).",
+        move |path: &str, content: &str, argv: Array, options: Map| check_candidate(&h, path, content, &argv, &options)
     );
     let h = host.clone();
     register!(
@@ -208,6 +234,130 @@ fn stat(host: &Host, path: &str) -> HostResult<Option<Meta>> {
     absolute(path)?;
     let (files, p) = (host.world().files.clone(), path.to_string());
     host.block_on(|| async move { files.stat(&p).await })?.map_err(fail)
+}
+
+/// What `file::compare` found against what was wanted.
+#[derive(Serialize)]
+struct Compared {
+    same: bool,
+    differing: Vec<String>,
+}
+
+/// One item of `file::compare`: what should be at a path (`content: None` is a directory).
+struct Expected {
+    path: String,
+    content: Option<String>,
+    wanted: Wanted,
+}
+
+fn expected(item: &Dynamic) -> HostResult<Expected> {
+    let shape = "file::compare: each item is `#{path, content}` (a file) or `#{path, dir: true}` (a directory)";
+    let map = item.read_lock::<Map>().ok_or_else(|| fail(shape))?;
+    let path = map.get("path").map(text).ok_or_else(|| fail(shape))?;
+    absolute(&path)?;
+    let dir = match map.get("dir") {
+        Some(d) => d.as_bool().map_err(|_| fail("file::compare: `dir` must be true or false"))?,
+        None => false,
+    };
+    let content = map.get("content").map(text);
+    if dir == content.is_some() {
+        return Err(fail(format!("{shape}; {path} has {}", if dir { "both" } else { "neither" })));
+    }
+    let wanted = wanted(&map, &["path", "content", "dir"], "file::compare")?;
+    Ok(Expected { path, content, wanted })
+}
+
+/// What differs between what is at a path and what is wanted there; empty when nothing does.
+fn differences(expected: &Expected, found: Option<Looked>) -> Vec<String> {
+    match found {
+        None => vec!["absent".to_string()],
+        Some(l) if l.meta.dir != expected.content.is_none() => {
+            vec![if l.meta.dir { "a directory" } else { "not a directory" }.to_string()]
+        }
+        Some(l) => {
+            let content = (l.text != expected.content).then(|| "content".to_string());
+            content.into_iter().chain(meta_changes(&l.meta, &expected.wanted)).collect()
+        }
+    }
+}
+
+fn compare(host: &Host, items: &Array) -> HostResult<Map> {
+    let expected = items.iter().map(expected).collect::<HostResult<Vec<_>>>()?;
+    let paths: Vec<String> = expected.iter().map(|e| e.path.clone()).collect();
+    let files = host.world().files.clone();
+    let found = host.block_on(|| async move { files.look_all(&paths).await })?.map_err(fail)?;
+    let differing: Vec<String> = expected
+        .iter()
+        .zip(found)
+        .filter_map(|(e, f)| {
+            let what = differences(e, f);
+            (!what.is_empty()).then(|| format!("{}: {}", e.path, what.join(", ")))
+        })
+        .collect();
+    record(&Compared { same: differing.is_empty(), differing })
+}
+
+/// What a candidate's check came to, as scripts see it (the shape of `host::exec`'s answer).
+#[derive(Serialize)]
+struct Checked {
+    ok: bool,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dry_run: bool,
+}
+
+fn check_candidate(host: &Host, path: &str, content: &str, argv: &Array, options: &Map) -> HostResult<Map> {
+    absolute(path)?;
+    let argv: Vec<String> = argv.iter().map(text).collect();
+    if argv.is_empty() {
+        return Err(fail("file::check_candidate: empty argv"));
+    }
+    let mut timeout = host.config().duration(crate::config::keys::HOST_EXEC_TIMEOUT);
+    for (k, v) in options {
+        match k.as_str() {
+            "timeout" => timeout = super::time::duration_arg(v)?,
+            other => return Err(fail(format!("file::check_candidate: unknown option `{other}` (timeout)"))),
+        }
+    }
+    let nothing = Checked {
+        ok: true,
+        code: Some(0),
+        stdout: String::new(),
+        stderr: String::new(),
+        timed_out: false,
+        dry_run: true,
+    };
+    if host.plan(&format!("check a candidate {path} with `{}`", argv.join(" "))) {
+        return record(&nothing);
+    }
+    // (After the plan: a dry run in the sandbox rehearses the check like any other step.)
+    if host.world().sandbox {
+        return Err(fail(
+            "file::check_candidate is not available in the sandbox: the command would run on this machine, not in the sandbox's directory\n  help: rehearse with --dry-run, or run against a real host",
+        ));
+    }
+    let size = content.len().to_string();
+    let mut script = ["sh", "-c", CANDIDATE, "sh", path, "0600", &size].map(String::from).to_vec();
+    script.extend(argv);
+    let inv = Invocation { argv: script, timeout, env: Vec::new(), stdin: Some(content.to_string()) };
+    let done = host.run_command(inv)?.map_err(fail)?;
+    if done.code == Some(125)
+        && let Some(why) = done.stderr.lines().find_map(|l| l.strip_prefix(CANDIDATE_FAILED))
+    {
+        return Err(fail(format!("cannot check the candidate {path}: \"{why}\"")));
+    }
+    let ok = done.code == Some(0) && !done.timed_out;
+    record(&Checked {
+        ok,
+        code: done.code,
+        stdout: done.stdout,
+        stderr: done.stderr,
+        timed_out: done.timed_out,
+        dry_run: false,
+    })
 }
 
 fn read(host: &Host, path: &str) -> HostResult<Dynamic> {

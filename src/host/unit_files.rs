@@ -1,4 +1,4 @@
-//! `unit::install`, `install_dropin`, `uninstall`, `enable` and `disable`: a service's unit
+//! `unit::install`, `path`, `install_dropin`, `uninstall`, `enable` and `disable`: a service's unit
 //! files and whether it starts at boot, in the `unit` namespace beside the jobs of `unit.rs`.
 //!
 //! Unit files go to the scope's unit directory of the host the run acts on: the system's
@@ -32,6 +32,15 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
          /// (/etc/systemd/system, or ~/.config/systemd/user), atomically, when its text differs.\n\
          /// Returns `#{changed, path, diff}`. Call `unit::daemon_reload()` after installing.",
         move |name: &str, text: &str| install(&h, name, text)
+    );
+    let h = host.clone();
+    register!(
+        m,
+        "path",
+        ["name: &str", "String"],
+        "/// Where `unit::install(name, …)` puts the unit file: its path in the scope's unit directory\n\
+         /// on the host the run acts on (read it with `file::read`, compare it with `file::compare`).",
+        move |name: &str| unit_path(&h, name)
     );
     let h = host.clone();
     register!(
@@ -118,6 +127,11 @@ fn unit_options() -> WriteOptions {
 fn install_at(host: &Host, dir: &str, file: &str, text: &str) -> HostResult<Written> {
     mkdir_with(host, dir, &Wanted::default())?;
     write_with(host, &format!("{dir}/{file}"), text, &unit_options())
+}
+
+fn unit_path(host: &Host, name: &str) -> HostResult<String> {
+    plain_name(name, "unit")?;
+    Ok(format!("{}/{}", unit_dir(host)?, full_name(name)))
 }
 
 fn install(host: &Host, name: &str, text: &str) -> HostResult<Map> {

@@ -170,7 +170,7 @@ impl Sandbox {
                 containers: Arc::new(containers::NoContainers),
                 net: Arc::new(crate::world::net::LocalNet),
                 // A write to /etc stays in the private directory.
-                files: Arc::new(crate::world::files::LocalFiles { root: Some(root) }),
+                files: Arc::new(crate::world::local_files::LocalFiles { root: Some(root) }),
                 sandbox: true,
             };
             sandbox.hosts.push(Host { sim, world, config });

@@ -2,14 +2,11 @@
 //! read a file with its mode and owner, replace it atomically, change its mode or owner,
 //! remove it, make a directory, and the acting user's home directory.
 //!
-//! `LocalFiles` acts on this machine (std::fs and libc's chown, or under a root folder: the
-//! sandbox's private directory); `CommandFiles` acts through the `Commands` seam with small
-//! `sh -c` scripts, so on an ssh host everything happens on that host. Paths travel as
-//! positional arguments of the script, never spliced into it, and content on stdin.
+//! `local_files::LocalFiles` acts on this machine; `CommandFiles` (here) acts through the
+//! `Commands` seam with small `sh -c` scripts, so on an ssh host everything happens on that
+//! host. Paths travel as positional arguments of the script, never spliced into it, and
+//! content on stdin.
 
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,254 +59,35 @@ pub trait Files: Send + Sync {
     fn mkdir<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<bool, String>>;
     /// The home directory of the user this world acts as.
     fn home(&self) -> BoxFuture<'_, Result<String, String>>;
+    /// Several paths at once, in order: each one's metadata and, for a file, its text; `None`
+    /// where nothing is. The same answers as `stat` and `read` one by one; a remote host
+    /// answers them all in one round trip.
+    fn look_all<'a>(&'a self, paths: &'a [String]) -> BoxFuture<'a, Result<Vec<Option<Looked>>, String>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(paths.len());
+            for path in paths {
+                out.push(match self.stat(path).await? {
+                    Some(meta) if meta.dir => Some(Looked { text: None, meta }),
+                    Some(_) => self.read(path).await?.map(|(text, meta)| Looked { text: Some(text), meta }),
+                    None => None,
+                });
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// What `look_all` found at a path: a directory's metadata, or a file's with its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Looked {
+    /// The file's text; `None` for a directory.
+    pub text: Option<String>,
+    pub meta: Meta,
 }
 
 /// `0640`, as operators write modes.
 pub fn mode_text(mode: u32) -> String {
     format!("{mode:04o}")
-}
-
-/// This machine's file system, or, with `root`, a folder standing for its `/` (the sandbox's).
-pub struct LocalFiles {
-    pub root: Option<PathBuf>,
-}
-
-impl LocalFiles {
-    fn at(&self, path: &str) -> PathBuf {
-        match &self.root {
-            Some(root) => root.join(path.trim_start_matches('/')),
-            None => PathBuf::from(path),
-        }
-    }
-}
-
-/// The error as an operator reads it: what was done, to which path (as the script named it).
-fn io_error(action: &str, path: &str) -> impl Fn(std::io::Error) -> String {
-    let (action, path) = (action.to_string(), path.to_string());
-    move |e| format!("cannot {action} {path}: {e}")
-}
-
-fn meta_of(m: &std::fs::Metadata) -> Meta {
-    Meta { mode: m.mode() & 0o7777, owner: user_name(m.uid()), group: group_name(m.gid()), dir: m.is_dir() }
-}
-
-impl Files for LocalFiles {
-    fn stat<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Option<Meta>, String>> {
-        Box::pin(async move {
-            match std::fs::metadata(self.at(path)) {
-                Ok(m) => Ok(Some(meta_of(&m))),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(io_error("inspect", path)(e)),
-            }
-        })
-    }
-
-    fn read<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Option<(String, Meta)>, String>> {
-        Box::pin(async move {
-            let at = self.at(path);
-            let meta = match std::fs::metadata(&at) {
-                Ok(m) if m.is_dir() => return Err(format!("cannot read {path}: it is a directory")),
-                Ok(m) => meta_of(&m),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(io_error("read", path)(e)),
-            };
-            let bytes = std::fs::read(&at).map_err(io_error("read", path))?;
-            let text = String::from_utf8(bytes).map_err(|_| format!("cannot read {path}: it is not UTF-8 text"))?;
-            Ok(Some((text, meta)))
-        })
-    }
-
-    fn write<'a>(
-        &'a self,
-        path: &'a str,
-        content: &'a str,
-        wanted: &'a Wanted,
-        backup: bool,
-    ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move { write_local(&self.at(path), content, wanted, backup).map_err(io_error("write", path)) })
-    }
-
-    fn set_meta<'a>(&'a self, path: &'a str, wanted: &'a Wanted) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move {
-            let at = self.at(path);
-            let (uid, gid) = ids(wanted)?;
-            if uid.is_some() || gid.is_some() {
-                std::os::unix::fs::chown(&at, uid, gid).map_err(io_error("change the owner of", path))?;
-            }
-            if let Some(mode) = wanted.mode {
-                std::fs::set_permissions(&at, std::fs::Permissions::from_mode(mode))
-                    .map_err(io_error("change the mode of", path))?;
-            }
-            Ok(())
-        })
-    }
-
-    fn remove<'a>(&'a self, path: &'a str, tree: bool) -> BoxFuture<'a, Result<bool, String>> {
-        Box::pin(async move {
-            let at = self.at(path);
-            let gone = match std::fs::symlink_metadata(&at) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-                Ok(m) if m.is_dir() && tree => std::fs::remove_dir_all(&at),
-                Ok(m) if m.is_dir() => return Err(format!("cannot remove {path}: it is a directory")),
-                _ => std::fs::remove_file(&at),
-            };
-            gone.map(|_| true).map_err(io_error("remove", path))
-        })
-    }
-
-    fn mkdir<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<bool, String>> {
-        Box::pin(async move {
-            let at = self.at(path);
-            if at.is_dir() {
-                return Ok(false);
-            }
-            std::fs::create_dir_all(&at).map(|_| true).map_err(io_error("create the directory", path))
-        })
-    }
-
-    fn home(&self) -> BoxFuture<'_, Result<String, String>> {
-        Box::pin(async move {
-            // $HOME, as the user manager started in this environment reads it; the password
-            // database when it is not set.
-            // SAFETY: geteuid has no preconditions.
-            let uid = unsafe { libc::geteuid() };
-            std::env::var("HOME")
-                .ok()
-                .filter(|h| h.starts_with('/'))
-                .or_else(|| passwd_home(uid))
-                .ok_or_else(|| format!("the home directory of user {uid} is unknown (no passwd entry, no $HOME)"))
-        })
-    }
-}
-
-/// A temporary name in the target's directory: `.NAME.opsbook-PID-N`.
-fn temporary(path: &Path) -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.opsbook-{}-{n}", std::process::id()))
-}
-
-fn write_local(path: &Path, content: &str, wanted: &Wanted, backup: bool) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let (uid, gid) = ids(wanted).map_err(std::io::Error::other)?;
-    let temp = temporary(path);
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
-    let done = (|| {
-        file.write_all(content.as_bytes())?;
-        // chown first: it clears set-id bits that the mode may ask for.
-        if uid.is_some() || gid.is_some() {
-            std::os::unix::fs::fchown(&file, uid, gid)?;
-        }
-        file.set_permissions(std::fs::Permissions::from_mode(wanted.mode.unwrap_or(0o644)))?;
-        file.sync_all()?;
-        if backup && path.is_file() {
-            keep_backup(path)?;
-        }
-        std::fs::rename(&temp, path)?;
-        // The rename is durable once the directory is synced.
-        if let Some(dir) = path.parent().and_then(|d| std::fs::File::open(d).ok()) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if done.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    done
-}
-
-/// `PATH.opsbook-backup` becomes the file about to be replaced: a hard link (the same bytes,
-/// mode and owner, at no cost), swapped in by rename; a copy where links are not possible.
-fn keep_backup(path: &Path) -> std::io::Result<()> {
-    let mut backup = path.as_os_str().to_owned();
-    backup.push(BACKUP_SUFFIX);
-    let backup = PathBuf::from(backup);
-    let temp = temporary(&backup);
-    if std::fs::hard_link(path, &temp).is_err() {
-        std::fs::copy(path, &temp)?;
-    }
-    std::fs::rename(&temp, &backup).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temp);
-    })
-}
-
-/// The uid and gid `wanted` names, looked up on this machine.
-fn ids(wanted: &Wanted) -> Result<(Option<u32>, Option<u32>), String> {
-    let uid = wanted.owner.as_deref().map(|n| lookup_id(n, true)).transpose()?;
-    let gid = wanted.group.as_deref().map(|n| lookup_id(n, false)).transpose()?;
-    Ok((uid, gid))
-}
-
-/// A user's (`user`) or group's id by name (a number is taken as it is).
-fn lookup_id(name: &str, user: bool) -> Result<u32, String> {
-    if let Ok(id) = name.parse::<u32>() {
-        return Ok(id);
-    }
-    let what = if user { "user" } else { "group" };
-    let c = std::ffi::CString::new(name).map_err(|_| format!("`{name}` is not a {what} name"))?;
-    let mut buf = vec![0 as libc::c_char; 1 << 16];
-    // SAFETY: the entry and buffer live across the call; the result points into them.
-    unsafe {
-        if user {
-            let mut entry: libc::passwd = std::mem::zeroed();
-            let mut found = std::ptr::null_mut();
-            let rc = libc::getpwnam_r(c.as_ptr(), &mut entry, buf.as_mut_ptr(), buf.len(), &mut found);
-            if rc == 0 && !found.is_null() {
-                return Ok(entry.pw_uid);
-            }
-        } else {
-            let mut entry: libc::group = std::mem::zeroed();
-            let mut found = std::ptr::null_mut();
-            let rc = libc::getgrnam_r(c.as_ptr(), &mut entry, buf.as_mut_ptr(), buf.len(), &mut found);
-            if rc == 0 && !found.is_null() {
-                return Ok(entry.gr_gid);
-            }
-        }
-    }
-    Err(format!("there is no {what} `{name}` on this host (account::ensure_{what} creates one)"))
-}
-
-/// The name of a uid, or the number when it has none.
-fn user_name(uid: u32) -> String {
-    let mut buf = vec![0 as libc::c_char; 1 << 16];
-    // SAFETY: as in lookup_id; pw_name points into `buf`.
-    unsafe {
-        let mut entry: libc::passwd = std::mem::zeroed();
-        let mut found = std::ptr::null_mut();
-        if libc::getpwuid_r(uid, &mut entry, buf.as_mut_ptr(), buf.len(), &mut found) == 0 && !found.is_null() {
-            return std::ffi::CStr::from_ptr(entry.pw_name).to_string_lossy().into_owned();
-        }
-    }
-    uid.to_string()
-}
-
-/// The name of a gid, or the number when it has none.
-fn group_name(gid: u32) -> String {
-    let mut buf = vec![0 as libc::c_char; 1 << 16];
-    // SAFETY: as in lookup_id; gr_name points into `buf`.
-    unsafe {
-        let mut entry: libc::group = std::mem::zeroed();
-        let mut found = std::ptr::null_mut();
-        if libc::getgrgid_r(gid, &mut entry, buf.as_mut_ptr(), buf.len(), &mut found) == 0 && !found.is_null() {
-            return std::ffi::CStr::from_ptr(entry.gr_name).to_string_lossy().into_owned();
-        }
-    }
-    gid.to_string()
-}
-
-fn passwd_home(uid: u32) -> Option<String> {
-    let mut buf = vec![0 as libc::c_char; 1 << 16];
-    // SAFETY: as in lookup_id; pw_dir points into `buf`.
-    unsafe {
-        let mut entry: libc::passwd = std::mem::zeroed();
-        let mut found = std::ptr::null_mut();
-        if libc::getpwuid_r(uid, &mut entry, buf.as_mut_ptr(), buf.len(), &mut found) == 0 && !found.is_null() {
-            return Some(std::ffi::CStr::from_ptr(entry.pw_dir).to_string_lossy().into_owned());
-        }
-    }
-    None
 }
 
 /// Files on the host `commands` runs on (an ssh host), through `sh -c` scripts.
@@ -341,6 +119,38 @@ sync "$t" 2>/dev/null || sync
 if [ "$4" = 1 ] && [ -f "$p" ]; then ln -f "$p" "$p.opsbook-backup" 2>/dev/null || cp -p "$p" "$p.opsbook-backup"; fi
 mv -f "$t" "$p"
 trap - EXIT"#;
+
+/// For each path argument: `absent`, or `MODE:OWNER:GROUP:TYPE:SIZE` then, for a file, its
+/// SIZE bytes and a newline (a file that changes between the two reads breaks that framing,
+/// which the reader reports).
+const LOOK_ALL: &str = r#"for p in "$@"; do
+  if [ ! -e "$p" ]; then echo absent; continue; fi
+  m=$(stat -L -c '%a:%U:%G:%F' "$p") || exit 1
+  if [ -d "$p" ]; then echo "$m:0"; continue; fi
+  n=$(wc -c < "$p") || exit 1
+  echo "$m:$((n))"
+  cat "$p" || exit 1
+  echo
+done"#;
+
+/// A candidate file checked by a command, in one call: $1 the candidate's path, $2 its mode,
+/// $3 its size in bytes, then the command; the content on stdin. The candidate is removed
+/// whatever the command said; the command's exit status and output are the script's. The
+/// script's own failures say `opsbook-candidate:` and exit 125.
+pub const CANDIDATE: &str = r#"p=$1 mode=$2 size=$3
+shift 3
+fail() { echo "opsbook-candidate: $*" >&2; rm -f "$p"; exit 125; }
+(umask 077 && cat > "$p") || fail "cannot write $p"
+n=$(wc -c < "$p")
+[ "$n" -eq "$size" ] || fail "only $n of $size bytes of $p arrived"
+chmod "$mode" "$p" || fail "cannot change the mode of $p"
+"$@"
+rc=$?
+rm -f "$p"
+exit $rc"#;
+
+/// What marks the candidate script's own failure (not the command's) on its stderr.
+pub const CANDIDATE_FAILED: &str = "opsbook-candidate: ";
 
 const SET_META: &str = r#"set -eu
 if [ -n "$3" ]; then chown "$3" "$1"; fi
@@ -409,7 +219,46 @@ impl CommandFiles {
     }
 }
 
+/// `look_all`'s answer, path by path: a header line, then a file's bytes and a newline.
+fn parse_look_all(out: &str, paths: &[String]) -> Result<Vec<Option<Looked>>, String> {
+    let bad = |path: &str, what: &str| format!("cannot read {path}: unexpected answer ({what})");
+    let mut rest = out;
+    let mut found = Vec::with_capacity(paths.len());
+    for path in paths {
+        let (line, after) = rest.split_once('\n').ok_or_else(|| bad(path, "cut short"))?;
+        rest = after;
+        if line == "absent" {
+            found.push(None);
+            continue;
+        }
+        let (head, size) = line.rsplit_once(':').ok_or_else(|| bad(path, line))?;
+        let meta = parse_meta(head).ok_or_else(|| bad(path, line))?;
+        let size: usize = size.parse().map_err(|_| bad(path, line))?;
+        if meta.dir {
+            found.push(Some(Looked { text: None, meta }));
+            continue;
+        }
+        if rest.len() < size {
+            return Err(format!("cannot read {path}: it changed while being read (run again)"));
+        }
+        let text = rest.get(..size).ok_or_else(|| format!("cannot read {path}: it is not UTF-8 text"))?;
+        rest = rest[size..]
+            .strip_prefix('\n')
+            .ok_or_else(|| format!("cannot read {path}: it changed while being read (run again)"))?;
+        found.push(Some(Looked { text: Some(text.to_string()), meta }));
+    }
+    Ok(found)
+}
+
 impl Files for CommandFiles {
+    fn look_all<'a>(&'a self, paths: &'a [String]) -> BoxFuture<'a, Result<Vec<Option<Looked>>, String>> {
+        Box::pin(async move {
+            let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+            let out = self.script("read", &paths.join(", "), LOOK_ALL, &args, None).await?;
+            parse_look_all(&out, paths)
+        })
+    }
+
     fn stat<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Option<Meta>, String>> {
         Box::pin(async move { Ok(self.look(path, false).await?.map(|(_, m)| m)) })
     }
@@ -470,16 +319,17 @@ impl Files for CommandFiles {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
-    /// The scripts an ssh host runs, run here by a real `sh`: the same answers as `LocalFiles`.
+    /// The scripts an ssh host runs, run here by a real `sh`.
     #[tokio::test]
-    async fn the_shell_scripts_write_read_back_up_and_remove_as_the_local_files_do() {
+    async fn the_shell_scripts_write_read_back_up_and_remove() {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().display().to_string();
         let shell =
             CommandFiles { commands: Arc::new(super::super::commands::Processes), timeout: Duration::from_secs(10) };
-        let local = LocalFiles { root: None };
         let (sub, file) = (format!("{base}/sub/dir"), format!("{base}/sub/dir/a.conf"));
         assert_eq!(shell.mkdir(&sub).await, Ok(true));
         assert_eq!(shell.mkdir(&sub).await, Ok(false));
@@ -489,12 +339,14 @@ mod tests {
         shell.write(&file, "two 'quoted' $HOME\n", &wanted, true).await.unwrap();
         let (text, meta) = shell.read(&file).await.unwrap().unwrap();
         assert_eq!(text, "two 'quoted' $HOME\n");
-        assert_eq!(Some(meta.clone()), local.read(&file).await.unwrap().map(|(_, m)| m));
+        // Owned by whoever runs the test, as the directory the test made.
+        let own = shell.stat(&base).await.unwrap().unwrap();
+        assert_eq!((meta.owner.as_str(), meta.group.as_str()), (own.owner.as_str(), own.group.as_str()));
         assert_eq!((meta.mode, meta.dir), (0o640, false));
         let backup = format!("{file}{BACKUP_SUFFIX}");
         assert_eq!(shell.read(&backup).await.unwrap().map(|(t, _)| t).as_deref(), Some("one\n"));
         shell.set_meta(&file, &Wanted { mode: Some(0o600), ..Wanted::default() }).await.unwrap();
-        assert_eq!(local.stat(&file).await.unwrap().map(|m| m.mode), Some(0o600));
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777, 0o600);
         assert_eq!(shell.stat(&sub).await.unwrap().map(|m| m.dir), Some(true));
         let names: Vec<String> =
             std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -513,6 +365,31 @@ mod tests {
         assert_eq!((done.code, done.stderr.as_str()), (Some(1), "only 4 of 999 bytes arrived\n"));
         assert_eq!(std::fs::read_to_string(&again).unwrap(), "old\n");
         assert_eq!(std::fs::read_dir(&base).unwrap().count(), 1);
+    }
+
+    /// The candidate script hands the command's status and output back and leaves no candidate,
+    /// whether the command passed, failed, or the content arrived cut short.
+    #[tokio::test]
+    async fn a_candidate_is_checked_by_the_command_and_removed_whatever_it_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let candidate = format!("{}/config.opsbook-candidate.alloy", dir.path().display());
+        let run = |size: &str, check: &str| {
+            let argv = ["sh", "-c", CANDIDATE, "sh", &candidate, "0600", size, "sh", "-c", check, "check", &candidate]
+                .map(String::from)
+                .to_vec();
+            Invocation { argv, timeout: Duration::from_secs(10), env: Vec::new(), stdin: Some("a = 1\n".into()) }
+        };
+        let processes = super::super::commands::Processes;
+        let seen = r#"stat -c %a "$1"; cat "$1"; echo rejected >&2; exit 3"#;
+        let done = processes.run(&run("6", seen)).await.unwrap();
+        assert_eq!((done.code, done.stdout.as_str(), done.stderr.as_str()), (Some(3), "600\na = 1\n", "rejected\n"));
+        assert_eq!(processes.run(&run("6", "true")).await.unwrap().code, Some(0));
+        let short = processes.run(&run("99", "true")).await.unwrap();
+        assert_eq!(
+            (short.code, short.stderr.as_str()),
+            (Some(125), format!("{CANDIDATE_FAILED}only 6 of 99 bytes of {candidate} arrived\n").as_str())
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

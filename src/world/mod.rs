@@ -10,6 +10,7 @@ pub mod commands;
 pub mod containers;
 pub mod files;
 pub mod journal;
+pub mod local_files;
 pub mod net;
 pub mod remote;
 pub mod systemd_dbus;
@@ -67,7 +68,7 @@ impl World {
                 timeout: config.duration(keys::TOOLS_TIMEOUT),
             }),
             net: Arc::new(net::LocalNet),
-            files: Arc::new(files::LocalFiles { root: None }),
+            files: Arc::new(local_files::LocalFiles { root: None }),
             sandbox: false,
         }
     }
