@@ -50,26 +50,47 @@ fn servers_stop_only_once_every_client_host_stopped_its_clients() {
     assert_eq!(none, ["stamp.conf"], "{}", planned.stdout);
 
     // One fork: hosts take turns to act, and a host waiting for the others gives its turn up.
-    let stop = opsbook(&t, &["run", "stop", "--hosts", "all", "--forks", "1"]).code(0);
+    // The test hosts' user managers now and then fail to spawn a process (status 219, their
+    // cgroups), the stamp's `ExecStopPost` too: a host with no stamp at all gets one more
+    // start and stop, so only the order itself can fail the test.
     let server = fleet.host("server");
-    let server_stops: Vec<u128> =
-        ["influxdb", "loki"].iter().filter_map(|u| noted(&stamps, server, u, "stopped")).collect();
-    let first_server_stop =
-        *server_stops.iter().min().unwrap_or_else(|| panic!("no server unit noted its stop:\n{}", stop.stdout));
-    for client in ["c1", "c2"] {
-        // The test hosts' user managers now and then fail to spawn a process (status 219,
-        // their cgroups): a unit that died so has no stamp, but every host must show one.
-        let stops: Vec<(&str, u128)> = ["telegraf", "alloy"]
+    for attempt in 1..=2 {
+        let stop = opsbook(&t, &["run", "stop", "--hosts", "all", "--forks", "1"]).code(0);
+        let server_stops: Vec<u128> =
+            ["influxdb", "loki"].iter().filter_map(|u| noted(&stamps, server, u, "stopped")).collect();
+        let clients: Vec<(&str, Vec<(&str, u128)>)> = ["c1", "c2"]
             .into_iter()
-            .filter_map(|u| Some((u, noted(&stamps, fleet.host(client), u, "stopped")?)))
+            .map(|client| {
+                let stops = ["telegraf", "alloy"]
+                    .into_iter()
+                    .filter_map(|u| Some((u, noted(&stamps, fleet.host(client), u, "stopped")?)))
+                    .collect();
+                (client, stops)
+            })
             .collect();
-        assert!(!stops.is_empty(), "{client}: no client unit noted its stop:\n{}", stop.stdout);
-        for (unit, stopped) in stops {
-            assert!(
-                stopped < first_server_stop,
-                "{client}'s {unit} stopped at {stopped}, after a server unit ({first_server_stop}):\n{}",
-                stop.stdout
-            );
+        let unstamped = server_stops.is_empty() || clients.iter().any(|(_, stops)| stops.is_empty());
+        if unstamped && attempt == 1 {
+            eprintln!("a host noted no stop (its manager failed a spawn); once more:\n{}", stop.stdout);
+            for entry in std::fs::read_dir(&stamps).unwrap().flatten() {
+                if entry.file_name() != "stamp.conf" {
+                    std::fs::remove_file(entry.path()).unwrap();
+                }
+            }
+            opsbook(&t, &["run", "start", "--hosts", "all"]).code(0);
+            continue;
         }
+        let first_server_stop =
+            *server_stops.iter().min().unwrap_or_else(|| panic!("no server unit noted its stop:\n{}", stop.stdout));
+        for (client, stops) in clients {
+            assert!(!stops.is_empty(), "{client}: no client unit noted its stop:\n{}", stop.stdout);
+            for (unit, stopped) in stops {
+                assert!(
+                    stopped < first_server_stop,
+                    "{client}'s {unit} stopped at {stopped}, after a server unit ({first_server_stop}):\n{}",
+                    stop.stdout
+                );
+            }
+        }
+        break;
     }
 }
