@@ -278,6 +278,7 @@ fn the_servers_as_podman_containers_are_deployed_verified_left_alone_and_removed
     if !podman_installed() {
         return crate::support::skip("podman is not installed (apt-get install podman): no container deployed");
     }
+    let _cgroups = crate::support::cgroups_exclusive();
     let Some(fleet) = boot(&["server"]) else { return };
     let host = fleet.host("server");
     let t = Test::new();

@@ -23,6 +23,8 @@ pub struct Fleet {
     bridge: Option<String>,
     subnet: u8,
     dir: tempfile::TempDir,
+    /// Held while the hosts are up: no container starts meanwhile (`support::cgroups_shared`).
+    _cgroups: Option<std::sync::RwLockReadGuard<'static, ()>>,
 }
 
 /// One host of the fleet.
@@ -53,7 +55,8 @@ impl Fleet {
         }
         crate::support::raise_inotify_instances();
         let dir = tempfile::Builder::new().prefix("opsbook-fleet").tempdir().map_err(|e| e.to_string())?;
-        let mut fleet = Fleet { hosts: Vec::new(), bridge: None, subnet: 0, dir };
+        let _cgroups = crate::support::cgroups_shared();
+        let mut fleet = Fleet { hosts: Vec::new(), bridge: None, subnet: 0, dir, _cgroups };
         fleet.claim_bridge()?;
         let key = fleet.dir.path().join("key");
         keygen(&key)?;

@@ -381,3 +381,33 @@ pub fn raise_inotify_instances() {
         let _ = std::fs::write(PATH, "8192");
     }
 }
+
+/// Real containers (runc) change this machine's cgroups, which the test hosts' user managers
+/// use too: while a container starts or goes, a manager may fail to spawn a process (status
+/// 219). So tests that run containers hold the cgroups alone (`cgroups_exclusive`), and every
+/// private host holds them shared while it is up (`cgroups_shared`, kept by `Fleet` and
+/// `PrivateHost`): hosts run side by side, never beside a container. One test binary: a lock
+/// in the process is enough.
+static CGROUPS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+thread_local!(static HOLDS_CGROUPS_ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+
+/// Held by a test that runs containers, for its whole run (its own hosts boot under it).
+pub struct CgroupsAlone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>);
+
+impl Drop for CgroupsAlone {
+    fn drop(&mut self) {
+        HOLDS_CGROUPS_ALONE.set(false);
+    }
+}
+
+pub fn cgroups_exclusive() -> CgroupsAlone {
+    let guard = CGROUPS.write().unwrap_or_else(|e| e.into_inner());
+    HOLDS_CGROUPS_ALONE.set(true);
+    CgroupsAlone(guard)
+}
+
+/// What a private host keeps while it is up (nothing in a test holding the cgroups alone).
+pub fn cgroups_shared() -> Option<std::sync::RwLockReadGuard<'static, ()>> {
+    if HOLDS_CGROUPS_ALONE.get() { None } else { Some(CGROUPS.read().unwrap_or_else(|e| e.into_inner())) }
+}

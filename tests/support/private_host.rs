@@ -11,6 +11,8 @@ pub struct PrivateHost {
     unshare: Child,
     init: u32,
     _state: tempfile::TempDir,
+    /// Held while the host is up: no container starts meanwhile (`support::cgroups_shared`).
+    _cgroups: Option<std::sync::RwLockReadGuard<'static, ()>>,
 }
 
 pub const ENV: [(&str, &str); 3] = [
@@ -39,6 +41,7 @@ impl PrivateHost {
             }
         }
         crate::support::raise_inotify_instances();
+        let cgroups = crate::support::cgroups_shared();
         let state = tempfile::tempdir().map_err(|e| e.to_string())?;
         if let Some(policy) = policy {
             let dir = state.path().join("dbus-session.d");
@@ -72,7 +75,7 @@ impl PrivateHost {
         let children = std::fs::read_to_string(format!("/proc/{}/task/{}/children", unshare.id(), unshare.id()))
             .map_err(|e| format!("cannot find the host's init: {e}"))?;
         let init = children.split_whitespace().next().and_then(|p| p.parse().ok()).ok_or("no init process")?;
-        Ok(PrivateHost { unshare, init, _state: state })
+        Ok(PrivateHost { unshare, init, _state: state, _cgroups: cgroups })
     }
 
     /// A command that runs inside the host, with the user manager's environment.
