@@ -1,39 +1,26 @@
 //! opsbook: operate and verify a monitoring stack through editable Rhai runbooks.
 //!
-//! The binary is a scripting host. Rust provides the verbs (`host/`), the catalog of
-//! runbooks and modules, the engine and its limits, the configuration and the reports;
-//! every procedure lives in `runbooks/*.rhai` and `stdlib/*.rhai`.
+//! The command line over the layers in `crates/`: parsing arguments, the subcommands, the
+//! REPL, `serve` and its history. Every procedure lives in `runbooks/*.rhai` and
+//! `stdlib/*.rhai`; the verbs they call live in `opsbook-engine` (see ARCHITECTURE.md).
 
-pub mod cancel;
-pub mod catalog;
 pub mod cli;
-pub mod config;
-pub mod connect;
-pub mod diagnostic;
-pub mod engine;
-pub mod error;
-pub mod fleet;
-pub mod functions;
-pub mod gathering;
 pub mod history;
-pub mod host;
-pub mod http_client;
-pub mod inventory;
-pub mod process;
-pub mod progress;
+mod inventory_show;
 pub mod repl;
-pub mod report;
-pub mod runbook;
-pub mod sandbox;
 pub mod scripts;
-pub mod secret;
 pub mod serve;
-pub mod session;
 pub mod subcommand;
-pub mod transport;
-pub mod twin;
-pub mod wire;
-pub mod world;
+
+// The layers, under the names the code and the tests use for them (see ARCHITECTURE.md).
+pub use opsbook_base::{cancel, config, diagnostic, error, pattern, process, progress, report, secret};
+pub use opsbook_engine::{catalog, connect, engine, functions, gathering, host, runbook};
+pub use opsbook_fleet::{fleet, options, session};
+pub use opsbook_inventory as inventory;
+pub use opsbook_sandbox as sandbox;
+pub use opsbook_twin as twin;
+pub use opsbook_wire as wire;
+pub use opsbook_world::{self as world, http_client, transport};
 
 use std::process::ExitCode;
 

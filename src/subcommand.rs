@@ -34,7 +34,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                 )),
                 None => match selection(&global, &run) {
                     Some((host, hosts)) => {
-                        let inventory = Arc::new(crate::inventory::from_options(&global)?);
+                        let inventory = Arc::new(global.inventory()?);
                         let selected =
                             inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
                         let targets = crate::fleet::inventory_targets(&global, &selected);
@@ -55,7 +55,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         }
         Command::Config => config(&session(Reach::Act)?, global.format),
         Command::Repl if global.host.is_some() || global.hosts.is_some() => {
-            let inventory = crate::inventory::from_options(&global)?;
+            let inventory = global.inventory()?;
             let selected = inventory.targets(global.host.as_deref(), global.hosts.as_deref())?.unwrap_or_default();
             let [host] = selected.as_slice() else {
                 let names: Vec<&str> = selected.iter().map(|h| h.name.as_str()).collect();
@@ -70,10 +70,10 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         }
         Command::Repl => crate::repl::run(session(Reach::Act)?, global.sandbox),
         Command::Hosts { pattern } => {
-            let inventory = crate::inventory::from_options(&global)?;
+            let inventory = global.inventory()?;
             // `opsbook hosts --hosts P` and `--host N` select as the positional pattern does.
             let pattern = pattern.or_else(|| global.hosts.clone()).or_else(|| global.host.clone());
-            crate::inventory::show::hosts(&inventory, pattern.as_deref(), global.format)
+            crate::inventory_show::hosts(&inventory, pattern.as_deref(), global.format)
         }
         Command::Twin(args) => crate::twin::run(args),
         Command::Serve(args) => crate::serve::run(&global, &args),

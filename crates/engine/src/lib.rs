@@ -1,0 +1,23 @@
+//! opsbook-engine: the Rhai engine runbooks run in, and the verbs they call.
+//!
+//! The host functions (`host/`, one file per namespace: `unit::`, `journal::`, `influx::`, …)
+//! over the world's traits, the catalog of runbooks, stdlib modules and templates (embedded at
+//! build time, overridable from disk), compiling a runbook and explaining its errors.
+//!
+//! Architecture invariant: verbs reach the machine only through `opsbook_world`'s traits, so a
+//! runbook never sees which transport it runs on; this crate never builds a sandbox or a twin
+//! and never parses the command line.
+
+// Paths of the layers below, as the code here names them.
+use opsbook_base::{cancel, config, diagnostic, error, progress, report, secret};
+use opsbook_inventory as inventory;
+use opsbook_wire as wire;
+use opsbook_world::{self as world, http_client, transport};
+
+pub mod catalog;
+pub mod connect;
+pub mod engine;
+pub mod functions;
+pub mod gathering;
+pub mod host;
+pub mod runbook;

@@ -1,0 +1,19 @@
+//! opsbook-fleet: sessions, and one runbook run over many hosts.
+//!
+//! A session is one host's configuration, world, verbs context and engine, built once. The
+//! fleet runner selects hosts, runs a runbook on each in parallel (at most `forks` at a time,
+//! meeting at barriers) and gathers their reports.
+//!
+//! Architecture invariant: a host's failure is that host's: nothing here lets one host stop
+//! the others; this crate parses no command line (its options are plain data).
+
+// Paths of the layers below, as the code here names them.
+use opsbook_base::{cancel, config, error, report, secret};
+use opsbook_engine::{catalog, connect, engine, gathering, host, runbook};
+use opsbook_inventory as inventory;
+use opsbook_sandbox as sandbox;
+use opsbook_world as world;
+
+pub mod fleet;
+pub mod options;
+pub mod session;

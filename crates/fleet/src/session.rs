@@ -1,0 +1,193 @@
+//! A session: everything one machine's runs are made of, built once.
+//!
+//! The configuration, the catalog of runbooks and modules, the world the host acts on (this
+//! machine, or the in-process stack of `--sandbox`), the host context and the Rhai engine.
+//! Every subcommand and the REPL execute against a session: `compile(name)` finds and
+//! compiles a runbook, `run(compiled, params, format)` runs it into a report.
+//!
+//! "Which machine" is the world a session is given (`Session::new`), never a global, so a run
+//! over several machines builds one session per machine from the same code.
+//!
+//! The session builds only what is used, when it is first used: the engine on the first
+//! compile, the tokio runtime and the HTTP client on the first call that needs them (see
+//! `Host`), the sandbox only for subcommands that act.
+
+use std::sync::{Arc, OnceLock};
+
+use rhai::{Engine, Scope};
+
+use crate::catalog::{Catalog, Kind};
+use crate::config::{Config, Sources};
+use crate::engine::{self, Class};
+use crate::error::Error;
+use crate::host::Host;
+use crate::host::fleet::Place;
+use crate::inventory::Inventory;
+use crate::options::GlobalOptions;
+use crate::report::{End, Format, Mode, Recorder, Report};
+use crate::runbook::{self, Compiled};
+use crate::sandbox::Sandbox;
+use crate::world::World;
+
+/// What a subcommand needs of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Compiles and describes runbooks (`show`, `check`, `fns`): nothing runs, so the sandbox
+    /// is never started and every mutating call would only be planned.
+    Describe,
+    /// Runs runbooks or shows the configuration they run with (`run`, `repl`, `config`):
+    /// `--sandbox` starts the in-process stack, `--dry-run` plans instead of acting.
+    Act,
+}
+
+/// One machine's configuration, catalog, world, host and engine.
+pub struct Session {
+    pub config: Arc<Config>,
+    pub catalog: Arc<Catalog>,
+    pub host: Arc<Host>,
+    mode: Mode,
+    engine: OnceLock<Engine>,
+    /// The in-process stack of `--sandbox`, alive as long as the session.
+    _sandbox: Option<Sandbox>,
+}
+
+impl Session {
+    /// The session the command-line options describe.
+    pub fn open(global: &GlobalOptions, reach: Reach) -> Result<Session, Error> {
+        let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+        let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
+        if !global.sandbox
+            && let Some(spec) = global.faults.first()
+        {
+            return Err(Error::Usage(format!(
+                "`--fault {spec}` rehearses a failure of the in-process stack: add `--sandbox`"
+            )));
+        }
+        match reach {
+            Reach::Describe => {
+                let world = World::real(&config);
+                Ok(Session::new(config, world, catalog, Mode { dry_run: true, ..Mode::default() }))
+            }
+            Reach::Act if global.sandbox => {
+                let (sandbox, config) = Sandbox::start(config, &global.faults)?;
+                let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
+                let roles = crate::inventory::Role::ALL.iter().map(|r| r.name().to_string()).collect();
+                let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
+                let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
+                let own = [("localhost".to_string(), session.host.ground())].into();
+                session.host.set_place(Place::simulated(Arc::new(inventory), own));
+                session._sandbox = Some(sandbox);
+                Ok(session)
+            }
+            Reach::Act => {
+                let world = World::real(&config);
+                let (base, path) = (config.clone(), global.inventory.clone());
+                let session = Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() });
+                // Read only if a runbook asks (`inventory::hosts`): a broken inventory fails those alone.
+                let load = move || Inventory::load(&base, path.as_deref()).map_err(|e| e.to_string());
+                session.host.set_place(Place::loading(Box::new(load)));
+                Ok(session)
+            }
+        }
+    }
+
+    /// A session acting on `world` with `config`.
+    pub fn new(config: Config, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
+        Session::shared(Arc::new(config), world, catalog, mode)
+    }
+
+    /// A session sharing a configuration with others on the same world (`opsbook serve`
+    /// builds one per job, so jobs run in parallel, each with its own host and engine).
+    pub fn shared(config: Arc<Config>, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
+        let host = Host::new(config.clone(), world, mode.dry_run);
+        Session { config, catalog, host, mode, engine: OnceLock::new(), _sandbox: None }
+    }
+
+    /// Names the host this session now acts on (the REPL's `:host NAME`), for prompts and
+    /// report headers.
+    pub fn set_host_name(&mut self, name: &str) {
+        self.mode.host = Some(name.to_string());
+    }
+
+    /// How runs of this session act (dry-run, sandbox and its faults).
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    /// The engine, built on first use.
+    pub fn engine(&self) -> &Engine {
+        self.engine.get_or_init(|| engine::build(&self.host, &self.catalog))
+    }
+
+    /// The engine, for the REPL, which keeps imports as static modules.
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        self.engine();
+        self.engine.get_mut().expect("built just above")
+    }
+
+    /// Forgets the engine and the modules it compiled: runbooks and stdlib are read again.
+    pub fn reload(&mut self) {
+        self.engine = OnceLock::new();
+    }
+
+    /// Finds and compiles a runbook by name.
+    pub fn compile(&self, name: &str) -> Result<Compiled, Error> {
+        let entry = self.catalog.find(Kind::Runbook, name)?;
+        runbook::compile(self.engine(), &self.catalog, entry)
+    }
+
+    /// Compiles any catalog entry (a runbook or a stdlib module).
+    pub fn compile_entry(&self, entry: crate::catalog::Entry) -> Result<Compiled, Error> {
+        runbook::compile(self.engine(), &self.catalog, entry)
+    }
+
+    /// Runs a compiled runbook with `--set` pairs and writes its report in `format` to stdout.
+    /// A script error is printed to stderr as a diagnostic and ends the report as an error.
+    pub fn run(&self, compiled: &Compiled, params: &[(String, String)], format: Format) -> Result<Report, Error> {
+        self.run_recorded(compiled, params, |name, source, shown, mode| {
+            Recorder::new(name, source, shown, mode, format)
+        })
+    }
+
+    /// Runs a compiled runbook into the recorder `make` builds from the runbook's name, source,
+    /// effective parameters and this session's mode (e.g. one writing to a buffer, for a
+    /// service that keeps reports instead of printing them).
+    pub fn run_recorded(
+        &self,
+        compiled: &Compiled,
+        params: &[(String, String)],
+        make: impl FnOnce(&str, &str, std::collections::BTreeMap<String, String>, Mode) -> Recorder,
+    ) -> Result<Report, Error> {
+        let bound = compiled.bind(params)?;
+        let shown = compiled.effective_params(&bound);
+        self.host.set_params(bound);
+        let recorder = make(&compiled.entry.name, &compiled.entry.source, shown, self.mode.clone());
+        self.host.set_recorder(Some(recorder));
+        let result = self.engine().run_ast_with_scope(&mut Scope::new(), &compiled.ast);
+        let end = match result {
+            Ok(()) => End::Completed,
+            Err(e) => self.end_of(&e, &compiled.entry.source),
+        };
+        self.host.set_params(Default::default());
+        let recorder = self.host.take_recorder().expect("the recorder was installed above");
+        Ok(recorder.finish(end))
+    }
+
+    /// How an evaluation error ends a run.
+    fn end_of(&self, err: &rhai::EvalAltResult, source: &str) -> End {
+        let explained = engine::explain(err, source, &self.catalog, Some(&self.host));
+        match explained.class {
+            Class::Interrupted => End::Interrupted,
+            Class::Aborted => {
+                let d = &explained.diagnostic;
+                let place =
+                    if d.line > 0 { format!(" (at {}:{}:{})", d.file, d.line, d.column) } else { String::new() };
+                End::Aborted(format!("{}{place}", explained.message))
+            }
+            Class::Script => {
+                eprint!("{}", crate::secret::redact(&explained.diagnostic.to_string()));
+                End::ScriptError(explained.message)
+            }
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The fleet's inventory: which hosts there are, how to reach each, the roles each plays, and
+//! the configuration opsbook uses on each.
+//!
+//! Read from opsbook's config files (`[hosts.NAME]`, `[groups.NAME]`, see `toml_source.rs`)
+//! and from an Ansible inventory (`--inventory FILE` or `inventory = "…"`, see `ansible/`).
+//! With neither, the inventory is one host: this machine, playing every role, so single-host
+//! use is what it always was.
+//!
+//! ```ignore
+//! let inventory = Inventory::load(&config, None)?;
+//! for host in inventory.select("clients:!monitor3")? { host.config() … }
+//! inventory.hosts_with(Role::LogStore);
+//! inventory.services("monitor3:log-shipper")?;
+//! ```
+//!
+//! Every fact remembers where it came from (`Source`), for `opsbook hosts`.
+
+// Paths of the layers below, as the code here names them.
+use opsbook_base::{config, diagnostic, error, secret};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as Json;
+
+pub mod ansible;
+mod build;
+pub use opsbook_base::pattern;
+pub mod role;
+pub mod template;
+pub mod toml_source;
+
+use crate::config::{Config, keys};
+use crate::error::{Error, suggest};
+use ansible::{Level, Place};
+pub use role::Role;
+
+/// The Ansible variable holding a host's address.
+pub const ADDRESS_VAR: &str = "ansible_host";
+
+/// Where a fact about a host came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Nothing said otherwise (the local machine, the base configuration).
+    Default,
+    /// `[hosts.NAME]` or `[groups.NAME]` of an opsbook config file.
+    Toml { place: Place, group: Option<String> },
+    /// A variable of the Ansible inventory, at the group or host level.
+    Ansible { place: Place, level: Level },
+    /// Ansible's own rule, said in words (a host without `ansible_host` is reached by name).
+    Rule(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::Toml { place, group: None } => write!(f, "{}", shown(place)),
+            Source::Toml { place, group: Some(g) } => write!(f, "{} (group {g})", shown(place)),
+            Source::Ansible { place, level: Level::Host } => write!(f, "{} (host var)", shown(place)),
+            Source::Ansible { place, level: Level::Group(g) } => write!(f, "{} (group var of {g})", shown(place)),
+            Source::Rule(rule) => f.write_str(rule),
+        }
+    }
+}
+
+/// `file:line`, the file relative to the working directory when it is below it.
+fn shown(place: &Place) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let path = place.path.strip_prefix(&cwd).unwrap_or(&place.path);
+    format!("{}:{}", path.display(), place.line)
+}
+
+/// A value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact<T> {
+    pub value: T,
+    pub from: Source,
+}
+
+/// A setting of one opsbook config key for one host.
+#[derive(Debug, Clone)]
+pub struct Override {
+    pub key: &'static keys::Key,
+    pub value: crate::config::Value,
+    pub from: Source,
+}
+
+/// A value of the inventory that could not be resolved, so nothing was guessed for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub var: String,
+    pub from: Source,
+    pub reason: String,
+}
+
+/// One machine of the fleet.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub name: String,
+    /// Where ssh connects; `None` is the local machine (no ssh).
+    pub address: Option<Fact<String>>,
+    /// In `Role::ALL` order, each once.
+    pub roles: Vec<Fact<Role>>,
+    pub user: Option<Fact<String>>,
+    pub port: Option<Fact<u16>>,
+    pub key: Option<Fact<String>>,
+    /// Config keys set for this host (the last one for each key wins).
+    pub overrides: Vec<Override>,
+    /// The groups the host is in (`all` excluded), inventory order.
+    pub groups: Vec<String>,
+    pub problems: Vec<Problem>,
+    config: Config,
+}
+
+impl Host {
+    /// The configuration opsbook uses on this host: the base one with its overrides.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// No address, and none that failed to resolve: opsbook acts on this machine itself.
+    pub fn is_local(&self) -> bool {
+        self.address.is_none() && !self.problems.iter().any(|p| p.var == ADDRESS_VAR)
+    }
+
+    pub fn has(&self, role: Role) -> bool {
+        self.roles.iter().any(|r| r.value == role)
+    }
+
+    /// `system` or `user`: which service manager opsbook talks to there.
+    pub fn scope(&self) -> String {
+        self.config.text(keys::SCOPE)
+    }
+}
+
+/// One role on one host (`monitor3:log-shipper`).
+#[derive(Debug, Clone, Copy)]
+pub struct Service<'a> {
+    pub host: &'a Host,
+    pub role: Role,
+}
+
+/// The fleet.
+#[derive(Debug, Clone)]
+pub struct Inventory {
+    hosts: Vec<Host>,
+    /// Group → member host names (children's included), from both sources.
+    groups: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Inventory {
+    /// Reads the inventory: `inventory_path` (from `--inventory`), else the `inventory` config
+    /// key, plus the `[hosts]` and `[groups]` of `config.files()`. Malformed files are errors
+    /// pointing into them; unresolvable values become each host's `problems`.
+    pub fn load(config: &Config, inventory_path: Option<&Path>) -> Result<Inventory, Error> {
+        let path = match inventory_path {
+            Some(p) => Some(p.to_path_buf()),
+            None => configured_path(config),
+        };
+        build::build(config, path.as_deref())
+    }
+
+    /// The simulated hosts of the sandbox's fleet (`--sandbox --fleet N`).
+    pub fn simulated(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
+        build::simulated(config, hosts)
+    }
+
+    /// Every host, in the order the inventory names them.
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
+    /// The host named `name`, or an error naming the closest.
+    pub fn host(&self, name: &str) -> Result<&Host, Error> {
+        self.hosts.iter().find(|h| h.name == name).ok_or_else(|| {
+            let hint = did_you_mean(name, self.hosts.iter().map(|h| h.name.as_str()));
+            Error::Usage(format!("no host named `{name}` in the inventory{hint}"))
+        })
+    }
+
+    /// The hosts an Ansible-style pattern selects (see `pattern.rs`): a name is a group, else
+    /// a host, else a role. A name that is none of these is an error with a suggestion.
+    pub fn select(&self, pattern: &str) -> Result<Vec<&Host>, Error> {
+        let parsed = pattern::Pattern::parse(pattern).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
+        let selected = parsed.evaluate(|m| self.matching(m))?;
+        Ok(selected.into_iter().map(|i| &self.hosts[i]).collect())
+    }
+
+    fn matching(&self, matcher: &pattern::Matcher) -> Result<BTreeSet<usize>, Error> {
+        let index = |names: &BTreeSet<String>| -> BTreeSet<usize> {
+            self.hosts.iter().enumerate().filter(|(_, h)| names.contains(&h.name)).map(|(i, _)| i).collect()
+        };
+        if let pattern::Matcher::Name(name) = matcher {
+            if let Some(members) = self.groups.get(name) {
+                return Ok(index(members));
+            }
+            if let Some(i) = self.hosts.iter().position(|h| &h.name == name) {
+                return Ok([i].into());
+            }
+            if let Some(role) = Role::parse(name) {
+                return Ok(self.hosts.iter().enumerate().filter(|(_, h)| h.has(role)).map(|(i, _)| i).collect());
+            }
+            let names = self.groups.keys().map(String::as_str).chain(self.hosts.iter().map(|h| h.name.as_str()));
+            let names = names.chain(Role::ALL.iter().map(|r| r.name()));
+            let hint = did_you_mean(name, names);
+            return Err(Error::Usage(format!("`{name}` is no group, host or role of the inventory{hint}")));
+        }
+        let mut names: BTreeSet<String> = BTreeSet::new();
+        for (group, members) in &self.groups {
+            if matcher.matches(group) {
+                names.extend(members.iter().cloned());
+            }
+        }
+        names.extend(self.hosts.iter().filter(|h| matcher.matches(&h.name)).map(|h| h.name.clone()));
+        Ok(index(&names))
+    }
+
+    /// Every host playing `role`.
+    pub fn hosts_with(&self, role: Role) -> Vec<&Host> {
+        self.hosts.iter().filter(|h| h.has(role)).collect()
+    }
+
+    /// `HOST:ROLE` is that one service (the host must play the role); a role alone is the
+    /// role on every host playing it.
+    pub fn services(&self, spec: &str) -> Result<Vec<Service<'_>>, Error> {
+        let (host, role) = match spec.rsplit_once(':') {
+            Some((h, r)) => (Some(h), r),
+            None => (None, spec),
+        };
+        let role = Role::parse_or_explain(role).map_err(|m| Error::Usage(format!("service `{spec}`: {m}")))?;
+        let Some(name) = host else {
+            return Ok(self.hosts_with(role).into_iter().map(|host| Service { host, role }).collect());
+        };
+        let host = self.host(name)?;
+        if !host.has(role) {
+            let plays: Vec<&str> = host.roles.iter().map(|r| r.value.name()).collect();
+            let plays = if plays.is_empty() { "no role".to_string() } else { plays.join(", ") };
+            return Err(Error::Usage(format!("host `{name}` does not play `{role}` (it plays {plays})")));
+        }
+        Ok(vec![Service { host, role }])
+    }
+
+    /// The hosts `--host NAME` or `--hosts PATTERN` ask for (`None` when neither is given).
+    /// A pattern selecting nothing is an error; a host with unresolved values is selected (a
+    /// run reports it as that host's failure, see `resolved`).
+    pub fn targets(&self, host: Option<&str>, hosts: Option<&str>) -> Result<Option<Vec<&Host>>, Error> {
+        let selected = match (host, hosts) {
+            (Some(_), Some(_)) => return Err(Error::Usage("give either `--host` or `--hosts`, not both".into())),
+            (Some(name), None) => vec![self.host(name)?],
+            (None, Some(pattern)) => self.select(pattern)?,
+            (None, None) => return Ok(None),
+        };
+        if selected.is_empty() {
+            let pattern = hosts.unwrap_or_default();
+            return Err(Error::Usage(format!(
+                "the host pattern `{pattern}` selects no host; `opsbook hosts` lists them"
+            )));
+        }
+        Ok(Some(selected))
+    }
+
+    /// Refuses a host with values that could not be resolved (for one-host uses: the REPL).
+    pub fn resolved(host: &Host) -> Result<&Host, Error> {
+        match host.problems.first() {
+            Some(p) => Err(Error::Usage(format!(
+                "host `{}`: `{}` ({}) cannot be resolved: {}",
+                host.name, p.var, p.from, p.reason
+            ))),
+            None => Ok(host),
+        }
+    }
+}
+
+/// The `inventory` key's path, relative to the config file that set it.
+fn configured_path(config: &Config) -> Option<PathBuf> {
+    let setting = config.setting(keys::INVENTORY);
+    let text = config.text(keys::INVENTORY);
+    if text.trim().is_empty() {
+        return None;
+    }
+    let path = PathBuf::from(text);
+    match &setting.origin {
+        crate::config::Origin::File { path: file, .. } if path.is_relative() => {
+            Some(file.parent().unwrap_or(Path::new(".")).join(path))
+        }
+        _ => Some(path),
+    }
+}
+
+fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    match suggest(name, candidates).first() {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None => String::new(),
+    }
+}
+
+/// An Ansible variable's value as text (numbers as written), for addresses, users, keys.
+fn json_text(value: &Json) -> Option<String> {
+    match value {
+        Json::String(s) => Some(s.clone()),
+        Json::Number(n) => Some(n.to_string()),
+        Json::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Sources;
+
+    /// Three clients in an INI inventory, a server only opsbook.toml knows, roles by group.
+    fn fleet() -> (tempfile::TempDir, Inventory) {
+        let dir = tempfile::tempdir().unwrap();
+        let ini = "[clients]\nc1 ansible_host=10.0.0.1 opsbook_log_shipper_unit=shipper.service\nc2:2201\nc3\n";
+        std::fs::write(dir.path().join("hosts.ini"), ini).unwrap();
+        let toml = "inventory = \"hosts.ini\"\n[hosts.srv]\naddress = \"10.0.0.10\"\nroles = [\"influxdb\", \"loki\"]\n\
+                    [groups.clients]\nroles = [\"telegraf\", \"alloy\"]\n[groups.edge]\nhosts = [\"c3\"]\n\
+                    config = { scope = \"user\" }\n";
+        std::fs::write(dir.path().join("opsbook.toml"), toml).unwrap();
+        let sources = Sources { explicit: Some(dir.path().join("opsbook.toml")), user_scope: false };
+        let config = Config::load(&sources).unwrap();
+        let inventory = Inventory::load(&config, None).unwrap();
+        (dir, inventory)
+    }
+
+    fn names(hosts: Vec<&Host>) -> Vec<&str> {
+        hosts.into_iter().map(|h| h.name.as_str()).collect()
+    }
+
+    #[test]
+    fn patterns_select_groups_hosts_roles_and_wildcards_in_inventory_order() {
+        let (_dir, inv) = fleet();
+        assert_eq!(names(inv.select("all").unwrap()), ["c1", "c2", "c3", "srv"]);
+        assert_eq!(names(inv.select("clients:!c2").unwrap()), ["c1", "c3"]);
+        assert_eq!(names(inv.select("srv,c[23]").unwrap()), ["c2", "c3", "srv"]);
+        assert_eq!(names(inv.select("log-store").unwrap()), ["srv"]);
+        assert_eq!(names(inv.select("alloy:&edge").unwrap()), ["c3"]);
+        assert_eq!(names(inv.hosts_with(Role::MetricsAgent)), ["c1", "c2", "c3"]);
+        assert_eq!(
+            inv.select("client").unwrap_err().to_string(),
+            "error: `client` is no group, host or role of the inventory; did you mean `clients`?"
+        );
+    }
+
+    #[test]
+    fn services_are_a_role_on_a_host_or_on_every_host_with_it() {
+        let (_dir, inv) = fleet();
+        let s = inv.services("c2:log-shipper").unwrap();
+        assert_eq!((s[0].host.name.as_str(), s[0].role), ("c2", Role::LogShipper));
+        let all: Vec<&str> = inv.services("loki").unwrap().iter().map(|s| s.host.name.as_str()).collect();
+        assert_eq!(all, ["srv"]);
+        assert_eq!(
+            inv.services("c2:metrics-db").unwrap_err().to_string(),
+            "error: host `c2` does not play `metrics-db` (it plays metrics-agent, log-shipper)"
+        );
+    }
+
+    #[test]
+    fn each_host_has_its_own_config_and_ssh_details() {
+        let (_dir, inv) = fleet();
+        let c1 = inv.host("c1").unwrap();
+        assert_eq!(c1.config().text(keys::LOG_SHIPPER_UNIT), "shipper.service");
+        assert_eq!(inv.host("c2").unwrap().config().text(keys::LOG_SHIPPER_UNIT), "alloy.service");
+        assert_eq!(inv.host("c2").unwrap().port.as_ref().map(|p| p.value), Some(2201));
+        assert_eq!(inv.host("c3").unwrap().scope(), "user");
+        assert_eq!(
+            inv.host("c3").unwrap().address.as_ref().map(|a| (a.value.as_str(), a.from.to_string())),
+            Some(("c3", "its inventory name (no ansible_host)".to_string()))
+        );
+        assert!(!inv.host("srv").unwrap().is_local());
+    }
+
+    #[test]
+    fn targets_come_from_host_or_hosts_never_both_never_empty() {
+        let (_dir, inv) = fleet();
+        assert!(inv.targets(None, None).unwrap().is_none());
+        assert_eq!(names(inv.targets(Some("c1"), None).unwrap().unwrap()), ["c1"]);
+        assert_eq!(
+            inv.targets(None, Some("nothing*")).unwrap_err().to_string(),
+            "error: the host pattern `nothing*` selects no host; `opsbook hosts` lists them"
+        );
+        assert!(inv.targets(Some("c1"), Some("all")).is_err());
+    }
+}

@@ -1,0 +1,233 @@
+//! `--sandbox`: the whole stack in-process, so every runbook runs anywhere — no root, no
+//! systemd, nothing but loopback.
+//!
+//! `Sandbox::start` builds a `World` whose four seams are in-process: a simulated service
+//! manager (`units`) running the four twin components (`components`) under the configured
+//! unit names, an in-memory journal (`journal`, with journalctl's time texts in `when`), the
+//! agent's and shipper's offline tools answered in-process (`commands`), and no containers
+//! (`containers`). The servers listen on ephemeral loopback ports that open and close with
+//! their units; the configuration is pointed at them (origin "sandbox" in `opsbook config`).
+//! The agent and shipper config files live in a private temporary directory, removed when
+//! the sandbox ends; so does each host's `/` for `file::` and `unit::install` (a folder
+//! `HOST/root` there, holding `etc`, `var/lib` and `root`). `--fault SPEC` (`faults`) makes
+//! the sandbox misbehave on purpose.
+//!
+//! `Sandbox::start_fleet` builds several simulated hosts instead (`stack::SimHost`): a
+//! `server` running the two servers and clients `c1`…`cN` running the agent and the shipper,
+//! each with its own service manager, journal and files, the clients writing to the server's
+//! twins under their own host names; a fault may name its host (`c2:log-shipper:down`).
+//!
+//! So that checks of "recent data" have something to find, the metrics database starts with
+//! ten minutes of what the agent wrote before the run (marked `source=sandbox-history`; none
+//! when the agent is `not-writing`); from then on the agent writes real samples of this
+//! machine every second and the shipper ships the sandbox journal.
+
+// Paths of the layers below, as the code here names them.
+use opsbook_base::{config, error, secret};
+use opsbook_twin as twin;
+use opsbook_world as world;
+
+pub mod commands;
+pub mod components;
+pub mod containers;
+pub mod faults;
+pub mod files;
+pub mod journal;
+pub mod stack;
+pub mod units;
+pub mod when;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::{Config, Origin, Value, keys};
+use crate::error::Error;
+use crate::secret::Secret;
+use crate::world::World;
+use faults::Faults;
+use files::{ClientFiles, Servers};
+use stack::{ServerSide, SimHost};
+
+/// A running sandbox: one simulated host, or a fleet of them. Dropping it stops the runtime
+/// (and with it every server) and removes its temporary directory.
+pub struct Sandbox {
+    pub hosts: Vec<Host>,
+    dir: PathBuf,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// A simulated host as a run sees it: its world and its configuration.
+pub struct Host {
+    pub sim: SimHost,
+    pub world: World,
+    pub config: Config,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn io(context: &str) -> impl Fn(std::io::Error) -> Error {
+    let context = context.to_string();
+    move |source| Error::Io { context: context.clone(), source }
+}
+
+impl Sandbox {
+    /// One host running the whole stack, with `fault_specs` applied; returns the sandbox and
+    /// `config` pointed at it.
+    pub fn start(config: Config, fault_specs: &[String]) -> Result<(Sandbox, Config), Error> {
+        let mut sandbox = Sandbox::build(config, 0, fault_specs)?;
+        let config = sandbox.hosts[0].config.clone();
+        // The single host keeps this machine's name, as the real components would.
+        sandbox.hosts[0].world.hostname = None;
+        Ok((sandbox, config))
+    }
+
+    /// A fleet: `server` with the two servers and `clients` client hosts `c1`…`cN`.
+    pub fn start_fleet(config: Config, clients: usize, fault_specs: &[String]) -> Result<Sandbox, Error> {
+        if clients == 0 {
+            return Err(Error::Usage("`--fleet N` needs at least one client host".into()));
+        }
+        Sandbox::build(config, clients, fault_specs)
+    }
+
+    /// `clients` 0: one host with all four components; otherwise a server and N clients.
+    fn build(mut base: Config, clients: usize, fault_specs: &[String]) -> Result<Sandbox, Error> {
+        let faults = Faults::parse(fault_specs).map_err(Error::Usage)?;
+        let names: Vec<String> = if clients == 0 {
+            vec!["sandbox".to_string()]
+        } else {
+            std::iter::once("server".to_string()).chain((1..=clients).map(|i| format!("c{i}"))).collect()
+        };
+        if let Some(unknown) = faults.hosts().find(|h| !names.iter().any(|n| n == h)) {
+            let hint = crate::error::suggest(unknown, names.iter().map(String::as_str))
+                .first()
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            return Err(Error::Usage(format!(
+                "fault for host `{unknown}`, which the sandbox does not have (hosts: {}){hint}",
+                names.join(", ")
+            )));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("opsbook-sandbox")
+            .enable_all()
+            .build()
+            .map_err(io("cannot start the sandbox's runtime"))?;
+        let dir = files::private_dir().map_err(io("cannot create the sandbox's temporary directory"))?;
+        let mut sandbox = Sandbox { hosts: Vec::new(), dir, runtime: None };
+        let ports = files::free_ports(2 + names.len()).map_err(io("no free loopback port for the sandbox"))?;
+        let servers = Servers { db: ports[0], logs: ports[1] };
+        let token = Secret::new(files::random_token());
+        let org = Some(base.text(keys::METRICS_DB_ORG)).filter(|o| !o.is_empty()).unwrap_or("opsbook".into());
+        let bucket = base.text(keys::METRICS_DB_BUCKET);
+        point_at_servers(&mut base, &servers, &token, &org)?;
+        let side = ServerSide { addresses: &servers, token: &token, org: &org, bucket: &bucket };
+
+        let mut client_files = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let mut sim = SimHost::new(name, runtime.handle().clone(), faults.on(name));
+            let mut config = base.clone();
+            let fleet = clients > 0;
+            if !fleet || i == 0 {
+                sim.add_servers(&config, &side);
+            }
+            let files = if !fleet || i > 0 {
+                let folder = if fleet { sandbox.dir.join(name) } else { sandbox.dir.clone() };
+                std::fs::create_dir_all(&folder).map_err(io("cannot create the sandbox's host directory"))?;
+                let label = if fleet { name.as_str() } else { "" };
+                let files = ClientFiles {
+                    agent_config: folder.join("telegraf.conf"),
+                    shipper_config: folder.join("alloy.toml"),
+                    shipper: ports[2 + i],
+                };
+                files::write_private(
+                    &files.agent_config,
+                    &files::agent_config(servers.db, &token, &org, &bucket, label),
+                )
+                .map_err(io("cannot write the sandbox agent's configuration"))?;
+                files::write_private(&files.shipper_config, &files::shipper_config(files.shipper, servers.logs, label))
+                    .map_err(io("cannot write the sandbox shipper's configuration"))?;
+                point_at_clients(&mut config, &files)?;
+                sim.add_clients(&config, &files);
+                Some(files)
+            } else {
+                None
+            };
+            config.set(keys::ROLES, Value::Text(sim.roles.join(",")), Origin::Sandbox)?;
+            client_files.push(files);
+            // The host's `/`, with the folders a lifecycle runbook writes into.
+            let root = sandbox.dir.join(name).join("root");
+            for dir in ["etc/systemd/system", "var/lib", "root"] {
+                std::fs::create_dir_all(root.join(dir)).map_err(io("cannot create the sandbox's host directory"))?;
+            }
+            let world = World {
+                hostname: Some(name.clone()),
+                units: sim.manager.clone(),
+                journal: sim.journal.clone(),
+                commands: Arc::new(commands::SimCommands { processes: crate::world::commands::Processes }),
+                containers: Arc::new(containers::NoContainers),
+                net: Arc::new(crate::world::net::LocalNet),
+                // A write to /etc stays in the private directory.
+                files: Arc::new(crate::world::local_files::LocalFiles { root: Some(root) }),
+                sandbox: true,
+            };
+            sandbox.hosts.push(Host { sim, world, config });
+        }
+        // Boot as the stack's units are ordered: the server host first, then the clients.
+        runtime.block_on(async {
+            let store = sandbox.hosts[0].sim.running_store(&sandbox.hosts[0].config).cloned();
+            for host in &sandbox.hosts {
+                host.sim.boot(&host.config, store.as_ref()).await;
+            }
+        });
+        for (host, files) in sandbox.hosts.iter().zip(&client_files) {
+            if let Some(files) = files {
+                host.sim.break_shipper_config(files).map_err(io("cannot write the sandbox shipper's configuration"))?;
+            }
+        }
+        sandbox.runtime = Some(runtime);
+        Ok(sandbox)
+    }
+}
+
+/// Points `config` at the sandbox's servers. The token is handed over as a secret, never
+/// written into a setting.
+fn point_at_servers(config: &mut Config, servers: &Servers, token: &Secret, org: &str) -> Result<(), Error> {
+    let text = |s: &str| Value::Text(s.to_string());
+    let settings = [
+        (keys::METRICS_DB_URL, text(&format!("http://{}", servers.db))),
+        (keys::METRICS_DB_ORG, text(org)),
+        (keys::LOG_STORE_URL, text(&format!("http://{}", servers.logs))),
+        (keys::UNITS_SETTLE, text("0s")),
+        (keys::HTTP_CA_FILE, text("")),
+    ];
+    for (key, value) in settings {
+        config.set(key, value, Origin::Sandbox)?;
+    }
+    config.hand_token(token.clone(), Origin::Sandbox);
+    Ok(())
+}
+
+/// Points `config` at a host's client files and tools.
+fn point_at_clients(config: &mut Config, files: &ClientFiles) -> Result<(), Error> {
+    let text = |s: &str| Value::Text(s.to_string());
+    let argv = |a: &[&str]| Value::Argv(a.iter().map(|s| s.to_string()).collect());
+    let settings = [
+        (keys::LOG_SHIPPER_URL, text(&format!("http://{}", files.shipper))),
+        (keys::METRICS_AGENT_CONFIG, text(&files.agent_config.display().to_string())),
+        (keys::LOG_SHIPPER_CONFIG, text(&files.shipper_config.display().to_string())),
+        (keys::METRICS_AGENT_TEST_COMMAND, argv(&["telegraf", "--config", "{config}", "--test"])),
+        (keys::LOG_SHIPPER_VALIDATE_COMMAND, argv(&["alloy", "validate", "{config}"])),
+    ];
+    for (key, value) in settings {
+        config.set(key, value, Origin::Sandbox)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! The metrics-db twin's HTTP side: routes, the token check as one middleware layer over
+//! every `/api/v2` route, request decoding (query parameters, Flux bodies raw or JSON) and
+//! answers in InfluxDB 2's JSON (tab-indented) and CSV.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Query as QueryParams, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use super::{COMMIT, MetricsDb, VERSION, internal, invalid};
+use crate::faults;
+use crate::logger::Level;
+use crate::wire::content_encoding;
+use crate::wire::flux_csv::Dialect;
+
+/// InfluxDB 2's API answers (its `api.Respond`) are JSON indented with tabs, ending with a
+/// newline.
+fn json_answer(status: StatusCode, v: &Value) -> Response {
+    use serde::Serialize;
+    let mut body = Vec::new();
+    let mut ser =
+        serde_json::Serializer::with_formatter(&mut body, serde_json::ser::PrettyFormatter::with_indent(b"\t"));
+    let _ = v.serialize(&mut ser);
+    body.push(b'\n');
+    (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response()
+}
+
+/// An error as InfluxDB 2 answers it (its `kit/transport/http/error_handler.go`): exactly
+/// `{"code","message"}`, marshalled compact with no final newline, and the code repeated in
+/// `X-Platform-Error-Code`.
+fn error_answer((status, v): (StatusCode, Value)) -> Response {
+    let code = v.get("code").and_then(Value::as_str).unwrap_or("internal error").to_string();
+    let message = v.get("message").and_then(Value::as_str).unwrap_or("An internal error has occurred");
+    let body = json!({"code": code, "message": message}).to_string();
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response();
+    if let Ok(value) = HeaderValue::from_str(&code) {
+        response.headers_mut().insert("x-platform-error-code", value);
+    }
+    response
+}
+
+/// The token check of every `/api/v2` route: without this database's token in
+/// `Authorization: Token …`, InfluxDB's 401 and the handler never runs.
+async fn require_token(State(db): State<Arc<MetricsDb>>, request: Request, next: Next) -> Response {
+    let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    if !db.accepts(authorization) {
+        return error_answer((
+            StatusCode::UNAUTHORIZED,
+            json!({"code": "unauthorized", "message": "unauthorized access"}),
+        ));
+    }
+    next.run(request).await
+}
+
+type Params = Vec<(String, String)>;
+
+fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
+    params.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+/// The org must be named (by name or ID) and be this twin's.
+fn check_org(db: &MetricsDb, params: &Params) -> Result<(), Box<Response>> {
+    match (param(params, "org"), param(params, "orgID")) {
+        (None, None) => Err(Box::new(error_answer(invalid("Please provide either orgID or org")))),
+        (Some(org), _) if org == db.options.org || org == db.org_id => Ok(()),
+        (None, Some(id)) if id == db.org_id => Ok(()),
+        (Some(org), _) => Err(Box::new(error_answer((
+            StatusCode::NOT_FOUND,
+            json!({"code": "not found", "message": format!("organization name \"{org}\" not found")}),
+        )))),
+        (None, Some(id)) => Err(Box::new(error_answer((
+            StatusCode::NOT_FOUND,
+            json!({"code": "not found", "message": format!("organization not found: {id}")}),
+        )))),
+    }
+}
+
+/// InfluxDB 2 writes this body from a format string, spacing and all.
+async fn health() -> Response {
+    let body = format!(
+        "{{\"name\":\"influxdb\", \"message\":\"ready for queries and writes\", \"status\":\"pass\", \"checks\":[], \"version\": {VERSION:?}, \"commit\": {COMMIT:?}}}\n"
+    );
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response()
+}
+
+async fn ping() -> Response {
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn buckets(State(db): State<Arc<MetricsDb>>, QueryParams(params): QueryParams<Params>) -> Response {
+    let mut v = db.buckets_json();
+    if let Some(name) = param(&params, "name")
+        && let Some(list) = v.get_mut("buckets").and_then(Value::as_array_mut)
+    {
+        list.retain(|b| b["name"] == name);
+    }
+    json_answer(StatusCode::OK, &v)
+}
+
+async fn config(State(db): State<Arc<MetricsDb>>) -> Response {
+    json_answer(StatusCode::OK, &db.config_json())
+}
+
+async fn write(
+    State(db): State<Arc<MetricsDb>>,
+    headers: HeaderMap,
+    QueryParams(params): QueryParams<Params>,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = check_org(&db, &params) {
+        return *r;
+    }
+    let Some(bucket) = param(&params, "bucket").or_else(|| param(&params, "bucketID")) else {
+        return error_answer(invalid("bucket not specified"));
+    };
+    let bucket = {
+        // A bucket ID names the bucket too.
+        let names =
+            db.buckets.read().map(|b| b.values().find(|x| x.id == bucket).map(|x| x.name.clone())).ok().flatten();
+        names.unwrap_or_else(|| bucket.to_string())
+    };
+    let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let plain = match content_encoding::decompress(encoding, &body, 64 << 20) {
+        Ok(p) => p,
+        Err(e) => return error_answer(invalid(&format!("unable to read data: {e}"))),
+    };
+    let Ok(text) = String::from_utf8(plain) else {
+        return error_answer(invalid("unable to parse points: body is not valid UTF-8"));
+    };
+    match db.write_lines(&bucket, param(&params, "precision").unwrap_or("ns"), &text) {
+        Ok(_) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => {
+            db.log_line(
+                Level::Warn,
+                "failed to write points",
+                &[("bucket", &bucket), ("error", &e.1["message"].to_string())],
+            );
+            error_answer(e)
+        }
+    }
+}
+
+/// The query from a raw Flux body or InfluxDB's JSON body, with its dialect.
+fn query_request(headers: &HeaderMap, body: &[u8]) -> Result<(String, Dialect), (StatusCode, Value)> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let text = String::from_utf8_lossy(body).into_owned();
+    if content_type.starts_with("application/vnd.flux") {
+        return Ok((text, Dialect::default()));
+    }
+    let v: Value = serde_json::from_str(&text).map_err(|e| invalid(&format!("failed to decode request body: {e}")))?;
+    if let Some(kind) = v.get("type").and_then(Value::as_str)
+        && kind != "flux"
+    {
+        return Err(invalid(&format!("unsupported query type \"{kind}\" (the twin speaks Flux)")));
+    }
+    let query = v
+        .get("query")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("failed to decode request body: request body requires either spec or query"))?
+        .to_string();
+    let mut dialect = Dialect::default();
+    if let Some(d) = v.get("dialect") {
+        if let Some(h) = d.get("header").and_then(Value::as_bool) {
+            dialect.header = h;
+        }
+        if let Some(list) = d.get("annotations").and_then(Value::as_array) {
+            for a in list {
+                match a.as_str() {
+                    Some(name @ ("datatype" | "group" | "default")) => dialect.annotations.push(name.to_string()),
+                    _ => return Err(invalid(&format!("unknown annotation {a}"))),
+                }
+            }
+        }
+        if let Some(delim) = d.get("delimiter").and_then(Value::as_str)
+            && delim != ","
+        {
+            return Err(invalid("unsupported by the twin: a delimiter other than \",\""));
+        }
+    }
+    Ok((query, dialect))
+}
+
+async fn query(
+    State(db): State<Arc<MetricsDb>>,
+    headers: HeaderMap,
+    QueryParams(params): QueryParams<Params>,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = check_org(&db, &params) {
+        return *r;
+    }
+    let (src, dialect) = match query_request(&headers, &body) {
+        Ok(q) => q,
+        Err(e) => return error_answer(e),
+    };
+    let db2 = db.clone();
+    // Queries over many points take a while: keep them off the async workers.
+    let answer = tokio::task::spawn_blocking(move || db2.query(&src, &dialect)).await;
+    match answer {
+        Ok(Ok(csv)) => ([(header::CONTENT_TYPE, "text/csv; charset=utf-8"), (header::VARY, "Accept-Encoding")], csv)
+            .into_response(),
+        Ok(Err(e)) => error_answer(e),
+        Err(e) => error_answer(internal(&format!("query failed: {e}"))),
+    }
+}
+
+async fn not_found() -> Response {
+    error_answer((StatusCode::NOT_FOUND, json!({"code": "not found", "message": "path not found"})))
+}
+
+/// Adds the headers every InfluxDB answer carries.
+async fn version_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert("x-influxdb-build", HeaderValue::from_static("OSS"));
+    h.insert("x-influxdb-version", HeaderValue::from_static(VERSION));
+    response
+}
+
+/// The HTTP routes: the `/api/v2` ones behind the token check, the fault middleware in front
+/// of all, InfluxDB's version headers on every answer.
+pub fn router(db: Arc<MetricsDb>) -> Router {
+    let api = Router::new()
+        .route("/api/v2/buckets", get(buckets))
+        .route("/api/v2/config", get(config))
+        .route("/api/v2/write", post(write))
+        .route("/api/v2/query", post(query))
+        .route_layer(middleware::from_fn_with_state(db.clone(), require_token));
+    Router::new()
+        .route("/health", get(health))
+        .route("/ping", get(ping))
+        .merge(api)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(db.faults.clone(), faults::apply))
+        .layer(middleware::from_fn(version_headers))
+        .with_state(db)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_bodies_raw_and_json() {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/vnd.flux"));
+        assert_eq!(query_request(&h, b"from(bucket:\"b\")").unwrap().1, Dialect::default());
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let body = br#"{"query":"q","type":"flux","dialect":{"header":true,"annotations":["datatype","group","default"],"delimiter":","}}"#;
+        let (q, d) = query_request(&h, body).unwrap();
+        assert_eq!((q.as_str(), d.annotations.len()), ("q", 3));
+        assert!(query_request(&h, b"{").is_err());
+        assert!(query_request(&h, br#"{"query":"q","type":"influxql"}"#).is_err());
+    }
+}

@@ -1,0 +1,139 @@
+//! The shipper twin's `/metrics`: Alloy's own gauges and the `loki.source.journal` and
+//! `loki.write` families (`loki_write_sent_entries_total`, `…_dropped_entries_total` by
+//! reason, the request-duration histogram), written by `crate::wire::exposition::Writer`.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::{COMPONENT, Shipper, VERSION};
+use crate::wire::exposition::Writer;
+
+/// The request-duration histogram's upper bounds, in seconds.
+const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// One status code's request durations.
+#[derive(Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    sum: f64,
+    count: u64,
+}
+
+/// What `/metrics` reports, counted as the shipper works.
+#[derive(Default)]
+pub(super) struct Metrics {
+    pub(super) lines_read: AtomicU64,
+    pub(super) parse_errors: AtomicU64,
+    pub(super) sent_entries: AtomicU64,
+    pub(super) sent_bytes: AtomicU64,
+    pub(super) encoded_bytes: AtomicU64,
+    pub(super) retries: AtomicU64,
+    pub(super) dropped: Mutex<BTreeMap<&'static str, (u64, u64)>>,
+    durations: Mutex<BTreeMap<String, Histogram>>,
+    pub(super) config_ok: AtomicBool,
+    pub(super) config_failures: AtomicU64,
+}
+
+impl Shipper {
+    /// The `/metrics` exposition text.
+    pub fn metrics_text(&self) -> String {
+        let m = &self.metrics;
+        let n = |v: &AtomicU64| v.load(Ordering::Relaxed) as f64;
+        let host = self.host_label();
+        let base = [("component_id", COMPONENT), ("component_path", "/"), ("host", host.as_str())];
+        let mut w = Writer::new();
+        crate::build_info(&mut w, "alloy", VERSION, "go1.24.1", "builtinassets");
+        w.family("alloy_config_last_load_successful", "gauge", "Config loaded successfully.").sample(
+            "alloy_config_last_load_successful",
+            &[],
+            f64::from(u8::from(m.config_ok.load(Ordering::Relaxed))),
+        );
+        w.family("alloy_config_load_failures_total", "counter", "Config failed to load.").sample(
+            "alloy_config_load_failures_total",
+            &[],
+            n(&m.config_failures),
+        );
+        let source = [("component_id", "loki.source.journal.read"), ("component_path", "/")];
+        w.family("loki_source_journal_target_lines_total", "counter", "Total number of successful journal lines read")
+            .sample("loki_source_journal_target_lines_total", &source, n(&m.lines_read));
+        w.family(
+            "loki_source_journal_target_parsing_errors_total",
+            "counter",
+            "Total number of parsing errors while reading journal messages",
+        )
+        .sample("loki_source_journal_target_parsing_errors_total", &source, n(&m.parse_errors));
+        for (name, help, v) in [
+            ("loki_write_sent_entries_total", "Number of log entries sent to the ingester.", &m.sent_entries),
+            ("loki_write_sent_bytes_total", "Number of bytes sent.", &m.sent_bytes),
+            ("loki_write_encoded_bytes_total", "Number of bytes encoded and ready to send.", &m.encoded_bytes),
+            ("loki_write_batch_retries_total", "Number of times batches has had to be retried.", &m.retries),
+        ] {
+            w.family(name, "counter", help).sample(name, &base, n(v));
+        }
+        let dropped = m.dropped.lock().map(|d| d.clone()).unwrap_or_default();
+        for (name, help, bytes) in [
+            (
+                "loki_write_dropped_entries_total",
+                "Number of log entries dropped because failed to be sent to the ingester after all retries.",
+                false,
+            ),
+            (
+                "loki_write_dropped_bytes_total",
+                "Number of bytes dropped because failed to be sent to the ingester after all retries.",
+                true,
+            ),
+        ] {
+            w.family(name, "counter", help);
+            for reason in ["ingester_error", "line_too_long", "rate_limited", "stream_limited"] {
+                let (entries, size) = dropped.get(reason).copied().unwrap_or((0, 0));
+                let mut labels = base.to_vec();
+                labels.push(("reason", reason));
+                w.sample(name, &labels, (if bytes { size } else { entries }) as f64);
+            }
+        }
+        let histogram = "loki_write_request_duration_seconds";
+        w.family(histogram, "histogram", "Duration of send requests.");
+        if let Ok(durations) = m.durations.lock() {
+            for (status, h) in durations.iter() {
+                let mut labels = base.to_vec();
+                labels.push(("status_code", status.as_str()));
+                let mut cumulative = 0;
+                for (i, le) in BUCKETS.iter().enumerate() {
+                    cumulative += h.counts[i];
+                    let le = le.to_string();
+                    let mut with_le = labels.clone();
+                    with_le.push(("le", le.as_str()));
+                    w.sample(&format!("{histogram}_bucket"), &with_le, cumulative as f64);
+                }
+                let mut with_le = labels.clone();
+                with_le.push(("le", "+Inf"));
+                w.sample(&format!("{histogram}_bucket"), &with_le, h.count as f64);
+                w.sample(&format!("{histogram}_sum"), &labels, h.sum);
+                w.sample(&format!("{histogram}_count"), &labels, h.count as f64);
+            }
+        }
+        w.finish()
+    }
+
+    pub(super) fn observe(&self, status: &str, elapsed: Duration) {
+        if let Ok(mut d) = self.metrics.durations.lock() {
+            let h = d.entry(status.to_string()).or_default();
+            let secs = elapsed.as_secs_f64();
+            if let Some(i) = BUCKETS.iter().position(|le| secs <= *le) {
+                h.counts[i] += 1;
+            }
+            h.count += 1;
+            h.sum += secs;
+        }
+    }
+
+    pub(super) fn drop_batch(&self, reason: &'static str, entries: u64, bytes: u64) {
+        if let Ok(mut d) = self.metrics.dropped.lock() {
+            let e = d.entry(reason).or_default();
+            e.0 += entries;
+            e.1 += bytes;
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The seams between host modules and the machine they act on.
+//!
+//! Host modules (`src/host/*`) never talk to D-Bus, journalctl, processes or podman
+//! directly: they go through the small traits declared in this folder, one file per seam
+//! (units, journal, commands, containers, files). Each trait has a real implementation (zbus,
+//! `journalctl -o json`, child processes, podman, std::fs), one for another host reached over
+//! its shared ssh connection (`remote`), and, for `--sandbox`, an in-process twin.
+
+// Paths of the layers below, as the code here names them.
+use opsbook_base::{config, error, process, secret};
+use opsbook_wire as wire;
+
+pub mod commands;
+pub mod containers;
+pub mod files;
+pub mod http_client;
+pub mod journal;
+pub mod local_files;
+pub mod net;
+pub mod remote;
+pub mod systemd_dbus;
+pub mod transport;
+pub mod units;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::config::keys;
+
+/// What trait methods that do I/O return: host modules await it through `Host::block_on`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The implementations a run acts through, chosen once per run.
+#[derive(Clone)]
+pub struct World {
+    /// The host's name when it is not this machine (a simulated or a remote host).
+    pub hostname: Option<String>,
+    pub units: Arc<dyn units::Units>,
+    pub journal: Arc<dyn journal::Journal>,
+    pub commands: Arc<dyn commands::Commands>,
+    pub containers: Arc<dyn containers::Containers>,
+    /// What the host reaches over the network, asked from the host itself.
+    pub net: Arc<dyn net::Net>,
+    /// Reading and changing the host's files.
+    pub files: Arc<dyn files::Files>,
+    /// Under `--sandbox`: verbs with no simulation there (user accounts) refuse, rather than
+    /// act on this machine.
+    pub sandbox: bool,
+}
+
+impl World {
+    /// The real machine: system or user service manager per `scope`, real processes.
+    /// Cheap: nothing connects until first use (`list`, `check` and `fns` build one too).
+    pub fn real(config: &Config) -> World {
+        let user = config.text(keys::SCOPE) == "user";
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let commands: Arc<dyn commands::Commands> = Arc::new(commands::Processes);
+        World {
+            hostname: None,
+            units: Arc::new(systemd_dbus::SystemdDbus::new(user)),
+            // root reads every journal file; an unprivileged user reads its own with --user.
+            journal: Arc::new(journal::Journalctl {
+                user: user && !root,
+                timeout: config.duration(keys::JOURNAL_TIMEOUT),
+                via: None,
+            }),
+            commands: commands.clone(),
+            containers: Arc::new(containers::Podman {
+                program: config.text(keys::CONTAINER_RUNTIME),
+                commands,
+                timeout: config.duration(keys::TOOLS_TIMEOUT),
+            }),
+            net: Arc::new(net::LocalNet),
+            files: Arc::new(local_files::LocalFiles { root: None }),
+            sandbox: false,
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! `opsbook hosts [PATTERN]`: the inventory as opsbook sees it, as a table or JSON.
+//!
+//! The table gives each host's address, roles, scope and ssh user and port; a second table
+//! says where each of those values came from (file:line and level, or the rule applied); the
+//! values that could not be resolved are listed last, and make the exit status 1.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::error::Error;
+use crate::inventory::{Fact, Host, Inventory, Source};
+use crate::report::Format;
+
+/// Prints the hosts `pattern` selects (all when `None`); 1 when a shown host has a value
+/// that could not be resolved.
+pub fn hosts(inventory: &Inventory, pattern: Option<&str>, format: Format) -> Result<u8, Error> {
+    let hosts: Vec<&Host> = match pattern {
+        Some(p) => inventory.select(p)?,
+        None => inventory.hosts().iter().collect(),
+    };
+    let text = if format == Format::Json { json(&hosts) } else { table(&hosts) };
+    std::io::stdout().lock().write_all(text.as_bytes()).ok();
+    Ok(u8::from(hosts.iter().any(|h| !h.problems.is_empty())))
+}
+
+fn address(h: &Host) -> String {
+    match &h.address {
+        Some(a) => a.value.clone(),
+        None if h.is_local() => "(this machine)".into(),
+        None => "(not resolved)".into(),
+    }
+}
+
+fn roles(h: &Host) -> String {
+    if h.roles.is_empty() { "-".into() } else { h.roles.iter().map(|r| r.value.name()).collect::<Vec<_>>().join(", ") }
+}
+
+fn or_dash<T: ToString>(f: &Option<Fact<T>>) -> String {
+    f.as_ref().map_or_else(|| "-".to_string(), |f| f.value.to_string())
+}
+
+/// Rows as aligned columns, two spaces apart, the last column unpadded.
+fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> =
+        (0..n).map(|i| rows.iter().map(|r| r.get(i).map_or(0, |c| c.chars().count())).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:w$}  ", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn table(hosts: &[&Host]) -> String {
+    let mut rows = vec![["HOST", "ADDRESS", "ROLES", "SCOPE", "USER", "PORT"].map(String::from).to_vec()];
+    for h in hosts {
+        rows.push(vec![h.name.clone(), address(h), roles(h), h.scope(), or_dash(&h.user), or_dash(&h.port)]);
+    }
+    let mut out = columns(&rows);
+    let mut from = vec![["HOST", "WHAT", "VALUE", "FROM"].map(String::from).to_vec()];
+    for h in hosts {
+        let mut row = |what: &str, value: String, source: &Source| {
+            from.push(vec![h.name.clone(), what.to_string(), value, source.to_string()]);
+        };
+        match &h.address {
+            Some(a) => row("address", a.value.clone(), &a.from),
+            None if h.is_local() => row("address", address(h), &Source::Rule("no address: the local machine")),
+            None => {}
+        }
+        for (what, fact) in [("user", &h.user), ("key", &h.key)] {
+            if let Some(f) = fact {
+                row(what, f.value.clone(), &f.from);
+            }
+        }
+        if let Some(p) = &h.port {
+            row("port", p.value.to_string(), &p.from);
+        }
+        for r in &h.roles {
+            row("role", r.value.to_string(), &r.from);
+        }
+        for o in &h.overrides {
+            row(o.key.name, shown_value(h, o), &o.from);
+        }
+    }
+    out.push_str("\nwhere each value came from:\n");
+    out.push_str(&columns(&from));
+    let problems: Vec<String> = hosts
+        .iter()
+        .flat_map(|h| h.problems.iter().map(move |p| format!("  {}: `{}` ({}): {}\n", h.name, p.var, p.from, p.reason)))
+        .collect();
+    if !problems.is_empty() {
+        out.push_str("\nnot resolved (nothing was guessed for these):\n");
+        out.push_str(&problems.concat());
+    }
+    out
+}
+
+/// A setting's value as shown: secrets (a per-host API token) never are.
+fn shown_value(h: &Host, o: &crate::inventory::Override) -> String {
+    if o.key.secret { "<redacted>".into() } else { h.config().text(o.key) }
+}
+
+fn fact<T: serde::Serialize>(f: &Option<Fact<T>>) -> serde_json::Value {
+    f.as_ref().map_or(serde_json::Value::Null, |f| json!({"value": f.value, "from": f.from.to_string()}))
+}
+
+fn json(hosts: &[&Host]) -> String {
+    let rows: Vec<_> = hosts
+        .iter()
+        .map(|h| {
+            json!({
+                "name": h.name,
+                "local": h.is_local(),
+                "address": fact(&h.address),
+                "roles": h.roles.iter().map(|r| json!({"role": r.value.name(), "from": r.from.to_string()})).collect::<Vec<_>>(),
+                "scope": h.scope(),
+                "user": fact(&h.user),
+                "port": fact(&h.port),
+                "key": fact(&h.key),
+                "groups": h.groups,
+                "config": h.overrides.iter().map(|o| json!({"key": o.key.name, "value": shown_value(h, o), "from": o.from.to_string()})).collect::<Vec<_>>(),
+                "problems": h.problems.iter().map(|p| json!({"var": p.var, "from": p.from.to_string(), "reason": p.reason})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&json!({ "hosts": rows })).unwrap_or_default() + "\n"
+}
