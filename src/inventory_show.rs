@@ -14,7 +14,7 @@ use crate::report::Format;
 
 /// Prints the hosts `pattern` selects (all when `None`); 1 when a shown host has a value
 /// that could not be resolved.
-pub fn hosts(inventory: &Inventory, pattern: Option<&str>, format: Format) -> Result<u8, Error> {
+pub(crate) fn hosts(inventory: &Inventory, pattern: Option<&str>, format: Format) -> Result<u8, Error> {
     let hosts: Vec<&Host> = match pattern {
         Some(p) => inventory.select(p)?,
         None => inventory.hosts().iter().collect(),

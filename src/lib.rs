@@ -12,15 +12,19 @@ pub mod scripts;
 pub mod serve;
 pub mod subcommand;
 
-// The layers, under the names the code and the tests use for them (see ARCHITECTURE.md).
-pub use opsbook_base::{cancel, config, diagnostic, error, pattern, process, progress, report, secret};
-pub use opsbook_engine::{catalog, connect, engine, functions, gathering, host, runbook};
-pub use opsbook_fleet::{fleet, options, session};
+// The layers, under the names the code here uses for them (see ARCHITECTURE.md); those the
+// integration tests and benchmarks reach are public.
+use opsbook_base::{cancel, error, progress};
+pub use opsbook_base::{config, report, secret};
+pub use opsbook_engine::catalog;
+use opsbook_engine::{engine, functions, host, runbook};
+use opsbook_fleet::fleet;
+pub use opsbook_fleet::session;
 pub use opsbook_inventory as inventory;
-pub use opsbook_sandbox as sandbox;
+use opsbook_sandbox as sandbox;
 pub use opsbook_twin as twin;
 pub use opsbook_wire as wire;
-pub use opsbook_world::{self as world, http_client, transport};
+pub use opsbook_world::{self as world, transport};
 
 use std::process::ExitCode;
 

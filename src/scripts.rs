@@ -16,7 +16,7 @@ use clap::Args;
 use crate::error::Error;
 
 /// Each script: its file name, what it does, its text.
-pub const SCRIPTS: [(&str, &str, &str); 2] = [
+pub(crate) const SCRIPTS: [(&str, &str, &str); 2] = [
     (
         "manage-svc.sh",
         "deploy or remove one service (HOST:ROLE); prepare the hosts of an environment",

@@ -17,7 +17,7 @@ fn main() {
             .unwrap_or_default();
         files.retain(|p| p.extension().is_some_and(|e| e == "rhai"));
         files.sort();
-        writeln!(code, "pub static {constant}: &[(&str, &str)] = &[").unwrap();
+        writeln!(code, "pub(crate) static {constant}: &[(&str, &str)] = &[").unwrap();
         for path in files {
             let name = path.file_stem().unwrap().to_string_lossy();
             println!("cargo:rerun-if-changed={}", path.display());
@@ -48,7 +48,7 @@ fn templates(root: &Path) {
     let mut found = Vec::new();
     walk(&root.join("templates"), "", &mut found);
     found.sort();
-    let mut code = String::from("pub static TEMPLATES: &[(&str, &str)] = &[\n");
+    let mut code = String::from("pub(crate) static TEMPLATES: &[(&str, &str)] = &[\n");
     for (name, path) in found {
         writeln!(code, "    ({name:?}, include_str!({:?})),", path.display().to_string()).unwrap();
     }

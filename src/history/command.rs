@@ -34,7 +34,7 @@ pub struct HistoryArgs {
 
     /// A check flaps when its outcome changed more than this many times in the window.
     #[arg(long, value_name = "N", default_value_t = 2)]
-    pub flap: usize,
+    pub(crate) flap: usize,
 
     /// At most this many runs, the newest.
     #[arg(long, value_name = "N", default_value_t = 100)]

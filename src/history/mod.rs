@@ -27,7 +27,7 @@ pub struct Run {
     pub host: String,
     pub runbook: String,
     /// Start, in milliseconds since the Unix epoch.
-    pub started_ms: i64,
+    pub(crate) started_ms: i64,
     pub duration_s: f64,
     /// `passed`, `failed`, `error` or `interrupted`, as in the report.
     pub outcome: String,
@@ -56,7 +56,7 @@ impl Run {
 
 /// Where state lives unless configured: `/var/lib/opsbook` for root, else
 /// `$XDG_STATE_HOME/opsbook`, else `~/.local/state/opsbook`.
-pub fn default_state_dir() -> PathBuf {
+pub(crate) fn default_state_dir() -> PathBuf {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         return PathBuf::from("/var/lib/opsbook");
@@ -70,24 +70,24 @@ pub fn default_state_dir() -> PathBuf {
 }
 
 /// Now, in milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The database file in a state directory.
-pub fn database_path(state_dir: &Path) -> PathBuf {
+pub(crate) fn database_path(state_dir: &Path) -> PathBuf {
     state_dir.join("history.sqlite")
 }
 
 /// How long to keep runs.
 #[derive(Debug, Clone, Copy)]
-pub struct Retention {
+pub(crate) struct Retention {
     pub age: Duration,
-    pub runs_per_job: usize,
+    pub(crate) runs_per_job: usize,
 }
 
 /// The store; every method reports failure as text and never panics.
-pub struct History {
+pub(crate) struct History {
     path: PathBuf,
     conn: Mutex<Option<Connection>>,
 }
@@ -186,22 +186,22 @@ pub struct Filter {
     pub job: Option<String>,
     /// Only the runs on this host.
     pub host: Option<String>,
-    pub since_ms: Option<i64>,
-    pub failed_only: bool,
+    pub(crate) since_ms: Option<i64>,
+    pub(crate) failed_only: bool,
     /// The newest this many runs (all when `None`), returned oldest first.
     pub limit: Option<usize>,
 }
 
 impl History {
     /// Opens (creating) the database; `Err` carries the store anyway, with the reason.
-    pub fn open(path: PathBuf) -> (History, Result<(), String>) {
+    pub(crate) fn open(path: PathBuf) -> (History, Result<(), String>) {
         let opened = open(&path, true);
         let status = opened.as_ref().map(|_| ()).map_err(Clone::clone);
         (History { path, conn: Mutex::new(opened.ok()) }, status)
     }
 
     /// Opens an existing database to read it (`opsbook history`).
-    pub fn open_read_only(path: PathBuf) -> Result<History, String> {
+    pub(crate) fn open_read_only(path: PathBuf) -> Result<History, String> {
         if !path.exists() {
             return Err(format!(
                 "no history at `{}`: `opsbook serve` has not stored a run there yet\n  help: pass the same \
@@ -213,7 +213,7 @@ impl History {
         Ok(History { path, conn: Mutex::new(Some(conn)) })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -232,7 +232,7 @@ impl History {
     }
 
     /// Stores one run and applies the retention, in one transaction.
-    pub fn insert(&self, run: &Run, retention: Retention) -> Result<(), String> {
+    pub(crate) fn insert(&self, run: &Run, retention: Retention) -> Result<(), String> {
         let cutoff = now_ms() - retention.age.as_millis() as i64;
         self.with(|conn| {
             let tx = conn.transaction().map_err(|e| e.to_string())?;
@@ -265,14 +265,14 @@ impl History {
     }
 
     /// The highest run id stored (new runs continue from it).
-    pub fn last_id(&self) -> Result<i64, String> {
+    pub(crate) fn last_id(&self) -> Result<i64, String> {
         self.with(|conn| {
             conn.query_row("SELECT coalesce(max(id), 0) FROM runs", [], |r| r.get(0)).map_err(|e| e.to_string())
         })
     }
 
     /// One run by id.
-    pub fn get(&self, id: i64) -> Result<Option<Run>, String> {
+    pub(crate) fn get(&self, id: i64) -> Result<Option<Run>, String> {
         self.with(|conn| {
             conn.query_row(&format!("SELECT {} FROM runs WHERE id = ?1", columns(conn)?), params![id], row)
                 .optional()
@@ -281,7 +281,7 @@ impl History {
     }
 
     /// Runs matching `filter`, oldest first.
-    pub fn list(&self, filter: &Filter) -> Result<Vec<Run>, String> {
+    pub(crate) fn list(&self, filter: &Filter) -> Result<Vec<Run>, String> {
         self.with(|conn| {
             let mut sql = format!("SELECT {} FROM runs WHERE 1 = 1", columns(conn)?);
             let mut args: Vec<rusqlite::types::Value> = Vec::new();

@@ -13,7 +13,7 @@ use crate::functions::Function;
 
 /// What completion draws from; refreshed by `:reload`.
 #[derive(Default, Clone)]
-pub struct Vocabulary {
+pub(super) struct Vocabulary {
     pub functions: Vec<Function>,
     pub runbooks: Vec<String>,
     pub modules: Vec<String>,
@@ -21,8 +21,8 @@ pub struct Vocabulary {
     pub commands: Vec<&'static str>,
 }
 
-pub struct ReplHelper {
-    pub vocabulary: Vocabulary,
+pub(super) struct ReplHelper {
+    pub(crate) vocabulary: Vocabulary,
     /// A parse-only engine (same keyword handling as the real one) for the validator.
     pub parser: rhai::Engine,
 }
@@ -140,7 +140,7 @@ impl Helper for ReplHelper {}
 
 /// Whether `input` is an unfinished statement (more lines would complete it), as opposed to
 /// complete or wrong (both are handed to the engine, which reports a wrong one).
-pub fn incomplete(parser: &rhai::Engine, input: &str) -> bool {
+pub(super) fn incomplete(parser: &rhai::Engine, input: &str) -> bool {
     if input.trim_start().starts_with(':') || input.trim().is_empty() {
         return false;
     }

@@ -15,7 +15,7 @@ fn cell(value: &Dynamic) -> String {
 }
 
 /// The value as the REPL prints it (no trailing newline); empty for `()`.
-pub fn show(value: &Dynamic) -> String {
+pub(super) fn show(value: &Dynamic) -> String {
     if value.is_unit() {
         return String::new();
     }

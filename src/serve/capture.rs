@@ -47,7 +47,7 @@ impl Formatter for Quiet {
 /// The JSON document of a run that never started because `host` could not be reached: one
 /// failed check, `HOST reachable over ssh`, with ssh's words as its detail (as `opsbook run
 /// --hosts` reports it).
-pub fn unreachable(runbook: &str, host: &str, check: &str, why: &str) -> serde_json::Value {
+pub(super) fn unreachable(runbook: &str, host: &str, check: &str, why: &str) -> serde_json::Value {
     let buffer = Buffer::default();
     let mode = Mode { host: Some(host.to_string()), ..Mode::default() };
     let json = Box::new(Quiet(formatter(Format::Json, false)));
@@ -60,7 +60,11 @@ pub fn unreachable(runbook: &str, host: &str, check: &str, why: &str) -> serde_j
 }
 
 /// Runs `compiled` with `params`; the JSON document, or why the run could not start.
-pub fn run(session: &Session, compiled: &Compiled, params: &[(String, String)]) -> (Vec<u8>, Result<(), String>) {
+pub(super) fn run(
+    session: &Session,
+    compiled: &Compiled,
+    params: &[(String, String)],
+) -> (Vec<u8>, Result<(), String>) {
     let buffer = Buffer::default();
     let out = buffer.clone();
     let result = session.run_recorded(compiled, params, |name, source, shown, mode| {

@@ -18,7 +18,7 @@ use super::state::{JobView, State};
 use crate::history::command::failed_checks;
 
 /// The router over the shared state.
-pub fn router(state: Arc<State>) -> Router {
+pub(super) fn router(state: Arc<State>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/healthz", get(healthz))

@@ -17,10 +17,10 @@ use crate::session::Session;
 
 /// The cancel flags of a job's current run: its session's, or its hosts' sessions' while a
 /// run over them goes on.
-pub type Cancels = Arc<Mutex<Vec<Cancel>>>;
+pub(super) type Cancels = Arc<Mutex<Vec<Cancel>>>;
 
 /// One run with the job's deadline and watch-only policy; its JSON report and a note.
-pub fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Value, Option<String>) {
+pub(super) fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Value, Option<String>) {
     let host = &session.host;
     host.cancel.reset();
     host.set_watch_only(!spec.mutating);
@@ -64,7 +64,7 @@ pub fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Value, Op
 }
 
 /// The report of a run that could not start (its parameters no longer bind, …).
-pub fn error_document(spec: &Job, message: &str) -> Value {
+pub(super) fn error_document(spec: &Job, message: &str) -> Value {
     json!({
         "schema": crate::report::json::SCHEMA,
         "opsbook": env!("CARGO_PKG_VERSION"),

@@ -38,7 +38,7 @@ fn checks(report: &Value) -> BTreeMap<(String, String), (f64, f64)> {
 }
 
 /// The whole exposition.
-pub fn render(state: &State) -> String {
+pub(super) fn render(state: &State) -> String {
     let now = now_ms();
     let mut w = Writer::new();
     state.with_jobs(|jobs| {

@@ -20,7 +20,7 @@ const STYLE: &str = include_str!("page.css");
 const SHOWN: usize = 40;
 
 /// Escapes text for HTML content and attribute values.
-pub fn esc(text: &str) -> String {
+pub(super) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -201,7 +201,7 @@ fn job_card(out: &mut String, v: &JobView, now: i64) {
 }
 
 /// The whole page.
-pub fn render(state: &State) -> String {
+pub(super) fn render(state: &State) -> String {
     let now = now_ms();
     let mut jobs = state.jobs();
     jobs.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.title().cmp(&b.title())));

@@ -18,7 +18,7 @@ use crate::config::serve::Job;
 use crate::fleet::Target;
 
 /// The hosts a job watches, and how to reach them.
-pub struct Hosts {
+pub(super) struct Hosts {
     /// The selected inventory hosts, in the inventory's order.
     pub hosts: Vec<crate::inventory::Host>,
     /// The command line's options: runbook directories and `--dry-run` for each host's session.
@@ -28,7 +28,7 @@ pub struct Hosts {
 impl Hosts {
     /// One run on every host: (host, JSON report, note) each, in the inventory's order.
     /// While it goes on, `cancels` holds the hosts' cancel flags (the service's stop uses them).
-    pub fn run(&self, spec: &Job, cancels: &Cancels) -> Vec<(String, Value, Option<String>)> {
+    pub(super) fn run(&self, spec: &Job, cancels: &Cancels) -> Vec<(String, Value, Option<String>)> {
         let selected: Vec<&crate::inventory::Host> = self.hosts.iter().collect();
         let targets = crate::fleet::inventory_targets(&self.global, &selected);
         *cancels.lock().unwrap_or_else(|e| e.into_inner()) =

@@ -17,7 +17,7 @@ use crate::session::Session;
 /// Every host function that changes the machine: unit jobs, unit files, files, accounts, the
 /// firewall, container restarts, the shipper's reload, writing to the journal, running
 /// arbitrary commands, loading the CPU.
-pub const MUTATING: &[&str] = &[
+pub(crate) const MUTATING: &[&str] = &[
     "unit::start",
     "unit::stop",
     "unit::restart",
@@ -50,7 +50,7 @@ pub const MUTATING: &[&str] = &[
 
 /// One mutating call found: the function and where it is (`file:line:column`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub function: String,
     pub place: String,
 }
@@ -79,7 +79,7 @@ fn calls(compiled: &Compiled, found: &mut Vec<Finding>) {
 }
 
 /// The mutating calls of a runbook and of the modules it imports, in source order.
-pub fn mutating_calls(session: &Session, compiled: &Compiled) -> Result<Vec<Finding>, Error> {
+pub(crate) fn mutating_calls(session: &Session, compiled: &Compiled) -> Result<Vec<Finding>, Error> {
     let mut found = Vec::new();
     calls(compiled, &mut found);
     let mut pending: Vec<String> = compiled.imports.clone();

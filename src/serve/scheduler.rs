@@ -22,18 +22,18 @@ use crate::session::Session;
 
 /// Wakes sleeping job threads when the service stops or reloads.
 #[derive(Default)]
-pub struct Stop {
+pub(super) struct Stop {
     stopped: Mutex<bool>,
     wake: Condvar,
 }
 
 impl Stop {
-    pub fn stop(&self) {
+    pub(super) fn stop(&self) {
         *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.wake.notify_all();
     }
 
-    pub fn is_stopped(&self) -> bool {
+    pub(super) fn is_stopped(&self) -> bool {
         *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -52,13 +52,13 @@ impl Stop {
 }
 
 /// At most `n` runs at a time.
-pub struct Permits {
+pub(super) struct Permits {
     free: Mutex<usize>,
     freed: Condvar,
 }
 
 impl Permits {
-    pub fn new(n: usize) -> Permits {
+    pub(super) fn new(n: usize) -> Permits {
         Permits { free: Mutex::new(n.max(1)), freed: Condvar::new() }
     }
 
@@ -99,7 +99,7 @@ fn random_below(max: Duration) -> Duration {
 }
 
 /// The jitter of a job: configured, else a tenth of its interval, at most 30 s.
-pub fn jitter(spec: &Job, configured: Option<Duration>) -> Duration {
+pub(super) fn jitter(spec: &Job, configured: Option<Duration>) -> Duration {
     configured.unwrap_or_else(|| (spec.every / 10).min(Duration::from_secs(30))).min(spec.every)
 }
 
@@ -108,7 +108,7 @@ fn ms(t: SystemTime) -> i64 {
 }
 
 /// Where a job runs.
-pub enum Place {
+pub(super) enum Place {
     /// This machine: one session and compiled runbook for the service's life.
     Here { session: Box<Session>, compiled: Compiled },
     /// Inventory hosts, reached afresh for each run.
@@ -116,20 +116,25 @@ pub enum Place {
 }
 
 /// A job ready to run.
-pub struct Ready {
+pub(super) struct Ready {
     pub spec: Job,
     pub place: Place,
 }
 
 /// The running job threads.
-pub struct Running {
+pub(super) struct Running {
     pub stop: Arc<Stop>,
     threads: Vec<(Cancels, JoinHandle<()>)>,
 }
 
 impl Running {
     /// Starts one thread per job.
-    pub fn start(jobs: Vec<Ready>, state: Arc<State>, parallel: usize, jitter_setting: Option<Duration>) -> Running {
+    pub(super) fn start(
+        jobs: Vec<Ready>,
+        state: Arc<State>,
+        parallel: usize,
+        jitter_setting: Option<Duration>,
+    ) -> Running {
         let stop = Arc::new(Stop::default());
         let permits = Arc::new(Permits::new(parallel));
         let mut threads = Vec::new();
@@ -153,7 +158,7 @@ impl Running {
 
     /// Lets running jobs finish within `deadline`, then interrupts them; returns the names
     /// of the jobs that had to be interrupted.
-    pub fn finish(self, deadline: Duration) -> usize {
+    pub(super) fn finish(self, deadline: Duration) -> usize {
         self.stop.stop();
         let until = Instant::now() + deadline;
         while Instant::now() < until && self.threads.iter().any(|(_, t)| !t.is_finished()) {

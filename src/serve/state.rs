@@ -19,11 +19,11 @@ use crate::history::{Filter, History, Retention, Run, now_ms};
 
 /// Runs kept in memory per job: what the page's strip and chart show, and `/api/runs` without
 /// a database.
-pub const KEEP: usize = 200;
+pub(super) const KEEP: usize = 200;
 
 /// Of those, the newest this many keep their whole report in memory (the rest keep outcome,
 /// times and note; their reports are read from the history when asked for).
-pub const KEEP_REPORTS: usize = 40;
+pub(super) const KEEP_REPORTS: usize = 40;
 
 /// Drops the report text of the runs older than the newest `KEEP_REPORTS`.
 fn slim(runs: &mut VecDeque<Arc<Run>>) {
@@ -37,7 +37,7 @@ fn slim(runs: &mut VecDeque<Arc<Run>>) {
 
 /// One job as the endpoints see it.
 #[derive(Debug, Clone)]
-pub struct JobView {
+pub(super) struct JobView {
     pub spec: Job,
     /// The host these runs watched (this machine's name for a job without `hosts`).
     pub host: String,
@@ -46,8 +46,8 @@ pub struct JobView {
     /// The newest run's report, parsed once.
     pub latest: Option<Arc<Value>>,
     /// When the next run is due (ms since the epoch), once scheduled.
-    pub next_due_ms: Option<i64>,
-    pub running_since_ms: Option<i64>,
+    pub(crate) next_due_ms: Option<i64>,
+    pub(crate) running_since_ms: Option<i64>,
     /// Runs since this service started, by outcome.
     pub outcomes: BTreeMap<String, u64>,
     /// Runs that started later than due because the previous one overran.
@@ -58,25 +58,25 @@ pub struct JobView {
 
 impl JobView {
     /// How the endpoints name it: the job, and the host when the job watches other hosts.
-    pub fn title(&self) -> String {
+    pub(super) fn title(&self) -> String {
         if self.spec.hosts.is_some() { format!("{} on {}", self.spec.name, self.host) } else { self.spec.name.clone() }
     }
 
     /// Whether it ran since the service started (or cannot run at all, which is final).
-    pub fn ready(&self) -> bool {
+    pub(super) fn ready(&self) -> bool {
         self.problem.is_some() || self.outcomes.values().sum::<u64>() > 0
     }
 }
 
 /// A view's key: the job's name and the host.
-pub type Key = (String, String);
+pub(super) type Key = (String, String);
 
 struct Inner {
     jobs: BTreeMap<Key, JobView>,
 }
 
 /// Shared between the scheduler and the endpoints.
-pub struct State {
+pub(super) struct State {
     inner: Mutex<Inner>,
     pub history: History,
     pub retention: Retention,
@@ -87,7 +87,7 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(history: History, opened: Result<(), String>, retention: Retention, hostname: String) -> State {
+    pub(super) fn new(history: History, opened: Result<(), String>, retention: Retention, hostname: String) -> State {
         let last = history.last_id();
         let error = opened.err().or_else(|| last.as_ref().err().cloned());
         if let Some(e) = &error {
@@ -108,7 +108,7 @@ impl State {
     }
 
     /// Why the history is not working, if it is not.
-    pub fn history_error(&self) -> Option<String> {
+    pub(super) fn history_error(&self) -> Option<String> {
         self.history_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -132,7 +132,7 @@ impl State {
     /// Installs the job list (at start and on reload), one entry per job and host: each
     /// keeps its runs by name and host; one new to this service gets its recent runs from the
     /// history.
-    pub fn set_jobs(&self, specs: Vec<(Job, String, Option<String>)>) {
+    pub(super) fn set_jobs(&self, specs: Vec<(Job, String, Option<String>)>) {
         let mut inner = self.lock();
         let mut old = std::mem::take(&mut inner.jobs);
         for (spec, host, problem) in specs {
@@ -176,23 +176,23 @@ impl State {
     }
 
     /// Every job, by name.
-    pub fn jobs(&self) -> Vec<JobView> {
+    pub(super) fn jobs(&self) -> Vec<JobView> {
         self.lock().jobs.values().cloned().collect()
     }
 
     /// Runs a closure over the jobs without copying them.
-    pub fn with_jobs<T>(&self, f: impl FnOnce(&BTreeMap<Key, JobView>) -> T) -> T {
+    pub(super) fn with_jobs<T>(&self, f: impl FnOnce(&BTreeMap<Key, JobView>) -> T) -> T {
         f(&self.lock().jobs)
     }
 
-    pub fn scheduled(&self, job: &str, due_ms: i64) {
+    pub(super) fn scheduled(&self, job: &str, due_ms: i64) {
         for v in self.lock().jobs.values_mut().filter(|v| v.spec.name == job) {
             v.next_due_ms = Some(due_ms);
         }
     }
 
     /// A run of the job starts (on each of its hosts) or, with `None`, ended.
-    pub fn running(&self, job: &str, since_ms: Option<i64>, late: bool) {
+    pub(super) fn running(&self, job: &str, since_ms: Option<i64>, late: bool) {
         for v in self.lock().jobs.values_mut().filter(|v| v.spec.name == job) {
             v.running_since_ms = since_ms;
             if late {
@@ -202,7 +202,7 @@ impl State {
     }
 
     /// Records a finished run on `host`: in memory at once, then in the history. Returns its id.
-    pub fn record(&self, spec: &Job, host: &str, document: Value, note: Option<String>) -> i64 {
+    pub(super) fn record(&self, spec: &Job, host: &str, document: Value, note: Option<String>) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let started_ms = document["started_at"]
             .as_str()
@@ -239,7 +239,7 @@ impl State {
     }
 
     /// A run by id: from memory, else from the history.
-    pub fn run(&self, id: i64) -> Option<Arc<Run>> {
+    pub(super) fn run(&self, id: i64) -> Option<Arc<Run>> {
         let found =
             self.lock().jobs.values().find_map(|v| v.runs.iter().find(|r| r.id == id && !r.report.is_empty()).cloned());
         found.or_else(|| self.history.get(id).ok().flatten().map(Arc::new))
@@ -247,7 +247,7 @@ impl State {
 
     /// The newest runs (of one job, or all; on one host, or all), newest first: from the
     /// history, else from memory.
-    pub fn recent(&self, job: Option<&str>, host: Option<&str>, limit: usize) -> Vec<Arc<Run>> {
+    pub(super) fn recent(&self, job: Option<&str>, host: Option<&str>, limit: usize) -> Vec<Arc<Run>> {
         let filter = Filter {
             job: job.map(str::to_string),
             host: host.map(str::to_string),

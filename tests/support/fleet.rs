@@ -17,7 +17,7 @@ use opsbook::transport::SshTarget;
 
 use super::private_host::ENV;
 
-pub struct Fleet {
+pub(crate) struct Fleet {
     hosts: Vec<FleetHost>,
     /// The claimed bridge, deleted on drop.
     bridge: Option<String>,
@@ -28,7 +28,7 @@ pub struct Fleet {
 }
 
 /// One host of the fleet.
-pub struct FleetHost {
+pub(crate) struct FleetHost {
     name: String,
     address: Ipv4Addr,
     unshare: Child,
@@ -41,7 +41,7 @@ pub struct FleetHost {
 impl Fleet {
     /// Boots one host per name (the first is usually the server), or says why it cannot (the
     /// caller skips the test with that reason).
-    pub fn boot(names: &[&str]) -> Result<Fleet, String> {
+    pub(crate) fn boot(names: &[&str]) -> Result<Fleet, String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("not root: namespaces and network links need CAP_SYS_ADMIN and CAP_NET_ADMIN".into());
@@ -113,17 +113,17 @@ impl Fleet {
         Err("no free test bridge obf1…obf250".into())
     }
 
-    pub fn hosts(&self) -> &[FleetHost] {
+    pub(crate) fn hosts(&self) -> &[FleetHost] {
         &self.hosts
     }
 
     /// The host called `name` (panics when there is none: a mistake in the test).
-    pub fn host(&self, name: &str) -> &FleetHost {
+    pub(crate) fn host(&self, name: &str) -> &FleetHost {
         self.hosts.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("no host {name} in the fleet"))
     }
 
     /// A fresh key that no host of the fleet accepts.
-    pub fn unknown_key(&self) -> PathBuf {
+    pub(crate) fn unknown_key(&self) -> PathBuf {
         let key = self.dir.path().join("unknown-key");
         if !key.exists() {
             keygen(&key).expect("ssh-keygen");
@@ -149,23 +149,23 @@ impl Drop for Fleet {
 }
 
 impl FleetHost {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Its address on the fleet's bridge.
-    pub fn address(&self) -> Ipv4Addr {
+    pub(crate) fn address(&self) -> Ipv4Addr {
         self.address
     }
 
     /// The private key every host of the fleet accepts for root.
-    pub fn key(&self) -> &Path {
+    pub(crate) fn key(&self) -> &Path {
         &self.key
     }
 
     /// How an operator reaches it: root with the fleet's key, host keys not recorded (they
     /// are new on every run).
-    pub fn ssh_target(&self) -> SshTarget {
+    pub(crate) fn ssh_target(&self) -> SshTarget {
         let mut target = SshTarget::new(self.name.clone(), self.address.to_string());
         target.user = Some("root".into());
         target.key = Some(self.key.clone());
@@ -177,7 +177,7 @@ impl FleetHost {
 
     /// A command that runs inside the host (its namespaces), with the user manager's
     /// environment, as a process on the host would.
-    pub fn command(&self, argv: &[&str]) -> Command {
+    pub(crate) fn command(&self, argv: &[&str]) -> Command {
         let mut cmd = Command::new("nsenter");
         cmd.args(["--target", &self.init.to_string(), "--mount", "--net", "--pid", "--uts", "--wd=/", "--", "env"]);
         cmd.args(ENV.iter().map(|(k, v)| format!("{k}={v}")));
@@ -186,7 +186,7 @@ impl FleetHost {
     }
 
     /// Runs a command inside the host (killed after 30 s) and returns its output.
-    pub fn exec(&self, argv: &[&str]) -> Output {
+    pub(crate) fn exec(&self, argv: &[&str]) -> Output {
         let mut child = self
             .command(argv)
             .stdin(Stdio::null())
@@ -206,7 +206,7 @@ impl FleetHost {
     }
 
     /// Runs a command inside that must succeed; its stdout.
-    pub fn ok(&self, argv: &[&str]) -> String {
+    pub(crate) fn ok(&self, argv: &[&str]) -> String {
         let out = self.exec(argv);
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         assert!(out.status.success(), "{argv:?} on {}: {}{}", self.name, text(&out.stdout), text(&out.stderr));
@@ -215,13 +215,13 @@ impl FleetHost {
 
     /// A file's text as the host sees it (its own /etc, /var/lib, /root); `None` when it has no
     /// such file.
-    pub fn read_file(&self, path: &str) -> Option<String> {
+    pub(crate) fn read_file(&self, path: &str) -> Option<String> {
         let out = self.exec(&["cat", path]);
         out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// Writes a user unit and reloads the user manager.
-    pub fn install_unit(&self, name: &str, text: &str) {
+    pub(crate) fn install_unit(&self, name: &str, text: &str) {
         let path = format!("/run/user/0/systemd/user/{name}");
         let local = self.state.join(name);
         std::fs::write(&local, text).expect("unit file");
@@ -232,20 +232,20 @@ impl FleetHost {
     /// Stops the host's sshd and ends every connection to it, as a host whose sshd went down
     /// with it: new connections are refused from then on, and a master an earlier run left
     /// (`ssh.persist`) ends too.
-    pub fn stop_sshd(&self) {
+    pub(crate) fn stop_sshd(&self) {
         let pid_file = self.state.join("sshd.pid").display().to_string();
         self.ok(&["sh", "-c", &format!("kill $(cat {pid_file}); pkill -x sshd; true")]);
     }
 
     /// Starts the host's sshd again (after `stop_sshd`), as fleet-host.sh first started it.
-    pub fn start_sshd(&self) {
+    pub(crate) fn start_sshd(&self) {
         let config = self.state.join("sshd_config").display().to_string();
         let log = self.state.join("sshd.log").display().to_string();
         self.ok(&["/usr/sbin/sshd", "-f", &config, "-E", &log]);
     }
 
     /// Loads an nftables ruleset (nft's file syntax) inside the host's network namespace.
-    pub fn nft(&self, ruleset: &str) {
+    pub(crate) fn nft(&self, ruleset: &str) {
         let file = self.state.join("rules.nft");
         std::fs::write(&file, ruleset).expect("ruleset");
         self.ok(&["nft", "-f", &file.display().to_string()]);
@@ -253,7 +253,7 @@ impl FleetHost {
 
     /// Makes TCP connections from this host to `to:port` fail at once (connection refused),
     /// as a firewall between a client and the server would.
-    pub fn block_tcp_to(&self, to: Ipv4Addr, port: u16) {
+    pub(crate) fn block_tcp_to(&self, to: Ipv4Addr, port: u16) {
         self.nft(&format!(
             "table inet opsbook_test {{\n  chain output {{\n    type filter hook output priority 0; policy accept;\n    \
              ip daddr {to} tcp dport {port} reject with tcp reset\n  }}\n}}\n"
@@ -262,7 +262,7 @@ impl FleetHost {
 
     /// Joins this host and `peer` by a real (userspace) WireGuard tunnel on `wg0`: this host
     /// gets `10.99.0.1`, the peer `10.99.0.2`. Says why when boringtun or wg is missing.
-    pub fn wireguard_with(&self, peer: &FleetHost) -> Result<(), String> {
+    pub(crate) fn wireguard_with(&self, peer: &FleetHost) -> Result<(), String> {
         let boringtun = boringtun().ok_or(
             "boringtun-cli is missing (cargo install boringtun-cli --root /opt/opsbook-test-tools; .ci/run does)",
         )?;
@@ -303,7 +303,7 @@ impl FleetHost {
     }
 
     /// Ends this host's end of its WireGuard tunnel (the tunnel's peer is then gone).
-    pub fn stop_wireguard(&self) {
+    pub(crate) fn stop_wireguard(&self) {
         let pid = read_trimmed(self.state.join("boringtun.pid"));
         self.ok(&["kill", &pid]);
     }

@@ -10,21 +10,21 @@
 
 #![allow(dead_code)]
 
-pub mod fleet;
-pub mod private_host;
-pub mod wire;
+pub(crate) mod fleet;
+pub(crate) mod private_host;
+pub(crate) mod wire;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn opsbook() -> &'static str {
+pub(crate) fn opsbook() -> &'static str {
     env!("CARGO_BIN_EXE_opsbook")
 }
 
 #[must_use]
-pub struct Test {
+pub(crate) struct Test {
     dir: tempfile::TempDir,
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -38,52 +38,52 @@ impl Default for Test {
 }
 
 impl Test {
-    pub fn new() -> Test {
+    pub(crate) fn new() -> Test {
         let dir = tempfile::Builder::new().prefix("opsbook-test").tempdir().expect("temp dir");
         Test { dir, args: Vec::new(), env: Vec::new(), stdin: None }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Writes a file relative to the test directory (parents created).
-    pub fn file(self, relative: &str, contents: &str) -> Test {
+    pub(crate) fn file(self, relative: &str, contents: &str) -> Test {
         let path = self.dir.path().join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, contents).unwrap();
         self
     }
 
-    pub fn runbook(self, name: &str, source: &str) -> Test {
+    pub(crate) fn runbook(self, name: &str, source: &str) -> Test {
         self.file(&format!("runbooks/{name}.rhai"), source)
     }
 
-    pub fn module(self, name: &str, source: &str) -> Test {
+    pub(crate) fn module(self, name: &str, source: &str) -> Test {
         self.file(&format!("stdlib/{name}.rhai"), source)
     }
 
     /// `./opsbook.toml`.
-    pub fn config(self, toml: &str) -> Test {
+    pub(crate) fn config(self, toml: &str) -> Test {
         self.file("opsbook.toml", toml)
     }
 
-    pub fn args<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, args: I) -> Test {
+    pub(crate) fn args<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, args: I) -> Test {
         self.args.extend(args.into_iter().map(|a| a.as_ref().to_string()));
         self
     }
 
-    pub fn env(mut self, key: &str, value: &str) -> Test {
+    pub(crate) fn env(mut self, key: &str, value: &str) -> Test {
         self.env.push((key.to_string(), value.to_string()));
         self
     }
 
-    pub fn stdin(mut self, text: &str) -> Test {
+    pub(crate) fn stdin(mut self, text: &str) -> Test {
         self.stdin = Some(text.to_string());
         self
     }
 
-    pub fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(opsbook());
         cmd.current_dir(self.dir.path())
             .env_clear()
@@ -99,7 +99,7 @@ impl Test {
     }
 
     /// Runs to completion (killed after 60 s).
-    pub fn run(self) -> Output {
+    pub(crate) fn run(self) -> Output {
         let mut cmd = self.command();
         cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -113,7 +113,7 @@ impl Test {
     }
 
     /// Starts without waiting, for tests that signal the process.
-    pub fn spawn(self) -> Running {
+    pub(crate) fn spawn(self) -> Running {
         let mut cmd = self.command();
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let child = cmd.spawn().expect("start opsbook");
@@ -123,7 +123,7 @@ impl Test {
 
 /// Runs opsbook in `dir` as `Test` does in its own scratch directory (the same environment),
 /// for tests that run several commands against the same files.
-pub fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+pub(crate) fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(opsbook());
     cmd.current_dir(dir)
         .env_clear()
@@ -173,7 +173,7 @@ fn wait_output(mut child: Child, limit: Duration) -> (i32, String, String) {
 }
 
 /// A finished run.
-pub struct Output {
+pub(crate) struct Output {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -182,7 +182,7 @@ pub struct Output {
 
 impl Output {
     /// From a process run elsewhere (the private host); `test` is a fresh scratch dir.
-    pub fn from_raw(out: std::process::Output, _dir: &Path) -> Output {
+    pub(crate) fn from_raw(out: std::process::Output, _dir: &Path) -> Output {
         Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -195,27 +195,27 @@ impl Output {
         format!("\n--- exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
     }
 
-    pub fn code(self, expected: i32) -> Output {
+    pub(crate) fn code(self, expected: i32) -> Output {
         assert_eq!(self.code, expected, "unexpected exit status{}", self.context());
         self
     }
 
     /// A run that passed: exit 0 and a summary line counting no failed check.
-    pub fn passed(self, what: &str) -> Output {
+    pub(crate) fn passed(self, what: &str) -> Output {
         let summary = self.stdout.lines().last().unwrap_or("");
         assert!(self.code == 0 && summary.contains(" 0 failed"), "{what} did not pass{}", self.context());
         self
     }
 
     /// Stdout is exactly `expected` once durations and temporary paths are masked (`mask`).
-    pub fn stdout_is(self, expected: &str) -> Output {
+    pub(crate) fn stdout_is(self, expected: &str) -> Output {
         let seen = mask(&self.stdout);
         assert!(seen == expected, "stdout differs{}", diff(expected, &seen, &self.context()));
         self
     }
 
     /// Stderr is exactly `expected` once masked.
-    pub fn stderr_is(self, expected: &str) -> Output {
+    pub(crate) fn stderr_is(self, expected: &str) -> Output {
         let seen = mask(&self.stderr);
         assert!(seen == expected, "stderr differs{}", diff(expected, &seen, &self.context()));
         self
@@ -223,7 +223,7 @@ impl Output {
 
     /// The whole masked stdout matches `pattern` (anchored at both ends; `(?s)` is implied
     /// nowhere, so say where lines may vary).
-    pub fn stdout_matches(self, pattern: &str) -> Output {
+    pub(crate) fn stdout_matches(self, pattern: &str) -> Output {
         let seen = mask(&self.stdout);
         let re = regex::Regex::new(&format!("^(?:{pattern})$")).expect("a valid pattern");
         assert!(re.is_match(&seen), "stdout does not match{}", diff(pattern, &seen, &self.context()));
@@ -232,7 +232,7 @@ impl Output {
 
     /// Stdout, masked, equals the file `tests/fixtures/NAME`; with `OPSBOOK_BLESS=1` the file
     /// is written from what was seen instead (then review the change with `git diff`).
-    pub fn stdout_is_fixture(self, name: &str) -> Output {
+    pub(crate) fn stdout_is_fixture(self, name: &str) -> Output {
         let path = repo_dir().join("tests/fixtures").join(name);
         let seen = mask(&self.stdout);
         if std::env::var_os("OPSBOOK_BLESS").is_some() {
@@ -250,34 +250,34 @@ impl Output {
         self
     }
 
-    pub fn stdout_has(self, text: &str) -> Output {
+    pub(crate) fn stdout_has(self, text: &str) -> Output {
         assert!(self.stdout.contains(text), "stdout lacks {text:?}{}", self.context());
         self
     }
 
-    pub fn stdout_lacks(self, text: &str) -> Output {
+    pub(crate) fn stdout_lacks(self, text: &str) -> Output {
         assert!(!self.stdout.contains(text), "stdout has {text:?}{}", self.context());
         self
     }
 
-    pub fn stderr_has(self, text: &str) -> Output {
+    pub(crate) fn stderr_has(self, text: &str) -> Output {
         assert!(self.stderr.contains(text), "stderr lacks {text:?}{}", self.context());
         self
     }
 
-    pub fn stderr_lacks(self, text: &str) -> Output {
+    pub(crate) fn stderr_lacks(self, text: &str) -> Output {
         assert!(!self.stderr.contains(text), "stderr has {text:?}{}", self.context());
         self
     }
 
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}{}", self.context()))
     }
 }
 
 /// `text` with what varies from run to run replaced: durations (`12ms`, `0.5s`, `(3ms)`)
 /// become `[DUR]`, the test's scratch directories and temporary files become `[TMP]`.
-pub fn mask(text: &str) -> String {
+pub(crate) fn mask(text: &str) -> String {
     use std::sync::OnceLock;
     static RULES: OnceLock<Vec<(regex::Regex, &'static str)>> = OnceLock::new();
     let rules = RULES.get_or_init(|| {
@@ -312,17 +312,17 @@ fn diff(expected: &str, seen: &str, context: &str) -> String {
 }
 
 /// A run in progress.
-pub struct Running {
+pub(crate) struct Running {
     child: Option<Child>,
     test: Option<Test>,
 }
 
 impl Running {
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.child.as_ref().unwrap().id() as i32
     }
 
-    pub fn signal(&self, signal: i32) {
+    pub(crate) fn signal(&self, signal: i32) {
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
             libc::kill(self.pid(), signal);
@@ -330,7 +330,7 @@ impl Running {
     }
 
     /// Waits for the end; returns the output and how long the wait took.
-    pub fn wait(mut self, limit: Duration) -> (Output, Duration) {
+    pub(crate) fn wait(mut self, limit: Duration) -> (Output, Duration) {
         let started = Instant::now();
         let (code, stdout, stderr) = wait_output(self.child.take().unwrap(), limit);
         let took = started.elapsed();
@@ -351,7 +351,7 @@ impl Drop for Running {
 /// printed (visible with `--nocapture`) and appended to `target/tmp/skipped.log`. With
 /// `OPSBOOK_TEST_REQUIRE_ALL` set (`.ci/run` sets it, after installing every part) a skip is a
 /// failure instead: nothing passes in CI without having run.
-pub fn skip(reason: impl AsRef<str>) {
+pub(crate) fn skip(reason: impl AsRef<str>) {
     let reason = reason.as_ref();
     if std::env::var_os("OPSBOOK_TEST_REQUIRE_ALL").is_some() {
         panic!("this test cannot run here, and OPSBOOK_TEST_REQUIRE_ALL forbids skipping: {reason}");
@@ -366,7 +366,7 @@ pub fn skip(reason: impl AsRef<str>) {
 }
 
 /// Where the repository's own runbooks live (for tests of the built-ins).
-pub fn repo_dir() -> PathBuf {
+pub(crate) fn repo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -374,7 +374,7 @@ pub fn repo_dir() -> PathBuf {
 /// inotify instances from root's allowance (`fs.inotify.max_user_instances`, 128 by
 /// default): with a few dozen hosts up at once a new user manager exits at start, silently.
 /// The tests' hosts are root's, so the allowance is raised for the machine (never lowered).
-pub fn raise_inotify_instances() {
+pub(crate) fn raise_inotify_instances() {
     const PATH: &str = "/proc/sys/fs/inotify/max_user_instances";
     let now: u64 = std::fs::read_to_string(PATH).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0);
     if now < 8192 {
@@ -393,7 +393,7 @@ static CGROUPS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 thread_local!(static HOLDS_CGROUPS_ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
 
 /// Held by a test that runs containers, for its whole run (its own hosts boot under it).
-pub struct CgroupsAlone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>);
+pub(crate) struct CgroupsAlone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>);
 
 impl Drop for CgroupsAlone {
     fn drop(&mut self) {
@@ -401,13 +401,13 @@ impl Drop for CgroupsAlone {
     }
 }
 
-pub fn cgroups_exclusive() -> CgroupsAlone {
+pub(crate) fn cgroups_exclusive() -> CgroupsAlone {
     let guard = CGROUPS.write().unwrap_or_else(|e| e.into_inner());
     HOLDS_CGROUPS_ALONE.set(true);
     CgroupsAlone(guard)
 }
 
 /// What a private host keeps while it is up (nothing in a test holding the cgroups alone).
-pub fn cgroups_shared() -> Option<std::sync::RwLockReadGuard<'static, ()>> {
+pub(crate) fn cgroups_shared() -> Option<std::sync::RwLockReadGuard<'static, ()>> {
     if HOLDS_CGROUPS_ALONE.get() { None } else { Some(CGROUPS.read().unwrap_or_else(|e| e.into_inner())) }
 }

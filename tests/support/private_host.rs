@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub struct PrivateHost {
+pub(crate) struct PrivateHost {
     unshare: Child,
     init: u32,
     _state: tempfile::TempDir,
@@ -15,7 +15,7 @@ pub struct PrivateHost {
     _cgroups: Option<std::sync::RwLockReadGuard<'static, ()>>,
 }
 
-pub const ENV: [(&str, &str); 3] = [
+pub(crate) const ENV: [(&str, &str); 3] = [
     ("XDG_RUNTIME_DIR", "/run/user/0"),
     ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus"),
     ("HOME", "/run/user/0/home"),
@@ -23,13 +23,13 @@ pub const ENV: [(&str, &str); 3] = [
 
 impl PrivateHost {
     /// Boots a host, or says why it cannot (the caller prints "skipped: …" and returns).
-    pub fn boot() -> Result<PrivateHost, String> {
+    pub(crate) fn boot() -> Result<PrivateHost, String> {
         PrivateHost::boot_with_bus_policy(None)
     }
 
     /// Boots a host whose session bus also reads `policy` (a dbus-daemon `<busconfig>`), as a
     /// system's bus reads its policy files: what it denies is denied by the real bus daemon.
-    pub fn boot_with_bus_policy(policy: Option<&str>) -> Result<PrivateHost, String> {
+    pub(crate) fn boot_with_bus_policy(policy: Option<&str>) -> Result<PrivateHost, String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("not root: namespaces need CAP_SYS_ADMIN".into());
@@ -79,13 +79,13 @@ impl PrivateHost {
     }
 
     /// A command that runs inside the host, with the user manager's environment.
-    pub fn command(&self, argv: &[&str]) -> Command {
+    pub(crate) fn command(&self, argv: &[&str]) -> Command {
         self.command_in(Path::new("/"), argv)
     }
 
     /// A command inside the host, started in `dir` (a path of the real filesystem, which the
     /// host shares outside its private /run).
-    pub fn command_in(&self, dir: &Path, argv: &[&str]) -> Command {
+    pub(crate) fn command_in(&self, dir: &Path, argv: &[&str]) -> Command {
         let mut cmd = Command::new("nsenter");
         cmd.args(["--target", &self.init.to_string(), "--mount", "--net", "--pid"]);
         cmd.arg(format!("--wd={}", dir.display()));
@@ -98,12 +98,12 @@ impl PrivateHost {
     }
 
     /// Runs a command inside and returns its output.
-    pub fn exec(&self, argv: &[&str]) -> Output {
+    pub(crate) fn exec(&self, argv: &[&str]) -> Output {
         self.command(argv).stdin(Stdio::null()).output().expect("nsenter")
     }
 
     /// Installs a user unit and reloads the manager.
-    pub fn install_unit(&self, name: &str, text: &str) {
+    pub(crate) fn install_unit(&self, name: &str, text: &str) {
         let path = format!("/run/user/0/systemd/user/{name}");
         let mut child = self.command(&["sh", "-c", &format!("cat > {path}")]).stdin(Stdio::piped()).spawn().unwrap();
         use std::io::Write;
@@ -114,14 +114,14 @@ impl PrivateHost {
     }
 
     /// `systemctl --user ARGS` inside; stdout.
-    pub fn systemctl(&self, args: &[&str]) -> String {
+    pub(crate) fn systemctl(&self, args: &[&str]) -> String {
         let mut argv = vec!["systemctl", "--user"];
         argv.extend_from_slice(args);
         String::from_utf8_lossy(&self.exec(&argv).stdout).trim().to_string()
     }
 
     /// Runs the opsbook under test inside the host, in `dir`, against the user manager.
-    pub fn opsbook(&self, dir: &Path, args: &[&str]) -> super::Output {
+    pub(crate) fn opsbook(&self, dir: &Path, args: &[&str]) -> super::Output {
         let mut argv = vec![super::opsbook(), "--user"];
         argv.extend_from_slice(args);
         let mut cmd = self.command_in(dir, &argv);

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-pub struct WireServer {
+pub(crate) struct WireServer {
     pub port: u16,
     child: Child,
     routes: PathBuf,
@@ -15,14 +15,14 @@ pub struct WireServer {
 
 /// A captured answer of a real server, kept in `tests/fixtures/wire` (copied from the
 /// captures the project was given; its README says what each file shows).
-pub fn capture(path: &str) -> String {
+pub(crate) fn capture(path: &str) -> String {
     let file = format!("{}/tests/fixtures/wire/{path}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("fixture `{file}` cannot be read: {e}"))
 }
 
 impl WireServer {
     /// Starts a server answering `routes` (see wire_server.py); None when python3 is missing.
-    pub fn start(routes: serde_json::Value) -> Option<WireServer> {
+    pub(crate) fn start(routes: serde_json::Value) -> Option<WireServer> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("routes.json");
         std::fs::write(&path, routes.to_string()).unwrap();
@@ -41,12 +41,12 @@ impl WireServer {
         Some(WireServer { port, child, routes: path, _dir: dir })
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// Requests received so far, one JSON object each.
-    pub fn requests(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn requests(&self) -> Vec<serde_json::Value> {
         let log = std::fs::read_to_string(self.routes.with_extension("json.log")).unwrap_or_default();
         log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
     }

@@ -24,7 +24,7 @@ pub struct Diagnostic {
     /// 1-based; 0 when the position is unknown.
     pub column: usize,
     /// The text of `line`, when the file could be read.
-    pub source_line: Option<String>,
+    pub(crate) source_line: Option<String>,
     /// Extra lines printed after the caret, each as `= help: …` or `= note: …`.
     pub notes: Vec<String>,
 }

@@ -136,7 +136,7 @@ pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
 }
 
 /// SIGKILL to the process group led by `pid`.
-pub fn kill_group(pid: u32) {
+pub(crate) fn kill_group(pid: u32) {
     // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
     unsafe {
         libc::kill(-(pid as i32), libc::SIGKILL);

@@ -36,7 +36,7 @@ struct State {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Waited {
     /// The other hosts this one waited for (reached later or ended), in run order.
-    pub for_hosts: Vec<String>,
+    pub(crate) for_hosts: Vec<String>,
     pub elapsed: Duration,
 }
 

@@ -64,7 +64,7 @@ impl Param {
     }
 
     /// Converts `--set` text into a value of this parameter's kind.
-    pub fn convert(&self, text: &str) -> Result<Dynamic, Error> {
+    pub(crate) fn convert(&self, text: &str) -> Result<Dynamic, Error> {
         let bad = || Error::BadParamValue {
             key: self.name.clone(),
             value: text.to_string(),

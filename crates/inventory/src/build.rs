@@ -23,11 +23,11 @@ use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 
 /// The host variable holding a host's roles (a list, or a comma-separated string).
-pub const ROLES_VAR: &str = "opsbook_roles";
+pub(crate) const ROLES_VAR: &str = "opsbook_roles";
 /// Host variables named `opsbook_…` set config keys.
 const KEY_PREFIX: &str = "opsbook_";
 
-pub fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inventory, Error> {
+pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inventory, Error> {
     let ansible = ansible_path.map(AnsibleInventory::load).transpose()?;
     let toml = toml_source::read(config.files())?;
     let mut groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -98,7 +98,7 @@ fn local(config: &Config) -> Inventory {
 }
 
 /// The simulated hosts of `--sandbox --fleet N`, by name and role names, all in process.
-pub fn simulated(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
+pub(crate) fn simulated(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
     let hosts: Vec<Host> = hosts
         .iter()
         .map(|(name, roles)| Host {
@@ -305,7 +305,7 @@ fn host(
 }
 
 /// `opsbook_` + the key with dots as underscores: `opsbook_log_shipper_unit`.
-pub fn var_name(key: &keys::Key) -> String {
+pub(crate) fn var_name(key: &keys::Key) -> String {
     format!("{KEY_PREFIX}{}", key.name.replace('.', "_"))
 }
 

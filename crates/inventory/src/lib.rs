@@ -27,9 +27,9 @@ use serde_json::Value as Json;
 pub mod ansible;
 mod build;
 pub use opsbook_base::pattern;
-pub mod role;
+pub(crate) mod role;
 pub mod template;
-pub mod toml_source;
+pub(crate) mod toml_source;
 
 use crate::config::{Config, keys};
 use crate::error::{Error, suggest};
@@ -37,7 +37,7 @@ use ansible::{Level, Place};
 pub use role::Role;
 
 /// The Ansible variable holding a host's address.
-pub const ADDRESS_VAR: &str = "ansible_host";
+pub(crate) const ADDRESS_VAR: &str = "ansible_host";
 
 /// Where a fact about a host came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,7 +218,7 @@ impl Inventory {
     }
 
     /// Every host playing `role`.
-    pub fn hosts_with(&self, role: Role) -> Vec<&Host> {
+    pub(crate) fn hosts_with(&self, role: Role) -> Vec<&Host> {
         self.hosts.iter().filter(|h| h.has(role)).collect()
     }
 

@@ -19,7 +19,7 @@ use super::ansible::HostVar;
 
 /// Why a variable could not be resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unresolved {
+pub(crate) struct Unresolved {
     pub var: String,
     pub reason: String,
 }
@@ -27,7 +27,7 @@ pub struct Unresolved {
 const CYCLE: &str = "it refers to itself";
 
 /// Renders one host's variables.
-pub struct Resolver<'a> {
+pub(crate) struct Resolver<'a> {
     vars: &'a BTreeMap<String, HostVar>,
     magic: BTreeMap<String, Json>,
     env: Environment<'static>,
@@ -37,7 +37,7 @@ pub struct Resolver<'a> {
 
 impl<'a> Resolver<'a> {
     /// `groups`: the host's groups, `all` excluded (Ansible's `group_names`).
-    pub fn new(host: &str, vars: &'a BTreeMap<String, HostVar>, groups: &[String]) -> Resolver<'a> {
+    pub(crate) fn new(host: &str, vars: &'a BTreeMap<String, HostVar>, groups: &[String]) -> Resolver<'a> {
         let mut magic = BTreeMap::new();
         magic.insert("inventory_hostname".to_string(), Json::from(host));
         magic.insert("inventory_hostname_short".to_string(), Json::from(host.split('.').next().unwrap_or(host)));
@@ -47,7 +47,7 @@ impl<'a> Resolver<'a> {
 
     /// The variable's value with its templates rendered; `None` when the host has no such
     /// variable.
-    pub fn get(&self, name: &str) -> Option<Result<Json, Unresolved>> {
+    pub(crate) fn get(&self, name: &str) -> Option<Result<Json, Unresolved>> {
         if let Some(v) = self.magic.get(name) {
             return Some(Ok(v.clone()));
         }

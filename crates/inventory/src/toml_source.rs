@@ -31,21 +31,21 @@ use crate::error::{Error, suggest};
 
 /// A value with the place it was written.
 #[derive(Debug, Clone)]
-pub struct At<T> {
+pub(crate) struct At<T> {
     pub value: T,
     pub place: Place,
 }
 
 /// A per-host (or per-group) setting of an opsbook config key.
 #[derive(Debug, Clone)]
-pub struct Setting {
+pub(crate) struct Setting {
     pub key: &'static Key,
     pub value: Value,
     pub place: Place,
 }
 
 #[derive(Debug, Default)]
-pub struct TomlHost {
+pub(crate) struct TomlHost {
     pub name: String,
     pub address: Option<At<String>>,
     pub roles: Vec<At<Role>>,
@@ -56,7 +56,7 @@ pub struct TomlHost {
 }
 
 #[derive(Debug, Default)]
-pub struct TomlGroup {
+pub(crate) struct TomlGroup {
     pub name: String,
     /// Where the group's table is (the last file's, when several set it).
     pub place: Option<Place>,
@@ -66,7 +66,7 @@ pub struct TomlGroup {
 }
 
 #[derive(Debug, Default)]
-pub struct TomlInventory {
+pub(crate) struct TomlInventory {
     pub hosts: Vec<TomlHost>,
     pub groups: Vec<TomlGroup>,
 }
@@ -75,7 +75,7 @@ const HOST_FIELDS: [&str; 6] = ["address", "roles", "user", "port", "key", "conf
 const GROUP_FIELDS: [&str; 3] = ["hosts", "roles", "config"];
 
 /// Reads `[hosts.*]` and `[groups.*]` from each file.
-pub fn read(files: &[PathBuf]) -> Result<TomlInventory, Error> {
+pub(crate) fn read(files: &[PathBuf]) -> Result<TomlInventory, Error> {
     let mut out = TomlInventory::default();
     for path in files {
         let text = std::fs::read_to_string(path)

@@ -11,7 +11,7 @@ use crate::world::BoxFuture;
 use crate::world::commands::{Commands, Completed, Invocation, Processes};
 
 /// The sandbox's `Commands`.
-pub struct SimCommands {
+pub(crate) struct SimCommands {
     pub processes: Processes,
 }
 

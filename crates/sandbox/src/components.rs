@@ -27,7 +27,7 @@ use crate::world::BoxFuture;
 use crate::world::journal::Journal;
 
 /// A component's log sink: its lines in the sandbox journal, under its unit and current PID.
-pub struct Voice {
+pub(crate) struct Voice {
     journal: Arc<MemJournal>,
     unit: String,
     identifier: String,
@@ -35,7 +35,7 @@ pub struct Voice {
 }
 
 impl Voice {
-    pub fn new(journal: &Arc<MemJournal>, unit: &str, identifier: &str) -> Voice {
+    pub(crate) fn new(journal: &Arc<MemJournal>, unit: &str, identifier: &str) -> Voice {
         Voice {
             journal: journal.clone(),
             unit: unit.to_string(),
@@ -47,7 +47,7 @@ impl Voice {
     /// The sink a twin logs through. Every line is filed at priority info, whatever its
     /// level: the real components write plain lines to stdout, which journald files at info
     /// (the level is only in the text), and the sandbox's journal holds what the real one would.
-    pub fn sink(&self) -> Sink {
+    pub(crate) fn sink(&self) -> Sink {
         let (journal, unit, identifier, pid) =
             (self.journal.clone(), self.unit.clone(), self.identifier.clone(), self.pid.clone());
         Arc::new(move |_level: Level, line: &str| {
@@ -93,17 +93,17 @@ fn listen(addr: SocketAddr, what: &str) -> Result<std::net::TcpListener, String>
 }
 
 /// What every component shares: where it runs, what it says, and its process-level faults.
-pub struct Common {
+pub(crate) struct Common {
     pub runtime: Handle,
     pub voice: Voice,
     running: Arc<Running>,
     /// Starting fails with this line (the process exits with status 1 after printing it);
     /// `{ts}` in it becomes the time of the attempt.
-    pub fail_start: Option<String>,
+    pub(crate) fail_start: Option<String>,
 }
 
 impl Common {
-    pub fn new(runtime: Handle, voice: Voice, fail_start: Option<String>) -> Common {
+    pub(crate) fn new(runtime: Handle, voice: Voice, fail_start: Option<String>) -> Common {
         Common { runtime, voice, running: Arc::default(), fail_start }
     }
 
@@ -118,11 +118,11 @@ impl Common {
 
 /// The metrics database. A `slow_listen` delay opens the port only that long after the start,
 /// as InfluxDB opens its HTTP listener after loading its engine.
-pub struct MetricsDbComponent {
+pub(crate) struct MetricsDbComponent {
     pub common: Common,
     pub db: Arc<MetricsDb>,
     pub addr: SocketAddr,
-    pub slow_listen: Option<Duration>,
+    pub(crate) slow_listen: Option<Duration>,
 }
 
 impl Component for MetricsDbComponent {
@@ -165,7 +165,7 @@ impl Component for MetricsDbComponent {
 }
 
 /// The log store: not ready for `ready_delay` after each start, as Loki's ingester.
-pub struct LogStoreComponent {
+pub(crate) struct LogStoreComponent {
     pub common: Common,
     pub store: Arc<LogStore>,
     pub addr: SocketAddr,
@@ -198,7 +198,7 @@ impl Component for LogStoreComponent {
 }
 
 /// The metrics agent: a new agent from its config file at each start; SIGHUP-style reload.
-pub struct AgentComponent {
+pub(crate) struct AgentComponent {
     pub common: Common,
     pub config: PathBuf,
     pub not_writing: bool,
@@ -237,7 +237,7 @@ impl Component for AgentComponent {
 }
 
 /// The log shipper: follows the sandbox journal and pushes to the log store.
-pub struct ShipperComponent {
+pub(crate) struct ShipperComponent {
     pub common: Common,
     pub config: PathBuf,
     pub journal: Arc<MemJournal>,
@@ -248,7 +248,7 @@ pub struct ShipperComponent {
 
 impl ShipperComponent {
     /// The running shipper, if any.
-    pub fn current(&self) -> Option<Arc<Shipper>> {
+    pub(crate) fn current(&self) -> Option<Arc<Shipper>> {
         self.shipper.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }

@@ -8,7 +8,7 @@ use crate::world::BoxFuture;
 use crate::world::containers::{Container, Containers, Row, Stats};
 
 /// No containers.
-pub struct NoContainers;
+pub(crate) struct NoContainers;
 
 fn missing<T>(name: &str) -> Result<T, String> {
     Err(format!("no such container `{name}` (the sandbox runs its servers natively, not in containers)"))

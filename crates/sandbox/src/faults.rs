@@ -20,7 +20,7 @@
 use std::time::Duration;
 
 /// The four components, in the order the stack module lists them.
-pub const COMPONENTS: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
+pub(crate) const COMPONENTS: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
 
 /// One injected fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl Faults {
         self.list.iter().any(|(_, c, f)| c == component && pred(f))
     }
 
-    pub fn slow_ready(&self, component: &str) -> Option<Duration> {
+    pub(crate) fn slow_ready(&self, component: &str) -> Option<Duration> {
         self.list.iter().find_map(|(_, c, f)| match f {
             Fault::SlowReady(d) if c == component => Some(*d),
             _ => None,

@@ -7,21 +7,21 @@ use std::path::{Path, PathBuf};
 use crate::secret::Secret;
 
 /// Where the servers of a sandbox listen.
-pub struct Servers {
+pub(crate) struct Servers {
     pub db: SocketAddr,
     pub logs: SocketAddr,
 }
 
 /// A simulated host's client side: its configuration files and its shipper's address.
-pub struct ClientFiles {
-    pub agent_config: PathBuf,
-    pub shipper_config: PathBuf,
+pub(crate) struct ClientFiles {
+    pub(crate) agent_config: PathBuf,
+    pub(crate) shipper_config: PathBuf,
     pub shipper: SocketAddr,
 }
 
 /// The metrics agent's configuration: every second to the sandbox's database, tagged with
 /// `hostname` (empty: this machine's name, as Telegraf does).
-pub fn agent_config(db: SocketAddr, token: &Secret, org: &str, bucket: &str, hostname: &str) -> String {
+pub(crate) fn agent_config(db: SocketAddr, token: &Secret, org: &str, bucket: &str, hostname: &str) -> String {
     format!(
         "# The sandbox's metrics agent (Telegraf TOML subset).\n[agent]\n  interval = \"1s\"\n  flush_interval = \"1s\"\n  hostname = \"{hostname}\"\n\
 [[outputs.influxdb_v2]]\n  urls = [\"http://{db}\"]\n  token = \"{}\"\n  organization = \"{org}\"\n  bucket = \"{bucket}\"\n  timeout = \"2s\"\n\
@@ -32,7 +32,7 @@ pub fn agent_config(db: SocketAddr, token: &Secret, org: &str, bucket: &str, hos
 
 /// The log shipper's configuration: the host's whole journal to the sandbox's log store,
 /// labelled with `hostname` (empty: this machine's name).
-pub fn shipper_config(listen: SocketAddr, logs: SocketAddr, hostname: &str) -> String {
+pub(crate) fn shipper_config(listen: SocketAddr, logs: SocketAddr, hostname: &str) -> String {
     format!(
         "# The sandbox's log shipper: the whole sandbox journal to the log store.\n[server]\nlisten = \"{listen}\"\n\
 [journal]\nunits = []\n[labels]\nservice_type = \"journal\"\nhostname = \"{hostname}\"\n\
@@ -41,17 +41,18 @@ pub fn shipper_config(listen: SocketAddr, logs: SocketAddr, hostname: &str) -> S
 }
 
 /// What the `bad-config` fault leaves in the shipper's file: a typo and a bad address.
-pub const BROKEN_SHIPPER_CONFIG: &str = "[write]\nurl = \"127.0.0.1:3100/loki/api/v1/push\"\nbatchwait = \"1s\"\n";
+pub(crate) const BROKEN_SHIPPER_CONFIG: &str =
+    "[write]\nurl = \"127.0.0.1:3100/loki/api/v1/push\"\nbatchwait = \"1s\"\n";
 
 /// `n` distinct free loopback ports (the components bind them again when their units start).
 /// All are held until all are chosen, or the kernel may hand out one twice.
-pub fn free_ports(n: usize) -> std::io::Result<Vec<SocketAddr>> {
+pub(crate) fn free_ports(n: usize) -> std::io::Result<Vec<SocketAddr>> {
     let held = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<Vec<_>>>()?;
     held.iter().map(|l| l.local_addr()).collect()
 }
 
 /// A random API token from the kernel's generator.
-pub fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     use std::io::Read;
     let mut bytes = [0u8; 24];
     if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_err() {
@@ -63,7 +64,7 @@ pub fn random_token() -> String {
 
 /// `$TMPDIR/opsbook-sandbox-PID`, mode 0700; leftovers of sandboxes whose process is gone
 /// (killed with SIGKILL) are removed on the way.
-pub fn private_dir() -> std::io::Result<PathBuf> {
+pub(crate) fn private_dir() -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     let base = std::env::temp_dir();
     if let Ok(entries) = std::fs::read_dir(&base) {
@@ -83,7 +84,7 @@ pub fn private_dir() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;

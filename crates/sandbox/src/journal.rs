@@ -32,7 +32,7 @@ impl MemJournal {
     }
 
     /// Appends an entry stamped `realtime_us`.
-    pub fn append_at(
+    pub(crate) fn append_at(
         &self,
         realtime_us: u64,
         unit: &str,
@@ -82,7 +82,7 @@ impl MemJournal {
     }
 
     /// How many followers are attached (the shipper's pipeline is one).
-    pub fn followers(&self) -> usize {
+    pub(crate) fn followers(&self) -> usize {
         self.feed.receiver_count()
     }
 }

@@ -27,15 +27,15 @@ use opsbook_base::{config, error, secret};
 use opsbook_twin as twin;
 use opsbook_world as world;
 
-pub mod commands;
-pub mod components;
-pub mod containers;
-pub mod faults;
-pub mod files;
-pub mod journal;
-pub mod stack;
-pub mod units;
-pub mod when;
+pub(crate) mod commands;
+pub(crate) mod components;
+pub(crate) mod containers;
+pub(crate) mod faults;
+pub(crate) mod files;
+pub(crate) mod journal;
+pub(crate) mod stack;
+pub(crate) mod units;
+pub(crate) mod when;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -28,7 +28,7 @@ pub struct SimHost {
 }
 
 /// The servers' side of the sandbox, shared by every host that talks to it.
-pub struct ServerSide<'a> {
+pub(crate) struct ServerSide<'a> {
     pub addresses: &'a Servers,
     pub token: &'a Secret,
     pub org: &'a str,
@@ -64,7 +64,7 @@ impl SimHost {
     }
 
     /// The metrics database and the log store, listening where `servers` says.
-    pub fn add_servers(&mut self, config: &Config, servers: &ServerSide<'_>) {
+    pub(crate) fn add_servers(&mut self, config: &Config, servers: &ServerSide<'_>) {
         let db_unit = Self::unit(config, keys::METRICS_DB_UNIT);
         let db_common = self.common(
             "metrics-db",
@@ -130,7 +130,7 @@ impl SimHost {
     }
 
     /// The metrics agent and the log shipper, configured by `files`.
-    pub fn add_clients(&mut self, config: &Config, files: &ClientFiles) {
+    pub(crate) fn add_clients(&mut self, config: &Config, files: &ClientFiles) {
         let agent_unit = Self::unit(config, keys::METRICS_AGENT_UNIT);
         let agent_common = self.common(
             "metrics-agent",
@@ -201,14 +201,14 @@ impl SimHost {
     }
 
     /// The log store this host runs, when its unit is active.
-    pub fn running_store(&self, config: &Config) -> Option<&Arc<log_store::LogStore>> {
+    pub(crate) fn running_store(&self, config: &Config) -> Option<&Arc<log_store::LogStore>> {
         let unit = Self::unit(config, keys::LOG_STORE_UNIT);
         self.store.as_ref().filter(|_| self.manager.status(&unit).active_state == "active")
     }
 
     /// Breaks the shipper's file after it started (the `bad-config` fault): it still runs the
     /// old configuration, as a real shipper would until a reload.
-    pub fn break_shipper_config(&self, files: &super::files::ClientFiles) -> std::io::Result<()> {
+    pub(crate) fn break_shipper_config(&self, files: &super::files::ClientFiles) -> std::io::Result<()> {
         if self.shipper.is_some() && self.faults.has("log-shipper", |f| *f == Fault::BadConfig) {
             super::files::write_private(&files.shipper_config, super::files::BROKEN_SHIPPER_CONFIG)?;
         }

@@ -63,7 +63,7 @@ impl std::fmt::Display for Refusal {
 }
 
 /// A unit's properties: the same record the real manager reports.
-pub type SimStatus = UnitStatus;
+pub(crate) type SimStatus = UnitStatus;
 
 struct SimUnit {
     status: SimStatus,

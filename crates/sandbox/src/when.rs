@@ -6,7 +6,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Microseconds since the epoch for a journalctl time text, or why it is not one.
-pub fn parse(text: &str, now_us: u64) -> Result<u64, String> {
+pub(crate) fn parse(text: &str, now_us: u64) -> Result<u64, String> {
     let t = text.trim();
     let bad = || {
         format!(
@@ -135,7 +135,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// Now, in microseconds since the epoch.
-pub fn now_us() -> u64 {
+pub(crate) fn now_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
 }
 

@@ -17,14 +17,14 @@ use axum::response::{IntoResponse, Response};
 #[derive(Debug, Default)]
 pub struct Faults {
     /// Every answer is delayed this many milliseconds (a slow or overloaded server).
-    pub delay_ms: AtomicU64,
+    pub(crate) delay_ms: AtomicU64,
     /// Non-zero: every answer is this status with a short plain-text body (e.g. 500).
-    pub fail_status: AtomicU16,
+    pub(crate) fail_status: AtomicU16,
     /// Every answer is 200 with an HTML page instead of the API's format (a proxy's error
     /// page, a wrong port).
     pub garbage: AtomicBool,
     /// metrics-db: every token is refused with 401, as after the token was revoked.
-    pub refuse_token: AtomicBool,
+    pub(crate) refuse_token: AtomicBool,
 }
 
 impl Faults {
@@ -52,7 +52,7 @@ impl Faults {
         self.refuse_token.store(on, Ordering::Relaxed);
     }
 
-    pub fn refuses_token(&self) -> bool {
+    pub(crate) fn refuses_token(&self) -> bool {
         self.refuse_token.load(Ordering::Relaxed)
     }
 
@@ -74,11 +74,11 @@ impl Faults {
 }
 
 /// Page served by the `garbage` knob: what a misconfigured reverse proxy answers.
-pub const GARBAGE_PAGE: &str = "<!DOCTYPE html>\n<html><head><title>Welcome</title></head>\
+pub(crate) const GARBAGE_PAGE: &str = "<!DOCTYPE html>\n<html><head><title>Welcome</title></head>\
 <body><h1>It works!</h1><p>This is not the API you are looking for.</p></body></html>\n";
 
 /// axum middleware applying the knobs before the real handler runs.
-pub async fn apply(State(faults): State<std::sync::Arc<Faults>>, request: Request, next: Next) -> Response {
+pub(crate) async fn apply(State(faults): State<std::sync::Arc<Faults>>, request: Request, next: Next) -> Response {
     let delay = faults.delay();
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;

@@ -26,13 +26,13 @@ use opsbook_world as world;
 
 pub mod agent;
 pub mod argv;
-pub mod faults;
+pub(crate) mod faults;
 pub mod log_store;
 pub mod logger;
 pub mod metrics_db;
 mod process;
 pub mod shipper;
-pub mod toml_check;
+pub(crate) mod toml_check;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -99,7 +99,7 @@ pub fn http_client(user_agent: &str) -> reqwest::Client {
 }
 
 /// Completes on SIGINT or SIGTERM.
-pub fn stop_signal() -> impl Future<Output = ()> + Send + 'static {
+pub(crate) fn stop_signal() -> impl Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{SignalKind, signal};
     let int = signal(SignalKind::interrupt());
     let term = signal(SignalKind::terminate());
@@ -151,7 +151,7 @@ impl Shutdown {
 
 /// The `PROGRAM_build_info` gauge every Go server of the stack exposes (Prometheus' version
 /// collector), as the log store's and the shipper's `/metrics` carry it.
-pub fn build_info(w: &mut crate::wire::exposition::Writer, program: &str, version: &str, go: &str, tags: &str) {
+pub(crate) fn build_info(w: &mut crate::wire::exposition::Writer, program: &str, version: &str, go: &str, tags: &str) {
     let name = format!("{program}_build_info");
     w.family(
         &name,

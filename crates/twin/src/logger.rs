@@ -86,7 +86,7 @@ pub fn now_rfc3339(digits: u8) -> String {
 }
 
 /// A logfmt value: bare when it needs no quoting, else double-quoted with escapes.
-pub fn logfmt_value(text: &str) -> String {
+pub(crate) fn logfmt_value(text: &str) -> String {
     if !text.is_empty() && !text.chars().any(|c| c == ' ' || c == '"' || c == '=' || c.is_control()) {
         return text.to_string();
     }

@@ -82,10 +82,10 @@ pub struct MetricsDbArgs {
     pub engine_path: Option<String>,
     /// influxd's listen address (`:8086` is every interface); overrides `--listen`.
     #[arg(long, value_name = "ADDR")]
-    pub http_bind_address: Option<String>,
+    pub(crate) http_bind_address: Option<String>,
     /// `bolt-path` reported by /api/v2/config (default /var/lib/influxdb2/influxd.bolt).
     #[arg(long, value_name = "PATH")]
-    pub bolt_path: Option<String>,
+    pub(crate) bolt_path: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -107,16 +107,16 @@ pub struct LogStoreArgs {
     pub chunk_target_size: usize,
     /// Bytes of log lines held at most; pushes beyond get 429.
     #[arg(long, default_value_t = 512 << 20)]
-    pub max_bytes: usize,
+    pub(crate) max_bytes: usize,
     /// Loki's YAML config file; its listen address, port and schema replace the flags'.
     #[arg(long = "config.file", value_name = "PATH")]
-    pub config_file: Option<PathBuf>,
+    pub(crate) config_file: Option<PathBuf>,
     /// Check the config file, print whether it is valid and exit (0 valid, 1 not).
     #[arg(long = "verify-config", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub verify_config: Option<bool>,
+    pub(crate) verify_config: Option<bool>,
     /// Expand ${VAR} in the config file from the environment.
     #[arg(long = "config.expand-env", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub config_expand_env: Option<bool>,
+    pub(crate) config_expand_env: Option<bool>,
 }
 
 #[derive(Debug, Args)]

@@ -12,14 +12,14 @@ use toml::de::{DeTable, DeValue};
 use crate::diagnostic::Diagnostic;
 
 /// Collects diagnostics while reading one file.
-pub struct Checker<'a> {
+pub(crate) struct Checker<'a> {
     pub file: &'a str,
     pub text: &'a str,
     pub errors: Vec<Diagnostic>,
 }
 
 /// A parsed document, or the syntax error as a diagnostic.
-pub fn parse<'a>(file: &str, text: &'a str) -> Result<Spanned<DeTable<'a>>, Diagnostic> {
+pub(crate) fn parse<'a>(file: &str, text: &'a str) -> Result<Spanned<DeTable<'a>>, Diagnostic> {
     DeTable::parse(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
         Diagnostic::at_offset(format!("invalid TOML: {}", e.message().trim()), file, text, offset)
@@ -41,7 +41,7 @@ fn type_name(v: &DeValue<'_>) -> &'static str {
 /// Replaces `$NAME` and `${NAME}` with the environment's value (empty when unset), and
 /// `${NAME:-default}` with the default when NAME is unset or empty, as Telegraf does in its
 /// config files and Loki with `-config.expand-env=true`.
-pub fn expand_env(text: &str) -> String {
+pub(crate) fn expand_env(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(i) = rest.find('$') {
@@ -71,11 +71,11 @@ pub fn expand_env(text: &str) -> String {
 }
 
 impl<'a> Checker<'a> {
-    pub fn new(file: &'a str, text: &'a str) -> Checker<'a> {
+    pub(crate) fn new(file: &'a str, text: &'a str) -> Checker<'a> {
         Checker { file, text, errors: Vec::new() }
     }
 
-    pub fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
+    pub(crate) fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
         self.errors.push(Diagnostic::at_offset(message, self.file, self.text, span.start));
     }
 
@@ -87,7 +87,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Reports every key of `table` not in `allowed`.
-    pub fn only(&mut self, table: &DeTable<'a>, allowed: &[&str], section: &str) {
+    pub(crate) fn only(&mut self, table: &DeTable<'a>, allowed: &[&str], section: &str) {
         for (k, _) in table.iter() {
             let name: &str = k.get_ref().as_ref();
             if !allowed.contains(&name) {
@@ -100,7 +100,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub fn string(&mut self, table: &DeTable<'a>, key: &str) -> Option<String> {
+    pub(crate) fn string(&mut self, table: &DeTable<'a>, key: &str) -> Option<String> {
         let (_, v) = Self::find(table, key)?;
         match v.get_ref() {
             DeValue::String(s) => Some(s.to_string()),
@@ -111,7 +111,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub fn bool(&mut self, table: &DeTable<'a>, key: &str) -> Option<bool> {
+    pub(crate) fn bool(&mut self, table: &DeTable<'a>, key: &str) -> Option<bool> {
         let (_, v) = Self::find(table, key)?;
         match v.get_ref() {
             DeValue::Boolean(b) => Some(*b),
@@ -122,7 +122,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub fn int(&mut self, table: &DeTable<'a>, key: &str, min: i64) -> Option<i64> {
+    pub(crate) fn int(&mut self, table: &DeTable<'a>, key: &str, min: i64) -> Option<i64> {
         let (_, v) = Self::find(table, key)?;
         let parsed = match v.get_ref() {
             DeValue::Integer(i) => i64::from_str_radix(&i.as_str().replace('_', ""), i.radix()).ok(),
@@ -138,7 +138,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A duration: `"10s"`, `"1m30s"`, `"500ms"` (or a number of seconds).
-    pub fn duration(&mut self, table: &DeTable<'a>, key: &str) -> Option<Duration> {
+    pub(crate) fn duration(&mut self, table: &DeTable<'a>, key: &str) -> Option<Duration> {
         let (_, v) = Self::find(table, key)?;
         let parsed = match v.get_ref() {
             DeValue::String(s) => crate::config::parse_duration(s),
@@ -151,7 +151,7 @@ impl<'a> Checker<'a> {
         parsed
     }
 
-    pub fn strings(&mut self, table: &DeTable<'a>, key: &str) -> Option<Vec<String>> {
+    pub(crate) fn strings(&mut self, table: &DeTable<'a>, key: &str) -> Option<Vec<String>> {
         let (_, v) = Self::find(table, key)?;
         let DeValue::Array(items) = v.get_ref() else {
             self.error(v.span(), format!("`{key}` must be an array of strings, not {}", type_name(v.get_ref())));
@@ -168,7 +168,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A sub-table (`[name]`), with its span.
-    pub fn table<'t>(&mut self, table: &'t DeTable<'a>, key: &str) -> Option<(&'t DeTable<'a>, Range<usize>)> {
+    pub(crate) fn table<'t>(&mut self, table: &'t DeTable<'a>, key: &str) -> Option<(&'t DeTable<'a>, Range<usize>)> {
         let (k, v) = Self::find(table, key)?;
         match v.get_ref() {
             DeValue::Table(t) => Some((t, k.span())),
@@ -180,7 +180,7 @@ impl<'a> Checker<'a> {
     }
 
     /// An array of tables (`[[name]]`); a single table counts as one.
-    pub fn tables<'t>(&mut self, table: &'t DeTable<'a>, key: &str) -> Vec<(&'t DeTable<'a>, Range<usize>)> {
+    pub(crate) fn tables<'t>(&mut self, table: &'t DeTable<'a>, key: &str) -> Vec<(&'t DeTable<'a>, Range<usize>)> {
         let Some((k, v)) = Self::find(table, key) else { return Vec::new() };
         match v.get_ref() {
             DeValue::Table(t) => vec![(t, k.span())],
@@ -202,12 +202,12 @@ impl<'a> Checker<'a> {
     }
 
     /// The span of a key's value (for errors about a value read earlier).
-    pub fn span_of(table: &DeTable<'a>, key: &str) -> Option<Range<usize>> {
+    pub(crate) fn span_of(table: &DeTable<'a>, key: &str) -> Option<Range<usize>> {
         Self::find(table, key).map(|(_, v)| v.span())
     }
 
     /// String key/value pairs of a table (labels, tags).
-    pub fn string_map(&mut self, table: &DeTable<'a>) -> Vec<(String, String, Range<usize>)> {
+    pub(crate) fn string_map(&mut self, table: &DeTable<'a>) -> Vec<(String, String, Range<usize>)> {
         let mut out = Vec::new();
         for (k, v) in table.iter() {
             match v.get_ref() {

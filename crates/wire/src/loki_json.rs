@@ -110,7 +110,7 @@ fn label_object(labels: &[(String, String)]) -> Value {
 }
 
 /// Seconds as Loki writes sample times: an integer when whole, else up to milliseconds.
-pub fn seconds_number(ns: i64) -> Value {
+pub(crate) fn seconds_number(ns: i64) -> Value {
     let ms = ns.div_euclid(1_000_000);
     if ms % 1000 == 0 { json!(ms / 1000) } else { json!(ms as f64 / 1000.0) }
 }
@@ -139,7 +139,7 @@ pub struct StreamOut {
 }
 
 /// One series of a metric result: its labels and `(time ns, value)` points.
-pub type SeriesOut = (Vec<(String, String)>, Vec<(i64, f64)>);
+pub(crate) type SeriesOut = (Vec<(String, String)>, Vec<(i64, f64)>);
 
 fn query_answer(kind: &str, result: Vec<Value>, stats: Value) -> String {
     json!({"status": "success", "data": {"resultType": kind, "result": result, "stats": stats}}).to_string()

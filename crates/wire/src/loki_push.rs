@@ -230,7 +230,7 @@ pub fn valid_label_name(name: &str) -> bool {
 
 /// A label set as a protobuf push names it, `{a="b", c="d"}` with Go-quoted values
 /// (Promtail and Alloy write it with `labels.String()`); returned sorted by name.
-pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
     let inner = text
         .trim()
         .strip_prefix('{')

@@ -95,7 +95,7 @@ impl Podman {
 /// `podman logs --timestamps` prints the container's stdout on stdout and its stderr on stderr
 /// (where Loki and InfluxDB log), each line after an RFC 3339 time: merged back into one log
 /// in time order, without the times.
-pub fn merge_logs(stdout: &str, stderr: &str) -> Vec<String> {
+pub(crate) fn merge_logs(stdout: &str, stderr: &str) -> Vec<String> {
     // RFC 3339 with trimmed nanoseconds does not sort as text: pad the fraction to 9 digits.
     fn key(time: &str) -> String {
         let Some((head, rest)) = time.split_once('.') else { return time.to_string() };
@@ -135,7 +135,7 @@ pub fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// `podman ps --format json`.
-pub fn parse_ps(json: &str) -> Result<Vec<Container>, String> {
+pub(crate) fn parse_ps(json: &str) -> Result<Vec<Container>, String> {
     let v: Value = serde_json::from_str(json).map_err(|e| format!("podman ps did not print JSON: {e}"))?;
     let list = v.as_array().ok_or("podman ps did not print a list")?;
     Ok(list
@@ -157,7 +157,7 @@ pub fn parse_ps(json: &str) -> Result<Vec<Container>, String> {
 }
 
 /// `podman stats --no-stream --format json NAME`.
-pub fn parse_stats(json: &str) -> Result<Stats, String> {
+pub(crate) fn parse_stats(json: &str) -> Result<Stats, String> {
     let v: Value = serde_json::from_str(json).map_err(|e| format!("podman stats did not print JSON: {e}"))?;
     let s = v.as_array().and_then(|a| a.first()).ok_or("podman stats printed no container")?;
     Ok(Stats {
@@ -172,7 +172,7 @@ pub fn parse_stats(json: &str) -> Result<Stats, String> {
 }
 
 /// A `ps`-style table (podman top): columns split on whitespace, the last one takes the rest.
-pub fn parse_table(text: &str) -> Vec<Row> {
+pub(crate) fn parse_table(text: &str) -> Vec<Row> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let Some(header) = lines.next() else { return Vec::new() };
     let columns: Vec<&str> = header.split_whitespace().collect();

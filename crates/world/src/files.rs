@@ -91,7 +91,7 @@ pub fn mode_text(mode: u32) -> String {
 }
 
 /// Files on the host `commands` runs on (an ssh host), through `sh -c` scripts.
-pub struct CommandFiles {
+pub(crate) struct CommandFiles {
     pub commands: Arc<dyn Commands>,
     pub timeout: Duration,
 }

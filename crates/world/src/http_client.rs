@@ -29,7 +29,7 @@ pub struct Http {
     /// For https:// addresses: system roots plus `http.ca_file`, built on the first such request.
     secure: std::sync::OnceLock<Result<reqwest::Client, String>>,
     ca_file: String,
-    pub default_timeout: Duration,
+    pub(crate) default_timeout: Duration,
 }
 
 /// A request to send.

@@ -166,7 +166,7 @@ fn field_text(v: Option<&Value>) -> Option<String> {
 }
 
 /// One line of `journalctl -o json`.
-pub fn parse_entry(line: &str) -> Result<Entry, String> {
+pub(crate) fn parse_entry(line: &str) -> Result<Entry, String> {
     let v: Value =
         serde_json::from_str(line).map_err(|e| format!("journalctl printed something that is not JSON ({e})"))?;
     let get = |k: &str| field_text(v.get(k));
@@ -288,7 +288,7 @@ impl Journal for Journalctl {
 
 /// Sends one entry over journald's native protocol (a datagram of `FIELD=value` lines;
 /// values with a newline use the length-prefixed binary form).
-pub fn native_send(identifier: &str, message: &str, priority: u8) -> Result<(), String> {
+pub(crate) fn native_send(identifier: &str, message: &str, priority: u8) -> Result<(), String> {
     const SOCKET: &str = "/run/systemd/journal/socket";
     let mut datagram = Vec::new();
     for (field, value) in [("MESSAGE", message), ("SYSLOG_IDENTIFIER", identifier), ("PRIORITY", &priority.to_string())]

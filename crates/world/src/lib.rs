@@ -18,7 +18,7 @@ pub mod journal;
 pub mod local_files;
 pub mod net;
 pub mod remote;
-pub mod systemd_dbus;
+pub(crate) mod systemd_dbus;
 pub mod transport;
 pub mod units;
 

@@ -64,7 +64,7 @@ fn parse_link(state: Option<&str>, flags: Option<&str>) -> Link {
 }
 
 /// Another host, asked through its commands.
-pub struct CommandNet {
+pub(crate) struct CommandNet {
     pub commands: Arc<dyn Commands>,
 }
 

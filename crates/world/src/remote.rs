@@ -18,7 +18,7 @@ const SSH_MARGIN: Duration = Duration::from_secs(5);
 /// Commands run on the host over ssh. The environment does not cross ssh, so it goes on the
 /// command line (`env K=V …`); killing the local ssh does not stop a remote command (no tty),
 /// so the host's own `timeout` ends it.
-pub struct SshCommands {
+pub(crate) struct SshCommands {
     pub ssh: Arc<Ssh>,
 }
 

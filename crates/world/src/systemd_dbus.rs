@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use futures_util::StreamExt;
 use tokio::sync::OnceCell;
@@ -52,7 +52,7 @@ trait Manager {
 }
 
 /// systemd over D-Bus for one scope.
-pub struct SystemdDbus {
+pub(crate) struct SystemdDbus {
     user: bool,
     /// A remote manager: its address (the bridge over ssh) and the host's name for messages.
     remote: Option<(zbus::Address, String)>,
@@ -72,7 +72,7 @@ impl Drop for SystemdDbus {
 }
 
 impl SystemdDbus {
-    pub fn new(user: bool) -> SystemdDbus {
+    pub(crate) fn new(user: bool) -> SystemdDbus {
         SystemdDbus {
             user,
             remote: None,
@@ -84,7 +84,7 @@ impl SystemdDbus {
 
     /// The manager on another host, reached at `address` (`Ssh::dbus_address`: the host's
     /// `systemd-stdio-bridge` over the shared ssh connection), for `user` or system scope.
-    pub fn over(address: zbus::Address, user: bool, host: &str) -> SystemdDbus {
+    pub(crate) fn over(address: zbus::Address, user: bool, host: &str) -> SystemdDbus {
         let mut manager = SystemdDbus::new(user);
         manager.remote = Some((address, host.to_string()));
         manager
@@ -407,9 +407,4 @@ fn change_text(kind: &str, file: &str, target: &str) -> String {
         "unlink" => format!("removed {file}"),
         other => format!("{other} {file} {target}").trim_end().to_string(),
     }
-}
-
-/// Seconds since the epoch, for sorting and display.
-pub fn epoch_seconds(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }

@@ -38,7 +38,7 @@ const fn env_key(name: &'static str, kind: Kind, default: &'static str, env: &'s
 }
 
 /// The four roles a host can play, servers first.
-pub const ROLE_NAMES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
+pub(crate) const ROLE_NAMES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
 
 /// Declares each key as a constant and `KEYS` as the list of all of them.
 macro_rules! keys {

@@ -320,7 +320,7 @@ impl Config {
     }
 
     /// Where the token comes from, by the settings' precedence.
-    pub fn token_source(&self) -> TokenSource {
+    pub(crate) fn token_source(&self) -> TokenSource {
         if let Some(given) = &self.given_token {
             return TokenSource::Given(given.clone());
         }
@@ -370,7 +370,7 @@ type Found<'a, 'i> = Vec<(String, std::ops::Range<usize>, &'a DeValue<'i>)>;
 /// (`config::serve`, handed the table while the file is read), `[hosts.NAME]` and
 /// `[groups.NAME]` (the inventory, which re-reads `Config::files()`); their errors point into
 /// the file as these do.
-pub const SECTIONS_READ_ELSEWHERE: &[&str] = &["serve", "hosts", "groups"];
+pub(crate) const SECTIONS_READ_ELSEWHERE: &[&str] = &["serve", "hosts", "groups"];
 
 fn flatten<'a, 'i>(table: &'a DeTable<'i>, prefix: &str, out: &mut Found<'a, 'i>) {
     for (k, v) in table.iter() {

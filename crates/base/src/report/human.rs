@@ -5,12 +5,12 @@ use std::io::Write;
 
 use super::{End, Event, Formatter, Level, Outcome, Report};
 
-pub struct Human {
+pub(super) struct Human {
     colour: bool,
 }
 
 impl Human {
-    pub fn new(colour: bool) -> Human {
+    pub(super) fn new(colour: bool) -> Human {
         Human { colour }
     }
 

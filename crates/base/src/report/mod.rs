@@ -234,7 +234,7 @@ pub fn formatter(format: Format, colour: bool) -> Box<dyn Formatter> {
 }
 
 /// Whether stdout should get colour: a terminal, and `NO_COLOR` unset.
-pub fn colour_wanted() -> bool {
+pub(crate) fn colour_wanted() -> bool {
     use std::io::IsTerminal;
     std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())

@@ -16,7 +16,7 @@ use crate::report::Level;
 use crate::world::commands::Invocation;
 
 /// Registers the `account::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("account", module(host).into());
 }
 

@@ -17,7 +17,7 @@ use crate::register;
 use crate::wire::line_protocol::{self as lineproto, FieldValue};
 
 /// Registers the `agent::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("agent", module(host).into());
 }
 

@@ -21,7 +21,7 @@ use crate::world::units::full_name;
 const QUADLET_SINCE: (u64, u64, u64) = (4, 4, 0);
 
 /// Registers the `container::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("container", module(host).into());
 }
 

@@ -15,7 +15,7 @@ use crate::report::{Level, Outcome};
 const SECRET_VARS: &[&str] = &["INFLUX_TOKEN"];
 
 /// Registers these functions as global ones (no namespace).
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_global_module(module(host).into());
 }
 
@@ -179,6 +179,6 @@ pub fn hostname() -> String {
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for now.
-pub fn now_text() -> String {
+pub(crate) fn now_text() -> String {
     super::values::time_text(std::time::SystemTime::now())
 }

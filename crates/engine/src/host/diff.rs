@@ -5,7 +5,7 @@
 //! shows as a changed line (`-token = "********"`, `+token = "********"`) without its value.
 
 /// What a secret becomes in a diff.
-pub const MASK: &str = "********";
+pub(crate) const MASK: &str = "********";
 
 /// `text` with every secret replaced by `MASK`, the longest first (so a secret that contains
 /// another is masked whole).

@@ -18,7 +18,7 @@ use crate::world::commands::Invocation;
 use crate::world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
 
 /// Registers the `file::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("file", module(host).into());
 }
 
@@ -130,7 +130,7 @@ fn module(host: &Arc<Host>) -> Module {
 }
 
 /// How `file::write` (and `unit::install`) should write.
-pub struct WriteOptions {
+pub(crate) struct WriteOptions {
     pub wanted: Wanted,
     pub backup: bool,
     /// Texts masked in the diff besides the API token.
@@ -139,7 +139,7 @@ pub struct WriteOptions {
 
 /// What a write came to, as scripts see it.
 #[derive(Serialize)]
-pub struct Written {
+pub(crate) struct Written {
     pub changed: bool,
     pub path: String,
     pub diff: String,
@@ -152,7 +152,7 @@ pub struct Written {
 
 /// `#{changed}` (and `dry_run` when nothing was done because of it).
 #[derive(Serialize)]
-pub struct Changed {
+pub(crate) struct Changed {
     pub changed: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
@@ -411,7 +411,7 @@ fn write(host: &Host, path: &str, content: &str, options: &Map) -> HostResult<Ma
 
 /// Writes `content` to `path` unless it is already so: the shared core of `file::write` and
 /// `unit::install`.
-pub fn write_with(host: &Host, path: &str, content: &str, options: &WriteOptions) -> HostResult<Written> {
+pub(crate) fn write_with(host: &Host, path: &str, content: &str, options: &WriteOptions) -> HostResult<Written> {
     let existing = read_file(host, path)?;
     // Under --dry-run the directory may be one an earlier step only planned to make.
     if existing.is_none() && !host.dry_run {
@@ -476,7 +476,7 @@ fn remove(host: &Host, path: &str) -> HostResult<Map> {
 }
 
 /// Removes a file (and its backup), or with `tree` a directory and what it holds.
-pub fn remove_path(host: &Host, path: &str, tree: bool) -> HostResult<Changed> {
+pub(crate) fn remove_path(host: &Host, path: &str, tree: bool) -> HostResult<Changed> {
     let Some(meta) = stat(host, path)? else { return Ok(Changed { changed: false, dry_run: false }) };
     if meta.dir && !tree {
         return Err(fail(format!("file::remove: {path} is a directory")));
@@ -507,7 +507,7 @@ fn mkdir(host: &Host, path: &str, options: &Map) -> HostResult<Map> {
 }
 
 /// Creates a directory (and parents) and gives the last one `wanted`'s mode and owner.
-pub fn mkdir_with(host: &Host, path: &str, wanted: &Wanted) -> HostResult<Changed> {
+pub(crate) fn mkdir_with(host: &Host, path: &str, wanted: &Wanted) -> HostResult<Changed> {
     let existing = stat(host, path)?;
     let changes = match &existing {
         Some(meta) if !meta.dir => return Err(fail(format!("file::mkdir: {path} exists and is not a directory"))),

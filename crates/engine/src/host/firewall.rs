@@ -27,7 +27,7 @@ use crate::register;
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Registers the `firewall::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("firewall", module(host).into());
 }
 
@@ -81,12 +81,12 @@ fn module(host: &Arc<Host>) -> Module {
     m
 }
 
-pub fn port_arg(port: i64) -> HostResult<u16> {
+pub(crate) fn port_arg(port: i64) -> HostResult<u16> {
     u16::try_from(port).ok().filter(|p| *p > 0).ok_or_else(|| fail(format!("firewall: {port} is not a TCP port")))
 }
 
 /// Sources as given: a string or an array of strings.
-pub fn sources_arg(value: &Dynamic) -> HostResult<Vec<String>> {
+pub(crate) fn sources_arg(value: &Dynamic) -> HostResult<Vec<String>> {
     if let Some(array) = value.read_lock::<Array>() {
         return Ok(array.iter().map(super::values::text).collect());
     }

@@ -10,7 +10,7 @@ use super::firewall_packet::{Judgement, Packet, Truth, in_net, parse_net};
 const MAX_DEPTH: usize = 16;
 
 /// The `filter` table: chain policies and rules in order.
-pub struct Rules {
+pub(crate) struct Rules {
     policies: Vec<(String, String)>,
     rules: Vec<(String, Vec<String>)>,
 }
@@ -24,7 +24,7 @@ enum Flow {
 
 impl Rules {
     /// The filter table of iptables-save output (`None` when it has none).
-    pub fn parse(text: &str) -> Option<Rules> {
+    pub(crate) fn parse(text: &str) -> Option<Rules> {
         let mut in_filter = false;
         let mut found = None;
         for line in text.lines().map(str::trim) {
@@ -52,12 +52,12 @@ impl Rules {
     }
 
     /// Whether the table has any rule, or a policy other than ACCEPT on INPUT.
-    pub fn filters(&self) -> bool {
+    pub(crate) fn filters(&self) -> bool {
         !self.rules.is_empty() || self.policies.iter().any(|(c, p)| c == "INPUT" && p != "ACCEPT")
     }
 
     /// How INPUT treats `packet`.
-    pub fn judge(&self, packet: &Packet, program: &str) -> Judgement {
+    pub(crate) fn judge(&self, packet: &Packet, program: &str) -> Judgement {
         let policy = self.policies.iter().find(|(c, _)| c == "INPUT").map_or("ACCEPT", |(_, p)| p.as_str());
         match self.walk("INPUT", packet, 0, program) {
             Flow::Accept(rule) => Judgement::Admitted(rule),

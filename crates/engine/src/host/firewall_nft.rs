@@ -19,7 +19,7 @@ use super::firewall_packet::{Judgement, Packet, Truth, in_net, parse_net};
 const MAX_DEPTH: usize = 16;
 
 /// One ruleset, as listed.
-pub struct Ruleset {
+pub(crate) struct Ruleset {
     items: Vec<Value>,
 }
 
@@ -57,7 +57,7 @@ enum Val {
 
 impl Ruleset {
     /// The ruleset from nft's JSON; an error quotes what was not understood.
-    pub fn parse(text: &str) -> Result<Ruleset, String> {
+    pub(crate) fn parse(text: &str) -> Result<Ruleset, String> {
         let json: Value = serde_json::from_str(text).map_err(|e| format!("nft's JSON did not parse: {e}"))?;
         let items = json
             .get("nftables")
@@ -68,20 +68,20 @@ impl Ruleset {
     }
 
     /// No tables at all: nftables filters nothing.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         !self.items.iter().any(|i| i.get("table").is_some())
     }
 
     /// Whether iptables-nft's extensions (`xt`) appear: those rules are judged from
     /// iptables-save instead.
-    pub fn uses_iptables_extensions(&self) -> bool {
+    pub(crate) fn uses_iptables_extensions(&self) -> bool {
         self.rules().any(|(place, _, exprs)| is_iptables_table(place) && exprs.iter().any(|e| e.get("xt").is_some()))
     }
 
     /// How the input path treats `packet`. With `skip_iptables`, the chains iptables-nft
     /// manages (`ip filter`, `ip6 filter`) are left out: the caller judges them from
     /// iptables-save.
-    pub fn judge(&self, packet: &Packet, skip_iptables: bool) -> Judgement {
+    pub(crate) fn judge(&self, packet: &Packet, skip_iptables: bool) -> Judgement {
         let family = if packet.ipv6() { "ip6" } else { "ip" };
         let mut bases: Vec<(Place<'_>, &str, i64, &str)> = self
             .chains()

@@ -7,21 +7,21 @@ use std::net::IpAddr;
 
 /// A new TCP connection arriving from the network (not the loopback interface).
 #[derive(Debug, Clone, Copy)]
-pub struct Packet {
+pub(crate) struct Packet {
     pub port: u16,
     /// `None`: any source (a rule that depends on it cannot be judged).
     pub source: Option<IpAddr>,
 }
 
 impl Packet {
-    pub fn ipv6(&self) -> bool {
+    pub(crate) fn ipv6(&self) -> bool {
         matches!(self.source, Some(IpAddr::V6(_)))
     }
 }
 
 /// How one ruleset treats the packet on the input path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Judgement {
+pub(crate) enum Judgement {
     /// Nothing drops it; how it gets through.
     Admitted(String),
     /// Dropped or rejected: the rule (or chain policy) that does it.
@@ -33,7 +33,7 @@ pub enum Judgement {
 impl Judgement {
     /// Several base chains see the packet one after the other: any refusal refuses it (it
     /// is dropped there if not earlier), otherwise any doubt leaves it undecided.
-    pub fn all(judgements: Vec<Judgement>) -> Judgement {
+    pub(crate) fn all(judgements: Vec<Judgement>) -> Judgement {
         if let Some(refused) = judgements.iter().find(|j| matches!(j, Judgement::Refused(_))) {
             return refused.clone();
         }
@@ -54,18 +54,18 @@ impl Judgement {
 
 /// A match's outcome: it holds, it does not, or it depends on something unknown (why).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Truth {
+pub(crate) enum Truth {
     Yes,
     No,
     Unknown(String),
 }
 
 impl Truth {
-    pub fn from_bool(b: bool) -> Truth {
+    pub(crate) fn from_bool(b: bool) -> Truth {
         if b { Truth::Yes } else { Truth::No }
     }
 
-    pub fn negated(self) -> Truth {
+    pub(crate) fn negated(self) -> Truth {
         match self {
             Truth::Yes => Truth::No,
             Truth::No => Truth::Yes,
@@ -75,7 +75,7 @@ impl Truth {
 }
 
 /// An address or network as rules write it: `10.0.0.5`, `10.0.0.0/24`, `fd00::/8`.
-pub fn parse_net(text: &str) -> Option<(IpAddr, u8)> {
+pub(crate) fn parse_net(text: &str) -> Option<(IpAddr, u8)> {
     let (addr, len) = match text.split_once('/') {
         Some((a, l)) => (a.parse::<IpAddr>().ok()?, Some(l.parse::<u8>().ok()?)),
         None => (text.parse::<IpAddr>().ok()?, None),
@@ -86,7 +86,7 @@ pub fn parse_net(text: &str) -> Option<(IpAddr, u8)> {
 }
 
 /// Whether `ip` is inside `net/len` (false across address families).
-pub fn in_net(ip: IpAddr, net: IpAddr, len: u8) -> bool {
+pub(crate) fn in_net(ip: IpAddr, net: IpAddr, len: u8) -> bool {
     match (ip, net) {
         (IpAddr::V4(a), IpAddr::V4(n)) => {
             let mask = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };

@@ -42,7 +42,7 @@ pub struct Place {
 }
 
 /// Loads the inventory when a runbook first asks for it.
-pub type Loader = Box<dyn FnOnce() -> Result<Inventory, String> + Send>;
+pub(crate) type Loader = Box<dyn FnOnce() -> Result<Inventory, String> + Send>;
 
 #[derive(Default)]
 enum Source {
@@ -109,7 +109,7 @@ impl Member {
 }
 
 /// Registers the `inventory::` and `fleet::` namespaces.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("inventory", inventory_module(host).into());
     engine.register_static_module("fleet", fleet_module(host).into());
 }

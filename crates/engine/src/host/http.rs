@@ -15,7 +15,7 @@ use crate::http_client::{Request, Response};
 use crate::register;
 
 /// Registers the `http::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("http", module(host).into());
 }
 

@@ -18,7 +18,7 @@ use crate::secret::Secret;
 use crate::wire::flux_csv::{self, Value};
 
 /// Registers the `influx::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("influx", module(host).into());
 }
 
@@ -294,7 +294,7 @@ fn storage(host: &Host) -> HostResult<Map> {
 }
 
 /// Percent-encoding for a query-string value.
-pub fn form_encode(text: &str) -> String {
+pub(crate) fn form_encode(text: &str) -> String {
     let mut out = String::new();
     for b in text.bytes() {
         match b {

@@ -17,7 +17,7 @@ use crate::world::journal::{Entry, PRIORITIES, Query, priority_number};
 use crate::world::units::{Run, full_name};
 
 /// Registers the `journal::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("journal", module(host).into());
 }
 
@@ -189,7 +189,7 @@ fn current_run(host: &Host, unit: &str) -> HostResult<Run> {
 }
 
 /// Reads entries through the world (also used for the hints of failed unit jobs).
-pub fn read_entries(host: &Host, query: Query) -> HostResult<Vec<Entry>> {
+pub(crate) fn read_entries(host: &Host, query: Query) -> HostResult<Vec<Entry>> {
     let journal = host.world().journal.clone();
     host.block_on(|| async move { journal.read(&query).await })?.map_err(fail)
 }

@@ -20,7 +20,7 @@ use crate::wire::loki_config;
 use crate::wire::loki_json::{self, QueryResult};
 
 /// Registers the `loki::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("loki", module(host).into());
 }
 

@@ -52,7 +52,7 @@ use crate::report::{Level, Outcome, Recorder};
 use crate::world::World;
 
 /// The result type of host functions.
-pub type HostResult<T> = Result<T, Box<EvalAltResult>>;
+pub(crate) type HostResult<T> = Result<T, Box<EvalAltResult>>;
 
 /// Where host calls act: a configuration and the world it describes (this machine, another
 /// over ssh, a simulated one). A runbook's own host, or another for a block (`fleet::on`).
@@ -124,7 +124,7 @@ impl Host {
     }
 
     /// `config` as scripts see it, for the ground acted on now.
-    pub fn config_view(&self) -> Dynamic {
+    pub(crate) fn config_view(&self) -> Dynamic {
         let ground = self.ground();
         let view = ground.view.get_or_init(|| {
             let view: Dynamic = rhai::serde::to_dynamic(ground.config.script_view()).unwrap_or_default();
@@ -145,7 +145,7 @@ impl Host {
 
     /// Runs `f` with host calls acting on `ground`, then on this host's own again (also when
     /// `f` fails).
-    pub fn acting_on<R>(&self, ground: Ground, f: impl FnOnce() -> R) -> R {
+    pub(crate) fn acting_on<R>(&self, ground: Ground, f: impl FnOnce() -> R) -> R {
         let previous = std::mem::replace(&mut *self.ground.lock().unwrap_or_else(|e| e.into_inner()), ground);
         struct Restore<'a>(&'a Host, Option<Ground>);
         impl Drop for Restore<'_> {
@@ -300,14 +300,14 @@ impl Host {
         *self.params.lock().unwrap_or_else(|e| e.into_inner()) = params;
     }
 
-    pub fn param_override(&self, name: &str) -> Option<Dynamic> {
+    pub(crate) fn param_override(&self, name: &str) -> Option<Dynamic> {
         self.params.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
     }
 }
 
 /// Registers every host module's functions and types into `engine`; templates are found on
 /// `catalog`'s search path.
-pub fn register_all(engine: &mut Engine, host: &Arc<Host>, catalog: &Arc<crate::catalog::Catalog>) {
+pub(crate) fn register_all(engine: &mut Engine, host: &Arc<Host>, catalog: &Arc<crate::catalog::Catalog>) {
     core::register(engine, host);
     time::register(engine, host);
     wait::register(engine, host);

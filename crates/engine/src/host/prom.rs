@@ -16,7 +16,7 @@ use crate::wire::exposition::{self, Exposition};
 
 /// One scrape: the probe's outcome, and what the endpoint exposed when it worked.
 #[derive(Debug, Clone)]
-pub struct Scrape {
+pub(crate) struct Scrape {
     pub url: String,
     pub probe: Probe,
     pub exposition: Option<Arc<Exposition>>,
@@ -33,7 +33,7 @@ struct SampleRecord<'a> {
 type Getter = fn(&mut Scrape) -> Dynamic;
 
 /// Registers the `prom::` namespace and the `Scrape` type.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_type_with_name::<Scrape>("Scrape");
     engine.register_static_module("prom", module(host).into());
 }

@@ -14,7 +14,7 @@ use crate::http_client::Request;
 use crate::register;
 
 /// Registers the `shipper::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("shipper", module(host).into());
 }
 

@@ -18,7 +18,7 @@ use crate::world::commands::{Completed, Invocation};
 use crate::world::net::Reach;
 
 /// Registers the `host::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("host", module(host).into());
 }
 

@@ -26,7 +26,7 @@ mod embedded {
 }
 
 /// Registers the `template::` namespace: templates are looked up on `catalog`'s search path.
-pub fn register(engine: &mut Engine, host: &Arc<super::Host>, catalog: &Arc<Catalog>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<super::Host>, catalog: &Arc<Catalog>) {
     engine.register_static_module("template", module(host, catalog).into());
 }
 

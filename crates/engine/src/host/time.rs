@@ -10,7 +10,7 @@ use super::{Host, HostResult, fail};
 use crate::register;
 
 /// Registers these functions as global ones (no namespace).
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_global_module(module(host).into());
 }
 
@@ -55,7 +55,7 @@ pub fn sleep(host: &Host, total: Duration) -> HostResult<()> {
 }
 
 /// A duration argument: text parsed like the config's durations, or seconds as a number.
-pub fn duration_arg(value: &Dynamic) -> HostResult<Duration> {
+pub(crate) fn duration_arg(value: &Dynamic) -> HostResult<Duration> {
     let bad = |shown: String| fail(format!("`{shown}` is not a duration (try \"5s\", \"2m\" or a number of seconds)"));
     if let Some(s) = value.read_lock::<ImmutableString>() {
         return crate::config::parse_duration(&s).ok_or_else(|| bad(s.to_string()));

@@ -13,7 +13,7 @@ pub fn command(host: &Host, key: &Key, default: &[&str], config_path: &str) -> V
 }
 
 /// Runs a tool; a missing binary says which key to set.
-pub fn run_tool(host: &Host, argv: Vec<String>, key: &Key) -> HostResult<Completed> {
+pub(crate) fn run_tool(host: &Host, argv: Vec<String>, key: &Key) -> HostResult<Completed> {
     let timeout = host.config().duration(keys::TOOLS_TIMEOUT);
     let program = argv.first().cloned().unwrap_or_default();
     let done = host.run_command(Invocation { argv, timeout, ..Invocation::default() })?;

@@ -125,7 +125,7 @@ pub fn module(host: &Arc<Host>) -> Module {
 }
 
 /// Registers the `UnitStatus` type: its fields as properties, and how it prints.
-pub fn register_types(engine: &mut Engine) {
+pub(crate) fn register_types(engine: &mut Engine) {
     engine.register_type_with_name::<UnitStatus>("UnitStatus");
     engine.register_get("name", |s: &mut UnitStatus| s.name.clone());
     engine.register_get("description", |s: &mut UnitStatus| s.description.clone());

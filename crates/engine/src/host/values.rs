@@ -19,7 +19,7 @@ pub struct Probe<F: Serialize = NoFacts> {
     pub ok: bool,
     pub status: Option<u16>,
     pub detail: String,
-    pub elapsed_ms: Option<u64>,
+    pub(crate) elapsed_ms: Option<u64>,
     #[serde(flatten)]
     pub facts: F,
 }
@@ -41,7 +41,7 @@ impl Probe {
     }
 
     /// A probe that got no answer at all (refused, timed out…).
-    pub fn unanswered(reason: impl Into<String>) -> Probe {
+    pub(crate) fn unanswered(reason: impl Into<String>) -> Probe {
         Probe::new(false, None, reason, None)
     }
 }
@@ -53,7 +53,7 @@ impl<F: Serialize> Probe<F> {
     }
 
     /// The record as scripts see it.
-    pub fn into_map(self) -> HostResult<Map> {
+    pub(crate) fn into_map(self) -> HostResult<Map> {
         record(&self)
     }
 }

@@ -12,7 +12,7 @@ use super::{Host, HostResult, fail};
 use crate::register;
 
 /// Registers the `wait::` namespace.
-pub fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
     engine.register_static_module("wait", module(host).into());
 }
 

@@ -15,7 +15,7 @@ enum Section {
 }
 
 /// Reads `text` into `inventory`; the first malformed line is an error with a caret.
-pub fn read_inventory(inventory: &mut AnsibleInventory, path: &Path, text: &str) -> Result<(), Error> {
+pub(super) fn read_inventory(inventory: &mut AnsibleInventory, path: &Path, text: &str) -> Result<(), Error> {
     let shown = path.display().to_string();
     let mut section = Section::Hosts("ungrouped".into());
     for (index, raw) in text.lines().enumerate() {

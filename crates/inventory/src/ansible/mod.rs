@@ -35,7 +35,7 @@ pub struct Var {
     pub place: Place,
 }
 
-pub type Vars = BTreeMap<String, Var>;
+pub(crate) type Vars = BTreeMap<String, Var>;
 
 /// Which level of the inventory a host's variable came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,14 +60,14 @@ pub struct Group {
     /// From the inventory file.
     pub vars: Vars,
     /// From `group_vars/NAME`.
-    pub dir_vars: Vars,
+    pub(crate) dir_vars: Vars,
 }
 
 #[derive(Debug, Default)]
-pub struct HostEntry {
+pub(crate) struct HostEntry {
     pub name: String,
     pub vars: Vars,
-    pub dir_vars: Vars,
+    pub(crate) dir_vars: Vars,
 }
 
 /// A whole inventory.
@@ -223,7 +223,7 @@ impl AnsibleInventory {
 
     /// The groups `host` belongs to, directly or through children, `all` included, in
     /// Ansible's order of precedence (lowest first).
-    pub fn groups_of(&self, host: &str) -> Vec<String> {
+    pub(crate) fn groups_of(&self, host: &str) -> Vec<String> {
         let depth = self.depths();
         let priority = |g: &Group| {
             g.vars

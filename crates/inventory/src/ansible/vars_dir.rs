@@ -10,7 +10,7 @@ use crate::error::Error;
 const EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];
 
 /// The variables for `name` under `dir` (empty when there are none).
-pub fn read(dir: &Path, name: &str) -> Result<Vars, Error> {
+pub(super) fn read(dir: &Path, name: &str) -> Result<Vars, Error> {
     let mut files: Vec<PathBuf> = Vec::new();
     for ext in EXTENSIONS {
         let candidate = dir.join(format!("{name}{ext}"));

@@ -14,7 +14,7 @@ use crate::diagnostic::Diagnostic;
 use crate::error::{Error, suggest};
 
 /// Parses `text` into its first document (`None` when the file holds none).
-pub fn parse<'a>(path: &Path, text: &'a str) -> Result<Option<MarkedYaml<'a>>, Error> {
+pub(super) fn parse<'a>(path: &Path, text: &'a str) -> Result<Option<MarkedYaml<'a>>, Error> {
     let mut loader: YamlLoader<'a, MarkedYaml<'a>> = YamlLoader::default();
     // Scalars stay as written (with their style) until `scalar` resolves them.
     loader.early_parse(false);
@@ -50,7 +50,7 @@ fn scalar<'a>(node: &MarkedYaml<'a>) -> Option<Scalar<'a>> {
 }
 
 /// An error pointing at `node`.
-pub fn at(path: &Path, text: &str, node: &MarkedYaml<'_>, message: String) -> Error {
+pub(super) fn at(path: &Path, text: &str, node: &MarkedYaml<'_>, message: String) -> Error {
     let m = node.span.start;
     Error::located(Diagnostic::at(message, path.display().to_string(), Some(text), m.line(), m.col() + 1))
 }
@@ -61,7 +61,7 @@ fn is_null(node: &MarkedYaml<'_>) -> bool {
 }
 
 /// A scalar as text (keys, host and group names).
-pub fn text(node: &MarkedYaml<'_>) -> Option<String> {
+pub(super) fn text(node: &MarkedYaml<'_>) -> Option<String> {
     match scalar(node)? {
         Scalar::String(s) => Some(s.to_string()),
         Scalar::Integer(i) => Some(i.to_string()),
@@ -72,7 +72,7 @@ pub fn text(node: &MarkedYaml<'_>) -> Option<String> {
 }
 
 /// A node as the JSON value Ansible would hold.
-pub fn to_json(node: &MarkedYaml<'_>) -> Json {
+pub(super) fn to_json(node: &MarkedYaml<'_>) -> Json {
     if let Some(s) = scalar(node) {
         return match s {
             Scalar::Null => Json::Null,
@@ -93,7 +93,7 @@ pub fn to_json(node: &MarkedYaml<'_>) -> Json {
 }
 
 /// A mapping of variables (`vars:`, a host's entry, a vars file); null is no variables.
-pub fn vars(path: &Path, text: &str, node: &MarkedYaml<'_>, what: &str) -> Result<Vars, Error> {
+pub(super) fn vars(path: &Path, text: &str, node: &MarkedYaml<'_>, what: &str) -> Result<Vars, Error> {
     let map = match &node.data {
         YamlData::Mapping(map) => map,
         _ if is_null(node) => return Ok(Vars::new()),
@@ -113,7 +113,7 @@ fn text_or_err(path: &Path, source: &str, node: &MarkedYaml<'_>, what: &str) -> 
 }
 
 /// Reads an inventory: the top-level keys are groups (usually just `all`).
-pub fn read_inventory(inventory: &mut AnsibleInventory, path: &Path, text: &str) -> Result<(), Error> {
+pub(super) fn read_inventory(inventory: &mut AnsibleInventory, path: &Path, text: &str) -> Result<(), Error> {
     let Some(root) = parse(path, text)? else { return Ok(()) };
     let YamlData::Mapping(map) = &root.data else {
         return Err(at(path, text, &root, "an inventory must be a mapping of group names (usually `all:`)".into()));

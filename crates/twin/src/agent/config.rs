@@ -89,7 +89,7 @@ impl AgentConfig {
     }
 
     /// Names of the loaded inputs, as Telegraf's "Loaded inputs:" line lists them.
-    pub fn input_names(&self) -> Vec<&'static str> {
+    pub(crate) fn input_names(&self) -> Vec<&'static str> {
         let mut n = Vec::new();
         if self.inputs.cpu.is_some() {
             n.push("cpu");

@@ -33,7 +33,7 @@ use crate::world::BoxFuture;
 use sampler::Sampler;
 
 /// The version the twin calls itself in logs and its User-Agent.
-pub const VERSION: &str = "1.32.0";
+pub(crate) const VERSION: &str = "1.32.0";
 const BUFFER_LIMIT: usize = 10_000;
 
 /// Fault knobs for the sandbox.
@@ -56,7 +56,7 @@ pub struct Agent {
     /// Metrics written successfully, over all outputs.
     pub written: AtomicU64,
     /// Failed write attempts.
-    pub write_errors: AtomicU64,
+    pub(crate) write_errors: AtomicU64,
 }
 
 impl Agent {
@@ -143,7 +143,7 @@ impl Agent {
     }
 
     /// Samples the host once.
-    pub fn gather(&self) -> Vec<Point> {
+    pub(crate) fn gather(&self) -> Vec<Point> {
         let c = self.config();
         let now = now_ns();
         // Telegraf stamps metrics at the interval's precision: whole seconds here.

@@ -25,8 +25,8 @@ pub struct Inputs {
 pub struct CpuInput {
     pub percpu: bool,
     pub totalcpu: bool,
-    pub collect_cpu_time: bool,
-    pub report_active: bool,
+    pub(crate) collect_cpu_time: bool,
+    pub(crate) report_active: bool,
 }
 
 impl Default for CpuInput {
@@ -38,7 +38,7 @@ impl Default for CpuInput {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiskInput {
     /// Only these mount points (all when empty).
-    pub mount_points: Vec<String>,
+    pub(crate) mount_points: Vec<String>,
     /// File system types skipped.
     pub ignore_fs: Vec<String>,
 }
@@ -56,17 +56,17 @@ impl Default for DiskInput {
 
 /// One CPU's counters from /proc/stat, in USER_HZ ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct CpuTimes {
+pub(super) struct CpuTimes {
     pub user: f64,
-    pub nice: f64,
+    pub(crate) nice: f64,
     pub system: f64,
     pub idle: f64,
-    pub iowait: f64,
-    pub irq: f64,
-    pub softirq: f64,
-    pub steal: f64,
-    pub guest: f64,
-    pub guest_nice: f64,
+    pub(crate) iowait: f64,
+    pub(crate) irq: f64,
+    pub(crate) softirq: f64,
+    pub(crate) steal: f64,
+    pub(crate) guest: f64,
+    pub(crate) guest_nice: f64,
 }
 
 impl CpuTimes {
@@ -77,7 +77,7 @@ impl CpuTimes {
 }
 
 /// Parses /proc/stat's `cpu` lines: `("cpu-total", …)`, `("cpu0", …)`, ….
-pub fn parse_proc_stat(text: &str) -> Vec<(String, CpuTimes)> {
+pub(super) fn parse_proc_stat(text: &str) -> Vec<(String, CpuTimes)> {
     text.lines()
         .filter(|l| l.starts_with("cpu"))
         .filter_map(|l| {
@@ -106,7 +106,7 @@ pub fn parse_proc_stat(text: &str) -> Vec<(String, CpuTimes)> {
 }
 
 /// Telegraf's usage fields between two readings (percent of the elapsed ticks).
-pub fn cpu_usage(now: &CpuTimes, last: &CpuTimes, report_active: bool) -> Vec<(String, FieldValue)> {
+pub(super) fn cpu_usage(now: &CpuTimes, last: &CpuTimes, report_active: bool) -> Vec<(String, FieldValue)> {
     let total = now.total() - last.total();
     let pct = |d: f64| FieldValue::Float(if total > 0.0 { (100.0 * d / total).clamp(0.0, 100.0) } else { 0.0 });
     let guest = now.guest - last.guest;
@@ -132,7 +132,7 @@ pub fn cpu_usage(now: &CpuTimes, last: &CpuTimes, report_active: bool) -> Vec<(S
 }
 
 /// /proc/meminfo in bytes, by key.
-pub fn parse_meminfo(text: &str) -> HashMap<String, u64> {
+pub(super) fn parse_meminfo(text: &str) -> HashMap<String, u64> {
     text.lines()
         .filter_map(|l| {
             let (k, rest) = l.split_once(':')?;
@@ -145,7 +145,7 @@ pub fn parse_meminfo(text: &str) -> HashMap<String, u64> {
 }
 
 /// Telegraf's `mem` fields (gopsutil's arithmetic for `used` and `cached`).
-pub fn mem_fields(m: &HashMap<String, u64>) -> Vec<(String, FieldValue)> {
+pub(super) fn mem_fields(m: &HashMap<String, u64>) -> Vec<(String, FieldValue)> {
     let g = |k: &str| m.get(k).copied().unwrap_or(0);
     let total = g("MemTotal");
     let free = g("MemFree");
@@ -184,15 +184,15 @@ pub fn mem_fields(m: &HashMap<String, u64>) -> Vec<(String, FieldValue)> {
 
 /// A mounted file system from /proc/self/mounts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Mount {
+pub(super) struct Mount {
     pub device: String,
     pub path: String,
     pub fstype: String,
-    pub read_only: bool,
+    pub(crate) read_only: bool,
 }
 
 /// /proc/self/mounts, octal escapes (`\040` for a space) decoded.
-pub fn parse_mounts(text: &str) -> Vec<Mount> {
+pub(super) fn parse_mounts(text: &str) -> Vec<Mount> {
     let unescape = |s: &str| {
         let mut out = String::new();
         let mut chars = s.chars().peekable();
@@ -242,17 +242,17 @@ fn statvfs(path: &str) -> Option<(u64, u64, u64, u64, u64)> {
 
 /// Gathers metrics; keeps the previous CPU reading between calls.
 #[derive(Debug, Default)]
-pub struct Sampler {
+pub(super) struct Sampler {
     last_cpu: HashMap<String, CpuTimes>,
 }
 
 impl Sampler {
-    pub fn new() -> Sampler {
+    pub(super) fn new() -> Sampler {
         Sampler::default()
     }
 
     /// Reads the host once. `tags` (host, global tags) go on every point; `ts` is the time.
-    pub fn gather(&mut self, inputs: &Inputs, tags: &[(String, String)], ts: i64) -> Result<Vec<Point>, String> {
+    pub(super) fn gather(&mut self, inputs: &Inputs, tags: &[(String, String)], ts: i64) -> Result<Vec<Point>, String> {
         let mut points = Vec::new();
         let point = |measurement: &str, mut own: Vec<(String, String)>, fields| {
             own.extend(tags.iter().cloned());

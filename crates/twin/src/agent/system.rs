@@ -6,7 +6,7 @@
 use crate::wire::line_protocol::FieldValue;
 
 /// The fields of the three `system` metrics, read from /proc (and /var/run/utmp).
-pub fn gather() -> Result<Vec<Vec<(String, FieldValue)>>, String> {
+pub(super) fn gather() -> Result<Vec<Vec<(String, FieldValue)>>, String> {
     let read = |path: &str| std::fs::read_to_string(path).map_err(|e| format!("[inputs.system] reading {path}: {e}"));
     let load = read("/proc/loadavg")?;
     let uptime = read("/proc/uptime")?;
@@ -66,7 +66,7 @@ fn login_users(utmp: &[u8]) -> Vec<String> {
 }
 
 /// Telegraf's uptime text: `[N day(s), ]HH:MM`, hours padded to two columns.
-pub fn format_uptime(seconds: u64) -> String {
+pub(super) fn format_uptime(seconds: u64) -> String {
     let days = seconds / 86_400;
     let mut out = String::new();
     if days != 0 {

@@ -8,7 +8,7 @@ use super::LogStore;
 
 impl LogStore {
     /// The `/config` YAML: the sections operators read, in Loki's layout.
-    pub fn config_yaml(&self) -> String {
+    pub(crate) fn config_yaml(&self) -> String {
         let (address, port) = self.options.listen.rsplit_once(':').unwrap_or(("127.0.0.1", "3100"));
         let o = &self.options;
         let f = &o.file;

@@ -17,7 +17,7 @@ use crate::wire::loki_push::{PushStream, labels_text, valid_label_name};
 impl LogStore {
     /// Stores pushed streams. Invalid entries are skipped and reported (Loki's 400 text);
     /// valid ones are kept even then. `Err((status, text))` is the answer to send.
-    pub fn ingest(&self, streams: Vec<PushStream>) -> Result<(), (StatusCode, String)> {
+    pub(crate) fn ingest(&self, streams: Vec<PushStream>) -> Result<(), (StatusCode, String)> {
         let now = now_ns();
         let oldest = now - self.options.reject_older_than.as_nanos() as i64;
         let newest = now + self.options.creation_grace.as_nanos() as i64;

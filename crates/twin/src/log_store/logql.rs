@@ -10,7 +10,7 @@ use regex::Regex;
 
 /// How a label matcher compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MatchOp {
+pub(super) enum MatchOp {
     Eq,
     Ne,
     Re,
@@ -19,7 +19,7 @@ pub enum MatchOp {
 
 /// `name op "value"` inside `{…}`.
 #[derive(Debug, Clone)]
-pub struct Matcher {
+pub(super) struct Matcher {
     pub name: String,
     pub op: MatchOp,
     pub value: String,
@@ -27,7 +27,7 @@ pub struct Matcher {
 }
 
 impl Matcher {
-    pub fn new(name: &str, op: MatchOp, value: &str) -> Result<Matcher, String> {
+    pub(super) fn new(name: &str, op: MatchOp, value: &str) -> Result<Matcher, String> {
         let regex = match op {
             // Loki (like Prometheus) anchors label regexes: the whole value must match.
             MatchOp::Re | MatchOp::NotRe => Some(
@@ -40,7 +40,7 @@ impl Matcher {
     }
 
     /// Whether a label value (empty when the label is absent) satisfies the matcher.
-    pub fn matches(&self, value: &str) -> bool {
+    pub(super) fn matches(&self, value: &str) -> bool {
         match self.op {
             MatchOp::Eq => value == self.value,
             MatchOp::Ne => value != self.value,
@@ -52,7 +52,7 @@ impl Matcher {
 
 /// How a line filter tests a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterOp {
+pub(super) enum FilterOp {
     Contains,
     NotContains,
     Re,
@@ -61,14 +61,14 @@ pub enum FilterOp {
 
 /// `|= "text"` and friends; regex filters are not anchored (a match anywhere counts).
 #[derive(Debug, Clone)]
-pub struct LineFilter {
+pub(super) struct LineFilter {
     pub op: FilterOp,
     pub text: String,
     regex: Option<Regex>,
 }
 
 impl LineFilter {
-    pub fn matches(&self, line: &str) -> bool {
+    pub(super) fn matches(&self, line: &str) -> bool {
         match self.op {
             FilterOp::Contains => line.contains(&self.text),
             FilterOp::NotContains => !line.contains(&self.text),
@@ -80,28 +80,28 @@ impl LineFilter {
 
 /// A stream selector with its line filters: what a log query reads.
 #[derive(Debug, Clone)]
-pub struct LogSelector {
-    pub matchers: Vec<Matcher>,
+pub(super) struct LogSelector {
+    pub(crate) matchers: Vec<Matcher>,
     pub filters: Vec<LineFilter>,
 }
 
 impl LogSelector {
     /// Whether a stream's labels (sorted or not) are selected.
-    pub fn selects(&self, labels: &[(String, String)]) -> bool {
+    pub(super) fn selects(&self, labels: &[(String, String)]) -> bool {
         self.matchers.iter().all(|m| {
             let value = labels.iter().find(|(k, _)| *k == m.name).map_or("", |(_, v)| v.as_str());
             m.matches(value)
         })
     }
 
-    pub fn keeps(&self, line: &str) -> bool {
+    pub(super) fn keeps(&self, line: &str) -> bool {
         self.filters.iter().all(|f| f.matches(line))
     }
 }
 
 /// The range function of a metric query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RangeFn {
+pub(super) enum RangeFn {
     CountOverTime,
     Rate,
     BytesOverTime,
@@ -110,7 +110,7 @@ pub enum RangeFn {
 
 /// The vector aggregation around a range function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AggOp {
+pub(super) enum AggOp {
     Sum,
     Min,
     Max,
@@ -119,7 +119,7 @@ pub enum AggOp {
 }
 
 #[derive(Debug, Clone)]
-pub struct Aggregation {
+pub(super) struct Aggregation {
     pub op: AggOp,
     /// `by (…)` when true, `without (…)` when false.
     pub by: bool,
@@ -127,21 +127,21 @@ pub struct Aggregation {
 }
 
 #[derive(Debug, Clone)]
-pub struct MetricQuery {
+pub(super) struct MetricQuery {
     pub func: RangeFn,
     pub selector: LogSelector,
     pub range: Duration,
-    pub aggregation: Option<Aggregation>,
+    pub(crate) aggregation: Option<Aggregation>,
 }
 
 #[derive(Debug, Clone)]
-pub enum Query {
+pub(super) enum Query {
     Log(LogSelector),
     Metric(MetricQuery),
 }
 
 /// Parses a whole query.
-pub fn parse(text: &str) -> Result<Query, String> {
+pub(super) fn parse(text: &str) -> Result<Query, String> {
     let mut p = Parser { text, pos: 0 };
     p.skip_ws();
     let query = if p.peek() == Some('{') { Query::Log(p.log_selector()?) } else { Query::Metric(p.metric()?) };
@@ -164,7 +164,7 @@ pub fn parse(text: &str) -> Result<Query, String> {
 }
 
 /// A Prometheus-style duration: `5m`, `1h30m`, `500ms`, `1d`, `1w`.
-pub fn parse_duration(text: &str) -> Option<Duration> {
+pub(super) fn parse_duration(text: &str) -> Option<Duration> {
     let mut total = Duration::ZERO;
     let mut rest = text.trim();
     if rest.is_empty() {

@@ -43,8 +43,8 @@ pub struct Period {
     pub store: String,
     pub object_store: String,
     pub schema: String,
-    pub index_prefix: String,
-    pub index_period: Duration,
+    pub(crate) index_prefix: String,
+    pub(crate) index_period: Duration,
 }
 
 impl Default for LokiFile {
@@ -270,7 +270,7 @@ fn is_day(text: &str) -> bool {
 }
 
 /// Prometheus' duration: `1y2w3d4h5m6s7ms` in that order, each part optional; `0` is zero.
-pub fn model_duration(text: &str) -> Option<Duration> {
+pub(crate) fn model_duration(text: &str) -> Option<Duration> {
     if text == "0" {
         return Some(Duration::ZERO);
     }
@@ -351,7 +351,7 @@ mod tests {
     use super::*;
 
     /// The file the deploy runbook renders.
-    pub const TEMPLATE: &str = "auth_enabled: false\nserver:\n  http_listen_address: 0.0.0.0\n  http_listen_port: 3100\n  \
+    pub(super) const TEMPLATE: &str = "auth_enabled: false\nserver:\n  http_listen_address: 0.0.0.0\n  http_listen_port: 3100\n  \
         grpc_listen_port: 9096\n  log_level: info\ncommon:\n  instance_addr: 127.0.0.1\n  path_prefix: /var/lib/loki\n  \
         storage:\n    filesystem:\n      chunks_directory: /var/lib/loki/chunks\n      rules_directory: /var/lib/loki/rules\n  \
         replication_factor: 1\n  ring:\n    kvstore:\n      store: inmemory\nschema_config:\n  configs:\n    - from: \"2024-01-01\"\n      \

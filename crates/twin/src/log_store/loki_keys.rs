@@ -4,7 +4,7 @@
 //! are `Any`: Loki knows them, the twin takes whatever they hold.
 
 /// The kind of value Loki's Go type holds at a key.
-pub enum Ty {
+pub(super) enum Ty {
     Str,
     Int,
     Bool,
@@ -140,7 +140,7 @@ const LIMITS: &[(&str, Ty)] = &[
 ];
 const ANALYTICS: &[(&str, Ty)] = &[("reporting_enabled", Bool), ("leader_election", Any), ("usage_stats_url", Str)];
 /// Loki's top-level keys; those the twin has nothing to configure from take any content.
-pub const TOP: &[(&str, Ty)] = &[
+pub(super) const TOP: &[(&str, Ty)] = &[
     ("target", Any),
     ("auth_enabled", Bool),
     ("http_prefix", Str),

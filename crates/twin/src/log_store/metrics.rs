@@ -9,7 +9,7 @@ use crate::wire::exposition::Writer;
 
 impl LogStore {
     /// The `/metrics` exposition text.
-    pub fn metrics_text(&self) -> String {
+    pub(crate) fn metrics_text(&self) -> String {
         let c = &self.counters;
         let n = |counter: &std::sync::atomic::AtomicU64| counter.load(Ordering::Relaxed) as f64;
         let (streams, entries) = self

@@ -46,7 +46,7 @@ use super::{Stop, Twin, listener_of};
 use crate::world::BoxFuture;
 
 /// Loki's version, as `/loki/api/v1/status/buildinfo` and `loki_build_info` report it.
-pub const VERSION: &str = "3.4.6";
+pub(crate) const VERSION: &str = "3.4.6";
 
 /// What the twin is configured with (Loki's defaults where Loki has one).
 #[derive(Debug, Clone)]
@@ -200,15 +200,15 @@ mod test_support {
     use crate::logger;
     use crate::wire::loki_push::PushEntry;
 
-    pub fn entry(ts: i64, line: &str) -> PushEntry {
+    pub(super) fn entry(ts: i64, line: &str) -> PushEntry {
         PushEntry { ts, line: line.into(), metadata: vec![] }
     }
 
-    pub fn store() -> Arc<LogStore> {
+    pub(super) fn store() -> Arc<LogStore> {
         LogStore::new(Options { ready_delay: Duration::ZERO, ..Options::default() }, logger::discard())
     }
 
-    pub fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pub(super) fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 }

@@ -18,7 +18,7 @@ fn cell(v: &Value) -> flux_csv::Value {
 }
 
 /// Encodes every result. Errors (a schema collision) surface before anything is written.
-pub fn encode(results: &Results<'_>, dialect: &Dialect) -> Result<String, String> {
+pub(super) fn encode(results: &Results<'_>, dialect: &Dialect) -> Result<String, String> {
     let mut w = Writer::new(dialect);
     for (name, tables) in results {
         w.result(name);

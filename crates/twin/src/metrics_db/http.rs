@@ -225,7 +225,7 @@ async fn version_headers(request: Request, next: Next) -> Response {
 
 /// The HTTP routes: the `/api/v2` ones behind the token check, the fault middleware in front
 /// of all, InfluxDB's version headers on every answer.
-pub fn router(db: Arc<MetricsDb>) -> Router {
+pub(super) fn router(db: Arc<MetricsDb>) -> Router {
     let api = Router::new()
         .route("/api/v2/buckets", get(buckets))
         .route("/api/v2/config", get(config))

@@ -11,10 +11,10 @@ use toml::de::{DeTable, DeValue};
 /// The settings read from influxd's config file (each absent when the file is silent).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct InfluxdFile {
-    pub http_bind_address: Option<String>,
-    pub bolt_path: Option<String>,
+    pub(crate) http_bind_address: Option<String>,
+    pub(crate) bolt_path: Option<String>,
     pub engine_path: Option<String>,
-    pub reporting_disabled: Option<bool>,
+    pub(crate) reporting_disabled: Option<bool>,
     pub log_level: Option<String>,
 }
 
@@ -70,7 +70,7 @@ pub fn parse(file: &str, text: &str) -> Result<InfluxdFile, String> {
 }
 
 /// The socket address of influxd's `http-bind-address` (`:8086` is every interface).
-pub fn socket_address(bind: &str) -> String {
+pub(crate) fn socket_address(bind: &str) -> String {
     match bind.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}"),
         None => bind.to_string(),

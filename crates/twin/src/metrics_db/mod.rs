@@ -40,9 +40,9 @@ use crate::world::BoxFuture;
 use store::{Bucket, WriteError};
 
 /// The InfluxDB version the twin reports.
-pub const VERSION: &str = "v2.7.11";
+pub(crate) const VERSION: &str = "v2.7.11";
 /// The commit InfluxDB reports beside its version.
-pub const COMMIT: &str = "fbf5d4ab5e";
+pub(crate) const COMMIT: &str = "fbf5d4ab5e";
 
 #[derive(Debug, Clone)]
 pub struct Options {

@@ -12,7 +12,7 @@ use crate::wire::line_protocol::{FieldValue, Point};
 
 /// A series' values, all of one type.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Column {
+pub(super) enum Column {
     Float(Vec<f64>),
     Int(Vec<i64>),
     UInt(Vec<u64>),
@@ -32,7 +32,7 @@ impl Column {
     }
 
     /// InfluxDB's name of the type, as its errors say it.
-    pub fn type_name(&self) -> &'static str {
+    pub(super) fn type_name(&self) -> &'static str {
         match self {
             Column::Float(_) => "float",
             Column::Int(_) => "integer",
@@ -84,7 +84,7 @@ impl Column {
 
 /// One series: measurement, sorted tags, field, and its points in time order.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(super) struct Series {
     pub measurement: String,
     pub tags: Vec<(String, String)>,
     pub field: String,
@@ -94,18 +94,18 @@ pub struct Series {
 
 impl Series {
     /// The index range of points with `start <= time < stop`.
-    pub fn window(&self, start: i64, stop: i64) -> (usize, usize) {
+    pub(super) fn window(&self, start: i64, stop: i64) -> (usize, usize) {
         (self.times.partition_point(|t| *t < start), self.times.partition_point(|t| *t < stop))
     }
 
-    pub fn tag(&self, name: &str) -> Option<&str> {
+    pub(super) fn tag(&self, name: &str) -> Option<&str> {
         self.tags.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 }
 
 /// Why a write was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
+pub(super) enum WriteError {
     TypeConflict { field: String, measurement: String, input: &'static str, existing: &'static str, dropped: usize },
     Full { max: usize },
 }
@@ -115,7 +115,7 @@ type SeriesKey = (String, Vec<(String, String)>);
 
 /// A bucket: its identity and its series.
 #[derive(Debug)]
-pub struct Bucket {
+pub(super) struct Bucket {
     pub name: String,
     pub id: String,
     /// Series by (measurement, tags) and then by field.
@@ -124,16 +124,16 @@ pub struct Bucket {
 }
 
 impl Bucket {
-    pub fn new(name: &str, id: String) -> Bucket {
+    pub(super) fn new(name: &str, id: String) -> Bucket {
         Bucket { name: name.to_string(), id, series: HashMap::new(), points: 0 }
     }
 
-    pub fn point_count(&self) -> usize {
+    pub(super) fn point_count(&self) -> usize {
         self.points
     }
 
     /// Every series, sorted as InfluxDB's storage returns them (measurement, tags, field).
-    pub fn sorted_series(&self) -> Vec<&Series> {
+    pub(super) fn sorted_series(&self) -> Vec<&Series> {
         let mut all: Vec<&Series> = self.series.values().flat_map(|f| f.values()).collect();
         all.sort_by(|a, b| (&a.measurement, &a.tags, &a.field).cmp(&(&b.measurement, &b.tags, &b.field)));
         all
@@ -142,7 +142,7 @@ impl Bucket {
     /// Stores points whose times are already in nanoseconds. Either every point is stored or,
     /// on a type conflict or when full, none of the conflicting ones (the rest are kept, as
     /// InfluxDB's partial writes do).
-    pub fn write(&mut self, points: Vec<Point>, max_points: usize) -> Result<usize, WriteError> {
+    pub(super) fn write(&mut self, points: Vec<Point>, max_points: usize) -> Result<usize, WriteError> {
         let incoming: usize = points.iter().map(|p| p.fields.len()).sum();
         if self.points + incoming > max_points {
             return Err(WriteError::Full { max: max_points });
@@ -203,7 +203,7 @@ impl Bucket {
     }
 
     /// Drops points older than `cutoff` (ns); returns how many.
-    pub fn evict(&mut self, cutoff: i64) -> usize {
+    pub(super) fn evict(&mut self, cutoff: i64) -> usize {
         let mut dropped = 0;
         for fields in self.series.values_mut() {
             fields.retain(|_, s| {

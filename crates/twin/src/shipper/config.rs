@@ -74,21 +74,21 @@ pub struct ShipperConfig {
     pub url: String,
     pub format: Format,
     pub batch_wait: Duration,
-    pub batch_size: usize,
+    pub(crate) batch_size: usize,
     pub timeout: Duration,
-    pub max_retries: u32,
-    pub min_backoff: Duration,
-    pub max_backoff: Duration,
+    pub(crate) max_retries: u32,
+    pub(crate) min_backoff: Duration,
+    pub(crate) max_backoff: Duration,
     /// Whether anything follows the journal (an Alloy file without `loki.source.journal`
     /// reads nothing).
     pub follow: bool,
     /// Each stream also gets the entry's `unit` (the TOML config's pipeline; an Alloy
     /// pipeline without relabel rules pushes only its configured labels).
-    pub unit_label: bool,
+    pub(crate) unit_label: bool,
     /// The least severe of the shipper's own lines written (Alloy's `logging { level }`).
     pub log_level: Level,
     /// Its own lines as JSON objects instead of logfmt (`logging { format = "json" }`).
-    pub log_json: bool,
+    pub(crate) log_json: bool,
 }
 
 impl Default for ShipperConfig {

@@ -38,7 +38,7 @@ pub(super) struct Metrics {
 
 impl Shipper {
     /// The `/metrics` exposition text.
-    pub fn metrics_text(&self) -> String {
+    pub(crate) fn metrics_text(&self) -> String {
         let m = &self.metrics;
         let n = |v: &AtomicU64| v.load(Ordering::Relaxed) as f64;
         let host = self.host_label();

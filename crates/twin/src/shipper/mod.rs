@@ -44,7 +44,7 @@ use crate::world::journal::{Entry, Journal, Journalctl, Query};
 use metrics::Metrics;
 
 /// The Alloy version the twin reports.
-pub const VERSION: &str = "v1.9.0";
+pub(crate) const VERSION: &str = "v1.9.0";
 const COMPONENT: &str = "loki.write.default";
 
 /// Fault knobs for the sandbox.
@@ -53,7 +53,7 @@ pub struct ShipperFaults {
     /// Every reload fails (as when the file on disk is broken and cannot be read).
     pub reload_fails: AtomicBool,
     /// `/-/ready` answers 503.
-    pub not_ready: AtomicBool,
+    pub(crate) not_ready: AtomicBool,
 }
 
 /// A running shipper's state; share it with `Arc`.

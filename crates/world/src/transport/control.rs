@@ -114,7 +114,7 @@ impl Control {
     }
 
     /// Removes what a connection of this run alone leaves behind.
-    pub fn remove_private(&self) {
+    pub(crate) fn remove_private(&self) {
         if self.lasting.is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }

@@ -293,7 +293,7 @@ impl Ssh {
 
     /// `forward` for several destinations at once: one `ssh -O forward` for all those the
     /// master does not hold yet.
-    pub fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<SocketAddr>, SshError> {
+    pub(crate) fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<SocketAddr>, SshError> {
         let locked = match self.control.lasting {
             Some(_) => Some(self.lock(CONTROL_TIMEOUT)?),
             None => None,

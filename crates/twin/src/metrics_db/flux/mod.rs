@@ -26,14 +26,14 @@ use eval::{apply_agg, apply_filter, apply_group, apply_limit};
 use lexer::lex;
 use parser::Parser;
 use planner::{Plan, Stage, plan};
-pub use table::Table;
+pub(super) use table::Table;
 use table::{Body, Rows, Segment};
 
 use super::store::{Bucket, Column};
 
 /// A value in a table cell.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(super) enum Value {
     Null,
     Str(String),
     Float(f64),
@@ -45,11 +45,11 @@ pub enum Value {
 }
 
 /// Column names and types of a table, in order.
-pub type Schema = Vec<(String, ColType)>;
+pub(super) type Schema = Vec<(String, ColType)>;
 
 /// A column's type, named in the CSV `#datatype` annotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColType {
+pub(super) enum ColType {
     Str,
     Float,
     Int,
@@ -59,7 +59,7 @@ pub enum ColType {
 }
 
 impl ColType {
-    pub fn datatype(self) -> &'static str {
+    pub(super) fn datatype(self) -> &'static str {
         match self {
             ColType::Str => "string",
             ColType::Float => "double",
@@ -92,24 +92,24 @@ pub(super) fn value_at(c: &Column, i: usize) -> Value {
 }
 
 /// Named results, in the order they were yielded.
-pub type Results<'a> = Vec<(String, Vec<Table<'a>>)>;
+pub(super) type Results<'a> = Vec<(String, Vec<Table<'a>>)>;
 
 /// A compiled query: its pipelines, checked, with `now` fixed.
 #[derive(Debug)]
-pub struct Program {
+pub(super) struct Program {
     plans: Vec<Plan>,
     now: i64,
 }
 
 impl Program {
     /// The buckets the program reads.
-    pub fn buckets(&self) -> Vec<&str> {
+    pub(super) fn buckets(&self) -> Vec<&str> {
         self.plans.iter().map(|p| p.bucket.as_str()).collect()
     }
 }
 
 /// Parses and checks a query at time `now` (ns).
-pub fn compile(src: &str, now: i64) -> Result<Program, String> {
+pub(super) fn compile(src: &str, now: i64) -> Result<Program, String> {
     let toks = lex(src).map_err(|e| format!("compilation failed: {e}"))?;
     let pipelines = Parser { toks, pos: 0 }.program().map_err(|e| format!("compilation failed: {e}"))?;
     if pipelines.is_empty() {
@@ -136,7 +136,7 @@ pub fn compile(src: &str, now: i64) -> Result<Program, String> {
 }
 
 /// Runs a compiled program against the buckets (looked up by name).
-pub fn run<'a>(program: &Program, buckets: &dyn Fn(&str) -> Option<&'a Bucket>) -> Result<Results<'a>, String> {
+pub(super) fn run<'a>(program: &Program, buckets: &dyn Fn(&str) -> Option<&'a Bucket>) -> Result<Results<'a>, String> {
     let mut results = Vec::new();
     for p in &program.plans {
         let bucket = buckets(&p.bucket)

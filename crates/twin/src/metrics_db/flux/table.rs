@@ -45,7 +45,7 @@ pub(super) enum Body<'a> {
 
 /// One result table: its group key (column names) and its data.
 #[derive(Debug, Clone)]
-pub struct Table<'a> {
+pub(crate) struct Table<'a> {
     pub(super) key: Vec<String>,
     pub(super) start: i64,
     pub(super) stop: i64,
@@ -65,7 +65,7 @@ pub(super) fn segment_constant(seg: &Segment<'_>, name: &str, start: i64, stop: 
 
 impl<'a> Table<'a> {
     /// Column names and types, in InfluxDB's order.
-    pub fn columns(&self) -> Result<Vec<(String, ColType)>, String> {
+    pub(crate) fn columns(&self) -> Result<Vec<(String, ColType)>, String> {
         match &self.body {
             Body::Rows { columns, .. } => Ok(columns.clone()),
             Body::Segments(segs) => {
@@ -105,23 +105,23 @@ impl<'a> Table<'a> {
     }
 
     /// The group key's column names.
-    pub fn key(&self) -> &[String] {
+    pub(crate) fn key(&self) -> &[String] {
         &self.key
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match &self.body {
             Body::Segments(segs) => segs.iter().map(|s| s.rows.len()).sum(),
             Body::Rows { rows, .. } => rows.len(),
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Every row, cells in `columns()` order.
-    pub fn rows(&self, columns: &[(String, ColType)]) -> Box<dyn Iterator<Item = Vec<Value>> + '_> {
+    pub(crate) fn rows(&self, columns: &[(String, ColType)]) -> Box<dyn Iterator<Item = Vec<Value>> + '_> {
         match &self.body {
             Body::Rows { rows, .. } => Box::new(rows.iter().cloned()),
             Body::Segments(segs) => {

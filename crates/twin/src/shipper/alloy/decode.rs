@@ -38,7 +38,7 @@ const ENDPOINT: [&str; 11] = [
 
 /// Checks `body` and builds the config; `file` names it in messages, `listen` is the
 /// shipper's HTTP address (a command-line flag in Alloy, not part of the file).
-pub fn decode(file: &str, text: &str, body: &[Stmt], listen: &str) -> Result<ShipperConfig, Vec<Diag>> {
+pub(super) fn decode(file: &str, text: &str, body: &[Stmt], listen: &str) -> Result<ShipperConfig, Vec<Diag>> {
     let mut d = Decoder { file, text, diags: Vec::new(), refs: Vec::new() };
     let mut cfg = ShipperConfig {
         listen: listen.to_string(),

@@ -19,25 +19,25 @@ use super::config::ShipperConfig;
 
 /// One problem, at byte offsets of the file (`end` inclusive; none: one character).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Diag {
+pub(super) struct Diag {
     pub start: usize,
     pub end: Option<usize>,
     pub message: String,
 }
 
 impl Diag {
-    pub fn at(start: usize, message: impl Into<String>) -> Diag {
+    pub(super) fn at(start: usize, message: impl Into<String>) -> Diag {
         Diag { start, end: None, message: message.into() }
     }
 
-    pub fn span(start: usize, end: usize, message: impl Into<String>) -> Diag {
+    pub(super) fn span(start: usize, end: usize, message: impl Into<String>) -> Diag {
         Diag { start, end: Some(end), message: message.into() }
     }
 }
 
 /// Why a file could not be loaded, as `alloy run` and `/-/reload` word it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Invalid {
+pub(super) enum Invalid {
     /// The file could not be read: Go's `stat PATH: no such file or directory`.
     Unreadable(String),
     /// Syntax errors (`reading config path`) or component errors (`the initial load`).
@@ -46,7 +46,7 @@ pub enum Invalid {
 
 impl Invalid {
     /// The one-line error: what `/-/reload` answers and the shipper logs.
-    pub fn summary(&self) -> String {
+    pub(super) fn summary(&self) -> String {
         match self {
             Invalid::Unreadable(e) => e.clone(),
             Invalid::Diagnostics { file, text, diags, syntax } => {
@@ -65,7 +65,7 @@ impl Invalid {
     }
 
     /// The report on stderr: the diagnostics with their excerpts (empty when unreadable).
-    pub fn report(&self) -> String {
+    pub(super) fn report(&self) -> String {
         match self {
             Invalid::Unreadable(_) => String::new(),
             Invalid::Diagnostics { file, text, diags, .. } => render(file, text, diags),
@@ -74,7 +74,7 @@ impl Invalid {
 }
 
 /// Reads and checks a `.alloy` file; `listen` is the shipper's HTTP address (a flag).
-pub fn load(path: &Path, listen: &str) -> Result<ShipperConfig, Invalid> {
+pub(super) fn load(path: &Path, listen: &str) -> Result<ShipperConfig, Invalid> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| Invalid::Unreadable(go_io_error("stat", &file, &e)))?;
     let (body, diags) = parse::parse(&text);
@@ -90,7 +90,7 @@ pub fn load(path: &Path, listen: &str) -> Result<ShipperConfig, Invalid> {
 }
 
 /// Go's wording of a failed file operation: `stat /x: no such file or directory`.
-pub fn go_io_error(op: &str, path: &str, e: &std::io::Error) -> String {
+pub(super) fn go_io_error(op: &str, path: &str, e: &std::io::Error) -> String {
     let reason = match e.kind() {
         std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
         std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
@@ -101,7 +101,7 @@ pub fn go_io_error(op: &str, path: &str, e: &std::io::Error) -> String {
 }
 
 /// `LINE:COL` of a byte offset (both from 1; the column counts bytes, as Go's does).
-pub fn line_col(text: &str, offset: usize) -> String {
+pub(super) fn line_col(text: &str, offset: usize) -> String {
     let (line, col) = position(text, offset);
     format!("{line}:{col}")
 }
@@ -118,7 +118,7 @@ const TAB_WIDTH: usize = 4;
 
 /// Diagnostics as Alloy's printer writes them without colour: one line of context before
 /// and after, tabs shown as four spaces, a blank line between diagnostics.
-pub fn render(file: &str, text: &str, diags: &[Diag]) -> String {
+pub(super) fn render(file: &str, text: &str, diags: &[Diag]) -> String {
     let lines: Vec<&str> = text.split('\n').collect();
     let mut out = String::new();
     for (i, d) in diags.iter().enumerate() {

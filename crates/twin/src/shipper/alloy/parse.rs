@@ -10,14 +10,14 @@ use super::scan::{Tok, Token, scan, unquote};
 
 /// A statement of a body.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Stmt {
+pub(super) enum Stmt {
     Attr(Attr),
     Block(Block),
 }
 
 /// `name = value`; it spans from `pos` to the end of its value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Attr {
+pub(super) struct Attr {
     pub name: String,
     pub pos: usize,
     pub value: Expr,
@@ -25,7 +25,7 @@ pub struct Attr {
 
 /// `a.b "label" { body }`, from `pos` to its closing brace at `end`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Block {
+pub(super) struct Block {
     pub name: Vec<String>,
     pub pos: usize,
     pub label: Option<String>,
@@ -35,12 +35,12 @@ pub struct Block {
 
 impl Block {
     /// `loki.write`
-    pub fn full_name(&self) -> String {
+    pub(super) fn full_name(&self) -> String {
         self.name.join(".")
     }
 
     /// `loki.write.default`: how references and duplicates name a component.
-    pub fn id(&self) -> String {
+    pub(super) fn id(&self) -> String {
         match &self.label {
             Some(l) => format!("{}.{l}", self.full_name()),
             None => self.full_name(),
@@ -50,14 +50,14 @@ impl Block {
 
 /// An expression and its extent (`end` is the offset of its last byte).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Expr {
+pub(super) struct Expr {
     pub kind: Kind,
     pub start: usize,
     pub end: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Kind {
+pub(super) enum Kind {
     Str(String),
     Number(String),
     Float(String),
@@ -73,7 +73,7 @@ pub enum Kind {
 
 impl Expr {
     /// A reference's dotted path (`loki.write.default.receiver`), if the expression is one.
-    pub fn path(&self) -> Option<String> {
+    pub(super) fn path(&self) -> Option<String> {
         match &self.kind {
             Kind::Ident(name) => Some(name.clone()),
             Kind::Access(inner, name) => inner.path().map(|p| format!("{p}.{name}")),
@@ -83,7 +83,7 @@ impl Expr {
 }
 
 /// Parses a whole file: its statements, and every diagnostic of scanning and parsing.
-pub fn parse(text: &str) -> (Vec<Stmt>, Vec<Diag>) {
+pub(super) fn parse(text: &str) -> (Vec<Stmt>, Vec<Diag>) {
     let (tokens, mut diags) = scan(text);
     let mut p = Parser { text, tokens, i: 0, diags: Vec::new(), last_error_line: None };
     let body = p.parse_body(Tok::Eof);

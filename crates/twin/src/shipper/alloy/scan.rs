@@ -7,7 +7,7 @@ use super::Diag;
 
 /// A token's kind; `name` is how Alloy's parser names it in its errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tok {
+pub(super) enum Tok {
     Illegal,
     Eof,
     Ident,
@@ -44,7 +44,7 @@ pub enum Tok {
 }
 
 impl Tok {
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         use Tok::*;
         match self {
             Illegal => "ILLEGAL",
@@ -84,7 +84,7 @@ impl Tok {
     }
 
     /// Binding strength as a binary operator (0: not one).
-    pub fn precedence(self) -> u8 {
+    pub(super) fn precedence(self) -> u8 {
         use Tok::*;
         match self {
             Or => 1,
@@ -100,15 +100,15 @@ impl Tok {
 
 /// One token: its kind, its text and where it is (byte offsets, `end` exclusive).
 #[derive(Debug, Clone)]
-pub struct Token {
+pub(super) struct Token {
     pub tok: Tok,
     pub pos: usize,
     pub end: usize,
-    pub lit: String,
+    pub(crate) lit: String,
 }
 
 /// Every token of `text`, ending with EOF, and the scanner's errors.
-pub fn scan(text: &str) -> (Vec<Token>, Vec<Diag>) {
+pub(super) fn scan(text: &str) -> (Vec<Token>, Vec<Diag>) {
     let mut s = Scanner { text, at: 0, insert_term: false, errors: Vec::new() };
     let mut tokens = Vec::new();
     loop {
@@ -339,7 +339,7 @@ fn go_char(c: char) -> String {
 }
 
 /// The value of a string literal as written (quotes included): escapes resolved.
-pub fn unquote(lit: &str) -> String {
+pub(super) fn unquote(lit: &str) -> String {
     if let Some(raw) = lit.strip_prefix('`') {
         return raw.strip_suffix('`').unwrap_or(raw).to_string();
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// Go's `time.ParseDuration`: a sequence of decimal numbers with units (`1h30m`, `1.5s`,
 /// `300ms`); `0` alone is zero.
-pub fn go_duration(text: &str) -> Option<Duration> {
+pub(super) fn go_duration(text: &str) -> Option<Duration> {
     let body = text.strip_prefix('+').unwrap_or(text);
     if body == "0" {
         return Some(Duration::ZERO);
@@ -36,7 +36,7 @@ pub fn go_duration(text: &str) -> Option<Duration> {
 }
 
 /// A size as Alloy's `batch_size` takes it (base 2): `1MiB`, `512KiB`, `1MB`, `100B`.
-pub fn base2_bytes(text: &str) -> Option<usize> {
+pub(super) fn base2_bytes(text: &str) -> Option<usize> {
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let n: usize = text[..split].parse().ok()?;
     let unit = match &text[split..] {
