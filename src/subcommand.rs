@@ -324,9 +324,13 @@ fn fns(
         return Ok(0);
     }
     for d in &functions {
-        writeln!(out, "{}", d.signature).ok();
+        let effect = if d.effect == Some(crate::host::verb::Effect::Changes) { "  [changes the host]" } else { "" };
+        writeln!(out, "{}{effect}", d.signature).ok();
         for line in d.doc.lines() {
             writeln!(out, "    {line}").ok();
+        }
+        if let Some(example) = &d.example {
+            writeln!(out, "    e.g. {example}").ok();
         }
         writeln!(out).ok();
     }

@@ -27,3 +27,4 @@ mod serve_fleet;
 mod tools;
 mod twin;
 mod units;
+mod verbs;

@@ -216,7 +216,7 @@ const DB_DEPLOY_HEAD: &str = "deploy on server (<built-in>/runbooks/deploy.rhai)
 
 == configuration of metrics-db
   ok    configuration rendered from metrics-db/config.toml.j2
-  skip  configuration validated offline — the metrics database has no offline check: its health after the start is the check
+  skip  configuration validated offline — the metrics database has no offline check: its health after the start is the check⏱
 ";
 
 /// How a deploy of the metrics database ends: ready, then its verification.

@@ -3,9 +3,12 @@
 //! Watching must not change what it watches, so a serve job whose runbook calls a mutating
 //! host function is refused when the jobs are loaded, unless the job says `mutating = true`.
 //! This is a static scan of the runbook's AST and of every stdlib module it imports (and
-//! theirs), for calls of the functions in `MUTATING`. It cannot see calls made through
+//! theirs), for calls of the verbs that say they change the host (`functions::changing`: each
+//! verb declares its effect where it is registered, so no list is kept here). It cannot see calls made through
 //! `call(...)` or `Fn` pointers; those are stopped at run time by the host's choke point
 //! (`Host::plan` refuses every mutating call of a watch-only run).
+
+use std::collections::BTreeSet;
 
 use rhai::{ASTNode, Expr, Stmt};
 
@@ -14,40 +17,6 @@ use crate::error::Error;
 use crate::runbook::Compiled;
 use crate::session::Session;
 
-/// Every host function that changes the machine: unit jobs, unit files, files, accounts, the
-/// firewall, container restarts, the shipper's reload, writing to the journal, running
-/// arbitrary commands, loading the CPU.
-pub(crate) const MUTATING: &[&str] = &[
-    "unit::start",
-    "unit::stop",
-    "unit::restart",
-    "unit::reload",
-    "unit::try_start",
-    "unit::try_stop",
-    "unit::try_restart",
-    "unit::try_reload",
-    "unit::reload_or_restart",
-    "unit::enable",
-    "unit::disable",
-    "unit::daemon_reload",
-    "container::restart",
-    "shipper::reload",
-    "journal::emit",
-    "host::exec",
-    "host::cpu_load",
-    "unit::install",
-    "unit::install_dropin",
-    "unit::uninstall",
-    "file::write",
-    "file::remove",
-    "file::mkdir",
-    "account::ensure_group",
-    "account::ensure_user",
-    "firewall::admit",
-    "firewall::revoke",
-    "firewall::remove_table",
-];
-
 /// One mutating call found: the function and where it is (`file:line:column`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Finding {
@@ -55,7 +24,7 @@ pub(crate) struct Finding {
     pub place: String,
 }
 
-fn calls(compiled: &Compiled, found: &mut Vec<Finding>) {
+fn calls(compiled: &Compiled, changing: &BTreeSet<String>, found: &mut Vec<Finding>) {
     let source = compiled.entry.source.clone();
     compiled.ast.walk(&mut |path: &[ASTNode]| {
         // A call used as a statement is a `Stmt::FnCall`, one inside an expression an `Expr::FnCall`.
@@ -69,7 +38,7 @@ fn calls(compiled: &Compiled, found: &mut Vec<Finding>) {
             && !call.namespace.is_empty()
         {
             let function = format!("{}::{}", call.namespace, call.name);
-            if MUTATING.contains(&function.as_str()) {
+            if changing.contains(&function) {
                 let place = format!("{source}:{}:{}", pos.line().unwrap_or(0), pos.position().unwrap_or(0));
                 found.push(Finding { function, place });
             }
@@ -80,8 +49,9 @@ fn calls(compiled: &Compiled, found: &mut Vec<Finding>) {
 
 /// The mutating calls of a runbook and of the modules it imports, in source order.
 pub(crate) fn mutating_calls(session: &Session, compiled: &Compiled) -> Result<Vec<Finding>, Error> {
+    let changing = crate::functions::changing(session.engine());
     let mut found = Vec::new();
-    calls(compiled, &mut found);
+    calls(compiled, &changing, &mut found);
     let mut pending: Vec<String> = compiled.imports.clone();
     let mut seen: Vec<String> = Vec::new();
     while let Some(name) = pending.pop() {
@@ -92,7 +62,7 @@ pub(crate) fn mutating_calls(session: &Session, compiled: &Compiled) -> Result<V
         // An import that is not a stdlib module fails at run time with its own message.
         let Ok(entry) = session.catalog.find(Kind::Module, &name) else { continue };
         let module = session.compile_entry(entry)?;
-        calls(&module, &mut found);
+        calls(&module, &changing, &mut found);
         pending.extend(module.imports.iter().cloned());
     }
     Ok(found)

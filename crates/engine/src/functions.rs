@@ -1,9 +1,13 @@
-//! The host functions an engine offers, read from Rhai's own metadata: what `opsbook fns`
-//! prints and what the REPL completes.
+//! The verbs an engine offers, read from Rhai's own metadata: what `opsbook fns` prints, what
+//! the REPL completes, which calls `serve` refuses in a watching job (those that change the
+//! host), and the examples the tests run. Each verb says its effect and gives its example where
+//! it is registered (`register!`, `host::verb`), so this is the one table of them.
 
 use rhai::Engine;
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::host::verb::{self, Effect};
 
 /// One registered host function.
 #[derive(Debug, Clone, Serialize)]
@@ -13,8 +17,25 @@ pub struct Function {
     pub name: String,
     /// `unit::status(name: &str) -> Map`
     pub signature: String,
-    /// The doc comment without `///` markers.
+    /// The doc comment without `///` markers (nor the effect and example lines).
     pub doc: String,
+    /// Whether it only reads the host or changes it; `None` for Rhai's own accessors of host
+    /// types (a unit status's fields), which read.
+    pub effect: Option<Effect>,
+    /// A call a runbook could contain.
+    pub example: Option<String>,
+}
+
+impl Function {
+    /// `unit::restart`, or `check` for a global function.
+    pub fn qualified_name(&self) -> String {
+        if self.namespace.is_empty() { self.name.clone() } else { format!("{}::{}", self.namespace, self.name) }
+    }
+}
+
+/// The qualified names of every verb that changes the host (`unit::restart`, `file::write`, …).
+pub fn changing(engine: &Engine) -> std::collections::BTreeSet<String> {
+    list(engine).into_iter().filter(|f| f.effect == Some(Effect::Changes)).map(|f| f.qualified_name()).collect()
 }
 
 /// Every non-standard function, sorted by namespace, name and signature.
@@ -54,7 +75,7 @@ fn collect(namespace: &str, functions: Option<&Value>, out: &mut Vec<Function>) 
         if !ret.is_empty() && ret != "()" {
             signature.push_str(&format!(" -> {ret}"));
         }
-        let doc = f
+        let lines: Vec<&str> = f
             .get("docComments")
             .and_then(Value::as_array)
             .into_iter()
@@ -62,8 +83,15 @@ fn collect(namespace: &str, functions: Option<&Value>, out: &mut Vec<Function>) 
             .filter_map(Value::as_str)
             .flat_map(str::lines)
             .map(|l| l.trim_start().trim_start_matches("///").trim_start_matches("/**").trim_end_matches("*/").trim())
+            .collect();
+        let effect = lines.iter().find_map(|l| Effect::from_doc_line(l));
+        let example = lines.iter().find_map(|l| verb::example_from_doc_line(l));
+        let doc = lines
+            .iter()
+            .filter(|l| Effect::from_doc_line(l).is_none() && verb::example_from_doc_line(l).is_none())
+            .copied()
             .collect::<Vec<_>>()
             .join("\n");
-        out.push(Function { namespace: namespace.to_string(), name, signature, doc });
+        out.push(Function { namespace: namespace.to_string(), name, signature, doc, effect, example });
     }
 }

@@ -26,27 +26,33 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "ensure_group",
+        Changes,
         ["name: &str", "Map"],
         "/// Creates the system group when it is missing (`groupadd --system`). Returns `#{changed}`.",
+        "account::ensure_group(\"opsbook-demo\")",
         move |name: &str| ensure_group(&h, name)
     );
     let h = host.clone();
     register!(
         &mut m,
         "ensure_user",
+        Changes,
         ["name: &str", "Map"],
         "/// Creates the system user when it is missing, in a group of its own name. Returns `#{changed}`.",
+        "account::ensure_user(\"opsbook-demo\")",
         move |name: &str| ensure_user(&h, name, &Map::new())
     );
     let h = host.clone();
     register!(
         &mut m,
         "ensure_user",
+        Changes,
         ["name: &str", "options: Map", "Map"],
         "/// With options `#{group: \"loki\", home: \"/var/lib/loki\", shell: \"/bin/sh\", system: true}`: a\n\
          /// missing group is created first; a new system user gets /usr/sbin/nologin; an existing user\n\
          /// whose group, home or shell differ from the ones given is changed (`usermod`). The home\n\
          /// directory is not created (`file::mkdir` does that).",
+        "account::ensure_user(\"alloy\", #{ group: \"alloy\", home: \"/var/lib/alloy\" })",
         move |name: &str, options: Map| ensure_user(&h, name, &options)
     );
     m

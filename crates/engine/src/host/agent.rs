@@ -27,12 +27,14 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "config_test",
+        Reads,
         ["Map"],
         "/// Runs the agent's configuration test (`metrics_agent.test_command`, by default\n\
          /// `telegraf --config {config} --test`) and parses the line protocol it prints:\n\
          /// `#{ok, detail, points, measurements, records, errors}`. `records` are\n\
          /// `#{measurement, tags, fields, timestamp}`; which measurements must be there is the\n\
          /// runbook's decision. Throws when the tool cannot be run.",
+        "agent::config_test().ok",
         move || config_test(&h)
     );
     m

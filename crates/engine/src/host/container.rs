@@ -31,16 +31,20 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "list",
+        Reads,
         ["all: bool", "Array"],
         "/// Containers (`all`: also stopped ones): `[#{name, id, image, state, status, running}]`.",
+        "container::list(true)",
         move |all: bool| list(&h, all)
     );
     let h = host.clone();
     register!(
         &mut m,
         "inspect",
+        Reads,
         ["name: &str", "Map"],
         "/// `podman inspect` of one container, as a map.",
+        "container::inspect(container::of_unit(config.metrics_db.unit) ?? \"influxdb\")",
         move |name: &str| -> HostResult<Map> {
             let c = h.world().containers.clone();
             let n = name.to_string();
@@ -53,11 +57,13 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "of_unit",
+        Reads,
         ["unit: &str", "?"],
         "/// The name of the container the unit runs, or `()` when none: the container podman\n\
          /// labelled with the unit (`PODMAN_SYSTEMD_UNIT`, which podman records when a unit starts\n\
          /// it), else the `--name` of the `podman run` in the unit's command line, else one named\n\
          /// as Quadlet names it (`systemd-NAME`) or as the unit (`NAME`).",
+        "container::of_unit(\"influxdb.service\")",
         move |unit: &str| -> HostResult<Dynamic> {
             let c = h.world().containers.clone();
             let found = h.block_on(|| async move { c.list(true).await })?.map_err(fail)?;
@@ -71,32 +77,44 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "runtime",
+        Reads,
         ["Map"],
         "/// What the host's container runtime (`container.runtime`) can do: `#{program, version,\n\
          /// major, minor, patch, quadlet, hybrid_cgroups, runc}` — `quadlet`: podman 4.4 or later;\n\
          /// `hybrid_cgroups`: cgroup v1 controllers beside a v2 hierarchy, which crun refuses;\n\
          /// `runc`: runc is installed. Only reads, so it runs under `--dry-run` too. Throws when the\n\
          /// runtime is missing or prints no version.",
+        "container::runtime()",
         move || runtime(&h)
     );
-    let h = host.clone();
-    register!(&mut m, "logs", ["name: &str", "Array"], "/// The container's last 100 log lines.", move |name: &str| {
-        logs(&h, name, &Map::new())
-    });
     let h = host.clone();
     register!(
         &mut m,
         "logs",
+        Reads,
+        ["name: &str", "Array"],
+        "/// The container's last 100 log lines.",
+        "container::logs(\"influxdb\")",
+        move |name: &str| { logs(&h, name, &Map::new()) }
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "logs",
+        Reads,
         ["name: &str", "options: Map", "Array"],
         "/// Log lines with options `#{tail: 100, since: \"10m\"}`.",
+        "container::logs(\"influxdb\", #{ tail: 20, since: \"10m\" })",
         move |name: &str, options: Map| logs(&h, name, &options)
     );
     let h = host.clone();
     register!(
         &mut m,
         "stats",
+        Reads,
         ["name: &str", "Map"],
         "/// Resource use: `#{name, cpu_percent, mem_usage, mem_percent, net_io, block_io, pids}`.",
+        "container::stats(\"influxdb\")",
         move |name: &str| -> HostResult<Map> {
             let c = h.world().containers.clone();
             let n = name.to_string();
@@ -116,8 +134,10 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "top",
+        Reads,
         ["name: &str", "Array"],
         "/// The container's processes: `[#{USER, PID, …, COMMAND}]` as `podman top` names them.",
+        "container::top(\"influxdb\")",
         move |name: &str| -> HostResult<Array> {
             let c = h.world().containers.clone();
             let n = name.to_string();
@@ -132,9 +152,11 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "restart",
+        Changes,
         ["name: &str", "()"],
         "/// Restarts the container directly — discouraged: prefer `unit::restart` on its unit so\n\
          /// the service manager stays in charge. Logs a warning saying so.",
+        "container::restart(\"influxdb\")",
         move |name: &str| -> HostResult<()> {
             h.log(Level::Warn, &format!("restarting container `{name}` directly; the service manager is the right way (unit::restart on its unit)"));
             if h.plan(&format!("restart container {name}")) {

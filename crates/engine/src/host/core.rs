@@ -26,16 +26,20 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "dry_run",
+        Reads,
         ["bool"],
         "/// Whether this run only plans (`--dry-run`): mutating calls say what they would do.",
+        "if dry_run() { log(\"planning only\") }",
         move || h.dry_run
     );
     let h = host.clone();
     register!(
         &mut m,
         "sandbox",
+        Reads,
         ["bool"],
         "/// Whether this run acts on the sandbox's simulated stack (`--sandbox`).",
+        "sandbox()",
         move || h.world().sandbox
     );
 
@@ -43,8 +47,10 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "check",
+        Reads,
         ["name: &str", "ok: bool", "bool"],
         "/// Records a check that passed when `ok` is true. Returns `ok`.",
+        "check(\"loki ready\", loki::ready().ok)",
         move |name: &str, ok: bool| {
             h.record(name, outcome(ok), "", None, None);
             ok
@@ -54,8 +60,10 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "check",
+        Reads,
         ["name: &str", "ok: bool", "detail: ?", "bool"],
         "/// Records a check with a detail saying what was seen. Returns `ok`.",
+        "check(\"influxdb healthy\", influx::health().ok, influx::health().detail)",
         move |name: &str, ok: bool, detail: Dynamic| {
             h.record(name, outcome(ok), &text(&detail), None, None);
             ok
@@ -65,8 +73,10 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "check",
+        Reads,
         ["name: &str", "result: Map", "bool"],
         "/// Records a check from a map `#{ok, detail, expected, actual}`; `ok` is required.\n/// Returns `ok`.",
+        "check(\"loki ready\", #{ ok: true, detail: \"ready\", expected: \"200\", actual: \"200\" })",
         move |name: &str, result: Map| -> HostResult<bool> {
             let ok = result
                 .get("ok")
@@ -81,32 +91,40 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "warn",
+        Reads,
         ["name: &str", "detail: ?", "()"],
         "/// Records a warning: worth a look, but not a failure.",
+        "warn(\"disk nearly full\", \"91% used\")",
         move |name: &str, detail: Dynamic| h.record(name, Outcome::Warn, &text(&detail), None, None)
     );
     let h = host.clone();
     register!(
         &mut m,
         "skip",
+        Reads,
         ["name: &str", "reason: ?", "()"],
         "/// Records a check that was not run, and why.",
+        "skip(\"container checks\", \"the servers run as native units\")",
         move |name: &str, reason: Dynamic| h.record(name, Outcome::Skip, &text(&reason), None, None)
     );
     let h = host.clone();
     register!(
         &mut m,
         "section",
+        Reads,
         ["name: &str", "()"],
         "/// Starts a group of checks; reports show the records under it.",
+        "section(\"servers\")",
         move |name: &str| h.section(name)
     );
     let h = host.clone();
     register!(
         &mut m,
         "log",
+        Reads,
         ["message: ?", "()"],
         "/// Writes a line into the report's log (and to the screen).",
+        "log(`checked ${hostname()}`)",
         move |message: Dynamic| h.log(Level::Info, &text(&message))
     );
 
@@ -114,8 +132,10 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "failed_checks",
+        Reads,
         ["i64"],
         "/// How many checks have failed so far in this run (for a closing verdict).",
+        "if failed_checks() > 0 { log(\"something failed\") }",
         move || h.failed_checks() as i64
     );
 
@@ -123,18 +143,22 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "param",
+        Reads,
         ["name: &str", "default: ?", "?"],
         "/// A runbook parameter: the `--set name=value` given on the command line, else `default`.\n\
          /// Declare each parameter once at the top of the runbook; `opsbook show` lists them and\n\
          /// the kind of the default decides what `--set` accepts.",
+        "param(\"window\", \"20s\")",
         move |name: &str, default: Dynamic| h.param_override(name).unwrap_or(default)
     );
 
     register!(
         &mut m,
         "env",
+        Reads,
         ["name: &str", "?"],
         "/// The environment variable `name`, or `()` when unset. Secrets (INFLUX_TOKEN) are refused.",
+        "env(\"HOME\")",
         |name: &str| -> HostResult<Dynamic> {
             if SECRET_VARS.contains(&name) {
                 return Err(fail(format!(
@@ -147,21 +171,32 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "parse_json",
+        Reads,
         ["text: &str", "?"],
         "/// Parses JSON text into maps, arrays and values (throws quoting the error).",
+        "parse_json(\"{\\\"status\\\": \\\"pass\\\"}\").status",
         |text: &str| -> HostResult<Dynamic> {
             let value: serde_json::Value = serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
             rhai::serde::to_dynamic(value)
         }
     );
     let h = host.clone();
-    register!(&mut m, "hostname", ["String"], "/// The host name of the machine this run acts on.", move || h
-        .hostname());
+    register!(
+        &mut m,
+        "hostname",
+        Reads,
+        ["String"],
+        "/// The host name of the machine this run acts on.",
+        "hostname()",
+        move || h.hostname()
+    );
     register!(
         &mut m,
         "now",
+        Reads,
         ["String"],
         "/// The current time as `YYYY-MM-DD HH:MM:SS UTC`, a form `journalctl --since` accepts.",
+        "journal::errors(\"loki\", now())",
         now_text
     );
     m

@@ -28,17 +28,21 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "read",
+        Reads,
         ["path: &str", "?"],
         "/// The file's text, or `()` when it does not exist.",
+        "file::read(\"/etc/hostname\")",
         move |path: &str| read(&h, path)
     );
     let h = host.clone();
     register!(
         &mut m,
         "diff",
+        Reads,
         ["path: &str", "content: &str", "String"],
         "/// The unified diff from the file at `path` (none: `/dev/null`) to `content`, the API token\n\
          /// masked; empty when they are the same. Reads only: nothing is written.",
+        "file::diff(\"/etc/motd\", \"welcome\\n\")",
         move |path: &str, content: &str| {
             let old = read_file(&h, path)?.map(|(text, _)| text);
             Ok::<String, Box<rhai::EvalAltResult>>(super::diff::unified(
@@ -54,76 +58,92 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "compare",
+        Reads,
         ["files: Array", "Map"],
         "/// Whether files and directories are already as wanted, all read in one call (one round trip\n\
          /// on an ssh host). Each item is `#{path, content}` for a file or `#{path, dir: true}` for a\n\
          /// directory, with `mode`, `owner` and `group` as `file::write` and `file::mkdir` take them.\n\
          /// Returns `#{same, differing}`: `differing` says what differs, item by item (`PATH: absent`,\n\
          /// `PATH: content, mode 0644 → 0640`). Reads only: the same under `--dry-run`.",
+        "file::compare([#{ path: \"/etc/motd\", content: \"welcome\\n\" }, #{ path: \"/etc/opsbook-demo\", dir: true }])",
         move |files: Array| compare(&h, &files)
     );
     let h = host.clone();
     register!(
         &mut m,
         "check_candidate",
+        Reads,
         ["path: &str", "content: &str", "argv: Array", "options: Map", "Map"],
         "/// Writes `content` as a candidate file at `path` (mode 0600; its directory must exist), runs\n\
          /// `argv` — a component's own check naming the candidate — and removes the candidate whatever\n\
          /// it said: one call on the host (one round trip over ssh). Returns `#{ok, code, stdout,\n\
          /// stderr, timed_out}` as `host::exec` does; options `#{timeout: \"60s\"}`. Under `--dry-run`\n\
          /// nothing is written or run (`ok` true, `dry_run` true).",
+        "file::check_candidate(\"/etc/motd\", \"welcome\\n\", [\"true\"], #{ timeout: \"5s\" })",
         move |path: &str, content: &str, argv: Array, options: Map| check_candidate(&h, path, content, &argv, &options)
     );
     let h = host.clone();
     register!(
         &mut m,
         "exists",
+        Reads,
         ["path: &str", "bool"],
         "/// Whether anything (a file, a directory) is at `path`.",
+        "file::exists(\"/etc/hostname\")",
         move |path: &str| exists(&h, path)
     );
     let h = host.clone();
     register!(
         &mut m,
         "write",
+        Changes,
         ["path: &str", "content: &str", "Map"],
         "/// Replaces the file atomically (a temporary file beside it, synced, renamed over it) when its\n\
          /// text differs. Returns `#{changed, path, diff, backup}`: `diff` is a unified diff with the API\n\
          /// token masked; the replaced file is kept as `PATH.opsbook-backup` (`backup` names it).",
+        "file::write(\"/etc/motd\", \"welcome\\n\")",
         move |path: &str, content: &str| write(&h, path, content, &Map::new())
     );
     let h = host.clone();
     register!(
         &mut m,
         "write",
+        Changes,
         ["path: &str", "content: &str", "options: Map", "Map"],
         "/// With options `#{mode: \"0640\", owner: \"root\", group: \"loki\", backup: true, secrets: [\"…\"]}`:\n\
          /// mode and ownership are set before the file appears; a mode or owner change alone is a\n\
          /// change too (named on the diff's `+++` line); `secrets` are masked in the diff like the token.",
+        "file::write(\"/etc/motd\", \"welcome\\n\", #{ mode: \"0644\", backup: true })",
         move |path: &str, content: &str, options: Map| write(&h, path, content, &options)
     );
     let h = host.clone();
     register!(
         &mut m,
         "remove",
+        Changes,
         ["path: &str", "Map"],
         "/// Removes the file and its `PATH.opsbook-backup`. Returns `#{changed}` (false: nothing was there).",
+        "file::remove(\"/etc/motd\")",
         move |path: &str| remove(&h, path)
     );
     let h = host.clone();
     register!(
         &mut m,
         "mkdir",
+        Changes,
         ["path: &str", "Map"],
         "/// Creates the directory and its parents. Returns `#{changed}`.",
+        "file::mkdir(\"/var/lib/opsbook-demo\")",
         move |path: &str| mkdir(&h, path, &Map::new())
     );
     let h = host.clone();
     register!(
         &mut m,
         "mkdir",
+        Changes,
         ["path: &str", "options: Map", "Map"],
         "/// With options `#{mode: \"0750\", owner: \"loki\", group: \"loki\"}`, set on the last directory.",
+        "file::mkdir(\"/var/lib/opsbook-demo\", #{ mode: \"0750\" })",
         move |path: &str, options: Map| mkdir(&h, path, &options)
     );
     m

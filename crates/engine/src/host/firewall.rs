@@ -37,45 +37,55 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "admits",
+        Reads,
         ["port: i64", "Map"],
         "/// Whether the host's firewall lets a new TCP connection to `port` in from anywhere:\n\
          /// `#{ok, judged, detail, rule, source}`. `judged` is false when the rules cannot be judged here\n\
          /// (they depend on the source address, an interface, a rate…): `detail` says why.",
+        "firewall::admits(8086)",
         move |port: i64| admits(&h, port, &[])
     );
     let h = host.clone();
     register!(
         &mut m,
         "admits",
+        Reads,
         ["port: i64", "sources: ?", "Map"],
         "/// The same from a source address, or from each of an array of them (`ok` when all are).",
+        "firewall::admits(8086, [\"10.0.0.0/24\"])",
         move |port: i64, sources: Dynamic| admits(&h, port, &sources_arg(&sources)?)
     );
     let h = host.clone();
     register!(
         &mut m,
         "admit",
+        Changes,
         ["port: i64", "sources: ?", "Map"],
         "/// Opens TCP `port` to these sources only (an address, a network, or an array of them), in\n\
          /// opsbook's own nftables table `inet opsbook`: connections from elsewhere to that port\n\
          /// are dropped, the host's own (loopback) ones pass. Idempotent: `#{changed}`. Needs root;\n\
          /// honours --dry-run. It cannot open what another table drops: see `admits`.",
+        "firewall::admit(8086, [\"10.0.0.0/24\"])",
         move |port: i64, sources: Dynamic| firewall_table::admit(&h, port_arg(port)?, &sources_arg(&sources)?)
     );
     let h = host.clone();
     register!(
         &mut m,
         "revoke",
+        Changes,
         ["port: i64", "Map"],
         "/// Removes opsbook's rules for `port` from its table: `#{changed}`.",
+        "firewall::revoke(8086)",
         move |port: i64| firewall_table::revoke(&h, port_arg(port)?)
     );
     let h = host.clone();
     register!(
         &mut m,
         "remove_table",
+        Changes,
         ["Map"],
         "/// Deletes opsbook's table `inet opsbook` (never the operator's rules): `#{changed}`.",
+        "firewall::remove_table()",
         move || firewall_table::remove_table(&h)
     );
     m

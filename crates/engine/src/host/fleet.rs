@@ -120,25 +120,31 @@ fn inventory_module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "hosts",
+        Reads,
         ["Array"],
         "/// Every host of the inventory: `#{name, address, local, roles, groups, scope}` each.",
+        "inventory::hosts()",
         move || hosts(&h, "all")
     );
     let h = host.clone();
     register!(
         &mut m,
         "hosts",
+        Reads,
         ["pattern: &str", "Array"],
         "/// The hosts a pattern selects: a role (`log-shipper`, `alloy`), a group, a host, `all`, or\n\
          /// Ansible's combinations (`clients:!c2`, `lab:&log-store`).",
+        "inventory::hosts(\"log-shipper\")",
         move |pattern: &str| hosts(&h, pattern)
     );
     let h = host.clone();
     register!(
         &mut m,
         "host",
+        Reads,
         ["name: &str", "Map"],
         "/// One host of the inventory by name (an unknown name is an error naming the closest).",
+        "inventory::host(\"localhost\").roles",
         move |name: &str| {
             let inventory = inventory(&h)?;
             let found = inventory.host(name).map_err(|e| fail(e.to_string()))?;
@@ -149,24 +155,30 @@ fn inventory_module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "service",
+        Reads,
         ["spec: &str", "Map"],
         "/// A service as operators write it, `HOST:ROLE` (`monitor3:alloy`): `#{host, role}` with the\n\
          /// role's opsbook name (`log-shipper`). The host must be in the inventory and play the role.",
+        "inventory::service(\"localhost:log-store\")",
         move |spec: &str| service(&h, spec)
     );
     register!(
         &mut m,
         "role",
+        Reads,
         ["name: &str", "String"],
         "/// A role's opsbook name from any name operators use (`alloy` → `log-shipper`).",
+        "inventory::role(\"loki\")",
         |name: &str| Role::parse_or_explain(name).map(|r| r.name().to_string()).map_err(fail)
     );
     let h = host.clone();
     register!(
         &mut m,
         "me",
+        Reads,
         ["Dynamic"],
         "/// The inventory's record of the host this run acts on, or `()` outside a run over hosts.",
+        "inventory::me()",
         move || me(&h)
     );
     m
@@ -178,40 +190,48 @@ fn fleet_module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "barrier",
+        Reads,
         ["name: &str", "Map"],
         "/// In a run over several hosts, waits until every host reached `fleet::barrier(name)` too or\n\
          /// ended (a failed or unreachable host is not waited for), at most 10 minutes. Returns\n\
          /// `#{waited_for, elapsed}`. On one host it returns at once. This keeps the stack's order\n\
          /// across machines: stop the clients everywhere, `fleet::barrier(\"clients stopped\")`, then\n\
          /// stop the servers.",
+        "fleet::barrier(\"clients stopped\")",
         move |name: &str| barrier(&h, name, BARRIER_TIMEOUT)
     );
     let h = host.clone();
     register!(
         &mut m,
         "barrier",
+        Reads,
         ["name: &str", "timeout: ?", "Map"],
         "/// With a timeout (\"2m\"): past it, the run fails naming the hosts still missing.",
+        "fleet::barrier(\"clients stopped\", \"5m\")",
         move |name: &str, timeout: Dynamic| barrier(&h, name, duration_arg(&timeout)?)
     );
     let h = host.clone();
     register!(
         &mut m,
         "on",
+        Reads,
         ["host: &str", "block: FnPtr", "Dynamic"],
         "/// Runs `block` (a closure, `|| …`) acting on another host of the inventory: its units,\n\
          /// journal, files, commands and endpoints, and its `config`; returns what the block returns.\n\
          /// Checks recorded there are named `HOST: check`. A host of this run is reached through its\n\
          /// own connection; another is connected to once and kept for the rest of the run. E.g.\n\
          /// `fleet::on(\"server\", || checks::units_active([config.metrics_db.unit]))`.",
+        "fleet::on(\"localhost\", || unit::is_active(\"loki\"))",
         move |ctx: NativeCallContext, name: &str, block: FnPtr| on(&h, &ctx, name, block)
     );
     let h = host.clone();
     register!(
         &mut m,
         "hosts",
+        Reads,
         ["Array"],
         "/// The names of the hosts this runbook runs on now (this host alone outside a fleet run).",
+        "fleet::hosts()",
         move || {
             let place = h.place();
             let names = match &place.run {

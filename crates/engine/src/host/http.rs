@@ -29,17 +29,23 @@ fn module(host: &Arc<Host>) -> Module {
         register!(
             &mut m,
             name,
+            Reads,
             ["url: &str", "Map"],
             "/// Sends the request and returns `#{status, ok, headers, text, elapsed_ms}` (`ok`: a 2xx\n\
              /// status). Throws when no HTTP answer came back (refused, timed out, TLS…).",
+            format!("http::{name}(config.log_store.url + \"/ready\")"),
             move |url: &str| request(&h, method.clone(), url, &Map::new())
         );
         let h = host.clone();
         register!(
             &mut m,
             name,
+            Reads,
             ["url: &str", "options: Map", "Map"],
             "/// Like the one-argument form, with options `#{headers: #{…}, body: \"…\", timeout: \"5s\"}`.",
+            format!(
+                "http::{name}(config.log_store.url + \"/ready\", #{{ timeout: \"5s\", headers: #{{ accept: \"text/plain\" }} }})"
+            ),
             move |url: &str, options: Map| request(&h, method2.clone(), url, &options)
         );
     }
@@ -47,18 +53,22 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "probe",
+        Reads,
         ["url: &str", "Map"],
         "/// GETs `url` and never throws: `#{ok, status, detail, elapsed_ms}`. `ok` is a 2xx answer;\n\
          /// otherwise `detail` says why (\"connection refused\", \"timed out after 5s\", the status and\n\
          /// the first bytes of the body).",
+        "http::probe(config.log_store.url + \"/ready\")",
         move |url: &str| probe(&h, url, &Map::new())
     );
     let h = host.clone();
     register!(
         &mut m,
         "probe",
+        Reads,
         ["url: &str", "options: Map", "Map"],
         "/// A probe with options `#{method: \"HEAD\", timeout: \"2s\", headers: #{…}}`.",
+        "http::probe(config.log_store.url + \"/ready\", #{ timeout: \"5s\" })",
         move |url: &str, options: Map| probe(&h, url, &options)
     );
     m

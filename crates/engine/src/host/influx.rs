@@ -28,46 +28,56 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "health",
+        Reads,
         ["Map"],
         "/// GET /health, never throws: `#{ok, status, detail, elapsed_ms, state, version, message}`.\n\
          /// `ok` when the answer is 200 and the server reports `pass`.",
+        "influx::health().ok",
         move || health(&h)
     );
     let h = host.clone();
     register!(
         &mut m,
         "ping",
+        Reads,
         ["Map"],
         "/// HEAD /ping, never throws: `#{ok, status, detail, elapsed_ms, version, build}`; `ok` on 204.",
+        "influx::ping()",
         move || ping(&h)
     );
     let h = host.clone();
     register!(
         &mut m,
         "buckets",
+        Reads,
         ["Array"],
         "/// The buckets the token can see: `[#{name, id, retention, type}]`, retention in seconds\n\
          /// (0: forever). Throws quoting the server when the listing is refused.",
+        "influx::buckets()",
         move || buckets(&h)
     );
     let h = host.clone();
     register!(
         &mut m,
         "query",
+        Reads,
         ["flux: &str", "Array"],
         "/// Runs a Flux query and returns every row of every table as a map of typed values\n\
          /// (`_value`, `_time`, `_field`, tags…). Throws quoting InfluxDB's error; a refused token\n\
          /// says so without showing it.",
+        "influx::query(`from(bucket: \"${config.metrics_db.bucket}\") |> range(start: -5m) |> limit(n: 1)`)",
         move |flux: &str| query(&h, flux)
     );
     let h = host.clone();
     register!(
         &mut m,
         "storage",
+        Reads,
         ["Map"],
         "/// The storage facts from the server's runtime configuration (GET /api/v2/config), never\n\
          /// throws: the probe record plus `backend` (\"local\", or `()`) and `path` (`engine-path`).\n\
          /// stdlib/verify.rhai decides the verdict.",
+        "influx::storage()",
         move || storage(&h)
     );
     m

@@ -27,17 +27,20 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "read",
+        Reads,
         ["query: Map", "Array"],
         "/// Journal entries, oldest first: `[#{time, time_us, priority, priority_name, unit,\n\
          /// identifier, pid, message}]`. Query keys: `unit` (short names work), `lines` (50),\n\
          /// `since`/`until` (journalctl texts: \"1 hour ago\", \"09:00\", \"2026-11-22 09:00:00\"),\n\
          /// `priority` (\"err\", \"warning\", 0–7: that or worse), `grep` (a regex), `identifier`.",
+        "journal::read(#{ unit: \"loki\", since: \"10 min ago\", lines: 20 })",
         move |q: Map| read(&h, &q)
     );
     let h = host.clone();
     register!(
         &mut m,
         "errors",
+        Reads,
         ["unit: &str", "since: &str", "Array"],
         "/// The unit's entries at priority err or worse of its CURRENT RUN (systemd's invocation ID,\n\
          /// else the run's start time) logged since a time (e.g. `now()` before a restart): never the\n\
@@ -45,26 +48,31 @@ fn module(host: &Arc<Host>) -> Module {
          /// line (Telegraf's `E!`, logfmt `level=error` / `lvl=error`), since the components log\n\
          /// plain text that journald files at priority info; such entries keep the priority journald\n\
          /// gave them. Each entry also has `after_start`: seconds since the run began.",
+        "journal::errors(\"telegraf\", \"10 min ago\")",
         move |unit: &str, since: &str| by_priority(&h, unit, since, 3)
     );
     let h = host.clone();
     register!(
         &mut m,
         "warnings",
+        Reads,
         ["unit: &str", "since: &str", "Array"],
         "/// The unit's entries at priority warning or worse of its current run since a time: by\n\
          /// journald's priority or by the level in the line (`W!`/`E!`, `level=warn`, `lvl=warn`, or\n\
          /// worse), as `errors`.",
+        "journal::warnings(\"telegraf\", \"10 min ago\")",
         move |unit: &str, since: &str| by_priority(&h, unit, since, 4)
     );
     let h = host.clone();
     register!(
         &mut m,
         "current_run",
+        Reads,
         ["unit: &str", "Map"],
         "/// The unit's current run (its last, once stopped): `#{unit, invocation, started,\n\
          /// started_us}`; `invocation` is systemd's invocation ID, `started` when the run began.\n\
          /// Either is `()` when the service manager does not say.",
+        "journal::current_run(\"alloy\")",
         move |unit: &str| -> HostResult<Map> {
             let run = current_run(&h, unit)?;
             record(&RunRecord {
@@ -79,19 +87,23 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "follow",
+        Reads,
         ["query: Map", "callback: FnPtr", "i64"],
         "/// Follows new entries matching `query` (as `read`, plus `timeout`) and calls\n\
          /// `callback(entry)` for each until it returns false, the timeout passes or Ctrl-C.\n\
          /// Returns how many entries were seen.",
+        "journal::follow(#{ unit: \"loki\", lines: 5, timeout: \"1s\" }, |entry| false)",
         move |ctx: NativeCallContext, q: Map, callback: FnPtr| follow(&h, &ctx, &q, &callback)
     );
     let h = host.clone();
     register!(
         &mut m,
         "emit",
+        Changes,
         ["tag: &str", "message: &str", "priority: &str", "String"],
         "/// Writes `message [MARKER]` into the journal under identifier `tag` at `priority`\n\
          /// (\"info\", \"err\", …) and returns MARKER, unique to this call, to search for.",
+        "journal::emit(\"opsbook-demo\", \"hello from a runbook\", \"info\")",
         move |tag: &str, message: &str, priority: &str| emit(&h, tag, message, priority)
     );
     m

@@ -30,59 +30,77 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "ready",
+        Reads,
         ["Map"],
         "/// GET /ready, never throws: `#{ok, status, detail, elapsed_ms}`. `ok` when the body says `ready`; while\n\
          /// Loki starts (503) `detail` quotes its reason, e.g. \"waiting for 15s after being ready\".",
+        "loki::ready().ok",
         move || ready(&h)
     );
     let h = host.clone();
     register!(
         &mut m,
         "labels",
+        Reads,
         ["Array"],
         "/// The label names the log store knows; empty when it has received nothing yet (Loki then\n\
          /// answers without `data`). Throws quoting the server on failure.",
+        "loki::labels()",
         move || strings(&h, "/loki/api/v1/labels".to_string())
     );
     let h = host.clone();
-    register!(&mut m, "label_values", ["name: &str", "Array"], "/// The values of one label.", move |name: &str| {
-        strings(&h, format!("/loki/api/v1/label/{}/values", form_encode(name)))
-    });
+    register!(
+        &mut m,
+        "label_values",
+        Reads,
+        ["name: &str", "Array"],
+        "/// The values of one label.",
+        "loki::label_values(\"hostname\")",
+        move |name: &str| { strings(&h, format!("/loki/api/v1/label/{}/values", form_encode(name))) }
+    );
     let h = host.clone();
     register!(
         &mut m,
         "query",
+        Reads,
         ["query: &str", "Array"],
         "/// `query(selector, #{})` with the defaults: the last hour, at most 100 lines.",
+        "loki::query(`{unit=\"loki.service\"}`)",
         move |q: &str| query(&h, q, &Map::new())
     );
     let h = host.clone();
     register!(
         &mut m,
         "query",
+        Reads,
         ["query: &str", "options: Map", "Array"],
         "/// Log lines for a selector (`{hostname=\"h1\"} |= \"x\"`), newest first:\n\
          /// `[#{time, time_ns, line, labels}]`. Options: `limit` (100), `since` (\"1h\"), `direction`\n\
          /// (\"backward\"). A metric query (`count_over_time(…)`) returns `[#{time, value, labels}]`.",
+        "loki::query(`{unit=\"loki.service\"}`, #{ since: \"10m\", limit: 5 })",
         move |q: &str, options: Map| query(&h, q, &options)
     );
     let h = host.clone();
     register!(
         &mut m,
         "push",
+        Changes,
         ["labels: Map", "line: &str", "Map"],
         "/// Pushes one line with these labels (diagnostics), never throws: `#{ok, status, detail,\n\
          /// elapsed_ms}`.",
+        "loki::push(#{ job: \"opsbook-demo\" }, \"hello from a runbook\")",
         move |labels: Map, line: &str| push(&h, &labels, line)
     );
     let h = host.clone();
     register!(
         &mut m,
         "storage",
+        Reads,
         ["Map"],
         "/// The storage backend from GET /config, never throws: the probe record plus the facts\n\
          /// `backend` (the last `schema_config` period's `object_store`, the one in force; `()` when\n\
          /// none is named), `object_storage` and `periods`. stdlib/verify.rhai decides the verdict.",
+        "loki::storage()",
         move || storage(&h)
     );
     m

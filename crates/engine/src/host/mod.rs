@@ -36,6 +36,7 @@ pub mod tools;
 pub mod unit;
 pub mod unit_files;
 pub mod values;
+pub mod verb;
 pub mod wait;
 pub mod wireguard;
 
@@ -342,14 +343,20 @@ pub fn interrupted() -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorTerminated(Dynamic::from("interrupted"), Position::NONE))
 }
 
-/// Registers one documented function into a module. `params` names each parameter with its
-/// type and ends with the return type, as `opsbook fns` and editor definitions show them.
+/// Registers one verb into a module, with everything it says of itself: its name, its effect
+/// (`Reads` or `Changes`, see `verb::Effect`), its parameters with their types ending with the
+/// return type (as `opsbook fns` and editor definitions show them), its doc, an example call
+/// (run by the tests), and the function.
 #[macro_export]
 macro_rules! register {
-    ($module:expr, $name:expr, [$($param:expr),* $(,)?], $doc:expr, $func:expr) => {
+    ($module:expr, $name:expr, $effect:ident, [$($param:expr),* $(,)?], $doc:expr, $example:expr, $func:expr) => {
         rhai::FuncRegistration::new($name)
             .with_params_info([$($param),*])
-            .with_comments([$doc])
+            .with_comments([
+                $doc.to_string(),
+                $crate::host::verb::Effect::$effect.doc_line(),
+                $crate::host::verb::example_line(&$example),
+            ])
             .set_into_module($module, $func)
     };
 }

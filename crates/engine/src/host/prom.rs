@@ -55,9 +55,11 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "scrape",
+        Reads,
         ["url: &str", "Scrape"],
         "/// GETs a metrics endpoint and parses its exposition text; never throws. The scrape is a\n\
          /// probe: `s.ok`, `s.status`, `s.detail`, `s.elapsed_ms`; read values with `s.value(name)`.",
+        "prom::scrape(config.log_store.url + \"/metrics\").value(\"loki_ingester_chunks_created_total\")",
         move |url: &str| scrape(&h, url)
     );
     // Getters and methods live in the global namespace so `s.ok` and `s.value(…)` work.

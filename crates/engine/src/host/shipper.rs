@@ -24,19 +24,23 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "validate",
+        Reads,
         ["Map"],
         "/// Validates the shipper's configuration offline (`log_shipper.validate_command`, by default\n\
          /// `alloy validate {config}`): `#{ok, detail, errors}`, `errors` its diagnostics. Throws\n\
          /// when the tool cannot be run.",
+        "shipper::validate().ok",
         move || validate(&h)
     );
     let h = host.clone();
     register!(
         &mut m,
         "reload",
+        Changes,
         ["Map"],
         "/// Asks the running shipper to reload (POST /-/reload), never throws: `#{ok, status,\n\
          /// detail, elapsed_ms}`. Reload is experimental: on failure, restart the unit instead.",
+        "shipper::reload()",
         move || reload(&h)
     );
     m

@@ -28,58 +28,77 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "exec",
+        Changes,
         ["argv: Array", "Map"],
         "/// Runs a command (argv array, no shell) and returns `#{ok, code, stdout, stderr, duration,\n\
          /// timed_out}`; `ok` is exit status 0. Times out after `host.exec_timeout` (60 s), killing\n\
          /// the whole process group. Throws when the command cannot start.",
+        "host::exec([\"uname\", \"-r\"])",
         move |argv: Array| exec(&h, &argv, &Map::new())
     );
     let h = host.clone();
     register!(
         &mut m,
         "exec",
+        Changes,
         ["argv: Array", "options: Map", "Map"],
         "/// With options `#{timeout: \"10s\", env: #{NAME: \"value\"}, stdin: \"text\"}`.",
+        "host::exec([\"cat\"], #{ stdin: \"hello\", timeout: \"5s\" })",
         move |argv: Array, options: Map| exec(&h, &argv, &options)
     );
     let h = host.clone();
     register!(
         &mut m,
         "cpu_load",
+        Changes,
         ["workers: i64", "duration: ?", "Map"],
         "/// Keeps `workers` threads busy for `duration` with system calls (kernel time, which raises\n\
          /// `usage_system`, not only user time). Returns `#{user, system, wall}` CPU seconds produced.\n\
          /// Ctrl-C ends it early.",
+        "host::cpu_load(1, \"1s\")",
         move |workers: i64, d: Dynamic| cpu_load(&h, workers, duration_arg(&d)?)
     );
     let h = host.clone();
-    register!(&mut m, "hostname", ["String"], "/// The host name of the machine this run acts on.", move || h
-        .hostname());
+    register!(
+        &mut m,
+        "hostname",
+        Reads,
+        ["String"],
+        "/// The host name of the machine this run acts on.",
+        "host::hostname()",
+        move || h.hostname()
+    );
     let h = host.clone();
     register!(
         &mut m,
         "tcp_connect",
+        Reads,
         ["address: &str", "timeout: ?", "Map"],
         "/// Opens (and closes) a TCP connection to `host:port` or to a URL's host and port, never\n\
          /// throws: `#{ok, address, detail, elapsed_ms}`.",
+        "host::tcp_connect(\"127.0.0.1:22\", \"2s\")",
         move |address: &str, timeout: Dynamic| tcp_connect(&h, address, duration_arg(&timeout)?)
     );
     let h = host.clone();
     register!(
         &mut m,
         "interface",
+        Reads,
         ["name: &str", "Map"],
         "/// A network interface of the host (a tunnel, say): `#{exists, up, state}` from /sys/class/net.",
+        "host::interface(\"lo\")",
         move |name: &str| interface(&h, name)
     );
     let h = host.clone();
     register!(
         &mut m,
         "wireguard",
+        Reads,
         ["iface: &str", "Map"],
         "/// A WireGuard interface of the host: `#{exists, up, peers: [#{public_key, handshake_age_s}],\n\
          /// detail}`; `handshake_age_s` is `()` for a peer that never handshook. Kernel WireGuard\n\
          /// and userspace ones (boringtun) alike. Reading the peers needs root on the host.",
+        "host::wireguard(\"wg0\")",
         move |iface: &str| super::wireguard::status(&h, iface)
     );
     m

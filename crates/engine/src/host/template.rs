@@ -37,11 +37,13 @@ fn module(host: &Arc<super::Host>, catalog: &Arc<Catalog>) -> Module {
     register!(
         &mut m,
         "render",
+        Reads,
         ["name: &str", "vars: Map", "String"],
         "/// Renders the template `name` (`templates/NAME` beside a runbook folder, else built in) with\n\
          /// `vars`, and `metrics_db_token` (the API token, which scripts never see; file diffs and\n\
          /// reports mask it). An undefined variable is an error naming the template's file, line and\n\
          /// column.",
+        "template::render(\"log-shipper/config.alloy.j2\", #{ host: hostname(), log_store_url: config.log_store.url })",
         move |name: &str, vars: Map| {
             let mut vars = vars;
             let token = h.config().token().ok().flatten().map(|t| t.expose().to_string()).unwrap_or_default();
@@ -52,17 +54,21 @@ fn module(host: &Arc<super::Host>, catalog: &Arc<Catalog>) -> Module {
     register!(
         &mut m,
         "render_string",
+        Reads,
         ["text: &str", "vars: Map", "String"],
         "/// Renders a template given as text (errors name it `<string>`).",
+        "template::render_string(\"url = {{ url }}\", #{ url: config.log_store.url })",
         |text: &str, vars: Map| render_text(&Sources::default(), "<string>", text, &vars).map_err(fail)
     );
     let c = catalog.clone();
     register!(
         &mut m,
         "list",
+        Reads,
         ["Array"],
         "/// Every template that can be rendered, with where it is found: `[#{name, origin}]`\n\
          /// (`origin`: the file, or \"built-in\"), sorted by name; the first found wins.",
+        "template::list()",
         move || list(&c)
     );
     m

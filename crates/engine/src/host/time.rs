@@ -20,16 +20,20 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "sleep",
+        Reads,
         ["duration: ?", "()"],
         "/// Waits for a duration (`\"5s\"`, `\"1m\"`, or seconds as a number). Ctrl-C ends it.\n\
          /// Prefer `wait::until` where you wait for something to become true.",
+        "sleep(\"100ms\")",
         move |d: Dynamic| -> HostResult<()> { sleep(&h, duration_arg(&d)?) }
     );
     register!(
         &mut m,
         "duration",
+        Reads,
         ["text: ?", "f64"],
         "/// A duration in seconds, from `\"5s\"`, `\"1m 30s\"`, `\"250ms\"` or a number.",
+        "duration(\"1m30s\")",
         |d: Dynamic| -> HostResult<f64> { Ok(duration_arg(&d)?.as_secs_f64()) }
     );
     m

@@ -25,36 +25,44 @@ pub fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "status",
+        Reads,
         ["name: &str", "UnitStatus"],
         "/// The unit's state: `name`, `description`, `load_state`, `active_state`, `sub_state`,\n\
          /// `unit_file_state`, `main_pid`, `since`, `result`, `exec_main_status`, `exec_main_pid`, `exec_start` (the\n\
          /// command line it starts). A unit that is not\n\
          /// installed reads `load_state: \"not-found\"`. Printing it reads like `systemctl status`.",
+        "unit::status(\"loki\").active_state",
         move |name: &str| status(&h, name)
     );
     let h = host.clone();
     register!(
         &mut m,
         "statuses",
+        Reads,
         ["names: Array", "Array"],
         "/// The states of several units (as `status` each), read at once over the one connection:\n\
          /// the wall time of one read, not of one per unit. Throws as `status` does.",
+        "unit::statuses([\"influxdb\", \"loki\"])",
         move |names: Array| statuses(&h, names)
     );
     let h = host.clone();
     register!(
         &mut m,
         "is_active",
+        Reads,
         ["name: &str", "bool"],
         "/// Whether the unit is active (as `systemctl is-active --quiet`).",
+        "unit::is_active(\"loki\")",
         move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(status(&h, name)?.active_state == "active")
     );
     let h = host.clone();
     register!(
         &mut m,
         "is_enabled",
+        Reads,
         ["name: &str", "bool"],
         "/// Whether the unit starts at boot (enabled, static, indirect… as `systemctl is-enabled`).",
+        "unit::is_enabled(\"loki\")",
         move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(enabled_state(&status(&h, name)?.unit_file_state))
     );
     for job in [Job::Start, Job::Stop, Job::Restart, Job::Reload] {
@@ -66,15 +74,23 @@ pub fn module(host: &Arc<Host>) -> Module {
             capitalise(verb)
         );
         let h = host.clone();
-        register!(&mut m, verb, ["units: ?", "Array"], doc.as_str(), move |units: Dynamic| {
-            jobs(&h, job, &units, &Map::new(), true)
-        });
+        register!(
+            &mut m,
+            verb,
+            Changes,
+            ["units: ?", "Array"],
+            doc.as_str(),
+            format!("unit::{verb}(\"loki\")"),
+            move |units: Dynamic| { jobs(&h, job, &units, &Map::new(), true) }
+        );
         let h = host.clone();
         register!(
             &mut m,
             verb,
+            Changes,
             ["units: ?", "options: Map", "Array"],
             "/// With options `#{timeout: \"30s\"}`.",
+            format!("unit::{verb}([\"telegraf\", \"alloy\"], #{{ timeout: \"30s\" }})"),
             move |units: Dynamic, options: Map| jobs(&h, job, &units, &options, true)
         );
         let h = host.clone();
@@ -82,8 +98,10 @@ pub fn module(host: &Arc<Host>) -> Module {
         register!(
             &mut m,
             try_name.as_str(),
+            Changes,
             ["units: ?", "Array"],
             "/// Like the throwing form, but every outcome is returned (`ok: false`, `result`, `error`).",
+            format!("unit::try_{verb}(\"loki\")"),
             move |units: Dynamic| jobs(&h, job, &units, &Map::new(), false)
         );
     }
@@ -91,17 +109,21 @@ pub fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "reload_or_restart",
+        Changes,
         ["name: &str", "Map"],
         "/// Reloads the unit; when it cannot reload (systemd refuses the job type), restarts it.\n\
          /// Returns the outcome with `action`: \"reloaded\" or \"restarted\".",
+        "unit::reload_or_restart(\"alloy\")",
         move |name: &str| reload_or_restart(&h, name)
     );
     let h = host.clone();
     register!(
         &mut m,
         "daemon_reload",
+        Changes,
         ["()"],
         "/// Makes the manager re-read unit files (`systemctl daemon-reload`).",
+        "unit::daemon_reload()",
         move || -> HostResult<()> {
             if h.plan("reload the service manager (daemon-reload)") {
                 return Ok(());
@@ -116,9 +138,11 @@ pub fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "list",
+        Reads,
         ["pattern: &str", "Array"],
         "/// Loaded units matching a glob (`*.service`): `[#{name, description, load_state,\n\
          /// active_state, sub_state}]`.",
+        "unit::list(\"*.service\")",
         move |pattern: &str| list(&h, pattern)
     );
     m

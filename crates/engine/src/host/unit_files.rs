@@ -27,37 +27,45 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
     register!(
         m,
         "install",
+        Changes,
         ["name: &str", "text: &str", "Map"],
         "/// Writes the unit file `name` (`loki` is `loki.service`) into the scope's unit directory\n\
          /// (/etc/systemd/system, or ~/.config/systemd/user), atomically, when its text differs.\n\
          /// Returns `#{changed, path, diff}`. Call `unit::daemon_reload()` after installing.",
+        "unit::install(\"opsbook-demo.service\", \"[Service]\\nExecStart=/bin/true\\n\")",
         move |name: &str, text: &str| install(&h, name, text)
     );
     let h = host.clone();
     register!(
         m,
         "path",
+        Reads,
         ["name: &str", "String"],
         "/// Where `unit::install(name, …)` puts the unit file: its path in the scope's unit directory\n\
          /// on the host the run acts on (read it with `file::read`, compare it with `file::compare`).",
+        "unit::path(\"loki\")",
         move |name: &str| unit_path(&h, name)
     );
     let h = host.clone();
     register!(
         m,
         "install_dropin",
+        Changes,
         ["unit: &str", "name: &str", "text: &str", "Map"],
         "/// Writes the drop-in `UNITDIR/UNIT.d/NAME.conf` (overrides for a unit installed by a package).\n\
          /// Returns `#{changed, path, diff}`.",
+        "unit::install_dropin(\"alloy\", \"opsbook.conf\", \"[Service]\\nSupplementaryGroups=systemd-journal\\n\")",
         move |unit: &str, name: &str, text: &str| install_dropin(&h, unit, name, text)
     );
     let h = host.clone();
     register!(
         m,
         "uninstall",
+        Changes,
         ["name: &str", "Map"],
         "/// Removes the unit file and its drop-in folder `UNIT.d` from the scope's unit directory.\n\
          /// Returns `#{changed}`. Stop and disable the unit first; call `unit::daemon_reload()` after.",
+        "unit::uninstall(\"opsbook-demo.service\")",
         move |name: &str| uninstall(&h, name)
     );
     for (verb, enable) in [("enable", true), ("disable", false)] {
@@ -68,21 +76,30 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
         } else {
             "/// Disables the unit file(s) at boot, then reloads the manager. Returns `#{changed, changes}`."
         };
-        register!(m, verb, ["units: ?", "Map"], doc, move |units: Dynamic| set_enabled(
-            &h,
-            &units,
-            enable,
-            &Map::new()
-        ));
+        register!(
+            m,
+            verb,
+            Changes,
+            ["units: ?", "Map"],
+            doc,
+            format!("unit::{verb}(\"loki\")"),
+            move |units: Dynamic| set_enabled(&h, &units, enable, &Map::new())
+        );
         let h = host.clone();
         let doc = if enable {
             "/// With `#{now: true}`: also starts the units that are not running (as `systemctl enable --now`)."
         } else {
             "/// With `#{now: true}`: stops the running units first (as `systemctl disable --now`)."
         };
-        register!(m, verb, ["units: ?", "options: Map", "Map"], doc, move |units: Dynamic, options: Map| {
-            set_enabled(&h, &units, enable, &options)
-        });
+        register!(
+            m,
+            verb,
+            Changes,
+            ["units: ?", "options: Map", "Map"],
+            doc,
+            format!("unit::{verb}([\"loki\"], #{{ now: true }})"),
+            move |units: Dynamic, options: Map| { set_enabled(&h, &units, enable, &options) }
+        );
     }
 }
 

@@ -22,11 +22,13 @@ fn module(host: &Arc<Host>) -> Module {
     register!(
         &mut m,
         "until",
+        Reads,
         ["condition: FnPtr", "options: ?", "Map"],
         "/// Calls `condition` until it returns true (or a map whose `ok` is true), or the deadline\n\
          /// passes. `options` is a deadline (`\"60s\"`) or `#{timeout: \"60s\", every: \"500ms\"}`.\n\
          /// Returns `#{ok, waited, attempts, last}`: `waited` in seconds, `last` the final value\n\
          /// the condition returned (or the error it raised). Never throws on timeout.",
+        "wait::until(|| loki::ready().ok, #{ timeout: \"60s\", every: \"1s\" })",
         move |ctx: NativeCallContext, condition: FnPtr, options: Dynamic| until(&h, &ctx, &condition, &options)
     );
     m
