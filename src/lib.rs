@@ -14,12 +14,12 @@ pub mod subcommand;
 
 // The layers, under the names the code here uses for them (see ARCHITECTURE.md); those the
 // integration tests and benchmarks reach are public.
-use opsbook_base::{cancel, error, progress};
+use opsbook_base::{cancel, error, progress, suggest};
 pub use opsbook_base::{config, report, secret};
 pub use opsbook_engine::catalog;
 use opsbook_engine::{engine, functions, host, runbook};
-use opsbook_fleet::fleet;
 pub use opsbook_fleet::session;
+use opsbook_fleet::{run as fleet_run, runner, targets};
 pub use opsbook_inventory as inventory;
 use opsbook_sandbox as sandbox;
 pub use opsbook_twin as twin;

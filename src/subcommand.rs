@@ -21,9 +21,10 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             let save = run.save_json.as_deref();
             match global.fleet {
                 Some(clients) => {
-                    let (targets, inventory, _sandbox) = crate::fleet::sandbox_targets(&global, clients)?;
-                    let targets = crate::fleet::select(targets, global.host.as_deref(), global.hosts.as_deref())?;
-                    crate::fleet::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+                    let (targets, inventory, _sandbox) = crate::targets::sandbox_targets(&global, clients)?;
+                    let targets =
+                        crate::targets::select(targets, &inventory, global.host.as_deref(), global.hosts.as_deref())?;
+                    crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
                 }
                 // The sandbox is one simulated machine: acting on an inventory host instead would
                 // leave it for the real one.
@@ -37,9 +38,9 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                         let inventory = Arc::new(global.inventory()?);
                         let selected =
                             inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
-                        let targets = crate::fleet::inventory_targets(&global, &selected);
+                        let targets = crate::targets::inventory_targets(&global, &selected);
                         let inventory = inventory.clone();
-                        crate::fleet::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+                        crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
                     }
                     None => run_runbook(&session(Reach::Act)?, &run, global.format),
                 },
@@ -64,7 +65,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
                     names.join(", ")
                 )));
             };
-            let session = crate::fleet::host_session(&global, crate::inventory::Inventory::resolved(host)?)?;
+            let session = crate::targets::host_session(&global, crate::inventory::Inventory::resolved(host)?)?;
             session.host.set_place(crate::host::fleet::Place::with_inventory(Arc::new(inventory.clone())));
             crate::repl::run(session, false)
         }
@@ -271,8 +272,8 @@ fn check(session: &Session, names: &[String]) -> Result<u8, Error> {
                             }
                         }
                         Err(Error::UnknownModule { name, suggestions }) => {
-                            let hint =
-                                suggestions.first().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+                            let hint = crate::suggest::did_you_mean(&name, suggestions.iter().map(String::as_str))
+                                .unwrap_or_default();
                             errors.push(Error::Usage(format!(
                                 "{source} imports `{name}`, which is not a stdlib module{hint}"
                             )));

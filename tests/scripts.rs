@@ -295,7 +295,7 @@ fn unknown_actions_and_roles_get_a_suggestion_and_help_is_the_usage() {
     // with `--fleet`, and is refused without it rather than reaching for a real host.
     crate::support::run_in(t.path(), &["run", "verify", "--sandbox", "--fleet", "1", "--host", "c9"], None)
         .code(2)
-        .stderr_is("error: `c9` selects no host of the fleet (server, c1)\n");
+        .stderr_is("error: no host named `c9` in the inventory (hosts: server, c1)\n");
     crate::support::run_in(t.path(), &["run", "verify", "--sandbox", "--host", "c1"], None).code(2).stderr_is(
         "error: `--host`/`--hosts` pick inventory hosts, which `--sandbox` never touches\n  help: add `--fleet N` to \
          pick among simulated hosts (server, c1…cN)\n",

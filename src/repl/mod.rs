@@ -293,10 +293,7 @@ impl Repl {
             ":run" => self.run_runbook(&args),
             ":host" => self.switch_host(args.first().copied()),
             other => {
-                let hint = crate::error::suggest(other, COMMANDS.iter().copied())
-                    .first()
-                    .map(|s| format!("; did you mean `{s}`?"))
-                    .unwrap_or_default();
+                let hint = crate::suggest::did_you_mean(other, COMMANDS.iter().copied()).unwrap_or_default();
                 eprintln!("error: unknown command `{other}`{hint} (:help lists them)");
             }
         }

@@ -51,7 +51,7 @@ struct Ground {
     world: World,
     mode: Mode,
     /// The inventory, read when a job has `hosts` (or why it cannot be read).
-    inventory: Option<Result<Inventory, String>>,
+    inventory: Option<Result<Arc<Inventory>, String>>,
     /// The command line's options, for the sessions of jobs on other hosts.
     global: GlobalOptions,
     /// Kept alive while serving under `--sandbox`.
@@ -64,13 +64,14 @@ impl Ground {
     fn read_inventory(&mut self, jobs: &[Job]) {
         self.inventory = jobs.iter().any(|j| j.hosts.is_some()).then(|| {
             Inventory::load(&self.config, self.global.inventory.as_deref())
+                .map(Arc::new)
                 .map_err(|e| crate::secret::redact(&e.to_string()).into_owned())
         });
     }
 
     /// Where a job runs and on which hosts, or why it cannot.
-    fn place(&self, spec: &Job) -> Result<Vec<crate::inventory::Host>, Error> {
-        let Some(pattern) = &spec.hosts else { return Ok(Vec::new()) };
+    fn place(&self, spec: &Job) -> Result<Option<remote::Hosts>, Error> {
+        let Some(pattern) = &spec.hosts else { return Ok(None) };
         if self._sandbox.is_some() {
             return Err(Error::Usage(format!(
                 "`hosts = \"{pattern}\"` watches inventory hosts over ssh, and the sandbox has none\n  help: \
@@ -83,7 +84,8 @@ impl Ground {
             None => return Err(Error::Usage("the inventory was not read".into())),
         };
         let selected = inventory.targets(None, Some(pattern))?.unwrap_or_default();
-        Ok(selected.into_iter().cloned().collect())
+        let hosts = selected.into_iter().cloned().collect();
+        Ok(Some(remote::Hosts { hosts, inventory: inventory.clone(), global: self.global.clone() }))
     }
 }
 
@@ -139,14 +141,13 @@ fn prepare(jobs: Vec<Job>, ground: &Ground, catalog: &Arc<Catalog>, here: &str) 
             Ok((hosts, compiled))
         });
         match checked {
-            Ok((_, compiled)) if spec.hosts.is_none() => {
+            Ok((None, compiled)) => {
                 views.push((spec.clone(), here.to_string(), None));
                 ready.push(Ready { spec, place: Place::Here { session: Box::new(session), compiled } });
             }
-            Ok((hosts, _)) => {
-                views.extend(hosts.iter().map(|h| (spec.clone(), h.name.clone(), None)));
-                let global = ground.global.clone();
-                ready.push(Ready { spec, place: Place::Hosts(remote::Hosts { hosts, global }) });
+            Ok((Some(hosts), _)) => {
+                views.extend(hosts.hosts.iter().map(|h| (spec.clone(), h.name.clone(), None)));
+                ready.push(Ready { spec, place: Place::Hosts(hosts) });
             }
             Err(e) => {
                 let text = crate::secret::redact(&e.to_string()).into_owned();

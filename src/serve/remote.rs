@@ -7,7 +7,8 @@
 //! simply reached again at the next run — nothing to notice, repair or leak. Its price is one
 //! ssh connect per host per run (measured in the README's serve section). A host that cannot
 //! be reached is that host's failed run, naming it and quoting ssh; the others go on. At most
-//! `--forks` hosts run at a time.
+//! `--forks` hosts run at a time, through the same fleet runner as `opsbook run --hosts`
+//! (`opsbook_fleet::runner`), so barriers and `fleet::on` work in a job too.
 
 use serde_json::{Value, json};
 
@@ -15,12 +16,14 @@ use super::capture;
 use super::job_run::{Cancels, error_document, execute};
 use crate::cli::GlobalOptions;
 use crate::config::serve::Job;
-use crate::fleet::Target;
+use crate::targets::Target;
 
 /// The hosts a job watches, and how to reach them.
 pub(super) struct Hosts {
     /// The selected inventory hosts, in the inventory's order.
     pub hosts: Vec<crate::inventory::Host>,
+    /// The inventory they were selected from (runbooks on them see it through `inventory::`).
+    pub inventory: std::sync::Arc<crate::inventory::Inventory>,
     /// The command line's options: runbook directories and `--dry-run` for each host's session.
     pub global: GlobalOptions,
 }
@@ -30,31 +33,22 @@ impl Hosts {
     /// While it goes on, `cancels` holds the hosts' cancel flags (the service's stop uses them).
     pub(super) fn run(&self, spec: &Job, cancels: &Cancels) -> Vec<(String, Value, Option<String>)> {
         let selected: Vec<&crate::inventory::Host> = self.hosts.iter().collect();
-        let targets = crate::fleet::inventory_targets(&self.global, &selected);
+        let targets = crate::targets::inventory_targets(&self.global, &selected);
         *cancels.lock().unwrap_or_else(|e| e.into_inner()) =
             targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| s.host.cancel.clone()).collect();
         // At most `--forks` hosts run at a time (10 by default), as `opsbook run --hosts`.
-        let queue = std::sync::Mutex::new(targets.iter().enumerate());
-        let done = std::sync::Mutex::new(Vec::with_capacity(targets.len()));
-        std::thread::scope(|scope| {
-            for _ in 0..self.global.forks.clamp(1, targets.len().max(1)) {
-                scope.spawn(|| {
-                    loop {
-                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some((index, target)) = next else { break };
-                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(spec, target)))
-                            .unwrap_or_else(|_| {
-                                let message = format!("the run on {} panicked: this is a bug in opsbook", target.name);
-                                (target.name.clone(), error_document(spec, &message), Some(message))
-                            });
-                        done.lock().unwrap_or_else(|e| e.into_inner()).push((index, result));
-                    }
-                });
-            }
-        });
-        let mut results = done.into_inner().unwrap_or_else(|e| e.into_inner());
-        results.sort_by_key(|(index, _)| *index);
-        let results: Vec<_> = results.into_iter().map(|(_, result)| result).collect();
+        let results = crate::runner::each(
+            &targets,
+            &self.inventory,
+            self.global.forks,
+            |target| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(spec, target))).unwrap_or_else(|_| {
+                    let message = format!("the run on {} panicked: this is a bug in opsbook", target.name);
+                    (target.name.clone(), error_document(spec, &message), Some(message))
+                })
+            },
+            |_, _, _| {},
+        );
         cancels.lock().unwrap_or_else(|e| e.into_inner()).clear();
         // Dropping the sessions closes their ssh connections (and the ports forwarded on them).
         drop(targets);

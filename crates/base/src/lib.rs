@@ -17,3 +17,4 @@ pub mod process;
 pub mod progress;
 pub mod report;
 pub mod secret;
+pub mod suggest;

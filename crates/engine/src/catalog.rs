@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::error::{Error, suggest};
+use crate::error::Error;
+use crate::suggest::suggest;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));

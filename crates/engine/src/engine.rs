@@ -20,6 +20,7 @@ use crate::config::keys;
 use crate::diagnostic::Diagnostic;
 use crate::host::{self, Host};
 use crate::report::Level;
+use crate::suggest::did_you_mean;
 
 /// A configured engine for one host context.
 pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
@@ -182,9 +183,7 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
                 format!("module `{name}` is not imported here: add `import \"{name}\" as {name};` at the top")
             } else {
                 let mut message = format!("no stdlib module named `{name}`");
-                if let Some(s) = crate::error::suggest(name, names.iter().map(String::as_str)).first() {
-                    message.push_str(&format!("; did you mean `{s}`?"));
-                }
+                message.push_str(&did_you_mean(name, names.iter().map(String::as_str)).unwrap_or_default());
                 message
             };
             (Class::Script, message)

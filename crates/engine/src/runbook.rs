@@ -11,7 +11,8 @@ use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Stmt};
 
 use crate::catalog::{Catalog, Entry};
 use crate::engine;
-use crate::error::{Error, suggest};
+use crate::error::Error;
+use crate::suggest::suggest;
 
 /// What a parameter accepts, from the kind of its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

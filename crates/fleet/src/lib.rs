@@ -14,6 +14,8 @@ use opsbook_inventory as inventory;
 use opsbook_sandbox as sandbox;
 use opsbook_world as world;
 
-pub mod fleet;
 pub mod options;
+pub mod run;
+pub mod runner;
 pub mod session;
+pub mod targets;

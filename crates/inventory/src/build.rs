@@ -47,7 +47,7 @@ pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inve
         // A group that lists no hosts must name an Ansible group, or its roles and config
         // would silently apply to nothing (a typo such as `[groups.cleints]`).
         if g.hosts.is_empty() && !groups.contains_key(&g.name) {
-            let hint = did_you_mean(&g.name, groups.keys().map(String::as_str));
+            let hint = did_you_mean(&g.name, groups.keys().map(String::as_str)).unwrap_or_default();
             let at = g.place.as_ref().map(|p| format!("{}: ", super::shown(p))).unwrap_or_default();
             let known = if ansible.is_some() { "names no group of the Ansible inventory and " } else { "" };
             return Err(Error::Usage(format!("{at}`[groups.{}]` {known}lists no hosts{hint}", g.name)));
@@ -55,7 +55,7 @@ pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inve
         let members = groups.entry(g.name.clone()).or_default();
         for host in &g.hosts {
             if !names.contains(&host.value) {
-                let hint = did_you_mean(&host.value, names.iter().map(String::as_str));
+                let hint = did_you_mean(&host.value, names.iter().map(String::as_str)).unwrap_or_default();
                 return Err(Error::Usage(format!(
                     "{}: `[groups.{}]` lists `{}`, which is no host of the inventory{hint}",
                     super::shown(&host.place),
@@ -238,9 +238,9 @@ fn host(
         raw.keys().filter(|k| k.starts_with(KEY_PREFIX) && k.as_str() != ROLES_VAR).cloned().collect();
     for var in wanted {
         let Some(key) = KEYS.iter().copied().find(|k| var_name(k) == var) else {
-            let hint =
-                did_you_mean(&var, KEYS.iter().map(|k| var_name(k)).collect::<Vec<_>>().iter().map(String::as_str));
-            let hint = if hint.is_empty() { format!("; `{ROLES_VAR}` or `opsbook_` + a config key") } else { hint };
+            let names: Vec<String> = KEYS.iter().map(|k| var_name(k)).collect();
+            let hint = did_you_mean(&var, names.iter().map(String::as_str))
+                .unwrap_or_else(|| format!("; `{ROLES_VAR}` or `opsbook_` + a config key"));
             return Err(var_error(
                 name,
                 &var,

@@ -16,7 +16,7 @@
 //! Every fact remembers where it came from (`Source`), for `opsbook hosts`.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{config, diagnostic, error, secret};
+use opsbook_base::{config, diagnostic, error, secret, suggest};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -32,7 +32,8 @@ pub mod template;
 pub(crate) mod toml_source;
 
 use crate::config::{Config, keys};
-use crate::error::{Error, suggest};
+use crate::error::Error;
+use crate::suggest::did_you_mean;
 use ansible::{Level, Place};
 pub use role::Role;
 
@@ -172,10 +173,14 @@ impl Inventory {
         &self.hosts
     }
 
-    /// The host named `name`, or an error naming the closest.
+    /// The host named `name`, or an error naming the closest (or, in a small inventory, all).
     pub fn host(&self, name: &str) -> Result<&Host, Error> {
         self.hosts.iter().find(|h| h.name == name).ok_or_else(|| {
-            let hint = did_you_mean(name, self.hosts.iter().map(|h| h.name.as_str()));
+            let names = self.hosts.iter().map(|h| h.name.as_str());
+            let hint = did_you_mean(name, names.clone()).unwrap_or_else(|| match self.hosts.len() {
+                1..=8 => format!(" (hosts: {})", names.collect::<Vec<_>>().join(", ")),
+                _ => String::new(),
+            });
             Error::Usage(format!("no host named `{name}` in the inventory{hint}"))
         })
     }
@@ -204,7 +209,7 @@ impl Inventory {
             }
             let names = self.groups.keys().map(String::as_str).chain(self.hosts.iter().map(|h| h.name.as_str()));
             let names = names.chain(Role::ALL.iter().map(|r| r.name()));
-            let hint = did_you_mean(name, names);
+            let hint = did_you_mean(name, names).unwrap_or_default();
             return Err(Error::Usage(format!("`{name}` is no group, host or role of the inventory{hint}")));
         }
         let mut names: BTreeSet<String> = BTreeSet::new();
@@ -286,13 +291,6 @@ fn configured_path(config: &Config) -> Option<PathBuf> {
             Some(file.parent().unwrap_or(Path::new(".")).join(path))
         }
         _ => Some(path),
-    }
-}
-
-fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    match suggest(name, candidates).first() {
-        Some(s) => format!("; did you mean `{s}`?"),
-        None => String::new(),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::error::suggest;
+use crate::suggest::did_you_mean;
 
 /// A component of the stack a host runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -51,10 +51,7 @@ impl Role {
     pub fn parse_or_explain(text: &str) -> Result<Role, String> {
         Role::parse(text).ok_or_else(|| {
             let names = Role::ALL.iter().flat_map(|r| [r.name(), r.alias()]);
-            let hint = match suggest(&text.to_ascii_lowercase(), names).first() {
-                Some(s) => format!("; did you mean `{s}`?"),
-                None => String::new(),
-            };
+            let hint = did_you_mean(&text.to_ascii_lowercase(), names).unwrap_or_default();
             let accepted: Vec<String> = Role::ALL.iter().map(|r| format!("{} ({})", r.name(), r.alias())).collect();
             format!("unknown role `{text}`{hint} (roles: {})", accepted.join(", "))
         })

@@ -27,7 +27,8 @@ use super::Role;
 use super::ansible::Place;
 use crate::config::{self, Key, Value};
 use crate::diagnostic::Diagnostic;
-use crate::error::{Error, suggest};
+use crate::error::Error;
+use crate::suggest::did_you_mean;
 
 /// A value with the place it was written.
 #[derive(Debug, Clone)]
@@ -181,10 +182,8 @@ impl File<'_> {
         if fields.contains(&field) {
             return Ok(());
         }
-        let hint = match suggest(field, fields.iter().copied()).first() {
-            Some(s) => format!("; did you mean `{s}`?"),
-            None => format!("; expected one of {}", fields.join(", ")),
-        };
+        let hint = did_you_mean(field, fields.iter().copied())
+            .unwrap_or_else(|| format!("; expected one of {}", fields.join(", ")));
         Err(self.error(format!("{owner} has no field `{field}`{hint}"), offset))
     }
 

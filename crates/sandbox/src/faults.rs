@@ -19,6 +19,8 @@
 
 use std::time::Duration;
 
+use crate::suggest::did_you_mean;
+
 /// The four components, in the order the stack module lists them.
 pub(crate) const COMPONENTS: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
 
@@ -90,10 +92,7 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
     };
     let component = component.trim();
     if !COMPONENTS.contains(&component) {
-        let hint = crate::error::suggest(component, COMPONENTS)
-            .first()
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_default();
+        let hint = did_you_mean(component, COMPONENTS).unwrap_or_default();
         return Err(format!(
             "fault `{spec}`: unknown component `{component}` (one of {}){hint}",
             COMPONENTS.join(", ")

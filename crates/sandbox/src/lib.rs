@@ -23,7 +23,7 @@
 //! machine every second and the shipper ships the sandbox journal.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{config, error, secret};
+use opsbook_base::{config, error, secret, suggest};
 use opsbook_twin as twin;
 use opsbook_world as world;
 
@@ -43,6 +43,7 @@ use std::sync::Arc;
 use crate::config::{Config, Origin, Value, keys};
 use crate::error::Error;
 use crate::secret::Secret;
+use crate::suggest::did_you_mean;
 use crate::world::World;
 use faults::Faults;
 use files::{ClientFiles, Servers};
@@ -105,10 +106,7 @@ impl Sandbox {
             std::iter::once("server".to_string()).chain((1..=clients).map(|i| format!("c{i}"))).collect()
         };
         if let Some(unknown) = faults.hosts().find(|h| !names.iter().any(|n| n == h)) {
-            let hint = crate::error::suggest(unknown, names.iter().map(String::as_str))
-                .first()
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_default();
+            let hint = did_you_mean(unknown, names.iter().map(String::as_str)).unwrap_or_default();
             return Err(Error::Usage(format!(
                 "fault for host `{unknown}`, which the sandbox does not have (hosts: {}){hint}",
                 names.join(", ")

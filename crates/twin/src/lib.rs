@@ -20,7 +20,7 @@
 //! counterpart's style, so under systemd the journal holds its lines.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{config, diagnostic, error, secret};
+use opsbook_base::{config, diagnostic, error, secret, suggest};
 use opsbook_wire as wire;
 use opsbook_world as world;
 

@@ -10,6 +10,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::Diagnostic;
+use crate::suggest::did_you_mean;
 
 /// Collects diagnostics while reading one file.
 pub(crate) struct Checker<'a> {
@@ -91,9 +92,7 @@ impl<'a> Checker<'a> {
         for (k, _) in table.iter() {
             let name: &str = k.get_ref().as_ref();
             if !allowed.contains(&name) {
-                let hint = crate::error::suggest(name, allowed.iter().copied())
-                    .first()
-                    .map(|s| format!("; did you mean `{s}`?"))
+                let hint = did_you_mean(name, allowed.iter().copied())
                     .unwrap_or_else(|| format!(" (known: {})", allowed.join(", ")));
                 self.error(k.span(), format!("unknown key `{name}` in {section}{hint}"));
             }

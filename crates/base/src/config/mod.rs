@@ -23,8 +23,9 @@ pub mod keys;
 pub mod serve;
 
 use crate::diagnostic::Diagnostic;
-use crate::error::{Error, suggest};
+use crate::error::Error;
 use crate::secret::{Secret, TokenSource};
+use crate::suggest::did_you_mean;
 pub use keys::{KEYS, Key, Kind};
 
 /// Where a value came from.
@@ -357,10 +358,8 @@ pub fn xdg_config_home() -> Option<PathBuf> {
 }
 
 pub fn unknown_key_problem(name: &str) -> String {
-    let hint = match suggest(name, KEYS.iter().map(|k| k.name)).first() {
-        Some(s) => format!("; did you mean `{s}`?"),
-        None => "; `opsbook config` lists every key".to_string(),
-    };
+    let hint = did_you_mean(name, KEYS.iter().map(|k| k.name))
+        .unwrap_or_else(|| "; `opsbook config` lists every key".to_string());
     format!("unknown key `{name}`{hint}")
 }
 

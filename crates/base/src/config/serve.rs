@@ -12,7 +12,8 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::Diagnostic;
-use crate::error::{Error, suggest};
+use crate::error::Error;
+use crate::suggest::did_you_mean;
 
 /// The loopback address `opsbook serve` listens on unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
@@ -106,10 +107,10 @@ fn entries<'a, 'i>(table: &'a DeTable<'i>) -> Vec<Spanned<'a, 'i>> {
 }
 
 fn unknown(at: &At, offset: usize, prefix: &str, name: &str, known: &[&str]) -> Error {
-    let hint = match suggest(name, known.iter().copied()).first() {
-        Some(s) => format!("; did you mean `{prefix}{s}`?"),
-        None => format!("; known: {}", known.iter().map(|k| format!("`{prefix}{k}`")).collect::<Vec<_>>().join(", ")),
-    };
+    let full: Vec<String> = known.iter().map(|k| format!("{prefix}{k}")).collect();
+    let hint = did_you_mean(&format!("{prefix}{name}"), full.iter().map(String::as_str)).unwrap_or_else(|| {
+        format!("; known: {}", full.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))
+    });
     at.error(offset, format!("unknown key `{prefix}{name}`{hint}"))
 }
 

@@ -20,6 +20,7 @@ use super::{HostResult, fail};
 use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
 use crate::register;
+use crate::suggest::did_you_mean;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/templates.rs"));
@@ -186,10 +187,7 @@ pub fn render(catalog: &Arc<Catalog>, name: &str, vars: &Map) -> Result<String, 
     let sources = Sources { catalog: Some(catalog.clone()), ..Sources::default() };
     let found = sources.load(name).map_err(|e| e.to_string())?.ok_or_else(|| {
         let known: Vec<String> = all(catalog).into_iter().map(|f| f.name).collect();
-        let hint = crate::error::suggest(name, known.iter().map(String::as_str))
-            .first()
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_default();
+        let hint = did_you_mean(name, known.iter().map(String::as_str)).unwrap_or_default();
         let places: Vec<String> = folders(catalog).iter().map(|d| d.display().to_string()).collect();
         format!("no template `{name}` (looked in {} and the built-in templates){hint}", places.join(", "))
     })?;

@@ -11,7 +11,8 @@ use serde_json::Value as Json;
 
 use super::{AnsibleInventory, Place, Var, Vars};
 use crate::diagnostic::Diagnostic;
-use crate::error::{Error, suggest};
+use crate::error::Error;
+use crate::suggest::did_you_mean;
 
 /// Parses `text` into its first document (`None` when the file holds none).
 pub(super) fn parse<'a>(path: &Path, text: &'a str) -> Result<Option<MarkedYaml<'a>>, Error> {
@@ -165,8 +166,7 @@ fn read_group(
                 }
             },
             other => {
-                let hint =
-                    suggest(other, GROUP_KEYS).first().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+                let hint = did_you_mean(other, GROUP_KEYS).unwrap_or_default();
                 return Err(at(path, text, k, format!("group `{name}` has an unknown key `{other}`{hint}")));
             }
         }

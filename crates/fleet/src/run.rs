@@ -1,0 +1,106 @@
+//! `opsbook run NAME --hosts PATTERN`: one runbook on several hosts at once, through the fleet
+//! runner (`runner`), each host's report kept until it is done and then written whole,
+//! followed by the fleet's summary (`report::fleet`); a line on stderr says when each host is
+//! done, when stderr is a terminal. A host's failure stays that host's: it is reported for it
+//! and never stops the others.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::cancel::Cancel;
+use crate::error::Error;
+use crate::inventory::Inventory;
+use crate::report::Mode;
+use crate::report::fleet::{self, HostRun};
+use crate::report::{Format, Formatter, Outcome, Recorder, Report};
+use crate::session::Session;
+use crate::targets::Target;
+
+/// Runs `runbook` with `params` on every target, `forks` acting at a time, writes the fleet's
+/// report to stdout (and its JSON document to `save_json` when given, `--save-json`) and
+/// returns the exit status (the worst of the hosts'). Runbooks see `inventory` through
+/// `inventory::` and meet at `fleet::barrier`s.
+pub fn run(
+    targets: Vec<Target>,
+    inventory: Arc<Inventory>,
+    runbook: &str,
+    params: &[(String, String)],
+    forks: usize,
+    format: Format,
+    save_json: Option<&std::path::Path>,
+) -> Result<u8, Error> {
+    if targets.is_empty() {
+        return Err(Error::Usage("no host matches: nothing to run".into()));
+    }
+    let sessions: Vec<&Session> = targets.iter().filter_map(|t| t.session.as_ref().ok()).collect();
+    if let Some(first) = sessions.first() {
+        // A script or parameter error is the same on every host: say it once, before any acts.
+        first.compile(runbook)?.bind(params)?;
+        let cancels: Vec<Cancel> = sessions.iter().map(|s| s.host.cancel.clone()).collect();
+        crate::cancel::on_signals(first.host.runtime(), cancels, "the runbook on every host");
+    }
+
+    let started = Instant::now();
+    let total = targets.len();
+    let tell = std::io::stderr().is_terminal();
+    let reports = crate::runner::each(
+        &targets,
+        &inventory,
+        forks,
+        |target| run_one(target, runbook, params),
+        |target, report, finished| {
+            if tell {
+                eprintln!("  {} done: {} ({finished}/{total})", target.name, report.outcome());
+            }
+        },
+    );
+    let runs: Vec<HostRun> =
+        targets.iter().zip(reports).map(|(target, report)| HostRun { roles: target.roles.clone(), report }).collect();
+    let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
+    fleet::write(&mut out, format, &runs, started.elapsed())
+        .map_err(|source| Error::Io { context: "cannot write the report".into(), source })?;
+    if let Some(path) = save_json {
+        crate::report::json::save(path, &fleet::document(&runs, started.elapsed()))?;
+    }
+    Ok(fleet::exit_code(&runs))
+}
+
+/// One host's run, its report kept in memory (the fleet writes it when the host is done).
+fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Report {
+    let quiet = |name: &str, source: &str, shown, mode| {
+        Recorder::with_output(name, source, shown, mode, Box::new(Kept), Box::new(std::io::sink()))
+    };
+    let session = match &target.session {
+        Ok(session) => session,
+        Err(absent) => {
+            let mode = Mode { host: Some(target.name.clone()), ..Mode::default() };
+            let mut recorder = quiet(runbook, runbook, Default::default(), mode);
+            recorder.record(&absent.check, Outcome::Fail, &absent.why, None, None);
+            return recorder.finish(crate::report::End::Completed);
+        }
+    };
+    let result = session.compile(runbook).and_then(|c| session.run_recorded(&c, params, quiet));
+    match result {
+        Ok(report) => report,
+        // Compiled and bound once already: what fails here is this host's own (its catalog).
+        Err(e) => {
+            let recorder = quiet(runbook, runbook, Default::default(), session.mode().clone());
+            recorder.finish(crate::report::End::ScriptError(e.to_string()))
+        }
+    }
+}
+
+/// Writes nothing while the run goes on: the fleet prints each host's report when it is done.
+struct Kept;
+
+impl Formatter for Kept {
+    fn finish(&mut self, _out: &mut dyn std::io::Write, _report: &Report) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn shows_logs(&self) -> bool {
+        // Kept in the report, shown with the host's section: not interleaved on stderr.
+        true
+    }
+}

@@ -1,0 +1,120 @@
+//! The hosts of a run and how each is reached: a session per host (this machine, another
+//! over ssh, or a simulated host of the sandbox), or why there is none. Which hosts a run acts
+//! on is the inventory's to say (`Inventory::targets`, the one place patterns are applied),
+//! for the sandbox's simulated fleet as for a real one.
+
+use std::sync::Arc;
+
+use crate::catalog::Catalog;
+use crate::config::{Config, Sources};
+use crate::error::Error;
+use crate::inventory::Inventory;
+use crate::options::GlobalOptions;
+use crate::report::Mode;
+use crate::sandbox::Sandbox;
+use crate::session::Session;
+
+/// A host of the run: its name, the roles it plays, and its session — or why there is none
+/// (an unreachable host is a failed check naming it, never a stop for the others).
+pub struct Target {
+    pub name: String,
+    pub roles: Vec<String>,
+    pub session: Result<Session, Absent>,
+}
+
+/// Why a host of the run has no session: the failed check its report holds instead.
+pub struct Absent {
+    /// `monitor3 reachable over ssh`, `monitor3 resolved from the inventory`.
+    pub check: String,
+    pub why: String,
+}
+
+impl Absent {
+    pub fn unreachable(host: &str, why: String) -> Absent {
+        Absent { check: format!("{host} reachable over ssh"), why }
+    }
+}
+
+/// The targets of `--sandbox --fleet N`: a session per simulated host, the inventory they
+/// make, and the sandbox they act on (keep it alive for the run).
+pub fn sandbox_targets(
+    global: &GlobalOptions,
+    clients: usize,
+) -> Result<(Vec<Target>, Arc<Inventory>, Sandbox), Error> {
+    if !global.sandbox {
+        return Err(Error::Usage(format!(
+            "`--fleet {clients}` simulates a fleet of hosts in the sandbox: add `--sandbox`"
+        )));
+    }
+    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
+    let sandbox = Sandbox::start_fleet(config.clone(), clients, &global.faults)?;
+    let members: Vec<(String, Vec<String>)> =
+        sandbox.hosts.iter().map(|h| (h.sim.name.clone(), h.sim.roles.clone())).collect();
+    let inventory = Arc::new(Inventory::simulated(&config, &members));
+    let targets = sandbox
+        .hosts
+        .iter()
+        .map(|h| {
+            let mode =
+                Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: Some(h.sim.name.clone()) };
+            Target {
+                name: h.sim.name.clone(),
+                roles: h.sim.roles.clone(),
+                session: Ok(Session::new(h.config.clone(), h.world.clone(), catalog.clone(), mode)),
+            }
+        })
+        .collect();
+    Ok((targets, inventory, sandbox))
+}
+
+/// Only the targets `--host NAME` or `--hosts PATTERN` select in `inventory` (a group, a host,
+/// a role, Ansible's combinations), in the inventory's order; all of them when neither is given.
+pub fn select(
+    targets: Vec<Target>,
+    inventory: &Inventory,
+    host: Option<&str>,
+    hosts: Option<&str>,
+) -> Result<Vec<Target>, Error> {
+    let Some(selected) = inventory.targets(host, hosts)? else { return Ok(targets) };
+    let names: std::collections::BTreeSet<&str> = selected.iter().map(|h| h.name.as_str()).collect();
+    Ok(targets.into_iter().filter(|t| names.contains(t.name.as_str())).collect())
+}
+
+/// The targets an inventory selection names: this machine for a local host, the host's world
+/// over one shared ssh connection (connected in parallel) for a remote one.
+pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Host]) -> Vec<Target> {
+    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    std::thread::scope(|scope| {
+        let tasks: Vec<_> = hosts
+            .iter()
+            .map(|h| {
+                let catalog = catalog.clone();
+                scope.spawn(move || {
+                    let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
+                    let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
+                    // A value the inventory could not resolve is this host's failure, not the run's.
+                    let session = match h.problems.first() {
+                        Some(p) => Err(Absent {
+                            check: format!("{} resolved from the inventory", h.name),
+                            why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
+                        }),
+                        None => crate::connect::open(h)
+                            .map(|(config, world)| Session::new(config, world, catalog, mode))
+                            .map_err(|why| Absent::unreachable(&h.name, why)),
+                    };
+                    Target { name: h.name.clone(), roles, session }
+                })
+            })
+            .collect();
+        tasks.into_iter().map(|t| t.join().expect("a host's connection thread panicked")).collect()
+    })
+}
+
+/// The session of one inventory host (the REPL's `--host`); an unreachable host is an error.
+pub fn host_session(global: &GlobalOptions, host: &crate::inventory::Host) -> Result<Session, Error> {
+    let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    let (config, world) = crate::connect::open(host).map_err(Error::Usage)?;
+    let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(host.name.clone()) };
+    Ok(Session::new(config, world, catalog, mode))
+}
