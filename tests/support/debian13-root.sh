@@ -34,16 +34,18 @@ fi
 # the target while it installs) first, so removing it never reaches into the real ones.
 cleanup() {
   local dir=$1
-  findmnt -rn -o TARGET | grep -F "$dir/" | sort -r | while read -r m; do umount -l "$m" || true; done
+  findmnt -rn -o TARGET | sort -r | while read -r m; do
+    case $m in "$dir"/*) umount -l "$m" || true ;; esac
+  done
   rm -rf --one-file-system "$dir"
 }
 for old in "$parent/.$(basename "$root").tmp."*; do
-  [ -e "$old" ] && cleanup "$old"
+  if [ -e "$old" ]; then cleanup "$old"; fi
 done
-[ -e "$root" ] && cleanup "$root" # a root without the marker is not ours to trust
+if [ -e "$root" ]; then cleanup "$root"; fi # a root without the marker is not ours to trust
 
 tmp=$(mktemp -d "$parent/.$(basename "$root").tmp.XXXXXX")
-trap 'cleanup "$tmp"' EXIT
+trap 'cleanup "$tmp"; rm -f "$tmp.log"' EXIT
 started=$(date +%s)
 # What an operator's host has that the tests use, and nothing more: prepare must install the
 # rest itself (nftables, for one, is not here on purpose).
