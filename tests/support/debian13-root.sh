@@ -20,12 +20,18 @@ exec 9>"$parent/.$(basename "$root").lock"
 flock 9
 [ -e "$root/$marker" ] && exit 0
 
-# debootstrap from Debian's packages; apt may be busy with another install for a while.
+# debootstrap from Debian's packages; apt may be busy with another install for a while (its
+# lock is then held: try again, for up to five minutes).
 if ! command -v debootstrap >/dev/null 2>&1; then
   for attempt in $(seq 30); do
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null && break
-    [ "$attempt" = 30 ] && { echo "debian13-root.sh: cannot install debootstrap" >&2; exit 1; }
-    apt-get update -qq || true
+    if apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; then
+      break
+    fi
+    if [ "$attempt" = 30 ]; then
+      echo "debian13-root.sh: cannot install debootstrap" >&2
+      exit 1
+    fi
     sleep 10
   done
 fi
