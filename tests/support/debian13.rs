@@ -59,6 +59,7 @@ pub struct Debian13Host {
 impl Debian13Fleet {
     /// Boots one host per name, side by side, and waits until each one's system manager has
     /// finished booting; or says why it cannot (the caller skips the test with that reason).
+    /// The hosts end with the thread that booted them, at the latest.
     pub fn boot(names: &[&str]) -> Result<Debian13Fleet, String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
@@ -124,12 +125,17 @@ impl Debian13Fleet {
                 .stdout(log.try_clone().map_err(|e| e.to_string())?)
                 .stderr(log);
             // A session of its own, as a container manager gives its containers: the host has
-            // no controlling terminal, and a terminal's signals are not for it.
-            // SAFETY: setsid(2) is async-signal-safe; it is all that runs between fork and exec.
+            // no controlling terminal, and a terminal's signals are not for it (a Ctrl-C would
+            // reach systemd as its ctrl-alt-del). Yet it must not outlive the tests when they
+            // are stopped before `drop`: unshare is killed when the thread that booted the
+            // fleet ends (so boot and drop a fleet on one thread), and takes the host with it.
+            // SAFETY: setsid(2) and prctl(2) are async-signal-safe; they are all that runs
+            // between fork and exec.
             unsafe {
                 use std::os::unix::process::CommandExt;
                 command.pre_exec(|| {
                     libc::setsid();
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                     Ok(())
                 });
             }
