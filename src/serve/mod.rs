@@ -45,8 +45,9 @@ pub fn state_dir(flag: Option<PathBuf>, settings: &Serve) -> PathBuf {
     flag.or_else(|| settings.state_dir.clone()).unwrap_or_else(default_state_dir)
 }
 
-/// What the jobs run against: one configuration and world for all their sessions.
-struct Ground {
+/// The stage the jobs run on: one configuration and world for all their sessions (this
+/// machine, or the sandbox's stack), and the inventory for jobs over other hosts.
+struct Stage {
     config: Arc<Config>,
     world: World,
     mode: Mode,
@@ -58,7 +59,29 @@ struct Ground {
     _sandbox: Option<Sandbox>,
 }
 
-impl Ground {
+impl Stage {
+    /// The stage `global` asks for: the sandbox's in-process stack, or this machine.
+    fn open(global: &GlobalOptions, config: Config) -> Result<Stage, Error> {
+        if !global.sandbox
+            && let Some(spec) = global.faults.first()
+        {
+            return Err(Error::Usage(format!(
+                "`--fault {spec}` rehearses a failure of the in-process stack: add `--sandbox`"
+            )));
+        }
+        let (config, world, mode, sandbox) = if global.sandbox {
+            let (sandbox, config) = Sandbox::start(config, &global.faults)?;
+            let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
+            let world = sandbox.hosts[0].world.clone();
+            (config, world, mode, Some(sandbox))
+        } else {
+            let world = World::real(&config);
+            (config, world, Mode { dry_run: global.dry_run, ..Mode::default() }, None)
+        };
+        let config = Arc::new(config);
+        Ok(Stage { config, world, mode, inventory: None, global: global.clone(), _sandbox: sandbox })
+    }
+
     /// Reads the inventory when a job needs it (a service watching only this machine needs
     /// none, and must not fail for want of one).
     fn read_inventory(&mut self, jobs: &[Job]) {
@@ -126,13 +149,12 @@ type View = (Job, String, Option<String>);
 
 /// Compiles and checks each job: ready to run, or the reason it cannot. A job on other
 /// hosts is checked here once (the runbook is the same everywhere), and is one view per host.
-fn prepare(jobs: Vec<Job>, ground: &Ground, catalog: &Arc<Catalog>, here: &str) -> (Vec<Ready>, Vec<View>) {
+fn prepare(jobs: Vec<Job>, stage: &Stage, catalog: &Arc<Catalog>, here: &str) -> (Vec<Ready>, Vec<View>) {
     let mut ready = Vec::new();
     let mut views = Vec::new();
     for spec in jobs {
-        let session =
-            Session::shared(ground.config.clone(), ground.world.clone(), catalog.clone(), ground.mode.clone());
-        let checked = ground.place(&spec).and_then(|hosts| {
+        let session = Session::shared(stage.config.clone(), stage.world.clone(), catalog.clone(), stage.mode.clone());
+        let checked = stage.place(&spec).and_then(|hosts| {
             let compiled = session.compile(&spec.runbook)?;
             if !spec.mutating {
                 refuse_mutating(&session, &spec, &compiled)?;
@@ -166,42 +188,12 @@ fn problems(views: &[View]) -> Vec<String> {
 
 /// Runs `opsbook serve` until SIGTERM.
 pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
-    if !global.sandbox
-        && let Some(spec) = global.faults.first()
-    {
-        return Err(Error::Usage(format!(
-            "`--fault {spec}` rehearses a failure of the in-process stack: add `--sandbox`"
-        )));
-    }
     let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
     let config = Config::load(&sources)?;
     let mut settings = config.serve.clone();
-    let ground = if global.sandbox {
-        let (sandbox, config) = Sandbox::start(config, &global.faults)?;
-        let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
-        let world = sandbox.hosts[0].world.clone();
-        Ground {
-            config: Arc::new(config),
-            world,
-            mode,
-            inventory: None,
-            global: global.clone(),
-            _sandbox: Some(sandbox),
-        }
-    } else {
-        let world = World::real(&config);
-        Ground {
-            config: Arc::new(config),
-            world,
-            mode: Mode { dry_run: global.dry_run, ..Mode::default() },
-            inventory: None,
-            global: global.clone(),
-            _sandbox: None,
-        }
-    };
-    let mut ground = ground;
+    let mut stage = Stage::open(global, config)?;
     let jobs = jobs_of(args, &settings)?;
-    ground.read_inventory(&jobs);
+    stage.read_inventory(&jobs);
     if jobs.is_empty() {
         return Err(Error::Usage(
             "nothing to watch: give jobs as RUNBOOK@INTERVAL (`opsbook serve quick-check@1m`) or as \
@@ -211,7 +203,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     }
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
     let here = crate::host::core::hostname();
-    let (ready, views) = prepare(jobs, &ground, &catalog, &here);
+    let (ready, views) = prepare(jobs, &stage, &catalog, &here);
     let refused = problems(&views);
     if !refused.is_empty() {
         return Err(Error::Usage(refused.join("\n")));
@@ -224,24 +216,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     state.set_jobs(views);
 
     let listen = args.listen.clone().unwrap_or_else(|| settings.listen.clone());
-    let listener =
-        std::net::TcpListener::bind(&listen).and_then(|l| l.set_nonblocking(true).map(|_| l)).map_err(|e| {
-            Error::Usage(format!("cannot listen on `{listen}`: {e}\n  help: pick another address with `--listen ADDR`"))
-        })?;
-    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or(listen);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("opsbook-serve")
-        .enable_all()
-        .build()
-        .map_err(|source| Error::Io { context: "cannot start the service's runtime".into(), source })?;
-    let server = {
-        let _context = runtime.enter();
-        let listener = tokio::net::TcpListener::from_std(listener)
-            .map_err(|source| Error::Io { context: format!("cannot listen on `{address}`"), source })?;
-        let app = http::router(state.clone());
-        runtime.spawn(async move { axum::serve(listener, app).await })
-    };
+    let (runtime, server, address) = listen_and_serve(&listen, &state)?;
     let n = ready.len();
     eprintln!(
         "opsbook serve: listening on http://{address}/ ({n} job{}, history in {})",
@@ -255,34 +230,19 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
         match runtime.block_on(signals.next()) {
             Signal::Reload => {
                 eprintln!("opsbook serve: SIGHUP: reloading the configuration and the runbooks");
-                let reloaded = match Config::load(&sources) {
-                    Ok(config) => config,
-                    Err(e) => {
-                        eprintln!(
-                            "{}\nopsbook serve: the configuration is unchanged",
-                            crate::secret::redact(&e.to_string())
-                        );
-                        continue;
-                    }
-                };
-                let new_settings = reloaded.serve.clone();
-                let jobs = match jobs_of(args, &new_settings) {
-                    Ok(jobs) => jobs,
-                    Err(e) => {
-                        eprintln!("{e}\nopsbook serve: the configuration is unchanged");
-                        continue;
-                    }
-                };
+                let Some((reloaded, jobs)) = reread(&sources, args) else { continue };
                 // The sandbox's configuration points at its own stack: only the jobs change.
-                if ground._sandbox.is_none() {
-                    ground.world = World::real(&reloaded);
-                    ground.config = Arc::new(reloaded);
+                if stage._sandbox.is_none() {
+                    stage.world = World::real(&reloaded);
                 }
-                settings = new_settings;
-                ground.read_inventory(&jobs);
+                settings = reloaded.serve.clone();
+                if stage._sandbox.is_none() {
+                    stage.config = Arc::new(reloaded);
+                }
+                stage.read_inventory(&jobs);
                 running.finish(settings.stop_timeout);
                 let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-                let (ready, views) = prepare(jobs, &ground, &catalog, &here);
+                let (ready, views) = prepare(jobs, &stage, &catalog, &here);
                 for p in problems(&views) {
                     eprintln!("opsbook serve: {p}");
                 }
@@ -304,6 +264,51 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
             }
         }
     }
+}
+
+/// The configuration and jobs read again on SIGHUP, or `None` (said on stderr) when they
+/// cannot be: the service then goes on as it was.
+fn reread(sources: &Sources, args: &ServeArgs) -> Option<(Config, Vec<Job>)> {
+    let reloaded = match Config::load(sources) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("{}\nopsbook serve: the configuration is unchanged", crate::secret::redact(&e.to_string()));
+            return None;
+        }
+    };
+    match jobs_of(args, &reloaded.serve) {
+        Ok(jobs) => Some((reloaded, jobs)),
+        Err(e) => {
+            eprintln!("{e}\nopsbook serve: the configuration is unchanged");
+            None
+        }
+    }
+}
+
+/// Binds `listen` and serves the pages and `/metrics` of `state` on a runtime of its own.
+fn listen_and_serve(
+    listen: &str,
+    state: &Arc<State>,
+) -> Result<(tokio::runtime::Runtime, tokio::task::JoinHandle<std::io::Result<()>>, String), Error> {
+    let listener =
+        std::net::TcpListener::bind(listen).and_then(|l| l.set_nonblocking(true).map(|_| l)).map_err(|e| {
+            Error::Usage(format!("cannot listen on `{listen}`: {e}\n  help: pick another address with `--listen ADDR`"))
+        })?;
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| listen.to_string());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("opsbook-serve")
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Io { context: "cannot start the service's runtime".into(), source })?;
+    let server = {
+        let _context = runtime.enter();
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|source| Error::Io { context: format!("cannot listen on `{address}`"), source })?;
+        let app = http::router(state.clone());
+        runtime.spawn(async move { axum::serve(listener, app).await })
+    };
+    Ok((runtime, server, address))
 }
 
 enum Signal {

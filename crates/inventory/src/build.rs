@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 
 use super::ansible::{AnsibleInventory, HostVar};
 use super::template::Resolver;
-use super::toml_source::{self, At, Setting, TomlInventory};
+use super::toml_source::{self, At, Setting, TomlGroup, TomlHost, TomlInventory};
 use super::{ADDRESS_VAR, Fact, Host, Inventory, Override, Problem, Role, Source, did_you_mean, json_text};
 use crate::config::{self, Config, KEYS, Origin, Value, keys};
 use crate::diagnostic::Diagnostic;
@@ -170,12 +170,47 @@ fn host(
     toml: &TomlInventory,
     groups: Vec<String>,
 ) -> Result<Host, Error> {
-    let raw = ansible.filter(|a| a.hosts().any(|h| h == name)).map(|a| a.host_vars(name)).unwrap_or_default();
-    let mut vars = Vars { raw: &raw, resolver: Resolver::new(name, &raw, &groups), problems: Vec::new() };
     let in_ansible = ansible.is_some_and(|a| a.hosts().any(|h| h == name));
+    let raw = ansible.filter(|_| in_ansible).map(|a| a.host_vars(name)).unwrap_or_default();
+    let mut vars = Vars { raw: &raw, resolver: Resolver::new(name, &raw, &groups), problems: Vec::new() };
     let th = toml.hosts.iter().find(|h| h.name == name);
-    let tgroups: Vec<_> = toml.groups.iter().filter(|g| groups.contains(&g.name)).collect();
+    let tgroups: Vec<&TomlGroup> = toml.groups.iter().filter(|g| groups.contains(&g.name)).collect();
 
+    let reach = reach(&mut vars, th, name, in_ansible);
+    let roles = roles(&mut vars, th, &tgroups, name)?;
+    let overrides = overrides(&mut vars, th, &tgroups, name)?;
+    let applied: Vec<_> = overrides
+        .iter()
+        .map(|o| {
+            let origin = match &o.from {
+                Source::Toml { place, .. } | Source::Ansible { place, .. } => {
+                    Origin::File { path: place.path.clone(), line: place.line }
+                }
+                _ => Origin::Default,
+            };
+            (o.key, o.value.clone(), origin)
+        })
+        .collect();
+    let mut host_config = config.with_overrides(&applied)?;
+    if !roles.is_empty() {
+        // Scripts act on the components the host runs (`config.roles`, `stack::all()`).
+        let names: Vec<&str> = roles.iter().map(|r| r.value.name()).collect();
+        host_config.set(keys::ROLES, Value::Text(names.join(",")), Origin::Inventory)?;
+    }
+    let problems = std::mem::take(&mut vars.problems);
+    let Reach { address, user, port, key } = reach;
+    Ok(Host { name: name.into(), address, roles, user, port, key, overrides, groups, problems, config: host_config })
+}
+
+/// How a host is reached: its address (none for this machine), ssh user, port and key.
+struct Reach {
+    address: Option<Fact<String>>,
+    user: Option<Fact<String>>,
+    port: Option<Fact<u16>>,
+    key: Option<Fact<String>>,
+}
+
+fn reach(vars: &mut Vars<'_>, th: Option<&TomlHost>, name: &str, in_ansible: bool) -> Reach {
     let connection = vars.text("ansible_connection");
     let address = match th.and_then(|h| h.address.as_ref()) {
         Some(a) => Some(from_toml(a, None)),
@@ -183,7 +218,7 @@ fn host(
         None => match vars.text(ADDRESS_VAR).or_else(|| vars.text("ansible_ssh_host")) {
             Some(a) => Some(a),
             None if !in_ansible || matches!(name, "localhost" | "127.0.0.1" | "::1") => None,
-            None if raw.contains_key(ADDRESS_VAR) => None,
+            None if vars.raw.contains_key(ADDRESS_VAR) => None,
             None => Some(Fact { value: name.to_string(), from: Source::Rule("its inventory name (no ansible_host)") }),
         },
     };
@@ -211,7 +246,16 @@ fn host(
             }
         }),
     };
+    Reach { address, user, port, key }
+}
 
+/// The roles a host plays, from its `opsbook_roles` variable, its TOML entry and its groups'.
+fn roles(
+    vars: &mut Vars<'_>,
+    th: Option<&TomlHost>,
+    tgroups: &[&TomlGroup],
+    name: &str,
+) -> Result<Vec<Fact<Role>>, Error> {
     let mut roles: Vec<Fact<Role>> = Vec::new();
     if let Some(fact) = vars.get(ROLES_VAR) {
         let listed: Vec<String> = match &fact.value {
@@ -226,16 +270,26 @@ fn host(
     if let Some(h) = th {
         roles.extend(h.roles.iter().map(|r| from_toml(r, None)));
     }
-    for g in &tgroups {
+    for g in tgroups {
         roles.extend(g.roles.iter().map(|r| from_toml(r, Some(&g.name))));
     }
     let mut seen = BTreeSet::new();
     roles.retain(|r| seen.insert(r.value));
     roles.sort_by_key(|r| r.value);
+    Ok(roles)
+}
 
+/// The configuration keys the inventory sets for a host (`opsbook_KEY` variables, then its
+/// groups' and its own TOML `config`): the last setting of a key wins, in the keys' order.
+fn overrides(
+    vars: &mut Vars<'_>,
+    th: Option<&TomlHost>,
+    tgroups: &[&TomlGroup],
+    name: &str,
+) -> Result<Vec<Override>, Error> {
     let mut overrides: Vec<Override> = Vec::new();
     let wanted: Vec<String> =
-        raw.keys().filter(|k| k.starts_with(KEY_PREFIX) && k.as_str() != ROLES_VAR).cloned().collect();
+        vars.raw.keys().filter(|k| k.starts_with(KEY_PREFIX) && k.as_str() != ROLES_VAR).cloned().collect();
     for var in wanted {
         let Some(key) = KEYS.iter().copied().find(|k| var_name(k) == var) else {
             let names: Vec<String> = KEYS.iter().map(|k| var_name(k)).collect();
@@ -270,38 +324,17 @@ fn host(
         value: s.value.clone(),
         from: Source::Toml { place: s.place.clone(), group: group.map(str::to_string) },
     };
-    for g in &tgroups {
+    for g in tgroups {
         overrides.extend(g.config.iter().map(|s| settings(s, Some(&g.name))));
     }
     if let Some(h) = th {
         overrides.extend(h.config.iter().map(|s| settings(s, None)));
     }
-    // The last setting of a key wins; keep only it, in declaration order of the keys.
     let mut last: BTreeMap<&str, Override> = BTreeMap::new();
     for o in overrides {
         last.insert(o.key.name, o);
     }
-    let overrides: Vec<Override> = KEYS.iter().filter_map(|k| last.remove(k.name)).collect();
-    let applied: Vec<_> = overrides
-        .iter()
-        .map(|o| {
-            let origin = match &o.from {
-                Source::Toml { place, .. } | Source::Ansible { place, .. } => {
-                    Origin::File { path: place.path.clone(), line: place.line }
-                }
-                _ => Origin::Default,
-            };
-            (o.key, o.value.clone(), origin)
-        })
-        .collect();
-    let mut host_config = config.with_overrides(&applied)?;
-    if !roles.is_empty() {
-        // Scripts act on the components the host runs (`config.roles`, `stack::all()`).
-        let names: Vec<&str> = roles.iter().map(|r| r.value.name()).collect();
-        host_config.set(keys::ROLES, Value::Text(names.join(",")), Origin::Inventory)?;
-    }
-    let problems = std::mem::take(&mut vars.problems);
-    Ok(Host { name: name.into(), address, roles, user, port, key, overrides, groups, problems, config: host_config })
+    Ok(KEYS.iter().filter_map(|k| last.remove(k.name)).collect())
 }
 
 /// `opsbook_` + the key with dots as underscores: `opsbook_log_shipper_unit`.

@@ -27,9 +27,15 @@ pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
 
 fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
+    read_verbs(&mut m, host);
+    log_and_change_verbs(&mut m, host);
+    m
+}
+
+fn read_verbs(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "list",
         Reads,
         ["all: bool", "Array"],
@@ -39,7 +45,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "inspect",
         Reads,
         ["name: &str", "Map"],
@@ -55,7 +61,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "of_unit",
         Reads,
         ["unit: &str", "?"],
@@ -75,7 +81,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "runtime",
         Reads,
         ["Map"],
@@ -89,7 +95,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "logs",
         Reads,
         ["name: &str", "Array"],
@@ -97,9 +103,12 @@ fn module(host: &Arc<Host>) -> Module {
         "container::logs(\"influxdb\")",
         move |name: &str| { logs(&h, name, &Map::new()) }
     );
+}
+
+fn log_and_change_verbs(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "logs",
         Reads,
         ["name: &str", "options: Map", "Array"],
@@ -109,7 +118,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "stats",
         Reads,
         ["name: &str", "Map"],
@@ -132,7 +141,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "top",
         Reads,
         ["name: &str", "Array"],
@@ -150,7 +159,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "restart",
         Changes,
         ["name: &str", "()"],
@@ -167,7 +176,6 @@ fn module(host: &Arc<Host>) -> Module {
             h.block_on(|| async move { c.restart(&n).await })?.map_err(fail)
         }
     );
-    m
 }
 
 /// One container as scripts see it.

@@ -21,10 +21,16 @@ pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
 
 fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
+    flags(&mut m, host);
+    records(&mut m, host);
+    parameters_and_facts(&mut m, host);
+    m
+}
 
+fn flags(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "dry_run",
         Reads,
         ["bool"],
@@ -34,7 +40,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "sandbox",
         Reads,
         ["bool"],
@@ -45,7 +51,7 @@ fn module(host: &Arc<Host>) -> Module {
 
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "check",
         Reads,
         ["name: &str", "ok: bool", "bool"],
@@ -58,7 +64,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "check",
         Reads,
         ["name: &str", "ok: bool", "detail: ?", "bool"],
@@ -71,7 +77,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "check",
         Reads,
         ["name: &str", "result: Map", "bool"],
@@ -87,9 +93,12 @@ fn module(host: &Arc<Host>) -> Module {
             Ok(ok)
         }
     );
+}
+
+fn records(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "warn",
         Reads,
         ["name: &str", "detail: ?", "()"],
@@ -99,7 +108,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "skip",
         Reads,
         ["name: &str", "reason: ?", "()"],
@@ -109,7 +118,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "section",
         Reads,
         ["name: &str", "()"],
@@ -119,7 +128,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "log",
         Reads,
         ["message: ?", "()"],
@@ -130,7 +139,7 @@ fn module(host: &Arc<Host>) -> Module {
 
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "failed_checks",
         Reads,
         ["i64"],
@@ -138,10 +147,12 @@ fn module(host: &Arc<Host>) -> Module {
         "if failed_checks() > 0 { log(\"something failed\") }",
         move || h.failed_checks() as i64
     );
+}
 
+fn parameters_and_facts(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "param",
         Reads,
         ["name: &str", "default: ?", "?"],
@@ -153,7 +164,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
 
     register!(
-        &mut m,
+        m,
         "env",
         Reads,
         ["name: &str", "?"],
@@ -169,7 +180,7 @@ fn module(host: &Arc<Host>) -> Module {
         }
     );
     register!(
-        &mut m,
+        m,
         "parse_json",
         Reads,
         ["text: &str", "?"],
@@ -182,7 +193,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "hostname",
         Reads,
         ["String"],
@@ -191,7 +202,7 @@ fn module(host: &Arc<Host>) -> Module {
         move || h.hostname()
     );
     register!(
-        &mut m,
+        m,
         "now",
         Reads,
         ["String"],
@@ -199,7 +210,6 @@ fn module(host: &Arc<Host>) -> Module {
         "journal::errors(\"loki\", now())",
         now_text
     );
-    m
 }
 
 fn outcome(ok: bool) -> Outcome {

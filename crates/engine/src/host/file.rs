@@ -24,9 +24,15 @@ pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
 
 fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
+    read_verbs(&mut m, host);
+    change_verbs(&mut m, host);
+    m
+}
+
+fn read_verbs(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "read",
         Reads,
         ["path: &str", "?"],
@@ -36,7 +42,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "diff",
         Reads,
         ["path: &str", "content: &str", "String"],
@@ -56,7 +62,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "compare",
         Reads,
         ["files: Array", "Map"],
@@ -70,7 +76,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "check_candidate",
         Reads,
         ["path: &str", "content: &str", "argv: Array", "options: Map", "Map"],
@@ -82,9 +88,12 @@ fn module(host: &Arc<Host>) -> Module {
         "file::check_candidate(\"/etc/motd\", \"welcome\\n\", [\"true\"], #{ timeout: \"5s\" })",
         move |path: &str, content: &str, argv: Array, options: Map| check_candidate(&h, path, content, &argv, &options)
     );
+}
+
+fn change_verbs(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "exists",
         Reads,
         ["path: &str", "bool"],
@@ -94,7 +103,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "write",
         Changes,
         ["path: &str", "content: &str", "Map"],
@@ -106,7 +115,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "write",
         Changes,
         ["path: &str", "content: &str", "options: Map", "Map"],
@@ -118,7 +127,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "remove",
         Changes,
         ["path: &str", "Map"],
@@ -128,7 +137,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "mkdir",
         Changes,
         ["path: &str", "Map"],
@@ -138,7 +147,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "mkdir",
         Changes,
         ["path: &str", "options: Map", "Map"],
@@ -146,7 +155,6 @@ fn module(host: &Arc<Host>) -> Module {
         "file::mkdir(\"/var/lib/opsbook-demo\", #{ mode: \"0750\" })",
         move |path: &str, options: Map| mkdir(&h, path, &options)
     );
-    m
 }
 
 /// How `file::write` (and `unit::install`) should write.

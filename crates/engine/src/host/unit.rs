@@ -21,9 +21,16 @@ use crate::world::units::{Job, UnitError, UnitStatus, full_name};
 /// installation verbs of `unit_files` to the same namespace).
 pub fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
+    state_verbs(&mut m, host);
+    job_verbs(&mut m, host);
+    reload_and_list_verbs(&mut m, host);
+    m
+}
+
+fn state_verbs(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "status",
         Reads,
         ["name: &str", "UnitStatus"],
@@ -36,7 +43,7 @@ pub fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "statuses",
         Reads,
         ["names: Array", "Array"],
@@ -47,7 +54,7 @@ pub fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "is_active",
         Reads,
         ["name: &str", "bool"],
@@ -57,7 +64,7 @@ pub fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "is_enabled",
         Reads,
         ["name: &str", "bool"],
@@ -65,6 +72,9 @@ pub fn module(host: &Arc<Host>) -> Module {
         "unit::is_enabled(\"loki\")",
         move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(enabled_state(&status(&h, name)?.unit_file_state))
     );
+}
+
+fn job_verbs(m: &mut Module, host: &Arc<Host>) {
     for job in [Job::Start, Job::Stop, Job::Restart, Job::Reload] {
         let verb = job.verb();
         let doc = format!(
@@ -75,7 +85,7 @@ pub fn module(host: &Arc<Host>) -> Module {
         );
         let h = host.clone();
         register!(
-            &mut m,
+            m,
             verb,
             Changes,
             ["units: ?", "Array"],
@@ -85,7 +95,7 @@ pub fn module(host: &Arc<Host>) -> Module {
         );
         let h = host.clone();
         register!(
-            &mut m,
+            m,
             verb,
             Changes,
             ["units: ?", "options: Map", "Array"],
@@ -96,7 +106,7 @@ pub fn module(host: &Arc<Host>) -> Module {
         let h = host.clone();
         let try_name = format!("try_{verb}");
         register!(
-            &mut m,
+            m,
             try_name.as_str(),
             Changes,
             ["units: ?", "Array"],
@@ -105,9 +115,12 @@ pub fn module(host: &Arc<Host>) -> Module {
             move |units: Dynamic| jobs(&h, job, &units, &Map::new(), false)
         );
     }
+}
+
+fn reload_and_list_verbs(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "reload_or_restart",
         Changes,
         ["name: &str", "Map"],
@@ -118,7 +131,7 @@ pub fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "daemon_reload",
         Changes,
         ["()"],
@@ -136,7 +149,7 @@ pub fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "list",
         Reads,
         ["pattern: &str", "Array"],
@@ -145,7 +158,6 @@ pub fn module(host: &Arc<Host>) -> Module {
         "unit::list(\"*.service\")",
         move |pattern: &str| list(&h, pattern)
     );
-    m
 }
 
 /// Registers the `UnitStatus` type: its fields as properties, and how it prints.
