@@ -74,57 +74,9 @@ pub(super) fn lex(src: &str) -> Result<Vec<Token>, String> {
             continue;
         }
         let tok = if c == '"' {
-            let mut s = String::new();
-            i += 1;
-            loop {
-                match chars.get(i) {
-                    None => return Err(at("unterminated string literal".into())),
-                    Some('"') => break,
-                    Some('\\') => {
-                        i += 1;
-                        match chars.get(i) {
-                            Some('n') => s.push('\n'),
-                            Some('t') => s.push('\t'),
-                            Some('r') => s.push('\r'),
-                            Some('"') => s.push('"'),
-                            Some('\\') => s.push('\\'),
-                            Some('$') => s.push('$'),
-                            Some(o) => return Err(at(format!("invalid escape sequence \\{o}"))),
-                            None => return Err(at("unterminated string literal".into())),
-                        }
-                    }
-                    Some('$') if chars.get(i + 1) == Some(&'{') => {
-                        return Err(at("unsupported by the twin: string interpolation".into()));
-                    }
-                    Some(ch) => {
-                        if *ch == '\n' {
-                            line += 1;
-                            line_start = i + 1;
-                        }
-                        s.push(*ch)
-                    }
-                }
-                i += 1;
-            }
-            i += 1;
-            Tok::Str(s)
+            Tok::Str(string_literal(&chars, &mut i, &mut line, &mut line_start).map_err(at)?)
         } else if c == '/' && !prev_is_value {
-            let mut s = String::new();
-            i += 1;
-            loop {
-                match chars.get(i) {
-                    None | Some('\n') => return Err(at("unterminated regex literal".into())),
-                    Some('/') => break,
-                    Some('\\') if chars.get(i + 1) == Some(&'/') => {
-                        s.push('/');
-                        i += 1;
-                    }
-                    Some(ch) => s.push(*ch),
-                }
-                i += 1;
-            }
-            i += 1;
-            Tok::Regex(s)
+            Tok::Regex(regex_literal(&chars, &mut i).map_err(at)?)
         } else if c.is_ascii_digit() {
             let start = i;
             while i < chars.len()
@@ -166,6 +118,65 @@ pub(super) fn lex(src: &str) -> Result<Vec<Token>, String> {
     }
     out.push(Token { tok: Tok::Eof, line, col: chars.len() - line_start + 1 });
     Ok(out)
+}
+
+/// A string literal starting at the `"` at `i`, with its escapes; `i` ends past the closing
+/// quote and `line`/`line_start` follow the newlines inside it.
+fn string_literal(chars: &[char], i: &mut usize, line: &mut usize, line_start: &mut usize) -> Result<String, String> {
+    let mut s = String::new();
+    *i += 1;
+    loop {
+        match chars.get(*i) {
+            None => return Err("unterminated string literal".into()),
+            Some('"') => break,
+            Some('\\') => {
+                *i += 1;
+                match chars.get(*i) {
+                    Some('n') => s.push('\n'),
+                    Some('t') => s.push('\t'),
+                    Some('r') => s.push('\r'),
+                    Some('"') => s.push('"'),
+                    Some('\\') => s.push('\\'),
+                    Some('$') => s.push('$'),
+                    Some(o) => return Err(format!("invalid escape sequence \\{o}")),
+                    None => return Err("unterminated string literal".into()),
+                }
+            }
+            Some('$') if chars.get(*i + 1) == Some(&'{') => {
+                return Err("unsupported by the twin: string interpolation".into());
+            }
+            Some(ch) => {
+                if *ch == '\n' {
+                    *line += 1;
+                    *line_start = *i + 1;
+                }
+                s.push(*ch)
+            }
+        }
+        *i += 1;
+    }
+    *i += 1;
+    Ok(s)
+}
+
+/// A regex literal starting at the `/` at `i`; `i` ends past the closing slash.
+fn regex_literal(chars: &[char], i: &mut usize) -> Result<String, String> {
+    let mut s = String::new();
+    *i += 1;
+    loop {
+        match chars.get(*i) {
+            None | Some('\n') => return Err("unterminated regex literal".into()),
+            Some('/') => break,
+            Some('\\') if chars.get(*i + 1) == Some(&'/') => {
+                s.push('/');
+                *i += 1;
+            }
+            Some(ch) => s.push(*ch),
+        }
+        *i += 1;
+    }
+    *i += 1;
+    Ok(s)
 }
 
 /// An integer, float, duration (`1h30m`) or time (`2026-11-22T09:00:00Z`) literal.

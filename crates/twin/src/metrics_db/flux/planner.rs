@@ -88,85 +88,11 @@ pub(super) fn plan(calls: Vec<Call>, now: i64) -> Result<Plan, String> {
                 let stop = arg(c, "stop").map(|s| time_arg(c, s, now)).transpose()?.unwrap_or(now);
                 range = Some((start, stop));
             }
-            "filter" => {
-                only_args(c, &["fn", "onEmpty"])?;
-                let Some(Expr::Func { param, body }) = arg(c, "fn") else {
-                    return Err(call_error(c, "filter() needs fn: (r) => …"));
-                };
-                let keep_empty = match arg(c, "onEmpty") {
-                    None => false,
-                    Some(Expr::Str(s)) if s == "drop" => false,
-                    Some(Expr::Str(s)) if s == "keep" => true,
-                    Some(_) => return Err(call_error(c, "onEmpty must be \"keep\" or \"drop\"")),
-                };
-                check_fn_body(c, param, body)?;
-                stages.push(Stage::Filter { body: (**body).clone(), keep_empty });
-            }
-            name @ ("count" | "sum" | "mean" | "max" | "min" | "first" | "last") => {
-                only_args(c, &["column"])?;
-                match arg(c, "column") {
-                    None => {}
-                    Some(Expr::Str(col)) if col == "_value" => {}
-                    Some(_) => {
-                        return Err(call_error(
-                            c,
-                            &format!("unsupported by the twin: {name}() on a column other than _value"),
-                        ));
-                    }
-                }
-                stages.push(Stage::Agg(match name {
-                    "count" => Agg::Count,
-                    "sum" => Agg::Sum,
-                    "mean" => Agg::Mean,
-                    "max" => Agg::Max,
-                    "min" => Agg::Min,
-                    "first" => Agg::First,
-                    _ => Agg::Last,
-                }));
-            }
-            "limit" => {
-                only_args(c, &["n", "offset"])?;
-                let n = match arg(c, "n") {
-                    Some(Expr::Int(n)) if *n >= 0 => *n as usize,
-                    _ => return Err(call_error(c, "limit() needs n: a non-negative integer")),
-                };
-                let offset = match arg(c, "offset") {
-                    None => 0,
-                    Some(Expr::Int(o)) if *o >= 0 => *o as usize,
-                    _ => return Err(call_error(c, "limit() offset must be a non-negative integer")),
-                };
-                stages.push(Stage::Limit { n, offset });
-            }
-            "group" => {
-                only_args(c, &["columns", "mode"])?;
-                let columns = match arg(c, "columns") {
-                    None => Vec::new(),
-                    Some(Expr::Array(items)) => items
-                        .iter()
-                        .map(|i| match i {
-                            Expr::Str(s) => Ok(s.clone()),
-                            _ => Err(call_error(c, "group() columns must be strings")),
-                        })
-                        .collect::<Result<_, _>>()?,
-                    Some(_) => return Err(call_error(c, "group() columns must be an array of strings")),
-                };
-                let except = match arg(c, "mode") {
-                    None => false,
-                    Some(Expr::Str(m)) if m == "by" => false,
-                    Some(Expr::Str(m)) if m == "except" => true,
-                    Some(_) => return Err(call_error(c, "group() mode must be \"by\" or \"except\"")),
-                };
-                stages.push(Stage::Group { columns, except });
-            }
-            "yield" => {
-                only_args(c, &["name"])?;
-                let name = match arg(c, "name") {
-                    None => "_result".to_string(),
-                    Some(Expr::Str(n)) => n.clone(),
-                    Some(_) => return Err(call_error(c, "yield() name must be a string")),
-                };
-                stages.push(Stage::Yield(name));
-            }
+            "filter" => stages.push(filter_stage(c)?),
+            name @ ("count" | "sum" | "mean" | "max" | "min" | "first" | "last") => stages.push(agg_stage(c, name)?),
+            "limit" => stages.push(limit_stage(c)?),
+            "group" => stages.push(group_stage(c)?),
+            "yield" => stages.push(yield_stage(c)?),
             "from" => return Err(call_error(c, "from() must start a pipeline")),
             other => {
                 return Err(call_error(
@@ -185,6 +111,87 @@ pub(super) fn plan(calls: Vec<Call>, now: i64) -> Result<Plan, String> {
         ));
     };
     Ok(Plan { bucket, start, stop, stages })
+}
+
+fn filter_stage(c: &Call) -> Result<Stage, String> {
+    only_args(c, &["fn", "onEmpty"])?;
+    let Some(Expr::Func { param, body }) = arg(c, "fn") else {
+        return Err(call_error(c, "filter() needs fn: (r) => …"));
+    };
+    let keep_empty = match arg(c, "onEmpty") {
+        None => false,
+        Some(Expr::Str(s)) if s == "drop" => false,
+        Some(Expr::Str(s)) if s == "keep" => true,
+        Some(_) => return Err(call_error(c, "onEmpty must be \"keep\" or \"drop\"")),
+    };
+    check_fn_body(c, param, body)?;
+    Ok(Stage::Filter { body: (**body).clone(), keep_empty })
+}
+
+fn agg_stage(c: &Call, name: &str) -> Result<Stage, String> {
+    only_args(c, &["column"])?;
+    match arg(c, "column") {
+        None => {}
+        Some(Expr::Str(col)) if col == "_value" => {}
+        Some(_) => {
+            return Err(call_error(c, &format!("unsupported by the twin: {name}() on a column other than _value")));
+        }
+    }
+    Ok(Stage::Agg(match name {
+        "count" => Agg::Count,
+        "sum" => Agg::Sum,
+        "mean" => Agg::Mean,
+        "max" => Agg::Max,
+        "min" => Agg::Min,
+        "first" => Agg::First,
+        _ => Agg::Last,
+    }))
+}
+
+fn limit_stage(c: &Call) -> Result<Stage, String> {
+    only_args(c, &["n", "offset"])?;
+    let n = match arg(c, "n") {
+        Some(Expr::Int(n)) if *n >= 0 => *n as usize,
+        _ => return Err(call_error(c, "limit() needs n: a non-negative integer")),
+    };
+    let offset = match arg(c, "offset") {
+        None => 0,
+        Some(Expr::Int(o)) if *o >= 0 => *o as usize,
+        _ => return Err(call_error(c, "limit() offset must be a non-negative integer")),
+    };
+    Ok(Stage::Limit { n, offset })
+}
+
+fn group_stage(c: &Call) -> Result<Stage, String> {
+    only_args(c, &["columns", "mode"])?;
+    let columns = match arg(c, "columns") {
+        None => Vec::new(),
+        Some(Expr::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                Expr::Str(s) => Ok(s.clone()),
+                _ => Err(call_error(c, "group() columns must be strings")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(call_error(c, "group() columns must be an array of strings")),
+    };
+    let except = match arg(c, "mode") {
+        None => false,
+        Some(Expr::Str(m)) if m == "by" => false,
+        Some(Expr::Str(m)) if m == "except" => true,
+        Some(_) => return Err(call_error(c, "group() mode must be \"by\" or \"except\"")),
+    };
+    Ok(Stage::Group { columns, except })
+}
+
+fn yield_stage(c: &Call) -> Result<Stage, String> {
+    only_args(c, &["name"])?;
+    let name = match arg(c, "name") {
+        None => "_result".to_string(),
+        Some(Expr::Str(n)) => n.clone(),
+        Some(_) => return Err(call_error(c, "yield() name must be a string")),
+    };
+    Ok(Stage::Yield(name))
 }
 
 /// Filter bodies may only read the function's record parameter.
