@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use super::loki3::{detect_level, with_service_name};
 use super::{Data, LogStore, Stored, Stream};
 use crate::now_ns;
-use crate::wire::loki_push::{PushStream, labels_text, valid_label_name};
+use crate::wire::loki_push::{PushEntry, PushStream, labels_text, valid_label_name};
 
 impl LogStore {
     /// Stores pushed streams. Invalid entries are skipped and reported (Loki's 400 text);
@@ -48,63 +48,10 @@ impl LogStore {
             }
             let labels = with_service_name(s.labels);
             let shown = labels_text(&labels);
-            let mut accepted = Vec::with_capacity(s.entries.len());
-            for e in s.entries {
-                if e.line.len() > self.options.max_line_size {
-                    problems.push(format!(
-                        "Max entry size '{}' bytes exceeded for stream '{shown}' while adding an entry with length '{}' bytes",
-                        self.options.max_line_size,
-                        e.line.len()
-                    ));
-                } else if e.ts < oldest {
-                    problems.push(format!(
-                        "entry for stream '{shown}' has timestamp too old: {}, oldest acceptable timestamp is: {}",
-                        rfc3339(e.ts),
-                        rfc3339(oldest)
-                    ));
-                } else if e.ts > newest {
-                    problems.push(format!("entry for stream '{shown}' has timestamp too new: {}", rfc3339(e.ts)));
-                } else {
-                    accepted.push(e);
-                }
+            let accepted = self.admitted(s.entries, &shown, (oldest, newest), &mut problems);
+            if !accepted.is_empty() {
+                data.bytes += self.store(&mut data, labels, accepted);
             }
-            if accepted.is_empty() {
-                continue;
-            }
-            let target = self.options.chunk_target_bytes;
-            let idle = self.options.chunk_idle;
-            let counters = &self.counters;
-            let mut added = 0;
-            let stream = data.streams.entry(labels.clone()).or_insert_with(|| {
-                counters.streams_created.fetch_add(1, Ordering::Relaxed);
-                counters.chunks_created.fetch_add(1, Ordering::Relaxed);
-                Stream { labels, entries: VecDeque::new(), chunk_bytes: 0, last_push: Instant::now() }
-            });
-            if stream.last_push.elapsed() >= idle && stream.chunk_bytes > 0 {
-                counters.chunks_created.fetch_add(1, Ordering::Relaxed);
-                stream.chunk_bytes = 0;
-            }
-            stream.last_push = Instant::now();
-            for e in accepted {
-                let len = e.line.len();
-                if stream.chunk_bytes > 0 && stream.chunk_bytes + len > target {
-                    counters.chunks_created.fetch_add(1, Ordering::Relaxed);
-                    stream.chunk_bytes = 0;
-                }
-                stream.chunk_bytes += len;
-                added += len;
-                counters.lines_received.fetch_add(1, Ordering::Relaxed);
-                counters.bytes_received.fetch_add(len as u64, Ordering::Relaxed);
-                let stored = Stored { ts: e.ts, level: detect_level(&e.line, &e.metadata), line: e.line.into() };
-                // Loki accepts out-of-order writes; keep each stream sorted by time.
-                if stream.entries.back().is_none_or(|last| last.ts <= stored.ts) {
-                    stream.entries.push_back(stored);
-                } else {
-                    let at = stream.entries.partition_point(|x| x.ts <= stored.ts);
-                    stream.entries.insert(at, stored);
-                }
-            }
-            data.bytes += added;
         }
         drop(data);
         if problems.is_empty() {
@@ -118,6 +65,77 @@ impl LogStore {
             self.push_rejected(&text);
             Err((StatusCode::BAD_REQUEST, text))
         }
+    }
+
+    /// The entries of a stream Loki would keep: not over the line size, not older than `oldest`
+    /// nor newer than `newest` (the window); each refused one is named in `problems`.
+    fn admitted(
+        &self,
+        entries: Vec<PushEntry>,
+        shown: &str,
+        (oldest, newest): (i64, i64),
+        problems: &mut Vec<String>,
+    ) -> Vec<PushEntry> {
+        let mut accepted = Vec::with_capacity(entries.len());
+        for e in entries {
+            if e.line.len() > self.options.max_line_size {
+                problems.push(format!(
+                    "Max entry size '{}' bytes exceeded for stream '{shown}' while adding an entry with length '{}' bytes",
+                    self.options.max_line_size,
+                    e.line.len()
+                ));
+            } else if e.ts < oldest {
+                problems.push(format!(
+                    "entry for stream '{shown}' has timestamp too old: {}, oldest acceptable timestamp is: {}",
+                    rfc3339(e.ts),
+                    rfc3339(oldest)
+                ));
+            } else if e.ts > newest {
+                problems.push(format!("entry for stream '{shown}' has timestamp too new: {}", rfc3339(e.ts)));
+            } else {
+                accepted.push(e);
+            }
+        }
+        accepted
+    }
+
+    /// Adds entries to their stream (made on first use), cutting chunks by size and idleness as
+    /// Loki does; returns the bytes added.
+    fn store(&self, data: &mut Data, labels: Vec<(String, String)>, accepted: Vec<PushEntry>) -> usize {
+        let target = self.options.chunk_target_bytes;
+        let idle = self.options.chunk_idle;
+        let counters = &self.counters;
+        let mut added = 0;
+        let stream = data.streams.entry(labels.clone()).or_insert_with(|| {
+            counters.streams_created.fetch_add(1, Ordering::Relaxed);
+            counters.chunks_created.fetch_add(1, Ordering::Relaxed);
+            Stream { labels, entries: VecDeque::new(), chunk_bytes: 0, last_push: Instant::now() }
+        });
+        if stream.last_push.elapsed() >= idle && stream.chunk_bytes > 0 {
+            counters.chunks_created.fetch_add(1, Ordering::Relaxed);
+            stream.chunk_bytes = 0;
+        }
+        stream.last_push = Instant::now();
+        for e in accepted {
+            let len = e.line.len();
+            if stream.chunk_bytes > 0 && stream.chunk_bytes + len > target {
+                counters.chunks_created.fetch_add(1, Ordering::Relaxed);
+                stream.chunk_bytes = 0;
+            }
+            stream.chunk_bytes += len;
+            added += len;
+            counters.lines_received.fetch_add(1, Ordering::Relaxed);
+            counters.bytes_received.fetch_add(len as u64, Ordering::Relaxed);
+            let stored = Stored { ts: e.ts, level: detect_level(&e.line, &e.metadata), line: e.line.into() };
+            // Loki accepts out-of-order writes; keep each stream sorted by time.
+            if stream.entries.back().is_none_or(|last| last.ts <= stored.ts) {
+                stream.entries.push_back(stored);
+            } else {
+                let at = stream.entries.partition_point(|x| x.ts <= stored.ts);
+                stream.entries.insert(at, stored);
+            }
+        }
+        added
     }
 
     /// Drops entries older than the retention window.
