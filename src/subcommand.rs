@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::CommandFactory;
 
 use crate::catalog::{Catalog, Kind};
-use crate::cli::{Arguments, Command, RunArgs};
+use crate::cli::{Arguments, Command, GlobalOptions, RunArgs};
 use crate::error::Error;
 use crate::report::Format;
 use crate::session::{Reach, Session};
@@ -17,35 +17,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
     let session = |reach| Session::open(&global, reach);
     match args.command {
-        Command::Run(run) => {
-            let save = run.save_json.as_deref();
-            match global.fleet {
-                Some(clients) => {
-                    let (targets, inventory, _sandbox) = crate::targets::sandbox_targets(&global, clients)?;
-                    let targets =
-                        crate::targets::select(targets, &inventory, global.host.as_deref(), global.hosts.as_deref())?;
-                    crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
-                }
-                // The sandbox is one simulated machine: acting on an inventory host instead would
-                // leave it for the real one.
-                None if global.sandbox && (global.host.is_some() || global.hosts.is_some()) => Err(Error::Usage(
-                    "`--host`/`--hosts` pick inventory hosts, which `--sandbox` never touches\n  help: add `--fleet N` \
-                     to pick among simulated hosts (server, c1…cN)"
-                        .into(),
-                )),
-                None => match selection(&global, &run) {
-                    Some((host, hosts)) => {
-                        let inventory = Arc::new(global.inventory()?);
-                        let selected =
-                            inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
-                        let targets = crate::targets::inventory_targets(&global, &selected);
-                        let inventory = inventory.clone();
-                        crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
-                    }
-                    None => run_runbook(&session(Reach::Act)?, &run, global.format),
-                },
-            }
-        }
+        Command::Run(run) => run_command(&global, &run),
         // Listing reads only the catalog: it works with a broken configuration file too.
         Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),
         Command::Show { name } => show(&session(Reach::Describe)?, &name, global.format),
@@ -55,20 +27,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             fns(&session(Reach::Describe)?, filter.as_deref(), json || global.format == Format::Json, definitions)
         }
         Command::Config => config(&session(Reach::Act)?, global.format),
-        Command::Repl if global.host.is_some() || global.hosts.is_some() => {
-            let inventory = global.inventory()?;
-            let selected = inventory.targets(global.host.as_deref(), global.hosts.as_deref())?.unwrap_or_default();
-            let [host] = selected.as_slice() else {
-                let names: Vec<&str> = selected.iter().map(|h| h.name.as_str()).collect();
-                return Err(Error::Usage(format!(
-                    "the REPL works on one host; the selection names {}: use `--host NAME`",
-                    names.join(", ")
-                )));
-            };
-            let session = crate::targets::host_session(&global, crate::inventory::Inventory::resolved(host)?)?;
-            session.host.set_place(crate::host::fleet::Place::with_inventory(Arc::new(inventory.clone())));
-            crate::repl::run(session, false)
-        }
+        Command::Repl if global.host.is_some() || global.hosts.is_some() => repl_on_host(&global),
         Command::Repl => crate::repl::run(session(Reach::Act)?, global.sandbox),
         Command::Hosts { pattern } => {
             let inventory = global.inventory()?;
@@ -96,6 +55,52 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             Ok(0)
         }
     }
+}
+
+/// `opsbook run NAME`: on this machine (or the sandbox), on the sandbox's simulated fleet, or
+/// on the inventory hosts `--host`/`--hosts` select.
+fn run_command(global: &GlobalOptions, run: &RunArgs) -> Result<u8, Error> {
+    let save = run.save_json.as_deref();
+    match global.fleet {
+        Some(clients) => {
+            let (targets, inventory, _sandbox) = crate::targets::sandbox_targets(global, clients)?;
+            let targets = crate::targets::select(targets, &inventory, global.host.as_deref(), global.hosts.as_deref())?;
+            crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+        }
+        // The sandbox is one simulated machine: acting on an inventory host instead would
+        // leave it for the real one.
+        None if global.sandbox && (global.host.is_some() || global.hosts.is_some()) => Err(Error::Usage(
+            "`--host`/`--hosts` pick inventory hosts, which `--sandbox` never touches\n  help: add `--fleet N` \
+             to pick among simulated hosts (server, c1…cN)"
+                .into(),
+        )),
+        None => match selection(global, run) {
+            Some((host, hosts)) => {
+                let inventory = Arc::new(global.inventory()?);
+                let selected = inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
+                let targets = crate::targets::inventory_targets(global, &selected);
+                let inventory = inventory.clone();
+                crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+            }
+            None => run_runbook(&Session::open(global, Reach::Act)?, run, global.format),
+        },
+    }
+}
+
+/// `opsbook repl --host NAME`: the REPL acting on one inventory host.
+fn repl_on_host(global: &GlobalOptions) -> Result<u8, Error> {
+    let inventory = global.inventory()?;
+    let selected = inventory.targets(global.host.as_deref(), global.hosts.as_deref())?.unwrap_or_default();
+    let [host] = selected.as_slice() else {
+        let names: Vec<&str> = selected.iter().map(|h| h.name.as_str()).collect();
+        return Err(Error::Usage(format!(
+            "the REPL works on one host; the selection names {}: use `--host NAME`",
+            names.join(", ")
+        )));
+    };
+    let session = crate::targets::host_session(global, crate::inventory::Inventory::resolved(host)?)?;
+    session.host.set_place(crate::host::fleet::Place::with_inventory(Arc::new(inventory.clone())));
+    crate::repl::run(session, false)
 }
 
 /// `--host`/`--hosts` are resolved (so a wrong name is reported now), but runs reach only

@@ -105,13 +105,17 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
         writeln!(out, "{}", serde_json::to_string_pretty(&doc).unwrap_or_default()).ok();
         return Ok(0);
     }
+    let filtered = args.job.is_some() || args.on.is_some() || since_ms.is_some() || args.failed;
+    write_runs(&mut out, &runs, several_hosts, filtered);
+    writeln!(out).ok();
+    write_flapping(&mut out, &flaps, args.flap, several_hosts);
+    Ok(0)
+}
+
+/// The runs as a table (or says there are none), each with its failed checks and error.
+fn write_runs(out: &mut impl Write, runs: &[Run], several_hosts: bool, filtered: bool) {
     if runs.is_empty() {
-        writeln!(
-            out,
-            "no runs stored{}",
-            if args.job.is_some() || args.on.is_some() || since_ms.is_some() || args.failed { " match" } else { "" }
-        )
-        .ok();
+        writeln!(out, "no runs stored{}", if filtered { " match" } else { "" }).ok();
     } else {
         // A job watching other hosts is shown with its host (`quick-check on c1`); runs all
         // from one machine keep the plain job name.
@@ -123,7 +127,7 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
             "ID", "STARTED", "JOB", "OUTCOME", "DURATION"
         )
         .ok();
-        for r in &runs {
+        for r in runs {
             let report: Value = serde_json::from_str(&r.report).unwrap_or(Value::Null);
             let mut detail = failed_checks(&report).join("; ");
             if let Some(message) = report["error"]["message"].as_str() {
@@ -144,13 +148,16 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
             .ok();
         }
     }
-    writeln!(out).ok();
+}
+
+/// The checks that changed outcome more than `threshold` times in the window, or says none did.
+fn write_flapping(out: &mut impl Write, flaps: &[super::flapping::Flap], threshold: usize, several_hosts: bool) {
     if flaps.is_empty() {
-        writeln!(out, "no flapping checks (none changed outcome more than {} times)", args.flap).ok();
+        writeln!(out, "no flapping checks (none changed outcome more than {} times)", threshold).ok();
     } else {
-        writeln!(out, "flapping checks (changed outcome more than {} times, p=pass f=fail w=warn s=skip):", args.flap)
+        writeln!(out, "flapping checks (changed outcome more than {} times, p=pass f=fail w=warn s=skip):", threshold)
             .ok();
-        for f in &flaps {
+        for f in flaps {
             let name = match &f.section {
                 Some(s) => format!("{s} › {}", f.check),
                 None => f.check.clone(),
@@ -159,7 +166,6 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
             writeln!(out, "  {job}: {name}: {} changes ({})", f.changes, f.sequence).ok();
         }
     }
-    Ok(0)
 }
 
 fn run_json(r: &Run) -> Value {
