@@ -27,6 +27,7 @@ use opsbook_world as world;
 pub mod agent;
 pub mod argv;
 pub(crate) mod faults;
+pub mod go_time;
 pub mod log_store;
 pub mod logger;
 pub mod metrics_db;
