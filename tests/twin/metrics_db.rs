@@ -230,7 +230,8 @@ fn metrics_db_empty_and_error_answers_are_influxdb_2s() {
             400,
             json_type.clone(),
             "invalid".into(),
-            r#"{"code":"invalid","message":"failed to decode request body: Please provide either orgID or org"}"#.into()
+            r#"{"code":"invalid","message":"failed to decode request body: Please provide either orgID or org"}"#
+                .into()
         )
     );
     assert_eq!(

@@ -146,6 +146,7 @@ impl Sandbox {
                     agent_config: folder.join("telegraf.conf"),
                     shipper_config: folder.join("alloy.toml"),
                     shipper: ports[2 + i],
+                    root: sandbox.dir.join(name).join("root"),
                 };
                 files::write_private(
                     &files.agent_config,

@@ -169,7 +169,8 @@ pub enum ShipperAction {
         /// Address of /metrics, /-/ready and /-/reload.
         #[arg(long = "server.http.listen-addr", value_name = "ADDR", default_value = super::shipper::DEFAULT_LISTEN)]
         listen: String,
-        /// Directory for the shipper's data (created if missing; the twin keeps no positions).
+        /// Directory for the shipper's data (created if missing): each journal source's
+        /// `positions.yml` is kept under it.
         #[arg(long = "storage.path", value_name = "DIR", default_value = "data-alloy/")]
         storage_path: PathBuf,
         /// Accepted as Alloy accepts it; the twin reports nothing anywhere.
@@ -225,10 +226,10 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
                     context: format!("cannot create the storage path `{}`", storage_path.display()),
                     source,
                 })?;
-                shipper::run_command(Some(&config), Some(&listen), stop_signal()).await
+                shipper::run_command(Some(&config), Some(&listen), Some(&storage_path), stop_signal()).await
             }
             Service::LogShipper(a) => {
-                shipper::run_command(a.config.as_deref(), a.listen.as_deref(), stop_signal()).await
+                shipper::run_command(a.config.as_deref(), a.listen.as_deref(), None, stop_signal()).await
             }
         }
     });

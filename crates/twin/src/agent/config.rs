@@ -212,7 +212,7 @@ const AGENT_KEYS: [&str; 15] = [
     "log_with_timezone",
 ];
 
-fn agent_section(c: &mut Checker<'_>, root: &toml::de::DeTable<'_>) -> AgentSection {
+fn agent_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>) -> AgentSection {
     let mut a = AgentSection {
         interval: Duration::from_secs(10),
         flush_interval: None,
@@ -259,7 +259,7 @@ fn agent_section(c: &mut Checker<'_>, root: &toml::de::DeTable<'_>) -> AgentSect
     a
 }
 
-fn outputs_section(c: &mut Checker<'_>, root: &toml::de::DeTable<'_>) -> Vec<Output> {
+fn outputs_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>) -> Vec<Output> {
     let mut outputs = Vec::new();
     let Some((outs, _)) = c.table(root, "outputs") else { return outputs };
     c.only(outs, &["influxdb_v2"], "[outputs] (the twin writes with influxdb_v2 only)");
@@ -304,7 +304,7 @@ fn outputs_section(c: &mut Checker<'_>, root: &toml::de::DeTable<'_>) -> Vec<Out
     outputs
 }
 
-fn inputs_section(c: &mut Checker<'_>, root: &toml::de::DeTable<'_>) -> Inputs {
+fn inputs_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>) -> Inputs {
     let mut inputs = Inputs { cpu: None, mem: false, disk: None, system: false };
     let Some((ins, _)) = c.table(root, "inputs") else { return inputs };
     c.only(ins, &["cpu", "mem", "disk", "system"], "[inputs] (the twin gathers cpu, mem, disk and system)");

@@ -40,6 +40,8 @@ pub(crate) struct TelegrafLog {
     settings: RwLock<LogSettings>,
     /// The open log file and its path, when `logfile` is set.
     file: Mutex<Option<(PathBuf, std::fs::File)>>,
+    /// A folder standing for `/` (a sandbox host's), under which `logfile` is written.
+    root: Mutex<Option<PathBuf>>,
 }
 
 /// Telegraf's indicator of a level (`LogLevel.Indicator()`).
@@ -64,7 +66,12 @@ fn word(level: Level) -> &'static str {
 
 impl TelegrafLog {
     pub(crate) fn new(sink: Sink, settings: LogSettings) -> TelegrafLog {
-        TelegrafLog { sink, settings: RwLock::new(settings), file: Mutex::new(None) }
+        TelegrafLog { sink, settings: RwLock::new(settings), file: Mutex::new(None), root: Mutex::new(None) }
+    }
+
+    /// Writes `logfile` under `root` (a sandbox host's `/`) rather than at its own path.
+    pub(crate) fn set_root(&self, root: PathBuf) {
+        *self.root.lock().unwrap_or_else(|e| e.into_inner()) = Some(root);
     }
 
     /// Logging set up again (a reload reads `[agent]` anew).
@@ -132,6 +139,11 @@ impl TelegrafLog {
     /// Appends to the log file (made with its folder, as v1.39.3 does); a file that cannot be
     /// written sends the line to the sink instead, so it is not lost.
     fn to_file(&self, path: &PathBuf, level: Level, line: &str) {
+        let root = self.root.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let path = &match root {
+            Some(r) => r.join(path.strip_prefix("/").unwrap_or(path)),
+            None => path.clone(),
+        };
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         if file.as_ref().is_none_or(|(p, _)| p != path) {
             if let Some(dir) = path.parent() {
@@ -160,7 +172,10 @@ mod tests {
         let json = LogSettings { format: LogFormat::Structured, ..LogSettings::default() };
         let line = TelegrafLog::format(&json, Level::Warn, Some("outputs.influxdb_v2"), "full");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_eq!((v["level"].as_str(), v["msg"].as_str(), v["plugin"].as_str()), (Some("WARN"), Some("full"), Some("influxdb_v2")));
+        assert_eq!(
+            (v["level"].as_str(), v["msg"].as_str(), v["plugin"].as_str()),
+            (Some("WARN"), Some("full"), Some("influxdb_v2"))
+        );
         assert!(line.starts_with("{\"time\":"), "{line}");
     }
 

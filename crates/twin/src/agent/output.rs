@@ -39,7 +39,11 @@ fn refused(status: StatusCode, desc: &str, bucket: &str, retries: u32, log: &Tel
             // Telegraf's back-off: retries²/40 seconds (the twin ignores Retry-After).
             let wait = std::time::Duration::from_secs_f64((f64::from(retries) * f64::from(retries) / 40.0).max(0.0));
             let wait = crate::go_time::duration(wait);
-            log.log(Level::Warn, Some(PLUGIN), &format!("Failed to write to {bucket}; will retry in {wait}. ({status_text})"));
+            log.log(
+                Level::Warn,
+                Some(PLUGIN),
+                &format!("Failed to write to {bucket}; will retry in {wait}. ({status_text})"),
+            );
             Sent::Failed(format!("waiting {wait} for server ({bucket}) before sending metric again"))
         }
         400..=499 => {
@@ -70,7 +74,14 @@ pub(super) async fn write(
     Err("failed to send metrics to any configured server(s)".into())
 }
 
-async fn send(client: &reqwest::Client, output: &Output, target: &str, body: &str, retries: u32, log: &TelegrafLog) -> Sent {
+async fn send(
+    client: &reqwest::Client,
+    output: &Output,
+    target: &str,
+    body: &str,
+    retries: u32,
+    log: &TelegrafLog,
+) -> Sent {
     let mut request = client
         .post(target)
         .query(&[("bucket", output.bucket.as_str()), ("org", output.organization.as_str())])
