@@ -62,7 +62,7 @@ fn a_fresh_influxdb_is_not_set_up_until_onboarding() {
     assert_eq!((v["auth"]["description"].as_str(), v["user"]["name"].as_str()), (Some("admin's Token"), Some("admin")));
     assert_eq!(
         v["bucket"]["retentionRules"],
-        json!([{"type": "expire", "everySeconds": 86400, "shardGroupDurationSeconds": 86400}])
+        json!([{"type": "expire", "everySeconds": 86400, "shardGroupDurationSeconds": 3600}])
     );
     // The operator's permissions: read and write on every type but instance, with no org.
     let perms = v["auth"]["permissions"].as_array().unwrap();

@@ -11,6 +11,7 @@ mod metrics_db;
 mod processes;
 mod real_configs;
 mod shipper;
+mod upstream_logs;
 
 use std::sync::Arc;
 use std::time::Duration;

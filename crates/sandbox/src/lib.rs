@@ -30,6 +30,8 @@ use opsbook_world as world;
 pub(crate) mod commands;
 pub(crate) mod components;
 pub(crate) mod containers;
+#[cfg(test)]
+mod fault_rehearsals;
 pub(crate) mod faults;
 pub(crate) mod files;
 pub(crate) mod journal;

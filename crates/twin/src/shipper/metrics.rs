@@ -51,7 +51,7 @@ impl Shipper {
     /// `component_id` (`node_builtin_component.go`). The `loki_write_*` counters exist only
     /// once the writer has seen an entry (`initBatchMetrics`); before that there is no series,
     /// which is not the same as zero.
-    pub(crate) fn metrics_text(&self) -> String {
+    pub fn metrics_text(&self) -> String {
         let m = &self.metrics;
         let n = |v: &AtomicU64| v.load(Ordering::Relaxed) as f64;
         let cfg = self.config();

@@ -237,7 +237,7 @@ impl Shipper {
                 ("error", error.as_str()),
             ];
             if !retry || attempt == cfg.max_retries {
-                self.say(Level::Error, "final error sending batch, no retries left, dropping data", &fields);
+                self.say(Level::Error, "final error sending batch", &fields);
                 let reason = if status == "429" { "rate_limited" } else { "ingester_error" };
                 self.drop_batch(reason, entries, bytes);
                 return;
