@@ -11,7 +11,7 @@
 //!   goes to the journal, and into the file too (`handler.go`'s early sink replays it).
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 
 use crate::logger::{self, Level, Sink};
@@ -138,11 +138,11 @@ impl TelegrafLog {
 
     /// Appends to the log file (made with its folder, as v1.39.3 does); a file that cannot be
     /// written sends the line to the sink instead, so it is not lost.
-    fn to_file(&self, path: &PathBuf, level: Level, line: &str) {
+    fn to_file(&self, path: &Path, level: Level, line: &str) {
         let root = self.root.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let path = &match root {
             Some(r) => r.join(path.strip_prefix("/").unwrap_or(path)),
-            None => path.clone(),
+            None => path.to_path_buf(),
         };
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         if file.as_ref().is_none_or(|(p, _)| p != path) {

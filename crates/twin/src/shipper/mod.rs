@@ -266,6 +266,18 @@ impl Shipper {
         labels
     }
 
+    /// What the journal source follows: its unit, from the saved position or `max_age` back
+    /// (see `positions`).
+    fn follow_query(&self, cfg: &ShipperConfig) -> Query {
+        let since = self.positions.since(cfg.max_age, now_ns() as u64 / 1000);
+        Query {
+            unit: (cfg.units.len() == 1).then(|| cfg.units[0].clone()),
+            since: Some(format!("@{}.{:06}", since / 1_000_000, since % 1_000_000)),
+            lines: Some(1_000_000),
+            ..Query::default()
+        }
+    }
+
     /// Follows the journal and ships batches until the config changes or `stop` is set.
     async fn pipeline(self: &Arc<Self>, stop: tokio::sync::watch::Receiver<bool>) {
         let mut generation = self.generation.subscribe();
@@ -280,14 +292,7 @@ impl Shipper {
                     _ = stopped(&mut s) => return,
                 }
             }
-            // From the saved position, or `max_age` back (see `positions`).
-            let since = self.positions.since(cfg.max_age, now_ns() as u64 / 1000);
-            let query = Query {
-                unit: (cfg.units.len() == 1).then(|| cfg.units[0].clone()),
-                since: Some(format!("@{}.{:06}", since / 1_000_000, since % 1_000_000)),
-                lines: Some(1_000_000),
-                ..Query::default()
-            };
+            let query = self.follow_query(&cfg);
             let mut feed = match self.journal.follow(&query).await {
                 Ok(f) => f,
                 Err(e) => {
