@@ -200,51 +200,55 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
         cfg.labels = found;
     }
 
-    if let Some((write, _)) = c.table(root, "write") {
-        c.only(
-            write,
-            &["url", "format", "batch_wait", "batch_size", "timeout", "max_retries", "min_backoff", "max_backoff"],
-            "[write]",
-        );
-        if let Some(url) = c.string(write, "url") {
-            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
-                let span = Checker::span_of(write, "url").unwrap_or(0..0);
-                c.error(span, format!("`url` must be an http:// or https:// address, not `{url}`"));
-            }
-            cfg.url = url;
+    write_section(&mut c, root, &mut cfg);
+    if c.errors.is_empty() { Ok(cfg) } else { Err(c.errors) }
+}
+
+/// `[write]`: where and how batches go.
+fn write_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>, cfg: &mut ShipperConfig) {
+    let Some((write, _)) = c.table(root, "write") else { return };
+    c.only(
+        write,
+        &["url", "format", "batch_wait", "batch_size", "timeout", "max_retries", "min_backoff", "max_backoff"],
+        "[write]",
+    );
+    if let Some(url) = c.string(write, "url") {
+        if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+            let span = Checker::span_of(write, "url").unwrap_or(0..0);
+            c.error(span, format!("`url` must be an http:// or https:// address, not `{url}`"));
         }
-        match c.string(write, "format").as_deref() {
-            None | Some("protobuf") => {}
-            Some("json") => cfg.format = Format::Json,
-            Some(other) => {
-                let span = Checker::span_of(write, "format").unwrap_or(0..0);
-                c.error(span, format!("`format` must be \"protobuf\" or \"json\", not `{other}`"));
-            }
-        }
-        if let Some(d) = c.duration(write, "batch_wait") {
-            cfg.batch_wait = d;
-        }
-        if let Some(n) = c.int(write, "batch_size", 1) {
-            cfg.batch_size = n as usize;
-        }
-        if let Some(d) = c.duration(write, "timeout") {
-            cfg.timeout = d;
-        }
-        if let Some(n) = c.int(write, "max_retries", 0) {
-            cfg.max_retries = n.min(1000) as u32;
-        }
-        if let Some(d) = c.duration(write, "min_backoff") {
-            cfg.min_backoff = d;
-        }
-        if let Some(d) = c.duration(write, "max_backoff") {
-            cfg.max_backoff = d;
-        }
-        if cfg.max_backoff < cfg.min_backoff {
-            let span = Checker::span_of(write, "max_backoff").unwrap_or(0..0);
-            c.error(span, "`max_backoff` must not be shorter than `min_backoff`");
+        cfg.url = url;
+    }
+    match c.string(write, "format").as_deref() {
+        None | Some("protobuf") => {}
+        Some("json") => cfg.format = Format::Json,
+        Some(other) => {
+            let span = Checker::span_of(write, "format").unwrap_or(0..0);
+            c.error(span, format!("`format` must be \"protobuf\" or \"json\", not `{other}`"));
         }
     }
-    if c.errors.is_empty() { Ok(cfg) } else { Err(c.errors) }
+    if let Some(d) = c.duration(write, "batch_wait") {
+        cfg.batch_wait = d;
+    }
+    if let Some(n) = c.int(write, "batch_size", 1) {
+        cfg.batch_size = n as usize;
+    }
+    if let Some(d) = c.duration(write, "timeout") {
+        cfg.timeout = d;
+    }
+    if let Some(n) = c.int(write, "max_retries", 0) {
+        cfg.max_retries = n.min(1000) as u32;
+    }
+    if let Some(d) = c.duration(write, "min_backoff") {
+        cfg.min_backoff = d;
+    }
+    if let Some(d) = c.duration(write, "max_backoff") {
+        cfg.max_backoff = d;
+    }
+    if cfg.max_backoff < cfg.min_backoff {
+        let span = Checker::span_of(write, "max_backoff").unwrap_or(0..0);
+        c.error(span, "`max_backoff` must not be shorter than `min_backoff`");
+    }
 }
 
 /// `[logging]`: Alloy's `logging { level, format }` (v1.9.0

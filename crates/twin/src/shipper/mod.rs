@@ -177,56 +177,15 @@ impl Shipper {
         let host = self.host_label();
         let mut backoff = cfg.min_backoff;
         for attempt in 0..=cfg.max_retries {
-            let started = Instant::now();
-            let result = self
-                .client
-                .post(&cfg.url)
-                .timeout(cfg.timeout)
-                .header("content-type", content_type)
-                .body(body.clone())
-                .send()
-                .await;
-            let (status, error, retry) = match result {
-                Ok(r) if r.status().is_success() => {
-                    self.observe(r.status().as_str(), started.elapsed());
-                    self.metrics.sent_entries.fetch_add(entries, Ordering::Relaxed);
-                    self.metrics.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
-                    self.say(
-                        Level::Debug,
-                        "batch sent",
-                        &[
-                            ("component_id", cfg.writer_id.as_str()),
-                            ("host", &host),
-                            ("entries", &entries.to_string()),
-                            ("status", r.status().as_str()),
-                        ],
-                    );
-                    return;
-                }
-                Ok(r) => {
-                    let status = r.status();
-                    self.observe(status.as_str(), started.elapsed());
-                    let text = r.text().await.unwrap_or_default();
-                    let error = format!(
-                        "server returned HTTP status {} ({}): {}",
-                        status,
-                        status.as_u16(),
-                        crate::wire::excerpt(&text, 300)
-                    );
-                    (status.as_u16().to_string(), error, status.is_server_error() || status.as_u16() == 429)
-                }
-                Err(e) => {
-                    // Alloy's status_code for a request that got no answer.
-                    self.observe("-1", started.elapsed());
-                    let mut reason = e.to_string();
-                    let mut source = std::error::Error::source(&e);
-                    while let Some(s) = source {
-                        reason = format!("{reason}: {s}");
-                        source = s.source();
-                    }
-                    ("-1".to_string(), format!("Post {:?}: {reason}", cfg.url), true)
-                }
+            let Err((status, error, retry)) = self.attempt(&cfg, &body, content_type).await else {
+                self.metrics.sent_entries.fetch_add(entries, Ordering::Relaxed);
+                self.metrics.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
+                let count = entries.to_string();
+                let fields = [("component_id", cfg.writer_id.as_str()), ("host", &host), ("entries", &count)];
+                self.say(Level::Debug, "batch sent", &fields);
+                return;
             };
+            // Alloy v1.9.0 (common/loki/client/client.go): these fields, `component=client`.
             let fields = [
                 ("component_path", "/"),
                 ("component_id", cfg.writer_id.as_str()),
@@ -253,6 +212,54 @@ impl Shipper {
                 }
             }
             backoff = (backoff * 2).min(cfg.max_backoff);
+        }
+    }
+
+    /// One push: `Err((status, error, retry))` when refused, the status `-1` when no answer
+    /// came; only 429, 5xx and connection errors are retried.
+    async fn attempt(
+        &self,
+        cfg: &ShipperConfig,
+        body: &[u8],
+        content_type: &str,
+    ) -> Result<(), (String, String, bool)> {
+        let started = Instant::now();
+        let result = self
+            .client
+            .post(&cfg.url)
+            .timeout(cfg.timeout)
+            .header("content-type", content_type)
+            .body(body.to_vec())
+            .send()
+            .await;
+        match result {
+            Ok(r) if r.status().is_success() => {
+                self.observe(r.status().as_str(), started.elapsed());
+                Ok(())
+            }
+            Ok(r) => {
+                let status = r.status();
+                self.observe(status.as_str(), started.elapsed());
+                let text = r.text().await.unwrap_or_default();
+                let error = format!(
+                    "server returned HTTP status {} ({}): {}",
+                    status,
+                    status.as_u16(),
+                    crate::wire::excerpt(&text, 300)
+                );
+                Err((status.as_u16().to_string(), error, status.is_server_error() || status.as_u16() == 429))
+            }
+            Err(e) => {
+                // Alloy's status_code for a request that got no answer.
+                self.observe("-1", started.elapsed());
+                let mut reason = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    reason = format!("{reason}: {s}");
+                    source = s.source();
+                }
+                Err(("-1".to_string(), format!("Post {:?}: {reason}", cfg.url), true))
+            }
         }
     }
 
