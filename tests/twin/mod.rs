@@ -5,11 +5,13 @@
 //! validate, SIGHUP, SIGTERM), also started with the real programs' command lines and config
 //! files (`real_configs`). One file per component; the helpers they share are here.
 
+mod influx_tenancy;
 mod log_store;
 mod metrics_db;
 mod processes;
 mod real_configs;
 mod shipper;
+mod upstream_logs;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,4 +74,46 @@ pub(super) fn captured_body(path: &str) -> String {
         Some((_, body)) if path.ends_with(".txt") => body.to_string(),
         _ => text,
     }
+}
+
+/// A fresh metrics database (not onboarded), its URL and its log lines.
+pub(super) fn start_fresh_metrics_db(rt: &tokio::runtime::Runtime) -> (String, Arc<db::MetricsDb>, logger::Kept) {
+    let (sink, kept) = logger::memory();
+    let db = db::MetricsDb::fresh(db::Options::default(), sink);
+    let listener = rt.block_on(twin::loopback()).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(twin::serve(db.clone(), Some(listener), std::future::pending()));
+    (url, db, kept)
+}
+
+/// The lines of tests/fixtures/upstream/log-lines.txt (what the real components write, read
+/// in their source) of `component` containing `text`.
+pub(super) fn upstream_lines(component: &str, text: &str) -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/upstream/log-lines.txt");
+    let all = std::fs::read_to_string(path).unwrap();
+    all.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, '\t');
+            let (c, _level, line) = (parts.next()?, parts.next()?, parts.next()?);
+            (c == component && line.contains(text)).then(|| line.to_string())
+        })
+        .collect()
+}
+
+/// A log line with what varies masked: logfmt `ts=`/`log_id=` values, JSON `"ts"`/`"time"`
+/// values, Telegraf's leading RFC 3339 time, durations, and loopback ports.
+pub(super) fn mask_line(line: &str) -> String {
+    use std::sync::OnceLock;
+    static RULES: OnceLock<Vec<(regex::Regex, &'static str)>> = OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        vec![
+            (regex::Regex::new(r"\b(ts|log_id)=[^ ]+").unwrap(), "$1=[X]"),
+            (regex::Regex::new(r#""(ts|time)":"[^"]*""#).unwrap(), r#""$1":"[X]""#),
+            (regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap(), "[T]"),
+            (regex::Regex::new(r"\b\d+(\.\d+)?(ns|µs|ms|s)\b").unwrap(), "[DUR]"),
+            (regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap(), "127.0.0.1:[PORT]"),
+        ]
+    });
+    rules.iter().fold(line.to_string(), |t, (re, with)| re.replace_all(&t, *with).into_owned())
 }

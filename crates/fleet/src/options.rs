@@ -84,6 +84,11 @@ limits the fault to one host, else it applies wherever the component runs.\n\
 - metrics-db:error-500, log-store:error-500 — every answer is a 500\n\
 - metrics-db:garbage, log-store:garbage — every answer is an HTML page\n\
 - metrics-db:refuse-token — the API token is refused (401)\n\
+- metrics-db:fresh — the database is not set up yet (no org, bucket or token until onboarding)\n\
+- metrics-db:all-access-token — the API token is all-access, not operator (/api/v2/config refuses it)\n\
+- metrics-agent:json-errors, log-shipper:json-errors — the component logs in JSON\n\
+- metrics-agent:logfile — the agent logs to its logfile, not the journal\n\
+- metrics-agent:reload-exits — a reload makes the agent exit a second later\n\
 - metrics-agent:not-writing — the agent runs but writes nothing\n\
 - log-shipper:bad-config — the shipper's configuration file no longer validates\n\
 - log-shipper:reload-fails — the shipper's reload fails";

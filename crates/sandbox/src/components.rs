@@ -54,10 +54,6 @@ impl Voice {
             journal.append(&unit, &identifier, pid.load(Ordering::Relaxed), Level::Info.priority(), line)
         })
     }
-
-    fn say(&self, level: Level, line: &str) {
-        (self.sink())(level, line)
-    }
 }
 
 /// The running task of a component, stopped through its shutdown signal.
@@ -203,6 +199,11 @@ pub(crate) struct AgentComponent {
     pub config: PathBuf,
     pub not_writing: bool,
     pub agent: Mutex<Option<Arc<Agent>>>,
+    /// The host's `/`, under which the agent's `logfile` lands.
+    pub(crate) root: PathBuf,
+    /// The `reload-exits` fault: the manager told when the agent dies a second after a
+    /// reload, and the unit's name.
+    pub(crate) reload_exits: Option<(std::sync::Weak<super::units::SimManager>, String)>,
 }
 
 impl Component for AgentComponent {
@@ -215,8 +216,10 @@ impl Component for AgentComponent {
             })?;
             let agent = Agent::new(config, Some(self.config.clone()), self.common.voice.sink());
             agent.faults.not_writing.store(self.not_writing, Ordering::Relaxed);
+            agent.set_file_root(self.root.clone());
             *self.agent.lock().unwrap_or_else(|e| e.into_inner()) = Some(agent.clone());
-            self.common.voice.say(Level::Info, &format!("I! Loading config: {}", self.config.display()));
+            // Logged before logging is set up: in the journal even with a logfile.
+            agent.say_early(Level::Info, &format!("Loading config: {}", self.config.display()));
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
                 let _ = twin::serve(agent, None, shutdown.signal()).await;
             });
@@ -231,7 +234,21 @@ impl Component for AgentComponent {
     fn reload(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             let agent = self.agent.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            agent.ok_or_else(|| "not running".to_string())?.reload()
+            let agent = agent.ok_or_else(|| "not running".to_string())?;
+            let Some((manager, unit)) = self.reload_exits.clone() else { return agent.reload() };
+            // Telegraf's unit is Type=notify without RELOADING=1: the reload "succeeds" at
+            // once; the agent flushes, stops and dies a moment later (Telegraf v1.32.0).
+            let error = agent.reload_broken(&self.config);
+            let (running, pid) = (self.common.running.clone(), self.common.voice.pid.load(Ordering::Relaxed));
+            self.common.runtime.spawn(async move {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                running.stop().await;
+                agent.say_fatal(&error);
+                if let Some(m) = manager.upgrade() {
+                    m.main_process_failed(&unit, pid).await;
+                }
+            });
+            Ok(())
         })
     }
 }
@@ -244,6 +261,9 @@ pub(crate) struct ShipperComponent {
     pub addr: SocketAddr,
     pub reload_fails: bool,
     pub shipper: Mutex<Option<Arc<Shipper>>>,
+    /// The host's `/`: positions are kept under its `var/lib/alloy/data`, as the package's
+    /// `--storage.path` puts them, so a restart resumes where the last run stopped.
+    pub(crate) root: PathBuf,
 }
 
 impl ShipperComponent {
@@ -261,6 +281,8 @@ impl Component for ShipperComponent {
                 let first = d.first().map(|d| d.to_string()).unwrap_or_default();
                 format!("Error: {}: {}", self.config.display(), first.trim_end())
             })?;
+            let mut config = config;
+            config.storage_path = Some(self.root.join("var/lib/alloy/data"));
             let listener = listen(self.addr, "alloy")?;
             let journal: Arc<dyn Journal> = self.journal.clone();
             let shipper = Shipper::new(config, Some(self.config.clone()), journal, self.common.voice.sink());

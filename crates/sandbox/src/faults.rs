@@ -12,6 +12,11 @@
 //! | `metrics-db:error-500`, `log-store:error-500` | every answer is a 500 |
 //! | `metrics-db:garbage`, `log-store:garbage` | every answer is 200 with an HTML page |
 //! | `metrics-db:refuse-token` | the token is refused (401) |
+//! | `metrics-db:fresh` | the database is not set up (a fresh influxd: no org, bucket or token until onboarding) |
+//! | `metrics-db:all-access-token` | the configured token is all-access, not operator (`/api/v2/config` refuses it) |
+//! | `metrics-agent:json-errors`, `log-shipper:json-errors` | the component logs in JSON (Telegraf's `logformat = "structured"`, Alloy's `format = "json"`) |
+//! | `metrics-agent:logfile` | the agent logs to the file its `logfile` names; the journal gets only its first line |
+//! | `metrics-agent:reload-exits` | a reload (SIGHUP) makes the agent exit about 1 s later, as with a broken file in telegraf.d |
 //! | `metrics-agent:not-writing` | the agent runs but writes nothing (and wrote nothing before: no history) |
 //! | `log-shipper:bad-config` | the shipper's configuration does not validate |
 //! | `log-shipper:reload-fails` | the shipper's reload endpoint answers 400 |
@@ -33,6 +38,11 @@ pub enum Fault {
     Error500,
     Garbage,
     RefuseToken,
+    Fresh,
+    AllAccessToken,
+    JsonErrors,
+    Logfile,
+    ReloadExits,
     NotWriting,
     BadConfig,
     ReloadFails,
@@ -113,6 +123,11 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
         "error-500" if server => Fault::Error500,
         "garbage" if server => Fault::Garbage,
         "refuse-token" if component == "metrics-db" => Fault::RefuseToken,
+        "fresh" if component == "metrics-db" => Fault::Fresh,
+        "all-access-token" if component == "metrics-db" => Fault::AllAccessToken,
+        "json-errors" if matches!(component, "metrics-agent" | "log-shipper") => Fault::JsonErrors,
+        "logfile" if component == "metrics-agent" => Fault::Logfile,
+        "reload-exits" if component == "metrics-agent" => Fault::ReloadExits,
         "not-writing" if component == "metrics-agent" => Fault::NotWriting,
         "bad-config" if component == "log-shipper" => Fault::BadConfig,
         "reload-fails" if component == "log-shipper" => Fault::ReloadFails,
@@ -125,6 +140,11 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
                 "error-500",
                 "garbage",
                 "refuse-token",
+                "fresh",
+                "all-access-token",
+                "json-errors",
+                "logfile",
+                "reload-exits",
                 "not-writing",
                 "bad-config",
                 "reload-fails",
@@ -156,12 +176,31 @@ mod tests {
         assert_eq!(f.slow_ready("log-store"), Some(Duration::from_secs(15)));
         assert_eq!(f.slow_ready("metrics-db"), Some(Duration::from_secs(2)));
         assert!(f.has("log-shipper", |x| *x == Fault::BadConfig));
+        let specs = [
+            "metrics-db:fresh",
+            "metrics-db:all-access-token",
+            "metrics-agent:json-errors",
+            "log-shipper:json-errors",
+            "metrics-agent:logfile",
+            "metrics-agent:reload-exits",
+        ];
+        let f = Faults::parse(&specs.map(String::from)).unwrap();
+        let expected = [
+            Fault::Fresh,
+            Fault::AllAccessToken,
+            Fault::JsonErrors,
+            Fault::JsonErrors,
+            Fault::Logfile,
+            Fault::ReloadExits,
+        ];
+        assert_eq!(f.list.iter().map(|(_, _, x)| x.clone()).collect::<Vec<_>>(), expected);
     }
 
     #[test]
     fn bad_specs_say_why() {
         assert!(Faults::parse(&["log-stor:down".into()]).unwrap_err().contains("did you mean `log-store`?"));
         assert!(Faults::parse(&["metrics-agent:garbage".into()]).unwrap_err().contains("does not apply"));
+        assert!(Faults::parse(&["log-store:json-errors".into()]).unwrap_err().contains("does not apply"));
         assert!(Faults::parse(&["down".into()]).unwrap_err().contains("expected [HOST:]COMPONENT:FAULT"));
     }
 

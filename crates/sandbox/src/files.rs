@@ -17,6 +17,20 @@ pub(crate) struct ClientFiles {
     pub(crate) agent_config: PathBuf,
     pub(crate) shipper_config: PathBuf,
     pub shipper: SocketAddr,
+    /// The folder standing for the host's `/` (where the agent's `logfile` lands).
+    pub(crate) root: PathBuf,
+}
+
+/// Where the `metrics-agent:logfile` fault has the agent log, as the host sees it.
+pub(crate) const AGENT_LOGFILE: &str = "/var/log/telegraf/telegraf.log";
+
+/// `text` (a TOML config) with `lines` added at the top of its `[section]` (made when absent).
+pub(crate) fn with_lines_in(text: &str, section: &str, lines: &str) -> String {
+    let header = format!("[{section}]\n");
+    match text.find(&header) {
+        Some(at) => format!("{}{header}{lines}{}", &text[..at], &text[at + header.len()..]),
+        None => format!("{text}{header}{lines}"),
+    }
 }
 
 /// The metrics agent's configuration: every second to the sandbox's database, tagged with

@@ -30,6 +30,8 @@ use opsbook_world as world;
 pub(crate) mod commands;
 pub(crate) mod components;
 pub(crate) mod containers;
+#[cfg(test)]
+mod fault_rehearsals;
 pub(crate) mod faults;
 pub(crate) mod files;
 pub(crate) mod journal;
@@ -144,6 +146,7 @@ impl Sandbox {
                     agent_config: folder.join("telegraf.conf"),
                     shipper_config: folder.join("alloy.toml"),
                     shipper: ports[2 + i],
+                    root: sandbox.dir.join(name).join("root"),
                 };
                 files::write_private(
                     &files.agent_config,

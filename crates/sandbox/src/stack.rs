@@ -72,16 +72,18 @@ impl SimHost {
             "influxd",
             "ts={ts} lvl=error msg=\"Failed to open engine\" error=\"open /var/lib/influxdb2/engine: permission denied\"",
         );
-        let db = metrics_db::MetricsDb::new(
-            metrics_db::Options {
-                org: servers.org.to_string(),
-                buckets: vec![servers.bucket.to_string()],
-                listen: servers.addresses.db.to_string(),
-                ..metrics_db::Options::default()
-            },
-            servers.token.clone(),
-            db_common.voice.sink(),
-        );
+        let options = metrics_db::Options {
+            org: servers.org.to_string(),
+            buckets: vec![servers.bucket.to_string()],
+            listen: servers.addresses.db.to_string(),
+            ..metrics_db::Options::default()
+        };
+        let fresh = self.faults.has("metrics-db", |f| *f == Fault::Fresh);
+        let db = if fresh {
+            metrics_db::MetricsDb::fresh(options, db_common.voice.sink())
+        } else {
+            metrics_db::MetricsDb::new(options, servers.token.clone(), db_common.voice.sink())
+        };
         let logs_unit = Self::unit(config, keys::LOG_STORE_UNIT);
         let logs_common = self.common(
             "log-store",
@@ -98,7 +100,8 @@ impl SimHost {
             logs_common.voice.sink(),
         );
         apply_server_faults(&self.faults, &db, &store);
-        if !self.faults.has("metrics-agent", |f| *f == Fault::NotWriting) {
+        // A fresh database has no bucket to hold a history.
+        if !fresh && !self.faults.has("metrics-agent", |f| *f == Fault::NotWriting) {
             seed_history(&db, servers.bucket);
         }
         self.manager.add(
@@ -129,8 +132,36 @@ impl SimHost {
         self.roles.extend(["metrics-db".to_string(), "log-store".to_string()]);
     }
 
+    /// The client faults that live in the configuration files: the agent's structured log
+    /// or logfile, the shipper's JSON log.
+    fn write_client_faults(&self, files: &ClientFiles) -> std::io::Result<()> {
+        let mut agent_lines = String::new();
+        if self.faults.has("metrics-agent", |f| *f == Fault::JsonErrors) {
+            agent_lines.push_str("  logformat = \"structured\"\n");
+        }
+        if self.faults.has("metrics-agent", |f| *f == Fault::Logfile) {
+            agent_lines.push_str(&format!("  logfile = \"{}\"\n", super::files::AGENT_LOGFILE));
+        }
+        if !agent_lines.is_empty() {
+            let text = std::fs::read_to_string(&files.agent_config)?;
+            super::files::write_private(
+                &files.agent_config,
+                &super::files::with_lines_in(&text, "agent", &agent_lines),
+            )?;
+        }
+        if self.faults.has("log-shipper", |f| *f == Fault::JsonErrors) {
+            let text = std::fs::read_to_string(&files.shipper_config)?;
+            let logging = super::files::with_lines_in(&text, "logging", "format = \"json\"\n");
+            super::files::write_private(&files.shipper_config, &logging)?;
+        }
+        Ok(())
+    }
+
     /// The metrics agent and the log shipper, configured by `files`.
     pub(crate) fn add_clients(&mut self, config: &Config, files: &ClientFiles) {
+        if let Err(e) = self.write_client_faults(files) {
+            tracing::warn!("the sandbox could not write its client faults into the config files: {e}");
+        }
         let agent_unit = Self::unit(config, keys::METRICS_AGENT_UNIT);
         let agent_common = self.common(
             "metrics-agent",
@@ -148,6 +179,11 @@ impl SimHost {
                 config: files.agent_config.clone(),
                 not_writing: self.faults.has("metrics-agent", |f| *f == Fault::NotWriting),
                 agent: Mutex::default(),
+                root: files.root.clone(),
+                reload_exits: self
+                    .faults
+                    .has("metrics-agent", |f| *f == Fault::ReloadExits)
+                    .then(|| (Arc::downgrade(&self.manager), agent_unit.clone())),
             }),
         );
         let shipper_unit = Self::unit(config, keys::LOG_SHIPPER_UNIT);
@@ -163,6 +199,7 @@ impl SimHost {
             addr: files.shipper,
             reload_fails: self.faults.has("log-shipper", |f| *f == Fault::ReloadFails),
             shipper: Mutex::default(),
+            root: files.root.clone(),
         });
         self.manager.add(
             &shipper_unit,
@@ -226,6 +263,9 @@ fn apply_server_faults(faults: &Faults, db: &metrics_db::MetricsDb, store: &log_
         }
         if faults.has(component, |f| *f == Fault::RefuseToken) {
             knobs.set_refuse_token(true);
+        }
+        if faults.has(component, |f| *f == Fault::AllAccessToken) {
+            knobs.set_all_access_token(true);
         }
     }
 }

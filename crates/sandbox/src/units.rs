@@ -279,6 +279,28 @@ impl SimManager {
         }
     }
 
+    /// The unit's main process exited on its own with status 1 (after a reload that failed
+    /// later, as Telegraf's does): systemd's lines and a failed unit, as it records them.
+    pub(crate) async fn main_process_failed(&self, name: &str, pid: u32) {
+        let (component, description, _) = match self.component(name) {
+            Ok(c) => c,
+            Err(_) => return,
+        };
+        let status = self.status(name);
+        if status.active_state != "active" || status.main_pid != pid {
+            return;
+        }
+        component.stop().await;
+        self.manager_log(name, 5, format!("{name}: Main process exited, code=exited, status=1/FAILURE"));
+        self.manager_log(name, 4, format!("{name}: Failed with result 'exit-code'."));
+        self.set_state(name, "failed", "failed", |s| {
+            s.main_pid = 0;
+            s.result = "exit-code".into();
+            s.exec_main_status = 1;
+        });
+        let _ = description;
+    }
+
     /// Enables or disables; returns whether the state changed.
     pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<bool, Refusal> {
         let name = self.resolve(name);

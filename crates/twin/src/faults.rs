@@ -25,6 +25,10 @@ pub struct Faults {
     pub garbage: AtomicBool,
     /// metrics-db: every token is refused with 401, as after the token was revoked.
     pub(crate) refuse_token: AtomicBool,
+    /// metrics-db: the operator token setup made acts as an all-access token (every resource
+    /// type of its org, no operator rights), as a token made with `influx auth create
+    /// --all-access`: `/api/v2/config` refuses it.
+    pub(crate) all_access_token: AtomicBool,
 }
 
 impl Faults {
@@ -56,12 +60,21 @@ impl Faults {
         self.refuse_token.load(Ordering::Relaxed)
     }
 
+    pub fn set_all_access_token(&self, on: bool) {
+        self.all_access_token.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn all_access_token(&self) -> bool {
+        self.all_access_token.load(Ordering::Relaxed)
+    }
+
     /// Whether any knob is set.
     pub fn any(&self) -> bool {
         !self.delay().is_zero()
             || self.fail_status.load(Ordering::Relaxed) != 0
             || self.garbage.load(Ordering::Relaxed)
             || self.refuses_token()
+            || self.all_access_token()
     }
 
     /// Clears every knob.
@@ -70,6 +83,7 @@ impl Faults {
         self.set_fail_status(0);
         self.set_garbage(false);
         self.set_refuse_token(false);
+        self.set_all_access_token(false);
     }
 }
 

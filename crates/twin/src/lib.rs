@@ -6,15 +6,18 @@
 //! implements `Twin`), stopped by SIGINT/SIGTERM or by a `Shutdown` handle.
 //!
 //! One folder per component:
-//! - `metrics_db/`: InfluxDB 2 API (health, ping, buckets, write, Flux query, config); data in
-//!   memory (`store`), the Flux subset in `flux/`, the token check as a middleware layer.
+//! - `metrics_db/`: InfluxDB 2 API (health, ping, ready, setup, buckets and orgs in pages,
+//!   authorizations, write, Flux query, config); a fresh server until onboarding, or started
+//!   already onboarded (`tenant`, `onboarding`); data in memory (`store`), the Flux subset in
+//!   `flux/`, the token check as a middleware layer.
 //! - `log_store/`: Loki 3.4 API (ready, metrics, push, query_range/query, labels, series,
 //!   config); LogQL subset in `logql`, Loki 3's own labels in `loki3`, its log lines in `voice`.
 //! - `agent/`: Telegraf-like sampler of the real host writing line protocol.
 //! - `shipper/`: Alloy-like journal follower pushing to the log store, with its own
 //!   `/metrics`, `/-/ready`, `/-/reload`, and `validate`.
 //!
-//! Shared: `logger` (where lines go), `faults` (the sandbox's failure knobs), `toml_check`
+//! Shared: `logger` (where lines go), `go_time` (Go's duration and time texts), `faults` (the
+//! sandbox's failure knobs), `toml_check`
 //! (config diagnostics of agent and shipper), `argv` (the real programs' command lines, which
 //! the twins accept: Loki's single-dash flags, Telegraf's `--config`). Each process logs to stdout in its
 //! counterpart's style, so under systemd the journal holds its lines.
@@ -27,6 +30,7 @@ use opsbook_world as world;
 pub mod agent;
 pub mod argv;
 pub(crate) mod faults;
+pub mod go_time;
 pub mod log_store;
 pub mod logger;
 pub mod metrics_db;

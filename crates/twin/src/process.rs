@@ -28,10 +28,14 @@ pub enum Service {
     /// influxd's config file from $INFLUXD_CONFIG_PATH (TOML: those keys, `reporting-disabled`,
     /// `log-level`); flags win over the file.
     ///
-    /// Serves /health, /ping, /api/v2/buckets, /api/v2/write, /api/v2/query (a Flux subset:
-    /// from, range, filter, count, max, min, mean, sum, last, first, limit, group, yield) and
-    /// /api/v2/config. Every /api/v2 call needs `Authorization: Token …`; errors are
-    /// InfluxDB's `{"code","message"}`, a query with no rows a lone CRLF.
+    /// Without `--token` it starts as a fresh influxd: not set up until `POST /api/v2/setup`.
+    ///
+    /// Serves /health, /ping, /ready, /api/v2/setup, /api/v2/buckets (paged), /api/v2/orgs,
+    /// /api/v2/authorizations, /api/v2/write, /api/v2/query (a Flux subset: from, range,
+    /// filter, count, max, min, mean, sum, last, first, limit, group, yield) and
+    /// /api/v2/config (operator tokens only). Every /api/v2 call but setup needs
+    /// `Authorization: Token …`; errors are InfluxDB's `{"code","message"}`, a query with no
+    /// rows a lone CRLF.
     MetricsDb(MetricsDbArgs),
     /// The log store: Loki 3.4 API on 127.0.0.1:3100, logs in memory.
     ///
@@ -62,13 +66,15 @@ pub struct MetricsDbArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8086", value_name = "ADDR")]
     pub listen: String,
-    /// The API token clients must send (never logged).
+    /// Start already onboarded, with this operator token (never logged), the org and the
+    /// buckets below, as if `influx setup` had run. Without it the database starts as a fresh
+    /// influxd: nothing set up until `POST /api/v2/setup`.
     #[arg(long, env = "INFLUX_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// The organisation.
+    /// The organisation (with --token).
     #[arg(long, env = "INFLUX_ORG", default_value = "opsbook")]
     pub org: String,
-    /// Buckets to create (repeatable).
+    /// Buckets to create (repeatable; with --token).
     #[arg(long = "bucket", default_values_t = vec!["telegraf".to_string()])]
     pub buckets: Vec<String>,
     /// Points older than this are dropped (memory stays bounded).
@@ -86,6 +92,9 @@ pub struct MetricsDbArgs {
     /// `bolt-path` reported by /api/v2/config (default /var/lib/influxdb2/influxd.bolt).
     #[arg(long, value_name = "PATH")]
     pub(crate) bolt_path: Option<String>,
+    /// influxd's log level: debug, info, warn, error, dpanic, panic, fatal (any case).
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) log_level: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -160,7 +169,8 @@ pub enum ShipperAction {
         /// Address of /metrics, /-/ready and /-/reload.
         #[arg(long = "server.http.listen-addr", value_name = "ADDR", default_value = super::shipper::DEFAULT_LISTEN)]
         listen: String,
-        /// Directory for the shipper's data (created if missing; the twin keeps no positions).
+        /// Directory for the shipper's data (created if missing): each journal source's
+        /// `positions.yml` is kept under it.
         #[arg(long = "storage.path", value_name = "DIR", default_value = "data-alloy/")]
         storage_path: PathBuf,
         /// Accepted as Alloy accepts it; the twin reports nothing anywhere.
@@ -216,10 +226,10 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
                     context: format!("cannot create the storage path `{}`", storage_path.display()),
                     source,
                 })?;
-                shipper::run_command(Some(&config), Some(&listen), stop_signal()).await
+                shipper::run_command(Some(&config), Some(&listen), Some(&storage_path), stop_signal()).await
             }
             Service::LogShipper(a) => {
-                shipper::run_command(a.config.as_deref(), a.listen.as_deref(), stop_signal()).await
+                shipper::run_command(a.config.as_deref(), a.listen.as_deref(), None, stop_signal()).await
             }
         }
     });
@@ -318,11 +328,26 @@ async fn run_log_store(a: LogStoreArgs) -> Result<u8, Error> {
     Ok(0)
 }
 
+/// influxd's log level: the flag (an error when zap refuses it), else `INFLUXD_LOG_LEVEL`, else
+/// the file (both ignored when zap refuses them), else info.
+fn influxd_log_level(flag: Option<&str>, file: Option<String>) -> Result<String, String> {
+    use metrics_db::influxd_config::{log_level_flag_error, zap_level};
+    if let Some(text) = flag {
+        return zap_level(text).map(str::to_string).ok_or_else(|| log_level_flag_error(text));
+    }
+    let env = std::env::var("INFLUXD_LOG_LEVEL").ok().and_then(|l| zap_level(&l)).map(str::to_string);
+    Ok(env.or(file).unwrap_or_else(|| "info".into()))
+}
+
 async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
-    let token = a.token.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-        Error::Usage("the metrics-db twin needs an API token: pass `--token` or set INFLUX_TOKEN".into())
-    })?;
     let file = metrics_db::influxd_config::from_env().map_err(Error::Usage)?.unwrap_or_default();
+    let log_level = match influxd_log_level(a.log_level.as_deref(), file.log_level.clone()) {
+        Ok(l) => l,
+        Err(line) => {
+            eprintln!("{line}");
+            return Ok(1);
+        }
+    };
     let defaults = metrics_db::Options::default();
     // As influxd: a flag wins over the config file.
     let bind_address = a.http_bind_address.or(file.http_bind_address);
@@ -338,9 +363,12 @@ async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
         http_bind_address: bind_address,
         bolt_path: a.bolt_path.or(file.bolt_path).unwrap_or(defaults.bolt_path),
         reporting_disabled: file.reporting_disabled.unwrap_or(defaults.reporting_disabled),
-        log_level: file.log_level.unwrap_or(defaults.log_level),
+        log_level,
     };
-    let db = metrics_db::MetricsDb::new(options, crate::secret::Secret::new(token), logger::stdout());
+    let db = match a.token.filter(|t| !t.trim().is_empty()) {
+        Some(token) => metrics_db::MetricsDb::new(options, crate::secret::Secret::new(token), logger::stdout()),
+        None => metrics_db::MetricsDb::fresh(options, logger::stdout()),
+    };
     super::serve(db, Some(listener), stop_signal())
         .await
         .map_err(|source| Error::Io { context: "metrics database server failed".into(), source })?;

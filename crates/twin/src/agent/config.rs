@@ -7,6 +7,12 @@
 //! [agent]
 //!   interval = "10s"             # gather (and write) every interval
 //!   hostname = ""                # "" = this machine's name; omit_hostname = true drops the tag
+//!   metric_buffer_limit = 10000  # metrics kept while the output fails; beyond, dropped
+//!   metric_batch_size = 1000     # metrics per write
+//!   debug = false                # D! lines (e.g. "Wrote batch of N metrics in …")
+//!   quiet = false                # errors only
+//!   logformat = "text"           # or "structured" (JSON lines)
+//!   logfile = ""                 # a file instead of stdout (the journal)
 //! [[outputs.influxdb_v2]]
 //!   urls = ["http://127.0.0.1:8086"]
 //!   token = "$INFLUX_TOKEN"      # $VAR / ${VAR} come from the environment
@@ -28,6 +34,7 @@
 
 use std::time::Duration;
 
+use super::log::{LogFormat, LogSettings};
 use super::sampler::{CpuInput, DiskInput, Inputs};
 use crate::diagnostic::Diagnostic;
 use crate::secret::Secret;
@@ -75,6 +82,12 @@ pub struct AgentConfig {
     pub global_tags: Vec<(String, String)>,
     pub outputs: Vec<Output>,
     pub inputs: Inputs,
+    /// `metric_buffer_limit`: metrics held for the output at most (Telegraf's default 10000).
+    pub buffer_limit: usize,
+    /// `metric_batch_size`: metrics per write (default 1000).
+    pub batch_size: usize,
+    /// `debug`, `quiet`, `logfile`, `logformat`.
+    pub log: LogSettings,
 }
 
 impl AgentConfig {
@@ -131,131 +144,9 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
             global_tags.push((k, toml_check::expand_env(&v)));
         }
     }
-
-    let mut interval = Duration::from_secs(10);
-    let mut flush_interval = None;
-    let mut hostname_cfg = String::new();
-    let mut omit_hostname = false;
-    if let Some((agent, _)) = c.table(root, "agent") {
-        c.only(
-            agent,
-            &[
-                "interval",
-                "round_interval",
-                "metric_batch_size",
-                "metric_buffer_limit",
-                "collection_jitter",
-                "flush_interval",
-                "flush_jitter",
-                "precision",
-                "hostname",
-                "omit_hostname",
-                "debug",
-                "quiet",
-                "logfile",
-            ],
-            "[agent]",
-        );
-        if let Some(d) = c.duration(agent, "interval") {
-            if d.is_zero() {
-                let span = Checker::span_of(agent, "interval").unwrap_or(0..0);
-                c.error(span, "`interval` must be longer than zero");
-            } else {
-                interval = d;
-            }
-        }
-        flush_interval = c.duration(agent, "flush_interval");
-        for key in ["round_interval", "debug", "quiet"] {
-            c.bool(agent, key);
-        }
-        for key in ["collection_jitter", "flush_jitter", "precision"] {
-            if Checker::span_of(agent, key).is_some() {
-                c.duration(agent, key);
-            }
-        }
-        for key in ["metric_batch_size", "metric_buffer_limit"] {
-            c.int(agent, key, 1);
-        }
-        c.string(agent, "logfile");
-        hostname_cfg = c.string(agent, "hostname").map(|h| toml_check::expand_env(&h)).unwrap_or_default();
-        omit_hostname = c.bool(agent, "omit_hostname").unwrap_or(false);
-    }
-
-    let mut outputs = Vec::new();
-    if let Some((outs, _)) = c.table(root, "outputs") {
-        c.only(outs, &["influxdb_v2"], "[outputs] (the twin writes with influxdb_v2 only)");
-        for (o, span) in c.tables(outs, "influxdb_v2") {
-            c.only(
-                o,
-                &["urls", "token", "organization", "bucket", "timeout", "content_encoding", "user_agent", "bucket_tag"],
-                "[[outputs.influxdb_v2]]",
-            );
-            let urls: Vec<String> = c
-                .strings(o, "urls")
-                .unwrap_or_else(|| vec!["http://localhost:8086".into()])
-                .iter()
-                .map(|u| toml_check::expand_env(u))
-                .collect();
-            for u in &urls {
-                if !(u.starts_with("http://") || u.starts_with("https://")) {
-                    let at = Checker::span_of(o, "urls").unwrap_or(span.clone());
-                    c.error(at, format!("`{u}` is not an http:// or https:// address"));
-                }
-            }
-            let token = toml_check::expand_env(&c.string(o, "token").unwrap_or_default());
-            let organization = toml_check::expand_env(&c.string(o, "organization").unwrap_or_default());
-            let bucket = toml_check::expand_env(&c.string(o, "bucket").unwrap_or_default());
-            if bucket.is_empty() {
-                c.error(span.clone(), "[[outputs.influxdb_v2]] needs a `bucket`");
-            }
-            let timeout = c.duration(o, "timeout").unwrap_or(Duration::from_secs(5));
-            let gzip = match c.string(o, "content_encoding").as_deref() {
-                None | Some("gzip") => true,
-                Some("identity") => false,
-                Some(other) => {
-                    let at = Checker::span_of(o, "content_encoding").unwrap_or(span.clone());
-                    c.error(at, format!("content_encoding `{other}` is not one of gzip, identity"));
-                    false
-                }
-            };
-            c.string(o, "user_agent");
-            c.string(o, "bucket_tag");
-            outputs.push(Output { urls, token: Secret::new(token), organization, bucket, timeout, gzip });
-        }
-    }
-
-    let mut inputs = Inputs { cpu: None, mem: false, disk: None, system: false };
-    if let Some((ins, _)) = c.table(root, "inputs") {
-        c.only(ins, &["cpu", "mem", "disk", "system"], "[inputs] (the twin gathers cpu, mem, disk and system)");
-        if let Some((cpu, _)) = c.tables(ins, "cpu").first() {
-            c.only(cpu, &["percpu", "totalcpu", "collect_cpu_time", "report_active", "core_tags"], "[[inputs.cpu]]");
-            let d = CpuInput::default();
-            inputs.cpu = Some(CpuInput {
-                percpu: c.bool(cpu, "percpu").unwrap_or(d.percpu),
-                totalcpu: c.bool(cpu, "totalcpu").unwrap_or(d.totalcpu),
-                collect_cpu_time: c.bool(cpu, "collect_cpu_time").unwrap_or(d.collect_cpu_time),
-                report_active: c.bool(cpu, "report_active").unwrap_or(d.report_active),
-            });
-            c.bool(cpu, "core_tags");
-        }
-        if let Some((mem, _)) = c.tables(ins, "mem").first() {
-            c.only(mem, &[], "[[inputs.mem]]");
-            inputs.mem = true;
-        }
-        if let Some((system, _)) = c.tables(ins, "system").first() {
-            c.only(system, &[], "[[inputs.system]]");
-            inputs.system = true;
-        }
-        if let Some((disk, _)) = c.tables(ins, "disk").first() {
-            c.only(disk, &["mount_points", "ignore_fs", "ignore_mount_opts"], "[[inputs.disk]]");
-            let d = DiskInput::default();
-            inputs.disk = Some(DiskInput {
-                mount_points: c.strings(disk, "mount_points").unwrap_or(d.mount_points),
-                ignore_fs: c.strings(disk, "ignore_fs").unwrap_or(d.ignore_fs),
-            });
-            c.strings(disk, "ignore_mount_opts");
-        }
-    }
+    let agent = agent_section(&mut c, root);
+    let outputs = outputs_section(&mut c, root);
+    let inputs = inputs_section(&mut c, root);
     for (section, span) in
         [("processors", Checker::span_of(root, "processors")), ("aggregators", Checker::span_of(root, "aggregators"))]
     {
@@ -272,21 +163,180 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
     if !c.errors.is_empty() {
         return Err(c.errors);
     }
-    let hostname = if omit_hostname {
+    let hostname = if agent.omit_hostname {
         String::new()
-    } else if hostname_cfg.is_empty() {
+    } else if agent.hostname.is_empty() {
         crate::hostname()
     } else {
-        hostname_cfg
+        agent.hostname
     };
     Ok(AgentConfig {
-        interval,
-        flush_interval: flush_interval.unwrap_or(interval),
+        interval: agent.interval,
+        flush_interval: agent.flush_interval.unwrap_or(agent.interval),
         hostname,
         global_tags,
         outputs,
         inputs,
+        buffer_limit: agent.buffer_limit,
+        batch_size: agent.batch_size,
+        log: agent.log,
     })
+}
+
+/// What `[agent]` says.
+struct AgentSection {
+    interval: Duration,
+    flush_interval: Option<Duration>,
+    hostname: String,
+    omit_hostname: bool,
+    buffer_limit: usize,
+    batch_size: usize,
+    log: LogSettings,
+}
+
+const AGENT_KEYS: [&str; 15] = [
+    "interval",
+    "round_interval",
+    "metric_batch_size",
+    "metric_buffer_limit",
+    "collection_jitter",
+    "flush_interval",
+    "flush_jitter",
+    "precision",
+    "hostname",
+    "omit_hostname",
+    "debug",
+    "quiet",
+    "logfile",
+    "logformat",
+    "log_with_timezone",
+];
+
+fn agent_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>) -> AgentSection {
+    let mut a = AgentSection {
+        interval: Duration::from_secs(10),
+        flush_interval: None,
+        hostname: String::new(),
+        omit_hostname: false,
+        buffer_limit: 10_000,
+        batch_size: 1000,
+        log: LogSettings::default(),
+    };
+    let Some((agent, _)) = c.table(root, "agent") else { return a };
+    c.only(agent, &AGENT_KEYS, "[agent]");
+    if let Some(d) = c.duration(agent, "interval") {
+        if d.is_zero() {
+            let span = Checker::span_of(agent, "interval").unwrap_or(0..0);
+            c.error(span, "`interval` must be longer than zero");
+        } else {
+            a.interval = d;
+        }
+    }
+    a.flush_interval = c.duration(agent, "flush_interval");
+    c.bool(agent, "round_interval");
+    c.string(agent, "log_with_timezone");
+    a.log.debug = c.bool(agent, "debug").unwrap_or(false);
+    a.log.quiet = c.bool(agent, "quiet").unwrap_or(false);
+    a.log.logfile = c.string(agent, "logfile").filter(|f| !f.is_empty()).map(|f| toml_check::expand_env(&f).into());
+    match c.string(agent, "logformat").as_deref() {
+        None | Some("text") => {}
+        Some("structured") => a.log.format = LogFormat::Structured,
+        // Telegraf v1.32.0 (logger/logger.go `SetupLogging`).
+        Some(other) => {
+            let span = Checker::span_of(agent, "logformat").unwrap_or(0..0);
+            c.error(span, format!("unsupported log-format: {other}"));
+        }
+    }
+    for key in ["collection_jitter", "flush_jitter", "precision"] {
+        if Checker::span_of(agent, key).is_some() {
+            c.duration(agent, key);
+        }
+    }
+    a.batch_size = c.int(agent, "metric_batch_size", 1).map_or(a.batch_size, |n| n as usize);
+    a.buffer_limit = c.int(agent, "metric_buffer_limit", 1).map_or(a.buffer_limit, |n| n as usize);
+    a.hostname = c.string(agent, "hostname").map(|h| toml_check::expand_env(&h)).unwrap_or_default();
+    a.omit_hostname = c.bool(agent, "omit_hostname").unwrap_or(false);
+    a
+}
+
+fn outputs_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>) -> Vec<Output> {
+    let mut outputs = Vec::new();
+    let Some((outs, _)) = c.table(root, "outputs") else { return outputs };
+    c.only(outs, &["influxdb_v2"], "[outputs] (the twin writes with influxdb_v2 only)");
+    for (o, span) in c.tables(outs, "influxdb_v2") {
+        c.only(
+            o,
+            &["urls", "token", "organization", "bucket", "timeout", "content_encoding", "user_agent", "bucket_tag"],
+            "[[outputs.influxdb_v2]]",
+        );
+        let urls: Vec<String> = c
+            .strings(o, "urls")
+            .unwrap_or_else(|| vec!["http://localhost:8086".into()])
+            .iter()
+            .map(|u| toml_check::expand_env(u))
+            .collect();
+        for u in &urls {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                let at = Checker::span_of(o, "urls").unwrap_or(span.clone());
+                c.error(at, format!("`{u}` is not an http:// or https:// address"));
+            }
+        }
+        let token = toml_check::expand_env(&c.string(o, "token").unwrap_or_default());
+        let organization = toml_check::expand_env(&c.string(o, "organization").unwrap_or_default());
+        let bucket = toml_check::expand_env(&c.string(o, "bucket").unwrap_or_default());
+        if bucket.is_empty() {
+            c.error(span.clone(), "[[outputs.influxdb_v2]] needs a `bucket`");
+        }
+        let timeout = c.duration(o, "timeout").unwrap_or(Duration::from_secs(5));
+        let gzip = match c.string(o, "content_encoding").as_deref() {
+            None | Some("gzip") => true,
+            Some("identity") => false,
+            Some(other) => {
+                let at = Checker::span_of(o, "content_encoding").unwrap_or(span.clone());
+                c.error(at, format!("content_encoding `{other}` is not one of gzip, identity"));
+                false
+            }
+        };
+        c.string(o, "user_agent");
+        c.string(o, "bucket_tag");
+        outputs.push(Output { urls, token: Secret::new(token), organization, bucket, timeout, gzip });
+    }
+    outputs
+}
+
+fn inputs_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>) -> Inputs {
+    let mut inputs = Inputs { cpu: None, mem: false, disk: None, system: false };
+    let Some((ins, _)) = c.table(root, "inputs") else { return inputs };
+    c.only(ins, &["cpu", "mem", "disk", "system"], "[inputs] (the twin gathers cpu, mem, disk and system)");
+    if let Some((cpu, _)) = c.tables(ins, "cpu").first() {
+        c.only(cpu, &["percpu", "totalcpu", "collect_cpu_time", "report_active", "core_tags"], "[[inputs.cpu]]");
+        let d = CpuInput::default();
+        inputs.cpu = Some(CpuInput {
+            percpu: c.bool(cpu, "percpu").unwrap_or(d.percpu),
+            totalcpu: c.bool(cpu, "totalcpu").unwrap_or(d.totalcpu),
+            collect_cpu_time: c.bool(cpu, "collect_cpu_time").unwrap_or(d.collect_cpu_time),
+            report_active: c.bool(cpu, "report_active").unwrap_or(d.report_active),
+        });
+        c.bool(cpu, "core_tags");
+    }
+    if let Some((mem, _)) = c.tables(ins, "mem").first() {
+        c.only(mem, &[], "[[inputs.mem]]");
+        inputs.mem = true;
+    }
+    if let Some((system, _)) = c.tables(ins, "system").first() {
+        c.only(system, &[], "[[inputs.system]]");
+        inputs.system = true;
+    }
+    if let Some((disk, _)) = c.tables(ins, "disk").first() {
+        c.only(disk, &["mount_points", "ignore_fs", "ignore_mount_opts"], "[[inputs.disk]]");
+        let d = DiskInput::default();
+        inputs.disk = Some(DiskInput {
+            mount_points: c.strings(disk, "mount_points").unwrap_or(d.mount_points),
+            ignore_fs: c.strings(disk, "ignore_fs").unwrap_or(d.ignore_fs),
+        });
+        c.strings(disk, "ignore_mount_opts");
+    }
+    inputs
 }
 
 #[cfg(test)]

@@ -1,30 +1,39 @@
-//! The metrics-agent twin: a Telegraf-like agent. Every interval it samples the real host
-//! (`sampler`: cpu, mem, disk; `system`: load and uptime), and writes the metrics as line protocol to each InfluxDB 2
-//! output of its config (`config`, a Telegraf TOML subset) with its token; it logs each flush
-//! in Telegraf's words (`Wrote batch of N metrics in …`) and each failure
-//! (`E! [outputs.influxdb_v2] When writing to …`).
+//! The metrics-agent twin: a Telegraf-like agent (its version: Telegraf v1.32.0). Every
+//! interval it samples the real host (`sampler`: cpu, mem, disk; `system`: load and uptime),
+//! buffers the metrics and writes them as line protocol to each InfluxDB 2 output of its
+//! config (`config`, a Telegraf TOML subset; `output`, the write and its refusals), logging
+//! as Telegraf does (`log`: text or structured, debug and quiet, a logfile).
 //!
 //! - `--test` gathers once (cpu twice, half a second apart, as Telegraf does), prints each
 //!   metric as `> ` + line protocol and exits without writing.
-//! - SIGHUP reloads the config; a config that no longer loads stops the agent with exit 1,
-//!   as Telegraf does. In-process, `Agent::reload` returns the diagnostics instead.
-//! - Metrics that could not be written stay buffered (up to 10,000) and go with the next
-//!   flush; a 4xx answer other than 429 drops the batch.
+//! - A refused or failed write keeps the batch (`When writing to [URL/api/v2/write]: …`, then
+//!   `[agent] Error writing to outputs.influxdb_v2: failed to send metrics to any configured
+//!   server(s)`); metrics are dropped only when the buffer (`metric_buffer_limit`, 10000)
+//!   overflows (`W! … Metric buffer overflow; N metrics have been dropped`), or when the
+//!   database answers 400/422 (dropped with an error line). `Wrote batch of N metrics in …`
+//!   is a debug line (`debug = true`).
+//! - SIGHUP reloads the config; a config that no longer loads stops the agent (after its
+//!   flush) with exit 1, as Telegraf does. In-process, `Agent::reload` returns the error.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 
 pub mod config;
+pub mod log;
+mod output;
 mod sampler;
 mod system;
 
-use self::config::{AgentConfig, Output};
+use self::config::AgentConfig;
+use self::log::TelegrafLog;
+use self::output::PLUGIN;
 use super::logger::{self, Level, Sink};
 use super::{Stop, Twin, now_ns};
 use crate::error::Error;
@@ -34,7 +43,6 @@ use sampler::Sampler;
 
 /// The version the twin calls itself in logs and its User-Agent.
 pub(crate) const VERSION: &str = "1.32.0";
-const BUFFER_LIMIT: usize = 10_000;
 
 /// Fault knobs for the sandbox.
 #[derive(Debug, Default)]
@@ -48,10 +56,15 @@ pub struct Agent {
     config: RwLock<AgentConfig>,
     path: Option<PathBuf>,
     pub faults: AgentFaults,
-    log: Sink,
+    log: TelegrafLog,
     client: reqwest::Client,
     sampler: Mutex<Sampler>,
-    buffer: Mutex<Vec<Point>>,
+    /// Metrics waiting for the output, oldest first (Telegraf's ring buffer).
+    buffer: Mutex<VecDeque<Point>>,
+    /// Metrics the full buffer dropped since the last write reported them.
+    dropped: AtomicU64,
+    /// Writes refused in a row with 429/5xx (the back-off grows with it).
+    retries: AtomicU32,
     reloaded: tokio::sync::Notify,
     /// Metrics written successfully, over all outputs.
     pub written: AtomicU64,
@@ -62,33 +75,32 @@ pub struct Agent {
 impl Agent {
     /// An agent with this config; `path` is re-read by `reload`.
     pub fn new(config: AgentConfig, path: Option<PathBuf>, log: Sink) -> Arc<Agent> {
+        let settings = config.log.clone();
         Arc::new(Agent {
             config: RwLock::new(config),
             path,
             faults: AgentFaults::default(),
-            log,
+            log: TelegrafLog::new(log, settings),
             client: super::http_client(&format!("Telegraf/{VERSION}")),
             sampler: Mutex::new(Sampler::new()),
-            buffer: Mutex::new(Vec::new()),
+            buffer: Mutex::new(VecDeque::new()),
+            dropped: AtomicU64::new(0),
+            retries: AtomicU32::new(0),
             reloaded: tokio::sync::Notify::new(),
             written: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
         })
     }
 
-    /// Telegraf's log line: `2026-11-22T09:00:00Z I! text`.
+    /// An agent-level line (`I! Loaded inputs: …`, `E! [agent] …`), once logging is set up.
     fn say(&self, level: Level, text: &str) {
-        let tag = match level {
-            Level::Error => "E!",
-            Level::Warn => "W!",
-            Level::Info => "I!",
-            Level::Debug => "D!",
-        };
-        self.say_as(level, tag, text);
+        self.log.log(level, None, text);
     }
 
-    fn say_as(&self, level: Level, tag: &str, text: &str) {
-        (self.log)(level, &format!("{} {tag} {text}", logger::now_rfc3339(0)));
+    /// A line logged before logging is set up (`I! Loading config: …`): to stdout (the
+    /// journal) even with a `logfile`.
+    pub fn say_early(&self, level: Level, text: &str) {
+        self.log.early(level, text);
     }
 
     pub fn config(&self) -> AgentConfig {
@@ -105,20 +117,24 @@ impl Agent {
         self.say(
             Level::Info,
             &format!(
-                "[agent] Config: Interval:{}, Quiet:false, Hostname:{:?}, Flush Interval:{}",
+                "[agent] Config: Interval:{}, Quiet:{}, Hostname:{:?}, Flush Interval:{}",
                 humantime::format_duration(c.interval),
+                c.log.quiet,
                 c.hostname,
                 humantime::format_duration(c.flush_interval)
             ),
         );
     }
 
-    /// Re-reads the config file; on success the next interval uses it.
+    /// Re-reads the config file; on success the next interval uses it (logging set up anew).
+    /// On failure the error as Telegraf v1.32.0 words it (`loading config file … failed:
+    /// …`); the caller stops the agent and logs it (`E! [telegraf] Error running agent: …`).
     pub fn reload(&self) -> Result<(), String> {
         let Some(path) = &self.path else { return Err("the agent was started without a config file".into()) };
         self.say(Level::Info, "Reloading Telegraf config");
         match config::load(path) {
             Ok(c) => {
+                self.log.reconfigure(c.log.clone());
                 self.announce(&c);
                 if let Ok(mut current) = self.config.write() {
                     *current = c;
@@ -127,19 +143,33 @@ impl Agent {
                 Ok(())
             }
             Err(diagnostics) => {
-                let text: Vec<String> = diagnostics.iter().map(|d| d.to_string().trim_end().to_string()).collect();
-                let joined = text.join("\n");
-                self.say(
-                    Level::Error,
-                    &format!(
-                        "[telegraf] Error running agent: error loading config file {}: {}",
-                        path.display(),
-                        joined
-                    ),
-                );
-                Err(joined)
+                let first = diagnostics.first().map(|d| d.message.clone()).unwrap_or_default();
+                Err(format!("loading config file {} failed: {first}", path.display()))
             }
         }
+    }
+
+    /// Writes the `logfile` under `root` (a sandbox host's `/`).
+    pub fn set_file_root(&self, root: PathBuf) {
+        self.log.set_root(root);
+    }
+
+    /// A reload that finds a broken file beside `config` (the `reload-exits` fault): logs
+    /// `I! Reloading Telegraf config` and returns the error the agent will die of, a
+    /// misspelt option in `telegraf.d/broken.conf` as Telegraf v1.32.0 words it.
+    pub fn reload_broken(&self, config: &Path) -> String {
+        self.say(Level::Info, "Reloading Telegraf config");
+        let broken = config.parent().unwrap_or(Path::new("/")).join("telegraf.d/broken.conf");
+        format!(
+            "loading config file {} failed: plugin inputs.cpu: line 2: configuration specified the fields [\"percpu_typo\"], but they were not used. This is either a typo or this config option does not exist in this version.",
+            broken.display()
+        )
+    }
+
+    /// The agent's last words after a failed reload, once it has stopped:
+    /// `E! [telegraf] Error running agent: …` (Telegraf v1.32.0 `cmd/telegraf/telegraf.go`).
+    pub fn say_fatal(&self, error: &str) {
+        self.say(Level::Error, &format!("[telegraf] Error running agent: {error}"));
     }
 
     /// Samples the host once.
@@ -158,126 +188,86 @@ impl Agent {
         }
     }
 
-    /// Writes everything buffered to every output; keeps what could not be written.
+    /// Adds metrics to the buffer; beyond `metric_buffer_limit` the oldest are dropped and
+    /// counted (reported at the next write).
+    fn buffer_add(&self, points: impl IntoIterator<Item = Point>, front: bool) {
+        let limit = self.config().buffer_limit.max(1);
+        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        if front {
+            let mut kept: VecDeque<Point> = points.into_iter().collect();
+            kept.append(&mut buffer);
+            *buffer = kept;
+        } else {
+            buffer.extend(points);
+        }
+        let excess = buffer.len().saturating_sub(limit);
+        buffer.drain(..excess);
+        self.dropped.fetch_add(excess as u64, Ordering::Relaxed);
+    }
+
+    /// Metrics waiting for the output.
+    pub fn buffered(&self) -> usize {
+        self.buffer.lock().map(|b| b.len()).unwrap_or(0)
+    }
+
+    /// Writes the buffer in batches of `metric_batch_size`, as Telegraf v1.32.0's
+    /// `RunningOutput.Write`: a batch that fails goes back to the buffer and the flush stops.
     pub async fn flush(&self) {
         if self.faults.not_writing.load(Ordering::Relaxed) {
             return;
         }
-        let batch: Vec<Point> = std::mem::take(&mut *self.buffer.lock().unwrap_or_else(|e| e.into_inner()));
-        if batch.is_empty() {
-            return;
-        }
-        let body: String = batch.iter().map(|p| p.to_line() + "\n").collect();
-        let outputs = self.config().outputs;
-        let mut keep = false;
-        for output in &outputs {
-            let started = Instant::now();
-            match self.write(output, &body).await {
-                Ok(()) => {
-                    self.written.fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    // Telegraf prints this at debug level; the twin always prints it (at info
-                    // priority) so the journal shows every flush.
-                    self.say_as(
-                        Level::Info,
-                        "D!",
-                        &format!(
-                            "[outputs.influxdb_v2] Wrote batch of {} metrics in {:.3?}",
-                            batch.len(),
-                            started.elapsed()
-                        ),
-                    );
-                }
-                Err((message, retry)) => {
-                    self.write_errors.fetch_add(1, Ordering::Relaxed);
-                    self.say(Level::Error, &format!("[outputs.influxdb_v2] {message}"));
-                    keep |= retry;
-                }
+        let c = self.config();
+        loop {
+            let batch: Vec<Point> = {
+                let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+                let n = buffer.len().min(c.batch_size.max(1));
+                buffer.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                break;
+            }
+            if let Err(e) = self.write_batch(&c, &batch).await {
+                self.write_errors.fetch_add(1, Ordering::Relaxed);
+                self.buffer_add(batch, true);
+                self.say(Level::Error, &format!("[agent] Error writing to {PLUGIN}: {e}"));
+                break;
             }
         }
-        if keep {
-            self.say(
-                Level::Error,
-                "[agent] Error writing to outputs.influxdb_v2: failed to send metrics to any configured outputs",
-            );
-            let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
-            let mut kept = batch;
-            kept.append(&mut buffer);
-            let excess = kept.len().saturating_sub(BUFFER_LIMIT);
-            kept.drain(..excess);
-            *buffer = kept;
-        }
+        let fullness = format!("Buffer fullness: {} / {} metrics", self.buffered(), c.buffer_limit);
+        self.log.log(Level::Debug, Some(PLUGIN), &fullness);
     }
 
-    /// One write to one output: `Err((message, retry))`.
-    async fn write(&self, output: &Output, body: &str) -> Result<(), (String, bool)> {
-        let mut last = (String::from("no urls configured"), false);
-        for url in &output.urls {
-            let target = format!("{}/api/v2/write", url.trim_end_matches('/'));
-            let mut request = self
-                .client
-                .post(&target)
-                .query(&[("bucket", output.bucket.as_str()), ("org", output.organization.as_str())])
-                .timeout(output.timeout)
-                .header("content-type", "text/plain; charset=utf-8");
-            if !output.token.is_empty() {
-                let mut value = reqwest::header::HeaderValue::from_str(&format!("Token {}", output.token.expose()))
-                    .map_err(|_| ("the token has characters a header cannot carry".to_string(), false))?;
-                value.set_sensitive(true);
-                request = request.header(reqwest::header::AUTHORIZATION, value);
-            }
-            request = if output.gzip {
-                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-                let _ = gz.write_all(body.as_bytes());
-                request.header("content-encoding", "gzip").body(gz.finish().unwrap_or_default())
-            } else {
-                request.body(body.to_string())
-            };
-            match request.send().await {
-                Ok(r) if r.status().is_success() => return Ok(()),
-                Ok(r) => {
-                    let status = r.status();
-                    let text = r.text().await.unwrap_or_default();
-                    let json: Option<serde_json::Value> = serde_json::from_str(&text).ok();
-                    let detail = json
-                        .as_ref()
-                        .map(|j| {
-                            format!("{}: {}", j["code"].as_str().unwrap_or(""), j["message"].as_str().unwrap_or(""))
-                        })
-                        .unwrap_or_else(|| crate::wire::excerpt(&text, 200));
-                    let retry = status.is_server_error() || status.as_u16() == 429;
-                    let drop = if retry { "" } else { "will be dropped: " };
-                    last = (
-                        format!(
-                            "When writing to [{target}]: failed to write metric to {} ({drop}{status}): {detail}",
-                            output.bucket
-                        ),
-                        retry,
-                    );
-                }
-                Err(e) => {
-                    let mut reason = e.to_string();
-                    let mut source = std::error::Error::source(&e);
-                    while let Some(s) = source {
-                        reason = format!("{reason}: {s}");
-                        source = s.source();
-                    }
-                    let full = e.url().map_or_else(|| target.clone(), |u| u.to_string());
-                    last = (format!("When writing to [{target}]: Post {full:?}: {reason}"), true);
-                }
+    /// One batch to every output (`writeMetrics`): the overflow warning first, then the
+    /// write, then `D! Wrote batch of N metrics in …`.
+    async fn write_batch(&self, c: &AgentConfig, batch: &[Point]) -> Result<(), String> {
+        let dropped = self.dropped.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            self.log.log(
+                Level::Warn,
+                Some(PLUGIN),
+                &format!("Metric buffer overflow; {dropped} metrics have been dropped"),
+            );
+        }
+        let body: String = batch.iter().map(|p| p.to_line() + "\n").collect();
+        let started = Instant::now();
+        for out in &c.outputs {
+            let retries = self.retries.load(Ordering::Relaxed);
+            if let Err(e) = output::write(&self.client, out, &body, retries, &self.log).await {
+                self.retries.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
             }
         }
-        Err(last)
+        self.retries.store(0, Ordering::Relaxed);
+        self.written.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let took = crate::go_time::duration(started.elapsed());
+        self.log.log(Level::Debug, Some(PLUGIN), &format!("Wrote batch of {} metrics in {took}", batch.len()));
+        Ok(())
     }
 
     /// One interval: gather, buffer, flush.
     pub async fn tick(&self) {
         let points = self.gather();
-        {
-            let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
-            buffer.extend(points);
-            let excess = buffer.len().saturating_sub(BUFFER_LIMIT);
-            buffer.drain(..excess);
-        }
+        self.buffer_add(points, false);
         self.flush().await;
     }
 }
@@ -315,12 +305,7 @@ async fn run(agent: Arc<Agent>, shutdown: Stop) {
             _ = tokio::time::sleep(wait) => {}
         }
         let points = agent.gather();
-        {
-            let mut buffer = agent.buffer.lock().unwrap_or_else(|e| e.into_inner());
-            buffer.extend(points);
-            let excess = buffer.len().saturating_sub(BUFFER_LIMIT);
-            buffer.drain(..excess);
-        }
+        agent.buffer_add(points, false);
         since_flush += interval;
         if since_flush >= c.flush_interval {
             since_flush = Duration::ZERO;
@@ -328,8 +313,8 @@ async fn run(agent: Arc<Agent>, shutdown: Stop) {
         }
     }
     // Telegraf flushes what it holds before it stops.
-    agent.flush().await;
     agent.say(Level::Info, "[agent] Hang on, flushing any cached metrics before shutdown");
+    agent.flush().await;
     agent.say(Level::Info, "[agent] Stopping running outputs");
 }
 
@@ -376,6 +361,8 @@ pub fn test_command(path: &Path) -> Result<u8, Error> {
 }
 
 /// `opsbook twin metrics-agent CONFIG [--once]`: runs until SIGINT/SIGTERM; SIGHUP reloads.
+/// A reload whose file no longer loads stops the agent (it flushes first) and exits 1 with
+/// `E! [telegraf] Error running agent: loading config file … failed: …`, as Telegraf v1.32.0.
 pub async fn run_command(
     path: &Path,
     once: bool,
@@ -389,7 +376,7 @@ pub async fn run_command(
         }
     };
     let agent = Agent::new(config, Some(path.to_path_buf()), logger::stdout());
-    agent.say(Level::Info, &format!("Loading config: {}", path.display()));
+    agent.say_early(Level::Info, &format!("Loading config: {}", path.display()));
     if once {
         agent.gather();
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -397,27 +384,34 @@ pub async fn run_command(
         let failed = agent.write_errors.load(Ordering::Relaxed) > 0;
         return Ok(u8::from(failed));
     }
-    let (failed_tx, mut failed_rx) = tokio::sync::mpsc::channel::<()>(1);
+    let (failed_tx, mut failed_rx) = tokio::sync::mpsc::channel::<String>(1);
     let reloader = agent.clone();
     tokio::spawn(async move {
         let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
         while hup.recv().await.is_some() {
-            if reloader.reload().is_err() {
-                let _ = failed_tx.send(()).await;
+            if let Err(e) = reloader.reload() {
+                let _ = failed_tx.send(e).await;
                 return;
             }
         }
     });
-    let reload_failed = Arc::new(AtomicBool::new(false));
+    let reload_failed = Arc::new(Mutex::new(None::<String>));
     let failed = reload_failed.clone();
     let stop = async move {
         tokio::select! {
             _ = shutdown => {},
-            _ = failed_rx.recv() => failed.store(true, Ordering::Relaxed),
+            e = failed_rx.recv() => *failed.lock().unwrap_or_else(|p| p.into_inner()) = e,
         }
     };
-    let _ = super::serve(agent, None, stop).await;
-    Ok(u8::from(reload_failed.load(Ordering::Relaxed)))
+    let _ = super::serve(agent.clone(), None, stop).await;
+    let error = reload_failed.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match error {
+        Some(e) => {
+            agent.say_fatal(&e);
+            Ok(1)
+        }
+        None => Ok(0),
+    }
 }
 
 #[cfg(test)]
@@ -428,19 +422,30 @@ mod tests {
     fn buffered_metrics_survive_a_refused_write_and_are_bounded() {
         let config = config::parse(
             "t.conf",
-            "[[outputs.influxdb_v2]]\nurls = [\"http://127.0.0.1:9\"]\nbucket = \"b\"\ntimeout = \"1s\"\n[[inputs.mem]]\n",
+            "[agent]\nmetric_buffer_limit = 2\n[[outputs.influxdb_v2]]\nurls = [\"http://127.0.0.1:9\"]\nbucket = \"b\"\ntimeout = \"1s\"\n[[inputs.mem]]\n",
         )
         .unwrap();
         let (sink, lines) = logger::memory();
         let agent = Agent::new(config, None, sink);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(agent.tick());
-        assert_eq!(agent.buffer.lock().unwrap().len(), 1, "the mem point waits for the next flush");
+        assert_eq!(agent.buffered(), 1, "the mem point waits for the next flush");
         assert_eq!(agent.write_errors.load(Ordering::Relaxed), 1);
-        let logged = lines.lock().unwrap().clone();
+        rt.block_on(agent.tick());
+        rt.block_on(agent.tick());
+        assert_eq!(agent.buffered(), 2, "the buffer holds metric_buffer_limit at most");
+        let logged: Vec<String> = lines.lock().unwrap().iter().map(|(_, t)| t.clone()).collect();
         assert!(
-            logged.iter().any(|(l, t)| *l == Level::Error
-                && t.contains("E! [outputs.influxdb_v2] When writing to [http://127.0.0.1:9/api/v2/write]")),
+            logged.iter().any(|t| t.contains("E! [outputs.influxdb_v2] When writing to [http://127.0.0.1:9/api/v2/write]: Post")),
+            "{logged:?}"
+        );
+        assert!(logged.iter().any(|t| t.ends_with(
+            "E! [agent] Error writing to outputs.influxdb_v2: failed to send metrics to any configured server(s)"
+        )));
+        assert!(
+            logged
+                .iter()
+                .any(|t| t.ends_with("W! [outputs.influxdb_v2] Metric buffer overflow; 1 metrics have been dropped")),
             "{logged:?}"
         );
         assert!(agent.reload().is_err(), "no file to reload from");

@@ -1,33 +1,35 @@
 //! The metrics-db twin's HTTP side: routes, the token check as one middleware layer over
-//! every `/api/v2` route, request decoding (query parameters, Flux bodies raw or JSON) and
-//! answers in InfluxDB 2's JSON (tab-indented) and CSV.
+//! every `/api/v2` route but setup, request decoding (query parameters, Flux bodies raw or
+//! JSON) and answers in InfluxDB 2's JSON (tab-indented) and CSV; `/ready` with its
+//! four-space JSON. Tenancy routes (buckets, orgs, authorizations) are in `tenant_http`,
+//! setup in `onboarding`.
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Query as QueryParams, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use serde_json::{Value, json};
 
-use super::{COMMIT, MetricsDb, VERSION, internal, invalid};
+use super::tenant::Authorization;
+use super::{COMMIT, MetricsDb, VERSION, internal, invalid, onboarding, tenant_http};
 use crate::faults;
 use crate::logger::Level;
 use crate::wire::content_encoding;
 use crate::wire::flux_csv::Dialect;
 
-/// InfluxDB 2's API answers (its `api.Respond`) are JSON indented with tabs, ending with a
-/// newline.
-fn json_answer(status: StatusCode, v: &Value) -> Response {
+/// InfluxDB 2's API answers (its `api.Respond`, InfluxDB v2.7.12 `kit/transport/http/api.go`)
+/// are `json.MarshalIndent(v, "", "\t")`: indented with tabs, no final newline.
+pub(super) fn json_answer(status: StatusCode, v: &Value) -> Response {
     use serde::Serialize;
     let mut body = Vec::new();
     let mut ser =
         serde_json::Serializer::with_formatter(&mut body, serde_json::ser::PrettyFormatter::with_indent(b"\t"));
     let _ = v.serialize(&mut ser);
-    body.push(b'\n');
     (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response()
 }
 
@@ -45,31 +47,59 @@ fn error_answer((status, v): (StatusCode, Value)) -> Response {
     response
 }
 
-/// The token check of every `/api/v2` route: without this database's token in
-/// `Authorization: Token …`, InfluxDB's 401 and the handler never runs.
-async fn require_token(State(db): State<Arc<MetricsDb>>, request: Request, next: Next) -> Response {
+/// An error answered through kithttp's `API.Err` (InfluxDB v2.7.12
+/// `kit/transport/http/api.go`): `{"code","message"}` indented with tabs (no final newline),
+/// the code in `X-Platform-Error-Code`, and `lvl=error msg="api error encountered"` in the
+/// log (with `handler=` where the handler names itself).
+pub(super) fn api_err(db: &MetricsDb, handler: Option<&str>, (status, v): (StatusCode, Value)) -> Response {
+    use serde::Serialize;
+    let code = v.get("code").and_then(Value::as_str).unwrap_or("internal error").to_string();
+    let message = v.get("message").and_then(Value::as_str).unwrap_or("an internal error has occurred").to_string();
+    let mut fields: Vec<(&str, &str)> = handler.map(|h| ("handler", h)).into_iter().collect();
+    fields.push(("error", &message));
+    db.log_line(Level::Error, "api error encountered", &fields);
+    let mut body = Vec::new();
+    let mut ser =
+        serde_json::Serializer::with_formatter(&mut body, serde_json::ser::PrettyFormatter::with_indent(b"\t"));
+    let _ = json!({"code": code, "message": message}).serialize(&mut ser);
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response();
+    if let Ok(value) = HeaderValue::from_str(&code) {
+        response.headers_mut().insert("x-platform-error-code", value);
+    }
+    response
+}
+
+/// The token check of every `/api/v2` route but setup: without a known token in
+/// `Authorization: Token …`, InfluxDB's 401 and the handler never runs; with one, its
+/// authorization goes to the handler. A fresh server knows no token, so every one is refused
+/// the same way as a wrong one (`http/authentication_middleware.go`).
+async fn require_token(State(db): State<Arc<MetricsDb>>, mut request: Request, next: Next) -> Response {
     let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if !db.accepts(authorization) {
+    let Some(auth) = db.authorize(authorization) else {
+        // InfluxDB v2.7.12 logs a refused token at info only.
+        db.log_line(Level::Info, "Unauthorized", &[("error", "authorization not found")]);
         return error_answer((
             StatusCode::UNAUTHORIZED,
             json!({"code": "unauthorized", "message": "unauthorized access"}),
         ));
-    }
+    };
+    request.extensions_mut().insert(auth);
     next.run(request).await
 }
 
-type Params = Vec<(String, String)>;
+pub(super) type Params = Vec<(String, String)>;
 
-fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
+pub(super) fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
     params.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
-/// The org must be named (by name or ID) and be this twin's.
+/// The org a write names (by name or ID), which must exist.
 fn check_org(db: &MetricsDb, params: &Params) -> Result<(), Box<Response>> {
+    let tenant = db.tenant_read();
     match (param(params, "org"), param(params, "orgID")) {
         (None, None) => Err(Box::new(error_answer(invalid("Please provide either orgID or org")))),
-        (Some(org), _) if org == db.options.org || org == db.org_id => Ok(()),
-        (None, Some(id)) if id == db.org_id => Ok(()),
+        (Some(org), _) if tenant.org_by_name(org).or_else(|| tenant.org_by_id(org)).is_some() => Ok(()),
+        (None, Some(id)) if tenant.org_by_id(id).is_some() => Ok(()),
         (Some(org), _) => Err(Box::new(error_answer((
             StatusCode::NOT_FOUND,
             json!({"code": "not found", "message": format!("organization name \"{org}\" not found")}),
@@ -79,6 +109,21 @@ fn check_org(db: &MetricsDb, params: &Params) -> Result<(), Box<Response>> {
             json!({"code": "not found", "message": format!("organization not found: {id}")}),
         )))),
     }
+}
+
+/// The org of a query, as InfluxDB v2.7.12 decodes it (`http/requests.go`
+/// `queryOrganization`, wrapped by `decodeProxyQueryRequest`): every failure is a 400
+/// `invalid` `failed to decode request body: …`.
+fn check_query_org(db: &MetricsDb, params: &Params) -> Result<(), (StatusCode, Value)> {
+    let tenant = db.tenant_read();
+    let why = match (param(params, "orgID"), param(params, "org")) {
+        (Some(id), _) if tenant.org_by_id(id).is_some() => return Ok(()),
+        (Some(_), _) => "organization not found".to_string(),
+        (None, Some(name)) if tenant.org_by_name(name).is_some() => return Ok(()),
+        (None, Some(name)) => format!("organization name \"{name}\" not found"),
+        (None, None) => "Please provide either orgID or org".to_string(),
+    };
+    Err(invalid(&format!("failed to decode request body: {why}")))
 }
 
 /// InfluxDB 2 writes this body from a format string, spacing and all.
@@ -93,17 +138,30 @@ async fn ping() -> Response {
     StatusCode::NO_CONTENT.into_response()
 }
 
-async fn buckets(State(db): State<Arc<MetricsDb>>, QueryParams(params): QueryParams<Params>) -> Response {
-    let mut v = db.buckets_json();
-    if let Some(name) = param(&params, "name")
-        && let Some(list) = v.get_mut("buckets").and_then(Value::as_array_mut)
-    {
-        list.retain(|b| b["name"] == name);
-    }
-    json_answer(StatusCode::OK, &v)
+/// `GET /ready` (InfluxDB v2.7.12 `http/ready.go`): a `json.Encoder` with four-space indent,
+/// so a final newline; `started` is when the server was built, `up` a Go duration.
+async fn ready(State(db): State<Arc<MetricsDb>>) -> Response {
+    let up = db.started.elapsed().unwrap_or_default();
+    let started = crate::go_time::rfc3339_nano(db.started);
+    let body = format!(
+        "{{\n    \"status\": \"ready\",\n    \"started\": {},\n    \"up\": {}\n}}\n",
+        Value::from(started),
+        Value::from(crate::go_time::duration(up))
+    );
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response()
 }
 
-async fn config(State(db): State<Arc<MetricsDb>>) -> Response {
+/// `GET /api/v2/config` (InfluxDB v2.7.12 `http/config.go`): operator tokens only; any other
+/// is a 401 through `API.Err`.
+async fn config(State(db): State<Arc<MetricsDb>>, Extension(auth): Extension<Authorization>) -> Response {
+    if !auth.is_operator() {
+        let message = "access to /api/v2/config requires operator permissions";
+        return api_err(
+            &db,
+            Some("config"),
+            (StatusCode::UNAUTHORIZED, json!({"code": "unauthorized", "message": message})),
+        );
+    }
     json_answer(StatusCode::OK, &db.config_json())
 }
 
@@ -192,8 +250,8 @@ async fn query(
     QueryParams(params): QueryParams<Params>,
     body: Bytes,
 ) -> Response {
-    if let Err(r) = check_org(&db, &params) {
-        return *r;
+    if let Err(e) = check_query_org(&db, &params) {
+        return error_answer(e);
     }
     let (src, dialect) = match query_request(&headers, &body) {
         Ok(q) => q,
@@ -227,7 +285,9 @@ async fn version_headers(request: Request, next: Next) -> Response {
 /// of all, InfluxDB's version headers on every answer.
 pub(super) fn router(db: Arc<MetricsDb>) -> Router {
     let api = Router::new()
-        .route("/api/v2/buckets", get(buckets))
+        .route("/api/v2/buckets", get(tenant_http::get_buckets).post(tenant_http::post_bucket))
+        .route("/api/v2/orgs", get(tenant_http::get_orgs))
+        .route("/api/v2/authorizations", post(tenant_http::post_authorization))
         .route("/api/v2/config", get(config))
         .route("/api/v2/write", post(write))
         .route("/api/v2/query", post(query))
@@ -235,6 +295,8 @@ pub(super) fn router(db: Arc<MetricsDb>) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/ping", get(ping))
+        .route("/ready", get(ready))
+        .route("/api/v2/setup", get(onboarding::is_onboarding).post(onboarding::setup))
         .merge(api)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(db.faults.clone(), faults::apply))

@@ -1,8 +1,13 @@
 //! influxd's own configuration, as the metrics-db twin takes it: the flags `--http-bind-address`,
-//! `--bolt-path`, `--engine-path`, and the file `INFLUXD_CONFIG_PATH` names (a TOML file, or a
-//! directory holding `config.toml`) with the keys `http-bind-address`, `bolt-path`,
-//! `engine-path`, `reporting-disabled` and `log-level`. As in influxd a flag wins over the
-//! file, and keys influxd knows but the twin does not use are accepted and ignored.
+//! `--bolt-path`, `--engine-path`, `--log-level`, and the file `INFLUXD_CONFIG_PATH` names (a
+//! TOML file, or a directory holding `config.toml`) with the keys `http-bind-address`,
+//! `bolt-path`, `engine-path`, `reporting-disabled` and `log-level`. As in influxd a flag wins
+//! over the file, and keys influxd knows but the twin does not use are accepted and ignored.
+//!
+//! Log levels are zap's (InfluxDB v2.7.12 pins zap v1.16.0, `Level.UnmarshalText`): debug,
+//! info, warn, error, dpanic, panic, fatal, in any case, and "" for info. A bad `--log-level`
+//! is an error (`kit/cli/loglevelflag.go`); a bad value in the file or in
+//! `INFLUXD_LOG_LEVEL` is silently ignored (`kit/cli/viper.go`: `_ = (*destP).Set(s)`).
 
 use std::path::{Path, PathBuf};
 
@@ -54,12 +59,8 @@ pub fn parse(file: &str, text: &str) -> Result<InfluxdFile, String> {
         Some(DeValue::Boolean(b)) => Some(*b),
         Some(_) => return Err(format!("{file}: `reporting-disabled` must be true or false")),
     };
-    let log_level = string("log-level")?;
-    if let Some(level) = &log_level
-        && !matches!(level.as_str(), "debug" | "info" | "error")
-    {
-        return Err(format!("{file}: unknown `log-level` {level:?} (influxd takes debug, info or error)"));
-    }
+    // A level zap does not know is dropped without a word, as influxd drops it.
+    let log_level = string("log-level")?.and_then(|l| zap_level(&l)).map(str::to_string);
     Ok(InfluxdFile {
         http_bind_address: string("http-bind-address")?,
         bolt_path: string("bolt-path")?,
@@ -67,6 +68,24 @@ pub fn parse(file: &str, text: &str) -> Result<InfluxdFile, String> {
         reporting_disabled,
         log_level,
     })
+}
+
+/// zap v1.16.0's name for a level text (`Level.UnmarshalText`, retried lower-cased), or
+/// `None` when zap refuses it. `warning` and `trace` are refused.
+pub fn zap_level(text: &str) -> Option<&'static str> {
+    const LEVELS: [&str; 7] = ["debug", "info", "warn", "error", "dpanic", "panic", "fatal"];
+    let lower = text.to_ascii_lowercase();
+    if lower.is_empty() {
+        return Some("info");
+    }
+    LEVELS.iter().find(|l| **l == lower).copied()
+}
+
+/// influxd's error for a bad `--log-level` (cobra's `Error:` line, pflag's wording).
+pub fn log_level_flag_error(text: &str) -> String {
+    format!(
+        "Error: invalid argument \"{text}\" for \"--log-level\" flag: unknown log level; supported levels are debug, info, warn, error"
+    )
 }
 
 /// The socket address of influxd's `http-bind-address` (`:8086` is every interface).
@@ -99,14 +118,23 @@ mod tests {
     }
 
     #[test]
-    fn wrong_values_are_named() {
+    fn wrong_values_are_named_but_a_bad_level_is_ignored() {
         assert_eq!(
             parse("c.toml", "reporting-disabled = \"yes\"\n"),
             Err("c.toml: `reporting-disabled` must be true or false".into())
         );
-        assert_eq!(
-            parse("c.toml", "log-level = \"loud\"\n"),
-            Err("c.toml: unknown `log-level` \"loud\" (influxd takes debug, info or error)".into())
-        );
+        assert_eq!(parse("c.toml", "log-level = \"loud\"\n").map(|f| f.log_level), Ok(None));
+        assert_eq!(parse("c.toml", "log-level = \"WARN\"\n").map(|f| f.log_level), Ok(Some("warn".into())));
+    }
+
+    #[test]
+    fn zap_takes_its_seven_levels_in_any_case() {
+        for (text, level) in
+            [("debug", "debug"), ("Info", "info"), ("WARN", "warn"), ("error", "error"), ("DPanic", "dpanic")]
+        {
+            assert_eq!(zap_level(text), Some(level));
+        }
+        assert_eq!(zap_level(""), Some("info"));
+        assert_eq!((zap_level("warning"), zap_level("trace")), (None, None));
     }
 }

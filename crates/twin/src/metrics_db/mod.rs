@@ -5,9 +5,15 @@
 //! - `GET /api/v2/buckets`, `POST /api/v2/write` (line protocol, gzip too), `POST
 //!   /api/v2/query` (Flux subset of `flux`, raw `application/vnd.flux` or a JSON body with a
 //!   dialect; CSV from `csv`), `GET /api/v2/config` (runtime config with `engine-path`).
-//! - Every `/api/v2` call needs `Authorization: Token <token>` (checked by one middleware
-//!   layer, `http::require_token`); otherwise 401
+//! - Every `/api/v2` call but setup needs `Authorization: Token <token>` of a known
+//!   authorization (checked by one middleware layer, `http::require_token`); otherwise 401
 //!   `{"code":"unauthorized","message":"unauthorized access"}`. The token is never logged.
+//! - Tenancy (`tenant`, `tenant_http`, `onboarding`): `MetricsDb::fresh` starts as a fresh
+//!   `influxd`, with nothing until `POST /api/v2/setup`; `MetricsDb::new` starts already
+//!   onboarded with the options' org and buckets and the given operator token. Buckets and
+//!   orgs are listed in pages (`paging`), `/api/v2/authorizations` makes tokens, and
+//!   `/api/v2/config` takes operator tokens only.
+//! - `GET /ready`: `{"status":"ready","started":…,"up":…}`.
 //!
 //! Errors are InfluxDB's JSON `{"code": …, "message": …}`. Points live in memory (`store`)
 //! and are dropped when older than the retention window.
@@ -19,8 +25,12 @@ mod csv;
 mod flux;
 mod http;
 pub mod influxd_config;
+mod onboarding;
+mod paging;
 mod resources;
 mod store;
+mod tenant;
+mod tenant_http;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -38,6 +48,7 @@ use crate::secret::Secret;
 use crate::wire::flux_csv::Dialect;
 use crate::world::BoxFuture;
 use store::{Bucket, WriteError};
+use tenant::{Authorization, Tenant};
 
 /// The InfluxDB version the twin reports.
 pub(crate) const VERSION: &str = "v2.7.11";
@@ -88,9 +99,12 @@ impl Default for Options {
 pub struct MetricsDb {
     pub options: Options,
     pub faults: Arc<Faults>,
-    token: Secret,
     log: Sink,
-    org_id: String,
+    /// Orgs, users, bucket descriptions and tokens (`tenant`); empty until onboarding.
+    tenant: RwLock<Tenant>,
+    /// When the server was built: `/ready`'s `started` and `up`.
+    started: std::time::SystemTime,
+    /// The points of each bucket, by bucket name.
     buckets: RwLock<BTreeMap<String, Bucket>>,
     /// When retention last ran (ns), so it runs at most once a second.
     last_evict: AtomicI64,
@@ -98,31 +112,94 @@ pub struct MetricsDb {
     queries: AtomicU64,
 }
 
-fn id16(seed: u64) -> String {
-    format!("{:016x}", seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 0x0100_0000_0000_0000)
-}
-
 impl MetricsDb {
+    /// A database already onboarded: `options.org` with `options.buckets`, and `token` as the
+    /// operator token setup returns (what the twin's `--token`, `--org` and `--bucket` flags
+    /// make, as if `influx setup` had run with them).
     pub fn new(options: Options, token: Secret, log: Sink) -> Arc<MetricsDb> {
-        let mut buckets = BTreeMap::new();
-        for (i, name) in options.buckets.iter().enumerate() {
-            buckets.insert(name.clone(), Bucket::new(name, id16(i as u64 + 11)));
+        let db = MetricsDb::fresh(options, log);
+        let retention = db.options.retention.as_secs();
+        let (org, buckets) = (db.options.org.clone(), db.options.buckets.clone());
+        let first = buckets.first().cloned().unwrap_or_else(|| "telegraf".into());
+        if let Err((_, e)) = db.onboard("admin", &org, &first, retention, Some(token.expose().to_string())) {
+            tracing::warn!("the metrics-db twin could not set itself up: {e}");
         }
+        if let Some(org_id) = db.tenant_read().org_by_name(&org).map(|o| o.id.clone()) {
+            for name in buckets.iter().skip(1) {
+                let _ = db.create_bucket(&org_id, name, retention);
+            }
+        }
+        db
+    }
+
+    /// A database as a fresh `influxd` starts: no org, bucket, user or token until
+    /// `POST /api/v2/setup`.
+    pub fn fresh(options: Options, log: Sink) -> Arc<MetricsDb> {
         Arc::new(MetricsDb {
-            org_id: id16(7),
             options,
             faults: Faults::new(),
-            token,
             log,
-            buckets: RwLock::new(buckets),
+            tenant: RwLock::new(Tenant::default()),
+            started: std::time::SystemTime::now(),
+            buckets: RwLock::new(BTreeMap::new()),
             last_evict: AtomicI64::new(0),
             writes: AtomicU64::new(0),
             queries: AtomicU64::new(0),
         })
     }
 
-    /// InfluxDB's log style: `ts=… lvl=info msg=… log_id=… k=v`.
+    fn tenant_read(&self) -> std::sync::RwLockReadGuard<'_, Tenant> {
+        self.tenant.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn tenant_write(&self) -> std::sync::RwLockWriteGuard<'_, Tenant> {
+        self.tenant.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `POST /api/v2/setup` is still allowed (nothing set up yet).
+    pub fn onboarding_allowed(&self) -> bool {
+        self.tenant_read().onboarding_allowed()
+    }
+
+    /// A new user bucket in `org_id`, for its description and its points.
+    fn create_bucket(&self, org_id: &str, name: &str, retention_s: u64) -> Result<Value, (StatusCode, Value)> {
+        let mut tenant = self.tenant_write();
+        // InfluxDB v2.7.12 (tenant/error_bucket.go `BucketAlreadyExistsError`): code conflict, 422.
+        if tenant.buckets.iter().any(|b| b.name == name) {
+            return Err((
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"code": "conflict", "message": format!("bucket with name {name} already exists")}),
+            ));
+        }
+        let mut info = tenant.add_bucket(org_id, name, retention_s);
+        info.shard_group_s = Some(shard_group_for(retention_s));
+        if let Some(b) = tenant.buckets.iter_mut().find(|b| b.id == info.id) {
+            b.shard_group_s = info.shard_group_s;
+        }
+        let mut buckets = self.buckets.write().map_err(|_| internal("storage lock poisoned"))?;
+        buckets.insert(name.to_string(), Bucket::new(name, info.id.clone()));
+        Ok(tenant::bucket_json(&info))
+    }
+
+    /// InfluxDB's log style: `ts=… lvl=info msg=… log_id=… k=v`; lines less severe than
+    /// the configured `log-level` are not written (zap's dpanic, panic and fatal leave only
+    /// what the twin never logs).
     fn log_line(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
+        let least = match self.options.log_level.as_str() {
+            "debug" => Level::Debug,
+            "warn" => Level::Warn,
+            "error" => Level::Error,
+            "dpanic" | "panic" | "fatal" => return,
+            _ => Level::Info,
+        };
+        if level <= least {
+            self.log_always(level, msg, fields);
+        }
+    }
+
+    /// A log line whatever the level: influxd writes its welcome line (which names the level)
+    /// at info even when its level is warn.
+    fn log_always(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
         let lvl = match level {
             Level::Error => "error",
             Level::Warn => "warn",
@@ -230,24 +307,32 @@ impl MetricsDb {
         csv::encode(&results, dialect).map_err(|m| invalid(&m))
     }
 
-    /// Whether an `Authorization` header value carries this database's token.
-    fn accepts(&self, authorization: Option<&str>) -> bool {
+    /// The authorization an `Authorization` header value carries, when its token is known.
+    /// With the `all-access-token` fault, a token setup made is demoted to all-access (its
+    /// permissions scoped to its org), as a token made with `influx auth create --all-access`.
+    fn authorize(&self, authorization: Option<&str>) -> Option<Authorization> {
         if self.faults.refuses_token() {
-            return false;
+            return None;
         }
-        let Some(value) = authorization else { return false };
+        let value = authorization?;
         let given = value.strip_prefix("Token ").or_else(|| value.strip_prefix("Bearer ")).unwrap_or("");
-        constant_time_eq(given.trim().as_bytes(), self.token.expose().as_bytes())
+        let mut auth = self.tenant_read().find_token(given.trim())?.clone();
+        if self.faults.all_access_token() && auth.is_operator() {
+            auth.permissions = tenant::Permission::everything(Some(&auth.org_id));
+        }
+        Some(auth)
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    // Length leaks, content does not: compare every byte either way.
-    let mut diff = a.len() ^ b.len();
-    for (i, x) in a.iter().enumerate() {
-        diff |= (*x ^ b.get(i).copied().unwrap_or(0)) as usize;
+/// The shard-group duration InfluxDB gives a bucket of this retention (`meta`'s
+/// `normalisedShardDuration`): 1 h under 2 days, 1 day under 6 months, else 7 days.
+fn shard_group_for(retention_s: u64) -> u64 {
+    match retention_s {
+        0 => 604_800,
+        r if r < 2 * 86_400 => 3_600,
+        r if r < 180 * 86_400 => 86_400,
+        _ => 604_800,
     }
-    diff == 0 && !b.is_empty()
 }
 
 pub(crate) fn invalid(message: &str) -> (StatusCode, Value) {
@@ -267,7 +352,12 @@ impl Twin for MetricsDb {
 /// Serves the metrics database on `listener` until `shutdown` completes.
 async fn serve(listener: TcpListener, db: Arc<MetricsDb>, shutdown: Stop) -> std::io::Result<()> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    db.log_line(Level::Info, "Welcome to InfluxDB", &[("version", VERSION), ("commit", COMMIT)]);
+    let level = db.options.log_level.clone();
+    db.log_always(
+        Level::Info,
+        "Welcome to InfluxDB",
+        &[("version", VERSION), ("commit", COMMIT), ("log_level", level.as_str())],
+    );
     db.log_line(Level::Info, "Listening", &[("service", "tcp-listener"), ("transport", "http"), ("addr", &addr)]);
     let db2 = db.clone();
     let result = axum::serve(listener, http::router(db)).with_graceful_shutdown(shutdown).await;
@@ -310,13 +400,5 @@ mod tests {
             db.query("from(bucket:\"telegraf\")|>range(start:-1m)|>sort()", &Dialect::default()).unwrap_err();
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert!(body["message"].as_str().unwrap().contains("sort()"));
-    }
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"ab", b"abc"));
-        assert!(!constant_time_eq(b"abd", b"abc"));
-        assert!(!constant_time_eq(b"", b""));
     }
 }

@@ -1,40 +1,12 @@
-//! The metrics-db twin's descriptions of itself, as InfluxDB 2 writes them: the bucket list
-//! of `GET /api/v2/buckets` (the system buckets first, then the user buckets) and the runtime
-//! configuration of `GET /api/v2/config` (where `engine-path` says where data lives).
+//! The metrics-db twin's description of itself, as InfluxDB 2 writes it: the runtime
+//! configuration of `GET /api/v2/config` (where `engine-path` says where data lives). The
+//! bucket and org lists are tenancy's (`tenant`, `tenant_http`).
 
 use serde_json::{Value, json};
 
-use super::{MetricsDb, id16};
+use super::MetricsDb;
 
 impl MetricsDb {
-    pub(super) fn buckets_json(&self) -> Value {
-        let org = &self.org_id;
-        let retention = self.options.retention.as_secs();
-        let created = "2026-01-01T00:00:00.000000000Z";
-        let bucket = |id: &str, name: &str, kind: &str, every: u64| {
-            json!({
-                "id": id, "orgID": org, "type": kind, "name": name,
-                "retentionRules": [{"type": "expire", "everySeconds": every, "shardGroupDurationSeconds": 3600}],
-                "createdAt": created, "updatedAt": created,
-                "links": {
-                    "labels": format!("/api/v2/buckets/{id}/labels"),
-                    "members": format!("/api/v2/buckets/{id}/members"),
-                    "org": format!("/api/v2/orgs/{org}"),
-                    "owners": format!("/api/v2/buckets/{id}/owners"),
-                    "self": format!("/api/v2/buckets/{id}"),
-                    "write": format!("/api/v2/write?org={org}&bucket={id}")
-                },
-                "labels": []
-            })
-        };
-        let mut list =
-            vec![bucket(&id16(1), "_monitoring", "system", 604_800), bucket(&id16(2), "_tasks", "system", 259_200)];
-        if let Ok(b) = self.buckets.read() {
-            list.extend(b.values().map(|b| bucket(&b.id, &b.name, "user", retention)));
-        }
-        json!({"links": {"self": "/api/v2/buckets?descending=false&limit=20&offset=0"}, "buckets": list})
-    }
-
     pub(super) fn config_json(&self) -> Value {
         let o = &self.options;
         let port = o.listen.rsplit_once(':').map_or("8086", |(_, p)| p);

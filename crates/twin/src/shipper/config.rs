@@ -21,6 +21,15 @@
 //! max_retries = 10                  # then the batch is dropped (counted in /metrics)
 //! min_backoff = "500ms"
 //! max_backoff = "5m"
+//!
+//! [logging]                         # the shipper's own lines, as Alloy's `logging` block
+//! level = "debug"                   # debug, info, warn, error
+//! format = "logfmt"                 # or "json"
+//!
+//! [storage]
+//! path = ""                         # where positions.yml is kept ("": none; the journal is
+//!                                   # then read from `max_age` back at every start)
+//! max_age = "7h"                    # how far back a start without a position reads
 //! ```
 //!
 //! `validate` (like `alloy validate`) reports every problem at its `file:line:col`.
@@ -89,6 +98,15 @@ pub struct ShipperConfig {
     pub log_level: Level,
     /// Its own lines as JSON objects instead of logfmt (`logging { format = "json" }`).
     pub(crate) log_json: bool,
+    /// Alloy's `--storage.path`: positions are kept under it (none: not kept).
+    pub storage_path: Option<std::path::PathBuf>,
+    /// `loki.source.journal`'s `max_age`: how far back a start without a position reads
+    /// (Alloy v1.9.0 `types.go`: 7 h).
+    pub max_age: Duration,
+    /// The journal source's component id (`loki.source.journal.LABEL`).
+    pub source_id: String,
+    /// The writer's component id (`loki.write.LABEL`).
+    pub writer_id: String,
 }
 
 impl Default for ShipperConfig {
@@ -110,6 +128,10 @@ impl Default for ShipperConfig {
             unit_label: true,
             log_level: Level::Debug,
             log_json: false,
+            storage_path: None,
+            max_age: Duration::from_secs(7 * 3600),
+            source_id: "loki.source.journal.read".into(),
+            writer_id: "loki.write.default".into(),
         }
     }
 }
@@ -128,7 +150,9 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
     let root = doc.get_ref();
     let mut c = Checker::new(file, text);
     let mut cfg = ShipperConfig::default();
-    c.only(root, &["server", "journal", "labels", "write"], "the top level");
+    c.only(root, &["server", "journal", "labels", "write", "logging", "storage"], "the top level");
+    logging_section(&mut c, root, &mut cfg);
+    storage_section(&mut c, root, &mut cfg);
 
     if let Some((server, _)) = c.table(root, "server") {
         c.only(server, &["listen"], "[server]");
@@ -176,51 +200,95 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
         cfg.labels = found;
     }
 
-    if let Some((write, _)) = c.table(root, "write") {
-        c.only(
-            write,
-            &["url", "format", "batch_wait", "batch_size", "timeout", "max_retries", "min_backoff", "max_backoff"],
-            "[write]",
-        );
-        if let Some(url) = c.string(write, "url") {
-            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
-                let span = Checker::span_of(write, "url").unwrap_or(0..0);
-                c.error(span, format!("`url` must be an http:// or https:// address, not `{url}`"));
-            }
-            cfg.url = url;
+    write_section(&mut c, root, &mut cfg);
+    if c.errors.is_empty() { Ok(cfg) } else { Err(c.errors) }
+}
+
+/// `[write]`: where and how batches go.
+fn write_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>, cfg: &mut ShipperConfig) {
+    let Some((write, _)) = c.table(root, "write") else { return };
+    c.only(
+        write,
+        &["url", "format", "batch_wait", "batch_size", "timeout", "max_retries", "min_backoff", "max_backoff"],
+        "[write]",
+    );
+    if let Some(url) = c.string(write, "url") {
+        if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+            let span = Checker::span_of(write, "url").unwrap_or(0..0);
+            c.error(span, format!("`url` must be an http:// or https:// address, not `{url}`"));
         }
-        match c.string(write, "format").as_deref() {
-            None | Some("protobuf") => {}
-            Some("json") => cfg.format = Format::Json,
-            Some(other) => {
-                let span = Checker::span_of(write, "format").unwrap_or(0..0);
-                c.error(span, format!("`format` must be \"protobuf\" or \"json\", not `{other}`"));
-            }
-        }
-        if let Some(d) = c.duration(write, "batch_wait") {
-            cfg.batch_wait = d;
-        }
-        if let Some(n) = c.int(write, "batch_size", 1) {
-            cfg.batch_size = n as usize;
-        }
-        if let Some(d) = c.duration(write, "timeout") {
-            cfg.timeout = d;
-        }
-        if let Some(n) = c.int(write, "max_retries", 0) {
-            cfg.max_retries = n.min(1000) as u32;
-        }
-        if let Some(d) = c.duration(write, "min_backoff") {
-            cfg.min_backoff = d;
-        }
-        if let Some(d) = c.duration(write, "max_backoff") {
-            cfg.max_backoff = d;
-        }
-        if cfg.max_backoff < cfg.min_backoff {
-            let span = Checker::span_of(write, "max_backoff").unwrap_or(0..0);
-            c.error(span, "`max_backoff` must not be shorter than `min_backoff`");
+        cfg.url = url;
+    }
+    match c.string(write, "format").as_deref() {
+        None | Some("protobuf") => {}
+        Some("json") => cfg.format = Format::Json,
+        Some(other) => {
+            let span = Checker::span_of(write, "format").unwrap_or(0..0);
+            c.error(span, format!("`format` must be \"protobuf\" or \"json\", not `{other}`"));
         }
     }
-    if c.errors.is_empty() { Ok(cfg) } else { Err(c.errors) }
+    if let Some(d) = c.duration(write, "batch_wait") {
+        cfg.batch_wait = d;
+    }
+    if let Some(n) = c.int(write, "batch_size", 1) {
+        cfg.batch_size = n as usize;
+    }
+    if let Some(d) = c.duration(write, "timeout") {
+        cfg.timeout = d;
+    }
+    if let Some(n) = c.int(write, "max_retries", 0) {
+        cfg.max_retries = n.min(1000) as u32;
+    }
+    if let Some(d) = c.duration(write, "min_backoff") {
+        cfg.min_backoff = d;
+    }
+    if let Some(d) = c.duration(write, "max_backoff") {
+        cfg.max_backoff = d;
+    }
+    if cfg.max_backoff < cfg.min_backoff {
+        let span = Checker::span_of(write, "max_backoff").unwrap_or(0..0);
+        c.error(span, "`max_backoff` must not be shorter than `min_backoff`");
+    }
+}
+
+/// `[logging]`: Alloy's `logging { level, format }` (v1.9.0
+/// `internal/runtime/logging/options.go`), in the same words when a value is wrong.
+fn logging_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>, cfg: &mut ShipperConfig) {
+    let Some((logging, _)) = c.table(root, "logging") else { return };
+    c.only(logging, &["level", "format"], "[logging]");
+    if let Some(level) = c.string(logging, "level") {
+        cfg.log_level = match level.as_str() {
+            "debug" => Level::Debug,
+            "info" => Level::Info,
+            "warn" => Level::Warn,
+            "error" => Level::Error,
+            other => {
+                let span = Checker::span_of(logging, "level").unwrap_or(0..0);
+                c.error(span, format!("unrecognized log level {other:?}"));
+                cfg.log_level
+            }
+        };
+    }
+    match c.string(logging, "format").as_deref() {
+        None | Some("logfmt") => {}
+        Some("json") => cfg.log_json = true,
+        Some(other) => {
+            let span = Checker::span_of(logging, "format").unwrap_or(0..0);
+            c.error(span, format!("unrecognized log format {other:?}"));
+        }
+    }
+}
+
+/// `[storage]`: the data folder (Alloy's `--storage.path`) and the journal's `max_age`.
+fn storage_section<'a>(c: &mut Checker<'a>, root: &toml::de::DeTable<'a>, cfg: &mut ShipperConfig) {
+    let Some((storage, _)) = c.table(root, "storage") else { return };
+    c.only(storage, &["path", "max_age"], "[storage]");
+    if let Some(path) = c.string(storage, "path").filter(|p| !p.is_empty()) {
+        cfg.storage_path = Some(path.into());
+    }
+    if let Some(d) = c.duration(storage, "max_age") {
+        cfg.max_age = d;
+    }
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ mod alloy;
 pub mod config;
 mod http;
 mod metrics;
+mod positions;
 
 use self::config::{Format, ShipperConfig};
 use super::logger::{self, Level, Sink};
@@ -45,7 +46,6 @@ use metrics::Metrics;
 
 /// The Alloy version the twin reports.
 pub(crate) const VERSION: &str = "v1.9.0";
-const COMPONENT: &str = "loki.write.default";
 
 /// Fault knobs for the sandbox.
 #[derive(Debug, Default)]
@@ -65,6 +65,8 @@ pub struct Shipper {
     log: Sink,
     client: reqwest::Client,
     metrics: Metrics,
+    /// Where the journal source resumes (`positions.yml` under the storage path).
+    positions: positions::Positions,
     /// Bumped on every successful reload: the pipeline restarts with the new config.
     generation: tokio::sync::watch::Sender<u64>,
 }
@@ -73,7 +75,9 @@ impl Shipper {
     pub fn new(config: ShipperConfig, path: Option<PathBuf>, journal: Arc<dyn Journal>, log: Sink) -> Arc<Shipper> {
         let metrics = Metrics::default();
         metrics.config_ok.store(true, Ordering::Relaxed);
+        let positions = positions::Positions::open(config.storage_path.as_deref(), &config.source_id);
         Arc::new(Shipper {
+            positions,
             config: RwLock::new(config),
             path,
             journal,
@@ -96,13 +100,19 @@ impl Shipper {
         if level > least {
             return;
         }
-        let ts = logger::now_rfc3339(9);
+        // Alloy v1.9.0 (internal/runtime/logging/handler.go): `ts` in UTC RFC3339Nano.
+        let ts = crate::go_time::rfc3339_nano(std::time::SystemTime::now());
         let all = [("ts", ts.as_str()), ("level", level.word()), ("msg", msg)];
         let line = if json {
+            // go-kit's integer values (`status`) stay numbers in JSON.
+            let value = |k: &str, v: &str| match v.parse::<i64>() {
+                Ok(n) if k == "status" => serde_json::Value::from(n),
+                _ => serde_json::Value::from(v),
+            };
             let pairs: Vec<String> = all
                 .iter()
                 .chain(fields)
-                .map(|(k, v)| format!("{}:{}", serde_json::Value::from(*k), serde_json::Value::from(*v)))
+                .map(|(k, v)| format!("{}:{}", serde_json::Value::from(*k), value(k, v)))
                 .collect();
             format!("{{{}}}", pairs.join(","))
         } else {
@@ -167,58 +177,18 @@ impl Shipper {
         let host = self.host_label();
         let mut backoff = cfg.min_backoff;
         for attempt in 0..=cfg.max_retries {
-            let started = Instant::now();
-            let result = self
-                .client
-                .post(&cfg.url)
-                .timeout(cfg.timeout)
-                .header("content-type", content_type)
-                .body(body.clone())
-                .send()
-                .await;
-            let (status, error, retry) = match result {
-                Ok(r) if r.status().is_success() => {
-                    self.observe(r.status().as_str(), started.elapsed());
-                    self.metrics.sent_entries.fetch_add(entries, Ordering::Relaxed);
-                    self.metrics.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
-                    self.say(
-                        Level::Debug,
-                        "batch sent",
-                        &[
-                            ("component_id", COMPONENT),
-                            ("host", &host),
-                            ("entries", &entries.to_string()),
-                            ("status", r.status().as_str()),
-                        ],
-                    );
-                    return;
-                }
-                Ok(r) => {
-                    let status = r.status();
-                    self.observe(status.as_str(), started.elapsed());
-                    let text = r.text().await.unwrap_or_default();
-                    let error = format!(
-                        "server returned HTTP status {} ({}): {}",
-                        status,
-                        status.as_u16(),
-                        crate::wire::excerpt(&text, 300)
-                    );
-                    (status.as_u16().to_string(), error, status.is_server_error() || status.as_u16() == 429)
-                }
-                Err(e) => {
-                    self.observe("failed", started.elapsed());
-                    let mut reason = e.to_string();
-                    let mut source = std::error::Error::source(&e);
-                    while let Some(s) = source {
-                        reason = format!("{reason}: {s}");
-                        source = s.source();
-                    }
-                    ("-1".to_string(), format!("Post {:?}: {reason}", cfg.url), true)
-                }
+            let Err((status, error, retry)) = self.attempt(&cfg, &body, content_type).await else {
+                self.metrics.sent_entries.fetch_add(entries, Ordering::Relaxed);
+                self.metrics.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
+                let count = entries.to_string();
+                let fields = [("component_id", cfg.writer_id.as_str()), ("host", &host), ("entries", &count)];
+                self.say(Level::Debug, "batch sent", &fields);
+                return;
             };
+            // Alloy v1.9.0 (common/loki/client/client.go): these fields, `component=client`.
             let fields = [
                 ("component_path", "/"),
-                ("component_id", COMPONENT),
+                ("component_id", cfg.writer_id.as_str()),
                 ("component", "client"),
                 ("host", host.as_str()),
                 ("status", status.as_str()),
@@ -226,7 +196,7 @@ impl Shipper {
                 ("error", error.as_str()),
             ];
             if !retry || attempt == cfg.max_retries {
-                self.say(Level::Error, "final error sending batch, no retries left, dropping data", &fields);
+                self.say(Level::Error, "final error sending batch", &fields);
                 let reason = if status == "429" { "rate_limited" } else { "ingester_error" };
                 self.drop_batch(reason, entries, bytes);
                 return;
@@ -245,6 +215,54 @@ impl Shipper {
         }
     }
 
+    /// One push: `Err((status, error, retry))` when refused, the status `-1` when no answer
+    /// came; only 429, 5xx and connection errors are retried.
+    async fn attempt(
+        &self,
+        cfg: &ShipperConfig,
+        body: &[u8],
+        content_type: &str,
+    ) -> Result<(), (String, String, bool)> {
+        let started = Instant::now();
+        let result = self
+            .client
+            .post(&cfg.url)
+            .timeout(cfg.timeout)
+            .header("content-type", content_type)
+            .body(body.to_vec())
+            .send()
+            .await;
+        match result {
+            Ok(r) if r.status().is_success() => {
+                self.observe(r.status().as_str(), started.elapsed());
+                Ok(())
+            }
+            Ok(r) => {
+                let status = r.status();
+                self.observe(status.as_str(), started.elapsed());
+                let text = r.text().await.unwrap_or_default();
+                let error = format!(
+                    "server returned HTTP status {} ({}): {}",
+                    status,
+                    status.as_u16(),
+                    crate::wire::excerpt(&text, 300)
+                );
+                Err((status.as_u16().to_string(), error, status.is_server_error() || status.as_u16() == 429))
+            }
+            Err(e) => {
+                // Alloy's status_code for a request that got no answer.
+                self.observe("-1", started.elapsed());
+                let mut reason = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    reason = format!("{reason}: {s}");
+                    source = s.source();
+                }
+                Err(("-1".to_string(), format!("Post {:?}: {reason}", cfg.url), true))
+            }
+        }
+    }
+
     /// One entry as a stream's line: static labels plus `unit`.
     fn labels_for(cfg: &ShipperConfig, e: &Entry) -> Vec<(String, String)> {
         let mut labels = cfg.labels.clone();
@@ -253,6 +271,18 @@ impl Shipper {
         }
         labels.sort();
         labels
+    }
+
+    /// What the journal source follows: its unit, from the saved position or `max_age` back
+    /// (see `positions`).
+    fn follow_query(&self, cfg: &ShipperConfig) -> Query {
+        let since = self.positions.since(cfg.max_age, now_ns() as u64 / 1000);
+        Query {
+            unit: (cfg.units.len() == 1).then(|| cfg.units[0].clone()),
+            since: Some(format!("@{}.{:06}", since / 1_000_000, since % 1_000_000)),
+            lines: Some(1_000_000),
+            ..Query::default()
+        }
     }
 
     /// Follows the journal and ships batches until the config changes or `stop` is set.
@@ -269,14 +299,14 @@ impl Shipper {
                     _ = stopped(&mut s) => return,
                 }
             }
-            let query = Query { unit: (cfg.units.len() == 1).then(|| cfg.units[0].clone()), ..Query::default() };
+            let query = self.follow_query(&cfg);
             let mut feed = match self.journal.follow(&query).await {
                 Ok(f) => f,
                 Err(e) => {
                     self.say(
                         Level::Error,
                         "failed to follow the journal",
-                        &[("component_id", "loki.source.journal.read"), ("err", &e)],
+                        &[("component_id", cfg.source_id.as_str()), ("err", &e)],
                     );
                     let mut s = stop.clone();
                     tokio::select! {
@@ -289,7 +319,7 @@ impl Shipper {
             self.say(
                 Level::Info,
                 "journal target started",
-                &[("component_id", "loki.source.journal.read"), ("units", &cfg.units.join(","))],
+                &[("component_id", cfg.source_id.as_str()), ("units", &cfg.units.join(","))],
             );
             let mut streams: BTreeMap<Vec<(String, String)>, Vec<PushEntry>> = BTreeMap::new();
             let mut size = 0usize;
@@ -304,6 +334,8 @@ impl Shipper {
                                 continue;
                             }
                             self.metrics.lines_read.fetch_add(1, Ordering::Relaxed);
+                            self.metrics.seen_entry.store(true, Ordering::Relaxed);
+                            self.positions.put(e.realtime_us);
                             let ts = if e.realtime_us > 0 { e.realtime_us as i64 * 1000 } else { now_ns() };
                             size += e.message.len();
                             streams.entry(Self::labels_for(&cfg, &e)).or_default().push(PushEntry { ts, line: e.message, metadata: Vec::new() });
@@ -317,7 +349,7 @@ impl Shipper {
                             self.say(Level::Warn, "could not read a journal entry", &[("err", &e)]);
                         }
                         None => {
-                            self.say(Level::Warn, "journal follow ended; restarting", &[("component_id", "loki.source.journal.read")]);
+                            self.say(Level::Warn, "journal follow ended; restarting", &[("component_id", cfg.source_id.as_str())]);
                             break true;
                         }
                     },
@@ -351,6 +383,10 @@ impl Shipper {
         *size = 0;
         *first_at = None;
         self.send(batch, stop).await;
+        if let Err(e) = self.positions.save() {
+            let file = self.positions.file().map(|f| f.display().to_string()).unwrap_or_default();
+            self.say(Level::Error, "error writing positions file", &[("file", &file), ("error", &e.to_string())]);
+        }
     }
 }
 
@@ -493,9 +529,11 @@ fn initial_load(path: &Path, listen: Option<&str>) -> Result<ShipperConfig, ()> 
 }
 
 /// `opsbook twin log-shipper [run] [CONFIG] [--listen ADDR]`: runs until SIGINT/SIGTERM.
+/// With `storage` (`run --storage.path`), positions are kept under it.
 pub async fn run_command(
     path: Option<&Path>,
     listen: Option<&str>,
+    storage: Option<&Path>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Error> {
     let config = match path.map(|p| initial_load(p, listen)).transpose() {
@@ -506,7 +544,8 @@ pub async fn run_command(
     let listener = TcpListener::bind(&addr)
         .await
         .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })?;
-    let config = ShipperConfig { listen: addr, ..config };
+    let storage_path = storage.map(Path::to_path_buf).or(config.storage_path.clone());
+    let config = ShipperConfig { listen: addr, storage_path, ..config };
     let journal: Arc<dyn Journal> =
         Arc::new(Journalctl { user: config.user, timeout: Duration::from_secs(30), via: None });
     let shipper = Shipper::new(config, path.map(Path::to_path_buf), journal, logger::stdout());

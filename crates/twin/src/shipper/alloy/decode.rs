@@ -81,7 +81,7 @@ pub(super) fn decode(file: &str, text: &str, body: &[Stmt], listen: &str) -> Res
         if name == "loki.write" {
             writers.insert(b.id(), d.write(b));
         } else {
-            journals.push(d.journal(b));
+            journals.push((b.id(), d.journal(b)));
         }
     }
     d.check_refs(&seen);
@@ -89,11 +89,18 @@ pub(super) fn decode(file: &str, text: &str, body: &[Stmt], listen: &str) -> Res
         return Err(d.diags);
     }
     cfg.follow = !journals.is_empty();
-    if let Some(j) = journals.into_iter().next() {
+    if let Some((id, j)) = journals.into_iter().next() {
+        cfg.source_id = id;
         cfg.units = j.units;
         cfg.labels = j.labels;
-        let writer = j.forward_to.iter().find_map(|to| writers.get(to.trim_end_matches(".receiver")));
-        if let Some(w) = writer {
+        if let Some(age) = j.max_age {
+            cfg.max_age = age;
+        }
+        let writer = j.forward_to.iter().find(|to| writers.contains_key(to.trim_end_matches(".receiver")));
+        if let Some(to) = writer
+            && let Some(w) = writers.get(to.trim_end_matches(".receiver"))
+        {
+            cfg.writer_id = to.trim_end_matches(".receiver").to_string();
             for (k, v) in &w.external_labels {
                 if !cfg.labels.iter().any(|(name, _)| name == k) {
                     cfg.labels.push((k.clone(), v.clone()));
@@ -113,6 +120,8 @@ struct Journal {
     forward_to: Vec<String>,
     labels: Vec<(String, String)>,
     units: Vec<String>,
+    /// `max_age` when given (Alloy's default is 7 h).
+    max_age: Option<Duration>,
 }
 
 /// What one `loki.write` contributes (its first endpoint).
@@ -257,7 +266,7 @@ impl Decoder<'_> {
     fn journal(&mut self, b: &Block) -> Journal {
         let mark = self.diags.len();
         let (found, _) = self.members(b, &JOURNAL, &[]);
-        let mut j = Journal { forward_to: Vec::new(), labels: Vec::new(), units: Vec::new() };
+        let mut j = Journal { forward_to: Vec::new(), labels: Vec::new(), units: Vec::new(), max_age: None };
         if let Some(a) = found.get("forward_to") {
             j.forward_to = self.receivers(&a.value);
         }
@@ -265,7 +274,7 @@ impl Decoder<'_> {
             j.labels = self.string_map(&a.value);
         }
         if let Some(a) = found.get("max_age") {
-            self.duration(&a.value);
+            j.max_age = self.duration(&a.value);
         }
         if let Some(a) = found.get("path") {
             self.string(&a.value);
@@ -500,6 +509,9 @@ mod tests {
             url: "http://10.0.0.1:3100/loki/api/v1/push".into(),
             unit_label: false,
             log_level: Level::Info,
+            max_age: Duration::from_secs(12 * 3600),
+            source_id: "loki.source.journal.journal".into(),
+            writer_id: "loki.write.default".into(),
             ..ShipperConfig::default()
         };
         assert_eq!(c, expected);
