@@ -163,34 +163,7 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
             _ => break,
         }
     }
-    let cancelled = host.is_some_and(|h| h.cancel.is_cancelled());
-    let max_ops = host.map_or(0, |h| h.config().int(keys::LIMITS_MAX_OPERATIONS));
-    let (class, message) = match current {
-        EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, host::core::text(value)),
-        EvalAltResult::ErrorTerminated(..) if cancelled => (Class::Interrupted, "interrupted".to_string()),
-        EvalAltResult::ErrorTerminated(value, _) => (Class::Aborted, host::core::text(value)),
-        EvalAltResult::ErrorTooManyOperations(_) => (
-            Class::Script,
-            format!(
-                "the runbook exceeded {max_ops} operations and was stopped (a runaway loop?); `limits.max_operations` raises the limit"
-            ),
-        ),
-        EvalAltResult::ErrorModuleNotFound(name, _) => {
-            let names: Vec<String> =
-                catalog.all(Kind::Module).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default();
-            // `checks::…` without its import is a module Rhai cannot find, yet one that exists.
-            let message = if names.iter().any(|n| n == name) {
-                format!("module `{name}` is not imported here: add `import \"{name}\" as {name};` at the top")
-            } else {
-                let mut message = format!("no stdlib module named `{name}`");
-                message.push_str(&did_you_mean(name, names.iter().map(String::as_str)).unwrap_or_default());
-                message
-            };
-            (Class::Script, message)
-        }
-        EvalAltResult::ErrorParsing(kind, _) => (Class::Script, kind.to_string()),
-        other => (Class::Script, strip_position(&other.to_string())),
-    };
+    let (class, message) = classify(current, catalog, host);
     // The innermost position; when it has none, the innermost wrapper's call site.
     let mut pos = current.position();
     if pos.is_none()
@@ -216,6 +189,39 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
         diagnostic.notes.push("help: `opsbook fns` lists the host functions and their signatures".to_string());
     }
     Explained { class, message, diagnostic }
+}
+
+/// What kind of ending the innermost error is (an operational failure, a script mistake, an
+/// interruption), and its message in an operator's words.
+fn classify(current: &EvalAltResult, catalog: &Catalog, host: Option<&Host>) -> (Class, String) {
+    let cancelled = host.is_some_and(|h| h.cancel.is_cancelled());
+    let max_ops = host.map_or(0, |h| h.config().int(keys::LIMITS_MAX_OPERATIONS));
+    match current {
+        EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, host::core::text(value)),
+        EvalAltResult::ErrorTerminated(..) if cancelled => (Class::Interrupted, "interrupted".to_string()),
+        EvalAltResult::ErrorTerminated(value, _) => (Class::Aborted, host::core::text(value)),
+        EvalAltResult::ErrorTooManyOperations(_) => (
+            Class::Script,
+            format!(
+                "the runbook exceeded {max_ops} operations and was stopped (a runaway loop?); `limits.max_operations` raises the limit"
+            ),
+        ),
+        EvalAltResult::ErrorModuleNotFound(name, _) => {
+            let names: Vec<String> =
+                catalog.all(Kind::Module).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default();
+            // `checks::…` without its import is a module Rhai cannot find, yet one that exists.
+            let message = if names.iter().any(|n| n == name) {
+                format!("module `{name}` is not imported here: add `import \"{name}\" as {name};` at the top")
+            } else {
+                let mut message = format!("no stdlib module named `{name}`");
+                message.push_str(&did_you_mean(name, names.iter().map(String::as_str)).unwrap_or_default());
+                message
+            };
+            (Class::Script, message)
+        }
+        EvalAltResult::ErrorParsing(kind, _) => (Class::Script, kind.to_string()),
+        other => (Class::Script, strip_position(&other.to_string())),
+    }
 }
 
 /// Rhai appends ` (line N, position M)` to messages; the diagnostic shows that already.

@@ -140,7 +140,6 @@ impl Sandbox {
             }
             let files = if !fleet || i > 0 {
                 let folder = if fleet { sandbox.dir.join(name) } else { sandbox.dir.clone() };
-                std::fs::create_dir_all(&folder).map_err(io("cannot create the sandbox's host directory"))?;
                 let label = if fleet { name.as_str() } else { "" };
                 let files = ClientFiles {
                     agent_config: folder.join("telegraf.conf"),
@@ -148,13 +147,7 @@ impl Sandbox {
                     shipper: ports[2 + i],
                     root: sandbox.dir.join(name).join("root"),
                 };
-                files::write_private(
-                    &files.agent_config,
-                    &files::agent_config(servers.db, &token, &org, &bucket, label),
-                )
-                .map_err(io("cannot write the sandbox agent's configuration"))?;
-                files::write_private(&files.shipper_config, &files::shipper_config(files.shipper, servers.logs, label))
-                    .map_err(io("cannot write the sandbox shipper's configuration"))?;
+                write_client_files(&folder, &files, &side, label)?;
                 point_at_clients(&mut config, &files)?;
                 sim.add_clients(&config, &files);
                 Some(files)
@@ -163,22 +156,7 @@ impl Sandbox {
             };
             config.set(keys::ROLES, Value::Text(sim.roles.join(",")), Origin::Sandbox)?;
             client_files.push(files);
-            // The host's `/`, with the folders a lifecycle runbook writes into.
-            let root = sandbox.dir.join(name).join("root");
-            for dir in ["etc/systemd/system", "var/lib", "root"] {
-                std::fs::create_dir_all(root.join(dir)).map_err(io("cannot create the sandbox's host directory"))?;
-            }
-            let world = World {
-                hostname: Some(name.clone()),
-                units: sim.manager.clone(),
-                journal: sim.journal.clone(),
-                commands: Arc::new(commands::SimCommands { processes: crate::world::commands::Processes }),
-                containers: Arc::new(containers::NoContainers),
-                net: Arc::new(crate::world::net::LocalNet),
-                // A write to /etc stays in the private directory.
-                files: Arc::new(crate::world::local_files::LocalFiles { root: Some(root) }),
-                sandbox: true,
-            };
+            let world = simulated_world(name, &sim, &sandbox.dir.join(name).join("root"))?;
             sandbox.hosts.push(Host { sim, world, config });
         }
         // Boot as the stack's units are ordered: the server host first, then the clients.
@@ -196,6 +174,41 @@ impl Sandbox {
         sandbox.runtime = Some(runtime);
         Ok(sandbox)
     }
+}
+
+/// Writes a client host's agent and shipper configuration into its folder, pointed at the
+/// sandbox's servers.
+fn write_client_files(
+    folder: &std::path::Path,
+    files: &ClientFiles,
+    side: &ServerSide<'_>,
+    label: &str,
+) -> Result<(), Error> {
+    std::fs::create_dir_all(folder).map_err(io("cannot create the sandbox's host directory"))?;
+    let agent = files::agent_config(side.addresses.db, side.token, side.org, side.bucket, label);
+    files::write_private(&files.agent_config, &agent).map_err(io("cannot write the sandbox agent's configuration"))?;
+    let shipper = files::shipper_config(files.shipper, side.addresses.logs, label);
+    files::write_private(&files.shipper_config, &shipper)
+        .map_err(io("cannot write the sandbox shipper's configuration"))
+}
+
+/// The world of a simulated host: its units and journal, processes run for real, no
+/// containers, and its `/` (with the folders a lifecycle runbook writes into) in `root`, so a
+/// write to /etc stays in the sandbox's private directory.
+fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<World, Error> {
+    for dir in ["etc/systemd/system", "var/lib", "root"] {
+        std::fs::create_dir_all(root.join(dir)).map_err(io("cannot create the sandbox's host directory"))?;
+    }
+    Ok(World {
+        hostname: Some(name.to_string()),
+        units: sim.manager.clone(),
+        journal: sim.journal.clone(),
+        commands: Arc::new(commands::SimCommands { processes: crate::world::commands::Processes }),
+        containers: Arc::new(containers::NoContainers),
+        net: Arc::new(crate::world::net::LocalNet),
+        files: Arc::new(crate::world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),
+        sandbox: true,
+    })
 }
 
 /// Points `config` at the sandbox's servers. The token is handed over as a secret, never

@@ -200,50 +200,9 @@ fn job_of(at: &At, offset: usize, table: &DeTable) -> Result<Job, Error> {
                     return Err(at.error(offset, format!("`{name}` expects true or false, found {}", other.type_str())));
                 }
             },
-            "params" => {
-                let DeValue::Table(params) = value else {
-                    return Err(at.error(offset, format!("`{name}` expects a table like `{{ wait = \"5s\" }}`")));
-                };
-                for (k, o, v) in entries(params) {
-                    let v = match v {
-                        DeValue::String(s) => s.to_string(),
-                        DeValue::Integer(i) => i.as_str().replace('_', ""),
-                        DeValue::Float(f) => f.as_str().to_string(),
-                        DeValue::Boolean(b) => b.to_string(),
-                        DeValue::Array(items) => items
-                            .iter()
-                            .map(|i| text(at, o, &format!("{name}.{k}"), i.get_ref()))
-                            .collect::<Result<Vec<_>, _>>()?
-                            .join(","),
-                        other => {
-                            return Err(
-                                at.error(o, format!("`{name}.{k}`: a {} is not a parameter value", other.type_str()))
-                            );
-                        }
-                    };
-                    job.params.push((k.to_string(), v));
-                }
-            }
+            "params" => job.params = params_of(at, offset, &name, value)?,
             // A list is the union of its patterns, as `a,b` is on the command line.
-            "hosts" => {
-                let pattern = match value {
-                    DeValue::Array(items) => items
-                        .iter()
-                        .map(|i| text(at, offset, &name, i.get_ref()))
-                        .collect::<Result<Vec<_>, _>>()?
-                        .join(","),
-                    other => text(at, offset, &name, other)?,
-                };
-                if pattern.trim().is_empty() {
-                    return Err(at.error(
-                        offset,
-                        format!("`{name}` is empty: give a host pattern like \"all\" or [\"web1\", \"db*\"]"),
-                    ));
-                }
-                crate::pattern::Pattern::parse(&pattern)
-                    .map_err(|m| at.error(offset, format!("`{name}`: host pattern: {m}")))?;
-                job.hosts = Some(pattern);
-            }
+            "hosts" => job.hosts = Some(hosts_of(at, offset, &name, value)?),
             other => return Err(unknown(at, offset, "serve.job.", other, JOB_KEYS)),
         }
     }
@@ -257,6 +216,50 @@ fn job_of(at: &At, offset: usize, table: &DeTable) -> Result<Job, Error> {
         job.name = job.runbook.clone();
     }
     Ok(job)
+}
+
+/// A job's `params` table: each value as the text `--set` would give.
+fn params_of(at: &At, offset: usize, name: &str, value: &DeValue<'_>) -> Result<Vec<(String, String)>, Error> {
+    let DeValue::Table(params) = value else {
+        return Err(at.error(offset, format!("`{name}` expects a table like `{{ wait = \"5s\" }}`")));
+    };
+    let mut out = Vec::new();
+    for (k, o, v) in entries(params) {
+        let v = match v {
+            DeValue::String(s) => s.to_string(),
+            DeValue::Integer(i) => i.as_str().replace('_', ""),
+            DeValue::Float(f) => f.as_str().to_string(),
+            DeValue::Boolean(b) => b.to_string(),
+            DeValue::Array(items) => items
+                .iter()
+                .map(|i| text(at, o, &format!("{name}.{k}"), i.get_ref()))
+                .collect::<Result<Vec<_>, _>>()?
+                .join(","),
+            other => {
+                return Err(at.error(o, format!("`{name}.{k}`: a {} is not a parameter value", other.type_str())));
+            }
+        };
+        out.push((k.to_string(), v));
+    }
+    Ok(out)
+}
+
+/// A job's `hosts`: a pattern, or a list of them (their union, as `a,b` is on the command
+/// line), checked as a host pattern.
+fn hosts_of(at: &At, offset: usize, name: &str, value: &DeValue<'_>) -> Result<String, Error> {
+    let pattern = match value {
+        DeValue::Array(items) => {
+            items.iter().map(|i| text(at, offset, name, i.get_ref())).collect::<Result<Vec<_>, _>>()?.join(",")
+        }
+        other => text(at, offset, name, other)?,
+    };
+    if pattern.trim().is_empty() {
+        return Err(
+            at.error(offset, format!("`{name}` is empty: give a host pattern like \"all\" or [\"web1\", \"db*\"]"))
+        );
+    }
+    crate::pattern::Pattern::parse(&pattern).map_err(|m| at.error(offset, format!("`{name}`: host pattern: {m}")))?;
+    Ok(pattern)
 }
 
 /// A job given on the command line: `RUNBOOK@EVERY`, e.g. `quick-check@1m`.

@@ -26,9 +26,15 @@ pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
 
 fn module(host: &Arc<Host>) -> Module {
     let mut m = Module::new();
+    server_verbs(&mut m, host);
+    query_verbs(&mut m, host);
+    m
+}
+
+fn server_verbs(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "ready",
         Reads,
         ["Map"],
@@ -39,7 +45,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "labels",
         Reads,
         ["Array"],
@@ -50,7 +56,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "label_values",
         Reads,
         ["name: &str", "Array"],
@@ -60,7 +66,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "query",
         Reads,
         ["query: &str", "Array"],
@@ -68,9 +74,12 @@ fn module(host: &Arc<Host>) -> Module {
         "loki::query(`{unit=\"loki.service\"}`)",
         move |q: &str| query(&h, q, &Map::new())
     );
+}
+
+fn query_verbs(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "query",
         Reads,
         ["query: &str", "options: Map", "Array"],
@@ -82,7 +91,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "push",
         Changes,
         ["labels: Map", "line: &str", "Map"],
@@ -93,7 +102,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "storage",
         Reads,
         ["Map"],
@@ -103,7 +112,6 @@ fn module(host: &Arc<Host>) -> Module {
         "loki::storage()",
         move || storage(&h)
     );
-    m
 }
 
 fn url(host: &Host, path: &str) -> String {

@@ -44,7 +44,8 @@ macro_rules! register_method {
         FuncRegistration::new($name)
             .in_global_namespace()
             .with_params_info([$($param),*])
-            .with_comments([$doc])
+            // A scrape's methods only read what was scraped.
+            .with_comments([$doc.to_string(), $crate::host::verb::Effect::Reads.doc_line()])
             .set_into_module($module, $func)
     };
 }
@@ -79,11 +80,17 @@ fn module(host: &Arc<Host>) -> Module {
     for (name, returns, doc, get) in getters {
         FuncRegistration::new_getter(name)
             .with_params_info(["scrape: &mut Scrape", returns])
-            .with_comments([doc])
+            .with_comments([doc.to_string(), crate::host::verb::Effect::Reads.doc_line()])
             .set_into_module(&mut m, move |s: &mut Scrape| get(s));
     }
+    methods(&mut m);
+    m
+}
+
+/// A scrape's methods: its values, samples and record.
+fn methods(m: &mut Module) {
     register_method!(
-        &mut m,
+        m,
         "value",
         ["scrape: &mut Scrape", "name: &str", "?"],
         "/// The sum of every sample named `name`, or `()` when the endpoint exposes none: a metric\n\
@@ -91,21 +98,21 @@ fn module(host: &Arc<Host>) -> Module {
         |s: &mut Scrape, name: &str| value(s, name, &Map::new()),
     );
     register_method!(
-        &mut m,
+        m,
         "value",
         ["scrape: &mut Scrape", "name: &str", "labels: Map", "?"],
         "/// The sum of the samples named `name` whose labels include all of `labels`; `()` when none.",
         |s: &mut Scrape, name: &str, labels: Map| value(s, name, &labels),
     );
     register_method!(
-        &mut m,
+        m,
         "has",
         ["scrape: &mut Scrape", "name: &str", "bool"],
         "/// Whether the endpoint exposes a sample named `name`. Throws when the scrape failed.",
         |s: &mut Scrape, name: &str| -> HostResult<bool> { Ok(exposed(s)?.samples.iter().any(|x| x.name == name)) },
     );
     register_method!(
-        &mut m,
+        m,
         "samples",
         ["scrape: &mut Scrape", "name: &str", "Array"],
         "/// Every sample named `name`: `[#{labels, value}]`. Throws when the scrape failed.",
@@ -122,13 +129,12 @@ fn module(host: &Arc<Host>) -> Module {
         },
     );
     register_method!(
-        &mut m,
+        m,
         "to_map",
         ["scrape: &mut Scrape", "Map"],
         "/// The scrape's probe record `#{ok, status, detail, elapsed_ms}`.",
         |s: &mut Scrape| s.probe.clone().into_map(),
     );
-    m
 }
 
 fn scrape(host: &Host, url: &str) -> HostResult<Scrape> {

@@ -253,48 +253,16 @@ impl Sampler {
 
     /// Reads the host once. `tags` (host, global tags) go on every point; `ts` is the time.
     pub(super) fn gather(&mut self, inputs: &Inputs, tags: &[(String, String)], ts: i64) -> Result<Vec<Point>, String> {
-        let mut points = Vec::new();
         let point = |measurement: &str, mut own: Vec<(String, String)>, fields| {
             own.extend(tags.iter().cloned());
             own.sort();
             Point { measurement: measurement.to_string(), tags: own, fields, timestamp: Some(ts) }
         };
+        let mut points = Vec::new();
         if let Some(cpu) = &inputs.cpu {
-            let text =
-                std::fs::read_to_string("/proc/stat").map_err(|e| format!("[inputs.cpu] reading /proc/stat: {e}"))?;
-            let now = parse_proc_stat(&text);
-            for (name, times) in &now {
-                let wanted = if name == "cpu-total" { cpu.totalcpu } else { cpu.percpu };
-                if !wanted {
-                    continue;
-                }
-                let mut fields = Vec::new();
-                if cpu.collect_cpu_time {
-                    // USER_HZ is 100 on Linux: ticks are hundredths of a second.
-                    for (k, v) in [
-                        ("time_user", times.user),
-                        ("time_system", times.system),
-                        ("time_idle", times.idle),
-                        ("time_nice", times.nice),
-                        ("time_iowait", times.iowait),
-                        ("time_irq", times.irq),
-                        ("time_softirq", times.softirq),
-                        ("time_steal", times.steal),
-                        ("time_guest", times.guest),
-                        ("time_guest_nice", times.guest_nice),
-                    ] {
-                        fields.push((k.to_string(), FieldValue::Float(v / 100.0)));
-                    }
-                }
-                if let Some(last) = self.last_cpu.get(name) {
-                    fields.extend(cpu_usage(times, last, cpu.report_active));
-                }
-                if !fields.is_empty() {
-                    fields.sort_by(|a, b| a.0.cmp(&b.0));
-                    points.push(point("cpu", vec![("cpu".into(), name.clone())], fields));
-                }
+            for (name, fields) in self.cpu_fields(cpu)? {
+                points.push(point("cpu", vec![("cpu".into(), name)], fields));
             }
-            self.last_cpu = now.into_iter().collect();
         }
         if inputs.mem {
             let text = std::fs::read_to_string("/proc/meminfo")
@@ -307,45 +275,97 @@ impl Sampler {
             }
         }
         if let Some(disk) = &inputs.disk {
-            let text = std::fs::read_to_string("/proc/self/mounts")
-                .map_err(|e| format!("[inputs.disk] reading /proc/self/mounts: {e}"))?;
-            let mut seen = Vec::new();
-            for m in parse_mounts(&text) {
-                if disk.ignore_fs.contains(&m.fstype)
-                    || (!disk.mount_points.is_empty() && !disk.mount_points.contains(&m.path))
-                    || seen.contains(&m.path)
-                {
-                    continue;
-                }
-                let Some((total, free, used, inodes, inodes_free)) = statvfs(&m.path) else { continue };
-                if total == 0 {
-                    continue; // pseudo file systems (proc, sysfs, cgroup) have no blocks
-                }
-                seen.push(m.path.clone());
-                let device = m.device.rsplit('/').next().unwrap_or(&m.device).to_string();
-                let pct = |n: u64, of: u64| FieldValue::Float(if of > 0 { 100.0 * n as f64 / of as f64 } else { 0.0 });
-                let inodes_used = inodes.saturating_sub(inodes_free);
-                let fields = vec![
-                    ("free".to_string(), FieldValue::Int(free as i64)),
-                    ("inodes_free".to_string(), FieldValue::Int(inodes_free as i64)),
-                    ("inodes_total".to_string(), FieldValue::Int(inodes as i64)),
-                    ("inodes_used".to_string(), FieldValue::Int(inodes_used as i64)),
-                    ("inodes_used_percent".to_string(), pct(inodes_used, inodes)),
-                    ("total".to_string(), FieldValue::Int(total as i64)),
-                    ("used".to_string(), FieldValue::Int(used as i64)),
-                    ("used_percent".to_string(), pct(used, used + free)),
-                ];
-                let own = vec![
-                    ("device".to_string(), device),
-                    ("fstype".to_string(), m.fstype.clone()),
-                    ("mode".to_string(), if m.read_only { "ro" } else { "rw" }.to_string()),
-                    ("path".to_string(), m.path.clone()),
-                ];
+            for (own, fields) in disk_fields(disk)? {
                 points.push(point("disk", own, fields));
             }
         }
         Ok(points)
     }
+
+    /// Per CPU wanted (and `cpu-total`): its times and, from the second gather on, its usage
+    /// since the last one.
+    fn cpu_fields(&mut self, cpu: &CpuInput) -> Result<Vec<(String, Vec<(String, FieldValue)>)>, String> {
+        let text =
+            std::fs::read_to_string("/proc/stat").map_err(|e| format!("[inputs.cpu] reading /proc/stat: {e}"))?;
+        let now = parse_proc_stat(&text);
+        let mut out = Vec::new();
+        for (name, times) in &now {
+            let wanted = if name == "cpu-total" { cpu.totalcpu } else { cpu.percpu };
+            if !wanted {
+                continue;
+            }
+            let mut fields = Vec::new();
+            if cpu.collect_cpu_time {
+                // USER_HZ is 100 on Linux: ticks are hundredths of a second.
+                for (k, v) in [
+                    ("time_user", times.user),
+                    ("time_system", times.system),
+                    ("time_idle", times.idle),
+                    ("time_nice", times.nice),
+                    ("time_iowait", times.iowait),
+                    ("time_irq", times.irq),
+                    ("time_softirq", times.softirq),
+                    ("time_steal", times.steal),
+                    ("time_guest", times.guest),
+                    ("time_guest_nice", times.guest_nice),
+                ] {
+                    fields.push((k.to_string(), FieldValue::Float(v / 100.0)));
+                }
+            }
+            if let Some(last) = self.last_cpu.get(name) {
+                fields.extend(cpu_usage(times, last, cpu.report_active));
+            }
+            if !fields.is_empty() {
+                fields.sort_by(|a, b| a.0.cmp(&b.0));
+                out.push((name.clone(), fields));
+            }
+        }
+        self.last_cpu = now.into_iter().collect();
+        Ok(out)
+    }
+}
+
+/// Per mounted file system the disk input wants: its tags and its space and inode fields.
+#[allow(clippy::type_complexity)]
+fn disk_fields(disk: &DiskInput) -> Result<Vec<(Vec<(String, String)>, Vec<(String, FieldValue)>)>, String> {
+    let text = std::fs::read_to_string("/proc/self/mounts")
+        .map_err(|e| format!("[inputs.disk] reading /proc/self/mounts: {e}"))?;
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for m in parse_mounts(&text) {
+        if disk.ignore_fs.contains(&m.fstype)
+            || (!disk.mount_points.is_empty() && !disk.mount_points.contains(&m.path))
+            || seen.contains(&m.path)
+        {
+            continue;
+        }
+        let Some((total, free, used, inodes, inodes_free)) = statvfs(&m.path) else { continue };
+        if total == 0 {
+            continue; // pseudo file systems (proc, sysfs, cgroup) have no blocks
+        }
+        seen.push(m.path.clone());
+        let device = m.device.rsplit('/').next().unwrap_or(&m.device).to_string();
+        let pct = |n: u64, of: u64| FieldValue::Float(if of > 0 { 100.0 * n as f64 / of as f64 } else { 0.0 });
+        let inodes_used = inodes.saturating_sub(inodes_free);
+        let fields = vec![
+            ("free".to_string(), FieldValue::Int(free as i64)),
+            ("inodes_free".to_string(), FieldValue::Int(inodes_free as i64)),
+            ("inodes_total".to_string(), FieldValue::Int(inodes as i64)),
+            ("inodes_used".to_string(), FieldValue::Int(inodes_used as i64)),
+            ("inodes_used_percent".to_string(), pct(inodes_used, inodes)),
+            ("total".to_string(), FieldValue::Int(total as i64)),
+            ("used".to_string(), FieldValue::Int(used as i64)),
+            ("used_percent".to_string(), pct(used, used + free)),
+        ];
+        let own = vec![
+            ("device".to_string(), device),
+            ("fstype".to_string(), m.fstype.clone()),
+            ("mode".to_string(), if m.read_only { "ro" } else { "rw" }.to_string()),
+            ("path".to_string(), m.path.clone()),
+        ];
+        out.push((own, fields));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
