@@ -284,7 +284,7 @@ impl Sampler {
 
     /// Per CPU wanted (and `cpu-total`): its times and, from the second gather on, its usage
     /// since the last one.
-    fn cpu_fields(&mut self, cpu: &CpuInput) -> Result<Vec<(String, Vec<(String, FieldValue)>)>, String> {
+    fn cpu_fields(&mut self, cpu: &CpuInput) -> Result<Vec<(String, Fields)>, String> {
         let text =
             std::fs::read_to_string("/proc/stat").map_err(|e| format!("[inputs.cpu] reading /proc/stat: {e}"))?;
         let now = parse_proc_stat(&text);
@@ -325,9 +325,12 @@ impl Sampler {
     }
 }
 
+/// A point's fields, and its own tags.
+type Fields = Vec<(String, FieldValue)>;
+type Tags = Vec<(String, String)>;
+
 /// Per mounted file system the disk input wants: its tags and its space and inode fields.
-#[allow(clippy::type_complexity)]
-fn disk_fields(disk: &DiskInput) -> Result<Vec<(Vec<(String, String)>, Vec<(String, FieldValue)>)>, String> {
+fn disk_fields(disk: &DiskInput) -> Result<Vec<(Tags, Fields)>, String> {
     let text = std::fs::read_to_string("/proc/self/mounts")
         .map_err(|e| format!("[inputs.disk] reading /proc/self/mounts: {e}"))?;
     let mut seen = Vec::new();
