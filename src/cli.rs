@@ -1,9 +1,10 @@
 //! Command-line arguments (clap derive).
 //!
-//! Everything the operator types is declared here and nowhere else. Options that shape the
-//! environment a runbook runs in (config, search path, output format, dry-run, verbosity) are
-//! `global`, so they are accepted before or after the subcommand. `subcommand.rs` turns the
-//! parsed arguments into work.
+//! The subcommands and their own arguments are declared here; the options every subcommand
+//! shares (config, search path, output format, dry-run, sandbox, hosts, verbosity) are
+//! `GlobalOptions` in `opsbook_fleet::options`, flattened in here and `global`, so they are
+//! accepted before or after the subcommand. `subcommand.rs` turns the parsed arguments into
+//! work.
 
 use std::path::PathBuf;
 

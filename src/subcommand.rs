@@ -103,13 +103,11 @@ fn repl_on_host(global: &GlobalOptions) -> Result<u8, Error> {
     crate::repl::run(session, false)
 }
 
-/// `--host`/`--hosts` are resolved (so a wrong name is reported now), but runs reach only
-/// this machine until the ssh transport exists: a remote selection is refused, not ignored.
 /// The hosts a run acts on: `--host`/`--hosts`, else the host of `--set service=HOST:ROLE`
 /// (every host playing the role of `--set service=ROLE`), else the inventory group of
 /// `--set environment=GROUP` (how the lifecycle runbooks are
 /// called); `None` is this machine (or the sandbox), with no inventory needed.
-fn selection(global: &crate::cli::GlobalOptions, run: &RunArgs) -> Option<(Option<String>, Option<String>)> {
+fn selection(global: &GlobalOptions, run: &RunArgs) -> Option<(Option<String>, Option<String>)> {
     if global.host.is_some() || global.hosts.is_some() {
         return Some((global.host.clone(), global.hosts.clone()));
     }
