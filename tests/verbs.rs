@@ -43,8 +43,9 @@ fn every_example_runs_in_the_sandbox() {
     let checks = report["checks"].as_array().expect("the report has checks").clone();
     assert!(checks.len() > 100, "only {} examples were found", checks.len());
     // What the sandbox does not simulate is refused in words, never acted on this machine:
-    // accounts and the firewall (changed on real hosts in the lifecycle tests), and containers
-    // (its servers run natively; real podman in the container tests).
+    // accounts and the firewall (changed on real hosts in the lifecycle tests), containers
+    // (its servers run natively; real podman in the container tests) and packages (installed
+    // on Debian 13 hosts in the real-hosts tests).
     let unsimulated = |detail: &str| {
         detail.contains("is not available in the sandbox") || detail.contains("the sandbox runs its servers natively")
     };
@@ -70,6 +71,16 @@ fn every_example_runs_in_the_sandbox() {
             "firewall::admit(8086, [\"10.0.0.0/24\"])",
             "firewall::remove_table()",
             "firewall::revoke(8086)",
+            "pkg::add_repository(\"grafana\", #{ url: \"https://apt.grafana.com stable main\", key: \"https://apt.grafana.com/gpg.key\" })",
+            "pkg::available(\"telegraf\")",
+            "pkg::install(\"alloy\")",
+            "pkg::install(\"telegraf\", #{ version: \"1.34.1-1\" })",
+            "pkg::os().family",
+            "pkg::refresh(\"grafana\")",
+            "pkg::remove(\"alloy\")",
+            "pkg::remove(\"alloy\", #{ purge: true })",
+            "pkg::remove_repository(\"grafana\")",
+            "pkg::version(\"alloy\")",
         ],
         "the examples the sandbox refuses"
     );

@@ -166,6 +166,7 @@ keys! {
     TOOLS_TIMEOUT = key("tools.timeout", Kind::Duration, "30s", "how long the agent's and shipper's own tools may run");
     UNITS_JOB_TIMEOUT = key("units.job_timeout", Kind::Duration, "90s", "how long a start/stop/restart/reload job may take");
     UNITS_SETTLE = key("units.settle", Kind::Duration, "300ms", "how long a started unit is watched for dying at once");
+    PACKAGE_TIMEOUT = key("package.timeout", Kind::Duration, "10m", "how long one package manager command (a repository's update, an install, a removal) may take");
     HOST_EXEC_TIMEOUT = key("host.exec_timeout", Kind::Duration, "60s", "default timeout of host::exec");
     JOURNAL_TIMEOUT = key("journal.timeout", Kind::Duration, "30s", "how long one journalctl read may take");
     HTTP_TIMEOUT = key("http.timeout", Kind::Duration, "5s", "default timeout of every HTTP request (probes and queries)");

@@ -252,13 +252,13 @@ fn secrets(host: &Host, given: &[String]) -> Vec<String> {
     given.iter().cloned().chain(token).collect()
 }
 
-fn read_file(host: &Host, path: &str) -> HostResult<Option<(String, Meta)>> {
+pub(crate) fn read_file(host: &Host, path: &str) -> HostResult<Option<(String, Meta)>> {
     absolute(path)?;
     let (files, p) = (host.world().files.clone(), path.to_string());
     host.block_on(|| async move { files.read(&p).await })?.map_err(fail)
 }
 
-fn stat(host: &Host, path: &str) -> HostResult<Option<Meta>> {
+pub(crate) fn stat(host: &Host, path: &str) -> HostResult<Option<Meta>> {
     absolute(path)?;
     let (files, p) = (host.world().files.clone(), path.to_string());
     host.block_on(|| async move { files.stat(&p).await })?.map_err(fail)

@@ -27,6 +27,9 @@ pub mod http;
 pub mod influx;
 pub mod journal;
 pub mod loki;
+pub mod package;
+pub mod package_key;
+pub mod package_repo;
 pub mod prom;
 pub mod shipper;
 pub mod system;
@@ -331,6 +334,7 @@ pub(crate) fn register_all(engine: &mut Engine, host: &Arc<Host>, catalog: &Arc<
     file::register(engine, host);
     template::register(engine, host, catalog);
     account::register(engine, host);
+    package::register(engine, host);
 }
 
 /// A runtime error raised by a host function: the run aborts with this message.
