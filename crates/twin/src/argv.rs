@@ -101,6 +101,11 @@ mod tests {
             t(&["opsbook", "twin", "metrics-agent", "-config", "/t.conf", "-test"]),
             vec!["opsbook", "twin", "metrics-agent", "/t.conf", "--test"]
         );
+        // The packaged unit's command line: `telegraf -config FILE -config-directory DIR`.
+        assert_eq!(
+            t(&["opsbook", "twin", "metrics-agent", "-config", "/t.conf", "-config-directory", "/t.d"]),
+            vec!["opsbook", "twin", "metrics-agent", "/t.conf", "--config-directory", "/t.d"]
+        );
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub mod go_time;
 pub mod log_store;
 pub mod logger;
 pub mod metrics_db;
+mod notify;
 mod process;
 pub mod shipper;
 pub(crate) mod toml_check;

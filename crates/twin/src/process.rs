@@ -139,6 +139,10 @@ pub struct AgentArgs {
     /// Gather and write once, then exit.
     #[arg(long, conflicts_with = "test")]
     pub once: bool,
+    /// Telegraf's directory of further `.conf` files (its packaged unit passes
+    /// /etc/telegraf/telegraf.d). The twin reads one file: a `.conf` file there is refused.
+    #[arg(long = "config-directory", value_name = "DIR")]
+    pub config_directory: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -192,6 +196,16 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
     if let Service::LogShipper(ShipperArgs { action: Some(ShipperAction::Validate { config }), .. }) = &args.service {
         return Ok(shipper::validate_command(config));
     }
+    if let Service::MetricsAgent(AgentArgs { config_directory: Some(dir), .. }) = &args.service
+        && let Some(extra) = conf_files(dir).first()
+    {
+        eprintln!(
+            "E! the metrics-agent twin reads one configuration file; {} in {} would be read by Telegraf",
+            extra,
+            dir.display()
+        );
+        return Ok(1);
+    }
     if let Service::MetricsAgent(a) = &args.service
         && a.test
     {
@@ -217,7 +231,10 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
         match args.service {
             Service::MetricsDb(a) => run_metrics_db(a).await,
             Service::LogStore(a) => run_log_store(a).await,
-            Service::MetricsAgent(a) => agent::run_command(&a.config, a.once, stop_signal()).await,
+            Service::MetricsAgent(a) => {
+                super::notify::ready();
+                agent::run_command(&a.config, a.once, stop_signal()).await
+            }
             Service::LogShipper(ShipperArgs {
                 action: Some(ShipperAction::Run { config, listen, storage_path, .. }),
                 ..
@@ -226,9 +243,11 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
                     context: format!("cannot create the storage path `{}`", storage_path.display()),
                     source,
                 })?;
+                super::notify::ready();
                 shipper::run_command(Some(&config), Some(&listen), Some(&storage_path), stop_signal()).await
             }
             Service::LogShipper(a) => {
+                super::notify::ready();
                 shipper::run_command(a.config.as_deref(), a.listen.as_deref(), None, stop_signal()).await
             }
         }
@@ -237,6 +256,18 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
     // included: stopped means stopped (the service manager would kill us after its timeout).
     runtime.shutdown_timeout(Duration::from_secs(2));
     code
+}
+
+/// The `.conf` files in Telegraf's configuration directory (none when it is missing).
+fn conf_files(dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".conf"))
+        .collect();
+    names.sort();
+    names
 }
 
 async fn bind(addr: &str) -> Result<tokio::net::TcpListener, Error> {
@@ -322,6 +353,7 @@ async fn run_log_store(a: LogStoreArgs) -> Result<u8, Error> {
     let listener = bind(&listen).await?;
     options.listen = listener.local_addr().map(|x| x.to_string()).unwrap_or(listen);
     let store = log_store::LogStore::new(options, log);
+    super::notify::ready();
     super::serve(store, Some(listener), stop_signal())
         .await
         .map_err(|source| Error::Io { context: "log store server failed".into(), source })?;
@@ -353,6 +385,7 @@ async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
     let bind_address = a.http_bind_address.or(file.http_bind_address);
     let listen = bind_address.as_deref().map_or(a.listen, metrics_db::influxd_config::socket_address);
     let listener = bind(&listen).await?;
+    let bolt_path = a.bolt_path.or(file.bolt_path);
     let options = metrics_db::Options {
         org: a.org,
         buckets: a.buckets,
@@ -361,14 +394,22 @@ async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
         engine_path: a.engine_path.or(file.engine_path).unwrap_or(defaults.engine_path),
         listen: listener.local_addr().map(|x| x.to_string()).unwrap_or(listen),
         http_bind_address: bind_address,
-        bolt_path: a.bolt_path.or(file.bolt_path).unwrap_or(defaults.bolt_path),
+        bolt_path: bolt_path.clone().unwrap_or(defaults.bolt_path),
         reporting_disabled: file.reporting_disabled.unwrap_or(defaults.reporting_disabled),
         log_level,
+        // A bolt path given keeps the setup across restarts, as influxd's bolt file does.
+        setup_file: bolt_path.clone(),
     };
     let db = match a.token.filter(|t| !t.trim().is_empty()) {
         Some(token) => metrics_db::MetricsDb::new(options, crate::secret::Secret::new(token), logger::stdout()),
         None => metrics_db::MetricsDb::fresh(options, logger::stdout()),
     };
+    if let Some(path) = &bolt_path
+        && db.onboarding_allowed()
+    {
+        db.restore_setup(path);
+    }
+    super::notify::ready();
     super::serve(db, Some(listener), stop_signal())
         .await
         .map_err(|source| Error::Io { context: "metrics database server failed".into(), source })?;

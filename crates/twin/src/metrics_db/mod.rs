@@ -25,6 +25,7 @@ mod csv;
 mod flux;
 mod http;
 pub mod influxd_config;
+mod kept_setup;
 mod onboarding;
 mod paging;
 mod resources;
@@ -76,6 +77,9 @@ pub struct Options {
     pub reporting_disabled: bool,
     /// `log-level` in `/api/v2/config`.
     pub log_level: String,
+    /// Where setup is kept across restarts (`kept_setup`): the bolt path a process was given;
+    /// `None` keeps it in memory only.
+    pub setup_file: Option<String>,
 }
 
 impl Default for Options {
@@ -91,6 +95,7 @@ impl Default for Options {
             bolt_path: "/var/lib/influxdb2/influxd.bolt".into(),
             reporting_disabled: true,
             log_level: "info".into(),
+            setup_file: None,
         }
     }
 }

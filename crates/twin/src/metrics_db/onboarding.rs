@@ -118,7 +118,14 @@ pub(super) async fn setup(State(db): State<Arc<MetricsDb>>, body: Bytes) -> Resp
         );
         return api_err(&db, None, e);
     }
-    let answer = request(&body).and_then(|r| db.onboard(&r.username, &r.org, &r.bucket, r.retention_s, r.token));
+    let answer = request(&body).and_then(|r| {
+        let made = db.onboard(&r.username, &r.org, &r.bucket, r.retention_s, r.token)?;
+        if let Some(path) = &db.options.setup_file {
+            let token = made.pointer("/auth/token").and_then(Value::as_str).unwrap_or_default();
+            super::kept_setup::keep(path, &r.username, &r.org, &r.bucket, r.retention_s, token);
+        }
+        Ok(made)
+    });
     match answer {
         Ok(v) => json_answer(StatusCode::CREATED, &v),
         Err(e) => api_err(&db, None, e),
