@@ -80,6 +80,7 @@ fn module(host: &Arc<Host>) -> Module {
         "influx::storage()",
         move || storage(&h)
     );
+    super::influx_setup::add(&mut m, host);
     m
 }
 

@@ -25,6 +25,7 @@ pub mod firewall_table;
 pub mod fleet;
 pub mod http;
 pub mod influx;
+pub mod influx_setup;
 pub mod journal;
 pub mod loki;
 pub mod package;
