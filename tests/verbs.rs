@@ -62,7 +62,7 @@ fn every_example_runs_in_the_sandbox() {
         [
             "account::ensure_group(\"opsbook-demo\")",
             "account::ensure_user(\"opsbook-demo\")",
-            "account::ensure_user(\"alloy\", #{ group: \"alloy\", home: \"/var/lib/alloy\" })",
+            "account::ensure_user(\"alloy\", #{ group: \"alloy\", home: \"/var/lib/alloy\", groups: [\"systemd-journal\"] })",
             "container::inspect(container::of_unit(config.metrics_db.unit) ?? \"influxdb\")",
             "container::logs(\"influxdb\")",
             "container::logs(\"influxdb\", #{ tail: 20, since: \"10m\" })",

@@ -1,5 +1,6 @@
 //! `account::` — the service accounts a component runs as: a group and a (system) user,
-//! created when missing and corrected when they differ. It asks with `getent` and changes
+//! created when missing and corrected when they differ, and the further groups a package
+//! gives its account (Alloy's `systemd-journal` and `adm`, to read the logs). It asks with `getent` and changes
 //! with `groupadd`/`useradd`/`usermod`, through the `Commands` world seam, so on an ssh host
 //! it is that host's accounts. The sandbox has no user database: there it refuses.
 
@@ -51,8 +52,10 @@ fn module(host: &Arc<Host>) -> Module {
         "/// With options `#{group: \"loki\", home: \"/var/lib/loki\", shell: \"/bin/sh\", system: true}`: a\n\
          /// missing group is created first; a new system user gets /usr/sbin/nologin; an existing user\n\
          /// whose group, home or shell differ from the ones given is changed (`usermod`). The home\n\
-         /// directory is not created (`file::mkdir` does that).",
-        "account::ensure_user(\"alloy\", #{ group: \"alloy\", home: \"/var/lib/alloy\" })",
+         /// directory is not created (`file::mkdir` does that). `groups: [\"systemd-journal\", \"adm\"]`:\n\
+         /// further groups the user joins (never leaves), those that exist on the host, as packages\n\
+         /// add their accounts to them.",
+        "account::ensure_user(\"alloy\", #{ group: \"alloy\", home: \"/var/lib/alloy\", groups: [\"systemd-journal\"] })",
         move |name: &str, options: Map| ensure_user(&h, name, &options)
     );
     m
@@ -65,6 +68,8 @@ struct UserSpec {
     home: Option<String>,
     shell: Option<String>,
     system: bool,
+    /// Supplementary groups to be in.
+    groups: Vec<String>,
 }
 
 fn user_spec(options: &Map) -> HostResult<UserSpec> {
@@ -77,9 +82,16 @@ fn user_spec(options: &Map) -> HostResult<UserSpec> {
             "system" => {
                 spec.system = v.as_bool().map_err(|_| fail("account::ensure_user: `system` must be true or false"))?
             }
+            "groups" => {
+                let list = v.read_lock::<rhai::Array>().map(|a| a.iter().map(text).collect::<Vec<_>>());
+                spec.groups = list.ok_or_else(|| fail("account::ensure_user: `groups` must be an array of names"))?;
+                for g in &spec.groups {
+                    valid_name(g, "group")?;
+                }
+            }
             other => {
                 return Err(fail(format!(
-                    "account::ensure_user: unknown option `{other}` (group, home, shell, system)"
+                    "account::ensure_user: unknown option `{other}` (group, home, shell, system, groups)"
                 )));
             }
         }
@@ -199,6 +211,11 @@ fn ensure_user(host: &Host, name: &str, options: &Map) -> HostResult<Map> {
         args.extend(["--shell".into(), s.clone()]);
         what.push(format!("shell {shell} → {s}"));
     }
+    let joining = groups_to_join(host, name, &spec.groups, true)?;
+    if !joining.is_empty() {
+        args.extend(["--append".into(), "--groups".into(), joining.join(",")]);
+        what.push(format!("joins {}", joining.join(", ")));
+    }
     if what.is_empty() {
         return record(&Changed { changed: false, dry_run });
     }
@@ -248,6 +265,11 @@ fn create_user(host: &Host, name: &str, spec: &UserSpec, dry_run: bool) -> HostR
         argv.extend(["--shell".into(), s.clone()]);
         what.push(format!("shell {s}"));
     }
+    let joining = groups_to_join(host, name, &spec.groups, false)?;
+    if !joining.is_empty() {
+        argv.extend(["--groups".into(), joining.join(",")]);
+        what.push(format!("in {}", joining.join(", ")));
+    }
     argv.push(name.to_string());
     let summary = what.join(", ");
     if host.plan(&format!("create the {kind} {name} ({summary})")) {
@@ -256,4 +278,24 @@ fn create_user(host: &Host, name: &str, spec: &UserSpec, dry_run: bool) -> HostR
     change(host, &argv.iter().map(String::as_str).collect::<Vec<_>>())?;
     host.log(Level::Info, &format!("changed user {name}: created ({kind}, {summary})"));
     record(&Changed { changed: true, dry_run: false })
+}
+
+/// The groups of `wanted` the user is not in yet (`exists`: the user exists to be asked), of
+/// those the host has: like a package's maintainer script, a group the host lacks is passed
+/// over, saying so.
+fn groups_to_join(host: &Host, name: &str, wanted: &[String], exists: bool) -> HostResult<Vec<String>> {
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let current = if exists { command(host, &["id", "-Gn", name])?.1 } else { String::new() };
+    let current: Vec<&str> = current.split_whitespace().collect();
+    let mut joining = Vec::new();
+    for g in wanted.iter().filter(|g| !current.contains(&g.as_str())) {
+        if getent(host, "group", g)?.is_some() {
+            joining.push(g.clone());
+        } else {
+            host.log(Level::Warn, &format!("group {g} does not exist on this host: user {name} does not join it"));
+        }
+    }
+    Ok(joining)
 }
