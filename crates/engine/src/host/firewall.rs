@@ -63,7 +63,8 @@ fn module(host: &Arc<Host>) -> Module {
         ["port: i64", "sources: ?", "Map"],
         "/// Opens TCP `port` to these sources only (an address, a network, or an array of them), in\n\
          /// opsbook's own nftables table `inet opsbook`: connections from elsewhere to that port\n\
-         /// are dropped, the host's own (loopback) ones pass. Idempotent: `#{changed}`. Needs root;\n\
+         /// are dropped, the host's own (loopback) ones pass; no sources (`[]`): loopback only.\n\
+         /// Idempotent: `#{changed}`. Needs root;\n\
          /// honours --dry-run. It cannot open what another table drops: see `admits`.",
         "firewall::admit(8086, [\"10.0.0.0/24\"])",
         move |port: i64, sources: Dynamic| firewall_table::admit(&h, port_arg(port)?, &sources_arg(&sources)?)

@@ -69,13 +69,10 @@ fn port_prefix(port: u16) -> String {
     format!("opsbook port {port} ")
 }
 
-/// The rules that open `port` to `sources` only, in nft's syntax, each with its comment.
+/// The rules that open `port` to `sources` only, in nft's syntax, each with its comment. No
+/// sources: the host's own connections only (loopback), as on a host whose clients are all
+/// its own (a server that is its only client).
 fn rules(port: u16, sources: &[String]) -> Result<(String, Vec<String>), String> {
-    if sources.is_empty() {
-        return Err(format!(
-            "firewall::admit: no sources for port {port}; to stop filtering it use firewall::revoke({port})"
-        ));
-    }
     let mut nets = Vec::new();
     for s in sources {
         let (addr, len) =
@@ -134,8 +131,9 @@ pub fn admit(host: &Host, port: u16, sources: &[String]) -> HostResult<Map> {
     if for_port.len() == wanted.len() && for_port.iter().all(|(_, c)| *c == comment) {
         return record(&Changed { changed: false, dry_run: false });
     }
-    let action =
-        format!("open TCP port {port} on {} to {} only (nftables table {TABLE})", host.hostname(), sources.join(", "));
+    let whom =
+        if sources.is_empty() { "this host's own connections (loopback)".to_string() } else { sources.join(", ") };
+    let action = format!("open TCP port {port} on {} to {whom} only (nftables table {TABLE})", host.hostname());
     if host.plan(&action) {
         return record(&Changed { changed: true, dry_run: host.dry_run });
     }
@@ -208,6 +206,8 @@ mod tests {
             rules(3100, &["db.example".into()]).unwrap_err(),
             "firewall::admit: `db.example` is not an address or network"
         );
-        assert!(rules(3100, &[]).unwrap_err().contains("firewall::revoke(3100)"));
+        // No sources: loopback only.
+        let (_, lone) = rules(3100, &[]).unwrap();
+        assert_eq!(lone, ["iifname \"lo\" tcp dport 3100 accept", "tcp dport 3100 drop"]);
     }
 }
