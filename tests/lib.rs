@@ -15,6 +15,7 @@ mod lifecycle;
 mod lifecycle_container;
 mod lifecycle_verbs;
 mod probes;
+mod realhosts;
 mod remote_world;
 mod repl;
 mod run;

@@ -74,6 +74,13 @@ ln -s /proc/self/fd/1 "$root/dev/stdout"
 ln -s /proc/self/fd/2 "$root/dev/stderr"
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"
+# The opsbook under test where the test packages' programs look for it (OPSBOOK_BIN, when
+# given): bound read-only rather than copied (a debug build is several hundred megabytes).
+if [ -n "${OPSBOOK_BIN:-}" ]; then
+  touch "$root/usr/local/bin/opsbook"
+  mount --bind "$OPSBOOK_BIN" "$root/usr/local/bin/opsbook"
+  mount -o remount,bind,ro "$root/usr/local/bin/opsbook"
+fi
 # Host keys of its own, by the host's ssh-keygen (Debian's sshd-keygen.service makes them on
 # the first boot only, which a host with its machine id already written is not).
 chroot "$root" ssh-keygen -q -A

@@ -4,7 +4,8 @@
 //! system bus, journald, logind, sshd, podman 5.4 with Quadlet — in namespaces of its own
 //! (mount, pid, uts, net, ipc, cgroup) by tests/support/debian13-host.sh, and reached as root
 //! over ssh with the fleet's key, so opsbook acts on it with `scope = "system"`. The root is
-//! only read: each host boots on an overlay whose changes live in its state directory. Hosts
+//! only read: each host boots on an overlay whose changes live in its state directory; the
+//! opsbook under test is at /usr/local/bin/opsbook on every host (bound read-only). Hosts
 //! boot side by side (about a second for three); everything is torn down on drop. Where root,
 //! the Debian 13 root or a tool is missing, `boot` says why.
 //!
@@ -122,6 +123,8 @@ impl Debian13Fleet {
                 .arg(format!("{address}/24"))
                 .arg(key.with_extension("pub"))
                 .arg(&hosts_path)
+                // The opsbook under test, at /usr/local/bin/opsbook on the host.
+                .env("OPSBOOK_BIN", crate::support::opsbook())
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().map_err(|e| e.to_string())?)
                 .stderr(log);
@@ -176,6 +179,11 @@ impl Debian13Fleet {
             }
         }
         Err("no free test bridge obd1…obd250".into())
+    }
+
+    /// This machine's address on the fleet's bridge: where the hosts reach what a test serves.
+    pub(crate) fn gateway(&self) -> Ipv4Addr {
+        Ipv4Addr::new(10, 232, self.subnet, 1)
     }
 
     pub(crate) fn hosts(&self) -> &[Debian13Host] {

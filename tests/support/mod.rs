@@ -10,8 +10,10 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod apt_repo;
 pub(crate) mod fleet;
 pub(crate) mod private_host;
+pub(crate) mod vendor_debs;
 pub(crate) mod wire;
 
 use std::io::Read;

@@ -67,12 +67,15 @@ pub(crate) fn write(host: &Host, path: &str, key: &[u8]) -> HostResult<()> {
     Ok(())
 }
 
-/// What apt's downloader said of a failure: its `E:` lines (the URL and the reason), else all.
+/// What apt's downloader said of a failure: why the fetch failed, else its `E:` lines, else all.
 fn apt_said(ran: &Ran) -> String {
     let text = format!("{}{}", ran.stderr, ran.stdout);
+    if let Some(Failure::Unreachable { said, .. }) = super::package_repo::classify(&text) {
+        return said;
+    }
     let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("E: ") && !l.contains("Download Failed")).collect();
     let said = if errors.is_empty() { text.trim().to_string() } else { errors.join("; ") };
-    said.trim_start_matches("E: ").to_string()
+    super::package_repo::tidy(said.trim_start_matches("E: "))
 }
 
 fn is_armored(bytes: &[u8]) -> bool {

@@ -316,7 +316,7 @@ pub(crate) fn classify(said: &str) -> Option<Failure> {
             None => (line, ""),
         };
         let said = if why.is_empty() { line } else { why };
-        return Some(Failure::Signature { source: source.to_string(), said: said.to_string() });
+        return Some(Failure::Signature { source: source.to_string(), said: tidy(said) });
     }
     for sign in ["Failed to fetch ", "Cannot download repomd.xml", "Curl error"] {
         if let Some(line) = said.lines().find(|l| l.contains(sign)) {
@@ -324,10 +324,15 @@ pub(crate) fn classify(said: &str) -> Option<Failure> {
             let rest = line.split_once(sign).map_or(line, |(_, r)| r);
             let url = rest.split_whitespace().find(|w| w.contains("://")).unwrap_or(rest).trim_end_matches(':');
             let why = rest.split_once("  ").map_or(rest, |(_, w)| w).trim();
-            return Some(Failure::Unreachable { url: url.to_string(), said: why.to_string() });
+            return Some(Failure::Unreachable { url: url.to_string(), said: tidy(why) });
         }
     }
     None
+}
+
+/// A quoted sentence without its closing punctuation (the error's own follows it).
+pub(crate) fn tidy(said: &str) -> String {
+    said.trim().trim_end_matches(['.', ':', ';']).to_string()
 }
 
 fn remove_repository(host: &Host, name: &str) -> HostResult<Map> {
@@ -389,7 +394,7 @@ mod tests {
             classify(sqv),
             Some(Failure::Signature {
                 source: "http://10.0.0.1:8080/grafana stable InRelease".into(),
-                said: "Sub-process /usr/bin/sqv returned an error code (1), error message is: Missing key 3F54, which is needed to verify signature.".into(),
+                said: "Sub-process /usr/bin/sqv returned an error code (1), error message is: Missing key 3F54, which is needed to verify signature".into(),
             })
         );
         let down = "Err:1 http://127.0.0.1:9/repo stable InRelease\n  Could not connect to 127.0.0.1:9\n\
@@ -398,7 +403,7 @@ mod tests {
             classify(down),
             Some(Failure::Unreachable {
                 url: "http://127.0.0.1:9/repo/dists/stable/InRelease".into(),
-                said: "Unable to connect to 127.0.0.1:9:".into(),
+                said: "Unable to connect to 127.0.0.1:9".into(),
             })
         );
         assert_eq!(classify("Reading package lists...\n"), None);
