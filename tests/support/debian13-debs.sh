@@ -25,6 +25,8 @@ mkdir -p "$work/upper" "$work/work" "$work/root" "$work/debs/partial"
 # apt in the root itself (an overlay: the root stays as it is), with the Debian mirror its
 # sources.list names (debootstrap's), in a mount namespace of its own; the network is this
 # machine's.
+# The script is the inner shell's: its variables expand there.
+# shellcheck disable=SC2016
 unshare --mount bash -euo pipefail -c '
   work=$1; root=$2; shift 2
   mount -t overlay overlay -o "lowerdir=$root,upperdir=$work/upper,workdir=$work/work" "$work/root"
