@@ -9,7 +9,7 @@
 //! and never parses the command line.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{cancel, config, diagnostic, error, progress, report, secret, suggest};
+use opsbook_base::{cancel, config, diagnostic, error, input, progress, report, secret, suggest};
 use opsbook_inventory as inventory;
 use opsbook_wire as wire;
 use opsbook_world::{self as world, http_client, transport};

@@ -16,7 +16,7 @@
 //! Every fact remembers where it came from (`Source`), for `opsbook hosts`.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{config, diagnostic, error, secret, suggest};
+use opsbook_base::{config, diagnostic, error, input, secret, suggest};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

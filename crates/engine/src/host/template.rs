@@ -105,9 +105,9 @@ pub fn find(catalog: &Catalog, name: &str) -> Result<Option<Found>, String> {
     }
     for dir in folders(catalog) {
         let path = dir.join(name);
-        if path.is_file() {
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| format!("cannot read template {}: {e}", path.display()))?;
+        // Anything there is this template (a directory or a FIFO is refused, not passed over).
+        if path.exists() {
+            let text = crate::input::read_text_or_explain(&path, crate::input::TEMPLATE)?;
             return Ok(Some(Found { name: name.to_string(), source: path.display().to_string(), text }));
         }
     }

@@ -81,7 +81,7 @@ impl AnsibleInventory {
     /// Reads `path`: YAML (`.yml`, `.yaml`, `.json`) or INI (anything else), then the
     /// `group_vars/` and `host_vars/` directories beside it.
     pub fn load(path: &Path) -> Result<AnsibleInventory, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = crate::input::read_text_or(path, crate::input::INVENTORY, |source| Error::Io {
             context: format!("cannot read the Ansible inventory `{}`", path.display()),
             source,
         })?;
