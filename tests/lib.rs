@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod config;
+mod debian13;
 mod fleet;
 mod fleet_failures;
 mod fleet_order;
