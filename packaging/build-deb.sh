@@ -30,6 +30,9 @@ cargo build --release --locked -p opsbook --bin opsbook
 # older .deb picked up instead of this one.
 rm -rf "$target/release/man" "$target/release/completions" "$target"/debian/opsbook_*.deb
 "$target/release/opsbook" generate man "$target/release/man" >/dev/null
+# Debian installs man pages compressed (cargo-deb leaves them as they are); -n keeps the
+# name and time out of the file, so the same pages make the same package.
+gzip -9n "$target"/release/man/*.1
 "$target/release/opsbook" generate completions "$target/release/completions" >/dev/null
 
 cargo deb --no-build -p opsbook
