@@ -100,6 +100,7 @@ fn the_package_holds_the_binary_its_man_pages_completions_service_config_scripts
         "./usr/share/doc/opsbook/changelog.Debian.gz",
         "./usr/share/doc/opsbook/copyright",
         "./usr/share/fish/vendor_completions.d/opsbook.fish",
+        "./usr/share/lintian/overrides/opsbook",
         "./usr/share/opsbook/prometheus/alertmanager.example.yml",
         "./usr/share/opsbook/prometheus/opsbook-targets.example.json",
         "./usr/share/opsbook/prometheus/opsbook.rules.test.yml",

@@ -24,16 +24,16 @@ use std::time::{Duration, Instant};
 use opsbook::transport::SshTarget;
 
 /// Where debian13-root.sh puts the root (`.ci/run` runs it).
-pub const ROOT: &str = "/opt/opsbook-test-tools/trixie";
+pub(crate) const ROOT: &str = "/opt/opsbook-test-tools/trixie";
 
 /// The ssh options every host needs: their host keys are new on every boot.
-pub const SSH_OPTIONS: [&str; 3] = ["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"];
+pub(crate) const SSH_OPTIONS: [&str; 3] = ["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"];
 
 /// How long a host may take from start to a finished boot (`running` or `degraded`): about a
 /// second on a quiet machine, several under a full test run.
 const BOOT_LIMIT: Duration = Duration::from_secs(90);
 
-pub struct Debian13Fleet {
+pub(crate) struct Debian13Fleet {
     hosts: Vec<Debian13Host>,
     /// The claimed bridge, deleted on drop.
     bridge: Option<String>,
@@ -44,7 +44,7 @@ pub struct Debian13Fleet {
 }
 
 /// One booted Debian 13 host.
-pub struct Debian13Host {
+pub(crate) struct Debian13Host {
     name: String,
     address: Ipv4Addr,
     unshare: Child,
@@ -59,7 +59,7 @@ pub struct Debian13Host {
 impl Debian13Fleet {
     /// Boots one host per name, side by side, and waits until each one's system manager has
     /// finished booting; or says why it cannot (the caller skips the test with that reason).
-    pub fn boot(names: &[&str]) -> Result<Debian13Fleet, String> {
+    pub(crate) fn boot(names: &[&str]) -> Result<Debian13Fleet, String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("not root: namespaces, mounts and network links need CAP_SYS_ADMIN and CAP_NET_ADMIN".into());
@@ -171,19 +171,19 @@ impl Debian13Fleet {
         Err("no free test bridge obd1…obd250".into())
     }
 
-    pub fn hosts(&self) -> &[Debian13Host] {
+    pub(crate) fn hosts(&self) -> &[Debian13Host] {
         &self.hosts
     }
 
     /// The host called `name` (panics when there is none: a mistake in the test).
-    pub fn host(&self, name: &str) -> &Debian13Host {
+    pub(crate) fn host(&self, name: &str) -> &Debian13Host {
         self.hosts.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("no host {name} in the fleet"))
     }
 
     /// The fleet as opsbook's inventory: `[hosts.NAME]` with address, root and the fleet's
     /// key, and the system manager as scope (`roles` gives a host's roles: `["loki"]`, or none
     /// with `[]`); then the group `debian13` of every host.
-    pub fn inventory_toml(&self, roles: impl Fn(&str) -> Vec<&'static str>) -> String {
+    pub(crate) fn inventory_toml(&self, roles: impl Fn(&str) -> Vec<&'static str>) -> String {
         let mut text = String::new();
         for h in &self.hosts {
             let roles: Vec<String> = roles(&h.name).iter().map(|r| format!("\"{r}\"")).collect();
@@ -202,7 +202,7 @@ impl Debian13Fleet {
 
     /// An operator's `opsbook.toml` for the fleet: the system scope, ssh options that accept
     /// the hosts' new keys, and `inventory_toml` (after `extra`, top-level keys of the test's).
-    pub fn config_toml(&self, extra: &str, roles: impl Fn(&str) -> Vec<&'static str>) -> String {
+    pub(crate) fn config_toml(&self, extra: &str, roles: impl Fn(&str) -> Vec<&'static str>) -> String {
         format!(
             "scope = \"system\"\n{extra}[ssh]\noptions = \"{}\"\n{}",
             SSH_OPTIONS.join(","),
@@ -212,7 +212,7 @@ impl Debian13Fleet {
 
     /// An OpenSSH client config naming every host (`Host NAME`, root, the fleet's key), for
     /// `ssh -F FILE NAME` or an operator's `~/.ssh/config`.
-    pub fn ssh_config(&self) -> String {
+    pub(crate) fn ssh_config(&self) -> String {
         let mut text = String::new();
         for h in &self.hosts {
             text.push_str(&format!(
@@ -230,7 +230,7 @@ impl Debian13Fleet {
     }
 
     /// Writes `ssh_config` to `path`.
-    pub fn write_ssh_config(&self, path: &Path) {
+    pub(crate) fn write_ssh_config(&self, path: &Path) {
         std::fs::write(path, self.ssh_config()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
@@ -252,27 +252,27 @@ impl Drop for Debian13Fleet {
 }
 
 impl Debian13Host {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Its address on the fleet's bridge (sshd listens there).
-    pub fn address(&self) -> Ipv4Addr {
+    pub(crate) fn address(&self) -> Ipv4Addr {
         self.address
     }
 
     /// The private key root's authorized_keys on every host of the fleet holds.
-    pub fn key(&self) -> &Path {
+    pub(crate) fn key(&self) -> &Path {
         &self.key
     }
 
     /// PID 1 inside (systemd), as this machine sees it.
-    pub fn init(&self) -> u32 {
+    pub(crate) fn init(&self) -> u32 {
         self.init
     }
 
     /// How an operator reaches it: root with the fleet's key, host keys not recorded.
-    pub fn ssh_target(&self) -> SshTarget {
+    pub(crate) fn ssh_target(&self) -> SshTarget {
         let mut target = SshTarget::new(self.name.clone(), self.address.to_string());
         target.user = Some("root".into());
         target.key = Some(self.key.clone());
@@ -283,7 +283,7 @@ impl Debian13Host {
 
     /// The arguments of `ssh` that log in as root (before the remote command); no user
     /// config is read (`-F /dev/null`), and ssh never prompts.
-    pub fn ssh_args(&self) -> Vec<String> {
+    pub(crate) fn ssh_args(&self) -> Vec<String> {
         let mut args: Vec<String> = vec!["-F".into(), "/dev/null".into(), "-i".into(), self.key.display().to_string()];
         for option in SSH_OPTIONS.iter().chain(&["BatchMode=yes", "IdentitiesOnly=yes", "ConnectTimeout=5"]) {
             args.extend(["-o".into(), option.to_string()]);
@@ -293,20 +293,20 @@ impl Debian13Host {
     }
 
     /// Runs `script` over ssh as root (the login shell runs it), killed after 60 s.
-    pub fn ssh(&self, script: &str) -> Output {
+    pub(crate) fn ssh(&self, script: &str) -> Output {
         let mut cmd = Command::new("ssh");
         cmd.args(self.ssh_args()).arg("--").arg(script);
         run(cmd, &format!("ssh {} {script:?}", self.name))
     }
 
     /// Runs `script` over ssh as root, which must succeed; its stdout.
-    pub fn ssh_ok(&self, script: &str) -> String {
+    pub(crate) fn ssh_ok(&self, script: &str) -> String {
         ok(self.ssh(script), &format!("ssh {}: {script}", self.name))
     }
 
     /// A command inside the host (all its namespaces, its root), with the plain environment
     /// of a root login; no ssh involved.
-    pub fn command(&self, argv: &[&str]) -> Command {
+    pub(crate) fn command(&self, argv: &[&str]) -> Command {
         let mut cmd = Command::new("nsenter");
         cmd.args(["--target", &self.init.to_string(), "--all", "--root", "--wd", "--", "env", "-i"]);
         cmd.args(["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8"]);
@@ -315,18 +315,18 @@ impl Debian13Host {
     }
 
     /// Runs a command inside the host (killed after 60 s) and returns its output.
-    pub fn exec(&self, argv: &[&str]) -> Output {
+    pub(crate) fn exec(&self, argv: &[&str]) -> Output {
         run(self.command(argv), &format!("{argv:?} on {}", self.name))
     }
 
     /// Runs a command inside that must succeed; its stdout.
-    pub fn ok(&self, argv: &[&str]) -> String {
+    pub(crate) fn ok(&self, argv: &[&str]) -> String {
         ok(self.exec(argv), &format!("{argv:?} on {}", self.name))
     }
 
     /// Where the host's own files are (its overlay's upper layer): what it changed or made,
     /// as this machine sees it.
-    pub fn changes(&self) -> PathBuf {
+    pub(crate) fn changes(&self) -> PathBuf {
         self.state.join("upper")
     }
 
