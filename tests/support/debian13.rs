@@ -27,7 +27,8 @@ use opsbook::transport::SshTarget;
 pub(crate) const ROOT: &str = "/opt/opsbook-test-tools/trixie";
 
 /// The ssh options every host needs: their host keys are new on every boot.
-pub(crate) const SSH_OPTIONS: [&str; 3] = ["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"];
+pub(crate) const SSH_OPTIONS: [&str; 3] =
+    ["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"];
 
 /// How long a host may take from start to a finished boot (`running` or `degraded`): about a
 /// second on a quiet machine, several under a full test run.
