@@ -127,13 +127,18 @@ fn the_package_holds_the_binary_its_man_pages_completions_service_config_scripts
     let re = regex::Regex::new(r"^(adduser, )?libc6 \(>= 2\.\d+\)(, libgcc-s1 \(>= [\d.]+\))?(, adduser)?\n$").unwrap();
     assert!(re.is_match(&depends) && depends.contains("adduser"), "Depends: {depends}");
 
-    // Unpacked, its pages and completions are the ones this opsbook generates.
-    let root = scratch.path().join("root");
+    assert_generated_files_match(&deb, &scratch.path().join("root"), &generated, &pages);
+}
+
+/// Unpacked into `root`, the package's man pages and completions are the ones this opsbook
+/// generated into `generated` (`man/` and `completions/`).
+fn assert_generated_files_match(deb: &Path, root: &Path, generated: &Path, pages: &[String]) {
     stdout_of("dpkg-deb", &["--extract", &deb.display().to_string(), &root.display().to_string()]);
-    for page in &pages {
+    for page in pages {
         let packed = root.join("usr/share/man/man1").join(format!("{page}.gz"));
         let text = stdout_of("gzip", &["-dc", &packed.display().to_string()]);
-        assert_eq!(text, std::fs::read_to_string(man.join(page)).unwrap(), "{page} is stale: rebuild the package");
+        let made = std::fs::read_to_string(generated.join("man").join(page)).unwrap();
+        assert_eq!(text, made, "{page} is stale: rebuild the package");
     }
     for (packed, made) in [
         ("usr/share/bash-completion/completions/opsbook", "opsbook.bash"),

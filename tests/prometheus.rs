@@ -189,6 +189,23 @@ impl Drop for Killed {
     }
 }
 
+/// Debian's Prometheus on `port` with `dir`/prometheus.yml, its data in `dir`/data and its
+/// log in `dir`/prometheus.log.
+fn start_prometheus(prometheus: &Path, dir: &Path, port: u16) -> Killed {
+    let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
+    let child = Command::new(prometheus)
+        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start prometheus");
+    Killed(child)
+}
+
 /// opsbook.rules.yml with every `for:` shortened to 2s. The rules' durations (5m to 15m) are
 /// what an operator wants and are proven by promtool's unit tests (opsbook.rules.test.yml,
 /// on synthetic series); here the expressions, labels and annotations are the real ones and
@@ -233,18 +250,7 @@ fn a_real_prometheus_scraping_serve_fires_check_failing_for_the_failing_checks()
          - targets.json\n",
     )
     .unwrap();
-    let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-    let child = Command::new(prometheus)
-        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start prometheus");
-    let _prometheus = Killed(child);
+    let _prometheus = start_prometheus(&prometheus, &dir, prom_port);
     let base = format!("http://127.0.0.1:{prom_port}");
     until(&format!("{base}/-/ready"), 200, Duration::from_secs(60));
 
