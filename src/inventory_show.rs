@@ -17,16 +17,18 @@ use crate::inventory::{Fact, Host, Inventory, Source};
 use crate::report::Format;
 
 /// Prints the hosts `pattern` selects (all when `None`); 1 when a shown host has a value
-/// that could not be resolved.
+/// that could not be resolved, or was left out of the Prometheus targets.
 pub(crate) fn hosts(inventory: &Inventory, pattern: Option<&str>, format: Format) -> Result<u8, Error> {
     let hosts: Vec<&Host> = match pattern {
         Some(p) => inventory.select(p)?,
         None => inventory.hosts().iter().collect(),
     };
+    let mut left_out = Vec::new();
     let text = match format {
         Format::Json => json(&hosts),
         Format::Prometheus => {
-            let (text, left_out) = file_sd(&hosts);
+            let text;
+            (text, left_out) = file_sd(&hosts);
             for (name, why) in &left_out {
                 eprintln!("left out {name}: {why}");
             }
@@ -35,7 +37,7 @@ pub(crate) fn hosts(inventory: &Inventory, pattern: Option<&str>, format: Format
         _ => table(&hosts),
     };
     std::io::stdout().lock().write_all(text.as_bytes()).ok();
-    Ok(u8::from(hosts.iter().any(|h| !h.problems.is_empty())))
+    Ok(u8::from(!left_out.is_empty() || hosts.iter().any(|h| !h.problems.is_empty())))
 }
 
 /// The file_sd targets of `hosts`, one group per host, as Prometheus reads them:

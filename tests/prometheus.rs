@@ -148,7 +148,7 @@ fn hosts_format_prometheus_prints_a_file_sd_target_per_host_that_promtool_accept
 }
 
 #[test]
-fn hosts_format_prometheus_leaves_out_a_host_whose_address_is_not_resolved() {
+fn hosts_format_prometheus_leaves_out_a_host_without_an_address_or_a_port() {
     let inventory = "all:\n  hosts:\n    monitor1:\n      ansible_host: 10.0.0.1\n    monitor12:\n      \
                      ansible_host: \"{{ monitor12_ip }}\"\n";
     Test::new()
@@ -161,6 +161,14 @@ fn hosts_format_prometheus_leaves_out_a_host_whose_address_is_not_resolved() {
              \"roles\": \"\"\n    }\n  }\n]\n",
         )
         .stderr_is("left out monitor12: its address could not be resolved (`opsbook hosts` says why)\n");
+    // Nor is there a target where serve listens on no port.
+    Test::new()
+        .config("[serve]\nlisten = \"localhost\"\n")
+        .args(["hosts", "--format", "prometheus"])
+        .run()
+        .code(1)
+        .stdout_is("[]\n")
+        .stderr_is("left out localhost: `serve.listen` is `localhost`, which names no port\n");
 }
 
 #[test]
