@@ -5,6 +5,7 @@
 //! `stdlib/*.rhai`; the verbs they call live in `opsbook-engine` (see ARCHITECTURE.md).
 
 pub mod cli;
+pub mod generate;
 pub mod history;
 mod inventory_show;
 pub mod repl;
