@@ -27,9 +27,16 @@ pub enum Refused {
     /// It could not be opened or read (missing, no permission, …).
     Io(std::io::Error),
     /// Not a regular file: a directory, FIFO, socket or device.
-    NotAFile { kind: &'static str },
-    TooLarge { bytes: u64, max: u64 },
-    NotText { offset: usize },
+    NotAFile {
+        kind: &'static str,
+    },
+    TooLarge {
+        bytes: u64,
+        max: u64,
+    },
+    NotText {
+        offset: usize,
+    },
 }
 
 impl Refused {
@@ -67,9 +74,7 @@ pub fn read_text(path: &Path, kind: Kind) -> Result<String, Refused> {
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     // A file growing while it is read is still held to the limit.
-    std::fs::File::open(path)
-        .and_then(|f| f.take(kind.max_bytes + 1).read_to_end(&mut bytes))
-        .map_err(Refused::Io)?;
+    std::fs::File::open(path).and_then(|f| f.take(kind.max_bytes + 1).read_to_end(&mut bytes)).map_err(Refused::Io)?;
     if bytes.len() as u64 > kind.max_bytes {
         return Err(Refused::TooLarge { bytes: bytes.len() as u64, max: kind.max_bytes });
     }
@@ -154,7 +159,10 @@ mod tests {
         );
         assert_eq!(
             read_text_or_explain(dir.path(), RUNBOOK).unwrap_err(),
-            format!("the runbook `{}` is a directory, not a regular file: give the path of a file", dir.path().display())
+            format!(
+                "the runbook `{}` is a directory, not a regular file: give the path of a file",
+                dir.path().display()
+            )
         );
     }
 }
