@@ -3,8 +3,10 @@
 //! `inventory::hosts("log-shipper")` lists the hosts of the inventory a pattern selects (a
 //! role, a group, a host, `all`, Ansible's combinations), each as a record with its address,
 //! roles and groups; `inventory::service("monitor3:alloy")` reads a service the way operators
-//! write it. `fleet::barrier(name)` is the stack's order across machines: in a run over many
-//! hosts it waits until every host reached the same point or ended (see `crate::gathering`).
+//! write it; `inventory::roles()` is the stack's four components as `inventory::COMPONENTS`
+//! describes them once. `fleet::barrier(name)` is the stack's order across machines: in a run
+//! over many hosts it waits until every host reached the same point or ended (see
+//! `crate::gathering`).
 //!
 //! The inventory is read on first use, so a runbook that never asks never pays for it and a
 //! broken inventory only fails the runbooks that need it.
@@ -170,6 +172,19 @@ fn inventory_module(host: &Arc<Host>) -> Module {
         "/// A role's opsbook name from any name operators use (`alloy` → `log-shipper`).",
         "inventory::role(\"loki\")",
         |name: &str| Role::parse_or_explain(name).map(|r| r.name().to_string()).map_err(fail)
+    );
+    register!(
+        &mut m,
+        "roles",
+        Reads,
+        ["Array"],
+        "/// The stack's components, servers first, as opsbook describes them (`inventory::COMPONENTS`):\n\
+         /// `#{name, alias, label, description, tier, section, template, port, reload}` each. Their\n\
+         /// units and files are this host's configuration's, under `config[section]`: see `stack::components()`.",
+        "inventory::roles().map(|r| r.alias)",
+        || -> HostResult<Array> {
+            crate::inventory::COMPONENTS.iter().map(|c| record(c).map(Dynamic::from_map)).collect()
+        }
     );
     let h = host.clone();
     register!(
