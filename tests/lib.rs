@@ -29,3 +29,4 @@ mod tools;
 mod twin;
 mod units;
 mod verbs;
+mod verdicts;
