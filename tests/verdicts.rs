@@ -184,7 +184,7 @@ check("configuration test", t.ok, t.detail);
     assert_eq!(argv, format!("--config {d}/telegraf.conf --config-directory {d}/telegraf.d --test\n"));
     // Without the broken file the same test passes.
     std::fs::remove_file(t.path().join("agent/telegraf.d/cpu.conf")).unwrap();
-    host.opsbook(t.path(), &["run", "t"]).code(0).stdout_has("PASS  configuration test — 3 points from cpu, mem, disk");
+    host.opsbook(t.path(), &["run", "t"]).code(0).stdout_has("ok    configuration test — 3 points from cpu, mem, disk");
 }
 
 const LOGFILE_CHECK: &str = r#"
@@ -205,7 +205,7 @@ fn errors_go_to_the_file_the_agents_config_directory_names_and_are_read_there() 
     let shown = masked(&out.stdout);
     // The journal holds only the line logged before logging was set up: it passes, and the
     // file holds the error.
-    assert!(shown.contains("PASS  telegraf logged no errors since 1 hour ago"), "{shown}");
+    assert!(shown.contains("ok    telegraf logged no errors since 1 hour ago"), "{shown}");
     assert!(
         shown.contains(&format!(
             "FAIL  telegraf's log file has no errors since 1 hour ago — logs to {log}: read 3 line(s);"
@@ -223,7 +223,7 @@ fn an_agent_log_file_that_cannot_be_read_is_a_skip_saying_why_never_a_pass() {
     host.systemctl(&["start", "telegraf"]);
     let out = host.opsbook(t.path(), &["run", "t"]).code(0);
     out.stdout_has(
-        "SKIP  telegraf's log file has no errors since 1 hour ago — logs to /nonexistent/telegraf/telegraf.log, which",
+        "skip  telegraf's log file has no errors since 1 hour ago — logs to /nonexistent/telegraf/telegraf.log, which",
     );
 }
 
@@ -245,8 +245,8 @@ fn a_reload_is_confirmed_once_it_settled_with_the_same_process() {
     let pid = host.systemctl(&["show", "telegraf", "-p", "MainPID", "--value"]);
     let out = host.opsbook(t.path(), &["run", "reload-agent"]).code(0);
     let shown = masked(&out.stdout);
-    assert!(shown.contains("PASS  configuration test passes"), "{shown}");
-    assert!(shown.contains(&format!("PASS  telegraf.service reloaded — main PID {pid} still running")), "{shown}");
+    assert!(shown.contains("ok    configuration test passes"), "{shown}");
+    assert!(shown.contains(&format!("ok    telegraf.service reloaded — main PID {pid} still running")), "{shown}");
     assert!(shown.contains("I! Reloading Telegraf config"), "{shown}");
     assert_eq!(host.systemctl(&["show", "telegraf", "-p", "MainPID", "--value"]), pid);
 }
@@ -258,7 +258,7 @@ fn a_reload_that_makes_the_agent_exit_a_moment_later_fails_quoting_its_last_line
     host.systemctl(&["start", "telegraf"]);
     let out = host.opsbook(t.path(), &["run", "reload-agent"]).code(1);
     let shown = masked(&out.stdout);
-    assert!(shown.contains("PASS  configuration test passes"), "{shown}");
+    assert!(shown.contains("ok    configuration test passes"), "{shown}");
     assert!(shown.contains("FAIL  telegraf.service reloaded"), "{shown}");
     assert!(shown.contains("E! [telegraf] Error running agent: loading config file"), "{shown}");
 }
@@ -286,8 +286,8 @@ fn setup_answer(allowed: bool) -> serde_json::Value {
 
 fn db_test(db: &WireServer, src: &str) -> Test {
     Test::new()
-        .config(&format!("[metrics_db]\nurl = \"{}\"\norg = \"my org\"\ntoken_file = \"token\"\n", db.url()))
-        .file("token", TOKEN)
+        .config(&format!("[metrics_db]\nurl = \"{}\"\norg = \"my org\"\n", db.url()))
+        .env("INFLUX_TOKEN", TOKEN)
         .runbook("t", src)
 }
 
@@ -351,7 +351,7 @@ verify::metrics_db_storage();
     let out = db_test(&db, src).args(["run", "t"]).run().code(0);
     let why = "/api/v2/config needs an operator token (the configured one is not: access to /api/v2/config requires operator permissions)";
     out.stdout_has(&format!("storage|true|||{why}; /etc/influxdb/config.toml"))
-        .stdout_has(&format!("SKIP  storage backend — {why}; /etc/influxdb/config.toml"));
+        .stdout_has(&format!("skip  storage backend — {why}; /etc/influxdb/config.toml"));
     // The server's config file names the engine: read from there.
     let t = db_test(&db, src);
     let conf = t.path().join("influxdb.toml").display().to_string();
@@ -362,14 +362,11 @@ verify::metrics_db_storage();
         )
         .file(
             "opsbook.toml",
-            &format!(
-                "[metrics_db]\nurl = \"{}\"\norg = \"my org\"\ntoken_file = \"token\"\nconfig = \"{conf}\"\n",
-                db.url()
-            ),
+            &format!("[metrics_db]\nurl = \"{}\"\norg = \"my org\"\nconfig = \"{conf}\"\n", db.url()),
         );
     let out = t.args(["run", "t"]).run().code(0);
     out.stdout_has(&format!("storage|true|local|/var/lib/influxdb/engine||local disk: engine at /var/lib/influxdb/engine (from {conf}; {why})"))
-        .stdout_has("PASS  storage backend");
+        .stdout_has("ok    storage backend");
 }
 
 fn bucket(i: usize, name: &str) -> serde_json::Value {
@@ -407,7 +404,7 @@ verify::metrics_db_bucket();
         .args(["run", "t"])
         .run()
         .code(0)
-        .stdout_has("PASS  authenticated bucket listing")
+        .stdout_has("ok    authenticated bucket listing")
         .stdout_has("4 passed, 0 failed");
     let paths: Vec<String> = db.requests().iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
     assert!(paths.iter().all(|p| !p.contains("limit=") || p.contains("limit=100")), "{paths:?}");

@@ -25,6 +25,7 @@ pub mod firewall_table;
 pub mod fleet;
 pub mod http;
 pub mod influx;
+pub mod influx_api;
 pub mod journal;
 pub mod loki;
 pub mod prom;
