@@ -12,6 +12,8 @@
 
 pub mod account;
 pub mod agent;
+pub mod agent_log;
+pub mod agent_unit;
 pub mod container;
 pub mod core;
 pub mod diff;
