@@ -68,10 +68,10 @@ pub fn classify(line: &str, journald_priority: Option<u8>) -> Level {
 }
 
 fn own_level(line: &str) -> Option<Level> {
-    if line.starts_with('{') {
-        if let Some(level) = json_level(line) {
-            return Some(level);
-        }
+    if line.starts_with('{')
+        && let Some(level) = json_level(line)
+    {
+        return Some(level);
     }
     if let Some(level) = telegraf_level(line).or_else(|| console_level(line)).or_else(|| logfmt_level(line)) {
         return Some(level);

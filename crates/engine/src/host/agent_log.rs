@@ -405,7 +405,7 @@ mod tests {
         assert_eq!((after.len(), reloaded, restarted), (2, true, false));
         let mut again = lines.clone();
         again.push("I! Loaded inputs: cpu mem".into());
-        assert_eq!(after_reload(&again).2, true);
+        assert!(after_reload(&again).2);
         assert_eq!(after_reload(&lines[..1]), (&lines[..1], false, false));
     }
 }

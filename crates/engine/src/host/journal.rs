@@ -64,9 +64,15 @@ fn module(host: &Arc<Host>) -> Module {
         "journal::warnings(\"telegraf\", \"10 min ago\")",
         move |unit: &str, since: &str| by_level(&h, unit, since, Level::Warn)
     );
+    more(&mut m, host);
+    m
+}
+
+/// The run, following and writing verbs of `journal::`.
+fn more(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "current_run",
         Reads,
         ["unit: &str", "Map"],
@@ -86,7 +92,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "follow",
         Reads,
         ["query: Map", "callback: FnPtr", "i64"],
@@ -98,7 +104,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "emit",
         Changes,
         ["tag: &str", "message: &str", "priority: &str", "String"],
@@ -107,7 +113,6 @@ fn module(host: &Arc<Host>) -> Module {
         "journal::emit(\"opsbook-demo\", \"hello from a runbook\", \"info\")",
         move |tag: &str, message: &str, priority: &str| emit(&h, tag, message, priority)
     );
-    m
 }
 
 fn query_from(q: &Map) -> HostResult<(Query, Option<Duration>)> {

@@ -59,9 +59,15 @@ fn module(host: &Arc<Host>) -> Module {
         "host::cpu_load(1, \"1s\")",
         move |workers: i64, d: Dynamic| cpu_load(&h, workers, duration_arg(&d)?)
     );
+    more(&mut m, host);
+    m
+}
+
+/// The reading verbs of `host::`: name, reach, interfaces, tunnels.
+fn more(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "hostname",
         Reads,
         ["String"],
@@ -71,7 +77,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "tcp_connect",
         Reads,
         ["address: &str", "timeout: ?", "Map"],
@@ -82,7 +88,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "interface",
         Reads,
         ["name: &str", "Map"],
@@ -92,7 +98,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "wireguard",
         Reads,
         ["iface: &str", "Map"],
@@ -102,7 +108,6 @@ fn module(host: &Arc<Host>) -> Module {
         "host::wireguard(\"wg0\")",
         move |iface: &str| super::wireguard::status(&h, iface)
     );
-    m
 }
 
 /// What a finished command came to, as scripts see it.
