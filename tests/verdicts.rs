@@ -465,3 +465,16 @@ fn the_cpu_load_runs_through_the_hosts_commands_and_reports_that_hosts_usage() {
     let argv = seen[0].join(" ");
     assert!(argv.starts_with("sh -c ") && argv.contains("timeout") && argv.ends_with(" 3 1"), "{argv}");
 }
+
+#[test]
+fn influxds_error_line_for_opsbooks_own_storage_probe_is_known_benign() {
+    // InfluxDB v2.7.12 logs every refusal it answers; this one is provoked by `influx::storage()`
+    // with an all-access token (the fixture's line, as influxd writes it).
+    let rows = fixture_rows();
+    let line = &rows.iter().find(|r| r.2.contains("requires operator permissions")).expect("the fixture line").2;
+    let src = format!(
+        "import \"benign\" as benign;\ncheck(\"benign\", benign::matches(benign::of_unit(config.metrics_db.unit), {line:?}, false));\n\
+check(\"not for others\", !benign::matches(benign::of_unit(config.metrics_agent.unit), {line:?}, false));\n"
+    );
+    Test::new().runbook("t", &src).args(["run", "t"]).run().code(0).stdout_has("2 passed, 0 failed");
+}
