@@ -435,17 +435,15 @@ impl opsbook::world::commands::Commands for HostCommands {
     }
 }
 
-#[test]
-fn the_cpu_load_runs_through_the_hosts_commands_and_reports_that_hosts_usage() {
-    use opsbook::report::{Format, Outcome, Recorder};
-    let config = opsbook::config::Config::defaults();
-    let seen = std::sync::Arc::default();
-    let mut world = opsbook::world::World::real(&config);
-    world.commands = std::sync::Arc::new(HostCommands { seen: std::sync::Arc::clone(&seen) });
+/// Runs `src` as a runbook in a session acting on `world`: each check's name, outcome, detail.
+fn run_on(
+    world: opsbook::world::World,
+    config: opsbook::config::Config,
+    src: &str,
+) -> Vec<(String, opsbook::report::Outcome, String)> {
+    use opsbook::report::{Format, Recorder};
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
-    let src =
-        "let r = host::cpu_load(3, \"1s\");\ncheck(\"the host's usage\", r.user == 2.0 && r.system == 5.0, `${r}`);\n";
     std::fs::write(dir.path().join("runbooks/load.rhai"), src).unwrap();
     let catalog = std::sync::Arc::new(opsbook::catalog::Catalog::new(&[dir.path().join("runbooks")]));
     let session = opsbook::session::Session::new(config, world, catalog, opsbook::report::Mode::default());
@@ -456,14 +454,52 @@ fn the_cpu_load_runs_through_the_hosts_commands_and_reports_that_hosts_usage() {
             Recorder::with_output(name, source, params, mode, quiet, Box::new(std::io::sink()))
         })
         .unwrap();
-    let records: Vec<(String, Outcome, String)> =
-        report.records().map(|r| (r.name.clone(), r.outcome, r.detail.clone())).collect();
+    report.records().map(|r| (r.name.clone(), r.outcome, r.detail.clone())).collect()
+}
+
+#[test]
+fn the_cpu_load_runs_through_the_hosts_commands_and_reports_that_hosts_usage() {
+    let config = opsbook::config::Config::defaults();
+    let seen = std::sync::Arc::default();
+    let mut world = opsbook::world::World::real(&config);
+    world.commands = std::sync::Arc::new(HostCommands { seen: std::sync::Arc::clone(&seen) });
+    let src =
+        "let r = host::cpu_load(3, \"1s\");\ncheck(\"the host's usage\", r.user == 2.0 && r.system == 5.0, `${r}`);\n";
+    let records = run_on(world, config, src);
     assert_eq!(records.len(), 1, "{records:#?}");
-    assert_eq!(records[0].1, Outcome::Pass, "{records:#?}");
+    assert_eq!(records[0].1, opsbook::report::Outcome::Pass, "{records:#?}");
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1, "one round trip: {seen:?}");
     let argv = seen[0].join(" ");
     assert!(argv.starts_with("sh -c ") && argv.contains("timeout") && argv.ends_with(" 3 1"), "{argv}");
+}
+
+#[test]
+fn over_ssh_the_cpu_load_runs_on_the_remote_host_and_reads_its_counters() {
+    let fleet = match crate::support::fleet::Fleet::boot(&["c1"]) {
+        Ok(f) => f,
+        Err(why) => return crate::support::skip(why),
+    };
+    let host = fleet.host("c1");
+    let ssh =
+        std::sync::Arc::new(opsbook::transport::Ssh::connect(host.ssh_target()).unwrap_or_else(|e| panic!("{e}")));
+    let mut config = opsbook::config::Config::defaults();
+    let user = opsbook::config::Value::Text("user".into());
+    config.set(opsbook::config::keys::SCOPE, user, opsbook::config::Origin::Flag("test")).unwrap();
+    let world = opsbook::world::World::over_ssh(&config, ssh, true).unwrap();
+    let src = "let r = host::cpu_load(2, \"3s\");\ncheck(\"the host's kernel time\", r.system > 0.5 && r.wall >= 3.0, `${r}`);\n";
+    let run = std::thread::spawn(move || run_on(world, config, src));
+    // The workers are processes of c1: its own PID namespace sees them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = String::new();
+    while seen.lines().count() < 2 && std::time::Instant::now() < deadline && !run.is_finished() {
+        seen = String::from_utf8_lossy(&host.exec(&["pgrep", "-x", "dd"]).stdout).into_owned();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let records = run.join().unwrap();
+    assert_eq!(seen.lines().count(), 2, "dd workers seen in c1: {seen:?}");
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0].1, opsbook::report::Outcome::Pass, "{records:#?}");
 }
 
 #[test]
