@@ -31,3 +31,4 @@ mod tools;
 mod twin;
 mod units;
 mod verbs;
+mod verdicts;

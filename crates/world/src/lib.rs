@@ -16,6 +16,7 @@ pub mod files;
 pub mod http_client;
 pub mod journal;
 pub mod local_files;
+pub mod log_level;
 pub mod net;
 pub mod remote;
 pub(crate) mod systemd_dbus;

@@ -1,6 +1,8 @@
-//! `agent::` — the metrics agent's configuration test: `telegraf --config PATH --test`
-//! gathers once and prints each metric as `> ` + line protocol without sending anything;
-//! the output is parsed, and the result says what was collected.
+//! `agent::` — the metrics agent: its configuration test, run with the flags its unit really
+//! uses (`telegraf -config … -config-directory … --test` gathers once and prints each metric
+//! as `> ` + line protocol without sending anything; agent_unit.rs reads the flags), the
+//! errors of the log file its configuration may send its log to, and a reload watched until
+//! it settled (agent_log.rs). Checked against Telegraf v1.32.0 and v1.39.3.
 
 use std::sync::Arc;
 
@@ -29,13 +31,43 @@ fn module(host: &Arc<Host>) -> Module {
         "config_test",
         Reads,
         ["Map"],
-        "/// Runs the agent's configuration test (`metrics_agent.test_command`, by default\n\
-         /// `telegraf --config {config} --test`) and parses the line protocol it prints:\n\
-         /// `#{ok, detail, points, measurements, records, errors}`. `records` are\n\
-         /// `#{measurement, tags, fields, timestamp}`; which measurements must be there is the\n\
-         /// runbook's decision. Throws when the tool cannot be run.",
+        "/// Runs the agent's configuration test with the configuration its unit loads: the unit's\n\
+         /// program and its `-config`/`-config-directory` flags from ExecStart (`$TELEGRAF_OPTS`\n\
+         /// from /etc/default/telegraf), so a broken file in telegraf.d fails it; without a unit,\n\
+         /// `metrics_agent.exec`'s flags. `metrics_agent.test_command`, when set, is run instead.\n\
+         /// Parses the line protocol it prints: `#{ok, detail, points, measurements, records,\n\
+         /// errors, command}`. `records` are `#{measurement, tags, fields, timestamp}`; which\n\
+         /// measurements must be there is the runbook's decision. Throws when it cannot be run.",
         "agent::config_test().ok",
         move || config_test(&h)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "logfile_errors",
+        Reads,
+        ["since: &str", "Map"],
+        "/// Where the agent logs, from its configuration (`[agent] logfile`, in the files its unit\n\
+         /// loads), and when it is a file, that file's error lines since `since` in the unit's\n\
+         /// current run, read over the host's connection: `#{logs_to, path, looked, read, errors,\n\
+         /// detail}`. `logs_to` is `journal` (nothing to read here), `file` or `unknown`; `looked`\n\
+         /// false says why in `detail`. `errors` are `#{time, message, after_start}`.",
+        "agent::logfile_errors(\"1 hour ago\")",
+        move |since: &str| super::agent_log::logfile_errors(&h, since)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "watch_reload",
+        Reads,
+        ["options: Map", "Map"],
+        "/// After a reload signal: waits until the agent logged `I! Reloading Telegraf config` and\n\
+         /// its start lines again (journal, or its log file), then checks its main PID `pid` still\n\
+         /// runs `units.settle` later. Options `#{pid, since, timeout: \"30s\"}`: the main PID and\n\
+         /// a time (`now()`) taken before the signal. Returns a check record `#{ok, detail, pid,\n\
+         /// reloaded, lines}`; a process that exits fails it, quoting its last lines.",
+        "agent::watch_reload(#{ pid: unit::status(config.metrics_agent.unit).main_pid, since: \"1 min ago\", timeout: \"1s\" })",
+        move |options: Map| super::agent_log::watch_reload(&h, &options)
     );
     m
 }
@@ -83,12 +115,17 @@ struct ConfigTest {
     records: Vec<Point>,
     /// The tool's `E!` lines and the output lines that are not line protocol.
     errors: Vec<String>,
+    /// The command run.
+    command: Vec<String>,
 }
 
 fn config_test(host: &Host) -> HostResult<Map> {
     let path = host.config().text(keys::METRICS_AGENT_CONFIG);
-    let argv = command(host, keys::METRICS_AGENT_TEST_COMMAND, &["telegraf", "--config", "{config}", "--test"], &path);
-    let done = run_tool(host, argv, keys::METRICS_AGENT_TEST_COMMAND)?;
+    let argv = match host.config().command(keys::METRICS_AGENT_TEST_COMMAND) {
+        Some(_) => command(host, keys::METRICS_AGENT_TEST_COMMAND, &[], &path),
+        None => super::agent_unit::agent_command(host)?.argv(&["--test"]),
+    };
+    let done = run_tool(host, argv.clone(), keys::METRICS_AGENT_TEST_COMMAND)?;
     let mut records = Vec::new();
     let mut measurements: Vec<String> = Vec::new();
     let mut parse_errors = Vec::new();
@@ -134,5 +171,5 @@ fn config_test(host: &Host) -> HostResult<Map> {
         "the test printed no metrics".to_string()
     };
     let errors = errors.into_iter().chain(parse_errors).collect();
-    record(&ConfigTest { ok, detail, points: records.len(), measurements, records, errors })
+    record(&ConfigTest { ok, detail, points: records.len(), measurements, records, errors, command: argv })
 }

@@ -1,7 +1,8 @@
 //! `influx::` — the metrics database through its InfluxDB 2 API: health and ping probes,
-//! bucket listing, Flux queries with typed rows, and the storage backend. The base address,
-//! org and token come from the configuration; the token is added to requests here and never
-//! reaches the script.
+//! bucket listing (every page) and one bucket by name, Flux queries with typed rows, and the
+//! storage backend. The base address, org and token come from the configuration; the token is
+//! added to requests here and never reaches the script. How InfluxDB OSS v2.7.12 answers a
+//! fresh server, an all-access token and a long bucket list: influx_api.rs.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use super::values::{Probe, record, text};
-use super::{Host, HostResult, fail};
+use super::{Host, HostResult, fail, influx_api};
 use crate::config::keys;
 use crate::http_client::{Request, Response};
 use crate::register;
@@ -51,10 +52,23 @@ fn module(host: &Arc<Host>) -> Module {
         "buckets",
         Reads,
         ["Array"],
-        "/// The buckets the token can see: `[#{name, id, retention, type}]`, retention in seconds\n\
-         /// (0: forever). Throws quoting the server when the listing is refused.",
+        "/// The buckets the token can see, every page of them (100 a page, following `links.next`):\n\
+         /// `[#{name, id, retention, type}]`, retention in seconds (0: forever). Throws quoting the\n\
+         /// server when the listing is refused, or saying it is not set up yet.",
         "influx::buckets()",
         move || buckets(&h)
+    );
+    let h = host.clone();
+    register!(
+        &mut m,
+        "bucket",
+        Reads,
+        ["name: &str", "?"],
+        "/// One bucket by name in the configured org (`GET /api/v2/buckets?org=…&name=…`): `#{name,\n\
+         /// id, retention, type}`, or `()` when there is none. Throws when the server refuses (a bad\n\
+         /// token, an unknown org, not set up yet).",
+        "influx::bucket(config.metrics_db.bucket)",
+        move |name: &str| bucket(&h, name)
     );
     let h = host.clone();
     register!(
@@ -75,15 +89,17 @@ fn module(host: &Arc<Host>) -> Module {
         Reads,
         ["Map"],
         "/// The storage facts from the server's runtime configuration (GET /api/v2/config), never\n\
-         /// throws: the probe record plus `backend` (\"local\", or `()`) and `path` (`engine-path`).\n\
-         /// stdlib/verify.rhai decides the verdict.",
+         /// throws: the probe record plus `backend` (\"local\", or `()`), `path` (`engine-path`) and\n\
+         /// `skipped`. That endpoint needs an operator token: refused to an all-access one, the\n\
+         /// facts come from the server's config file (`metrics_db.config`) on the host, or\n\
+         /// `skipped` says why they cannot be told. stdlib/verify.rhai decides the verdict.",
         "influx::storage()",
         move || storage(&h)
     );
     m
 }
 
-fn url(host: &Host, path: &str) -> String {
+pub(super) fn url(host: &Host, path: &str) -> String {
     format!("{}{path}", host.config().text(keys::METRICS_DB_URL).trim_end_matches('/'))
 }
 
@@ -97,7 +113,7 @@ fn token(host: &Host) -> HostResult<Secret> {
 }
 
 /// An error answer as an operator should read it.
-fn refusal(r: &Response) -> String {
+pub(super) fn refusal(r: &Response) -> String {
     let json: Option<Json> = serde_json::from_str(&r.body).ok();
     let code = json.as_ref().and_then(|j| j.get("code")).and_then(Json::as_str).unwrap_or("");
     let message = json.as_ref().and_then(|j| j.get("message")).and_then(Json::as_str);
@@ -178,7 +194,7 @@ fn authed(host: &Host, request: Request<'_>) -> HostResult<Response> {
     let what = format!("{} {}", request.method, request.url);
     match host.send(request.token(Some(&token)))? {
         Ok(r) if (200..300).contains(&r.status) => Ok(r),
-        Ok(r) => Err(fail(refusal(&r))),
+        Ok(r) => Err(fail(influx_api::refusal_of(host, &r)?)),
         Err(reason) => Err(fail(format!("{what}: {reason}"))),
     }
 }
@@ -194,36 +210,57 @@ struct Bucket {
     retention: i64,
 }
 
+/// A bucket of a listing. A bucket without `retentionRules`, or with null or empty rules,
+/// keeps its data forever; absent text fields read as empty.
+fn bucket_of(b: &Json) -> Bucket {
+    let s = |k: &str| b.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+    let retention = b
+        .get("retentionRules")
+        .and_then(Json::as_array)
+        .and_then(|r| r.first())
+        .and_then(|r| r.get("everySeconds"))
+        .and_then(Json::as_i64)
+        .unwrap_or(0);
+    Bucket { name: s("name"), id: s("id"), kind: s("type"), retention }
+}
+
 /// A bucket listing: `buckets` null or empty is no bucket; absent is not a listing at all
-/// (an error quoting the answer). A bucket without `retentionRules`, or with null or empty
-/// rules, keeps its data forever; absent text fields read as empty.
+/// (an error quoting the answer).
+#[cfg(test)]
 fn buckets_answer(body: &str) -> Result<Vec<Bucket>, String> {
-    let json: Json = serde_json::from_str(body)
-        .map_err(|_| format!("bucket listing is not JSON: {}", crate::wire::excerpt(body, 120)))?;
-    let list = match json.get("buckets") {
-        Some(Json::Array(list)) => list.as_slice(),
-        Some(Json::Null) => &[],
-        _ => return Err(format!("bucket listing has no `buckets` array: {}", crate::wire::excerpt(body, 120))),
-    };
-    Ok(list
-        .iter()
-        .map(|b| {
-            let s = |k: &str| b.get(k).and_then(Json::as_str).unwrap_or("").to_string();
-            let retention = b
-                .get("retentionRules")
-                .and_then(Json::as_array)
-                .and_then(|r| r.first())
-                .and_then(|r| r.get("everySeconds"))
-                .and_then(Json::as_i64)
-                .unwrap_or(0);
-            Bucket { name: s("name"), id: s("id"), kind: s("type"), retention }
-        })
-        .collect())
+    Ok(influx_api::page(body)?.0.iter().map(bucket_of).collect())
+}
+
+/// `GET` of a path (a link the server gave, or one of ours) with the token.
+fn get(host: &Host, path: &str) -> HostResult<Response> {
+    let target =
+        if path.starts_with("http://") || path.starts_with("https://") { path.to_string() } else { url(host, path) };
+    authed(host, Request::new(reqwest::Method::GET, target))
 }
 
 fn buckets(host: &Host) -> HostResult<Array> {
-    let r = authed(host, Request::new(reqwest::Method::GET, url(host, "/api/v2/buckets?limit=100")))?;
-    buckets_answer(&r.body).map_err(fail)?.iter().map(|b| record(b).map(Dynamic::from_map)).collect()
+    let all = influx_api::all_buckets(host, |path| get(host, path))?;
+    all.iter().map(|b| record(&bucket_of(b)).map(Dynamic::from_map)).collect()
+}
+
+fn bucket(host: &Host, name: &str) -> HostResult<Dynamic> {
+    let path = influx_api::by_name_path(&host.config().text(keys::METRICS_DB_ORG), name);
+    let token = token(host)?;
+    let r = match host.send(Request::new(reqwest::Method::GET, url(host, &path)).token(Some(&token)))? {
+        Ok(r) => r,
+        Err(reason) => return Err(fail(format!("GET {}: {reason}", url(host, &path)))),
+    };
+    if influx_api::bucket_absent(&r) {
+        return Ok(Dynamic::UNIT);
+    }
+    if !(200..300).contains(&r.status) {
+        return Err(fail(influx_api::refusal_of(host, &r)?));
+    }
+    let (found, _) = influx_api::page(&r.body).map_err(fail)?;
+    match found.iter().map(bucket_of).find(|b| b.name == name) {
+        Some(b) => record(&b).map(Dynamic::from_map),
+        None => Ok(Dynamic::UNIT),
+    }
 }
 
 fn dynamic(v: Value) -> Dynamic {
@@ -273,6 +310,9 @@ struct Storage {
     backend: Option<String>,
     /// Where the engine keeps its data (`engine-path`), `()` when absent, null or empty.
     path: Option<String>,
+    /// Why the storage cannot be told with this token (`()` when it can): the verdict is a
+    /// skip, never a failure of a healthy server.
+    skipped: Option<String>,
 }
 
 /// The engine path of a `GET /api/v2/config` answer.
@@ -282,7 +322,7 @@ fn engine_path(body: &str) -> Option<String> {
 }
 
 fn storage(host: &Host) -> HostResult<Map> {
-    let none = || Storage { backend: None, path: None };
+    let none = || Storage { backend: None, path: None, skipped: None };
     let token = match token(host) {
         Ok(t) => t,
         Err(e) => return Probe::unanswered(text(&Dynamic::from(e.to_string()))).with(none()).into_map(),
@@ -291,16 +331,42 @@ fn storage(host: &Host) -> HostResult<Map> {
         Ok(r) => r,
         Err(reason) => return Probe::unanswered(reason).with(none()).into_map(),
     };
+    if influx_api::needs_operator(&r) {
+        return storage_without_operator(host, &r);
+    }
     if r.status != 200 {
-        return Probe::new(false, Some(r.status), refusal(&r), Some(r.elapsed)).with(none()).into_map();
+        let refused = influx_api::refusal_of(host, &r)?;
+        return Probe::new(false, Some(r.status), refused, Some(r.elapsed)).with(none()).into_map();
     }
     let path = engine_path(&r.body);
     let detail = match &path {
         Some(p) => format!("local disk: engine at {p}"),
         None => format!("no `engine-path` in the runtime config: {}", r.summary()),
     };
-    let facts = Storage { backend: path.is_some().then(|| "local".to_string()), path };
+    let facts = Storage { backend: path.is_some().then(|| "local".to_string()), path, skipped: None };
     Probe::new(true, Some(200), detail, Some(r.elapsed)).with(facts).into_map()
+}
+
+/// `/api/v2/config` refused a token that is not an operator's (an all-access token, InfluxDB
+/// v2.7.12 `http/config.go`): the engine path from the server's config file, or a skip.
+fn storage_without_operator(host: &Host, r: &Response) -> HostResult<Map> {
+    let message = serde_json::from_str::<Json>(&r.body)
+        .ok()
+        .and_then(|j| j.get("message").and_then(Json::as_str).map(str::to_string))
+        .unwrap_or_default();
+    let why = format!("/api/v2/config needs an operator token (the configured one is not: {message})");
+    let elapsed = Some(r.elapsed);
+    match influx_api::engine_path_from_file(host, &why)? {
+        Ok((path, file)) => {
+            let detail = format!("local disk: engine at {path} (from {file}; {why})");
+            let facts = Storage { backend: Some("local".into()), path: Some(path), skipped: None };
+            Probe::new(true, Some(r.status), detail, elapsed).with(facts).into_map()
+        }
+        Err(reason) => {
+            let facts = Storage { backend: None, path: None, skipped: Some(reason.clone()) };
+            Probe::new(true, Some(r.status), reason, elapsed).with(facts).into_map()
+        }
+    }
 }
 
 /// Percent-encoding for a query-string value.

@@ -14,6 +14,7 @@ use super::values::{record, time_text};
 use super::{Host, HostResult, fail};
 use crate::register;
 use crate::world::journal::{Entry, PRIORITIES, Query, priority_number};
+use crate::world::log_level::{Level, classify};
 use crate::world::units::{Run, full_name};
 
 /// Registers the `journal::` namespace.
@@ -42,14 +43,15 @@ fn module(host: &Arc<Host>) -> Module {
         "errors",
         Reads,
         ["unit: &str", "since: &str", "Array"],
-        "/// The unit's entries at priority err or worse of its CURRENT RUN (systemd's invocation ID,\n\
-         /// else the run's start time) logged since a time (e.g. `now()` before a restart): never the\n\
-         /// lines of the process before it. By journald's priority, or by the level written in the\n\
-         /// line (Telegraf's `E!`, logfmt `level=error` / `lvl=error`), since the components log\n\
-         /// plain text that journald files at priority info; such entries keep the priority journald\n\
-         /// gave them. Each entry also has `after_start`: seconds since the run began.",
+        "/// The unit's error entries of its CURRENT RUN (systemd's invocation ID, else the run's\n\
+         /// start time) logged since a time (e.g. `now()` before a restart): never the lines of the\n\
+         /// process before it. The level the line carries decides, in every shape the stack logs:\n\
+         /// Telegraf's `E!` and structured `\"level\":\"ERROR\"`, logfmt `level=error` / `lvl=error`,\n\
+         /// JSON `\"level\":\"error\"`, zap's console, Go's `panic: `; journald's priority (err or\n\
+         /// worse) only for a line that carries none. Entries keep the priority journald gave them\n\
+         /// and have `after_start`: seconds since the run began.",
         "journal::errors(\"telegraf\", \"10 min ago\")",
-        move |unit: &str, since: &str| by_priority(&h, unit, since, 3)
+        move |unit: &str, since: &str| by_level(&h, unit, since, Level::Error)
     );
     let h = host.clone();
     register!(
@@ -57,15 +59,20 @@ fn module(host: &Arc<Host>) -> Module {
         "warnings",
         Reads,
         ["unit: &str", "since: &str", "Array"],
-        "/// The unit's entries at priority warning or worse of its current run since a time: by\n\
-         /// journald's priority or by the level in the line (`W!`/`E!`, `level=warn`, `lvl=warn`, or\n\
-         /// worse), as `errors`.",
+        "/// The unit's entries at warning level or worse of its current run since a time, read as\n\
+         /// `errors` reads them (`W!`, `\"level\":\"WARN\"`, `level=warn`, …, or priority warning).",
         "journal::warnings(\"telegraf\", \"10 min ago\")",
-        move |unit: &str, since: &str| by_priority(&h, unit, since, 4)
+        move |unit: &str, since: &str| by_level(&h, unit, since, Level::Warn)
     );
+    more(&mut m, host);
+    m
+}
+
+/// The run, following and writing verbs of `journal::`.
+fn more(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "current_run",
         Reads,
         ["unit: &str", "Map"],
@@ -85,7 +92,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "follow",
         Reads,
         ["query: Map", "callback: FnPtr", "i64"],
@@ -97,7 +104,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "emit",
         Changes,
         ["tag: &str", "message: &str", "priority: &str", "String"],
@@ -106,7 +113,6 @@ fn module(host: &Arc<Host>) -> Module {
         "journal::emit(\"opsbook-demo\", \"hello from a runbook\", \"info\")",
         move |tag: &str, message: &str, priority: &str| emit(&h, tag, message, priority)
     );
-    m
 }
 
 fn query_from(q: &Map) -> HostResult<(Query, Option<Duration>)> {
@@ -211,18 +217,19 @@ fn read(host: &Host, q: &Map) -> HostResult<Array> {
     read_entries(host, query)?.iter().map(|e| entry_record(e, None)).collect()
 }
 
-/// Lines whose own text says err or worse: Telegraf's `E!`, and logfmt's `level=` (Loki,
-/// Alloy) or `lvl=` (InfluxDB). A capital in the pattern makes journalctl's --grep match case.
-const ERROR_MARKS: &str = r"(^|\s)(E!|(level|lvl)=(error|crit|critical|alert|emerg|fatal|panic|dpanic))(\s|$)";
-/// The same for warning or worse.
-const WARNING_MARKS: &str =
-    r"(^|\s)(E!|W!|(level|lvl)=(warn|warning|error|crit|critical|alert|emerg|fatal|panic|dpanic))(\s|$)";
+/// For journalctl's `--grep`: every line whose own text may carry warning or worse, in each
+/// shape `log_level::classify` reads (Telegraf's `E!`/`W!`, logfmt `level=`/`lvl=`, JSON
+/// `"level":"ERROR"`, zap's console `\terror\t`, Go's `panic: `), and some lines that do not
+/// (the classifier decides), so a chatty unit's info lines never crowd them out of the read.
+/// Lower case and `(?i)`: any case matches, in journalctl (PCRE2) as in the sandbox's journal.
+const LEVEL_CANDIDATES: &str = r#"(?i)(^|\s)[ew]!(\s|$)|(^|[\s{,"])(level|lvl)"?\s*[=:]\s*"?(err|crit|alert|emerg|fatal|d?panic|warn)|\t(err|crit|alert|emerg|fatal|d?panic|warn)[a-z]*\t|^(panic|fatal error): "#;
 
-/// The unit's entries of its current run since `since`, at priority `max` or worse: those
-/// journald filed so (a `<N>` prefix, syslog, the journal API), and those filed at its default
-/// priority whose text carries the level, which is how the real components log (plain text on
-/// stderr). Lines of the process before it (a restart's shutdown lines) are never among them.
-fn by_priority(host: &Host, unit: &str, since: &str, max: u8) -> HostResult<Array> {
+/// The unit's entries of its current run since `since`, at level `max` or worse, as
+/// `log_level::classify` reads them: by the level the line carries (how the real components
+/// log: text or JSON on stderr, which journald files at priority info), else by the priority
+/// journald filed it at (a `<N>` prefix, syslog, the journal API). Lines of the process before
+/// it (a restart's shutdown lines) are never among them.
+fn by_level(host: &Host, unit: &str, since: &str, max: Level) -> HostResult<Array> {
     let run = current_run(host, unit)?;
     let started_us = run.started.map(micros);
     // Lines after the previous run ended are this run's; for a first run, a second's grace
@@ -237,12 +244,13 @@ fn by_priority(host: &Host, unit: &str, since: &str, max: u8) -> HostResult<Arra
         read_entries(host, probe).is_ok_and(|found| !found.is_empty())
     });
     let base = Query { invocation: by_run, ..base };
-    let marks = if max <= 3 { ERROR_MARKS } else { WARNING_MARKS };
-    let mut entries = read_entries(host, Query { max_priority: Some(max), ..base.clone() })?;
-    entries.extend(read_entries(host, Query { grep: Some(marks.to_string()), ..base })?);
-    if let Some(boundary) = boundary_us {
-        entries.retain(|e| e.realtime_us >= boundary);
-    }
+    let priority = if max == Level::Error { 3 } else { 4 };
+    let mut entries = read_entries(host, Query { max_priority: Some(priority), ..base.clone() })?;
+    entries.extend(read_entries(host, Query { grep: Some(LEVEL_CANDIDATES.to_string()), ..base })?);
+    // The level a line carries decides; journald's priority only for lines that carry none.
+    entries.retain(|e| {
+        boundary_us.is_none_or(|b| e.realtime_us >= b) && classify(&e.message, Some(e.priority)).at_or_worse(max)
+    });
     entries.sort_by(|a, b| (a.realtime_us, a.pid, &a.message).cmp(&(b.realtime_us, b.pid, &b.message)));
     entries.dedup();
     entries.iter().map(|e| entry_record(e, started_us)).collect()
@@ -295,36 +303,29 @@ fn emit(host: &Host, tag: &str, message: &str, priority: &str) -> HostResult<Str
 
 #[cfg(test)]
 mod tests {
-    use super::{ERROR_MARKS, WARNING_MARKS};
+    use super::LEVEL_CANDIDATES;
+    use crate::world::log_level::{Level, classify};
 
+    /// journalctl's `--grep` must let through every line the classifier calls a warning or
+    /// an error (the fixture: real shapes of Telegraf v1.32/v1.39, Alloy v1.9/v1.18, InfluxDB
+    /// 2.7.12 and Loki 3.4.6), and keeps most info lines out.
     #[test]
-    fn level_marks_match_the_components_own_lines() {
-        let errors = regex::Regex::new(ERROR_MARKS).unwrap();
-        let warnings = regex::Regex::new(WARNING_MARKS).unwrap();
-        let error_lines = [
-            "2026-11-23T00:07:22Z E! [outputs.influxdb_v2] When writing to [http://127.0.0.1:8086]: connection refused",
-            "ts=2026-11-23T00:07:32.4Z level=error msg=\"failed to reload config\" err=\"unknown key\"",
-            "ts=2026-11-23T00:07:32.4Z lvl=error msg=\"Failed to open engine\" log_id=0pS",
-            "level=error ts=2026-11-23T00:07:32Z caller=main.go:1 msg=\"error running loki\"",
-        ];
-        let warning_lines = [
-            "2026-11-23T00:07:22Z W! [agent] Collection took longer than expected",
-            "ts=2026-11-23T00:07:32Z level=warn msg=\"error sending batch, will retry\" status=-1",
-        ];
-        let quiet_lines = [
-            "2026-11-23T00:07:22Z I! Loaded inputs: cpu disk mem",
-            "ts=2026-11-23T00:07:32Z level=info msg=\"no error\" errors=0",
-            "ts=2026-11-23T00:07:32Z level=debug msg=\"batch sent\" status=204",
-            "level=errors_total value=3",
-        ];
-        for l in error_lines {
-            assert!(errors.is_match(l) && warnings.is_match(l), "{l}");
+    fn the_grep_lets_through_every_warning_and_error_shape_of_the_fixture() {
+        let fixture = include_str!("../../../../tests/fixtures/upstream/log-lines.txt");
+        let grep = regex::Regex::new(LEVEL_CANDIDATES).unwrap();
+        let (mut kept_quiet, mut quiet) = (0, 0);
+        for line in fixture.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let line = line.splitn(3, '\t').nth(2).unwrap();
+            if classify(line, Some(6)).at_or_worse(Level::Warn) {
+                assert!(grep.is_match(line), "{line}");
+            } else {
+                quiet += 1;
+                kept_quiet += usize::from(grep.is_match(line));
+            }
         }
-        for l in warning_lines {
-            assert!(!errors.is_match(l) && warnings.is_match(l), "{l}");
-        }
-        for l in quiet_lines {
-            assert!(!warnings.is_match(l), "{l}");
+        assert!(quiet > 20 && kept_quiet == 0, "{kept_quiet} of {quiet} quiet lines pass the grep");
+        for line in ["level=errors_total value=3", "an error occurred", "E!nothing"] {
+            assert!(!classify(line, Some(6)).at_or_worse(Level::Warn), "{line}");
         }
     }
 }

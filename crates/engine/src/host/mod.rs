@@ -12,6 +12,8 @@
 
 pub mod account;
 pub mod agent;
+pub mod agent_log;
+pub mod agent_unit;
 pub mod container;
 pub mod core;
 pub mod diff;
@@ -25,6 +27,7 @@ pub mod firewall_table;
 pub mod fleet;
 pub mod http;
 pub mod influx;
+pub mod influx_api;
 pub mod journal;
 pub mod loki;
 pub mod prom;

@@ -1,8 +1,7 @@
-//! `host::` — this machine: run a command, generate CPU load, check TCP reach, network
+//! `host::` — the host acted on: run a command, load its CPUs, check TCP reach, network
 //! interfaces and WireGuard tunnels (wireguard.rs), the host name. Commands go through the `Commands` world seam.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rhai::{Array, Dynamic, Engine, Map, Module};
@@ -52,15 +51,23 @@ fn module(host: &Arc<Host>) -> Module {
         "cpu_load",
         Changes,
         ["workers: i64", "duration: ?", "Map"],
-        "/// Keeps `workers` threads busy for `duration` with system calls (kernel time, which raises\n\
-         /// `usage_system`, not only user time). Returns `#{user, system, wall}` CPU seconds produced.\n\
-         /// Ctrl-C ends it early.",
+        "/// Loads the HOST UNDER TEST: `workers` bounded processes run there through its commands\n\
+         /// (over ssh on a remote host), each `timeout DURATION dd if=/dev/zero of=/dev/null`, whose\n\
+         /// copies are kernel time (they raise `usage_system`, not only user time). Returns that\n\
+         /// host's CPU seconds over the load from its /proc/stat, all processes' time:\n\
+         /// `#{user, system, idle, wall}`. Ctrl-C ends it early (the processes are killed).",
         "host::cpu_load(1, \"1s\")",
         move |workers: i64, d: Dynamic| cpu_load(&h, workers, duration_arg(&d)?)
     );
+    more(&mut m, host);
+    m
+}
+
+/// The reading verbs of `host::`: name, reach, interfaces, tunnels.
+fn more(m: &mut Module, host: &Arc<Host>) {
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "hostname",
         Reads,
         ["String"],
@@ -70,7 +77,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "tcp_connect",
         Reads,
         ["address: &str", "timeout: ?", "Map"],
@@ -81,7 +88,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "interface",
         Reads,
         ["name: &str", "Map"],
@@ -91,7 +98,7 @@ fn module(host: &Arc<Host>) -> Module {
     );
     let h = host.clone();
     register!(
-        &mut m,
+        m,
         "wireguard",
         Reads,
         ["iface: &str", "Map"],
@@ -101,7 +108,6 @@ fn module(host: &Arc<Host>) -> Module {
         "host::wireguard(\"wg0\")",
         move |iface: &str| super::wireguard::status(&h, iface)
     );
-    m
 }
 
 /// What a finished command came to, as scripts see it.
@@ -165,22 +171,44 @@ fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
     completed_record(&done, false)
 }
 
-/// CPU time the load produced, in seconds.
-#[derive(Serialize)]
+/// The host's CPU time over the load, in seconds (all processes).
+#[derive(Debug, PartialEq, Serialize)]
 struct Load {
     user: f64,
     system: f64,
+    idle: f64,
     wall: f64,
 }
 
-fn thread_cpu() -> (f64, f64) {
-    // SAFETY: getrusage fills the struct we pass; RUSAGE_THREAD is Linux's per-thread usage.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe {
-        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (secs(usage.ru_utime), secs(usage.ru_stime))
+/// `$1` workers, each `timeout $2 dd …`, between two readings of the host's CPU counters.
+/// `timeout` bounds each process on the host itself, so a lost connection leaves no load
+/// behind; the clock ticks per second come first, to turn the counters into seconds.
+const LOAD: &str = r#"getconf CLK_TCK; head -n 1 /proc/stat
+i=0
+while [ "$i" -lt "$1" ]; do timeout "$2" dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & i=$((i + 1)); done
+wait
+head -n 1 /proc/stat"#;
+
+/// The host's CPU time between the two `cpu` lines the load script printed (user includes
+/// nice, as `top` shows it; system is the kernel's own time, Telegraf's `usage_system`).
+fn load_from(stdout: &str, wall: Duration) -> Result<Load, String> {
+    let mut lines = stdout.lines();
+    let hz: f64 = lines.next().and_then(|l| l.trim().parse().ok()).filter(|h| *h > 0.0).ok_or("no clock rate")?;
+    let counters = |line: Option<&str>| -> Option<Vec<f64>> {
+        let mut words = line?.split_whitespace();
+        (words.next()? == "cpu").then(|| words.filter_map(|w| w.parse().ok()).collect::<Vec<f64>>())
+    };
+    let (before, after) = match (counters(lines.next()), counters(lines.next())) {
+        (Some(b), Some(a)) if b.len() >= 4 && a.len() >= 4 => (b, a),
+        _ => return Err("no /proc/stat `cpu` lines".into()),
+    };
+    let delta = |i: usize| (after[i] - before[i]).max(0.0) / hz;
+    Ok(Load { user: delta(0) + delta(1), system: delta(2), idle: delta(3), wall: wall.as_secs_f64() })
+}
+
+/// Seconds as `timeout` takes them: `5`, or `1.5`.
+fn seconds_arg(d: Duration) -> String {
+    if d.subsec_millis() == 0 { d.as_secs().to_string() } else { format!("{:.3}", d.as_secs_f64()) }
 }
 
 fn cpu_load(host: &Host, workers: i64, duration: Duration) -> HostResult<Map> {
@@ -190,46 +218,32 @@ fn cpu_load(host: &Host, workers: i64, duration: Duration) -> HostResult<Map> {
     if host.plan(&format!("load {workers} CPU(s) for {}", humantime::format_duration(duration))) {
         return Ok(Map::new());
     }
-    let stop = AtomicBool::new(false);
+    let argv = ["sh", "-c", LOAD, "sh", &workers.to_string(), &seconds_arg(duration)];
+    let invocation = Invocation {
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        timeout: duration + Duration::from_secs(30),
+        ..Invocation::default()
+    };
+    let commands = host.world().commands.clone();
     let started = Instant::now();
-    let (user, system) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    use std::io::{Read, Write};
-                    let before = thread_cpu();
-                    let (mut zero, mut null) = match (
-                        std::fs::File::open("/dev/zero"),
-                        std::fs::OpenOptions::new().write(true).open("/dev/null"),
-                    ) {
-                        (Ok(z), Ok(n)) => (z, n),
-                        _ => return (0.0, 0.0),
-                    };
-                    // Reads from /dev/zero are kernel work (page clearing, copies): system time.
-                    let mut buf = vec![0u8; 1 << 16];
-                    while !stop.load(Ordering::Relaxed) && started.elapsed() < duration {
-                        for _ in 0..64 {
-                            let _ = zero.read(&mut buf);
-                            let _ = null.write(&buf);
-                        }
-                    }
-                    let after = thread_cpu();
-                    (after.0 - before.0, after.1 - before.1)
-                })
-            })
-            .collect();
-        while started.elapsed() < duration && !host.cancel.is_cancelled() {
-            crate::progress::show("generating CPU load", started.elapsed(), duration);
-            std::thread::sleep(Duration::from_millis(50));
+    let done = host.block_on(|| async move {
+        let run = commands.run(&invocation);
+        tokio::pin!(run);
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                done = &mut run => break done,
+                _ = tick.tick() => crate::progress::show("generating CPU load", started.elapsed(), duration),
+            }
         }
-        stop.store(true, Ordering::Relaxed);
-        crate::progress::clear();
-        handles.into_iter().map(|h| h.join().unwrap_or((0.0, 0.0))).fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1))
     });
-    if host.cancel.is_cancelled() {
-        return Err(super::interrupted());
-    }
-    record(&Load { user, system, wall: started.elapsed().as_secs_f64() })
+    crate::progress::clear();
+    let done = done?.map_err(|e| fail(format!("host::cpu_load: {e}")))?;
+    let load = load_from(&done.stdout, done.duration).map_err(|e| {
+        let said = super::tools::tail(&format!("{}\n{}", done.stdout, done.stderr), 3);
+        fail(format!("host::cpu_load: the host's CPU counters could not be read ({e}): {said}"))
+    })?;
+    record(&load)
 }
 
 /// `host:port` from `host:port` or a URL.
@@ -297,6 +311,19 @@ fn interface(host: &Host, name: &str) -> HostResult<Map> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hosts_cpu_seconds_from_its_counters() {
+        let out = "100\ncpu  100 5 200 1000 0 0 0 0 0 0\ncpu  300 15 700 1200 0 0 0 0 0 0\n";
+        let wall = Duration::from_secs(2);
+        assert_eq!(load_from(out, wall), Ok(Load { user: 2.1, system: 5.0, idle: 2.0, wall: 2.0 }));
+        assert!(load_from("100\ncpu 1 2 3 4\n", wall).is_err());
+        assert!(load_from("x\ncpu 1 2 3 4\ncpu 1 2 3 4\n", wall).is_err());
+        assert_eq!(
+            (seconds_arg(Duration::from_secs(5)), seconds_arg(Duration::from_millis(1500))),
+            ("5".into(), "1.500".into())
+        );
+    }
 
     #[test]
     fn addresses_from_urls_and_pairs() {

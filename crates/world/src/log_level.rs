@@ -1,8 +1,8 @@
 //! The level a log line of the monitoring stack carries, read from the line itself, with
 //! journald's PRIORITY as the fallback when the line says nothing of its own.
 //!
-//! Draft module, pure std, to be dropped into the code later. Checked against the upstream
-//! source (see docs/upstream-checked.md, section 1):
+//! Pure std; used by `journal::errors`/`journal::warnings` and by the reading of the metrics
+//! agent's own log file. Checked against the upstream source (docs/upstream-checked.md, §1):
 //! - Telegraf v1.32.0 and v1.39.3: text `2026-11-23T10:00:00Z E! [outputs.x] msg` (indicators
 //!   `E!` `W!` `I!` `D!` `T!`, logger/text_logger.go); `logformat = "structured"` is slog's JSON
 //!   handler with the level in capitals: `{"time":…,"level":"ERROR","msg":…}` (the message key
@@ -28,6 +28,35 @@ pub enum Level {
     Unknown,
 }
 
+impl Level {
+    /// `Error` 0 … `Debug` 3, `Unknown` 4: lower is worse.
+    fn rank(self) -> u8 {
+        match self {
+            Level::Error => 0,
+            Level::Warn => 1,
+            Level::Info => 2,
+            Level::Debug => 3,
+            Level::Unknown => 4,
+        }
+    }
+
+    /// Whether this level is `max` or worse (`Unknown` is never worse than anything).
+    pub fn at_or_worse(self, max: Level) -> bool {
+        self != Level::Unknown && self.rank() <= max.rank()
+    }
+
+    /// The level of a syslog priority (0–3 error, 4 warning, 5–6 info, 7 debug).
+    pub fn of_priority(priority: u8) -> Level {
+        match priority {
+            0..=3 => Level::Error,
+            4 => Level::Warn,
+            5 | 6 => Level::Info,
+            7 => Level::Debug,
+            _ => Level::Unknown,
+        }
+    }
+}
+
 /// The level `line` carries; when it carries none, journald's PRIORITY (0–3 error, 4 warning,
 /// 5–6 info, 7 debug); else `Unknown`. journald files the components' stderr at priority 6, so a
 /// level written in the line always wins over the priority.
@@ -35,20 +64,14 @@ pub fn classify(line: &str, journald_priority: Option<u8>) -> Level {
     if let Some(level) = own_level(line.trim()) {
         return level;
     }
-    match journald_priority {
-        Some(0..=3) => Level::Error,
-        Some(4) => Level::Warn,
-        Some(5 | 6) => Level::Info,
-        Some(7) => Level::Debug,
-        _ => Level::Unknown,
-    }
+    journald_priority.map_or(Level::Unknown, Level::of_priority)
 }
 
 fn own_level(line: &str) -> Option<Level> {
-    if line.starts_with('{') {
-        if let Some(level) = json_level(line) {
-            return Some(level);
-        }
+    if line.starts_with('{')
+        && let Some(level) = json_level(line)
+    {
+        return Some(level);
     }
     if let Some(level) = telegraf_level(line).or_else(|| console_level(line)).or_else(|| logfmt_level(line)) {
         return Some(level);
@@ -134,6 +157,12 @@ fn logfmt_level(line: &str) -> Option<Level> {
 
 /// JSON: a top-level `"level"` or `"lvl"` key with a string value; nested objects do not count.
 fn json_level(line: &str) -> Option<Level> {
+    level_word(json_field(line, &["level", "lvl"])?)
+}
+
+/// The (still escaped) text of the first top-level key of `wanted` in a JSON object line;
+/// `None` when there is none or its value is not a string. Nested objects do not count.
+pub fn json_field<'a>(line: &'a str, wanted: &[&str]) -> Option<&'a str> {
     let b = line.as_bytes();
     let (mut i, mut depth) = (0, 0);
     while i < b.len() {
@@ -144,9 +173,9 @@ fn json_level(line: &str) -> Option<Level> {
                 i = skip_spaces(b, end + 1);
                 if depth == 1 && i < b.len() && b[i] == b':' {
                     i = skip_spaces(b, i + 1);
-                    if key == "level" || key == "lvl" {
+                    if wanted.contains(&key) {
                         let value_end = if b.get(i) == Some(&b'"') { string_end(b, i + 1)? } else { return None };
-                        return level_word(&line[i + 1..value_end]);
+                        return Some(&line[i + 1..value_end]);
                     }
                 }
             }
@@ -156,6 +185,65 @@ fn json_level(line: &str) -> Option<Level> {
         }
     }
     None
+}
+
+/// When a line of a log file was written, in microseconds since the epoch: the RFC 3339 time
+/// that starts a text line (Telegraf's `2026-11-23T10:00:10Z E! …`, zap's console encoder) or
+/// the `time`/`ts` field of a JSON line (slog's and go-kit's). `None` for lines without one
+/// (a panic's stack, the sources listed after Telegraf v1.39's `Loaded inputs:`).
+pub fn line_time_us(line: &str) -> Option<u64> {
+    let line = line.trim_start();
+    if line.starts_with('{') {
+        return rfc3339_us(json_field(line, &["time", "ts"])?);
+    }
+    rfc3339_us(line.split([' ', '\t']).next()?)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (a space for the `T` too) as microseconds since
+/// the epoch; `None` for anything else or a time before 1970.
+pub fn rfc3339_us(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let part = text.get(from..from + len)?;
+        part.bytes().all(|c| c.is_ascii_digit()).then(|| part.parse().ok())?
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    if b[16] != b':' || !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        return None;
+    }
+    let mut i = 19;
+    let mut micros = 0i64;
+    if b.get(i) == Some(&b'.') {
+        let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let fraction = &text[i + 1..i + 1 + digits];
+        micros = format!("{fraction:0<6}")[..6].parse().ok()?;
+        i += 1 + digits;
+    }
+    let offset_s = match b.get(i)? {
+        b'Z' | b'z' if i + 1 == b.len() => 0,
+        sign @ (b'+' | b'-') if b.len() == i + 6 && b[i + 3] == b':' => {
+            let s = num(i + 1, 2)? * 3600 + num(i + 4, 2)? * 60;
+            if *sign == b'+' { s } else { -s }
+        }
+        _ => return None,
+    };
+    let secs = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    u64::try_from(secs * 1_000_000 + micros).ok()
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// The index of the quote closing a string whose first byte is at `i`.
@@ -179,9 +267,9 @@ fn skip_spaces(b: &[u8], mut i: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{Level, classify};
+    use super::{Level, classify, line_time_us, rfc3339_us};
 
-    const FIXTURE: &str = include_str!("../../tests/fixtures/upstream/log-lines.txt");
+    const FIXTURE: &str = include_str!("../../../tests/fixtures/upstream/log-lines.txt");
 
     #[test]
     fn every_fixture_line_has_its_level_with_or_without_journald_info_priority() {
@@ -241,5 +329,28 @@ mod tests {
         assert_eq!(classify("  E! [agent] early", None), Level::Error);
         assert_eq!(classify("fatal error: concurrent map writes", Some(6)), Level::Error);
         assert_eq!(classify("level=\"warn\" msg=quoted", None), Level::Warn);
+    }
+
+    #[test]
+    fn levels_compare_by_severity() {
+        assert!(Level::Error.at_or_worse(Level::Error) && Level::Error.at_or_worse(Level::Warn));
+        assert!(Level::Warn.at_or_worse(Level::Warn) && !Level::Warn.at_or_worse(Level::Error));
+        assert!(!Level::Info.at_or_worse(Level::Warn) && !Level::Unknown.at_or_worse(Level::Debug));
+    }
+
+    #[test]
+    fn times_of_telegraf_text_and_json_lines() {
+        // 2026-11-23T10:00:10Z
+        let t = 1_795_428_010_000_000;
+        assert_eq!(line_time_us("2026-11-23T10:00:10Z E! [agent] x"), Some(t));
+        assert_eq!(line_time_us("2026-11-23T11:00:10+01:00 E! [agent] x"), Some(t));
+        assert_eq!(line_time_us("2026-11-23T10:00:10.123456789Z\terror\tmsg\t{}"), Some(t + 123_456));
+        assert_eq!(line_time_us(r#"{"time":"2026-11-23T10:00:10.5Z","level":"ERROR","msg":"x"}"#), Some(t + 500_000));
+        assert_eq!(line_time_us(r#"{"ts":"2026-11-23T10:00:10Z","level":"error"}"#), Some(t));
+        for none in ["panic: boom", "  cpu disk mem", "2026-11-23 E!", "{\"time\":3}", "2026-13-23T10:00:10Z x", ""] {
+            assert_eq!(line_time_us(none), None, "{none}");
+        }
+        assert_eq!(rfc3339_us("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(rfc3339_us("1969-12-31T23:59:59Z"), None);
     }
 }
