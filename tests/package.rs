@@ -106,6 +106,7 @@ fn the_package_holds_the_binary_its_man_pages_completions_service_config_scripts
         "./usr/share/opsbook/prometheus/opsbook.rules.test.yml",
         "./usr/share/opsbook/prometheus/opsbook.rules.yml",
         "./usr/share/opsbook/prometheus/prometheus.example.yml",
+        "./usr/share/opsbook/scripts/lib/opsbook-scripts.sh",
         "./usr/share/opsbook/scripts/manage-svc.sh",
         "./usr/share/opsbook/scripts/svc-exec.sh",
         "./usr/share/zsh/vendor-completions/_opsbook",
