@@ -99,7 +99,7 @@ fn repl_on_host(global: &GlobalOptions) -> Result<u8, Error> {
         )));
     };
     let session = crate::targets::host_session(global, crate::inventory::Inventory::resolved(host)?)?;
-    session.host.set_place(crate::host::fleet::Place::with_inventory(Arc::new(inventory.clone())));
+    session.context.set_place(crate::verbs::fleet::Place::with_inventory(Arc::new(inventory.clone())));
     crate::repl::run(session, false)
 }
 
@@ -155,7 +155,7 @@ fn selection(global: &GlobalOptions, run: &RunArgs) -> Option<(Option<String>, O
 
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(&args.name)?;
-    crate::cancel::on_signals(session.host.runtime(), vec![session.host.cancel.clone()], "the runbook");
+    crate::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
     let report = session.run(&compiled, &args.params, format)?;
     if let Some(path) = &args.save_json {
         crate::report::json::save(path, &crate::report::json::document(&report))?;
@@ -196,7 +196,7 @@ fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
 
 /// `opsbook templates [NAME]`: every template with where the winning copy is, or one's text.
 fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8, Error> {
-    use crate::host::template;
+    use crate::verbs::template;
     let mut out = std::io::stdout().lock();
     if let Some(name) = name {
         let found = template::find(catalog, name).map_err(Error::Usage)?;
@@ -356,7 +356,7 @@ fn fns(
         return Ok(0);
     }
     for d in &functions {
-        let effect = if d.effect == Some(crate::host::verb::Effect::Changes) { "  [changes the host]" } else { "" };
+        let effect = if d.effect == Some(crate::verbs::verb::Effect::Changes) { "  [changes the host]" } else { "" };
         writeln!(out, "{}{effect}", d.signature).ok();
         for line in d.doc.lines() {
             writeln!(out, "    {line}").ok();

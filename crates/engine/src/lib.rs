@@ -1,6 +1,6 @@
 //! opsbook-engine: the Rhai engine runbooks run in, and the verbs they call.
 //!
-//! The host functions (`host/`, one file per namespace: `unit::`, `journal::`, `influx::`, …)
+//! The host functions (`verbs/`, one file per namespace: `unit::`, `journal::`, `influx::`, …)
 //! over the world's traits, the catalog of runbooks, stdlib modules and templates (embedded at
 //! build time, overridable from disk), compiling a runbook and explaining its errors.
 //!
@@ -19,5 +19,5 @@ pub mod connect;
 pub mod engine;
 pub mod functions;
 pub mod gathering;
-pub mod host;
 pub mod runbook;
+pub mod verbs;

@@ -60,9 +60,9 @@ impl Param {
                 .default
                 .clone()
                 .into_typed_array::<Dynamic>()
-                .map(|a| a.iter().map(crate::host::core::text).collect::<Vec<_>>().join(","))
+                .map(|a| a.iter().map(crate::verbs::core::text).collect::<Vec<_>>().join(","))
                 .unwrap_or_default(),
-            _ => crate::host::core::text(&self.default),
+            _ => crate::verbs::core::text(&self.default),
         }
     }
 
@@ -229,7 +229,7 @@ impl Compiled {
             .map(|p| {
                 let value = match bound.get(&p.name) {
                     Some(v) if p.kind == ParamKind::List => Param { default: v.clone(), ..p.clone() }.default_text(),
-                    Some(v) => crate::host::core::text(v),
+                    Some(v) => crate::verbs::core::text(v),
                     None => p.default_text(),
                 };
                 (p.name.clone(), value)

@@ -9,7 +9,7 @@
 //!
 //! The API token is never a plain value here: `metrics_db.token` is shown redacted, and
 //! `token()` resolves it (inline, `token_file` with permissions checked, or `token_command`)
-//! into a `Secret` only when a host module needs it.
+//! into a `Secret` only when a verb needs it.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -9,7 +9,7 @@ use rhai::{Array, Dynamic, Engine, Map, Module};
 use serde::Serialize;
 
 use super::values::record;
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
@@ -21,19 +21,19 @@ use crate::world::units::full_name;
 const QUADLET_SINCE: (u64, u64, u64) = (4, 4, 0);
 
 /// Registers the `container::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("container", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("container", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    read_verbs(&mut m, host);
-    log_and_change_verbs(&mut m, host);
+    read_verbs(&mut m, cx);
+    log_and_change_verbs(&mut m, cx);
     m
 }
 
-fn read_verbs(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "list",
@@ -43,7 +43,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
         "container::list(true)",
         move |all: bool| list(&h, all)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "inspect",
@@ -51,7 +51,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
         ["name: &str", "Map"],
         "/// `podman inspect` of one container, as a map.",
         "container::inspect(container::of_unit(config.metrics_db.unit) ?? \"influxdb\")",
-        move |name: &str| -> HostResult<Map> {
+        move |name: &str| -> VerbResult<Map> {
             let c = h.world().containers.clone();
             let n = name.to_string();
             let v = h.block_on(|| async move { c.inspect(&n).await })?.map_err(fail)?;
@@ -59,7 +59,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
             d.try_cast::<Map>().ok_or_else(|| fail("podman inspect did not describe a container"))
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "of_unit",
@@ -70,7 +70,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
          /// it), else the `--name` of the `podman run` in the unit's command line, else one named\n\
          /// as Quadlet names it (`systemd-NAME`) or as the unit (`NAME`).",
         "container::of_unit(\"influxdb.service\")",
-        move |unit: &str| -> HostResult<Dynamic> {
+        move |unit: &str| -> VerbResult<Dynamic> {
             let c = h.world().containers.clone();
             let found = h.block_on(|| async move { c.list(true).await })?.map_err(fail)?;
             let units = h.world().units.clone();
@@ -79,7 +79,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
             Ok(of_unit(&found, unit, &command.unwrap_or_default()).map_or(Dynamic::UNIT, Dynamic::from))
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "runtime",
@@ -93,7 +93,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
         "container::runtime()",
         move || runtime(&h)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "logs",
@@ -105,8 +105,8 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
     );
 }
 
-fn log_and_change_verbs(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn log_and_change_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "logs",
@@ -116,7 +116,7 @@ fn log_and_change_verbs(m: &mut Module, host: &Arc<Host>) {
         "container::logs(\"influxdb\", #{ tail: 20, since: \"10m\" })",
         move |name: &str, options: Map| logs(&h, name, &options)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "stats",
@@ -124,7 +124,7 @@ fn log_and_change_verbs(m: &mut Module, host: &Arc<Host>) {
         ["name: &str", "Map"],
         "/// Resource use: `#{name, cpu_percent, mem_usage, mem_percent, net_io, block_io, pids}`.",
         "container::stats(\"influxdb\")",
-        move |name: &str| -> HostResult<Map> {
+        move |name: &str| -> VerbResult<Map> {
             let c = h.world().containers.clone();
             let n = name.to_string();
             let s = h.block_on(|| async move { c.stats(&n).await })?.map_err(fail)?;
@@ -139,7 +139,7 @@ fn log_and_change_verbs(m: &mut Module, host: &Arc<Host>) {
             })
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "top",
@@ -147,7 +147,7 @@ fn log_and_change_verbs(m: &mut Module, host: &Arc<Host>) {
         ["name: &str", "Array"],
         "/// The container's processes: `[#{USER, PID, …, COMMAND}]` as `podman top` names them.",
         "container::top(\"influxdb\")",
-        move |name: &str| -> HostResult<Array> {
+        move |name: &str| -> VerbResult<Array> {
             let c = h.world().containers.clone();
             let n = name.to_string();
             let rows = h.block_on(|| async move { c.top(&n).await })?.map_err(fail)?;
@@ -157,7 +157,7 @@ fn log_and_change_verbs(m: &mut Module, host: &Arc<Host>) {
                 .collect())
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "restart",
@@ -166,7 +166,7 @@ fn log_and_change_verbs(m: &mut Module, host: &Arc<Host>) {
         "/// Restarts the container directly — discouraged: prefer `unit::restart` on its unit so\n\
          /// the service manager stays in charge. Logs a warning saying so.",
         "container::restart(\"influxdb\")",
-        move |name: &str| -> HostResult<()> {
+        move |name: &str| -> VerbResult<()> {
             h.log(Level::Warn, &format!("restarting container `{name}` directly; the service manager is the right way (unit::restart on its unit)"));
             if h.plan(&format!("restart container {name}")) {
                 return Ok(());
@@ -201,7 +201,7 @@ struct StatsRecord<'a> {
     pids: &'a str,
 }
 
-fn container_record(c: &Container) -> HostResult<Dynamic> {
+fn container_record(c: &Container) -> VerbResult<Dynamic> {
     record(&ContainerRecord {
         name: &c.name,
         id: &c.id,
@@ -231,14 +231,14 @@ fn has_quadlet(version: (u64, u64, u64)) -> bool {
     version >= QUADLET_SINCE
 }
 
-fn runtime(host: &Host) -> HostResult<Map> {
-    let config = host.config();
+fn runtime(cx: &Context) -> VerbResult<Map> {
+    let config = cx.config();
     let program = config.text(keys::CONTAINER_RUNTIME);
     let timeout = config.duration(keys::TOOLS_TIMEOUT);
     // Reads only: they run under --dry-run as well, so a rehearsal chooses as the real run will.
     let run = |argv: &[&str]| {
         let argv = argv.iter().map(|a| a.to_string()).collect();
-        host.run_command(Invocation { argv, timeout, ..Invocation::default() })
+        cx.run_command(Invocation { argv, timeout, ..Invocation::default() })
     };
     let done = run(&[&program, "--version"])?.map_err(|e| {
         fail(format!("the container runtime `{program}` cannot run on this host: {e} (apt-get install podman, or set container.runtime)"))
@@ -286,13 +286,13 @@ fn name_in_command(argv: &[String]) -> Option<&str> {
     })
 }
 
-fn list(host: &Host, all: bool) -> HostResult<Array> {
-    let c = host.world().containers.clone();
-    let found = host.block_on(|| async move { c.list(all).await })?.map_err(fail)?;
+fn list(cx: &Context, all: bool) -> VerbResult<Array> {
+    let c = cx.world().containers.clone();
+    let found = cx.block_on(|| async move { c.list(all).await })?.map_err(fail)?;
     found.iter().map(container_record).collect()
 }
 
-fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {
+fn logs(cx: &Context, name: &str, options: &Map) -> VerbResult<Array> {
     let mut tail = 100usize;
     let mut since = None;
     for (k, v) in options {
@@ -304,9 +304,9 @@ fn logs(host: &Host, name: &str, options: &Map) -> HostResult<Array> {
             other => return Err(fail(format!("container::logs: unknown option `{other}` (tail, since)"))),
         }
     }
-    let c = host.world().containers.clone();
+    let c = cx.world().containers.clone();
     let n = name.to_string();
-    let lines = host.block_on(|| async move { c.logs(&n, tail, since.as_deref()).await })?.map_err(fail)?;
+    let lines = cx.block_on(|| async move { c.logs(&n, tail, since.as_deref()).await })?.map_err(fail)?;
     Ok(lines.into_iter().map(Dynamic::from).collect())
 }
 

@@ -9,20 +9,20 @@ use rhai::{Engine, Map, Module};
 
 use super::file::Changed;
 use super::values::{record, text};
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
 use crate::world::commands::Invocation;
 
 /// Registers the `account::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("account", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("account", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "ensure_group",
@@ -32,7 +32,7 @@ fn module(host: &Arc<Host>) -> Module {
         "account::ensure_group(\"opsbook-demo\")",
         move |name: &str| ensure_group(&h, name)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "ensure_user",
@@ -42,7 +42,7 @@ fn module(host: &Arc<Host>) -> Module {
         "account::ensure_user(\"opsbook-demo\")",
         move |name: &str| ensure_user(&h, name, &Map::new())
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "ensure_user",
@@ -67,7 +67,7 @@ struct UserSpec {
     system: bool,
 }
 
-fn user_spec(options: &Map) -> HostResult<UserSpec> {
+fn user_spec(options: &Map) -> VerbResult<UserSpec> {
     let mut spec = UserSpec { system: true, ..UserSpec::default() };
     for (k, v) in options {
         match k.as_str() {
@@ -91,7 +91,7 @@ fn user_spec(options: &Map) -> HostResult<UserSpec> {
 }
 
 /// Names as `useradd` accepts them portably: lower case letters, digits, `_` and `-`.
-fn valid_name(name: &str, what: &str) -> HostResult<()> {
+fn valid_name(name: &str, what: &str) -> VerbResult<()> {
     let mut chars = name.chars();
     let first = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_');
     if first && name.len() <= 32 && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
@@ -102,8 +102,8 @@ fn valid_name(name: &str, what: &str) -> HostResult<()> {
     }
 }
 
-fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
-    if host.world().sandbox {
+fn refuse_in_sandbox(cx: &Context, call: &str) -> VerbResult<()> {
+    if cx.world().sandbox {
         return Err(fail(format!(
             "{call} is not available in the sandbox: it has no user database of its own, and this machine's is not the sandbox's to change\n  help: run the runbook against a real host (without --sandbox)"
         )));
@@ -112,13 +112,13 @@ fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
 }
 
 /// Runs `argv` on the host; `Ok(code, stdout)` for any exit status, `Err` when it cannot run.
-fn command(host: &Host, argv: &[&str]) -> HostResult<(i32, String, String)> {
+fn command(cx: &Context, argv: &[&str]) -> VerbResult<(i32, String, String)> {
     let inv = Invocation {
         argv: argv.iter().map(|a| a.to_string()).collect(),
-        timeout: host.config().duration(keys::TOOLS_TIMEOUT),
+        timeout: cx.config().duration(keys::TOOLS_TIMEOUT),
         ..Invocation::default()
     };
-    let done = host.run_command(inv)?.map_err(fail)?;
+    let done = cx.run_command(inv)?.map_err(fail)?;
     if done.timed_out {
         return Err(fail(format!("`{}` did not finish in time", argv.join(" "))));
     }
@@ -126,8 +126,8 @@ fn command(host: &Host, argv: &[&str]) -> HostResult<(i32, String, String)> {
 }
 
 /// Runs a command that changes accounts; its failure quoted.
-fn change(host: &Host, argv: &[&str]) -> HostResult<()> {
-    let (code, _, stderr) = command(host, argv)?;
+fn change(cx: &Context, argv: &[&str]) -> VerbResult<()> {
+    let (code, _, stderr) = command(cx, argv)?;
     if code != 0 {
         return Err(fail(format!(
             "`{}` failed (exit status {code}): \"{}\"\n  help: accounts are changed as root",
@@ -139,8 +139,8 @@ fn change(host: &Host, argv: &[&str]) -> HostResult<()> {
 }
 
 /// The `getent DATABASE NAME` line, `None` when there is no such entry (getent's status 2).
-fn getent(host: &Host, database: &str, name: &str) -> HostResult<Option<String>> {
-    match command(host, &["getent", database, name])? {
+fn getent(cx: &Context, database: &str, name: &str) -> VerbResult<Option<String>> {
+    match command(cx, &["getent", database, name])? {
         (0, out, _) => Ok(Some(out.lines().next().unwrap_or_default().to_string())),
         (2, _, _) => Ok(None),
         (code, _, err) => {
@@ -149,40 +149,40 @@ fn getent(host: &Host, database: &str, name: &str) -> HostResult<Option<String>>
     }
 }
 
-fn ensure_group(host: &Host, name: &str) -> HostResult<Map> {
-    record(&ensure_group_with(host, name)?)
+fn ensure_group(cx: &Context, name: &str) -> VerbResult<Map> {
+    record(&ensure_group_with(cx, name)?)
 }
 
-fn ensure_group_with(host: &Host, name: &str) -> HostResult<Changed> {
-    refuse_in_sandbox(host, "account::ensure_group")?;
+fn ensure_group_with(cx: &Context, name: &str) -> VerbResult<Changed> {
+    refuse_in_sandbox(cx, "account::ensure_group")?;
     valid_name(name, "group")?;
-    if getent(host, "group", name)?.is_some() {
+    if getent(cx, "group", name)?.is_some() {
         return Ok(Changed { changed: false, dry_run: false });
     }
-    if host.plan(&format!("create the system group {name}")) {
+    if cx.plan(&format!("create the system group {name}")) {
         return Ok(Changed { changed: true, dry_run: true });
     }
-    change(host, &["groupadd", "--system", name])?;
-    host.log(Level::Info, &format!("changed group {name}: created (system group)"));
+    change(cx, &["groupadd", "--system", name])?;
+    cx.log(Level::Info, &format!("changed group {name}: created (system group)"));
     Ok(Changed { changed: true, dry_run: false })
 }
 
-fn ensure_user(host: &Host, name: &str, options: &Map) -> HostResult<Map> {
-    refuse_in_sandbox(host, "account::ensure_user")?;
+fn ensure_user(cx: &Context, name: &str, options: &Map) -> VerbResult<Map> {
+    refuse_in_sandbox(cx, "account::ensure_user")?;
     valid_name(name, "user")?;
     let spec = user_spec(options)?;
     let mut dry_run = false;
     if let Some(g) = &spec.group {
-        dry_run |= ensure_group_with(host, g)?.dry_run;
+        dry_run |= ensure_group_with(cx, g)?.dry_run;
     }
-    let Some(entry) = getent(host, "passwd", name)? else {
-        return create_user(host, name, &spec, dry_run);
+    let Some(entry) = getent(cx, "passwd", name)? else {
+        return create_user(cx, name, &spec, dry_run);
     };
     // name:password:uid:gid:gecos:home:shell
     let fields: Vec<&str> = entry.split(':').collect();
     let (home, shell) = (fields.get(5).copied().unwrap_or(""), fields.get(6).copied().unwrap_or(""));
     let group = match &spec.group {
-        Some(_) => command(host, &["id", "-gn", name])?.1.trim().to_string(),
+        Some(_) => command(cx, &["id", "-gn", name])?.1.trim().to_string(),
         None => String::new(),
     };
     let mut args: Vec<String> = Vec::new();
@@ -203,18 +203,18 @@ fn ensure_user(host: &Host, name: &str, options: &Map) -> HostResult<Map> {
         return record(&Changed { changed: false, dry_run });
     }
     let summary = what.join(", ");
-    if host.plan(&format!("change user {name}: {summary}")) {
+    if cx.plan(&format!("change user {name}: {summary}")) {
         return record(&Changed { changed: true, dry_run: true });
     }
     let mut argv: Vec<&str> = vec!["usermod"];
     argv.extend(args.iter().map(String::as_str));
     argv.push(name);
-    change(host, &argv)?;
-    host.log(Level::Info, &format!("changed user {name}: {summary}"));
+    change(cx, &argv)?;
+    cx.log(Level::Info, &format!("changed user {name}: {summary}"));
     record(&Changed { changed: true, dry_run: false })
 }
 
-fn create_user(host: &Host, name: &str, spec: &UserSpec, dry_run: bool) -> HostResult<Map> {
+fn create_user(cx: &Context, name: &str, spec: &UserSpec, dry_run: bool) -> VerbResult<Map> {
     // --no-log-init: no lastlog/faillog records for the new uid (they live outside /etc).
     let mut argv: Vec<String> = vec!["useradd".into(), "--no-log-init".into()];
     let kind = if spec.system { "system user" } else { "user" };
@@ -228,7 +228,7 @@ fn create_user(host: &Host, name: &str, spec: &UserSpec, dry_run: bool) -> HostR
             what.push(format!("group {g}"));
         }
         // A group of its own name: joined when it is there already, else made with the user.
-        None if !dry_run && getent(host, "group", name)?.is_some() => {
+        None if !dry_run && getent(cx, "group", name)?.is_some() => {
             argv.extend(["--gid".into(), name.to_string()]);
             what.push(format!("group {name}"));
         }
@@ -250,10 +250,10 @@ fn create_user(host: &Host, name: &str, spec: &UserSpec, dry_run: bool) -> HostR
     }
     argv.push(name.to_string());
     let summary = what.join(", ");
-    if host.plan(&format!("create the {kind} {name} ({summary})")) {
+    if cx.plan(&format!("create the {kind} {name} ({summary})")) {
         return record(&Changed { changed: true, dry_run: true });
     }
-    change(host, &argv.iter().map(String::as_str).collect::<Vec<_>>())?;
-    host.log(Level::Info, &format!("changed user {name}: created ({kind}, {summary})"));
+    change(cx, &argv.iter().map(String::as_str).collect::<Vec<_>>())?;
+    cx.log(Level::Info, &format!("changed user {name}: created ({kind}, {summary})"));
     record(&Changed { changed: true, dry_run: false })
 }

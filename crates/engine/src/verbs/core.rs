@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rhai::{Dynamic, Engine, Map, Module};
 
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 // Other parts of opsbook read values the way reports show them.
 pub use super::values::{text, time_text};
 use crate::register;
@@ -15,20 +15,20 @@ use crate::report::{Level, Outcome};
 const SECRET_VARS: &[&str] = &["INFLUX_TOKEN"];
 
 /// Registers these functions as global ones (no namespace).
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_global_module(module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_global_module(module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    flags(&mut m, host);
-    records(&mut m, host);
-    parameters_and_facts(&mut m, host);
+    flags(&mut m, cx);
+    records(&mut m, cx);
+    parameters_and_facts(&mut m, cx);
     m
 }
 
-fn flags(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn flags(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "dry_run",
@@ -38,7 +38,7 @@ fn flags(m: &mut Module, host: &Arc<Host>) {
         "if dry_run() { log(\"planning only\") }",
         move || h.dry_run
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "sandbox",
@@ -49,7 +49,7 @@ fn flags(m: &mut Module, host: &Arc<Host>) {
         move || h.world().sandbox
     );
 
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "check",
@@ -62,7 +62,7 @@ fn flags(m: &mut Module, host: &Arc<Host>) {
             ok
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "check",
@@ -75,7 +75,7 @@ fn flags(m: &mut Module, host: &Arc<Host>) {
             ok
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "check",
@@ -83,7 +83,7 @@ fn flags(m: &mut Module, host: &Arc<Host>) {
         ["name: &str", "result: Map", "bool"],
         "/// Records a check from a map `#{ok, detail, expected, actual}`; `ok` is required.\n/// Returns `ok`.",
         "check(\"loki ready\", #{ ok: true, detail: \"ready\", expected: \"200\", actual: \"200\" })",
-        move |name: &str, result: Map| -> HostResult<bool> {
+        move |name: &str, result: Map| -> VerbResult<bool> {
             let ok = result
                 .get("ok")
                 .and_then(|v| v.as_bool().ok())
@@ -95,8 +95,8 @@ fn flags(m: &mut Module, host: &Arc<Host>) {
     );
 }
 
-fn records(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn records(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "warn",
@@ -106,7 +106,7 @@ fn records(m: &mut Module, host: &Arc<Host>) {
         "warn(\"disk nearly full\", \"91% used\")",
         move |name: &str, detail: Dynamic| h.record(name, Outcome::Warn, &text(&detail), None, None)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "skip",
@@ -116,7 +116,7 @@ fn records(m: &mut Module, host: &Arc<Host>) {
         "skip(\"container checks\", \"the servers run as native units\")",
         move |name: &str, reason: Dynamic| h.record(name, Outcome::Skip, &text(&reason), None, None)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "section",
@@ -126,7 +126,7 @@ fn records(m: &mut Module, host: &Arc<Host>) {
         "section(\"servers\")",
         move |name: &str| h.section(name)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "log",
@@ -137,7 +137,7 @@ fn records(m: &mut Module, host: &Arc<Host>) {
         move |message: Dynamic| h.log(Level::Info, &text(&message))
     );
 
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "failed_checks",
@@ -149,8 +149,8 @@ fn records(m: &mut Module, host: &Arc<Host>) {
     );
 }
 
-fn parameters_and_facts(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn parameters_and_facts(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "param",
@@ -170,7 +170,7 @@ fn parameters_and_facts(m: &mut Module, host: &Arc<Host>) {
         ["name: &str", "?"],
         "/// The environment variable `name`, or `()` when unset. Secrets (INFLUX_TOKEN) are refused.",
         "env(\"HOME\")",
-        |name: &str| -> HostResult<Dynamic> {
+        |name: &str| -> VerbResult<Dynamic> {
             if SECRET_VARS.contains(&name) {
                 return Err(fail(format!(
                     "`{name}` holds a secret; scripts never see it (the influx:: functions use it for you)"
@@ -186,12 +186,12 @@ fn parameters_and_facts(m: &mut Module, host: &Arc<Host>) {
         ["text: &str", "?"],
         "/// Parses JSON text into maps, arrays and values (throws quoting the error).",
         "parse_json(\"{\\\"status\\\": \\\"pass\\\"}\").status",
-        |text: &str| -> HostResult<Dynamic> {
+        |text: &str| -> VerbResult<Dynamic> {
             let value: serde_json::Value = serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
             rhai::serde::to_dynamic(value)
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "hostname",

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::firewall_command::{late, refused, run};
 use super::firewall_packet::parse_net;
 use super::values::record;
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 
 /// The table's family and name, as nft commands take them.
 pub const TABLE: &str = "inet opsbook";
@@ -38,9 +38,9 @@ struct Changed {
 }
 
 /// Our rules now: (handle, comment) of each rule in `inet opsbook input`; `None`: no table.
-fn current(host: &Host) -> HostResult<Option<Vec<(u64, String)>>> {
+fn current(cx: &Context) -> VerbResult<Option<Vec<(u64, String)>>> {
     let argv = ["nft", "-j", "list", "table", "inet", "opsbook"];
-    let done = run(host, &argv, None)?.map_err(fail)?;
+    let done = run(cx, &argv, None)?.map_err(fail)?;
     if done.timed_out {
         return Err(fail(late(&argv)));
     }
@@ -103,9 +103,9 @@ fn fnv(text: &str) -> u64 {
 }
 
 /// Applies an nft script atomically (`nft -f -`).
-fn apply(host: &Host, script: String) -> HostResult<()> {
+fn apply(cx: &Context, script: String) -> VerbResult<()> {
     let argv = ["nft", "-f", "-"];
-    let done = run(host, &argv, Some(script))?.map_err(fail)?;
+    let done = run(cx, &argv, Some(script))?.map_err(fail)?;
     if done.timed_out {
         return Err(fail(late(&argv)));
     }
@@ -116,8 +116,8 @@ fn apply(host: &Host, script: String) -> HostResult<()> {
 }
 
 /// The sandbox simulates no firewall, and this machine's is not the sandbox's to change.
-fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
-    if host.world().sandbox {
+fn refuse_in_sandbox(cx: &Context, call: &str) -> VerbResult<()> {
+    if cx.world().sandbox {
         return Err(fail(format!(
             "{call} is not available in the sandbox: it has no firewall of its own, and this machine's is not the sandbox's to change\n  help: run the runbook against a real host (without --sandbox)"
         )));
@@ -126,18 +126,18 @@ fn refuse_in_sandbox(host: &Host, call: &str) -> HostResult<()> {
 }
 
 /// `firewall::admit(port, sources)`.
-pub fn admit(host: &Host, port: u16, sources: &[String]) -> HostResult<Map> {
-    refuse_in_sandbox(host, "firewall::admit")?;
+pub fn admit(cx: &Context, port: u16, sources: &[String]) -> VerbResult<Map> {
+    refuse_in_sandbox(cx, "firewall::admit")?;
     let (comment, wanted) = rules(port, sources).map_err(fail)?;
-    let ours = current(host)?.unwrap_or_default();
+    let ours = current(cx)?.unwrap_or_default();
     let for_port: Vec<&(u64, String)> = ours.iter().filter(|(_, c)| c.starts_with(&port_prefix(port))).collect();
     if for_port.len() == wanted.len() && for_port.iter().all(|(_, c)| *c == comment) {
         return record(&Changed { changed: false, dry_run: false });
     }
     let action =
-        format!("open TCP port {port} on {} to {} only (nftables table {TABLE})", host.hostname(), sources.join(", "));
-    if host.plan(&action) {
-        return record(&Changed { changed: true, dry_run: host.dry_run });
+        format!("open TCP port {port} on {} to {} only (nftables table {TABLE})", cx.hostname(), sources.join(", "));
+    if cx.plan(&action) {
+        return record(&Changed { changed: true, dry_run: cx.dry_run });
     }
     let mut script = DECLARE.to_string();
     for (handle, _) in &for_port {
@@ -146,37 +146,36 @@ pub fn admit(host: &Host, port: u16, sources: &[String]) -> HostResult<Map> {
     for rule in &wanted {
         let _ = writeln!(script, "add rule {TABLE} input {rule} comment \"{comment}\"");
     }
-    apply(host, script)?;
+    apply(cx, script)?;
     record(&Changed { changed: true, dry_run: false })
 }
 
 /// `firewall::revoke(port)`.
-pub fn revoke(host: &Host, port: u16) -> HostResult<Map> {
-    refuse_in_sandbox(host, "firewall::revoke")?;
-    let ours = current(host)?.unwrap_or_default();
+pub fn revoke(cx: &Context, port: u16) -> VerbResult<Map> {
+    refuse_in_sandbox(cx, "firewall::revoke")?;
+    let ours = current(cx)?.unwrap_or_default();
     let handles: Vec<u64> = ours.iter().filter(|(_, c)| c.starts_with(&port_prefix(port))).map(|(h, _)| *h).collect();
     if handles.is_empty() {
         return record(&Changed { changed: false, dry_run: false });
     }
-    if host.plan(&format!("remove opsbook's rules for TCP port {port} on {} (nftables table {TABLE})", host.hostname()))
-    {
-        return record(&Changed { changed: true, dry_run: host.dry_run });
+    if cx.plan(&format!("remove opsbook's rules for TCP port {port} on {} (nftables table {TABLE})", cx.hostname())) {
+        return record(&Changed { changed: true, dry_run: cx.dry_run });
     }
     let script: String = handles.iter().map(|h| format!("delete rule {TABLE} input handle {h}\n")).collect();
-    apply(host, script)?;
+    apply(cx, script)?;
     record(&Changed { changed: true, dry_run: false })
 }
 
 /// `firewall::remove_table()`.
-pub fn remove_table(host: &Host) -> HostResult<Map> {
-    refuse_in_sandbox(host, "firewall::remove_table")?;
-    if current(host)?.is_none() {
+pub fn remove_table(cx: &Context) -> VerbResult<Map> {
+    refuse_in_sandbox(cx, "firewall::remove_table")?;
+    if current(cx)?.is_none() {
         return record(&Changed { changed: false, dry_run: false });
     }
-    if host.plan(&format!("delete the nftables table {TABLE} on {}", host.hostname())) {
-        return record(&Changed { changed: true, dry_run: host.dry_run });
+    if cx.plan(&format!("delete the nftables table {TABLE} on {}", cx.hostname())) {
+        return record(&Changed { changed: true, dry_run: cx.dry_run });
     }
-    apply(host, format!("delete table {TABLE}\n"))?;
+    apply(cx, format!("delete table {TABLE}\n"))?;
     record(&Changed { changed: true, dry_run: false })
 }
 

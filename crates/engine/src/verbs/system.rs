@@ -10,20 +10,20 @@ use serde::Serialize;
 
 use super::time::duration_arg;
 use super::values::{Probe, record};
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::world::commands::{Completed, Invocation};
 use crate::world::net::Reach;
 
 /// Registers the `host::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("host", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("host", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "exec",
@@ -35,7 +35,7 @@ fn module(host: &Arc<Host>) -> Module {
         "host::exec([\"uname\", \"-r\"])",
         move |argv: Array| exec(&h, &argv, &Map::new())
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "exec",
@@ -45,7 +45,7 @@ fn module(host: &Arc<Host>) -> Module {
         "host::exec([\"cat\"], #{ stdin: \"hello\", timeout: \"5s\" })",
         move |argv: Array, options: Map| exec(&h, &argv, &options)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "cpu_load",
@@ -59,13 +59,13 @@ fn module(host: &Arc<Host>) -> Module {
         "host::cpu_load(1, \"1s\")",
         move |workers: i64, d: Dynamic| cpu_load(&h, workers, duration_arg(&d)?)
     );
-    more(&mut m, host);
+    more(&mut m, cx);
     m
 }
 
 /// The reading verbs of `host::`: name, reach, interfaces, tunnels.
-fn more(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn more(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "hostname",
@@ -75,7 +75,7 @@ fn more(m: &mut Module, host: &Arc<Host>) {
         "host::hostname()",
         move || h.hostname()
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "tcp_connect",
@@ -86,7 +86,7 @@ fn more(m: &mut Module, host: &Arc<Host>) {
         "host::tcp_connect(\"127.0.0.1:22\", \"2s\")",
         move |address: &str, timeout: Dynamic| tcp_connect(&h, address, duration_arg(&timeout)?)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "interface",
@@ -96,7 +96,7 @@ fn more(m: &mut Module, host: &Arc<Host>) {
         "host::interface(\"lo\")",
         move |name: &str| interface(&h, name)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "wireguard",
@@ -127,7 +127,7 @@ struct Run<'a> {
     dry_run: bool,
 }
 
-fn completed_record(c: &Completed, dry_run: bool) -> HostResult<Map> {
+fn completed_record(c: &Completed, dry_run: bool) -> VerbResult<Map> {
     record(&Run {
         ok: c.code == Some(0),
         code: c.code,
@@ -139,13 +139,12 @@ fn completed_record(c: &Completed, dry_run: bool) -> HostResult<Map> {
     })
 }
 
-fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
+fn exec(cx: &Context, argv: &Array, options: &Map) -> VerbResult<Map> {
     let argv: Vec<String> = argv.iter().map(super::values::text).collect();
     if argv.is_empty() {
         return Err(fail("host::exec: empty argv"));
     }
-    let mut inv =
-        Invocation { argv, timeout: host.config().duration(keys::HOST_EXEC_TIMEOUT), ..Invocation::default() };
+    let mut inv = Invocation { argv, timeout: cx.config().duration(keys::HOST_EXEC_TIMEOUT), ..Invocation::default() };
     for (k, v) in options {
         match k.as_str() {
             "timeout" => inv.timeout = duration_arg(v)?,
@@ -157,7 +156,7 @@ fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
             other => return Err(fail(format!("host::exec: unknown option `{other}` (timeout, env, stdin)"))),
         }
     }
-    if host.plan(&format!("run `{}`", inv.argv.join(" "))) {
+    if cx.plan(&format!("run `{}`", inv.argv.join(" "))) {
         let nothing = Completed {
             code: Some(0),
             stdout: String::new(),
@@ -167,7 +166,7 @@ fn exec(host: &Host, argv: &Array, options: &Map) -> HostResult<Map> {
         };
         return completed_record(&nothing, true);
     }
-    let done = host.run_command(inv)?.map_err(fail)?;
+    let done = cx.run_command(inv)?.map_err(fail)?;
     completed_record(&done, false)
 }
 
@@ -211,11 +210,11 @@ fn seconds_arg(d: Duration) -> String {
     if d.subsec_millis() == 0 { d.as_secs().to_string() } else { format!("{:.3}", d.as_secs_f64()) }
 }
 
-fn cpu_load(host: &Host, workers: i64, duration: Duration) -> HostResult<Map> {
+fn cpu_load(cx: &Context, workers: i64, duration: Duration) -> VerbResult<Map> {
     if !(1..=64).contains(&workers) {
         return Err(fail(format!("host::cpu_load: workers must be 1 to 64, got {workers}")));
     }
-    if host.plan(&format!("load {workers} CPU(s) for {}", humantime::format_duration(duration))) {
+    if cx.plan(&format!("load {workers} CPU(s) for {}", humantime::format_duration(duration))) {
         return Ok(Map::new());
     }
     let argv = ["sh", "-c", LOAD, "sh", &workers.to_string(), &seconds_arg(duration)];
@@ -224,9 +223,9 @@ fn cpu_load(host: &Host, workers: i64, duration: Duration) -> HostResult<Map> {
         timeout: duration + Duration::from_secs(30),
         ..Invocation::default()
     };
-    let commands = host.world().commands.clone();
+    let commands = cx.world().commands.clone();
     let started = Instant::now();
-    let done = host.block_on(|| async move {
+    let done = cx.block_on(|| async move {
         let run = commands.run(&invocation);
         tokio::pin!(run);
         let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -267,13 +266,13 @@ struct ReachOf {
     address: String,
 }
 
-fn tcp_connect(host: &Host, target: &str, timeout: Duration) -> HostResult<Map> {
+fn tcp_connect(cx: &Context, target: &str, timeout: Duration) -> VerbResult<Map> {
     let Some(address) = address_of(target) else {
         return Err(fail(format!("host::tcp_connect: `{target}` is not host:port or a URL")));
     };
-    let (net, a) = (host.world().net.clone(), address.clone());
+    let (net, a) = (cx.world().net.clone(), address.clone());
     let started = Instant::now();
-    let reach = host.block_on(|| async move { net.tcp_connect(&a, timeout).await })?;
+    let reach = cx.block_on(|| async move { net.tcp_connect(&a, timeout).await })?;
     let elapsed = started.elapsed();
     let probe = match reach {
         Reach::Connected(took) => {
@@ -297,12 +296,12 @@ struct Interface {
     state: String,
 }
 
-fn interface(host: &Host, name: &str) -> HostResult<Map> {
+fn interface(cx: &Context, name: &str) -> VerbResult<Map> {
     if name.is_empty() || name.contains('/') || name.contains("..") {
         return Err(fail(format!("host::interface: `{name}` is not an interface name")));
     }
-    let (net, n) = (host.world().net.clone(), name.to_string());
-    let link = host.block_on(|| async move { net.link(&n).await })?.map_err(fail)?;
+    let (net, n) = (cx.world().net.clone(), name.to_string());
+    let link = cx.block_on(|| async move { net.link(&n).await })?.map_err(fail)?;
     // Tunnels often report operstate "unknown" while up: the IFF_UP flag decides.
     let up = link.state.as_deref() == Some("up") || link.flags.is_some_and(|f| f & 1 == 1);
     record(&Interface { exists: link.state.is_some(), up, state: link.state.unwrap_or_else(|| "absent".into()) })

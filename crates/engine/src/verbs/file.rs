@@ -1,7 +1,7 @@
 //! `file::` — a host's files: read, compare several at once, write atomically with a diff and
 //! a backup, check a candidate with a component's tool, remove, make directories. Everything
 //! goes through the `Files` world seam (a candidate's check through the host's commands, as
-//! one script), so on an ssh host it happens there. Every change passes `Host::plan` first (under `--dry-run` the diff is shown
+//! one script), so on an ssh host it happens there. Every change passes `Context::plan` first (under `--dry-run` the diff is shown
 //! and nothing is written) and is logged as it happens (`changed PATH: …`). Diffs never show
 //! the API token nor any string the caller names in `secrets`.
 
@@ -11,26 +11,26 @@ use rhai::{Array, Dynamic, Engine, Map, Module};
 use serde::Serialize;
 
 use super::values::{record, text};
-use super::{Host, HostResult, diff, fail};
+use super::{Context, VerbResult, diff, fail};
 use crate::register;
 use crate::report::Level;
 use crate::world::commands::Invocation;
 use crate::world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
 
 /// Registers the `file::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("file", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("file", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    read_verbs(&mut m, host);
-    change_verbs(&mut m, host);
+    read_verbs(&mut m, cx);
+    change_verbs(&mut m, cx);
     m
 }
 
-fn read_verbs(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "read",
@@ -40,7 +40,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
         "file::read(\"/etc/hostname\")",
         move |path: &str| read(&h, path)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "diff",
@@ -60,7 +60,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
             ))
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "compare",
@@ -74,7 +74,7 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
         "file::compare([#{ path: \"/etc/motd\", content: \"welcome\\n\" }, #{ path: \"/etc/opsbook-demo\", dir: true }])",
         move |files: Array| compare(&h, &files)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "check_candidate",
@@ -90,8 +90,8 @@ fn read_verbs(m: &mut Module, host: &Arc<Host>) {
     );
 }
 
-fn change_verbs(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "exists",
@@ -101,7 +101,7 @@ fn change_verbs(m: &mut Module, host: &Arc<Host>) {
         "file::exists(\"/etc/hostname\")",
         move |path: &str| exists(&h, path)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "write",
@@ -113,7 +113,7 @@ fn change_verbs(m: &mut Module, host: &Arc<Host>) {
         "file::write(\"/etc/motd\", \"welcome\\n\")",
         move |path: &str, content: &str| write(&h, path, content, &Map::new())
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "write",
@@ -125,7 +125,7 @@ fn change_verbs(m: &mut Module, host: &Arc<Host>) {
         "file::write(\"/etc/motd\", \"welcome\\n\", #{ mode: \"0644\", backup: true })",
         move |path: &str, content: &str, options: Map| write(&h, path, content, &options)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "remove",
@@ -135,7 +135,7 @@ fn change_verbs(m: &mut Module, host: &Arc<Host>) {
         "file::remove(\"/etc/motd\")",
         move |path: &str| remove(&h, path)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "mkdir",
@@ -145,7 +145,7 @@ fn change_verbs(m: &mut Module, host: &Arc<Host>) {
         "file::mkdir(\"/var/lib/opsbook-demo\")",
         move |path: &str| mkdir(&h, path, &Map::new())
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "mkdir",
@@ -187,7 +187,7 @@ pub(crate) struct Changed {
 }
 
 /// Paths are absolute: on a remote host a relative one would name something else.
-pub fn absolute(path: &str) -> HostResult<()> {
+pub fn absolute(path: &str) -> VerbResult<()> {
     if path.starts_with('/') && !path.contains('\0') {
         Ok(())
     } else {
@@ -198,7 +198,7 @@ pub fn absolute(path: &str) -> HostResult<()> {
 }
 
 /// `"0640"`, `"640"` or a number (`0o640`).
-fn mode_arg(value: &Dynamic) -> HostResult<u32> {
+fn mode_arg(value: &Dynamic) -> VerbResult<u32> {
     let bad = || fail(format!("mode `{}` is not an octal file mode such as \"0640\"", text(value)));
     if let Ok(n) = value.as_int() {
         return u32::try_from(n).ok().filter(|m| *m <= 0o7777).ok_or_else(bad);
@@ -208,7 +208,7 @@ fn mode_arg(value: &Dynamic) -> HostResult<u32> {
 }
 
 /// The mode, owner and group an options map asks for; other keys are `extra`'s to take.
-pub fn wanted(options: &Map, extra: &[&str], call: &str) -> HostResult<Wanted> {
+pub fn wanted(options: &Map, extra: &[&str], call: &str) -> VerbResult<Wanted> {
     let mut w = Wanted::default();
     for (k, v) in options {
         match k.as_str() {
@@ -225,7 +225,7 @@ pub fn wanted(options: &Map, extra: &[&str], call: &str) -> HostResult<Wanted> {
     Ok(w)
 }
 
-fn write_options(options: &Map) -> HostResult<WriteOptions> {
+fn write_options(options: &Map) -> VerbResult<WriteOptions> {
     let wanted = wanted(options, &["backup", "secrets"], "file::write")?;
     let backup = match options.get("backup") {
         Some(b) => b.as_bool().map_err(|_| fail("file::write: `backup` must be true or false"))?,
@@ -244,24 +244,24 @@ fn write_options(options: &Map) -> HostResult<WriteOptions> {
 }
 
 /// The API token and the caller's secrets; the caller's are also kept out of every log line.
-fn secrets(host: &Host, given: &[String]) -> Vec<String> {
+fn secrets(cx: &Context, given: &[String]) -> Vec<String> {
     for s in given.iter().filter(|s| s.len() >= 4) {
         crate::secret::Secret::new(s.clone());
     }
-    let token = host.config().token().ok().flatten().map(|t| t.expose().to_string());
+    let token = cx.config().token().ok().flatten().map(|t| t.expose().to_string());
     given.iter().cloned().chain(token).collect()
 }
 
-fn read_file(host: &Host, path: &str) -> HostResult<Option<(String, Meta)>> {
+fn read_file(cx: &Context, path: &str) -> VerbResult<Option<(String, Meta)>> {
     absolute(path)?;
-    let (files, p) = (host.world().files.clone(), path.to_string());
-    host.block_on(|| async move { files.read(&p).await })?.map_err(fail)
+    let (files, p) = (cx.world().files.clone(), path.to_string());
+    cx.block_on(|| async move { files.read(&p).await })?.map_err(fail)
 }
 
-fn stat(host: &Host, path: &str) -> HostResult<Option<Meta>> {
+fn stat(cx: &Context, path: &str) -> VerbResult<Option<Meta>> {
     absolute(path)?;
-    let (files, p) = (host.world().files.clone(), path.to_string());
-    host.block_on(|| async move { files.stat(&p).await })?.map_err(fail)
+    let (files, p) = (cx.world().files.clone(), path.to_string());
+    cx.block_on(|| async move { files.stat(&p).await })?.map_err(fail)
 }
 
 /// What `file::compare` found against what was wanted.
@@ -278,7 +278,7 @@ struct Expected {
     wanted: Wanted,
 }
 
-fn expected(item: &Dynamic) -> HostResult<Expected> {
+fn expected(item: &Dynamic) -> VerbResult<Expected> {
     let shape = "file::compare: each item is `#{path, content}` (a file) or `#{path, dir: true}` (a directory)";
     let map = item.read_lock::<Map>().ok_or_else(|| fail(shape))?;
     let path = map.get("path").map(text).ok_or_else(|| fail(shape))?;
@@ -309,11 +309,11 @@ fn differences(expected: &Expected, found: Option<Looked>) -> Vec<String> {
     }
 }
 
-fn compare(host: &Host, items: &Array) -> HostResult<Map> {
-    let expected = items.iter().map(expected).collect::<HostResult<Vec<_>>>()?;
+fn compare(cx: &Context, items: &Array) -> VerbResult<Map> {
+    let expected = items.iter().map(expected).collect::<VerbResult<Vec<_>>>()?;
     let paths: Vec<String> = expected.iter().map(|e| e.path.clone()).collect();
-    let files = host.world().files.clone();
-    let found = host.block_on(|| async move { files.look_all(&paths).await })?.map_err(fail)?;
+    let files = cx.world().files.clone();
+    let found = cx.block_on(|| async move { files.look_all(&paths).await })?.map_err(fail)?;
     let differing: Vec<String> = expected
         .iter()
         .zip(found)
@@ -337,13 +337,13 @@ struct Checked {
     dry_run: bool,
 }
 
-fn check_candidate(host: &Host, path: &str, content: &str, argv: &Array, options: &Map) -> HostResult<Map> {
+fn check_candidate(cx: &Context, path: &str, content: &str, argv: &Array, options: &Map) -> VerbResult<Map> {
     absolute(path)?;
     let argv: Vec<String> = argv.iter().map(text).collect();
     if argv.is_empty() {
         return Err(fail("file::check_candidate: empty argv"));
     }
-    let mut timeout = host.config().duration(crate::config::keys::HOST_EXEC_TIMEOUT);
+    let mut timeout = cx.config().duration(crate::config::keys::HOST_EXEC_TIMEOUT);
     for (k, v) in options {
         match k.as_str() {
             "timeout" => timeout = super::time::duration_arg(v)?,
@@ -358,11 +358,11 @@ fn check_candidate(host: &Host, path: &str, content: &str, argv: &Array, options
         timed_out: false,
         dry_run: true,
     };
-    if host.plan(&format!("check a candidate {path} with `{}`", argv.join(" "))) {
+    if cx.plan(&format!("check a candidate {path} with `{}`", argv.join(" "))) {
         return record(&nothing);
     }
     // (After the plan: a dry run in the sandbox rehearses the check like any other step.)
-    if host.world().sandbox {
+    if cx.world().sandbox {
         return Err(fail(
             "file::check_candidate is not available in the sandbox: the command would run on this machine, not in the sandbox's directory\n  help: rehearse with --dry-run, or run against a real host",
         ));
@@ -371,7 +371,7 @@ fn check_candidate(host: &Host, path: &str, content: &str, argv: &Array, options
     let mut script = ["sh", "-c", CANDIDATE, "sh", path, "0600", &size].map(String::from).to_vec();
     script.extend(argv);
     let inv = Invocation { argv: script, timeout, env: Vec::new(), stdin: Some(content.to_string()) };
-    let done = host.run_command(inv)?.map_err(fail)?;
+    let done = cx.run_command(inv)?.map_err(fail)?;
     if done.code == Some(125)
         && let Some(why) = done.stderr.lines().find_map(|l| l.strip_prefix(CANDIDATE_FAILED))
     {
@@ -388,12 +388,12 @@ fn check_candidate(host: &Host, path: &str, content: &str, argv: &Array, options
     })
 }
 
-fn read(host: &Host, path: &str) -> HostResult<Dynamic> {
-    Ok(read_file(host, path)?.map_or(Dynamic::UNIT, |(t, _)| t.into()))
+fn read(cx: &Context, path: &str) -> VerbResult<Dynamic> {
+    Ok(read_file(cx, path)?.map_or(Dynamic::UNIT, |(t, _)| t.into()))
 }
 
-fn exists(host: &Host, path: &str) -> HostResult<bool> {
-    Ok(stat(host, path)?.is_some())
+fn exists(cx: &Context, path: &str) -> VerbResult<bool> {
+    Ok(stat(cx, path)?.is_some())
 }
 
 /// `mode 0644 → 0640`, `owner root → loki`… for what `wanted` would change on `meta`.
@@ -433,24 +433,24 @@ fn new_meta(wanted: &Wanted) -> Vec<String> {
     out
 }
 
-fn write(host: &Host, path: &str, content: &str, options: &Map) -> HostResult<Map> {
-    record(&write_with(host, path, content, &write_options(options)?)?)
+fn write(cx: &Context, path: &str, content: &str, options: &Map) -> VerbResult<Map> {
+    record(&write_with(cx, path, content, &write_options(options)?)?)
 }
 
 /// Writes `content` to `path` unless it is already so: the shared core of `file::write` and
 /// `unit::install`.
-pub(crate) fn write_with(host: &Host, path: &str, content: &str, options: &WriteOptions) -> HostResult<Written> {
-    let existing = read_file(host, path)?;
+pub(crate) fn write_with(cx: &Context, path: &str, content: &str, options: &WriteOptions) -> VerbResult<Written> {
+    let existing = read_file(cx, path)?;
     // Under --dry-run the directory may be one an earlier step only planned to make.
-    if existing.is_none() && !host.dry_run {
+    if existing.is_none() && !cx.dry_run {
         let parent = path.rsplit_once('/').map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
-        if !stat(host, parent)?.is_some_and(|m| m.dir) {
+        if !stat(cx, parent)?.is_some_and(|m| m.dir) {
             return Err(fail(format!(
                 "cannot write {path}: the directory {parent} does not exist\n  help: `file::mkdir(\"{parent}\")` first"
             )));
         }
     }
-    let secrets = secrets(host, &options.secrets);
+    let secrets = secrets(cx, &options.secrets);
     let (old, changes, wanted) = match &existing {
         Some((old, meta)) => {
             // What is not asked for stays as it is, also on the file that replaces it.
@@ -482,40 +482,40 @@ pub(crate) fn write_with(host: &Host, path: &str, content: &str, options: &Write
     };
     let keep = options.backup && rewrite && existing.is_some();
     let backup = keep.then(|| format!("{path}{BACKUP_SUFFIX}"));
-    if host.plan(&format!("write {path}: {summary}\n{}", diff.trim_end())) {
+    if cx.plan(&format!("write {path}: {summary}\n{}", diff.trim_end())) {
         return Ok(Written { changed: true, diff, backup: None, dry_run: true, ..unchanged });
     }
-    let files = host.world().files.clone();
+    let files = cx.world().files.clone();
     let (p, text) = (path.to_string(), content.to_string());
     if rewrite {
         let w = wanted.clone();
-        host.block_on(|| async move { files.write(&p, &text, &w, keep).await })?.map_err(fail)?;
+        cx.block_on(|| async move { files.write(&p, &text, &w, keep).await })?.map_err(fail)?;
     } else if let Some((_, meta)) = &existing {
         let differing = only_differing(meta, &wanted);
-        host.block_on(|| async move { files.set_meta(&p, &differing).await })?.map_err(fail)?;
+        cx.block_on(|| async move { files.set_meta(&p, &differing).await })?.map_err(fail)?;
     }
     let kept = backup.as_ref().map(|b| format!(" (previous version kept as {b})")).unwrap_or_default();
-    host.log(Level::Info, &format!("changed {path}: {summary}{kept}"));
+    cx.log(Level::Info, &format!("changed {path}: {summary}{kept}"));
     Ok(Written { changed: true, diff, backup, ..unchanged })
 }
 
-fn remove(host: &Host, path: &str) -> HostResult<Map> {
-    record(&remove_path(host, path, false)?)
+fn remove(cx: &Context, path: &str) -> VerbResult<Map> {
+    record(&remove_path(cx, path, false)?)
 }
 
 /// Removes a file (and its backup), or with `tree` a directory and what it holds.
-pub(crate) fn remove_path(host: &Host, path: &str, tree: bool) -> HostResult<Changed> {
-    let Some(meta) = stat(host, path)? else { return Ok(Changed { changed: false, dry_run: false }) };
+pub(crate) fn remove_path(cx: &Context, path: &str, tree: bool) -> VerbResult<Changed> {
+    let Some(meta) = stat(cx, path)? else { return Ok(Changed { changed: false, dry_run: false }) };
     if meta.dir && !tree {
         return Err(fail(format!("file::remove: {path} is a directory")));
     }
-    if host.plan(&format!("remove {path}")) {
+    if cx.plan(&format!("remove {path}")) {
         return Ok(Changed { changed: true, dry_run: true });
     }
-    let files = host.world().files.clone();
+    let files = cx.world().files.clone();
     let p = path.to_string();
     let backup = format!("{path}{BACKUP_SUFFIX}");
-    let removed = host.block_on(|| async move {
+    let removed = cx.block_on(|| async move {
         let removed = files.remove(&p, tree).await?;
         if !tree {
             files.remove(&backup, false).await?;
@@ -525,18 +525,18 @@ pub(crate) fn remove_path(host: &Host, path: &str, tree: bool) -> HostResult<Cha
     let removed = removed.map_err(fail)?;
     if removed {
         let what = if meta.dir { "directory removed" } else { "removed" };
-        host.log(Level::Info, &format!("changed {path}: {what}"));
+        cx.log(Level::Info, &format!("changed {path}: {what}"));
     }
     Ok(Changed { changed: removed, dry_run: false })
 }
 
-fn mkdir(host: &Host, path: &str, options: &Map) -> HostResult<Map> {
-    record(&mkdir_with(host, path, &wanted(options, &[], "file::mkdir")?)?)
+fn mkdir(cx: &Context, path: &str, options: &Map) -> VerbResult<Map> {
+    record(&mkdir_with(cx, path, &wanted(options, &[], "file::mkdir")?)?)
 }
 
 /// Creates a directory (and parents) and gives the last one `wanted`'s mode and owner.
-pub(crate) fn mkdir_with(host: &Host, path: &str, wanted: &Wanted) -> HostResult<Changed> {
-    let existing = stat(host, path)?;
+pub(crate) fn mkdir_with(cx: &Context, path: &str, wanted: &Wanted) -> VerbResult<Changed> {
+    let existing = stat(cx, path)?;
     let changes = match &existing {
         Some(meta) if !meta.dir => return Err(fail(format!("file::mkdir: {path} exists and is not a directory"))),
         Some(meta) => meta_changes(meta, wanted),
@@ -546,13 +546,13 @@ pub(crate) fn mkdir_with(host: &Host, path: &str, wanted: &Wanted) -> HostResult
         return Ok(Changed { changed: false, dry_run: false });
     }
     let summary = changes.join(", ");
-    if host.plan(&format!("make directory {path}: {summary}")) {
+    if cx.plan(&format!("make directory {path}: {summary}")) {
         return Ok(Changed { changed: true, dry_run: true });
     }
     let w = existing.as_ref().map_or_else(|| wanted.clone(), |meta| only_differing(meta, wanted));
-    let (files, p) = (host.world().files.clone(), path.to_string());
+    let (files, p) = (cx.world().files.clone(), path.to_string());
     let fix = w != Wanted::default();
-    host.block_on(|| async move {
+    cx.block_on(|| async move {
         files.mkdir(&p).await?;
         if fix { files.set_meta(&p, &w).await } else { Ok(()) }
     })?
@@ -561,7 +561,7 @@ pub(crate) fn mkdir_with(host: &Host, path: &str, wanted: &Wanted) -> HostResult
         None => format!("directory created{}", new_meta_of_dir(wanted)),
         Some(_) => summary,
     };
-    host.log(Level::Info, &format!("changed {path}: {summary}"));
+    cx.log(Level::Info, &format!("changed {path}: {summary}"));
     Ok(Changed { changed: true, dry_run: false })
 }
 

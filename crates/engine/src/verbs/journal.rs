@@ -11,20 +11,20 @@ use serde::Serialize;
 
 use super::time::duration_arg;
 use super::values::{record, time_text};
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::register;
 use crate::world::journal::{Entry, PRIORITIES, Query, priority_number};
 use crate::world::log_level::{Level, classify};
 use crate::world::units::{Run, full_name};
 
 /// Registers the `journal::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("journal", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("journal", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "read",
@@ -37,7 +37,7 @@ fn module(host: &Arc<Host>) -> Module {
         "journal::read(#{ unit: \"loki\", since: \"10 min ago\", lines: 20 })",
         move |q: Map| read(&h, &q)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "errors",
@@ -53,7 +53,7 @@ fn module(host: &Arc<Host>) -> Module {
         "journal::errors(\"telegraf\", \"10 min ago\")",
         move |unit: &str, since: &str| by_level(&h, unit, since, Level::Error)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "warnings",
@@ -64,13 +64,13 @@ fn module(host: &Arc<Host>) -> Module {
         "journal::warnings(\"telegraf\", \"10 min ago\")",
         move |unit: &str, since: &str| by_level(&h, unit, since, Level::Warn)
     );
-    more(&mut m, host);
+    more(&mut m, cx);
     m
 }
 
 /// The run, following and writing verbs of `journal::`.
-fn more(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn more(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "current_run",
@@ -80,7 +80,7 @@ fn more(m: &mut Module, host: &Arc<Host>) {
          /// started_us}`; `invocation` is systemd's invocation ID, `started` when the run began.\n\
          /// Either is `()` when the service manager does not say.",
         "journal::current_run(\"alloy\")",
-        move |unit: &str| -> HostResult<Map> {
+        move |unit: &str| -> VerbResult<Map> {
             let run = current_run(&h, unit)?;
             record(&RunRecord {
                 unit: full_name(unit),
@@ -90,7 +90,7 @@ fn more(m: &mut Module, host: &Arc<Host>) {
             })
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "follow",
@@ -102,7 +102,7 @@ fn more(m: &mut Module, host: &Arc<Host>) {
         "journal::follow(#{ unit: \"loki\", lines: 5, timeout: \"1s\" }, |entry| false)",
         move |ctx: NativeCallContext, q: Map, callback: FnPtr| follow(&h, &ctx, &q, &callback)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "emit",
@@ -115,7 +115,7 @@ fn more(m: &mut Module, host: &Arc<Host>) {
     );
 }
 
-fn query_from(q: &Map) -> HostResult<(Query, Option<Duration>)> {
+fn query_from(q: &Map) -> VerbResult<(Query, Option<Duration>)> {
     let mut query = Query { lines: Some(50), ..Query::default() };
     let mut timeout = None;
     for (k, v) in q {
@@ -164,7 +164,7 @@ struct EntryRecord<'a> {
 }
 
 /// An entry as scripts see it; `run_start_us` adds how long after that start it was logged.
-fn entry_record(e: &Entry, run_start_us: Option<u64>) -> HostResult<Dynamic> {
+fn entry_record(e: &Entry, run_start_us: Option<u64>) -> VerbResult<Dynamic> {
     let time = UNIX_EPOCH + Duration::from_micros(e.realtime_us);
     // A run's first lines can reach journald a few milliseconds before the manager stamps
     // the run's start: those read 0, not a negative time.
@@ -200,21 +200,21 @@ fn micros(t: SystemTime) -> u64 {
 
 /// The unit's current run; a manager that cannot be asked leaves both unknown, and the
 /// reading falls back to the time given.
-fn current_run(host: &Host, unit: &str) -> HostResult<Run> {
-    let units = host.world().units.clone();
+fn current_run(cx: &Context, unit: &str) -> VerbResult<Run> {
+    let units = cx.world().units.clone();
     let unit = full_name(unit);
-    Ok(host.block_on(|| async move { units.current_run(&unit).await })?.unwrap_or_default())
+    Ok(cx.block_on(|| async move { units.current_run(&unit).await })?.unwrap_or_default())
 }
 
 /// Reads entries through the world (also used for the hints of failed unit jobs).
-pub(crate) fn read_entries(host: &Host, query: Query) -> HostResult<Vec<Entry>> {
-    let journal = host.world().journal.clone();
-    host.block_on(|| async move { journal.read(&query).await })?.map_err(fail)
+pub(crate) fn read_entries(cx: &Context, query: Query) -> VerbResult<Vec<Entry>> {
+    let journal = cx.world().journal.clone();
+    cx.block_on(|| async move { journal.read(&query).await })?.map_err(fail)
 }
 
-fn read(host: &Host, q: &Map) -> HostResult<Array> {
+fn read(cx: &Context, q: &Map) -> VerbResult<Array> {
     let (query, _) = query_from(q)?;
-    read_entries(host, query)?.iter().map(|e| entry_record(e, None)).collect()
+    read_entries(cx, query)?.iter().map(|e| entry_record(e, None)).collect()
 }
 
 /// For journalctl's `--grep`: every line whose own text may carry warning or worse, in each
@@ -229,7 +229,7 @@ const LEVEL_CANDIDATES: &str = r#"(?i)(^|\s)[ew]!(\s|$)|(^|[\s{,"])(level|lvl)"?
 /// log: text or JSON on stderr, which journald files at priority info), else by the priority
 /// journald filed it at (a `<N>` prefix, syslog, the journal API). Lines of the process before
 /// it (a restart's shutdown lines) are never among them.
-fn by_level(host: &Host, unit: &str, since: &str, max: Level) -> HostResult<Array> {
+fn by_level(host: &Context, unit: &str, since: &str, max: Level) -> VerbResult<Array> {
     let run = current_run(host, unit)?;
     let started_us = run.started.map(micros);
     // Lines after the previous run ended are this run's; for a first run, a second's grace
@@ -256,7 +256,7 @@ fn by_level(host: &Host, unit: &str, since: &str, max: Level) -> HostResult<Arra
     entries.iter().map(|e| entry_record(e, started_us)).collect()
 }
 
-fn follow(host: &Host, ctx: &NativeCallContext, q: &Map, callback: &FnPtr) -> HostResult<i64> {
+fn follow(host: &Context, ctx: &NativeCallContext, q: &Map, callback: &FnPtr) -> VerbResult<i64> {
     let (query, timeout) = query_from(q)?;
     let query = Query { lines: Some(0), ..query };
     let journal = host.world().journal.clone();
@@ -286,7 +286,7 @@ fn follow(host: &Host, ctx: &NativeCallContext, q: &Map, callback: &FnPtr) -> Ho
     Ok(seen)
 }
 
-fn emit(host: &Host, tag: &str, message: &str, priority: &str) -> HostResult<String> {
+fn emit(host: &Context, tag: &str, message: &str, priority: &str) -> VerbResult<String> {
     let p = priority_number(priority)
         .ok_or_else(|| fail(format!("journal::emit: priority `{priority}`: use one of {}", PRIORITIES.join(", "))))?;
     let nanos = std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());

@@ -1,13 +1,13 @@
-//! The host side of the scripting boundary: what every host module is built from.
+//! The verbs: the host side of the scripting boundary, and what every verbs module is built from.
 //!
-//! `Host` is the context captured by the closures each module registers: the configuration,
+//! `Context` is the context captured by the closures each module registers: the configuration,
 //! dry-run policy, the cancellation flag, the tokio runtime that async work runs on, and the
 //! recorder of the current run. One file per API area registers its functions and types
 //! through its own `register` (`core` and `time` are global; the rest are namespaced:
 //! `unit::…`, `journal::…`); `register_all` calls each, so a new namespace is one new file
 //! and one line there.
 //!
-//! Rhai is synchronous and the host is tokio: a host function calls `Host::block_on` from the
+//! Rhai is synchronous and the host is tokio: a host function calls `Context::block_on` from the
 //! script thread (never from inside the runtime), which races the work against cancellation.
 
 pub mod account;
@@ -56,7 +56,7 @@ use crate::report::{Level, Outcome, Recorder};
 use crate::world::World;
 
 /// The result type of host functions.
-pub(crate) type HostResult<T> = Result<T, Box<EvalAltResult>>;
+pub(crate) type VerbResult<T> = Result<T, Box<EvalAltResult>>;
 
 /// Where host calls act: a configuration and the world it describes (this machine, another
 /// over ssh, a simulated one). A runbook's own host, or another for a block (`fleet::on`).
@@ -82,8 +82,8 @@ impl Ground {
     }
 }
 
-/// What host modules act with.
-pub struct Host {
+/// What verbs act with: the context of a run (see ARCHITECTURE.md, "context").
+pub struct Context {
     /// What unit, journal, command, file and endpoint calls act on now.
     ground: Mutex<Ground>,
     pub dry_run: bool,
@@ -101,9 +101,9 @@ pub struct Host {
     place: Mutex<fleet::Place>,
 }
 
-impl Host {
-    pub fn new(config: Arc<Config>, world: World, dry_run: bool) -> Arc<Host> {
-        Arc::new(Host {
+impl Context {
+    pub fn new(config: Arc<Config>, world: World, dry_run: bool) -> Arc<Context> {
+        Arc::new(Context {
             ground: Mutex::new(Ground::new(config, world)),
             dry_run,
             cancel: Cancel::default(),
@@ -151,7 +151,7 @@ impl Host {
     /// `f` fails).
     pub(crate) fn acting_on<R>(&self, ground: Ground, f: impl FnOnce() -> R) -> R {
         let previous = std::mem::replace(&mut *self.ground.lock().unwrap_or_else(|e| e.into_inner()), ground);
-        struct Restore<'a>(&'a Host, Option<Ground>);
+        struct Restore<'a>(&'a Context, Option<Ground>);
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
                 if let Some(ground) = self.1.take() {
@@ -176,7 +176,7 @@ impl Host {
     }
 
     /// The run's HTTP client, built on first use.
-    pub fn http(&self) -> HostResult<Arc<crate::http_client::Http>> {
+    pub fn http(&self) -> VerbResult<Arc<crate::http_client::Http>> {
         self.http.get_or_init(|| crate::http_client::Http::new(&self.config()).map(Arc::new)).clone().map_err(fail)
     }
 
@@ -184,14 +184,14 @@ impl Host {
     pub fn send(
         &self,
         request: crate::http_client::Request<'_>,
-    ) -> HostResult<Result<crate::http_client::Response, String>> {
+    ) -> VerbResult<Result<crate::http_client::Response, String>> {
         let http = self.http()?;
         self.block_on(|| async move { http.send(request).await })
     }
 
     /// Runs async work from the script thread, racing it against cancellation.
     /// The future is made inside the runtime, so timers and sockets find their reactor.
-    pub fn block_on<F, Fut, T>(&self, make: F) -> HostResult<T>
+    pub fn block_on<F, Fut, T>(&self, make: F) -> VerbResult<T>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = T>,
@@ -259,7 +259,7 @@ impl Host {
     pub fn run_command(
         &self,
         invocation: crate::world::commands::Invocation,
-    ) -> HostResult<Result<crate::world::commands::Completed, String>> {
+    ) -> VerbResult<Result<crate::world::commands::Completed, String>> {
         let commands = self.world().commands.clone();
         self.block_on(|| async move { commands.run(&invocation).await })
     }
@@ -309,31 +309,31 @@ impl Host {
     }
 }
 
-/// Registers every host module's functions and types into `engine`; templates are found on
+/// Registers every verbs module's functions and types into `engine`; templates are found on
 /// `catalog`'s search path.
-pub(crate) fn register_all(engine: &mut Engine, host: &Arc<Host>, catalog: &Arc<crate::catalog::Catalog>) {
-    core::register(engine, host);
-    time::register(engine, host);
-    wait::register(engine, host);
+pub(crate) fn register_all(engine: &mut Engine, cx: &Arc<Context>, catalog: &Arc<crate::catalog::Catalog>) {
+    core::register(engine, cx);
+    time::register(engine, cx);
+    wait::register(engine, cx);
     // One `unit::` namespace from two files: jobs and states, and unit file installation.
     unit::register_types(engine);
-    let mut units = unit::module(host);
-    unit_files::add(&mut units, host);
+    let mut units = unit::module(cx);
+    unit_files::add(&mut units, cx);
     engine.register_static_module("unit", units.into());
-    journal::register(engine, host);
-    system::register(engine, host);
-    agent::register(engine, host);
-    shipper::register(engine, host);
-    container::register(engine, host);
-    http::register(engine, host);
-    influx::register(engine, host);
-    loki::register(engine, host);
-    prom::register(engine, host);
-    firewall::register(engine, host);
-    fleet::register(engine, host);
-    file::register(engine, host);
-    template::register(engine, host, catalog);
-    account::register(engine, host);
+    journal::register(engine, cx);
+    system::register(engine, cx);
+    agent::register(engine, cx);
+    shipper::register(engine, cx);
+    container::register(engine, cx);
+    http::register(engine, cx);
+    influx::register(engine, cx);
+    loki::register(engine, cx);
+    prom::register(engine, cx);
+    firewall::register(engine, cx);
+    fleet::register(engine, cx);
+    file::register(engine, cx);
+    template::register(engine, cx, catalog);
+    account::register(engine, cx);
 }
 
 /// A runtime error raised by a host function: the run aborts with this message.
@@ -357,8 +357,8 @@ macro_rules! register {
             .with_params_info([$($param),*])
             .with_comments([
                 $doc.to_string(),
-                $crate::host::verb::Effect::$effect.doc_line(),
-                $crate::host::verb::example_line(&$example),
+                $crate::verbs::verb::Effect::$effect.doc_line(),
+                $crate::verbs::verb::example_line(&$example),
             ])
             .set_into_module($module, $func)
     };

@@ -16,7 +16,7 @@ use rhai::{Array, Dynamic, Engine, Map, Module};
 use serde::Serialize;
 
 use super::values::record;
-use super::{HostResult, fail};
+use super::{VerbResult, fail};
 use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
 use crate::register;
@@ -27,14 +27,14 @@ mod embedded {
 }
 
 /// Registers the `template::` namespace: templates are looked up on `catalog`'s search path.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<super::Host>, catalog: &Arc<Catalog>) {
-    engine.register_static_module("template", module(host, catalog).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<super::Context>, catalog: &Arc<Catalog>) {
+    engine.register_static_module("template", module(cx, catalog).into());
 }
 
-fn module(host: &Arc<super::Host>, catalog: &Arc<Catalog>) -> Module {
+fn module(cx: &Arc<super::Context>, catalog: &Arc<Catalog>) -> Module {
     let mut m = Module::new();
     let c = catalog.clone();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "render",
@@ -148,7 +148,7 @@ struct Listed<'a> {
     origin: String,
 }
 
-fn list(catalog: &Catalog) -> HostResult<Array> {
+fn list(catalog: &Catalog) -> VerbResult<Array> {
     all(catalog)
         .iter()
         .map(|f| {

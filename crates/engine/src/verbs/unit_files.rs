@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::file::{Changed, WriteOptions, Written, mkdir_with, remove_path, write_with};
 use super::unit::{enabled_state, jobs, names, status};
 use super::values::record;
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
@@ -22,8 +22,8 @@ use crate::world::files::Wanted;
 use crate::world::units::{Job, full_name};
 
 /// Adds the installation verbs to the `unit` module.
-pub fn add(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+pub fn add(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "install",
@@ -35,7 +35,7 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
         "unit::install(\"opsbook-demo.service\", \"[Service]\\nExecStart=/bin/true\\n\")",
         move |name: &str, text: &str| install(&h, name, text)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "path",
@@ -46,7 +46,7 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
         "unit::path(\"loki\")",
         move |name: &str| unit_path(&h, name)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "install_dropin",
@@ -57,7 +57,7 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
         "unit::install_dropin(\"alloy\", \"opsbook.conf\", \"[Service]\\nSupplementaryGroups=systemd-journal\\n\")",
         move |unit: &str, name: &str, text: &str| install_dropin(&h, unit, name, text)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "uninstall",
@@ -69,7 +69,7 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
         move |name: &str| uninstall(&h, name)
     );
     for (verb, enable) in [("enable", true), ("disable", false)] {
-        let h = host.clone();
+        let h = cx.clone();
         let doc = if enable {
             "/// Enables the unit file(s) — a name or an array — at boot, then reloads the manager (as\n\
              /// systemctl). Returns `#{changed, changes}`: `changes` as systemctl prints them."
@@ -85,7 +85,7 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
             format!("unit::{verb}(\"loki\")"),
             move |units: Dynamic| set_enabled(&h, &units, enable, &Map::new())
         );
-        let h = host.clone();
+        let h = cx.clone();
         let doc = if enable {
             "/// With `#{now: true}`: also starts the units that are not running (as `systemctl enable --now`)."
         } else {
@@ -106,17 +106,17 @@ pub fn add(m: &mut Module, host: &Arc<Host>) {
 /// The scope's unit directory on the host the run acts on. For the user manager, the one it
 /// reads itself (`$XDG_CONFIG_HOME/systemd/user` from its `UnitPath`: its environment, not the
 /// login's, decides), else `~/.config/systemd/user` of the acting user.
-fn unit_dir(host: &Host) -> HostResult<String> {
-    if host.config().text(keys::SCOPE) != "user" {
+fn unit_dir(cx: &Context) -> VerbResult<String> {
+    if cx.config().text(keys::SCOPE) != "user" {
         return Ok("/etc/systemd/system".to_string());
     }
-    let units = host.world().units.clone();
-    let searched = host.block_on(|| async move { units.unit_path().await })?.unwrap_or_default();
+    let units = cx.world().units.clone();
+    let searched = cx.block_on(|| async move { units.unit_path().await })?.unwrap_or_default();
     if let Some(dir) = searched.iter().find(|d| d.ends_with("/systemd/user") && !is_shared_dir(d)) {
         return Ok(dir.clone());
     }
-    let files = host.world().files.clone();
-    let home = host.block_on(|| async move { files.home().await })?.map_err(fail)?;
+    let files = cx.world().files.clone();
+    let home = cx.block_on(|| async move { files.home().await })?.map_err(fail)?;
     Ok(format!("{}/.config/systemd/user", home.trim_end_matches('/')))
 }
 
@@ -127,7 +127,7 @@ fn is_shared_dir(dir: &str) -> bool {
 }
 
 /// A unit or drop-in name: one path component.
-fn plain_name(name: &str, what: &str) -> HostResult<()> {
+fn plain_name(name: &str, what: &str) -> VerbResult<()> {
     if name.is_empty() || name.contains('/') || name.starts_with('.') || name.contains('\0') {
         return Err(fail(format!("`{name}` is not a {what} name (one file name, no `/`)")));
     }
@@ -141,35 +141,35 @@ fn unit_options() -> WriteOptions {
 }
 
 /// Writes `text` at `dir/file`, making `dir` first when it is missing.
-fn install_at(host: &Host, dir: &str, file: &str, text: &str) -> HostResult<Written> {
-    mkdir_with(host, dir, &Wanted::default())?;
-    write_with(host, &format!("{dir}/{file}"), text, &unit_options())
+fn install_at(cx: &Context, dir: &str, file: &str, text: &str) -> VerbResult<Written> {
+    mkdir_with(cx, dir, &Wanted::default())?;
+    write_with(cx, &format!("{dir}/{file}"), text, &unit_options())
 }
 
-fn unit_path(host: &Host, name: &str) -> HostResult<String> {
+fn unit_path(cx: &Context, name: &str) -> VerbResult<String> {
     plain_name(name, "unit")?;
-    Ok(format!("{}/{}", unit_dir(host)?, full_name(name)))
+    Ok(format!("{}/{}", unit_dir(cx)?, full_name(name)))
 }
 
-fn install(host: &Host, name: &str, text: &str) -> HostResult<Map> {
+fn install(cx: &Context, name: &str, text: &str) -> VerbResult<Map> {
     plain_name(name, "unit")?;
     let unit = full_name(name);
-    record(&install_at(host, &unit_dir(host)?, &unit, text)?)
+    record(&install_at(cx, &unit_dir(cx)?, &unit, text)?)
 }
 
-fn install_dropin(host: &Host, unit: &str, name: &str, text: &str) -> HostResult<Map> {
+fn install_dropin(cx: &Context, unit: &str, name: &str, text: &str) -> VerbResult<Map> {
     plain_name(unit, "unit")?;
     plain_name(name, "drop-in")?;
     let name = name.strip_suffix(".conf").unwrap_or(name);
-    let dir = format!("{}/{}.d", unit_dir(host)?, full_name(unit));
-    record(&install_at(host, &dir, &format!("{name}.conf"), text)?)
+    let dir = format!("{}/{}.d", unit_dir(cx)?, full_name(unit));
+    record(&install_at(cx, &dir, &format!("{name}.conf"), text)?)
 }
 
-fn uninstall(host: &Host, name: &str) -> HostResult<Map> {
+fn uninstall(cx: &Context, name: &str) -> VerbResult<Map> {
     plain_name(name, "unit")?;
-    let (dir, unit) = (unit_dir(host)?, full_name(name));
-    let file = remove_path(host, &format!("{dir}/{unit}"), false)?;
-    let dropins = remove_path(host, &format!("{dir}/{unit}.d"), true)?;
+    let (dir, unit) = (unit_dir(cx)?, full_name(name));
+    let file = remove_path(cx, &format!("{dir}/{unit}"), false)?;
+    let dropins = remove_path(cx, &format!("{dir}/{unit}.d"), true)?;
     record(&Changed { changed: file.changed || dropins.changed, dry_run: file.dry_run || dropins.dry_run })
 }
 
@@ -183,7 +183,7 @@ struct Enabled {
     dry_run: bool,
 }
 
-fn now_option(options: &Map, verb: &str) -> HostResult<bool> {
+fn now_option(options: &Map, verb: &str) -> VerbResult<bool> {
     for k in options.keys() {
         if k != "now" {
             return Err(fail(format!("unit::{verb}: unknown option `{k}` (now)")));
@@ -195,7 +195,7 @@ fn now_option(options: &Map, verb: &str) -> HostResult<bool> {
     }
 }
 
-fn set_enabled(host: &Host, units: &Dynamic, enable: bool, options: &Map) -> HostResult<Map> {
+fn set_enabled(cx: &Context, units: &Dynamic, enable: bool, options: &Map) -> VerbResult<Map> {
     let verb = if enable { "enable" } else { "disable" };
     let now = now_option(options, verb)?;
     let names = names(units)?;
@@ -203,7 +203,7 @@ fn set_enabled(host: &Host, units: &Dynamic, enable: bool, options: &Map) -> Hos
     let mut to_switch = Vec::new();
     let mut to_run = Vec::new();
     for unit in &names {
-        let s = status(host, unit)?;
+        let s = status(cx, unit)?;
         // A static unit has no [Install] section: it is neither enabled nor disabled by this.
         let on = enabled_state(&s.unit_file_state);
         if (enable && !on) || (!enable && on && s.unit_file_state != "static") {
@@ -224,26 +224,26 @@ fn set_enabled(host: &Host, units: &Dynamic, enable: bool, options: &Map) -> Hos
     if !to_run.is_empty() {
         plan.push(format!("{} {}", if enable { "start" } else { "stop" }, to_run.join(" ")));
     }
-    if host.plan(&plan.join(", then ")) {
+    if cx.plan(&plan.join(", then ")) {
         return record(&Enabled { changed: true, changes: Vec::new(), dry_run: true });
     }
     let mut changes = Vec::new();
     if !enable && !to_run.is_empty() {
-        jobs(host, Job::Stop, &to_array(&to_run), &Map::new(), true)?;
+        jobs(cx, Job::Stop, &to_array(&to_run), &Map::new(), true)?;
         changes.extend(to_run.iter().map(|u| format!("stopped {u}")));
     }
     if !to_switch.is_empty() {
-        let world = host.world().units.clone();
+        let world = cx.world().units.clone();
         let list = to_switch.clone();
-        let done = host.block_on(|| async move { world.set_enabled(&list, enable).await })?;
+        let done = cx.block_on(|| async move { world.set_enabled(&list, enable).await })?;
         changes.extend(done.map_err(|e| fail(e.to_string()))?);
     }
     if enable && !to_run.is_empty() {
-        jobs(host, Job::Start, &to_array(&to_run), &Map::new(), true)?;
+        jobs(cx, Job::Start, &to_array(&to_run), &Map::new(), true)?;
         changes.extend(to_run.iter().map(|u| format!("started {u}")));
     }
     for change in &changes {
-        host.log(Level::Info, &format!("changed: {change}"));
+        cx.log(Level::Info, &format!("changed: {change}"));
     }
     record(&Enabled { changed: !changes.is_empty(), changes, dry_run: false })
 }

@@ -15,7 +15,7 @@
 
 use serde_json::Value as Json;
 
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::http_client::{Request, Response};
 
@@ -32,9 +32,9 @@ const MAX_PAGES: usize = 1000;
 
 /// Whether the server still waits for its onboarding: `Some(true)` when `GET /api/v2/setup`
 /// answers `"allowed": true`, `None` when it cannot tell.
-pub(super) fn awaits_setup(host: &Host) -> HostResult<Option<bool>> {
-    let url = super::influx::url(host, "/api/v2/setup");
-    Ok(match host.send(Request::new(reqwest::Method::GET, url))? {
+pub(super) fn awaits_setup(cx: &Context) -> VerbResult<Option<bool>> {
+    let url = super::influx::url(cx, "/api/v2/setup");
+    Ok(match cx.send(Request::new(reqwest::Method::GET, url))? {
         Ok(r) if r.status == 200 => {
             serde_json::from_str::<Json>(&r.body).ok().and_then(|j| j.get("allowed").and_then(Json::as_bool))
         }
@@ -44,8 +44,8 @@ pub(super) fn awaits_setup(host: &Host) -> HostResult<Option<bool>> {
 
 /// The refusal of an authenticated request as an operator should read it: a 401 from a
 /// server that is not set up says so, instead of blaming the token.
-pub(super) fn refusal_of(host: &Host, r: &Response) -> HostResult<String> {
-    if r.status == 401 && awaits_setup(host)? == Some(true) {
+pub(super) fn refusal_of(cx: &Context, r: &Response) -> VerbResult<String> {
+    if r.status == 401 && awaits_setup(cx)? == Some(true) {
         return Ok(NOT_SET_UP.to_string());
     }
     Ok(super::influx::refusal(r))
@@ -66,13 +66,13 @@ pub(super) fn page(body: &str) -> Result<(Vec<Json>, Option<String>), String> {
 
 /// Every bucket the token can see, page after page (`limit=100`, then `links.next` until a
 /// page has none or is empty).
-pub(super) fn all_buckets(host: &Host, get: impl Fn(&str) -> HostResult<Response>) -> HostResult<Vec<Json>> {
+pub(super) fn all_buckets(cx: &Context, get: impl Fn(&str) -> VerbResult<Response>) -> VerbResult<Vec<Json>> {
     let mut all = Vec::new();
     let mut seen = Vec::new();
     let mut next = Some(format!("/api/v2/buckets?limit={PAGE}"));
     while let Some(path) = next.take() {
         if seen.len() == MAX_PAGES || seen.contains(&path) {
-            host.log(crate::report::Level::Warn, &format!("bucket listing: stopped following pages at {path}"));
+            cx.log(crate::report::Level::Warn, &format!("bucket listing: stopped following pages at {path}"));
             break;
         }
         let r = get(&path)?;
@@ -126,7 +126,7 @@ pub(super) fn engine_path_in_file(text: &str) -> Option<String> {
 /// Where a server refusing `/api/v2/config` to this token keeps its engine, read from its
 /// configuration file (`metrics_db.config`) on the host: `Ok((path, file))`, or why it cannot
 /// be told (the reason starts with `why`).
-pub(super) fn engine_path_from_file(host: &Host, why: &str) -> HostResult<Result<(String, String), String>> {
+pub(super) fn engine_path_from_file(host: &Context, why: &str) -> VerbResult<Result<(String, String), String>> {
     let file = host.config().text(keys::METRICS_DB_CONFIG);
     let files = host.world().files.clone();
     let at = file.clone();

@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::agent_unit::{self, LogTarget};
 use super::time::duration_arg;
 use super::values::{record, text, time_text};
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::world::journal::Query;
 use crate::world::log_level::{Level, classify, line_time_us, rfc3339_us};
@@ -144,38 +144,38 @@ struct FileErrors {
     detail: String,
 }
 
-fn unlooked(logs_to: &'static str, path: Option<String>, detail: String) -> HostResult<Map> {
+fn unlooked(logs_to: &'static str, path: Option<String>, detail: String) -> VerbResult<Map> {
     record(&FileErrors { logs_to, path, looked: false, read: 0, errors: Vec::new(), detail })
 }
 
 /// The agent's log target, or why it cannot be told.
-fn target(host: &Host) -> HostResult<Result<LogTarget, String>> {
-    let command = agent_unit::agent_command(host)?;
-    Ok(match agent_unit::log_target(host, &command)? {
+fn target(cx: &Context) -> VerbResult<Result<LogTarget, String>> {
+    let command = agent_unit::agent_command(cx)?;
+    Ok(match agent_unit::log_target(cx, &command)? {
         Ok(t) if t.file.is_none() && !t.unread.is_empty() => Err(format!("cannot read {}", t.unread.join(", "))),
         other => other,
     })
 }
 
 /// When the unit's current run began, in microseconds; `None` when the manager does not say.
-fn run_start_us(host: &Host, unit: &str) -> HostResult<Option<u64>> {
-    let units = host.world().units.clone();
+fn run_start_us(cx: &Context, unit: &str) -> VerbResult<Option<u64>> {
+    let units = cx.world().units.clone();
     let unit = unit.to_string();
-    let run = host.block_on(|| async move { units.current_run(&unit).await })?.unwrap_or_default();
+    let run = cx.block_on(|| async move { units.current_run(&unit).await })?.unwrap_or_default();
     Ok(run.started.and_then(|s| s.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_micros() as u64))
 }
 
 /// Reads a file of the host: its text, `None` when absent, or why it cannot be read.
-fn read_file(host: &Host, path: &str) -> HostResult<Result<Option<String>, String>> {
-    let files = host.world().files.clone();
+fn read_file(cx: &Context, path: &str) -> VerbResult<Result<Option<String>, String>> {
+    let files = cx.world().files.clone();
     let at = path.to_string();
-    Ok(host.block_on(|| async move { files.read(&at).await })?.map(|found| found.map(|(text, _)| text)))
+    Ok(cx.block_on(|| async move { files.read(&at).await })?.map(|found| found.map(|(text, _)| text)))
 }
 
 /// `agent::logfile_errors(since)`: the error lines of the agent's log file written since
 /// `since` in its current run, when its configuration sends its log to a file.
-pub(super) fn logfile_errors(host: &Host, since: &str) -> HostResult<Map> {
-    let target = match target(host)? {
+pub(super) fn logfile_errors(cx: &Context, since: &str) -> VerbResult<Map> {
+    let target = match target(cx)? {
         Ok(t) => t,
         Err(why) => return unlooked("unknown", None, format!("cannot tell where the agent logs: {why}")),
     };
@@ -183,15 +183,15 @@ pub(super) fn logfile_errors(host: &Host, since: &str) -> HostResult<Map> {
         let read = target.read.join(", ");
         return unlooked("journal", None, format!("logs to the journal (no `logfile` in {read})"));
     };
-    let text = match read_file(host, &path)? {
+    let text = match read_file(cx, &path)? {
         Ok(Some(text)) => text,
         Ok(None) => {
             return unlooked("file", Some(path.clone()), format!("logs to {path}, which does not exist on the host"));
         }
         Err(e) => return unlooked("file", Some(path.clone()), format!("logs to {path}, which cannot be read: {e}")),
     };
-    let unit = full_name(&host.config().text(keys::METRICS_AGENT_UNIT));
-    let started = run_start_us(host, &unit)?;
+    let unit = full_name(&cx.config().text(keys::METRICS_AGENT_UNIT));
+    let started = run_start_us(cx, &unit)?;
     let asked = since_us(since, now_us());
     // The run's first lines may carry the second before the manager stamped its start.
     let from = asked.unwrap_or(0).max(started.map_or(0, |s| s.saturating_sub(1_000_000)));
@@ -225,23 +225,23 @@ struct Watched {
     lines: Vec<String>,
 }
 
-fn unit_status(host: &Host, unit: &str) -> HostResult<UnitStatus> {
-    let units = host.world().units.clone();
+fn unit_status(cx: &Context, unit: &str) -> VerbResult<UnitStatus> {
+    let units = cx.world().units.clone();
     let unit = unit.to_string();
-    host.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
+    cx.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
 }
 
 /// The agent's log lines since the signal: the file's when it logs to one, else the journal's
 /// (systemd's own lines about the unit included).
-fn agent_lines(host: &Host, unit: &str, since: &str, file: Option<&str>) -> HostResult<Vec<String>> {
+fn agent_lines(cx: &Context, unit: &str, since: &str, file: Option<&str>) -> VerbResult<Vec<String>> {
     if let Some(path) = file {
         let from = since_us(since, now_us()).unwrap_or(0);
-        let text = read_file(host, path)?.ok().flatten().unwrap_or_default();
+        let text = read_file(cx, path)?.ok().flatten().unwrap_or_default();
         return Ok(lines_since(&text, from).into_iter().map(|l| l.text).collect());
     }
     let query =
         Query { unit: Some(unit.to_string()), since: Some(since.to_string()), lines: Some(200), ..Query::default() };
-    Ok(super::journal::read_entries(host, query)?.into_iter().map(|e| e.message).collect())
+    Ok(super::journal::read_entries(cx, query)?.into_iter().map(|e| e.message).collect())
 }
 
 /// The lines from the last reload on (all of them when none was logged), and whether the
@@ -274,7 +274,7 @@ fn excerpt(after: &[String]) -> String {
 /// reload and its start lines again, and its main PID `pid` must still run `units.settle`
 /// later; it fails, quoting the agent's last lines, when the process exits or `timeout`
 /// (30 s) passes first.
-pub(super) fn watch_reload(host: &Host, options: &Map) -> HostResult<Map> {
+pub(super) fn watch_reload(cx: &Context, options: &Map) -> VerbResult<Map> {
     let mut pid = None;
     let mut since = None;
     let mut timeout = Duration::from_secs(30);
@@ -291,18 +291,18 @@ pub(super) fn watch_reload(host: &Host, options: &Map) -> HostResult<Map> {
             "agent::watch_reload: give `pid` (the main PID before the reload) and `since` (a time before it)",
         ));
     };
-    let unit = full_name(&host.config().text(keys::METRICS_AGENT_UNIT));
-    let settle = host.config().duration(keys::UNITS_SETTLE);
-    let file = target(host)?.ok().and_then(|t| t.file);
+    let unit = full_name(&cx.config().text(keys::METRICS_AGENT_UNIT));
+    let settle = cx.config().duration(keys::UNITS_SETTLE);
+    let file = target(cx)?.ok().and_then(|t| t.file);
     let began = Instant::now();
     let mut started_again: Option<Instant> = None;
     loop {
-        let status = unit_status(host, &unit)?;
-        let lines = agent_lines(host, &unit, &since, file.as_deref())?;
+        let status = unit_status(cx, &unit)?;
+        let lines = agent_lines(cx, &unit, &since, file.as_deref())?;
         let (after, reloaded, restarted) = after_reload(&lines);
         let alive = status.main_pid as i64 == pid && matches!(status.active_state.as_str(), "active" | "reloading");
         if !alive {
-            return exited(host, &unit, &since, file.as_deref(), pid, &status);
+            return exited(cx, &unit, &since, file.as_deref(), pid, &status);
         }
         if restarted {
             let at = *started_again.get_or_insert_with(Instant::now);
@@ -326,18 +326,18 @@ pub(super) fn watch_reload(host: &Host, options: &Map) -> HostResult<Map> {
             };
             return record(&Watched { ok: false, detail, pid, reloaded, lines: last(after, 10) });
         }
-        super::time::sleep(host, Duration::from_millis(250))?;
+        super::time::sleep(cx, Duration::from_millis(250))?;
     }
 }
 
 /// The agent died after the signal: its state and last lines (journald gets a dying
 /// process's lines a moment later, so they are waited for up to 3 s).
-fn exited(host: &Host, unit: &str, since: &str, file: Option<&str>, pid: i64, s: &UnitStatus) -> HostResult<Map> {
+fn exited(cx: &Context, unit: &str, since: &str, file: Option<&str>, pid: i64, s: &UnitStatus) -> VerbResult<Map> {
     let deadline = Instant::now() + Duration::from_secs(3);
-    let mut lines = agent_lines(host, unit, since, file)?;
+    let mut lines = agent_lines(cx, unit, since, file)?;
     while !after_reload(&lines).0.iter().any(|l| classify(l, None) == Level::Error) && Instant::now() < deadline {
-        super::time::sleep(host, Duration::from_millis(100))?;
-        lines = agent_lines(host, unit, since, file)?;
+        super::time::sleep(cx, Duration::from_millis(100))?;
+        lines = agent_lines(cx, unit, since, file)?;
     }
     let (after, reloaded, _) = after_reload(&lines);
     let detail = format!(

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::influx::form_encode;
 use super::time::duration_arg;
 use super::values::{Probe, record};
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::http_client::{Request, Response};
 use crate::register;
@@ -20,19 +20,19 @@ use crate::wire::loki_config;
 use crate::wire::loki_json::{self, QueryResult};
 
 /// Registers the `loki::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("loki", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("loki", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    server_verbs(&mut m, host);
-    query_verbs(&mut m, host);
+    server_verbs(&mut m, cx);
+    query_verbs(&mut m, cx);
     m
 }
 
-fn server_verbs(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn server_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "ready",
@@ -43,7 +43,7 @@ fn server_verbs(m: &mut Module, host: &Arc<Host>) {
         "loki::ready().ok",
         move || ready(&h)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "labels",
@@ -54,7 +54,7 @@ fn server_verbs(m: &mut Module, host: &Arc<Host>) {
         "loki::labels()",
         move || strings(&h, "/loki/api/v1/labels".to_string())
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "label_values",
@@ -64,7 +64,7 @@ fn server_verbs(m: &mut Module, host: &Arc<Host>) {
         "loki::label_values(\"hostname\")",
         move |name: &str| { strings(&h, format!("/loki/api/v1/label/{}/values", form_encode(name))) }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "query",
@@ -76,8 +76,8 @@ fn server_verbs(m: &mut Module, host: &Arc<Host>) {
     );
 }
 
-fn query_verbs(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn query_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "query",
@@ -89,7 +89,7 @@ fn query_verbs(m: &mut Module, host: &Arc<Host>) {
         "loki::query(`{unit=\"loki.service\"}`, #{ since: \"10m\", limit: 5 })",
         move |q: &str, options: Map| query(&h, q, &options)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "push",
@@ -100,7 +100,7 @@ fn query_verbs(m: &mut Module, host: &Arc<Host>) {
         "loki::push(#{ job: \"opsbook-demo\" }, \"hello from a runbook\")",
         move |labels: Map, line: &str| push(&h, &labels, line)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "storage",
@@ -114,21 +114,21 @@ fn query_verbs(m: &mut Module, host: &Arc<Host>) {
     );
 }
 
-fn url(host: &Host, path: &str) -> String {
-    format!("{}{path}", host.config().text(keys::LOG_STORE_URL).trim_end_matches('/'))
+fn url(cx: &Context, path: &str) -> String {
+    format!("{}{path}", cx.config().text(keys::LOG_STORE_URL).trim_end_matches('/'))
 }
 
-fn get(host: &Host, path: &str) -> HostResult<Response> {
-    let u = url(host, path);
-    match host.send(Request::new(reqwest::Method::GET, &u))? {
+fn get(cx: &Context, path: &str) -> VerbResult<Response> {
+    let u = url(cx, path);
+    match cx.send(Request::new(reqwest::Method::GET, &u))? {
         Ok(r) if r.status == 200 => Ok(r),
         Ok(r) => Err(fail(format!("the log store answered {}", r.summary()))),
         Err(reason) => Err(fail(format!("GET {u}: {reason}"))),
     }
 }
 
-fn ready(host: &Host) -> HostResult<Map> {
-    match host.send(Request::new(reqwest::Method::GET, url(host, "/ready")))? {
+fn ready(cx: &Context) -> VerbResult<Map> {
+    match cx.send(Request::new(reqwest::Method::GET, url(cx, "/ready")))? {
         Err(reason) => Probe::unanswered(reason),
         Ok(r) if r.status == 200 && r.body.trim() == "ready" => Probe::new(true, Some(200), "ready", Some(r.elapsed)),
         Ok(r) if r.status == 503 => Probe::new(
@@ -180,8 +180,8 @@ fn without_null_series_fields(body: &str) -> String {
     v.to_string()
 }
 
-fn strings(host: &Host, path: String) -> HostResult<Array> {
-    let r = get(host, &path)?;
+fn strings(cx: &Context, path: String) -> VerbResult<Array> {
+    let r = get(cx, &path)?;
     let list = strings_answer(&r.body).map_err(|e| fail(format!("log store: {e}")))?;
     Ok(list.into_iter().map(Dynamic::from).collect())
 }
@@ -191,7 +191,7 @@ fn rfc3339_ns(ns: i128) -> String {
     humantime::format_rfc3339_nanos(UNIX_EPOCH + d).to_string()
 }
 
-fn query(host: &Host, q: &str, options: &Map) -> HostResult<Array> {
+fn query(cx: &Context, q: &str, options: &Map) -> VerbResult<Array> {
     let mut limit: i64 = 100;
     let mut since = Duration::from_secs(3600);
     let mut direction = "backward".to_string();
@@ -215,7 +215,7 @@ fn query(host: &Host, q: &str, options: &Map) -> HostResult<Array> {
     } else {
         format!("/loki/api/v1/query?query={}&limit={limit}&time={now_ns}", form_encode(q))
     };
-    let r = get(host, &path)?;
+    let r = get(cx, &path)?;
     let parsed = query_answer(&r.body).map_err(|e| fail(format!("log store: {e}")))?;
     match parsed {
         QueryResult::Streams(entries) => entries
@@ -253,15 +253,15 @@ struct Sample {
     labels: BTreeMap<String, String>,
 }
 
-fn push(host: &Host, labels: &Map, line: &str) -> HostResult<Map> {
+fn push(cx: &Context, labels: &Map, line: &str) -> VerbResult<Map> {
     let stream: serde_json::Map<String, serde_json::Value> =
         labels.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(super::values::text(v)))).collect();
     let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let body = serde_json::json!({"streams": [{"stream": stream, "values": [[now_ns.to_string(), line]]}]});
-    let request = Request::new(reqwest::Method::POST, url(host, "/loki/api/v1/push"))
+    let request = Request::new(reqwest::Method::POST, url(cx, "/loki/api/v1/push"))
         .header("content-type", "application/json")
         .body(body.to_string());
-    match host.send(request)? {
+    match cx.send(request)? {
         Err(reason) => Probe::unanswered(reason),
         Ok(r) if r.status == 204 || r.status == 200 => Probe::new(true, Some(r.status), "accepted", Some(r.elapsed)),
         Ok(r) => Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)),
@@ -280,8 +280,8 @@ struct Storage {
     periods: Vec<String>,
 }
 
-fn storage(host: &Host) -> HostResult<Map> {
-    let r = match host.send(Request::new(reqwest::Method::GET, url(host, "/config")))? {
+fn storage(cx: &Context) -> VerbResult<Map> {
+    let r = match cx.send(Request::new(reqwest::Method::GET, url(cx, "/config")))? {
         Ok(r) => r,
         Err(reason) => return Probe::unanswered(reason).with(storage_facts(&[])).into_map(),
     };

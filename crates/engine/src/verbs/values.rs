@@ -1,11 +1,11 @@
 //! How host values look to scripts and in reports: the one record every probe returns, the
-//! text of any value, and the time format journalctl accepts. Shared by every host module;
+//! text of any value, and the time format journalctl accepts. Shared by every verbs module;
 //! it imports none of them, so no two modules depend on each other through it.
 
 use rhai::{Dynamic, ImmutableString, Map};
 use serde::Serialize;
 
-use super::{HostResult, fail};
+use super::{VerbResult, fail};
 use crate::world::units::UnitStatus;
 
 /// Facts a probe adds to its record; none by default.
@@ -53,13 +53,13 @@ impl<F: Serialize> Probe<F> {
     }
 
     /// The record as scripts see it.
-    pub(crate) fn into_map(self) -> HostResult<Map> {
+    pub(crate) fn into_map(self) -> VerbResult<Map> {
         record(&self)
     }
 }
 
 /// Any serialisable record as a script map (through rhai's serde support).
-pub fn record<T: Serialize>(value: &T) -> HostResult<Map> {
+pub fn record<T: Serialize>(value: &T) -> VerbResult<Map> {
     rhai::serde::to_dynamic(value)?.try_cast::<Map>().ok_or_else(|| fail("a host record did not serialise as a map"))
 }
 

@@ -8,17 +8,17 @@ use serde::Serialize;
 
 use super::time::duration_arg;
 use super::values::record;
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::register;
 
 /// Registers the `wait::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("wait", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("wait", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "until",
@@ -39,7 +39,7 @@ struct Options {
     every: Duration,
 }
 
-fn options(value: &Dynamic) -> HostResult<Options> {
+fn options(value: &Dynamic) -> VerbResult<Options> {
     let mut o = Options { timeout: Duration::from_secs(60), every: Duration::from_millis(250) };
     if let Some(map) = value.read_lock::<Map>() {
         for (k, v) in map.iter() {
@@ -81,7 +81,7 @@ fn innermost_message(e: &EvalAltResult) -> String {
     }
 }
 
-fn until(host: &Host, ctx: &NativeCallContext, condition: &FnPtr, options_value: &Dynamic) -> HostResult<Map> {
+fn until(cx: &Context, ctx: &NativeCallContext, condition: &FnPtr, options_value: &Dynamic) -> VerbResult<Map> {
     let o = options(options_value)?;
     let started = Instant::now();
     let mut attempts: i64 = 0;
@@ -102,7 +102,7 @@ fn until(host: &Host, ctx: &NativeCallContext, condition: &FnPtr, options_value:
         }
         crate::progress::show("waiting", elapsed, o.timeout);
         let nap = o.every.min(o.timeout - elapsed);
-        let slept = host.block_on(|| tokio::time::sleep(nap));
+        let slept = cx.block_on(|| tokio::time::sleep(nap));
         if let Err(e) = slept {
             crate::progress::clear();
             return Err(e);

@@ -8,19 +8,19 @@ use serde::Serialize;
 
 use super::tools::{command, run_tool, tail};
 use super::values::{Probe, record};
-use super::{Host, HostResult};
+use super::{Context, VerbResult};
 use crate::config::keys;
 use crate::http_client::Request;
 use crate::register;
 
 /// Registers the `shipper::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("shipper", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("shipper", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "validate",
@@ -32,7 +32,7 @@ fn module(host: &Arc<Host>) -> Module {
         "shipper::validate().ok",
         move || validate(&h)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "reload",
@@ -55,10 +55,10 @@ struct Validation {
     errors: Vec<String>,
 }
 
-fn validate(host: &Host) -> HostResult<Map> {
-    let path = host.config().text(keys::LOG_SHIPPER_CONFIG);
-    let argv = command(host, keys::LOG_SHIPPER_VALIDATE_COMMAND, &["alloy", "validate", "{config}"], &path);
-    let done = run_tool(host, argv, keys::LOG_SHIPPER_VALIDATE_COMMAND)?;
+fn validate(cx: &Context) -> VerbResult<Map> {
+    let path = cx.config().text(keys::LOG_SHIPPER_CONFIG);
+    let argv = command(cx, keys::LOG_SHIPPER_VALIDATE_COMMAND, &["alloy", "validate", "{config}"], &path);
+    let done = run_tool(cx, argv, keys::LOG_SHIPPER_VALIDATE_COMMAND)?;
     let ok = done.code == Some(0) && !done.timed_out;
     let errors = if ok { Vec::new() } else { diagnostics(&format!("{}\n{}", done.stderr, done.stdout)) };
     let detail = if ok {
@@ -99,12 +99,12 @@ fn diagnostics(output: &str) -> Vec<String> {
     found.into_iter().map(|(text, _)| text).collect()
 }
 
-fn reload(host: &Host) -> HostResult<Map> {
-    let url = format!("{}/-/reload", host.config().text(keys::LOG_SHIPPER_URL).trim_end_matches('/'));
-    if host.plan(&format!("POST {url}")) {
+fn reload(cx: &Context) -> VerbResult<Map> {
+    let url = format!("{}/-/reload", cx.config().text(keys::LOG_SHIPPER_URL).trim_end_matches('/'));
+    if cx.plan(&format!("POST {url}")) {
         return Probe::new(true, None, "dry run", None).into_map();
     }
-    match host.send(Request::new(reqwest::Method::POST, &url))? {
+    match cx.send(Request::new(reqwest::Method::POST, &url))? {
         Err(reason) => Probe::unanswered(reason),
         Ok(r) if r.status == 200 => Probe::new(true, Some(200), crate::wire::excerpt(&r.body, 120), Some(r.elapsed)),
         Ok(r) => Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)),

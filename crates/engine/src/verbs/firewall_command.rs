@@ -3,21 +3,21 @@
 
 use std::time::Duration;
 
-use super::{Host, HostResult};
+use super::{Context, VerbResult};
 use crate::world::commands::{Completed, Invocation};
 
 /// What reading or changing the ruleset may take on the host.
 const NFT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs a firewall command on the host (stdin for `nft -f -`).
-pub fn run(host: &Host, argv: &[&str], stdin: Option<String>) -> HostResult<Result<Completed, String>> {
+pub fn run(cx: &Context, argv: &[&str], stdin: Option<String>) -> VerbResult<Result<Completed, String>> {
     let invocation = Invocation {
         argv: argv.iter().map(|a| a.to_string()).collect(),
         timeout: NFT_TIMEOUT,
         stdin,
         ..Invocation::default()
     };
-    host.run_command(invocation)
+    cx.run_command(invocation)
 }
 
 /// Why a firewall command failed, quoting it, with the usual remedy.

@@ -6,17 +6,17 @@ use std::time::{Duration, Instant};
 
 use rhai::{Dynamic, Engine, ImmutableString, Module};
 
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::register;
 
 /// Registers these functions as global ones (no namespace).
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_global_module(module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_global_module(module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "sleep",
@@ -25,7 +25,7 @@ fn module(host: &Arc<Host>) -> Module {
         "/// Waits for a duration (`\"5s\"`, `\"1m\"`, or seconds as a number). Ctrl-C ends it.\n\
          /// Prefer `wait::until` where you wait for something to become true.",
         "sleep(\"100ms\")",
-        move |d: Dynamic| -> HostResult<()> { sleep(&h, duration_arg(&d)?) }
+        move |d: Dynamic| -> VerbResult<()> { sleep(&h, duration_arg(&d)?) }
     );
     register!(
         &mut m,
@@ -34,15 +34,15 @@ fn module(host: &Arc<Host>) -> Module {
         ["text: ?", "f64"],
         "/// A duration in seconds, from `\"5s\"`, `\"1m 30s\"`, `\"250ms\"` or a number.",
         "duration(\"1m30s\")",
-        |d: Dynamic| -> HostResult<f64> { Ok(duration_arg(&d)?.as_secs_f64()) }
+        |d: Dynamic| -> VerbResult<f64> { Ok(duration_arg(&d)?.as_secs_f64()) }
     );
     m
 }
 
 /// Sleeps on the runtime, with a progress line for waits of two seconds and more.
-pub fn sleep(host: &Host, total: Duration) -> HostResult<()> {
+pub fn sleep(cx: &Context, total: Duration) -> VerbResult<()> {
     let started = Instant::now();
-    let result = host.block_on(|| async move {
+    let result = cx.block_on(|| async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         let end = tokio::time::Instant::now() + total;
         loop {
@@ -59,7 +59,7 @@ pub fn sleep(host: &Host, total: Duration) -> HostResult<()> {
 }
 
 /// A duration argument: text parsed like the config's durations, or seconds as a number.
-pub(crate) fn duration_arg(value: &Dynamic) -> HostResult<Duration> {
+pub(crate) fn duration_arg(value: &Dynamic) -> VerbResult<Duration> {
     let bad = |shown: String| fail(format!("`{shown}` is not a duration (try \"5s\", \"2m\" or a number of seconds)"));
     if let Some(s) = value.read_lock::<ImmutableString>() {
         return crate::config::parse_duration(&s).ok_or_else(|| bad(s.to_string()));

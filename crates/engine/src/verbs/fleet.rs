@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::time::duration_arg;
 use super::values::record;
-use super::{Ground, Host, HostResult, fail};
+use super::{Context, Ground, VerbResult, fail};
 use crate::gathering::{Gathering, Left};
 use crate::inventory::{Inventory, Role};
 use crate::register;
@@ -111,14 +111,14 @@ impl Member {
 }
 
 /// Registers the `inventory::` and `fleet::` namespaces.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("inventory", inventory_module(host).into());
-    engine.register_static_module("fleet", fleet_module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("inventory", inventory_module(cx).into());
+    engine.register_static_module("fleet", fleet_module(cx).into());
 }
 
-fn inventory_module(host: &Arc<Host>) -> Module {
+fn inventory_module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "hosts",
@@ -128,7 +128,7 @@ fn inventory_module(host: &Arc<Host>) -> Module {
         "inventory::hosts()",
         move || hosts(&h, "all")
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "hosts",
@@ -139,7 +139,7 @@ fn inventory_module(host: &Arc<Host>) -> Module {
         "inventory::hosts(\"log-shipper\")",
         move |pattern: &str| hosts(&h, pattern)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "host",
@@ -153,7 +153,7 @@ fn inventory_module(host: &Arc<Host>) -> Module {
             record(&Member::of(found))
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "service",
@@ -182,11 +182,11 @@ fn inventory_module(host: &Arc<Host>) -> Module {
          /// `#{name, alias, label, description, tier, section, template, port, reload}` each. Their\n\
          /// units and files are this host's configuration's, under `config[section]`: see `stack::components()`.",
         "inventory::roles().map(|r| r.alias)",
-        || -> HostResult<Array> {
+        || -> VerbResult<Array> {
             crate::inventory::COMPONENTS.iter().map(|c| record(c).map(Dynamic::from_map)).collect()
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "me",
@@ -199,9 +199,9 @@ fn inventory_module(host: &Arc<Host>) -> Module {
     m
 }
 
-fn fleet_module(host: &Arc<Host>) -> Module {
+fn fleet_module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "barrier",
@@ -215,7 +215,7 @@ fn fleet_module(host: &Arc<Host>) -> Module {
         "fleet::barrier(\"clients stopped\")",
         move |name: &str| barrier(&h, name, BARRIER_TIMEOUT)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "barrier",
@@ -225,7 +225,7 @@ fn fleet_module(host: &Arc<Host>) -> Module {
         "fleet::barrier(\"clients stopped\", \"5m\")",
         move |name: &str, timeout: Dynamic| barrier(&h, name, duration_arg(&timeout)?)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "on",
@@ -239,7 +239,7 @@ fn fleet_module(host: &Arc<Host>) -> Module {
         "fleet::on(\"localhost\", || unit::is_active(\"loki\"))",
         move |ctx: NativeCallContext, name: &str, block: FnPtr| on(&h, &ctx, name, block)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "hosts",
@@ -260,8 +260,8 @@ fn fleet_module(host: &Arc<Host>) -> Module {
 }
 
 /// The inventory, read now if this is the first time.
-fn inventory(host: &Host) -> HostResult<Arc<Inventory>> {
-    let mut place = host.place();
+fn inventory(cx: &Context) -> VerbResult<Arc<Inventory>> {
+    let mut place = cx.place();
     let source = std::mem::take(&mut place.inventory);
     place.inventory = match source {
         Source::Pending(load) => match load() {
@@ -277,17 +277,17 @@ fn inventory(host: &Host) -> HostResult<Arc<Inventory>> {
     }
 }
 
-fn hosts(host: &Host, pattern: &str) -> HostResult<Array> {
-    let inventory = inventory(host)?;
+fn hosts(cx: &Context, pattern: &str) -> VerbResult<Array> {
+    let inventory = inventory(cx)?;
     let selected = inventory.select(pattern).map_err(|e| fail(e.to_string()))?;
     selected.into_iter().map(|h| record(&Member::of(h)).map(Dynamic::from)).collect()
 }
 
-fn service(host: &Host, spec: &str) -> HostResult<Map> {
+fn service(cx: &Context, spec: &str) -> VerbResult<Map> {
     if !spec.contains(':') {
         return Err(fail(format!("service `{spec}`: write it HOST:ROLE (e.g. `monitor3:log-shipper`)")));
     }
-    let inventory = inventory(host)?;
+    let inventory = inventory(cx)?;
     let services = inventory.services(spec).map_err(|e| fail(e.to_string()))?;
     let service = services.first().ok_or_else(|| fail(format!("service `{spec}` names nothing")))?;
     let mut map = Map::new();
@@ -296,33 +296,33 @@ fn service(host: &Host, spec: &str) -> HostResult<Map> {
     Ok(map)
 }
 
-fn me(host: &Host) -> HostResult<Dynamic> {
-    let name = match &host.place().run {
+fn me(cx: &Context) -> VerbResult<Dynamic> {
+    let name = match &cx.place().run {
         Some((_, name)) => name.clone(),
         None => return Ok(Dynamic::UNIT),
     };
-    let inventory = inventory(host)?;
+    let inventory = inventory(cx)?;
     match inventory.hosts().iter().find(|h| h.name == name) {
         Some(found) => record(&Member::of(found)).map(Dynamic::from),
         None => Ok(Dynamic::UNIT),
     }
 }
 
-fn barrier(host: &Host, name: &str, timeout: Duration) -> HostResult<Map> {
-    let run = host.place().run.clone();
+fn barrier(cx: &Context, name: &str, timeout: Duration) -> VerbResult<Map> {
+    let run = cx.place().run.clone();
     let mut out = Map::new();
     let Some((gathering, me)) = run else {
         out.insert("waited_for".into(), Dynamic::from(Array::new()));
         out.insert("elapsed".into(), Dynamic::from(0.0));
         return Ok(out);
     };
-    match gathering.barrier(&me, name, timeout, &host.cancel) {
+    match gathering.barrier(&me, name, timeout, &cx.cancel) {
         Ok(waited) => {
             if !waited.for_hosts.is_empty() {
                 let ms = waited.elapsed.as_millis();
                 let took =
                     if ms < 1000 { format!("{ms} ms") } else { format!("{:.1} s", waited.elapsed.as_secs_f64()) };
-                host.log(Level::Info, &format!("waited {took} for {} ({name})", waited.for_hosts.join(", ")));
+                cx.log(Level::Info, &format!("waited {took} for {} ({name})", waited.for_hosts.join(", ")));
             }
             let names: Array = waited.for_hosts.into_iter().map(Dynamic::from).collect();
             out.insert("waited_for".into(), Dynamic::from(names));
@@ -338,23 +338,23 @@ fn barrier(host: &Host, name: &str, timeout: Duration) -> HostResult<Map> {
     }
 }
 
-fn on(host: &Host, ctx: &NativeCallContext, name: &str, block: FnPtr) -> HostResult<Dynamic> {
-    let ground = reach(host, name)?;
+fn on(cx: &Context, ctx: &NativeCallContext, name: &str, block: FnPtr) -> VerbResult<Dynamic> {
+    let ground = reach(cx, name)?;
     // On itself, a host's checks keep their names.
-    let itself = host.place().run.as_ref().is_some_and(|(_, me)| me == name);
+    let itself = cx.place().run.as_ref().is_some_and(|(_, me)| me == name);
     let ground = if itself { ground } else { ground.elsewhere(name) };
-    host.acting_on(ground, || block.call_within_context(ctx, ()))
+    cx.acting_on(ground, || block.call_within_context(ctx, ()))
 }
 
 /// The ground of host `name`: one the run reached already, or reached now over ssh.
-pub fn reach(host: &Host, name: &str) -> HostResult<Ground> {
-    if let Some(ground) = host.place().grounds.get(name) {
+pub fn reach(cx: &Context, name: &str) -> VerbResult<Ground> {
+    if let Some(ground) = cx.place().grounds.get(name) {
         return Ok(ground.clone());
     }
-    let inventory = inventory(host)?;
+    let inventory = inventory(cx)?;
     let found = inventory.host(name).map_err(|e| fail(e.to_string()))?;
-    if !host.place().may_connect {
-        let known: Vec<String> = host.place().grounds.keys().cloned().collect();
+    if !cx.place().may_connect {
+        let known: Vec<String> = cx.place().grounds.keys().cloned().collect();
         return Err(fail(format!("`{name}` is not a host of the sandbox's fleet ({})", known.join(", "))));
     }
     if let Some(p) = found.problems.first() {
@@ -362,11 +362,11 @@ pub fn reach(host: &Host, name: &str) -> HostResult<Ground> {
     }
     let (config, world) = crate::connect::open(found).map_err(|why| fail(format!("cannot reach {name}: {why}")))?;
     let ground = Ground::new(Arc::new(config), world);
-    host.place().grounds.insert(name.to_string(), ground.clone());
+    cx.place().grounds.insert(name.to_string(), ground.clone());
     Ok(ground)
 }
 
-impl Host {
+impl Context {
     fn place(&self) -> std::sync::MutexGuard<'_, Place> {
         self.place.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -20,20 +20,20 @@ use super::firewall_ipt::Rules;
 use super::firewall_nft::Ruleset;
 use super::firewall_packet::{Judgement, Packet};
 use super::values::record;
-use super::{Host, HostResult, fail, firewall_table};
+use super::{Context, VerbResult, fail, firewall_table};
 use crate::register;
 
 /// How long resolving a source's host name may take.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Registers the `firewall::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("firewall", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("firewall", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "admits",
@@ -45,7 +45,7 @@ fn module(host: &Arc<Host>) -> Module {
         "firewall::admits(8086)",
         move |port: i64| admits(&h, port, &[])
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "admits",
@@ -55,7 +55,7 @@ fn module(host: &Arc<Host>) -> Module {
         "firewall::admits(8086, [\"10.0.0.0/24\"])",
         move |port: i64, sources: Dynamic| admits(&h, port, &sources_arg(&sources)?)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "admit",
@@ -68,7 +68,7 @@ fn module(host: &Arc<Host>) -> Module {
         "firewall::admit(8086, [\"10.0.0.0/24\"])",
         move |port: i64, sources: Dynamic| firewall_table::admit(&h, port_arg(port)?, &sources_arg(&sources)?)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "revoke",
@@ -78,7 +78,7 @@ fn module(host: &Arc<Host>) -> Module {
         "firewall::revoke(8086)",
         move |port: i64| firewall_table::revoke(&h, port_arg(port)?)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "remove_table",
@@ -91,12 +91,12 @@ fn module(host: &Arc<Host>) -> Module {
     m
 }
 
-pub(crate) fn port_arg(port: i64) -> HostResult<u16> {
+pub(crate) fn port_arg(port: i64) -> VerbResult<u16> {
     u16::try_from(port).ok().filter(|p| *p > 0).ok_or_else(|| fail(format!("firewall: {port} is not a TCP port")))
 }
 
 /// Sources as given: a string or an array of strings.
-pub(crate) fn sources_arg(value: &Dynamic) -> HostResult<Vec<String>> {
+pub(crate) fn sources_arg(value: &Dynamic) -> VerbResult<Vec<String>> {
     if let Some(array) = value.read_lock::<Array>() {
         return Ok(array.iter().map(super::values::text).collect());
     }
@@ -118,16 +118,16 @@ struct Admits {
     source: String,
 }
 
-fn admits(host: &Host, port: i64, sources: &[String]) -> HostResult<Map> {
+fn admits(cx: &Context, port: i64, sources: &[String]) -> VerbResult<Map> {
     let port = port_arg(port)?;
     let sources: Vec<Option<&str>> =
         if sources.is_empty() { vec![None] } else { sources.iter().map(|s| Some(s.trim())).collect() };
-    let mut reader = Reader { host, nft: None, iptables: [None, None] };
+    let mut reader = Reader { cx, nft: None, iptables: [None, None] };
     let mut admitted = Vec::new();
     for source in sources {
         let (from, judgement) = match source {
             None => ("anywhere".to_string(), reader.judge(&Packet { port, source: None })?),
-            Some(text) => match address_of(host, text)? {
+            Some(text) => match address_of(cx, text)? {
                 Ok(ip) => {
                     let from = if text == ip.to_string() { text.to_string() } else { format!("{text} ({ip})") };
                     (from, reader.judge(&Packet { port, source: Some(ip) })?)
@@ -165,13 +165,13 @@ fn admits(host: &Host, port: i64, sources: &[String]) -> HostResult<Map> {
 
 /// A source as rules see it: an IP address as written, or a host name resolved here (on
 /// the operator's machine, which names the fleet's hosts as the inventory does), within 3 s.
-fn address_of(host: &Host, text: &str) -> HostResult<Result<IpAddr, String>> {
+fn address_of(cx: &Context, text: &str) -> VerbResult<Result<IpAddr, String>> {
     if let Ok(ip) = text.parse::<IpAddr>() {
         return Ok(Ok(ip));
     }
     let name = format!("{text}:0");
     let found =
-        host.block_on(|| async move { tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host(name)).await })?;
+        cx.block_on(|| async move { tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host(name)).await })?;
     Ok(match found {
         Ok(Ok(mut addresses)) => addresses
             .next()
@@ -195,7 +195,7 @@ fn shown(how: &str) -> String {
 
 /// Reads each ruleset once for all the packets of one call.
 struct Reader<'a> {
-    host: &'a Host,
+    cx: &'a Context,
     nft: Option<Source<Ruleset>>,
     /// iptables-save's and ip6tables-save's filter tables (`None` inside: no filter table).
     iptables: [Option<Source<Option<Rules>>>; 2],
@@ -209,9 +209,9 @@ enum Source<T> {
 }
 
 impl Reader<'_> {
-    fn judge(&mut self, packet: &Packet) -> HostResult<Judgement> {
+    fn judge(&mut self, packet: &Packet) -> VerbResult<Judgement> {
         if self.nft.is_none() {
-            self.nft = Some(match read(self.host, &["nft", "-j", "list", "ruleset"])? {
+            self.nft = Some(match read(self.cx, &["nft", "-j", "list", "ruleset"])? {
                 Read::Missing => Source::Missing,
                 Read::Failed(why) => Source::Failed(why),
                 Read::Text(text) => Source::Read(Ruleset::parse(&text).map_err(fail)?),
@@ -224,7 +224,7 @@ impl Reader<'_> {
             _ => true,
         };
         if needs_iptables && self.iptables[slot].is_none() {
-            self.iptables[slot] = Some(match read(self.host, &[program])? {
+            self.iptables[slot] = Some(match read(self.cx, &[program])? {
                 Read::Missing => Source::Missing,
                 Read::Failed(why) => Source::Failed(why),
                 Read::Text(text) => Source::Read(Rules::parse(&text)),
@@ -244,7 +244,7 @@ impl Reader<'_> {
             (Some(Source::Missing), None) if matches!(self.iptables[slot], Some(Source::Missing)) => {
                 Judgement::Unknown(format!(
                     "neither nft nor {program} is installed on {}, so its firewall cannot be read",
-                    self.host.hostname()
+                    self.cx.hostname()
                 ))
             }
             _ => Judgement::Admitted("no nftables ruleset and no iptables rules filter it".into()),
@@ -259,8 +259,8 @@ enum Read {
     Failed(String),
 }
 
-fn read(host: &Host, argv: &[&str]) -> HostResult<Read> {
-    let done = match run(host, argv, None)? {
+fn read(cx: &Context, argv: &[&str]) -> VerbResult<Read> {
+    let done = match run(cx, argv, None)? {
         Ok(done) => done,
         Err(e) if e.contains("not found") => return Ok(Read::Missing),
         Err(e) => return Ok(Read::Failed(e)),

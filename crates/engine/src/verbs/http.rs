@@ -10,21 +10,21 @@ use serde::Serialize;
 
 use super::time::duration_arg;
 use super::values::{Probe, record};
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::http_client::{Request, Response};
 use crate::register;
 
 /// Registers the `http::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("http", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("http", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
     for (name, method) in
         [("get", reqwest::Method::GET), ("head", reqwest::Method::HEAD), ("post", reqwest::Method::POST)]
     {
-        let h = host.clone();
+        let h = cx.clone();
         let method2 = method.clone();
         register!(
             &mut m,
@@ -36,7 +36,7 @@ fn module(host: &Arc<Host>) -> Module {
             format!("http::{name}(config.log_store.url + \"/ready\")"),
             move |url: &str| request(&h, method.clone(), url, &Map::new())
         );
-        let h = host.clone();
+        let h = cx.clone();
         register!(
             &mut m,
             name,
@@ -49,7 +49,7 @@ fn module(host: &Arc<Host>) -> Module {
             move |url: &str, options: Map| request(&h, method2.clone(), url, &options)
         );
     }
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "probe",
@@ -61,7 +61,7 @@ fn module(host: &Arc<Host>) -> Module {
         "http::probe(config.log_store.url + \"/ready\")",
         move |url: &str| probe(&h, url, &Map::new())
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "probe",
@@ -74,7 +74,7 @@ fn module(host: &Arc<Host>) -> Module {
     m
 }
 
-fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> HostResult<Request<'a>> {
+fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> VerbResult<Request<'a>> {
     let mut req = Request::new(method, url);
     for (k, v) in options {
         match k.as_str() {
@@ -93,9 +93,9 @@ fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> HostResult<Re
     Ok(req)
 }
 
-fn request(host: &Host, method: reqwest::Method, url: &str, options: &Map) -> HostResult<Map> {
+fn request(cx: &Context, method: reqwest::Method, url: &str, options: &Map) -> VerbResult<Map> {
     let req = build(method.clone(), url, options)?;
-    match host.send(req)? {
+    match cx.send(req)? {
         Ok(response) => response_map(&response),
         Err(reason) => Err(fail(format!("{method} {url}: {reason}"))),
     }
@@ -112,7 +112,7 @@ struct ResponseRecord<'a> {
 }
 
 /// `#{status, ok, headers, text, elapsed_ms}` of a response.
-fn response_map(r: &Response) -> HostResult<Map> {
+fn response_map(r: &Response) -> VerbResult<Map> {
     record(&ResponseRecord {
         status: r.status,
         ok: (200..300).contains(&r.status),
@@ -122,14 +122,14 @@ fn response_map(r: &Response) -> HostResult<Map> {
     })
 }
 
-fn probe(host: &Host, url: &str, options: &Map) -> HostResult<Map> {
+fn probe(cx: &Context, url: &str, options: &Map) -> VerbResult<Map> {
     let method = match options.get("method").map(super::values::text).as_deref() {
         None | Some("GET") | Some("get") => reqwest::Method::GET,
         Some("HEAD") | Some("head") => reqwest::Method::HEAD,
         Some(other) => return Err(fail(format!("http::probe: method `{other}` (GET or HEAD)"))),
     };
     let req = build(method, url, options)?;
-    match host.send(req)? {
+    match cx.send(req)? {
         Ok(r) if (200..300).contains(&r.status) => {
             Probe::new(true, Some(r.status), format!("HTTP {}", r.status), Some(r.elapsed))
         }

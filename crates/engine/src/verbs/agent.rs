@@ -13,19 +13,19 @@ use serde::Serialize;
 
 use super::tools::{command, run_tool, tail};
 use super::values::record;
-use super::{Host, HostResult};
+use super::{Context, VerbResult};
 use crate::config::keys;
 use crate::register;
 use crate::wire::line_protocol::{self as lineproto, FieldValue};
 
 /// Registers the `agent::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("agent", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("agent", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "config_test",
@@ -41,7 +41,7 @@ fn module(host: &Arc<Host>) -> Module {
         "agent::config_test().ok",
         move || config_test(&h)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "logfile_errors",
@@ -55,7 +55,7 @@ fn module(host: &Arc<Host>) -> Module {
         "agent::logfile_errors(\"1 hour ago\")",
         move |since: &str| super::agent_log::logfile_errors(&h, since)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "watch_reload",
@@ -119,13 +119,13 @@ struct ConfigTest {
     command: Vec<String>,
 }
 
-fn config_test(host: &Host) -> HostResult<Map> {
-    let path = host.config().text(keys::METRICS_AGENT_CONFIG);
-    let argv = match host.config().command(keys::METRICS_AGENT_TEST_COMMAND) {
-        Some(_) => command(host, keys::METRICS_AGENT_TEST_COMMAND, &[], &path),
-        None => super::agent_unit::agent_command(host)?.argv(&["--test"]),
+fn config_test(cx: &Context) -> VerbResult<Map> {
+    let path = cx.config().text(keys::METRICS_AGENT_CONFIG);
+    let argv = match cx.config().command(keys::METRICS_AGENT_TEST_COMMAND) {
+        Some(_) => command(cx, keys::METRICS_AGENT_TEST_COMMAND, &[], &path),
+        None => super::agent_unit::agent_command(cx)?.argv(&["--test"]),
     };
-    let done = run_tool(host, argv.clone(), keys::METRICS_AGENT_TEST_COMMAND)?;
+    let done = run_tool(cx, argv.clone(), keys::METRICS_AGENT_TEST_COMMAND)?;
     let mut records = Vec::new();
     let mut measurements: Vec<String> = Vec::new();
     let mut parse_errors = Vec::new();

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use super::values::{Probe, record, text};
-use super::{Host, HostResult, fail, influx_api};
+use super::{Context, VerbResult, fail, influx_api};
 use crate::config::keys;
 use crate::http_client::{Request, Response};
 use crate::register;
@@ -19,13 +19,13 @@ use crate::secret::Secret;
 use crate::wire::flux_csv::{self, Value};
 
 /// Registers the `influx::` namespace.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
-    engine.register_static_module("influx", module(host).into());
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("influx", module(cx).into());
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "health",
@@ -36,7 +36,7 @@ fn module(host: &Arc<Host>) -> Module {
         "influx::health().ok",
         move || health(&h)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "ping",
@@ -46,7 +46,7 @@ fn module(host: &Arc<Host>) -> Module {
         "influx::ping()",
         move || ping(&h)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "buckets",
@@ -58,7 +58,7 @@ fn module(host: &Arc<Host>) -> Module {
         "influx::buckets()",
         move || buckets(&h)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "bucket",
@@ -70,7 +70,7 @@ fn module(host: &Arc<Host>) -> Module {
         "influx::bucket(config.metrics_db.bucket)",
         move |name: &str| bucket(&h, name)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "query",
@@ -82,7 +82,7 @@ fn module(host: &Arc<Host>) -> Module {
         "influx::query(`from(bucket: \"${config.metrics_db.bucket}\") |> range(start: -5m) |> limit(n: 1)`)",
         move |flux: &str| query(&h, flux)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "storage",
@@ -99,12 +99,12 @@ fn module(host: &Arc<Host>) -> Module {
     m
 }
 
-pub(super) fn url(host: &Host, path: &str) -> String {
-    format!("{}{path}", host.config().text(keys::METRICS_DB_URL).trim_end_matches('/'))
+pub(super) fn url(cx: &Context, path: &str) -> String {
+    format!("{}{path}", cx.config().text(keys::METRICS_DB_URL).trim_end_matches('/'))
 }
 
-fn token(host: &Host) -> HostResult<Secret> {
-    match host.config().token().map_err(|e| fail(e.to_string()))? {
+fn token(cx: &Context) -> VerbResult<Secret> {
+    match cx.config().token().map_err(|e| fail(e.to_string()))? {
         Some(t) => Ok(t),
         None => Err(fail(
             "no API token configured for the metrics database: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN",
@@ -157,8 +157,8 @@ fn health_answer(r: &Response) -> Probe<Health> {
     Probe::new(ok, Some(r.status), detail, Some(r.elapsed)).with(facts)
 }
 
-fn health(host: &Host) -> HostResult<Map> {
-    match host.send(Request::new(reqwest::Method::GET, url(host, "/health")))? {
+fn health(cx: &Context) -> VerbResult<Map> {
+    match cx.send(Request::new(reqwest::Method::GET, url(cx, "/health")))? {
         Ok(r) => health_answer(&r).into_map(),
         Err(reason) => Probe::unanswered(reason)
             .with(Health { state: String::new(), version: String::new(), message: String::new() })
@@ -173,8 +173,8 @@ struct Ping {
     build: String,
 }
 
-fn ping(host: &Host) -> HostResult<Map> {
-    let r = match host.send(Request::new(reqwest::Method::HEAD, url(host, "/ping")))? {
+fn ping(cx: &Context) -> VerbResult<Map> {
+    let r = match cx.send(Request::new(reqwest::Method::HEAD, url(cx, "/ping")))? {
         Ok(r) => r,
         Err(reason) => {
             return Probe::unanswered(reason).with(Ping { version: String::new(), build: String::new() }).into_map();
@@ -189,12 +189,12 @@ fn ping(host: &Host) -> HostResult<Map> {
     Probe::new(ok, Some(r.status), detail, Some(r.elapsed)).with(facts).into_map()
 }
 
-fn authed(host: &Host, request: Request<'_>) -> HostResult<Response> {
-    let token = token(host)?;
+fn authed(cx: &Context, request: Request<'_>) -> VerbResult<Response> {
+    let token = token(cx)?;
     let what = format!("{} {}", request.method, request.url);
-    match host.send(request.token(Some(&token)))? {
+    match cx.send(request.token(Some(&token)))? {
         Ok(r) if (200..300).contains(&r.status) => Ok(r),
-        Ok(r) => Err(fail(influx_api::refusal_of(host, &r)?)),
+        Ok(r) => Err(fail(influx_api::refusal_of(cx, &r)?)),
         Err(reason) => Err(fail(format!("{what}: {reason}"))),
     }
 }
@@ -232,29 +232,29 @@ fn buckets_answer(body: &str) -> Result<Vec<Bucket>, String> {
 }
 
 /// `GET` of a path (a link the server gave, or one of ours) with the token.
-fn get(host: &Host, path: &str) -> HostResult<Response> {
+fn get(cx: &Context, path: &str) -> VerbResult<Response> {
     let target =
-        if path.starts_with("http://") || path.starts_with("https://") { path.to_string() } else { url(host, path) };
-    authed(host, Request::new(reqwest::Method::GET, target))
+        if path.starts_with("http://") || path.starts_with("https://") { path.to_string() } else { url(cx, path) };
+    authed(cx, Request::new(reqwest::Method::GET, target))
 }
 
-fn buckets(host: &Host) -> HostResult<Array> {
-    let all = influx_api::all_buckets(host, |path| get(host, path))?;
+fn buckets(cx: &Context) -> VerbResult<Array> {
+    let all = influx_api::all_buckets(cx, |path| get(cx, path))?;
     all.iter().map(|b| record(&bucket_of(b)).map(Dynamic::from_map)).collect()
 }
 
-fn bucket(host: &Host, name: &str) -> HostResult<Dynamic> {
-    let path = influx_api::by_name_path(&host.config().text(keys::METRICS_DB_ORG), name);
-    let token = token(host)?;
-    let r = match host.send(Request::new(reqwest::Method::GET, url(host, &path)).token(Some(&token)))? {
+fn bucket(cx: &Context, name: &str) -> VerbResult<Dynamic> {
+    let path = influx_api::by_name_path(&cx.config().text(keys::METRICS_DB_ORG), name);
+    let token = token(cx)?;
+    let r = match cx.send(Request::new(reqwest::Method::GET, url(cx, &path)).token(Some(&token)))? {
         Ok(r) => r,
-        Err(reason) => return Err(fail(format!("GET {}: {reason}", url(host, &path)))),
+        Err(reason) => return Err(fail(format!("GET {}: {reason}", url(cx, &path)))),
     };
     if influx_api::bucket_absent(&r) {
         return Ok(Dynamic::UNIT);
     }
     if !(200..300).contains(&r.status) {
-        return Err(fail(influx_api::refusal_of(host, &r)?));
+        return Err(fail(influx_api::refusal_of(cx, &r)?));
     }
     let (found, _) = influx_api::page(&r.body).map_err(fail)?;
     match found.iter().map(bucket_of).find(|b| b.name == name) {
@@ -274,8 +274,8 @@ fn dynamic(v: Value) -> Dynamic {
     }
 }
 
-fn query(host: &Host, flux: &str) -> HostResult<Array> {
-    let org = host.config().text(keys::METRICS_DB_ORG);
+fn query(cx: &Context, flux: &str) -> VerbResult<Array> {
+    let org = cx.config().text(keys::METRICS_DB_ORG);
     if org.is_empty() {
         return Err(fail("no organisation configured for the metrics database: set metrics_db.org or INFLUX_ORG"));
     }
@@ -285,11 +285,11 @@ fn query(host: &Host, flux: &str) -> HostResult<Array> {
         "dialect": {"header": true, "annotations": ["datatype", "group", "default"], "delimiter": ","},
     });
     let path = format!("/api/v2/query?org={}", form_encode(&org));
-    let request = Request::new(reqwest::Method::POST, url(host, &path))
+    let request = Request::new(reqwest::Method::POST, url(cx, &path))
         .header("content-type", "application/json")
         .header("accept", "application/csv")
         .body(body.to_string());
-    let r = authed(host, request)?;
+    let r = authed(cx, request)?;
     if r.content_type().contains("html") {
         return Err(fail(format!("the metrics database answered with a web page, not CSV: {}", r.summary())));
     }
@@ -321,21 +321,21 @@ fn engine_path(body: &str) -> Option<String> {
     json.get("config")?.get("engine-path")?.as_str().filter(|p| !p.is_empty()).map(str::to_string)
 }
 
-fn storage(host: &Host) -> HostResult<Map> {
+fn storage(cx: &Context) -> VerbResult<Map> {
     let none = || Storage { backend: None, path: None, skipped: None };
-    let token = match token(host) {
+    let token = match token(cx) {
         Ok(t) => t,
         Err(e) => return Probe::unanswered(text(&Dynamic::from(e.to_string()))).with(none()).into_map(),
     };
-    let r = match host.send(Request::new(reqwest::Method::GET, url(host, "/api/v2/config")).token(Some(&token)))? {
+    let r = match cx.send(Request::new(reqwest::Method::GET, url(cx, "/api/v2/config")).token(Some(&token)))? {
         Ok(r) => r,
         Err(reason) => return Probe::unanswered(reason).with(none()).into_map(),
     };
     if influx_api::needs_operator(&r) {
-        return storage_without_operator(host, &r);
+        return storage_without_operator(cx, &r);
     }
     if r.status != 200 {
-        let refused = influx_api::refusal_of(host, &r)?;
+        let refused = influx_api::refusal_of(cx, &r)?;
         return Probe::new(false, Some(r.status), refused, Some(r.elapsed)).with(none()).into_map();
     }
     let path = engine_path(&r.body);
@@ -349,14 +349,14 @@ fn storage(host: &Host) -> HostResult<Map> {
 
 /// `/api/v2/config` refused a token that is not an operator's (an all-access token, InfluxDB
 /// v2.7.12 `http/config.go`): the engine path from the server's config file, or a skip.
-fn storage_without_operator(host: &Host, r: &Response) -> HostResult<Map> {
+fn storage_without_operator(cx: &Context, r: &Response) -> VerbResult<Map> {
     let message = serde_json::from_str::<Json>(&r.body)
         .ok()
         .and_then(|j| j.get("message").and_then(Json::as_str).map(str::to_string))
         .unwrap_or_default();
     let why = format!("/api/v2/config needs an operator token (the configured one is not: {message})");
     let elapsed = Some(r.elapsed);
-    match influx_api::engine_path_from_file(host, &why)? {
+    match influx_api::engine_path_from_file(cx, &why)? {
         Ok((path, file)) => {
             let detail = format!("local disk: engine at {path} (from {file}; {why})");
             let facts = Storage { backend: Some("local".into()), path: Some(path), skipped: None };

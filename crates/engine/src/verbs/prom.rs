@@ -9,7 +9,7 @@ use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
 use serde::Serialize;
 
 use super::values::{Probe, record, text};
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::http_client::Request;
 use crate::register;
 use crate::wire::exposition::{self, Exposition};
@@ -33,9 +33,9 @@ struct SampleRecord<'a> {
 type Getter = fn(&mut Scrape) -> Dynamic;
 
 /// Registers the `prom::` namespace and the `Scrape` type.
-pub(crate) fn register(engine: &mut Engine, host: &Arc<Host>) {
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
     engine.register_type_with_name::<Scrape>("Scrape");
-    engine.register_static_module("prom", module(host).into());
+    engine.register_static_module("prom", module(cx).into());
 }
 
 /// Registers a function callable as a method (`s.value(…)`) and as `prom::value(s, …)`.
@@ -45,14 +45,14 @@ macro_rules! register_method {
             .in_global_namespace()
             .with_params_info([$($param),*])
             // A scrape's methods only read what was scraped.
-            .with_comments([$doc.to_string(), $crate::host::verb::Effect::Reads.doc_line()])
+            .with_comments([$doc.to_string(), $crate::verbs::verb::Effect::Reads.doc_line()])
             .set_into_module($module, $func)
     };
 }
 
-fn module(host: &Arc<Host>) -> Module {
+fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         &mut m,
         "scrape",
@@ -80,7 +80,7 @@ fn module(host: &Arc<Host>) -> Module {
     for (name, returns, doc, get) in getters {
         FuncRegistration::new_getter(name)
             .with_params_info(["scrape: &mut Scrape", returns])
-            .with_comments([doc.to_string(), crate::host::verb::Effect::Reads.doc_line()])
+            .with_comments([doc.to_string(), crate::verbs::verb::Effect::Reads.doc_line()])
             .set_into_module(&mut m, move |s: &mut Scrape| get(s));
     }
     methods(&mut m);
@@ -109,14 +109,14 @@ fn methods(m: &mut Module) {
         "has",
         ["scrape: &mut Scrape", "name: &str", "bool"],
         "/// Whether the endpoint exposes a sample named `name`. Throws when the scrape failed.",
-        |s: &mut Scrape, name: &str| -> HostResult<bool> { Ok(exposed(s)?.samples.iter().any(|x| x.name == name)) },
+        |s: &mut Scrape, name: &str| -> VerbResult<bool> { Ok(exposed(s)?.samples.iter().any(|x| x.name == name)) },
     );
     register_method!(
         m,
         "samples",
         ["scrape: &mut Scrape", "name: &str", "Array"],
         "/// Every sample named `name`: `[#{labels, value}]`. Throws when the scrape failed.",
-        |s: &mut Scrape, name: &str| -> HostResult<Array> {
+        |s: &mut Scrape, name: &str| -> VerbResult<Array> {
             exposed(s)?
                 .samples
                 .iter()
@@ -137,8 +137,8 @@ fn methods(m: &mut Module) {
     );
 }
 
-fn scrape(host: &Host, url: &str) -> HostResult<Scrape> {
-    let (probe, exposition) = match host.send(Request::new(reqwest::Method::GET, url))? {
+fn scrape(cx: &Context, url: &str) -> VerbResult<Scrape> {
+    let (probe, exposition) = match cx.send(Request::new(reqwest::Method::GET, url))? {
         Err(reason) => (Probe::unanswered(reason), None),
         Ok(r) if r.status != 200 => (Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)), None),
         Ok(r) => match exposition::parse(&r.body) {
@@ -155,11 +155,11 @@ fn scrape(host: &Host, url: &str) -> HostResult<Scrape> {
     Ok(Scrape { url: url.to_string(), probe, exposition })
 }
 
-fn exposed(s: &Scrape) -> HostResult<&Exposition> {
+fn exposed(s: &Scrape) -> VerbResult<&Exposition> {
     s.exposition.as_deref().ok_or_else(|| fail(format!("the scrape of {} failed: {}", s.url, s.probe.detail)))
 }
 
-fn value(s: &Scrape, name: &str, labels: &Map) -> HostResult<Dynamic> {
+fn value(s: &Scrape, name: &str, labels: &Map) -> VerbResult<Dynamic> {
     let want: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.to_string(), text(v))).collect();
     Ok(exposed(s)?.sum(name, &want).map_or(Dynamic::UNIT, Dynamic::from))
 }

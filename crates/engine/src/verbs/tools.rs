@@ -2,21 +2,21 @@
 //! `sh -c`) with `{config}` replaced by the component's configuration path. Shared by the
 //! `agent::` and `shipper::` modules.
 
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::{Key, keys};
 use crate::world::commands::{Completed, Invocation};
 
 /// The command configured under `key`, else `default`, with `{config}` filled in.
-pub fn command(host: &Host, key: &Key, default: &[&str], config_path: &str) -> Vec<String> {
-    let argv = host.config().command(key).unwrap_or_else(|| default.iter().map(|a| a.to_string()).collect());
+pub fn command(cx: &Context, key: &Key, default: &[&str], config_path: &str) -> Vec<String> {
+    let argv = cx.config().command(key).unwrap_or_else(|| default.iter().map(|a| a.to_string()).collect());
     argv.iter().map(|a| a.replace("{config}", config_path)).collect()
 }
 
 /// Runs a tool; a missing binary says which key to set.
-pub(crate) fn run_tool(host: &Host, argv: Vec<String>, key: &Key) -> HostResult<Completed> {
-    let timeout = host.config().duration(keys::TOOLS_TIMEOUT);
+pub(crate) fn run_tool(cx: &Context, argv: Vec<String>, key: &Key) -> VerbResult<Completed> {
+    let timeout = cx.config().duration(keys::TOOLS_TIMEOUT);
     let program = argv.first().cloned().unwrap_or_default();
-    let done = host.run_command(Invocation { argv, timeout, ..Invocation::default() })?;
+    let done = cx.run_command(Invocation { argv, timeout, ..Invocation::default() })?;
     match done {
         Ok(c) => Ok(c),
         Err(e) if e.ends_with("not found in PATH") => {

@@ -12,23 +12,23 @@ use serde::Serialize;
 
 use super::time::duration_arg;
 use super::values::record;
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::world::units::{Job, UnitError, UnitStatus, full_name};
 
-/// The `unit::` functions that read and run jobs (`host::register_all` adds the
+/// The `unit::` functions that read and run jobs (`verbs::register_all` adds the
 /// installation verbs of `unit_files` to the same namespace).
-pub fn module(host: &Arc<Host>) -> Module {
+pub fn module(cx: &Arc<Context>) -> Module {
     let mut m = Module::new();
-    state_verbs(&mut m, host);
-    job_verbs(&mut m, host);
-    reload_and_list_verbs(&mut m, host);
+    state_verbs(&mut m, cx);
+    job_verbs(&mut m, cx);
+    reload_and_list_verbs(&mut m, cx);
     m
 }
 
-fn state_verbs(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn state_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "status",
@@ -41,7 +41,7 @@ fn state_verbs(m: &mut Module, host: &Arc<Host>) {
         "unit::status(\"loki\").active_state",
         move |name: &str| status(&h, name)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "statuses",
@@ -52,7 +52,7 @@ fn state_verbs(m: &mut Module, host: &Arc<Host>) {
         "unit::statuses([\"influxdb\", \"loki\"])",
         move |names: Array| statuses(&h, names)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "is_active",
@@ -62,7 +62,7 @@ fn state_verbs(m: &mut Module, host: &Arc<Host>) {
         "unit::is_active(\"loki\")",
         move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(status(&h, name)?.active_state == "active")
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "is_enabled",
@@ -74,7 +74,7 @@ fn state_verbs(m: &mut Module, host: &Arc<Host>) {
     );
 }
 
-fn job_verbs(m: &mut Module, host: &Arc<Host>) {
+fn job_verbs(m: &mut Module, cx: &Arc<Context>) {
     for job in [Job::Start, Job::Stop, Job::Restart, Job::Reload] {
         let verb = job.verb();
         let doc = format!(
@@ -83,7 +83,7 @@ fn job_verbs(m: &mut Module, host: &Arc<Host>) {
              /// fails, naming the unit, the result and its last log lines; `try_{verb}` returns instead.",
             capitalise(verb)
         );
-        let h = host.clone();
+        let h = cx.clone();
         register!(
             m,
             verb,
@@ -93,7 +93,7 @@ fn job_verbs(m: &mut Module, host: &Arc<Host>) {
             format!("unit::{verb}(\"loki\")"),
             move |units: Dynamic| { jobs(&h, job, &units, &Map::new(), true) }
         );
-        let h = host.clone();
+        let h = cx.clone();
         register!(
             m,
             verb,
@@ -103,7 +103,7 @@ fn job_verbs(m: &mut Module, host: &Arc<Host>) {
             format!("unit::{verb}([\"telegraf\", \"alloy\"], #{{ timeout: \"30s\" }})"),
             move |units: Dynamic, options: Map| jobs(&h, job, &units, &options, true)
         );
-        let h = host.clone();
+        let h = cx.clone();
         let try_name = format!("try_{verb}");
         register!(
             m,
@@ -117,8 +117,8 @@ fn job_verbs(m: &mut Module, host: &Arc<Host>) {
     }
 }
 
-fn reload_and_list_verbs(m: &mut Module, host: &Arc<Host>) {
-    let h = host.clone();
+fn reload_and_list_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
     register!(
         m,
         "reload_or_restart",
@@ -129,7 +129,7 @@ fn reload_and_list_verbs(m: &mut Module, host: &Arc<Host>) {
         "unit::reload_or_restart(\"alloy\")",
         move |name: &str| reload_or_restart(&h, name)
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "daemon_reload",
@@ -137,7 +137,7 @@ fn reload_and_list_verbs(m: &mut Module, host: &Arc<Host>) {
         ["()"],
         "/// Makes the manager re-read unit files (`systemctl daemon-reload`).",
         "unit::daemon_reload()",
-        move || -> HostResult<()> {
+        move || -> VerbResult<()> {
             if h.plan("reload the service manager (daemon-reload)") {
                 return Ok(());
             }
@@ -147,7 +147,7 @@ fn reload_and_list_verbs(m: &mut Module, host: &Arc<Host>) {
             Ok(())
         }
     );
-    let h = host.clone();
+    let h = cx.clone();
     register!(
         m,
         "list",
@@ -208,7 +208,7 @@ struct ServiceRecord<'a> {
     exec_main_pid: u32,
 }
 
-fn status_record(s: &UnitStatus, whole: bool) -> HostResult<Map> {
+fn status_record(s: &UnitStatus, whole: bool) -> VerbResult<Map> {
     record(&StatusRecord {
         name: &s.name,
         description: &s.description,
@@ -234,22 +234,22 @@ pub(super) fn enabled_state(state: &str) -> bool {
     matches!(state, "enabled" | "enabled-runtime" | "static" | "indirect" | "generated" | "alias")
 }
 
-pub(super) fn status(host: &Host, name: &str) -> HostResult<UnitStatus> {
+pub(super) fn status(cx: &Context, name: &str) -> VerbResult<UnitStatus> {
     let unit = full_name(name);
-    let units = host.world().units.clone();
-    host.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
+    let units = cx.world().units.clone();
+    cx.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
 }
 
-fn statuses(host: &Host, names: Array) -> HostResult<Array> {
-    let units: Vec<String> = names.iter().map(|n| full_name(&crate::host::core::text(n))).collect();
-    let world = host.world().units.clone();
+fn statuses(cx: &Context, names: Array) -> VerbResult<Array> {
+    let units: Vec<String> = names.iter().map(|n| full_name(&crate::verbs::core::text(n))).collect();
+    let world = cx.world().units.clone();
     let read =
-        host.block_on(|| async move { futures_util::future::join_all(units.iter().map(|u| world.status(u))).await })?;
+        cx.block_on(|| async move { futures_util::future::join_all(units.iter().map(|u| world.status(u))).await })?;
     read.into_iter().map(|r| r.map(Dynamic::from).map_err(|e| fail(e.to_string()))).collect()
 }
 
 /// Unit names from a string or an array of strings.
-pub(super) fn names(value: &Dynamic) -> HostResult<Vec<String>> {
+pub(super) fn names(value: &Dynamic) -> VerbResult<Vec<String>> {
     if let Ok(s) = value.clone().into_immutable_string() {
         return Ok(vec![full_name(&s)]);
     }
@@ -300,7 +300,7 @@ fn failed(unit: &str, job: &'static str, result: &str, message: String) -> (JobR
     (JobRecord { error: Some(message.clone()), ..outcome(unit, job, result) }, message)
 }
 
-fn job_timeout(host: &Host, options: &Map) -> HostResult<Duration> {
+fn job_timeout(cx: &Context, options: &Map) -> VerbResult<Duration> {
     for k in options.keys() {
         if k != "timeout" {
             return Err(fail(format!("unknown option `{k}` (timeout)")));
@@ -308,22 +308,22 @@ fn job_timeout(host: &Host, options: &Map) -> HostResult<Duration> {
     }
     match options.get("timeout") {
         Some(t) => duration_arg(t),
-        None => Ok(host.config().duration(keys::UNITS_JOB_TIMEOUT)),
+        None => Ok(cx.config().duration(keys::UNITS_JOB_TIMEOUT)),
     }
 }
 
 /// The failure message of a job that began at `began`: unit, result, the unit's state, its
 /// last log lines, and a hint.
-fn failure(host: &Host, job: Job, unit: &str, result: &str, began: std::time::SystemTime) -> String {
+fn failure(cx: &Context, job: Job, unit: &str, result: &str, began: std::time::SystemTime) -> String {
     let mut message = format!("{} of `{unit}` {result}", job.verb());
-    let state = status(host, unit).ok();
+    let state = status(cx, unit).ok();
     if let Some(s) = &state {
         message.push_str(&format!(
             " (now {} ({}), result {}, exit status {})",
             s.active_state, s.sub_state, s.result, s.exec_main_status
         ));
     }
-    let lines = last_lines(host, unit, state.map_or(0, |s| s.exec_main_pid), began);
+    let lines = last_lines(cx, unit, state.map_or(0, |s| s.exec_main_pid), began);
     if !lines.is_empty() {
         message.push_str("\n  its last log lines:");
         for line in lines {
@@ -338,7 +338,7 @@ fn failure(host: &Host, job: Job, unit: &str, result: &str, began: std::time::Sy
 /// they get a moment (under load well over a second). And a process that died before journald
 /// could read its metadata leaves lines attributed to no unit: those are found by the main
 /// process's PID since the job began, as `systemctl status` finds them by invocation.
-fn last_lines(host: &Host, unit: &str, pid: u32, began: std::time::SystemTime) -> Vec<String> {
+fn last_lines(cx: &Context, unit: &str, pid: u32, began: std::time::SystemTime) -> Vec<String> {
     use crate::world::journal::Query;
     let by_unit = Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
     let since = super::values::time_text(began - Duration::from_secs(1));
@@ -346,39 +346,44 @@ fn last_lines(host: &Host, unit: &str, pid: u32, began: std::time::SystemTime) -
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     loop {
         for query in [Some(&by_unit), by_pid.as_ref()].into_iter().flatten() {
-            match super::journal::read_entries(host, query.clone()) {
+            match super::journal::read_entries(cx, query.clone()) {
                 Ok(entries) if !entries.is_empty() => return entries.into_iter().map(|e| e.message).collect(),
                 Ok(_) => {}
                 Err(_) => return Vec::new(),
             }
         }
-        if std::time::Instant::now() >= deadline || super::time::sleep(host, Duration::from_millis(100)).is_err() {
+        if std::time::Instant::now() >= deadline || super::time::sleep(cx, Duration::from_millis(100)).is_err() {
             return Vec::new();
         }
     }
 }
 
-fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<Result<JobRecord, (JobRecord, String)>> {
-    if host.plan(&format!("{} {unit}", job.verb())) {
+fn run_one(
+    cx: &Context,
+    job: Job,
+    unit: &str,
+    timeout: Duration,
+) -> VerbResult<Result<JobRecord, (JobRecord, String)>> {
+    if cx.plan(&format!("{} {unit}", job.verb())) {
         return Ok(Ok(JobRecord { dry_run: Some(true), ok: true, ..outcome(unit, job.verb(), "skipped") }));
     }
-    let units = host.world().units.clone();
+    let units = cx.world().units.clone();
     let name = unit.to_string();
     let began = std::time::SystemTime::now();
-    let done = host.block_on(|| async move { units.run_job(job, &name, timeout).await })?;
+    let done = cx.block_on(|| async move { units.run_job(job, &name, timeout).await })?;
     Ok(match done {
         // A simple service's start job is "done" once forked; watch it settle so a process
         // that dies at once (ExecStart=/bin/false) is a failed start, as an operator sees it.
-        Ok(o) if o.result == "done" && matches!(job, Job::Start | Job::Restart) => match settled(host, unit)? {
+        Ok(o) if o.result == "done" && matches!(job, Job::Start | Job::Restart) => match settled(cx, unit)? {
             None => Ok(outcome(unit, job.verb(), "done")),
             Some(state) => {
                 let message =
-                    failure(host, job, unit, &format!("failed: the unit is {state} right after starting"), began);
+                    failure(cx, job, unit, &format!("failed: the unit is {state} right after starting"), began);
                 Err(failed(unit, job.verb(), "failed", message))
             }
         },
         Ok(o) if o.result == "done" => Ok(outcome(unit, job.verb(), "done")),
-        Ok(o) => Err(failed(unit, job.verb(), &o.result, failure(host, job, unit, &o.result, began))),
+        Ok(o) => Err(failed(unit, job.verb(), &o.result, failure(cx, job, unit, &o.result, began))),
         Err(e) => {
             let kind = match &e {
                 UnitError::NotFound { .. } => "not-found",
@@ -393,26 +398,26 @@ fn run_one(host: &Host, job: Job, unit: &str, timeout: Duration) -> HostResult<R
 }
 
 /// Watches a just-started unit for `units.settle`; the state if it fell over.
-fn settled(host: &Host, unit: &str) -> HostResult<Option<String>> {
-    let deadline = std::time::Instant::now() + host.config().duration(keys::UNITS_SETTLE);
+fn settled(cx: &Context, unit: &str) -> VerbResult<Option<String>> {
+    let deadline = std::time::Instant::now() + cx.config().duration(keys::UNITS_SETTLE);
     loop {
-        let s = status(host, unit)?;
+        let s = status(cx, unit)?;
         if s.active_state == "failed" || s.active_state == "inactive" {
             return Ok(Some(format!("{} ({})", s.active_state, s.sub_state)));
         }
         if std::time::Instant::now() >= deadline {
             return Ok(None);
         }
-        super::time::sleep(host, Duration::from_millis(50))?;
+        super::time::sleep(cx, Duration::from_millis(50))?;
     }
 }
 
-pub(super) fn jobs(host: &Host, job: Job, units: &Dynamic, options: &Map, raise: bool) -> HostResult<Array> {
-    let timeout = job_timeout(host, options)?;
+pub(super) fn jobs(cx: &Context, job: Job, units: &Dynamic, options: &Map, raise: bool) -> VerbResult<Array> {
+    let timeout = job_timeout(cx, options)?;
     let mut outcomes = Array::new();
     let mut failures = Vec::new();
     for unit in names(units)? {
-        match run_one(host, job, &unit, timeout)? {
+        match run_one(cx, job, &unit, timeout)? {
             Ok(r) => outcomes.push(record(&r)?.into()),
             Err((r, message)) => {
                 outcomes.push(record(&r)?.into());
@@ -426,29 +431,29 @@ pub(super) fn jobs(host: &Host, job: Job, units: &Dynamic, options: &Map, raise:
     Ok(outcomes)
 }
 
-fn reload_or_restart(host: &Host, name: &str) -> HostResult<Map> {
+fn reload_or_restart(cx: &Context, name: &str) -> VerbResult<Map> {
     let unit = full_name(name);
-    let timeout = host.config().duration(keys::UNITS_JOB_TIMEOUT);
-    if host.dry_run {
-        let can_reload = status(host, &unit).map(|s| s.can_reload).unwrap_or(false);
+    let timeout = cx.config().duration(keys::UNITS_JOB_TIMEOUT);
+    if cx.dry_run {
+        let can_reload = status(cx, &unit).map(|s| s.can_reload).unwrap_or(false);
         let (job, action) = if can_reload { (Job::Reload, "reloaded") } else { (Job::Restart, "restarted") };
-        let r = run_one(host, job, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
+        let r = run_one(cx, job, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
         return record(&JobRecord { action: Some(action), ..r });
     }
-    match run_one(host, Job::Reload, &unit, timeout)? {
+    match run_one(cx, Job::Reload, &unit, timeout)? {
         Ok(r) => record(&JobRecord { action: Some("reloaded"), ..r }),
         Err((r, message)) if r.result == "not-applicable" => {
-            host.log(crate::report::Level::Info, &format!("{unit} cannot reload ({message}); restarting it"));
-            let r = run_one(host, Job::Restart, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
+            cx.log(crate::report::Level::Info, &format!("{unit} cannot reload ({message}); restarting it"));
+            let r = run_one(cx, Job::Restart, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
             record(&JobRecord { action: Some("restarted"), ..r })
         }
         Err((_, message)) => Err(fail(message)),
     }
 }
 
-fn list(host: &Host, pattern: &str) -> HostResult<Array> {
-    let units = host.world().units.clone();
+fn list(cx: &Context, pattern: &str) -> VerbResult<Array> {
+    let units = cx.world().units.clone();
     let p = pattern.to_string();
-    let found = host.block_on(|| async move { units.list(&p).await })?.map_err(|e| fail(e.to_string()))?;
+    let found = cx.block_on(|| async move { units.list(&p).await })?.map_err(|e| fail(e.to_string()))?;
     found.iter().map(|s| status_record(s, false).map(Dynamic::from_map)).collect()
 }

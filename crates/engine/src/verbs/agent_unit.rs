@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Host, HostResult};
+use super::{Context, VerbResult};
 use crate::config::keys;
 use crate::world::commands::Invocation;
 use crate::world::units::full_name;
@@ -136,31 +136,31 @@ pub(super) fn expand(argv: &[String], env: &BTreeMap<String, String>) -> Vec<Str
 }
 
 /// Reads a file of the host through the files seam; `None` when absent or unreadable.
-fn read_text(host: &Host, path: &str) -> HostResult<Option<String>> {
-    let files = host.world().files.clone();
+fn read_text(cx: &Context, path: &str) -> VerbResult<Option<String>> {
+    let files = cx.world().files.clone();
     let path = path.to_string();
-    Ok(host.block_on(|| async move { files.read(&path).await })?.ok().flatten().map(|(text, _)| text))
+    Ok(cx.block_on(|| async move { files.read(&path).await })?.ok().flatten().map(|(text, _)| text))
 }
 
 /// The environment the agent's unit gives it: the packaged `EnvironmentFile`,
 /// `/etc/default/<program>` (absent: empty).
-pub(super) fn agent_environment(host: &Host, program: &str) -> HostResult<BTreeMap<String, String>> {
+pub(super) fn agent_environment(cx: &Context, program: &str) -> VerbResult<BTreeMap<String, String>> {
     let name = program.rsplit('/').next().unwrap_or(program);
-    Ok(read_text(host, &format!("/etc/default/{name}"))?.map(|t| environment_file(&t)).unwrap_or_default())
+    Ok(read_text(cx, &format!("/etc/default/{name}"))?.map(|t| environment_file(&t)).unwrap_or_default())
 }
 
 /// How the agent is started: its unit's ExecStart when the service manager knows it and it
 /// names a configuration; else `metrics_agent.exec`'s flags (what deploy installs); else
 /// `--config metrics_agent.config`. The program is the unit's, else `telegraf` from PATH.
-pub(super) fn agent_command(host: &Host) -> HostResult<AgentCommand> {
-    let config = host.config();
+pub(super) fn agent_command(cx: &Context) -> VerbResult<AgentCommand> {
+    let config = cx.config();
     let unit = full_name(&config.text(keys::METRICS_AGENT_UNIT));
-    let units = host.world().units.clone();
+    let units = cx.world().units.clone();
     let asked = unit.clone();
-    let exec = host.block_on(|| async move { units.status(&asked).await })?.map(|s| s.exec_start).unwrap_or_default();
+    let exec = cx.block_on(|| async move { units.status(&asked).await })?.map(|s| s.exec_start).unwrap_or_default();
     let mut program = "telegraf".to_string();
     if let Some(first) = exec.first() {
-        let argv = expand(&exec, &agent_environment(host, first)?);
+        let argv = expand(&exec, &agent_environment(cx, first)?);
         let command = AgentCommand {
             program: first.clone(),
             flags: loading_flags(&argv[1..]),
@@ -214,17 +214,17 @@ pub(super) struct LogTarget {
 }
 
 /// The agent's log target from its files, read over the host's commands (one round trip).
-pub(super) fn log_target(host: &Host, command: &AgentCommand) -> HostResult<Result<LogTarget, String>> {
+pub(super) fn log_target(cx: &Context, command: &AgentCommand) -> VerbResult<Result<LogTarget, String>> {
     let mut argv: Vec<String> = vec!["sh".into(), "-c".into(), CONFIG_FILES.into(), "sh".into()];
     argv.extend(command.values("config").map(|f| format!("f:{f}")));
     argv.extend(command.values("config-directory").map(|d| format!("d:{d}")));
-    let timeout = host.config().duration(keys::TOOLS_TIMEOUT);
-    let done = match host.run_command(Invocation { argv, timeout, ..Invocation::default() })? {
+    let timeout = cx.config().duration(keys::TOOLS_TIMEOUT);
+    let done = match cx.run_command(Invocation { argv, timeout, ..Invocation::default() })? {
         Ok(done) if done.code == Some(0) => done,
         Ok(done) => return Ok(Err(format!("reading its files failed: {}", super::tools::tail(&done.stderr, 3)))),
         Err(e) => return Ok(Err(format!("reading its files failed: {e}"))),
     };
-    let env = agent_environment(host, &command.program)?;
+    let env = agent_environment(cx, &command.program)?;
     Ok(Ok(target_of(&done.stdout, &env)))
 }
 

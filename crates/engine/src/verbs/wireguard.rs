@@ -16,7 +16,7 @@ use rhai::Map;
 use serde::Serialize;
 
 use super::values::record;
-use super::{Host, HostResult, fail};
+use super::{Context, VerbResult, fail};
 use crate::world::commands::Invocation;
 
 /// What `wg` may take on the host.
@@ -46,7 +46,7 @@ struct Tunnel {
 }
 
 /// `host::wireguard(iface)`.
-pub fn status(host: &Host, iface: &str) -> HostResult<Map> {
+pub fn status(cx: &Context, iface: &str) -> VerbResult<Map> {
     if iface.is_empty() || !iface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) || iface.len() > 15 {
         return Err(fail(format!("host::wireguard: `{iface}` is not an interface name")));
     }
@@ -63,7 +63,7 @@ pub fn status(host: &Host, iface: &str) -> HostResult<Map> {
         timeout: WG_TIMEOUT,
         ..Invocation::default()
     };
-    let done = host.run_command(invocation)?.map_err(fail)?;
+    let done = cx.run_command(invocation)?.map_err(fail)?;
     if done.timed_out {
         return Err(fail(format!(
             "host::wireguard: `wg show {iface}` did not answer within {}s",
@@ -72,7 +72,7 @@ pub fn status(host: &Host, iface: &str) -> HostResult<Map> {
     }
     let (link, rest) = done.stdout.split_once('\n').unwrap_or((done.stdout.as_str(), ""));
     if link == "absent" || link.is_empty() {
-        let detail = format!("no interface {iface} on {}", host.hostname());
+        let detail = format!("no interface {iface} on {}", cx.hostname());
         return record(&Tunnel { exists: false, up: false, peers: Vec::new(), detail });
     }
     let up = link_up(link);
