@@ -81,6 +81,11 @@ pub enum Command {
     /// Sources: `[hosts.NAME]`/`[groups.NAME]` of the config files and the Ansible inventory
     /// (`--inventory` or the `inventory` key); with neither, the one host is this machine.
     /// Exit status 1 when a value could not be resolved (listed last; nothing is guessed).
+    ///
+    /// `--format prometheus` prints the hosts as Prometheus file_sd targets instead, one per
+    /// host: its `opsbook serve` (the address, or 127.0.0.1 for this machine, and the port of
+    /// `serve.listen`), labelled with `host` and `roles`. A host whose address could not be
+    /// resolved is left out and named on stderr (exit status 1).
     Hosts {
         /// Only the hosts this pattern selects (as `--hosts`); all when omitted.
         pattern: Option<String>,
@@ -114,6 +119,10 @@ pub enum Command {
         /// Target shell.
         shell: clap_complete::Shell,
     },
+
+    /// Write the man pages or the shell completions into a directory (for packaging).
+    #[command(hide = true)]
+    Generate(crate::generate::GenerateArgs),
 }
 
 /// Arguments of `opsbook run`.

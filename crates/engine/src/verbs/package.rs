@@ -1,0 +1,594 @@
+//! `pkg::` — the host's packages: its package manager (from `/etc/os-release`: apt on
+//! Debian and Ubuntu, dnf on the RHEL family and Fedora), the version of a package installed,
+//! the versions its repositories offer, installing one (optionally a pinned version) and
+//! removing or purging one. Vendor repositories are added in the same namespace by
+//! `package_repo.rs`, their keys by `package_key.rs`.
+//!
+//! Every command goes through the `Commands` world seam with a timeout (`package.timeout` for
+//! what downloads or installs, `tools.timeout` for questions), so on an ssh host it is that
+//! host's package manager; every change passes `Context::plan` first (dry-run, watch-only); what
+//! the package manager says of a failure is put in words (`Failure`). The sandbox has no
+//! package manager: there every verb refuses. (The namespace is `pkg`: `package` is a reserved
+//! word in Rhai.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
+
+use super::values::{record, text};
+use super::{Context, VerbResult, fail, package_repo};
+use crate::config::keys;
+use crate::register;
+use crate::report::Level;
+use crate::world::commands::Invocation;
+
+/// Registers the `pkg::` namespace.
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    let mut m = Module::new();
+    read_verbs(&mut m, cx);
+    change_verbs(&mut m, cx);
+    package_repo::add(&mut m, cx);
+    engine.register_static_module("pkg", m.into());
+}
+
+fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
+    register!(
+        m,
+        "os",
+        Reads,
+        ["Map"],
+        "/// The host's system as `/etc/os-release` says it: `#{id, version_id, name, like, family}`;\n\
+         /// `family` is its package manager, `apt` (Debian, Ubuntu) or `dnf` (RHEL, Fedora…), else \"\".",
+        "pkg::os().family",
+        move || os(&h).and_then(|o| record(&o))
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "version",
+        Reads,
+        ["name: &str", "String"],
+        "/// The version of the package installed (`dpkg-query`, `rpm -q`), \"\" when it is not.",
+        "pkg::version(\"alloy\")",
+        move |name: &str| installed(&h, name).map(|s| s.version.unwrap_or_default())
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "available",
+        Reads,
+        ["name: &str", "Array"],
+        "/// The versions of the package the host's repositories offer, as `apt-cache madison` (or\n\
+         /// `dnf list --showduplicates`) lists them: newest first; empty when none offers it.",
+        "pkg::available(\"telegraf\")",
+        move |name: &str| { available(&h, name).map(|v| v.into_iter().map(Dynamic::from).collect::<Array>()) }
+    );
+}
+
+fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
+    register!(
+        m,
+        "install",
+        Changes,
+        ["name: &str", "Map"],
+        "/// Installs the package's newest version when it is not installed. Returns\n\
+         /// `#{changed, version, previous}`.",
+        "pkg::install(\"alloy\")",
+        move |name: &str| install(&h, name, &Map::new())
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "install",
+        Changes,
+        ["name: &str", "options: Map", "Map"],
+        "/// With `#{version: \"1.9.1\"}`: that version (installed, upgraded or downgraded to it); a\n\
+         /// version no repository offers is an error listing the ones they do.",
+        "pkg::install(\"telegraf\", #{ version: \"1.34.1-1\" })",
+        move |name: &str, options: Map| install(&h, name, &options)
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "remove",
+        Changes,
+        ["name: &str", "Map"],
+        "/// Removes the package when it is installed (its configuration files stay, as apt leaves\n\
+         /// them). Returns `#{changed}`. Never touches the repository it came from.",
+        "pkg::remove(\"alloy\")",
+        move |name: &str| remove(&h, name, &Map::new())
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "remove",
+        Changes,
+        ["name: &str", "options: Map", "Map"],
+        "/// With `#{purge: true}`: its configuration files too (`apt-get purge`).",
+        "pkg::remove(\"alloy\", #{ purge: true })",
+        move |name: &str, options: Map| remove(&h, name, &options)
+    );
+}
+
+/// A host's package manager.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Family {
+    Apt,
+    Dnf,
+}
+
+/// What `/etc/os-release` says.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Os {
+    pub id: String,
+    pub version_id: String,
+    pub name: String,
+    pub like: Vec<String>,
+    /// `apt`, `dnf`, or "" when neither is known for this system.
+    pub family: String,
+}
+
+/// What a package manager said of a failure, in words: one `Display` for all of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The repository's signature is not made by the key its source names.
+    Signature { source: String, said: String },
+    /// The repository (or its key) cannot be fetched.
+    Unreachable { url: String, said: String },
+    /// No repository offers this version; `offered` is what they do offer.
+    NoVersion { package: String, version: String, offered: Vec<String>, lister: String },
+    /// No repository offers the package at all.
+    NotOffered { package: String, said: String },
+    /// Anything else: the command and the end of what it printed.
+    Failed { command: String, code: i32, said: String },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Signature { source, said } => write!(
+                f,
+                "the repository's signature does not match its key: {source} — {said}; the repository was not \
+                 added and nothing installed\n  help: check the key's URL (repository_key) against the vendor's \
+                 instructions"
+            ),
+            Failure::Unreachable { url, said } => write!(
+                f,
+                "the repository is unreachable: {url} — {said}; nothing installed\n  help: check the URL \
+                 (repository, repository_key) and that this host reaches it (proxy: Acquire::http::Proxy)"
+            ),
+            Failure::NoVersion { package, version, offered, lister } => {
+                let list = if offered.is_empty() { "none".to_string() } else { offered.join(", ") };
+                write!(
+                    f,
+                    "{package} {version} is not in this host's repositories; nothing installed\n  \
+                     `{lister}` lists: {list}\n  help: pin one of those (version), or none for the newest"
+                )
+            }
+            Failure::NotOffered { package, said } => write!(
+                f,
+                "no repository of this host offers {package} ({said}); nothing installed\n  help: add the \
+                 vendor's repository (pkg::add_repository), or name the package this host's repositories \
+                 call it (package)"
+            ),
+            Failure::Failed { command, code, said } => write!(f, "`{command}` failed (exit status {code}): {said}"),
+        }
+    }
+}
+
+/// How a command ended: its exit status (-1 when a signal ended it) and what it printed.
+pub(crate) struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    /// The last `n` lines it printed (stderr after stdout), for an error.
+    pub(crate) fn tail(&self, n: usize) -> String {
+        let text = format!("{}{}", self.stdout, self.stderr);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(n)..].join("\n  ")
+    }
+}
+
+/// Runs `argv` on the host with `stdin` and `timeout`: how it ended, or an error when it could
+/// not run or did not finish in time. The sandbox refuses.
+pub(crate) fn run_argv(cx: &Context, argv: &[String], stdin: Option<String>, timeout: Duration) -> VerbResult<Ran> {
+    refuse_in_sandbox(cx)?;
+    // apt and dpkg ask nothing, and keep a configuration file the operator (or opsbook) changed.
+    let env = vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())];
+    let inv = Invocation { argv: argv.to_vec(), timeout, env, stdin };
+    let done = cx.run_command(inv)?.map_err(fail)?;
+    if done.timed_out {
+        let limit = humantime::format_duration(timeout);
+        return Err(fail(format!(
+            "`{}` did not finish within {limit}\n  help: package.timeout (or tools.timeout for a question) sets how long it may take",
+            shown(argv)
+        )));
+    }
+    Ok(Ran { code: done.code.unwrap_or(-1), stdout: done.stdout, stderr: done.stderr })
+}
+
+/// A command line as a person would type it (a `sh -c` script shown as `sh -c …`).
+pub(crate) fn shown(argv: &[String]) -> String {
+    match argv {
+        [sh, c, ..] if sh == "sh" && c == "-c" => "sh -c …".to_string(),
+        _ => argv.join(" "),
+    }
+}
+
+fn refuse_in_sandbox(cx: &Context) -> VerbResult<()> {
+    if cx.world().sandbox {
+        return Err(fail(
+            "pkg:: is not available in the sandbox: it has no package manager of its own, and this machine's is not the sandbox's to change\n  help: run the runbook against a real host (without --sandbox)",
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a question (`tools.timeout`).
+fn ask(cx: &Context, argv: &[&str]) -> VerbResult<Ran> {
+    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    run_argv(cx, &argv, None, cx.config().duration(keys::TOOLS_TIMEOUT))
+}
+
+/// Package names as apt and rpm take them: letters, digits, `+ . _ -`, a letter or digit first.
+pub(crate) fn valid_name(name: &str) -> VerbResult<()> {
+    let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "+._-".contains(c));
+    if ok { Ok(()) } else { Err(fail(format!("`{name}` is not a package name"))) }
+}
+
+fn valid_version(version: &str) -> VerbResult<()> {
+    let ok = !version.is_empty() && version.chars().all(|c| c.is_ascii_alphanumeric() || "+.~:_-".contains(c));
+    if ok { Ok(()) } else { Err(fail(format!("`{version}` is not a package version"))) }
+}
+
+/// `/etc/os-release` parsed: `KEY=value` lines, values optionally quoted.
+pub(crate) fn parse_os_release(text: &str) -> Os {
+    let mut os = Os::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else { continue };
+        let value = value.trim().trim_matches('"').trim_matches('\'').to_string();
+        match key.trim() {
+            "ID" => os.id = value,
+            "VERSION_ID" => os.version_id = value,
+            "PRETTY_NAME" => os.name = value,
+            "ID_LIKE" => os.like = value.split_whitespace().map(str::to_string).collect(),
+            _ => {}
+        }
+    }
+    let names: Vec<&str> = std::iter::once(os.id.as_str()).chain(os.like.iter().map(String::as_str)).collect();
+    os.family = if names.iter().any(|n| ["debian", "ubuntu"].contains(n)) {
+        "apt".into()
+    } else if names.iter().any(|n| ["rhel", "fedora", "centos", "rocky", "almalinux", "amzn"].contains(n)) {
+        "dnf".into()
+    } else {
+        String::new()
+    };
+    os
+}
+
+fn os(cx: &Context) -> VerbResult<Os> {
+    refuse_in_sandbox(cx)?;
+    let files = cx.world().files.clone();
+    let read = cx.block_on(|| async move {
+        match files.read("/etc/os-release").await? {
+            Some(found) => Ok(Some(found)),
+            None => files.read("/usr/lib/os-release").await,
+        }
+    })?;
+    let (text, _) = read.map_err(fail)?.ok_or_else(|| fail("the host has no /etc/os-release"))?;
+    Ok(parse_os_release(&text))
+}
+
+/// The host's package manager, or an error saying which systems `pkg::` knows.
+pub(crate) fn family(cx: &Context) -> VerbResult<Family> {
+    let os = os(cx)?;
+    match os.family.as_str() {
+        "apt" => Ok(Family::Apt),
+        "dnf" => Ok(Family::Dnf),
+        _ => Err(fail(format!(
+            "pkg:: knows apt (Debian, Ubuntu) and dnf (RHEL, Fedora and their kin); this host is {} (ID={}, ID_LIKE={})",
+            if os.name.is_empty() { "unnamed" } else { &os.name },
+            os.id,
+            os.like.join(" ")
+        ))),
+    }
+}
+
+/// A package's state: the version installed, and whether configuration files of a removed
+/// one are left (apt's `rc`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct State {
+    pub version: Option<String>,
+    pub config_left: bool,
+}
+
+/// `dpkg-query -W -f '${db:Status-Abbrev}|${Version}'`'s answer: the second letter of the
+/// status is the current state (`i` installed, `c` only its configuration files left).
+pub(crate) fn parse_dpkg_state(out: &str) -> State {
+    let (status, version) = out.trim().split_once('|').unwrap_or(("", ""));
+    match status.chars().nth(1) {
+        Some('i') => State { version: Some(version.to_string()), config_left: false },
+        Some('c') => State { version: None, config_left: true },
+        _ => State::default(),
+    }
+}
+
+pub(crate) fn installed(cx: &Context, name: &str) -> VerbResult<State> {
+    valid_name(name)?;
+    match family(cx)? {
+        Family::Apt => {
+            let ran = ask(cx, &["dpkg-query", "-W", "-f=${db:Status-Abbrev}|${Version}", name])?;
+            Ok(if ran.code == 0 { parse_dpkg_state(&ran.stdout) } else { State::default() })
+        }
+        Family::Dnf => {
+            let ran = ask(cx, &["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}\\n", name])?;
+            let version = ran.stdout.lines().next().unwrap_or_default().trim().to_string();
+            Ok(State { version: (ran.code == 0 && !version.is_empty()).then_some(version), config_left: false })
+        }
+    }
+}
+
+/// The versions in `apt-cache madison` lines (`name | version | source`), in order, once each.
+pub(crate) fn parse_madison(out: &str) -> Vec<String> {
+    let mut versions: Vec<String> = Vec::new();
+    for line in out.lines() {
+        let fields: Vec<&str> = line.split('|').map(str::trim).collect();
+        if fields.len() >= 3 && !versions.iter().any(|v| v == fields[1]) {
+            versions.push(fields[1].to_string());
+        }
+    }
+    versions
+}
+
+/// The versions in `dnf list --showduplicates` lines (`name.arch  version  repo`), newest last
+/// as dnf prints them, so reversed.
+pub(crate) fn parse_dnf_list(out: &str, name: &str) -> Vec<String> {
+    let mut versions: Vec<String> = Vec::new();
+    for line in out.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let ours = fields.first().is_some_and(|f| f.rsplit_once('.').is_some_and(|(n, _)| n == name));
+        if ours && fields.len() >= 2 && !versions.iter().any(|v| v == fields[1]) {
+            versions.push(fields[1].to_string());
+        }
+    }
+    versions.reverse();
+    versions
+}
+
+/// The command that lists a package's versions, as the error shows it.
+fn lister(family: Family, name: &str) -> String {
+    match family {
+        Family::Apt => format!("apt-cache madison {name}"),
+        Family::Dnf => format!("dnf list --showduplicates {name}"),
+    }
+}
+
+pub(crate) fn available(cx: &Context, name: &str) -> VerbResult<Vec<String>> {
+    valid_name(name)?;
+    Ok(match family(cx)? {
+        Family::Apt => parse_madison(&ask(cx, &["apt-cache", "madison", name])?.stdout),
+        Family::Dnf => {
+            let ran = ask(cx, &["dnf", "list", "-q", "--showduplicates", "--available", name])?;
+            parse_dnf_list(&ran.stdout, name)
+        }
+    })
+}
+
+/// What an install came to, as scripts see it.
+#[derive(Serialize)]
+struct Installed {
+    changed: bool,
+    /// The version installed now ("" under `--dry-run` when it was not installed).
+    version: String,
+    /// The version before ("" when it was not installed).
+    previous: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dry_run: bool,
+}
+
+fn pinned(options: &Map, call: &str, known: &[&str]) -> VerbResult<()> {
+    for k in options.keys() {
+        if !known.contains(&k.as_str()) {
+            return Err(fail(format!("{call}: unknown option `{k}` ({})", known.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+fn install(cx: &Context, name: &str, options: &Map) -> VerbResult<Map> {
+    pinned(options, "pkg::install", &["version"])?;
+    valid_name(name)?;
+    let version = options.get("version").map(text).filter(|v| !v.is_empty());
+    if let Some(v) = &version {
+        valid_version(v)?;
+    }
+    let family = family(cx)?;
+    let previous = installed(cx, name)?.version.unwrap_or_default();
+    let satisfied = !previous.is_empty() && version.as_ref().is_none_or(|v| *v == previous);
+    if satisfied {
+        return record(&Installed { changed: false, version: previous.clone(), previous, dry_run: false });
+    }
+    let argv = install_argv(family, name, version.as_deref());
+    let what = match (&version, previous.as_str()) {
+        (Some(v), "") => format!("install {name} {v}"),
+        (Some(v), old) => format!("change {name} {old} → {v}"),
+        (None, _) => format!("install {name} (the newest version its repositories offer)"),
+    };
+    if cx.plan(&format!("{what}: {}", argv.join(" "))) {
+        return record(&Installed { changed: true, version: String::new(), previous, dry_run: true });
+    }
+    let ran = run_argv(cx, &argv, None, cx.config().duration(keys::PACKAGE_TIMEOUT))?;
+    if ran.code != 0 {
+        return Err(fail(install_failure(cx, family, name, version.as_deref(), &argv, &ran)?.to_string()));
+    }
+    let now = installed(cx, name)?.version.unwrap_or_default();
+    if now.is_empty() {
+        return Err(fail(format!("`{}` succeeded but {name} is not installed: {}", argv.join(" "), ran.tail(6))));
+    }
+    let from = if previous.is_empty() { String::new() } else { format!(" (was {previous})") };
+    cx.log(Level::Info, &format!("changed package {name}: installed {now}{from}"));
+    record(&Installed { changed: true, version: now, previous, dry_run: false })
+}
+
+fn install_argv(family: Family, name: &str, version: Option<&str>) -> Vec<String> {
+    let mut argv: Vec<String> = match family {
+        // A changed configuration file is kept (the operator's, or opsbook's own); a pinned
+        // version may be older than the installed one; apt waits for another apt's lock.
+        Family::Apt => [
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "-o",
+            "Dpkg::Options::=--force-confdef",
+            "-o",
+            "Dpkg::Options::=--force-confold",
+            "-o",
+            "DPkg::Lock::Timeout=120",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        Family::Dnf => ["dnf", "install", "-y", "-q"].iter().map(|s| s.to_string()).collect(),
+    };
+    match (family, version) {
+        (Family::Apt, Some(v)) => argv.extend(["--allow-downgrades".into(), format!("{name}={v}")]),
+        (Family::Dnf, Some(v)) => argv.push(format!("{name}-{v}")),
+        (_, None) => argv.push(name.to_string()),
+    }
+    argv
+}
+
+/// What an install's failure was, in words.
+fn install_failure(
+    cx: &Context,
+    family: Family,
+    name: &str,
+    version: Option<&str>,
+    argv: &[String],
+    ran: &Ran,
+) -> VerbResult<Failure> {
+    let said = format!("{}\n{}", ran.stdout, ran.stderr);
+    if let Some(failure) = package_repo::classify(&said) {
+        return Ok(failure);
+    }
+    let missing_version = said.contains("was not found") || (family == Family::Dnf && said.contains("No match"));
+    if let Some(v) = version.filter(|_| missing_version) {
+        let offered = available(cx, name)?;
+        if !offered.iter().any(|o| o == v) {
+            let (package, version, lister) = (name.to_string(), v.to_string(), lister(family, name));
+            return Ok(Failure::NoVersion { package, version, offered, lister });
+        }
+    }
+    for sign in ["Unable to locate package", "has no installation candidate", "No match for argument"] {
+        if let Some(line) = said.lines().find(|l| l.contains(sign)) {
+            let said = line.trim().trim_start_matches("E: ").trim_start_matches("Error: ").to_string();
+            return Ok(Failure::NotOffered { package: name.to_string(), said });
+        }
+    }
+    Ok(Failure::Failed { command: argv.join(" "), code: ran.code, said: ran.tail(8) })
+}
+
+fn remove(cx: &Context, name: &str, options: &Map) -> VerbResult<Map> {
+    pinned(options, "pkg::remove", &["purge"])?;
+    let purge = match options.get("purge") {
+        Some(p) => p.as_bool().map_err(|_| fail("pkg::remove: `purge` must be true or false"))?,
+        None => false,
+    };
+    let family = family(cx)?;
+    let state = installed(cx, name)?;
+    if state.version.is_none() && !(purge && state.config_left) {
+        return record(&super::file::Changed { changed: false, dry_run: false });
+    }
+    let argv: Vec<String> = match family {
+        Family::Apt => {
+            let verb = if purge { "purge" } else { "remove" };
+            ["apt-get", verb, "-y", "-q", "-o", "DPkg::Lock::Timeout=120", name].iter().map(|s| s.to_string()).collect()
+        }
+        Family::Dnf => ["dnf", "remove", "-y", "-q", name].iter().map(|s| s.to_string()).collect(),
+    };
+    let what = if purge { "purge" } else { "remove" };
+    if cx.plan(&format!("{what} the package {name}: {}", argv.join(" "))) {
+        return record(&super::file::Changed { changed: true, dry_run: true });
+    }
+    let ran = run_argv(cx, &argv, None, cx.config().duration(keys::PACKAGE_TIMEOUT))?;
+    if ran.code != 0 {
+        return Err(fail(Failure::Failed { command: argv.join(" "), code: ran.code, said: ran.tail(8) }.to_string()));
+    }
+    let was = state.version.map(|v| format!(" {v}")).unwrap_or_default();
+    let done = if purge { "purged (with its configuration files)" } else { "removed" };
+    cx.log(Level::Info, &format!("changed package {name}{was}: {done}"));
+    record(&super::file::Changed { changed: true, dry_run: false })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_release_names_the_package_manager() {
+        let debian =
+            "PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"13\"\nID=debian\n";
+        let os = parse_os_release(debian);
+        assert_eq!((os.id.as_str(), os.version_id.as_str(), os.family.as_str()), ("debian", "13", "apt"));
+        assert_eq!(os.name, "Debian GNU/Linux 13 (trixie)");
+        assert_eq!(parse_os_release("ID=ubuntu\nID_LIKE=debian\n").family, "apt");
+        assert_eq!(parse_os_release("ID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n").family, "dnf");
+        assert_eq!(parse_os_release("ID=fedora\n").family, "dnf");
+        assert_eq!(parse_os_release("ID=alpine\n").family, "");
+    }
+
+    #[test]
+    fn dpkg_states_and_version_lists_read_back() {
+        assert_eq!(parse_dpkg_state("ii |1.9.1"), State { version: Some("1.9.1".into()), config_left: false });
+        assert_eq!(parse_dpkg_state("hi |1.9.1"), State { version: Some("1.9.1".into()), config_left: false });
+        assert_eq!(parse_dpkg_state("rc |1.9.1"), State { version: None, config_left: true });
+        assert_eq!(parse_dpkg_state("un |"), State::default());
+        let madison = "  telegraf | 1.34.1-1 | https://repos.influxdata.com/debian stable/main amd64 Packages\n\
+                       \x20 telegraf | 1.34.0-1 | https://repos.influxdata.com/debian stable/main amd64 Packages\n\
+                       \x20 telegraf | 1.34.0-1 | http://mirror/debian stable/main amd64 Packages\n";
+        assert_eq!(parse_madison(madison), ["1.34.1-1", "1.34.0-1"]);
+        let dnf = "Available Packages\ntelegraf.x86_64   1.34.0-1   influxdata\ntelegraf.x86_64   1.34.1-1   influxdata\n\
+                   telegraf-extra.x86_64   1.0-1   influxdata\n";
+        assert_eq!(parse_dnf_list(dnf, "telegraf"), ["1.34.1-1", "1.34.0-1"]);
+    }
+
+    #[test]
+    fn install_command_lines_pin_versions_as_each_manager_does() {
+        let apt = install_argv(Family::Apt, "alloy", Some("1.9.1"));
+        assert_eq!(apt[..2], ["apt-get".to_string(), "install".to_string()]);
+        assert_eq!(apt[apt.len() - 2..], ["--allow-downgrades".to_string(), "alloy=1.9.1".to_string()]);
+        assert_eq!(install_argv(Family::Dnf, "alloy", Some("1.9.1")), ["dnf", "install", "-y", "-q", "alloy-1.9.1"]);
+        assert_eq!(install_argv(Family::Dnf, "alloy", None).last().map(String::as_str), Some("alloy"));
+        assert!(valid_name("influxdb2").is_ok() && valid_name("g++").is_ok());
+        assert!(valid_name("-rf").is_err() && valid_name("a b").is_err() && valid_name("").is_err());
+        assert!(valid_version("1:2.7.11-1~deb13").is_ok() && valid_version("1 2").is_err());
+    }
+
+    #[test]
+    fn failures_read_as_sentences() {
+        let f = Failure::NoVersion {
+            package: "alloy".into(),
+            version: "9.9.9".into(),
+            offered: vec!["1.9.1".into(), "1.8.3".into()],
+            lister: "apt-cache madison alloy".into(),
+        };
+        assert_eq!(
+            f.to_string(),
+            "alloy 9.9.9 is not in this host's repositories; nothing installed\n  \
+             `apt-cache madison alloy` lists: 1.9.1, 1.8.3\n  help: pin one of those (version), or none for the newest"
+        );
+        let ran = Ran { code: 100, stdout: "a\n\nb\n".into(), stderr: "c\n".into() };
+        assert_eq!(ran.tail(2), "b\n  c");
+    }
+}
