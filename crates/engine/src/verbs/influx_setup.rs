@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use rhai::{Map, Module};
-use serde_json::{Value as Json, json};
+use serde_json::json;
 
 use super::file::Changed;
 use super::values::{record, text};
@@ -43,21 +43,14 @@ pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
     );
 }
 
-fn url(cx: &Context, path: &str) -> String {
-    format!("{}{path}", cx.config().text(keys::METRICS_DB_URL).trim_end_matches('/'))
-}
-
-/// Whether the server still allows its setup (`GET /api/v2/setup`).
+/// Whether the server still allows its setup (`GET /api/v2/setup`); an error when it cannot tell.
 fn allowed(cx: &Context) -> VerbResult<bool> {
-    let address = url(cx, "/api/v2/setup");
-    let r = cx
-        .send(Request::new(reqwest::Method::GET, address.clone()))?
-        .map_err(|reason| fail(format!("influx::setup: cannot ask {address}: {reason}")))?;
-    let json: Option<Json> = serde_json::from_str(&r.body).ok();
-    match json.as_ref().and_then(|j| j.get("allowed")).and_then(Json::as_bool) {
-        Some(allowed) if r.status == 200 => Ok(allowed),
-        _ => Err(fail(format!("influx::setup: {address} did not say whether setup is allowed: {}", r.summary()))),
-    }
+    super::influx_api::awaits_setup(cx)?.ok_or_else(|| {
+        let address = super::influx::url(cx, "/api/v2/setup");
+        fail(format!(
+            "influx::setup: {address} did not say whether the server awaits its setup (is it InfluxDB 2, and up?)"
+        ))
+    })
 }
 
 fn setup(cx: &Context, options: &Map) -> VerbResult<Map> {
@@ -85,7 +78,7 @@ fn setup(cx: &Context, options: &Map) -> VerbResult<Map> {
         return record(&Changed { changed: true, dry_run: true });
     }
     let body = json!({"username": username, "org": org, "bucket": bucket, "token": token.expose()}).to_string();
-    let request = Request::new(reqwest::Method::POST, url(cx, "/api/v2/setup"))
+    let request = Request::new(reqwest::Method::POST, super::influx::url(cx, "/api/v2/setup"))
         .header("Content-Type", "application/json")
         .body(body);
     match cx.send(request)? {
