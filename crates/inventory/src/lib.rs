@@ -35,7 +35,7 @@ use crate::config::{Config, keys};
 use crate::error::Error;
 use crate::suggest::did_you_mean;
 use ansible::{Level, Place};
-pub use role::{COMPONENTS, Component, Reload, Role, Tier};
+pub use role::{COMPONENTS, Component, Reload, Repository, Role, Tier};
 
 /// The Ansible variable holding a host's address.
 pub(crate) const ADDRESS_VAR: &str = "ansible_host";

@@ -66,7 +66,48 @@ pub struct Component {
     /// The port its address has when the URL names none; 0: it serves no address.
     pub port: u16,
     pub reload: Reload,
+    /// The vendor's package repository its package comes from (`SECTION.package`).
+    pub repository: &'static Repository,
+    /// Where the unit of the vendor's package reads its configuration: deploy writes it there
+    /// when that unit is the one run.
+    pub packaged_config: &'static str,
+    /// Further groups the vendor's package puts its account in (to read the logs).
+    pub account_groups: &'static [&'static str],
 }
+
+/// A vendor's package repository, as the vendor documents adding it: apt's sources line and
+/// key, dnf's baseurl and key. Deploy adds it where `SECTION.repository` names none.
+#[derive(Debug, Serialize)]
+pub struct Repository {
+    /// What its files on a host are named (`/etc/apt/sources.list.d/NAME.list`, …).
+    pub name: &'static str,
+    /// apt: the sources line without `deb` and its options (URL SUITE COMPONENT…).
+    pub apt: &'static str,
+    /// apt: the URL of the key its InRelease is signed with.
+    pub apt_key: &'static str,
+    /// dnf: the baseurl.
+    pub dnf: &'static str,
+    /// dnf: the gpgkey.
+    pub dnf_key: &'static str,
+}
+
+/// Grafana Labs' repositories (Alloy, Loki): grafana.com/docs/grafana/latest/setup-grafana/installation/debian/.
+pub(crate) const GRAFANA: Repository = Repository {
+    name: "grafana",
+    apt: "https://apt.grafana.com stable main",
+    apt_key: "https://apt.grafana.com/gpg.key",
+    dnf: "https://rpm.grafana.com",
+    dnf_key: "https://rpm.grafana.com/gpg.key",
+};
+
+/// InfluxData's repositories (Telegraf, InfluxDB 2): docs.influxdata.com, "Install InfluxDB".
+pub(crate) const INFLUXDATA: Repository = Repository {
+    name: "influxdata",
+    apt: "https://repos.influxdata.com/debian stable main",
+    apt_key: "https://repos.influxdata.com/influxdata-archive.key",
+    dnf: "https://repos.influxdata.com/stable/$basearch/main",
+    dnf_key: "https://repos.influxdata.com/influxdata-archive.key",
+};
 
 /// The components, servers first (the order the stack starts in).
 pub const COMPONENTS: [Component; 4] = [
@@ -80,6 +121,9 @@ pub const COMPONENTS: [Component; 4] = [
         template: "metrics-db/config.toml.j2",
         port: 8086,
         reload: Reload::Restart,
+        repository: &INFLUXDATA,
+        packaged_config: "/etc/influxdb/config.toml",
+        account_groups: &[],
     },
     Component {
         name: "log-store",
@@ -91,6 +135,9 @@ pub const COMPONENTS: [Component; 4] = [
         template: "log-store/config.yaml.j2",
         port: 3100,
         reload: Reload::Restart,
+        repository: &GRAFANA,
+        packaged_config: "/etc/loki/config.yml",
+        account_groups: &[],
     },
     Component {
         name: "metrics-agent",
@@ -102,6 +149,9 @@ pub const COMPONENTS: [Component; 4] = [
         template: "metrics-agent/telegraf.conf.j2",
         port: 0,
         reload: Reload::Unit,
+        repository: &INFLUXDATA,
+        packaged_config: "/etc/telegraf/telegraf.conf",
+        account_groups: &[],
     },
     Component {
         name: "log-shipper",
@@ -113,6 +163,9 @@ pub const COMPONENTS: [Component; 4] = [
         template: "log-shipper/config.alloy.j2",
         port: 12345,
         reload: Reload::Endpoint,
+        repository: &GRAFANA,
+        packaged_config: "/etc/alloy/config.alloy",
+        account_groups: &["systemd-journal", "adm"],
     },
 ];
 

@@ -16,6 +16,8 @@ pub enum Kind {
     Choice(&'static [&'static str]),
     /// Some of these, comma-separated (scripts see a list).
     Subset(&'static [&'static str]),
+    /// `true` or `false` (a TOML boolean, or the word; scripts see a boolean).
+    Bool,
 }
 
 /// One declared configuration key.
@@ -129,6 +131,11 @@ keys! {
     METRICS_DB_CONFIG = key("metrics_db.config", Kind::Text, "/etc/influxdb/config.toml", "configuration file of the metrics database");
     METRICS_DB_DATA_DIR = key("metrics_db.data_dir", Kind::Text, "/var/lib/influxdb", "data directory of the metrics database");
     METRICS_DB_ACCOUNT = key("metrics_db.account", Kind::Text, "influxdb", "service account the metrics database runs as (system scope)");
+    METRICS_DB_PACKAGE = key("metrics_db.package", Kind::Text, "influxdb2", "package deploy installs when the program is missing (the vendor's name)");
+    METRICS_DB_VERSION = key("metrics_db.version", Kind::Text, "", "version of the package to install (empty: the newest the repository offers)");
+    METRICS_DB_REPOSITORY = key("metrics_db.repository", Kind::Text, "", "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: InfluxData's, as the vendor documents it)");
+    METRICS_DB_REPOSITORY_KEY = key("metrics_db.repository_key", Kind::Text, "", "URL of the repository's signing key (empty: InfluxData's)");
+    METRICS_DB_INSTALL = key("metrics_db.install", Kind::Bool, "true", "whether deploy installs the package when it is missing (false: the program is the operator's to provide)");
     METRICS_DB_RUN_AS = key("metrics_db.run_as", Kind::Choice(&["native", "container"]), "native", "deploy the metrics database as a native unit or a container");
     METRICS_DB_IMAGE = key("metrics_db.image", Kind::Text, "docker.io/library/influxdb:2.7", "container image of the metrics database");
     LOG_STORE_UNIT = key("log_store.unit", Kind::Text, "loki.service", "unit of the log store");
@@ -137,12 +144,22 @@ keys! {
     LOG_STORE_VERIFY_COMMAND = key("log_store.verify_command", Kind::Command, "", "offline validation; default: the exec line with -verify-config");
     LOG_STORE_DATA_DIR = key("log_store.data_dir", Kind::Text, "/var/lib/loki", "data directory of the log store");
     LOG_STORE_ACCOUNT = key("log_store.account", Kind::Text, "loki", "service account the log store runs as (system scope)");
+    LOG_STORE_PACKAGE = key("log_store.package", Kind::Text, "loki", "package deploy installs when the program is missing (the vendor's name)");
+    LOG_STORE_VERSION = key("log_store.version", Kind::Text, "", "version of the package to install (empty: the newest the repository offers)");
+    LOG_STORE_REPOSITORY = key("log_store.repository", Kind::Text, "", "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: Grafana's, as the vendor documents it)");
+    LOG_STORE_REPOSITORY_KEY = key("log_store.repository_key", Kind::Text, "", "URL of the repository's signing key (empty: Grafana's)");
+    LOG_STORE_INSTALL = key("log_store.install", Kind::Bool, "true", "whether deploy installs the package when it is missing (false: the program is the operator's to provide)");
     LOG_STORE_RUN_AS = key("log_store.run_as", Kind::Choice(&["native", "container"]), "native", "deploy the log store as a native unit or a container");
     LOG_STORE_IMAGE = key("log_store.image", Kind::Text, "docker.io/grafana/loki:3.4.6", "container image of the log store");
     METRICS_AGENT_UNIT = key("metrics_agent.unit", Kind::Text, "telegraf.service", "unit of the metrics agent");
     METRICS_AGENT_CONFIG = key("metrics_agent.config", Kind::Text, "/etc/telegraf/telegraf.conf", "configuration file of the metrics agent");
     METRICS_AGENT_EXEC = key("metrics_agent.exec", Kind::Text, "/usr/bin/telegraf --config {config}", "command line the deployed metrics agent runs (its unit's ExecStart)");
     METRICS_AGENT_ACCOUNT = key("metrics_agent.account", Kind::Text, "telegraf", "service account the metrics agent runs as (system scope)");
+    METRICS_AGENT_PACKAGE = key("metrics_agent.package", Kind::Text, "telegraf", "package deploy installs when the program is missing (the vendor's name)");
+    METRICS_AGENT_VERSION = key("metrics_agent.version", Kind::Text, "", "version of the package to install (empty: the newest the repository offers)");
+    METRICS_AGENT_REPOSITORY = key("metrics_agent.repository", Kind::Text, "", "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: InfluxData's, as the vendor documents it)");
+    METRICS_AGENT_REPOSITORY_KEY = key("metrics_agent.repository_key", Kind::Text, "", "URL of the repository's signing key (empty: InfluxData's)");
+    METRICS_AGENT_INSTALL = key("metrics_agent.install", Kind::Bool, "true", "whether deploy installs the package when it is missing (false: the program is the operator's to provide)");
     METRICS_AGENT_TEST_COMMAND = key(
         "metrics_agent.test_command",
         Kind::Command,
@@ -160,6 +177,11 @@ keys! {
     );
     LOG_SHIPPER_DATA_DIR = key("log_shipper.data_dir", Kind::Text, "/var/lib/alloy", "data directory of the log shipper");
     LOG_SHIPPER_ACCOUNT = key("log_shipper.account", Kind::Text, "alloy", "service account the log shipper runs as (system scope)");
+    LOG_SHIPPER_PACKAGE = key("log_shipper.package", Kind::Text, "alloy", "package deploy installs when the program is missing (the vendor's name)");
+    LOG_SHIPPER_VERSION = key("log_shipper.version", Kind::Text, "", "version of the package to install (empty: the newest the repository offers)");
+    LOG_SHIPPER_REPOSITORY = key("log_shipper.repository", Kind::Text, "", "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: Grafana's, as the vendor documents it)");
+    LOG_SHIPPER_REPOSITORY_KEY = key("log_shipper.repository_key", Kind::Text, "", "URL of the repository's signing key (empty: Grafana's)");
+    LOG_SHIPPER_INSTALL = key("log_shipper.install", Kind::Bool, "true", "whether deploy installs the package when it is missing (false: the program is the operator's to provide)");
     LOG_SHIPPER_VALIDATE_COMMAND = key("log_shipper.validate_command", Kind::Command, "", "offline validation; default: alloy validate {config}");
     CONTAINER_RUNTIME = key("container.runtime", Kind::Text, "podman", "container runtime program for container::");
     CONTAINER_RUN_OPTIONS = key("container.run_options", Kind::Text, "", "extra `podman run` options of deployed containers (e.g. --runtime runc)");

@@ -288,6 +288,7 @@ impl Config {
                 Value::Argv(a) => serde_json::json!(a),
                 Value::Text(t) if k.kind == Kind::Int => serde_json::json!(t.parse::<i64>().unwrap_or_default()),
                 Value::Text(t) if matches!(k.kind, Kind::Subset(_)) => serde_json::json!(list(t)),
+                Value::Text(t) if k.kind == Kind::Bool => serde_json::json!(t == "true"),
                 Value::Text(t) => serde_json::json!(t),
             };
             match k.name.split_once('.') {
@@ -401,6 +402,7 @@ pub fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
             .map(Value::Argv),
         (Kind::Int, DeValue::Integer(i)) => Ok(Value::Text(i.as_str().replace('_', ""))),
         (Kind::Int, _) => Err(format!("`{}` expects an integer, found {kind_name}", key.name)),
+        (Kind::Bool, DeValue::Boolean(b)) => Ok(Value::Text(b.to_string())),
         (_, DeValue::String(s)) => Ok(Value::Text(s.to_string())),
         _ => Err(format!("`{}` expects a string, found {kind_name}", key.name)),
     }
@@ -420,6 +422,7 @@ pub fn validate(key: &Key, value: &Value) -> Result<(), String> {
             Some(bad) => Err(format!("`{bad}` is not one of {}", options.join(", "))),
             None => Ok(()),
         },
+        Kind::Bool if text != "true" && text != "false" => Err(format!("`{text}` is not true or false")),
         Kind::Choice(options) if !options.contains(&text.as_str()) => {
             Err(format!("`{text}` is not one of {}", options.join(", ")))
         }

@@ -32,6 +32,7 @@ pub mod influx_setup;
 pub mod journal;
 pub mod loki;
 pub mod package;
+pub mod package_install;
 pub mod package_key;
 pub mod package_repo;
 pub mod prom;
