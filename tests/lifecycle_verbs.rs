@@ -192,7 +192,7 @@ url = \"http://a:8086\"
 url = \"http://b:8086\"
 
   LOKI
-  [#{\"name\": \"agent/telegraf.conf.j2\", \"origin\": \"templates/agent/telegraf.conf.j2\"}, #{\"name\": \"log-shipper/config.alloy.j2\", \"origin\": \"built-in\"}, #{\"name\": \"log-store/config.yaml.j2\", \"origin\": \"built-in\"}, #{\"name\": \"metrics-agent/telegraf.conf.j2\", \"origin\": \"built-in\"}, #{\"name\": \"metrics-db/config.toml.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/native.service.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/podman-run.service.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/quadlet.container.j2\", \"origin\": \"built-in\"}]
+  [#{\"name\": \"agent/telegraf.conf.j2\", \"origin\": \"templates/agent/telegraf.conf.j2\"}, #{\"name\": \"log-shipper/config.alloy.j2\", \"origin\": \"built-in\"}, #{\"name\": \"log-store/config.yaml.j2\", \"origin\": \"built-in\"}, #{\"name\": \"metrics-agent/telegraf.conf.j2\", \"origin\": \"built-in\"}, #{\"name\": \"metrics-db/config.toml.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/dropin.conf.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/native.service.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/podman-run.service.j2\", \"origin\": \"built-in\"}, #{\"name\": \"units/quadlet.container.j2\", \"origin\": \"built-in\"}]
 
 aborted: template variable `urls` is not defined
  --> templates/agent/telegraf.conf.j2:3:13
@@ -222,6 +222,7 @@ log-shipper/config.alloy.j2     <built-in>/templates/log-shipper/config.alloy.j2
 log-store/config.yaml.j2        [TMP]/elsewhere/templates/log-store/config.yaml.j2
 metrics-agent/telegraf.conf.j2  <built-in>/templates/metrics-agent/telegraf.conf.j2
 metrics-db/config.toml.j2       <built-in>/templates/metrics-db/config.toml.j2
+units/dropin.conf.j2            <built-in>/templates/units/dropin.conf.j2
 units/native.service.j2         <built-in>/templates/units/native.service.j2
 units/podman-run.service.j2     <built-in>/templates/units/podman-run.service.j2
 units/quadlet.container.j2      <built-in>/templates/units/quadlet.container.j2

@@ -60,6 +60,9 @@ fn setup(cx: &Context, options: &Map) -> VerbResult<Map> {
         }
     }
     let username = options.get("username").map(text).filter(|u| !u.is_empty()).unwrap_or_else(|| "opsbook".into());
+    if !allowed(cx)? {
+        return record(&Changed { changed: false, dry_run: false });
+    }
     let config = cx.config();
     let (org, bucket) = (config.text(keys::METRICS_DB_ORG), config.text(keys::METRICS_DB_BUCKET));
     if org.is_empty() || bucket.is_empty() {
@@ -70,9 +73,7 @@ fn setup(cx: &Context, options: &Map) -> VerbResult<Map> {
     let token = config.token().map_err(|e| fail(e.to_string()))?.ok_or_else(|| {
         fail("influx::setup: no API token configured to make the operator token: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN")
     })?;
-    if !allowed(cx)? {
-        return record(&Changed { changed: false, dry_run: false });
-    }
+
     let what = format!("organisation {org}, bucket {bucket}, user {username}, the configured token as operator token");
     if cx.plan(&format!("set up the metrics database: {what}")) {
         return record(&Changed { changed: true, dry_run: true });
