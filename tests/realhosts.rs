@@ -83,11 +83,51 @@ fn installed(host: &Debian13Host) -> String {
     ])
 }
 
+/// The operator's opsbook.toml for `site`: the fleet (every host with `roles`), the
+/// repositories here, the metrics database's token and organisation, and `extra` keys.
+fn operator_config(site: &Site, extra: &str, roles: impl Fn(&str) -> Vec<&'static str>) -> String {
+    // A key of `extra` replaces the repositories' own.
+    let key = |line: &str| line.split(" = ").next().unwrap_or_default().to_string();
+    let given: Vec<String> = extra.lines().map(key).collect();
+    let repos: String =
+        site.repos.config_toml().lines().filter(|l| !given.contains(&key(l))).map(|l| format!("{l}\n")).collect();
+    let keys = format!("{repos}metrics_db.token = \"{TOKEN}\"\nmetrics_db.org = \"opsbook\"\n{extra}");
+    site.fleet.config_toml(&keys, roles)
+}
+
+const TOKEN: &str = "realhosts-token-7d1e";
+
+/// What a deploy of the shipper says when its package cannot be had, masked.
+fn refused_deploy(t: &Test, site: &Site, extra: &str) -> String {
+    std::fs::write(t.path().join("opsbook.toml"), operator_config(site, extra, |_| vec!["log-shipper"])).unwrap();
+    let out = run(t, &["run", "deploy", "--set", "service=d13pkg:log-shipper"]);
+    assert_eq!(out.code, 1, "a deploy whose package cannot be had stops\n{}{}", out.stdout, out.stderr);
+    masked(&format!("{}--- stderr\n{}", out.stdout, out.stderr), &site.repos)
+}
+
 #[test]
 fn the_package_verbs_install_from_a_signed_repository_and_refuse_one_that_is_not_in_words() {
     let Some(site) = site(&["d13pkg"]) else { return };
     let host = site.fleet.host("d13pkg");
-    let t = Test::new().config(&site.fleet.config_toml("", |_| vec![]));
+    let t = Test::new();
+    // Deploy on a fresh host: a repository signed by another key than its own, one that does
+    // not answer, a version it does not have — each refused in words, nothing installed.
+    let wrong = format!("log_shipper.repository_key = \"{}\"\n", site.repos.url("wrong.key"));
+    let seen = refused_deploy(&t, &site, &wrong);
+    fixture("deploy-wrong-key.txt", &seen);
+    assert_eq!(installed(host), "/etc/apt/keyrings/debian-test.asc\n");
+    let seen = refused_deploy(&t, &site, "log_shipper.repository = \"http://127.0.0.1:9/grafana stable main\"\n");
+    fixture("deploy-unreachable.txt", &seen);
+    assert_eq!(installed(host), "/etc/apt/keyrings/debian-test.asc\n");
+    let seen = refused_deploy(&t, &site, "log_shipper.version = \"9.9.9\"\n");
+    fixture("deploy-no-such-version.txt", &seen);
+    assert_eq!(
+        installed(host),
+        "/etc/apt/keyrings/debian-test.asc\n/etc/apt/keyrings/grafana.gpg\n/etc/apt/sources.list.d/grafana.list\n"
+    );
+    host.ok(&["rm", "/etc/apt/keyrings/grafana.gpg", "/etc/apt/sources.list.d/grafana.list"]);
+    // The verbs themselves.
+    let t = t.config(&site.fleet.config_toml("", |_| vec![]));
     let (grafana, key, wrong) = (site.repos.url("grafana"), site.repos.url("grafana.key"), site.repos.url("wrong.key"));
     let runbook = format!(
         r#"//! The package verbs on a fresh Debian 13 host.
@@ -119,11 +159,28 @@ check("purged once", !pkg::remove("alloy", #{{ purge: true }}).changed);
     );
     let t = t.runbook("pkgs", &runbook);
     let out = run(&t, &["run", "pkgs", "--host", "d13pkg"]).code(0);
-    assert_eq!(masked(&out.stdout, &site.repos), PACKAGE_VERBS, "{}", out.stderr);
+    fixture("package-verbs.txt", &masked(&out.stdout, &site.repos));
     // The repository stays; nothing of alloy is left.
     assert_eq!(
         installed(host),
         "/etc/apt/keyrings/debian-test.asc\n/etc/apt/keyrings/grafana.gpg\n/etc/apt/sources.list.d/grafana.list\n"
+    );
+}
+
+/// `seen` equals tests/fixtures/realhosts/NAME; with `OPSBOOK_BLESS=1` the file is written
+/// from what was seen instead (review the change with `git diff`).
+#[track_caller]
+fn fixture(name: &str, seen: &str) {
+    let path = crate::support::repo_dir().join("tests/fixtures/realhosts").join(name);
+    if std::env::var_os("OPSBOOK_BLESS").is_some() {
+        std::fs::write(&path, seen).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        seen == expected,
+        "{} differs (OPSBOOK_BLESS=1 rewrites it)\n--- expected\n{expected}\n--- seen\n{seen}",
+        path.display()
     );
 }
 
@@ -134,50 +191,3 @@ fn masked(text: &str, repos: &AptRepos) -> String {
     let text = crate::support::mask(text).replace("  ([DUR])", "").replace(&repos.url(""), "[REPO]/");
     regex::Regex::new("[0-9A-F]{40}").expect("a pattern").replace_all(&text, "[FPR]").into_owned()
 }
-
-const PACKAGE_VERBS: &str = "pkgs on d13pkg (runbooks/pkgs.rhai)
-  ok    family — Debian GNU/Linux 13 (trixie)
-  ok    nothing installed
-  changed /etc/apt/keyrings/grafana.gpg: key from [REPO]/wrong.key
-  changed /etc/apt/sources.list.d/grafana.list: created (2 lines, mode 0644)
-  changed /etc/apt/sources.list.d/grafana.list: removed
-  changed /etc/apt/keyrings/grafana.gpg: removed
-  warning: the repository grafana was taken off again: its update failed
-  ok    a wrong key refused — the repository's signature does not match its key: [REPO]/grafana stable InRelease — Sub-process /usr/bin/sqv returned an error code (1), error message is: Missing key [FPR], which is needed to verify signature; the repository was not added and nothing installed
-            help: check the key's URL (repository_key) against the vendor's instructions
-  changed /etc/apt/keyrings/grafana.gpg: key from [REPO]/grafana.key
-  changed /etc/apt/sources.list.d/grafana.list: created (2 lines, mode 0644)
-  changed /etc/apt/sources.list.d/grafana.list: removed
-  changed /etc/apt/keyrings/grafana.gpg: removed
-  warning: the repository grafana was taken off again: its update failed
-  ok    a repository that does not answer refused — the repository is unreachable: http://127.0.0.1:9/grafana/dists/stable/InRelease — Unable to connect to 127.0.0.1:9; nothing installed
-            help: check the URL (repository, repository_key) and that this host reaches it (proxy: Acquire::http::Proxy)
-  ok    a key that does not answer refused — the repository is unreachable: http://127.0.0.1:9/grafana.key — Unable to connect to 127.0.0.1:9; nothing installed
-            help: check the URL (repository, repository_key) and that this host reaches it (proxy: Acquire::http::Proxy)
-  changed /etc/apt/keyrings/grafana.gpg: key from [REPO]/grafana.key
-  changed /etc/apt/sources.list.d/grafana.list: created (2 lines, mode 0644)
-  updated the index of the repository grafana
-  ok    added
-  ok    added once
-  ok    offered — [\"1.9.1\", \"1.8.3\"]
-  ok    a version not offered refused — alloy 9.9.9 is not in this host's repositories; nothing installed
-            `apt-cache madison alloy` lists: 1.9.1, 1.8.3
-            help: pin one of those (version), or none for the newest
-  changed package alloy: installed 1.8.3
-  ok    pinned
-  changed package alloy: installed 1.9.1 (was 1.8.3)
-  ok    upgraded — #{\"changed\": true, \"previous\": \"1.8.3\", \"version\": \"1.9.1\"}
-  ok    installed once
-  changed package alloy 1.9.1: removed
-  ok    removed
-  changed package alloy: purged (with its configuration files)
-  ok    purged
-  ok    purged once
-
-15 passed, 0 failed
-
-HOST    ROLES  PASSED  FAILED  TIME
-d13pkg  -      15      0       [DUR]
-
-1 host(s): all passed
-";

@@ -178,8 +178,8 @@ impl AptRepos {
         format!("http://{}/{}", self.address, path.trim_start_matches('/'))
     }
 
-    /// The repository settings of every role, pointing at these repositories (a `[ROLE]`
-    /// table each, for an operator's opsbook.toml).
+    /// The repository settings of every role, pointing at these repositories: dotted keys of
+    /// an operator's opsbook.toml (`metrics_db.repository = …`), before its first table.
     pub(crate) fn config_toml(&self) -> String {
         let mut text = String::new();
         for (section, vendor) in [
@@ -189,7 +189,7 @@ impl AptRepos {
             ("log_shipper", "grafana"),
         ] {
             text.push_str(&format!(
-                "[{section}]\nrepository = \"{} stable main\"\nrepository_key = \"{}\"\n",
+                "{section}.repository = \"{} stable main\"\n{section}.repository_key = \"{}\"\n",
                 self.url(vendor),
                 self.url(&format!("{vendor}.key"))
             ));
