@@ -191,3 +191,163 @@ fn masked(text: &str, repos: &AptRepos) -> String {
     let text = crate::support::mask(text).replace("  ([DUR])", "").replace(&repos.url(""), "[REPO]/");
     regex::Regex::new("[0-9A-F]{40}").expect("a pattern").replace_all(&text, "[FPR]").into_owned()
 }
+
+/// The four roles in the order they are deployed: servers first.
+const ROLES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
+
+/// `opsbook ARGS` in `t`, which must pass on every host it acts on (exit 0, `all passed`).
+#[track_caller]
+fn passes(t: &Test, args: &[&str]) -> Output {
+    let out = run(t, args);
+    let summary = out.stdout.lines().last().unwrap_or_default().to_string();
+    assert!(
+        out.code == 0 && summary.contains("all passed"),
+        "opsbook {} did not pass (exit {})\n{}{}",
+        args.join(" "),
+        out.code,
+        out.stdout,
+        out.stderr
+    );
+    out
+}
+
+/// The same, on `hosts` of `site`: when it does not pass, what their units say comes with it.
+#[track_caller]
+fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) -> Output {
+    let out = run(t, args);
+    let summary = out.stdout.lines().last().unwrap_or_default().to_string();
+    if out.code == 0 && summary.contains("all passed") {
+        return out;
+    }
+    let mut said = String::new();
+    for name in hosts {
+        let seen = site.fleet.host(name).ssh(
+            "systemctl --no-pager status influxdb loki telegraf alloy 2>&1 | tail -n 60; \
+             journalctl --no-pager -n 40 -u influxdb -u loki -u telegraf -u alloy",
+        );
+        said.push_str(&format!("--- {name}\n{}\n", String::from_utf8_lossy(&seen.stdout)));
+    }
+    panic!("opsbook {} did not pass (exit {})\n{}{}\n{said}", args.join(" "), out.code, out.stdout, out.stderr);
+}
+
+/// What the host runs of the stack: each unit's state, its unit file and drop-ins as the
+/// manager reads them, and whether it starts at boot (`systemctl show`, in its order).
+fn units(host: &Debian13Host) -> String {
+    host.ok(&[
+        "sh",
+        "-c",
+        "for u in influxdb loki telegraf alloy; do systemctl show -P Id -P ActiveState -P FragmentPath -P DropInPaths -P UnitFileState $u.service | paste -sd ' '; done",
+    ])
+}
+
+#[test]
+fn deploy_installs_each_role_on_a_fresh_host_and_one_host_plays_all_four_after_prepare() {
+    let Some(site) = site(&["d13one", "d13all"]) else { return };
+    // Two operators, two stacks of one host each: each inventory gives roles to its own host.
+    let alone = |me: &'static str| move |name: &str| if name == me { ROLES.to_vec() } else { vec![] };
+    let (one, all) = (Test::new(), Test::new());
+    let (one, all) = (
+        one.config(&operator_config(&site, "", alone("d13one"))),
+        all.config(&(operator_config(&site, "", alone("d13all")) + "[groups.solo]\nhosts = [\"d13all\"]\n")),
+    );
+    // A plan first: the repository and the package it would add, and nothing more.
+    let plan = run(&one, &["run", "deploy", "--dry-run", "--set", "service=d13one:metrics-db"]).code(0);
+    fixture("deploy-dry-run.txt", &masked(&plan.stdout, &site.repos));
+    std::thread::scope(|s| {
+        // d13one: only sshd, then one role at a time.
+        s.spawn(|| {
+            for role in ROLES {
+                passes_on(&one, &site, &["d13one"], &["run", "deploy", "--set", &format!("service=d13one:{role}")]);
+            }
+        });
+        // d13all: prepare (nftables installed, loopback only), then the four roles, then the checklist.
+        s.spawn(|| {
+            passes(&all, &["run", "prepare", "--set", "environment=solo"]);
+            for role in ROLES {
+                passes_on(&all, &site, &["d13all"], &["run", "deploy", "--set", &format!("service=d13all:{role}")]);
+            }
+            passes(&all, &["run", "checklist", "--host", "d13all"]);
+        });
+    });
+    for name in ["d13one", "d13all"] {
+        let host = site.fleet.host(name);
+        let nft = if name == "d13all" { "nftables 1.1.3-1\n" } else { "" };
+        assert_eq!(
+            installed(host),
+            format!(
+                "alloy 1.9.1\nloki 3.4.6\ntelegraf 1.34.1-1\ninfluxdb2 2.7.12-1\n{nft}/etc/apt/keyrings/debian-test.asc\n\
+                 /etc/apt/keyrings/grafana.gpg\n/etc/apt/keyrings/influxdata.gpg\n/etc/apt/sources.list.d/grafana.list\n\
+                 /etc/apt/sources.list.d/influxdata.list\n"
+            ),
+            "{name}"
+        );
+        // The vendors' units run, changed only through opsbook's drop-ins.
+        assert_eq!(
+            units(host),
+            "influxdb.service active /usr/lib/systemd/system/influxdb.service /etc/systemd/system/influxdb.service.d/opsbook.conf enabled\n\
+             loki.service active /etc/systemd/system/loki.service /etc/systemd/system/loki.service.d/opsbook.conf enabled\n\
+             telegraf.service active /usr/lib/systemd/system/telegraf.service /etc/systemd/system/telegraf.service.d/opsbook.conf enabled\n\
+             alloy.service active /usr/lib/systemd/system/alloy.service /etc/systemd/system/alloy.service.d/opsbook.conf enabled\n",
+            "{name}"
+        );
+    }
+    // The shipper's account is in the groups its package gives it; a second deploy changes nothing.
+    assert_eq!(site.fleet.host("d13one").ok(&["id", "-Gn", "alloy"]), "alloy adm systemd-journal\n");
+    passes(&one, &["run", "deploy", "--set", "service=d13one:log-shipper"]).stdout_has("nothing changed (changed=0)");
+}
+
+#[test]
+fn a_server_and_two_clients_round_trip_from_prepare_to_remove_with_their_packages() {
+    let Some(site) = site(&["d13srv", "d13c1", "d13c2"]) else { return };
+    let server = site.fleet.host("d13srv").address();
+    let urls = format!("metrics_db.url = \"http://{server}:8086\"\nlog_store.url = \"http://{server}:3100\"\n");
+    let roles = |name: &str| {
+        if name == "d13srv" { vec!["metrics-db", "log-store"] } else { vec!["metrics-agent", "log-shipper"] }
+    };
+    let hosts = ["d13srv", "d13c1", "d13c2"];
+    // The agent's template as an operator overrides it (beside the runbooks folder): configure applies it.
+    let built_in =
+        std::fs::read_to_string(crate::support::repo_dir().join("templates/metrics-agent/telegraf.conf.j2")).unwrap();
+    let faster = built_in.replace("interval | default(\"10s\")", "interval | default(\"5s\")");
+    assert_ne!(faster, built_in, "the agent's template sets its interval");
+    let t = Test::new().config(&operator_config(&site, &urls, roles)).file("runbooks/.keep", "");
+    passes_on(&t, &site, &hosts, &["run", "prepare", "--set", "environment=debian13"]);
+    for role in ROLES {
+        passes_on(&t, &site, &hosts, &["run", "deploy", "--set", &format!("service={role}")]);
+    }
+    passes_on(&t, &site, &hosts, &["run", "checklist", "--hosts", "all"]);
+    let t = t.file("templates/metrics-agent/telegraf.conf.j2", &faster);
+    passes_on(&t, &site, &hosts, &["run", "configure", "--set", "service=metrics-agent"]);
+    for client in ["d13c1", "d13c2"] {
+        assert!(site.fleet.host(client).ok(&["cat", "/etc/telegraf/telegraf.conf"]).contains("interval = \"5s\""));
+    }
+    passes_on(&t, &site, &hosts, &["run", "restart-all", "--hosts", "all"]);
+    for role in ROLES.iter().rev() {
+        passes_on(&t, &site, &hosts, &["run", "remove", "--set", &format!("service={role}"), "--set", "purge=true"]);
+    }
+    // Gone: no package, no unit, no drop-in, no file of the stack; the repositories stay (they
+    // are the host's now), and nftables with opsbook's table on the server.
+    for name in hosts {
+        let host = site.fleet.host(name);
+        let nft = if name == "d13srv" { "nftables 1.1.3-1\n" } else { "" };
+        assert_eq!(
+            installed(host),
+            format!(
+                "{nft}/etc/apt/keyrings/debian-test.asc\n/etc/apt/keyrings/grafana.gpg\n/etc/apt/keyrings/influxdata.gpg\n\
+                 /etc/apt/sources.list.d/grafana.list\n/etc/apt/sources.list.d/influxdata.list\n"
+            ),
+            "{name}"
+        );
+        assert_eq!(
+            host.ok(&[
+                "sh",
+                "-c",
+                "systemctl show -P LoadState influxdb loki telegraf alloy; \
+                 find /etc/influxdb /etc/loki /etc/telegraf /etc/alloy /etc/systemd/system -path '*opsbook*' 2>/dev/null; \
+                 ls /var/lib/influxdb /var/lib/loki /var/lib/alloy 2>/dev/null | wc -l"
+            ]),
+            "not-found\n\nnot-found\n\nnot-found\n\nnot-found\n0\n",
+            "{name}"
+        );
+    }
+}

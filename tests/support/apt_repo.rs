@@ -265,8 +265,8 @@ fn answer(stream: TcpStream, root: &Path) {
     }
     let mut words = request.split_whitespace();
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or("/"));
-    let relative = path.split('?').next().unwrap_or("").trim_start_matches('/');
-    let file = root.join(relative);
+    let relative = percent_decoded(path.split('?').next().unwrap_or("")).trim_start_matches('/').to_string();
+    let file = root.join(&relative);
     let body = if relative.split('/').any(|p| p == "..") { None } else { std::fs::read(&file).ok() };
     let mut stream = stream;
     let _ = match body {
@@ -281,6 +281,27 @@ fn answer(stream: TcpStream, root: &Path) {
         }
         None => stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
     };
+}
+
+/// A request path with its `%XX` escapes decoded (apt escapes the `+` of Debian versions).
+fn percent_decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// dpkg's architecture of this machine (the test hosts run on it).

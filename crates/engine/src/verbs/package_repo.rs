@@ -185,12 +185,9 @@ fn add_repository(cx: &Context, name: &str, given: &Map) -> VerbResult<Map> {
     if old.as_deref() == Some(wanted.as_str()) && key_present {
         return record(&Added { changed: false, files, dry_run: false });
     }
-    let signed = match family {
-        Family::Apt => format!("the key from {} in {}", repo.key, keyring(name)),
-        Family::Dnf => format!("gpgkey {}", repo.key),
-    };
     let words = format!("{} {} {}", repo.url, repo.suite, repo.components.join(" "));
-    if cx.plan(&format!("add the repository {name} ({}), signed by {signed}, in {}", words.trim(), files.join(", "))) {
+    let what = format!("add the repository {name} ({}, its key from {})", words.trim(), repo.key);
+    if cx.plan(&format!("{what}: {}, then update its index", files.join(", "))) {
         return record(&Added { changed: true, files, dry_run: true });
     }
     let mut before = Before { source: old, keyring: None };
