@@ -294,6 +294,18 @@ fn deploy_installs_each_role_on_a_fresh_host_and_one_host_plays_all_four_after_p
     // The shipper's account is in the groups its package gives it; a second deploy changes nothing.
     assert_eq!(site.fleet.host("d13one").ok(&["id", "-Gn", "alloy"]), "alloy adm systemd-journal\n");
     passes(&one, &["run", "deploy", "--set", "service=d13one:log-shipper"]).stdout_has("nothing changed (changed=0)");
+    // Removed without purge: opsbook's drop-in and file go, the package and its unit stay.
+    passes(&one, &["run", "remove", "--set", "service=d13one:log-shipper"]);
+    let host = site.fleet.host("d13one");
+    assert_eq!(
+        host.ok(&[
+            "sh",
+            "-c",
+            "dpkg-query -W -f='${Version}\\n' alloy; systemctl show -P ActiveState -P DropInPaths -P UnitFileState alloy; \
+             ls /etc/alloy"
+        ]),
+        "1.9.1\ninactive\n\ndisabled\n"
+    );
 }
 
 #[test]
