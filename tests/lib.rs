@@ -18,6 +18,7 @@ mod package;
 mod probes;
 mod prometheus;
 mod realhosts;
+mod realhosts_bench;
 mod remote_world;
 mod repl;
 mod run;

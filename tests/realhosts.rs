@@ -25,14 +25,14 @@ use crate::support::apt_repo::AptRepos;
 use crate::support::{Output, Test, run_in};
 
 /// The Debian 13 hosts and the repositories they install from, served on their network.
-struct Site {
-    fleet: Debian13Fleet,
-    repos: AptRepos,
+pub(crate) struct Site {
+    pub fleet: Debian13Fleet,
+    pub repos: AptRepos,
 }
 
 /// Boots the hosts and builds the repositories side by side; `None` (skipped) when either
 /// cannot be had here.
-fn site(names: &[&str]) -> Option<Site> {
+pub(crate) fn site(names: &[&str]) -> Option<Site> {
     let started = Instant::now();
     let fleet = match Debian13Fleet::boot(names) {
         Ok(f) => f,
@@ -85,7 +85,7 @@ fn installed(host: &Debian13Host) -> String {
 
 /// The operator's opsbook.toml for `site`: the fleet (every host with `roles`), the
 /// repositories here, the metrics database's token and organisation, and `extra` keys.
-fn operator_config(site: &Site, extra: &str, roles: impl Fn(&str) -> Vec<&'static str>) -> String {
+pub(crate) fn operator_config(site: &Site, extra: &str, roles: impl Fn(&str) -> Vec<&'static str>) -> String {
     // A key of `extra` replaces the repositories' own.
     let key = |line: &str| line.split(" = ").next().unwrap_or_default().to_string();
     let given: Vec<String> = extra.lines().map(key).collect();
@@ -193,7 +193,7 @@ fn masked(text: &str, repos: &AptRepos) -> String {
 }
 
 /// The four roles in the order they are deployed: servers first.
-const ROLES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
+pub(crate) const ROLES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
 
 /// `opsbook ARGS` in `t`, which must pass on every host it acts on (exit 0, `all passed`).
 #[track_caller]
@@ -213,7 +213,7 @@ fn passes(t: &Test, args: &[&str]) -> Output {
 
 /// The same, on `hosts` of `site`: when it does not pass, what their units say comes with it.
 #[track_caller]
-fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) -> Output {
+pub(crate) fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) -> Output {
     let out = run(t, args);
     let summary = out.stdout.lines().last().unwrap_or_default().to_string();
     if out.code == 0 && summary.contains("all passed") {
