@@ -11,8 +11,9 @@ use crate::realhosts::{ROLES, operator_config, passes_on, site};
 use crate::support::Test;
 
 /// One fresh deploy of the four roles on `names` (the first the server when there are
-/// several); its wall time, or `None` when the hosts cannot be had here (skipped).
-fn fresh_deploy(names: &[&str]) -> Option<Duration> {
+/// several): the wall time of each role's deploy, in `ROLES`' order, or `None` when the hosts
+/// cannot be had here (skipped).
+fn fresh_deploy(names: &[&str]) -> Option<Vec<Duration>> {
     let site = site(names)?;
     let lone = names.len() == 1;
     let server = site.fleet.host(names[0]).address();
@@ -32,11 +33,21 @@ fn fresh_deploy(names: &[&str]) -> Option<Duration> {
         }
     };
     let t = Test::new().config(&operator_config(&site, &urls, roles));
-    let started = Instant::now();
+    let mut times = Vec::new();
     for role in ROLES {
+        let started = Instant::now();
         passes_on(&t, &site, names, &["run", "deploy", "--set", &format!("service={role}")]);
+        times.push(started.elapsed());
     }
-    Some(started.elapsed())
+    Some(times)
+}
+
+/// `median … ms (min …, max …)` of `times`.
+fn medians(mut times: Vec<Duration>) -> String {
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let n = times.len();
+    format!("median {:.0} ms (min {:.0}, max {:.0}, n={n})", ms(times[n / 2]), ms(times[0]), ms(times[n - 1]))
 }
 
 #[test]
@@ -44,19 +55,18 @@ fn fresh_deploy(names: &[&str]) -> Option<Duration> {
 fn bench_a_fresh_deploy_of_the_four_roles_with_their_packages() {
     let runs: usize = std::env::var("OPSBOOK_BENCH_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
     for names in [&["d13b1"][..], &["d13bsrv", "d13bc1", "d13bc2"][..]] {
-        let mut times = Vec::new();
+        let mut runs_of: Vec<Vec<Duration>> = Vec::new();
         for _ in 0..runs {
             let Some(took) = fresh_deploy(names) else { return };
-            times.push(took);
+            runs_of.push(took);
         }
-        times.sort();
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        println!(
-            "fresh deploy of the four roles on {} Debian 13 host(s): median {:.0} ms (min {:.0}, max {:.0}, n={runs})",
-            names.len(),
-            ms(times[runs / 2]),
-            ms(times[0]),
-            ms(times[runs - 1])
-        );
+        let totals = runs_of.iter().map(|r| r.iter().sum()).collect();
+        println!("fresh deploy of the four roles on {} Debian 13 host(s): {}", names.len(), medians(totals));
+        for (i, role) in ROLES.iter().enumerate() {
+            println!(
+                "fresh deploy of the four roles: of which {role}: {}",
+                medians(runs_of.iter().map(|r| r[i]).collect())
+            );
+        }
     }
 }
