@@ -96,6 +96,7 @@ fn module(cx: &Arc<Context>) -> Module {
         "influx::storage()",
         move || storage(&h)
     );
+    super::influx_setup::add(&mut m, cx);
     m
 }
 

@@ -28,6 +28,7 @@ pub mod fleet;
 pub mod http;
 pub mod influx;
 pub mod influx_api;
+mod influx_setup;
 pub mod journal;
 pub mod loki;
 pub mod prom;
