@@ -14,6 +14,7 @@ use crate::support::{Test, mask, skip};
 const NAMES: [&str; 2] = ["manage-svc.sh", "svc-exec.sh"];
 
 /// Installs the scripts into `DIR/bin` as an operator would; that directory.
+#[track_caller]
 fn installed(t: &Test) -> PathBuf {
     let bin = t.path().join("bin");
     let out = crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(0);
@@ -29,11 +30,13 @@ struct Ran {
 
 /// Runs a script with no terminal (its own session, stdin from /dev/null), as from cron or CI,
 /// with `$OPSBOOK` naming the opsbook under test.
+#[track_caller]
 fn script(t: &Test, bin: &Path, name: &str, args: &[&str]) -> Ran {
     run_script(t, bin, name, args, true)
 }
 
 /// `script`, without `$OPSBOOK` when `!named` (the script then finds the opsbook beside it).
+#[track_caller]
 fn run_script(t: &Test, bin: &Path, name: &str, args: &[&str], named: bool) -> Ran {
     let mut command = Command::new("setsid");
     command.env_clear();
@@ -176,6 +179,7 @@ server  metrics-db, log-store  3       0       [DUR]
 }
 
 /// The one run directory kept under the state directory, and its files.
+#[track_caller]
 fn kept(t: &Test) -> (String, Vec<String>) {
     let runs = t.path().join(".state/opsbook/runs");
     let dirs: Vec<PathBuf> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
@@ -410,17 +414,17 @@ fn on_the_fleet_over_ssh_a_restart_is_applied_with_yes_and_a_verify_passes() {
 
 /// The screen of a tmux session running `command` once it shows `text` (within 30 s): its
 /// non-empty lines.
+#[track_caller]
 fn tmux_until(socket: &str, text: &str) -> Vec<String> {
-    let started = std::time::Instant::now();
-    loop {
+    crate::support::wait_until(&format!("`{text}` on the screen"), std::time::Duration::from_secs(30), || {
         let out = Command::new("tmux").args(["-L", socket, "capture-pane", "-p", "-J"]).output().unwrap();
         let screen = String::from_utf8_lossy(&out.stdout).into_owned();
         if screen.contains(text) {
-            return screen.lines().filter(|l| !l.trim().is_empty()).map(|l| l.trim_end().to_string()).collect();
+            Ok(screen.lines().filter(|l| !l.trim().is_empty()).map(|l| l.trim_end().to_string()).collect())
+        } else {
+            Err(format!("the screen\n{screen}"))
         }
-        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no `{text}` on the screen:\n{screen}");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    })
 }
 
 #[test]
