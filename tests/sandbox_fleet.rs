@@ -175,7 +175,7 @@ fleet::on("nowhere", || 1);
         format!(
             "ask-server on {host} (runbooks/ask-server.rhai)  [sandbox: in-process stack, faults server:log-store:down]\n  \
              ok    {name}influxdb.service active — active (running)\n  \
-             log store on the server: inactive\n\naborted: error: no host named `nowhere` in the inventory\n\n1 passed, 0 failed  ([DUR])\n\n"
+             log store on the server: inactive\n\naborted: error: no host named `nowhere` in the inventory (hosts: server, c1)\n\n1 passed, 0 failed  ([DUR])\n\n"
         )
     };
     let expected = [
