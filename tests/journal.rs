@@ -12,6 +12,7 @@ fn boot() -> Option<PrivateHost> {
 }
 
 const TALKER: &str = "[Unit]\nDescription=Talker\n[Service]\nExecStart=/bin/sh -c 'echo hello-from-talker; echo \"<3>talker-broke-something\"; echo \"<4>talker-is-worried\"; exec sleep infinity'\n";
+/// Logs `tick` every 100 ms (its sleep is its pace, not a wait): a steady stream to follow.
 const TICKER: &str =
     "[Unit]\nDescription=Ticker\n[Service]\nExecStart=/bin/sh -c 'while true; do echo tick; sleep 0.1; done'\n";
 

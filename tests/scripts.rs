@@ -438,6 +438,8 @@ fn on_a_terminal_the_question_is_asked_and_the_answer_decides() {
         [("n", "svc-exec.sh: not applied (answered \"n\")\nEXIT=1"), ("y", "1 host(s): all passed  ([DUR])\nEXIT=0")]
     {
         let socket = format!("opsbook-scripts-{}-{answer}", std::process::id());
+        // The shell stays a minute after the script (`sleep 60`) so its last lines can be read
+        // from the pane; the session is killed once they are.
         let command = format!(
             "env -i PATH=/usr/bin:/bin HOME={d} XDG_STATE_HOME={d}/.state OPSBOOK={o} {s} restart server:loki --sandbox \
              --fleet 1; echo EXIT=$?; sleep 60",
