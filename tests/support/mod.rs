@@ -202,7 +202,8 @@ fn finish(mut child: Child, capture: Capture, limit: Duration) -> (i32, String, 
     let Ok(status) = poll(limit, || child.try_wait().unwrap().ok_or(())) else {
         child.kill().ok();
         child.wait().ok();
-        let (stdout, stderr) = capture.finish();
+        // What it printed so far: a process it started may still hold the pipes open.
+        let (stdout, stderr) = capture.so_far();
         panic!("opsbook did not finish within {limit:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
     };
     let (stdout, stderr) = capture.finish();
