@@ -97,7 +97,8 @@ pub fn write_file(path: &Path, token: &Secret) -> Result<(), String> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot make the folder of token_file `{shown}`: {e}"))?;
-    let temporary = dir.join(format!(".{}.opsbook-new", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
+    let temporary =
+        dir.join(format!(".{}.opsbook-new", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create(true)

@@ -51,7 +51,9 @@ fn onboard(cx: &Context, options: &Map) -> VerbResult<Map> {
             out.insert("detail".into(), "the metrics database is set up already".into());
             return Ok(out);
         }
-        None => return Err(fail("cannot tell whether the metrics database is set up: GET /api/v2/setup did not answer")),
+        None => {
+            return Err(fail("cannot tell whether the metrics database is set up: GET /api/v2/setup did not answer"));
+        }
     }
     let Some(file) = config.token_file() else {
         return Err(fail(

@@ -265,7 +265,19 @@ mod tests {
         let body = br#"{"query":"q","type":"flux","dialect":{"header":true,"annotations":["datatype","group","default"],"delimiter":","}}"#;
         let (q, d) = query_request(&h, body).unwrap();
         assert_eq!((q.as_str(), d.annotations.len()), ("q", 3));
-        assert!(query_request(&h, b"{").is_err());
-        assert!(query_request(&h, br#"{"query":"q","type":"influxql"}"#).is_err());
+        assert_eq!(
+            query_request(&h, b"{").unwrap_err(),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"code": "invalid", "message": "failed to decode request body: EOF while parsing an object at line 1 column 1"})
+            )
+        );
+        assert_eq!(
+            query_request(&h, br#"{"query":"q","type":"influxql"}"#).unwrap_err(),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"code": "invalid", "message": "unsupported query type \"influxql\" (the twin speaks Flux)"})
+            )
+        );
     }
 }
