@@ -14,6 +14,7 @@ mod journal;
 mod lifecycle;
 mod lifecycle_container;
 mod lifecycle_verbs;
+mod onboarding;
 mod package;
 mod probes;
 mod prometheus;
