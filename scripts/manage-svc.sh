@@ -23,6 +23,11 @@ Actions:
 
 Roles: metrics-db (influxdb), log-store (loki), metrics-agent (telegraf), log-shipper (alloy).
 
+Rollouts: with --serial N|P% (and --canary, --max-fail N|P%, --no-rollback) HOST may be a
+group or `all`: every host of it playing ROLE is changed batch by batch, a host whose checks
+fail is rolled back, and the plan shows the batches (opsbook run deploy --hosts HOST:&ROLE
+--set service=ROLE --serial N).
+
 Before any change the plan is shown (the same run with --dry-run), then "Apply these
 changes to HOST? [y/N]" is asked on the terminal.
   -y, --yes   apply without asking (required when there is no terminal)
@@ -111,7 +116,7 @@ state_dir() {
   fi
 }
 
-yes=0 purge=0 host="" positional=() passthrough=()
+yes=0 purge=0 rollout=0 host="" positional=() passthrough=()
 while [ $# -gt 0 ]; do
   case $1 in
     -y | --yes) yes=1 ;;
@@ -124,10 +129,15 @@ while [ $# -gt 0 ]; do
       ;;
     --) shift; passthrough+=("$@"); break ;;
     # opsbook's options that take a value: the value goes with them.
-    --inventory | --config | --runbooks | --fleet | --forks | --format | --fault | --set)
+    --inventory | --config | --runbooks | --fleet | --forks | --format | --fault | --set | --serial | --max-fail)
       [ $# -ge 2 ] || die "\`$1\` needs a value" usage
+      [ "$1" != --serial ] || rollout=1
       passthrough+=("$1" "$2")
       shift
+      ;;
+    --canary)
+      rollout=1
+      passthrough+=("$1")
       ;;
     -*) passthrough+=("$1") ;;
     *) positional+=("$1") ;;
@@ -164,6 +174,11 @@ case $action in
   remove) args=(run remove --set "service=$host:$role") ;;
   prepare) args=(run prepare --set "environment=$host") ;;
 esac
+# A rollout acts on every host of HOST (a host, a group, `all`) that plays ROLE, batch by batch.
+if [ "$rollout" = 1 ]; then
+  [ "$action" != prepare ] || die "\`prepare\` has no rollout (--serial, --canary): it makes directories, accounts and firewall rules, which a rollback does not restore" usage
+  args=(run "$action" --hosts "$host:&$role" --set "service=$role")
+fi
 [ "$purge" = 0 ] || args+=(--set purge=true)
 changes=1
 args+=("${passthrough[@]}")

@@ -20,6 +20,10 @@ Actions:
 
 Roles: metrics-db (influxdb), log-store (loki), metrics-agent (telegraf), log-shipper (alloy).
 
+Rollouts: with --serial N|P% (and --canary, --max-fail N|P%, --no-rollback) HOST may be a
+group or `all`: restart and configure change every host of it playing ROLE batch by batch, a
+host whose checks fail is rolled back, and the plan shows the batches.
+
 Before restart and configure the plan is shown (the same run with --dry-run), then
 "Apply these changes to HOST? [y/N]" is asked on the terminal.
   -y, --yes   apply without asking (required when there is no terminal)
@@ -108,7 +112,7 @@ state_dir() {
   fi
 }
 
-yes=0 host="" positional=() passthrough=()
+yes=0 rollout=0 host="" positional=() passthrough=()
 while [ $# -gt 0 ]; do
   case $1 in
     -y | --yes) yes=1 ;;
@@ -120,10 +124,15 @@ while [ $# -gt 0 ]; do
       ;;
     --) shift; passthrough+=("$@"); break ;;
     # opsbook's options that take a value: the value goes with them.
-    --inventory | --config | --runbooks | --fleet | --forks | --format | --fault | --set)
+    --inventory | --config | --runbooks | --fleet | --forks | --format | --fault | --set | --serial | --max-fail)
       [ $# -ge 2 ] || die "\`$1\` needs a value" usage
+      [ "$1" != --serial ] || rollout=1
       passthrough+=("$1" "$2")
       shift
+      ;;
+    --canary)
+      rollout=1
+      passthrough+=("$1")
       ;;
     -*) passthrough+=("$1") ;;
     *) positional+=("$1") ;;
@@ -153,6 +162,14 @@ case $action in
   restart) args=(run restart --host "$host" --set "component=$role") changes=1 ;;
   configure) args=(run configure --set "service=$host:$role") changes=1 ;;
 esac
+# A rollout acts on every host of HOST (a host, a group, `all`) that plays ROLE, batch by batch.
+if [ "$rollout" = 1 ]; then
+  case $action in
+    verify) die "\`verify\` changes nothing: it has no rollout (--serial, --canary)" usage ;;
+    restart) args=(run restart --hosts "$host:&$role" --set "component=$role") ;;
+    configure) args=(run configure --hosts "$host:&$role" --set "service=$role") ;;
+  esac
+fi
 args+=("${passthrough[@]}")
 
 what="$action of $role on $host"
