@@ -17,6 +17,8 @@ mod lifecycle_verbs;
 mod probes;
 mod remote_world;
 mod repl;
+mod rollout;
+mod rollout_fleet;
 mod run;
 mod runbooks;
 mod sandbox;
