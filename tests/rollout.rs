@@ -20,17 +20,8 @@ pub(crate) fn settled(text: &str) -> String {
     })
 }
 
-const RESTART: [&str; 9] = [
-    "run",
-    "restart",
-    "--sandbox",
-    "--fleet",
-    "3",
-    "--hosts",
-    "log-shipper",
-    "--set",
-    "component=log-shipper",
-];
+const RESTART: [&str; 9] =
+    ["run", "restart", "--sandbox", "--fleet", "3", "--hosts", "log-shipper", "--set", "component=log-shipper"];
 
 /// c2's shipper, as the fault leaves it: a file that does not validate, which a restart
 /// reads.
@@ -131,7 +122,10 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 2: 1
     );
     let batches = rollout["batches"].as_array().unwrap();
     assert!(batches.iter().all(|b| b["duration_s"].as_f64().is_some() && b["started_s"].as_f64().is_some()));
-    assert_eq!(batches.iter().map(|b| b["outcome"].clone()).collect::<Vec<_>>(), ["1 changed", "1 failed", "1 changed"]);
+    assert_eq!(
+        batches.iter().map(|b| b["outcome"].clone()).collect::<Vec<_>>(),
+        ["1 changed", "1 failed", "1 changed"]
+    );
 }
 
 #[test]

@@ -172,7 +172,8 @@ fn not_attempted(targets: &[Target], ranges: &[Range<usize>], first: usize, why:
 
 /// Every host's plan at once (`--dry-run`: nothing changes, so nothing is gated).
 fn plan_all(targets: &[Target], inventory: &Arc<Inventory>, job: &Job, ranges: &[Range<usize>], rollout: &mut Rollout) {
-    let reports = crate::runner::each(targets, inventory, job.forks, |t| run_one(t, job.runbook, job.params), |_, _, _| {});
+    let reports =
+        crate::runner::each(targets, inventory, job.forks, |t| run_one(t, job.runbook, job.params), |_, _, _| {});
     for (i, (target, report)) in targets.iter().zip(reports).enumerate() {
         let batch = ranges.iter().position(|r| r.contains(&i)).unwrap_or(0) + 1;
         let reason = if report.exit_code() == 0 { String::new() } else { why_failed(&report) };
@@ -321,7 +322,10 @@ mod tests {
             rollback_params(&p(&[("service", "c1:alloy"), ("deadline", "5s")]), "save"),
             p(&[("service", "c1:alloy"), ("step", "save"), ("deadline", "5s")])
         );
-        assert_eq!(rollback_params(&p(&[("component", "loki")]), "restore"), p(&[("service", "loki"), ("step", "restore")]));
+        assert_eq!(
+            rollback_params(&p(&[("component", "loki")]), "restore"),
+            p(&[("service", "loki"), ("step", "restore")])
+        );
         assert_eq!(rollback_params(&p(&[("settle", "1s")]), "release"), p(&[("service", ""), ("step", "release")]));
     }
 }

@@ -214,7 +214,13 @@ fn batch_outcome(rollout: &Rollout, batch: usize) -> String {
         .iter()
         .filter_map(|o| {
             let n = of.iter().filter(|h| h.outcome == *o).count();
-            (n > 0).then(|| if n == of.len() && *o == HostOutcome::NotAttempted { o.as_str().to_string() } else { format!("{n} {}", o.as_str()) })
+            (n > 0).then(|| {
+                if n == of.len() && *o == HostOutcome::NotAttempted {
+                    o.as_str().to_string()
+                } else {
+                    format!("{n} {}", o.as_str())
+                }
+            })
         })
         .collect();
     parts.join(", ")
@@ -240,8 +246,7 @@ fn verdict(rollout: &Rollout) -> String {
     let parts: Vec<String> = OUTCOMES
         .iter()
         .filter_map(|o| {
-            let names: Vec<&str> =
-                rollout.hosts.iter().filter(|h| h.outcome == *o).map(|h| h.host.as_str()).collect();
+            let names: Vec<&str> = rollout.hosts.iter().filter(|h| h.outcome == *o).map(|h| h.host.as_str()).collect();
             (!names.is_empty()).then(|| format!("{} {} ({})", names.len(), o.as_str(), names.join(", ")))
         })
         .collect();
