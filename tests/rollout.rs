@@ -5,7 +5,7 @@
 //! passing a rollout through and showing the batches in its plan; the flags refused where they
 //! mean nothing. The rollouts over real hosts are in `rollout_fleet.rs`.
 
-use crate::support::{Test, mask};
+use crate::support::{Output, Test, mask};
 
 /// What varies from run to run: durations and temporary paths (`mask`), times of day, a slow
 /// check's own time, the line of a stdlib module an abort names.
@@ -18,6 +18,13 @@ pub(crate) fn settled(text: &str) -> String {
     rules.iter().fold(mask(text), |text, (pattern, with)| {
         regex::Regex::new(pattern).unwrap().replace_all(&text, *with).into_owned()
     })
+}
+
+/// The rollout's summary: from its first line to the end of the report, `settled`.
+pub(crate) fn summary(out: &Output) -> String {
+    let text = settled(&out.stdout);
+    let at = text.find("rollout of ").unwrap_or_else(|| panic!("no rollout summary:\n{}", out.stdout));
+    text[at..].to_string()
 }
 
 const RESTART: [&str; 9] =
@@ -152,6 +159,30 @@ c3    metrics-agent, log-shipper  2      planned
         restarted("c3", "", dry, plan)
     );
     assert_eq!(settled(&out.stdout), expected, "{}", out.stdout);
+}
+
+#[test]
+fn with_no_rollback_a_failed_host_is_kept_as_it_is_and_the_report_says_how_to_restore_it() {
+    let args = [&RESTART[..], &["--serial", "1", "--no-rollback", "--fault", "c1:log-shipper:bad-config"]].concat();
+    let out = Test::new().args(&args).run();
+    assert_eq!(
+        summary(&out),
+        "rollout of restart: 3 host(s) in 3 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is kept as it is (--no-rollback)
+BATCH  HOSTS  OUTCOME        TIME
+1      c1     1 failed       [DUR]
+2      c2     not attempted
+3      c3     not attempted
+
+HOST  ROLES                       BATCH  OUTCOME        WHY
+c1    metrics-agent, log-shipper  1      failed         gate: aborted: restart of `alloy.service` failed (now failed (failed), result exit-code, exit status 1); kept as it is (--no-rollback): `opsbook run rollback --host c1 --set service=log-shipper` restores it
+c2    metrics-agent, log-shipper  2      not attempted  stopped after batch 1: 1 host(s) failed, more than 0
+c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 1: 1 host(s) failed, more than 0
+
+3 host(s): 1 failed (c1), 2 not attempted (c2, c3); stopped after batch 1 of 3: 1 host(s) failed, more than --max-fail 0 allows  ([DUR])
+"
+    );
+    assert!(!out.stdout.contains("rollback on c1"), "{}", out.stdout);
+    out.code(1);
 }
 
 #[test]

@@ -10,22 +10,15 @@
 use std::time::{Duration, Instant};
 
 use crate::fleet_runs::{boot, opsbook};
-use crate::rollout::settled;
+use crate::rollout::summary;
+use crate::support::Test;
 use crate::support::fleet::{Fleet, FleetHost};
-use crate::support::{Output, Test};
 
 const CONFIG: &str = "/etc/alloy/config.alloy";
 
 /// The running shipper's main PID on a host.
 fn main_pid(host: &FleetHost) -> String {
     host.ok(&["systemctl", "--user", "show", "alloy", "-p", "MainPID"])
-}
-
-/// The rollout's summary: from its first line to the end of the report.
-fn summary(out: &Output) -> String {
-    let text = settled(&out.stdout);
-    let at = text.find("rollout of ").unwrap_or_else(|| panic!("no rollout summary:\n{}", out.stdout));
-    text[at..].to_string()
 }
 
 /// A copy of the built-in shipper template in `DIR/templates`, `from` replaced by `to`; the
