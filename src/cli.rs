@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use opsbook_fleet::options::GlobalOptions;
 
@@ -81,6 +81,11 @@ pub enum Command {
     /// Sources: `[hosts.NAME]`/`[groups.NAME]` of the config files and the Ansible inventory
     /// (`--inventory` or the `inventory` key); with neither, the one host is this machine.
     /// Exit status 1 when a value could not be resolved (listed last; nothing is guessed).
+    ///
+    /// `--format prometheus` prints the hosts as Prometheus file_sd targets instead, one per
+    /// host: its `opsbook serve` (the address, or 127.0.0.1 for this machine, and the port of
+    /// `serve.listen`), labelled with `host` and `roles`. A host whose address could not be
+    /// resolved is left out and named on stderr (exit status 1).
     Hosts {
         /// Only the hosts this pattern selects (as `--hosts`); all when omitted.
         pattern: Option<String>,
@@ -114,6 +119,10 @@ pub enum Command {
         /// Target shell.
         shell: clap_complete::Shell,
     },
+
+    /// Write the man pages or the shell completions into a directory (for packaging).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
 }
 
 /// Arguments of `opsbook run`.
@@ -158,4 +167,23 @@ pub struct ServeArgs {
     /// else $XDG_STATE_HOME/opsbook or ~/.local/state/opsbook).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+}
+
+/// Arguments of `opsbook generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to write.
+    pub what: What,
+
+    /// The directory to write into (created if missing); files of the same name are replaced.
+    pub dir: PathBuf,
+}
+
+/// The kinds of files `generate` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum What {
+    /// Man pages, section 1.
+    Man,
+    /// Completion scripts for bash, zsh and fish.
+    Completions,
 }

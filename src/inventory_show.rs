@@ -3,6 +3,10 @@
 //! The table gives each host's address, roles, scope and ssh user and port; a second table
 //! says where each of those values came from (file:line and level, or the rule applied); the
 //! values that could not be resolved are listed last, and make the exit status 1.
+//!
+//! `--format prometheus` prints Prometheus file_sd targets instead: where each host's
+//! `opsbook serve` answers, for the `file_sd_configs` of a scrape job
+//! (prometheus/prometheus.example.yml).
 
 use std::io::Write;
 
@@ -13,15 +17,66 @@ use crate::inventory::{Fact, Host, Inventory, Source};
 use crate::report::Format;
 
 /// Prints the hosts `pattern` selects (all when `None`); 1 when a shown host has a value
-/// that could not be resolved.
+/// that could not be resolved, or was left out of the Prometheus targets.
 pub(crate) fn hosts(inventory: &Inventory, pattern: Option<&str>, format: Format) -> Result<u8, Error> {
     let hosts: Vec<&Host> = match pattern {
         Some(p) => inventory.select(p)?,
         None => inventory.hosts().iter().collect(),
     };
-    let text = if format == Format::Json { json(&hosts) } else { table(&hosts) };
+    let mut left_out = Vec::new();
+    let text = match format {
+        Format::Json => json(&hosts),
+        Format::Prometheus => {
+            let text;
+            (text, left_out) = file_sd(&hosts);
+            for (name, why) in &left_out {
+                eprintln!("left out {name}: {why}");
+            }
+            text
+        }
+        _ => table(&hosts),
+    };
     std::io::stdout().lock().write_all(text.as_bytes()).ok();
-    Ok(u8::from(hosts.iter().any(|h| !h.problems.is_empty())))
+    Ok(u8::from(!left_out.is_empty() || hosts.iter().any(|h| !h.problems.is_empty())))
+}
+
+/// The file_sd targets of `hosts`, one group per host, as Prometheus reads them:
+/// `[{"targets": ["ADDR:PORT"], "labels": {"host": NAME, "roles": "a,b"}}]`, where PORT is
+/// that of the host's `serve.listen`. Also the hosts left out, each with the reason.
+pub(crate) fn file_sd(hosts: &[&Host]) -> (String, Vec<(String, String)>) {
+    let mut groups = Vec::new();
+    let mut left_out = Vec::new();
+    for h in hosts {
+        match scrape_target(h) {
+            Ok(target) => {
+                let roles: Vec<&str> = h.roles.iter().map(|r| r.value.name()).collect();
+                groups.push(json!({"targets": [target], "labels": {"host": h.name, "roles": roles.join(",")}}));
+            }
+            Err(why) => left_out.push((h.name.clone(), why)),
+        }
+    }
+    (serde_json::to_string_pretty(&groups).unwrap_or_default() + "\n", left_out)
+}
+
+/// `ADDR:PORT` of a host's `opsbook serve`: its inventory address, or for this machine the
+/// address serve listens on (loopback when it listens on every address).
+fn scrape_target(h: &Host) -> Result<String, String> {
+    let listen = &h.config().serve.listen;
+    let (bind, port) = listen
+        .rsplit_once(':')
+        .and_then(|(bind, port)| Some((bind, port.parse::<u16>().ok()?)))
+        .ok_or_else(|| format!("`serve.listen` is `{listen}`, which names no port"))?;
+    let address = match &h.address {
+        Some(a) => a.value.clone(),
+        None if h.is_local() => match bind.trim_start_matches('[').trim_end_matches(']') {
+            "" | "0.0.0.0" => "127.0.0.1".to_string(),
+            "::" => "::1".to_string(),
+            specific => specific.to_string(),
+        },
+        None => return Err("its address could not be resolved (`opsbook hosts` says why)".into()),
+    };
+    // An IPv6 address is bracketed before the port, as in a URL.
+    Ok(if address.contains(':') { format!("[{address}]:{port}") } else { format!("{address}:{port}") })
 }
 
 fn address(h: &Host) -> String {

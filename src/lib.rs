@@ -5,6 +5,7 @@
 //! `stdlib/*.rhai`; the verbs they call live in `opsbook-engine` (see ARCHITECTURE.md).
 
 pub mod cli;
+pub mod generate;
 pub mod history;
 mod inventory_show;
 pub mod repl;
@@ -17,7 +18,7 @@ pub mod subcommand;
 use opsbook_base::{cancel, error, progress, suggest};
 pub use opsbook_base::{config, report, secret};
 pub use opsbook_engine::catalog;
-use opsbook_engine::{engine, functions, host, runbook};
+use opsbook_engine::{engine, functions, runbook, verbs};
 pub use opsbook_fleet::session;
 use opsbook_fleet::{rollout, run as fleet_run, runner, targets};
 pub use opsbook_inventory as inventory;

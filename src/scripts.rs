@@ -1,11 +1,17 @@
 //! `opsbook scripts`: the two orchestrator scripts operators drive the stack with,
-//! `manage-svc.sh` (deploy, remove, prepare) and `svc-exec.sh` (verify, restart, configure).
+//! `manage-svc.sh` (deploy, remove, prepare) and `svc-exec.sh` (verify, restart, configure),
+//! and `lib/opsbook-scripts.sh`, the body both source.
 //!
 //! They ship inside the binary (the repository's `scripts/`), so the scripts and the opsbook
 //! they call are always of one version. `opsbook scripts` says what they are and whether they
 //! are installed beside this opsbook; `--install DIR` writes them, each atomically (a
-//! temporary file renamed over the old one), mode 0755, and never replaces a script that
-//! differs without `--force` — an operator's edited copy is not lost by accident.
+//! temporary file renamed over the old one), the scripts mode 0755 and the sourced body 0644,
+//! and never replaces a file that differs without `--force` — an operator's edited copy is
+//! not lost by accident.
+//!
+//! The scripts ask opsbook for the roles rather than naming them (`inventory::COMPONENTS` is
+//! their one description): `--role NAME` prints opsbook's name of a role given by any name
+//! operators use, or fails naming the roles; `--roles` lists them for the usage.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -14,28 +20,44 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::error::Error;
+use crate::inventory::Role;
 
-/// Each script: its file name, what it does, its text.
-pub(crate) const SCRIPTS: [(&str, &str, &str); 2] = [
+/// Each file: its path under the directory installed to, what it does, its text.
+pub(crate) const SCRIPTS: [(&str, &str, &str); 3] = [
     (
         "manage-svc.sh",
         "deploy or remove one service (HOST:ROLE); prepare the hosts of an environment",
         include_str!("../scripts/manage-svc.sh"),
     ),
     ("svc-exec.sh", "verify, restart or reconfigure one service (HOST:ROLE)", include_str!("../scripts/svc-exec.sh")),
+    ("lib/opsbook-scripts.sh", "what both scripts share (sourced)", include_str!("../scripts/lib/opsbook-scripts.sh")),
 ];
+
+/// The mode a file is installed with: the scripts run, the body they source is read.
+fn mode_of(name: &str) -> u32 {
+    if name.starts_with("lib/") { 0o644 } else { 0o755 }
+}
 
 /// Arguments of `opsbook scripts`.
 #[derive(Debug, Args)]
 pub struct ScriptsArgs {
-    /// Write both scripts into DIR (created if missing), mode 0755. Beside the opsbook binary
-    /// is best: they call the opsbook beside them first.
+    /// Write both scripts into DIR (created if missing), mode 0755, and the body they share
+    /// into DIR/lib. Beside the opsbook binary is best: they call the opsbook beside them first.
     #[arg(long, value_name = "DIR")]
     pub install: Option<PathBuf>,
 
     /// With --install, replace scripts that differ from this opsbook's.
     #[arg(long, requires = "install")]
     pub force: bool,
+
+    /// For the scripts: opsbook's name of the role NAME (its name or an alias, any case), or an
+    /// error naming the roles.
+    #[arg(long, value_name = "NAME", hide = true, conflicts_with_all = ["install", "roles"])]
+    pub role: Option<String>,
+
+    /// For the scripts: the roles, as their usage lists them.
+    #[arg(long, hide = true, conflicts_with = "install")]
+    pub roles: bool,
 }
 
 /// What is at a script's place in a directory.
@@ -56,6 +78,15 @@ fn found(path: &Path, text: &str) -> Found {
 
 /// Runs `opsbook scripts`.
 pub fn run(args: &ScriptsArgs) -> Result<u8, Error> {
+    if let Some(name) = &args.role {
+        let role = Role::parse_or_explain(name).map_err(Error::Usage)?;
+        println!("{role}");
+        return Ok(0);
+    }
+    if args.roles {
+        println!("{}", Role::listed());
+        return Ok(0);
+    }
     match &args.install {
         Some(dir) => install(dir, args.force),
         None => describe(),
@@ -86,9 +117,10 @@ fn describe() -> Result<u8, Error> {
 }
 
 fn install(dir: &Path, force: bool) -> Result<u8, Error> {
-    std::fs::create_dir_all(dir)
-        .map_err(|source| Error::Io { context: format!("cannot create `{}`", dir.display()), source })?;
-    // Look at both before writing either: a refusal writes nothing.
+    let lib = dir.join("lib");
+    std::fs::create_dir_all(&lib)
+        .map_err(|source| Error::Io { context: format!("cannot create `{}`", lib.display()), source })?;
+    // Look at each before writing any: a refusal writes nothing.
     let states: Vec<Found> = SCRIPTS.iter().map(|(name, _, text)| found(&dir.join(name), text)).collect();
     if !force && let Some(((name, _, _), _)) = SCRIPTS.iter().zip(&states).find(|(_, s)| **s == Found::Different) {
         return Err(Error::Usage(format!(
@@ -100,26 +132,27 @@ fn install(dir: &Path, force: bool) -> Result<u8, Error> {
     let mut out = std::io::stdout().lock();
     for ((name, _, text), state) in SCRIPTS.iter().zip(states) {
         let path = dir.join(name);
-        write_atomically(&path, text)?;
+        let mode = mode_of(name);
+        write_atomically(&path, text, mode)?;
         let verb = match state {
             Found::Missing => "wrote",
             Found::Same => "rewrote (unchanged)",
             Found::Different => "replaced",
         };
-        writeln!(out, "{verb} {} (mode 0755)", path.display()).ok();
+        writeln!(out, "{verb} {} (mode {mode:04o})", path.display()).ok();
     }
     Ok(0)
 }
 
-/// Writes `text` to a temporary file beside `path`, mode 0755, then renames it over `path`:
+/// Writes `text` to a temporary file beside `path`, with `mode`, then renames it over `path`:
 /// a reader sees the old script or the new one, never half of one.
-fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
+fn write_atomically(path: &Path, text: &str, mode: u32) -> Result<(), Error> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(text.as_bytes())?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         file.sync_all()?;
         std::fs::rename(&temporary, path)
     };

@@ -4,8 +4,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use clap::CommandFactory;
-
 use crate::catalog::{Catalog, Kind};
 use crate::cli::{Arguments, Command, GlobalOptions, RunArgs};
 use crate::error::Error;
@@ -15,6 +13,7 @@ use crate::session::{Reach, Session};
 /// Builds the session the subcommand needs (if any) and executes it.
 pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
+    refuse_prometheus(global.format, &args.command)?;
     let session = |reach| Session::open(&global, reach);
     match args.command {
         Command::Run(run) => run_command(&global, &run),
@@ -51,9 +50,10 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         }
         Command::Scripts(args) => crate::scripts::run(&args),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Arguments::command(), "opsbook", &mut std::io::stdout());
+            crate::generate::completion(shell, &mut std::io::stdout());
             Ok(0)
         }
+        Command::Generate(args) => crate::generate::run(&args),
     }
 }
 
@@ -128,8 +128,36 @@ fn repl_on_host(global: &GlobalOptions) -> Result<u8, Error> {
         )));
     };
     let session = crate::targets::host_session(global, crate::inventory::Inventory::resolved(host)?)?;
-    session.host.set_place(crate::host::fleet::Place::with_inventory(Arc::new(inventory.clone())));
+    session.context.set_place(crate::verbs::fleet::Place::with_inventory(Arc::new(inventory.clone())));
     crate::repl::run(session, false)
+}
+
+/// `--format prometheus` is the file_sd output of `opsbook hosts`; every other subcommand
+/// (the runs' reports first) refuses it rather than print something else.
+fn refuse_prometheus(format: Format, command: &Command) -> Result<(), Error> {
+    let name = match command {
+        Command::Hosts { .. } => return Ok(()),
+        _ if format != Format::Prometheus => return Ok(()),
+        Command::Run(_) => "run",
+        Command::List => "list",
+        Command::Show { .. } => "show",
+        Command::Templates { .. } => "templates",
+        Command::Check { .. } => "check",
+        Command::Fns { .. } => "fns",
+        Command::Config => "config",
+        Command::Repl => "repl",
+        Command::Serve(_) => "serve",
+        Command::History(_) => "history",
+        Command::Twin(_) => "twin",
+        Command::Scripts(_) => "scripts",
+        Command::Completions { .. } => "completions",
+        Command::Generate(_) => "generate",
+    };
+    Err(Error::Usage(format!(
+        "`--format prometheus` is only for `opsbook hosts` (its Prometheus file_sd targets), not for \
+         `opsbook {name}`: the other formats are human, json, junit and tap\n  help: `opsbook hosts --format \
+         prometheus > targets.json`"
+    )))
 }
 
 /// The hosts a run acts on: `--host`/`--hosts`, else the host of `--set service=HOST:ROLE`
@@ -156,7 +184,7 @@ fn selection(global: &GlobalOptions, run: &RunArgs) -> Option<(Option<String>, O
 
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(&args.name)?;
-    crate::cancel::on_signals(session.host.runtime(), vec![session.host.cancel.clone()], "the runbook");
+    crate::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
     let report = session.run(&compiled, &args.params, format)?;
     if let Some(path) = &args.save_json {
         crate::report::json::save(path, &crate::report::json::document(&report))?;
@@ -197,7 +225,7 @@ fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
 
 /// `opsbook templates [NAME]`: every template with where the winning copy is, or one's text.
 fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8, Error> {
-    use crate::host::template;
+    use crate::verbs::template;
     let mut out = std::io::stdout().lock();
     if let Some(name) = name {
         let found = template::find(catalog, name).map_err(Error::Usage)?;
@@ -357,7 +385,7 @@ fn fns(
         return Ok(0);
     }
     for d in &functions {
-        let effect = if d.effect == Some(crate::host::verb::Effect::Changes) { "  [changes the host]" } else { "" };
+        let effect = if d.effect == Some(crate::verbs::verb::Effect::Changes) { "  [changes the host]" } else { "" };
         writeln!(out, "{}{effect}", d.signature).ok();
         for line in d.doc.lines() {
             writeln!(out, "    {line}").ok();

@@ -2,6 +2,7 @@
 //! as real units under the spec's names and ports, each one the twin (`opsbook twin …` as
 //! `ExecStart`, with `ExecReload` where the real unit has one), configured from files in the
 //! test's directory, and opsbook's configuration pointed at their config files and tools.
+//! Without systemd: the runbooks' parameters take the defaults their stdlib modules declare.
 
 use crate::support::Test;
 use crate::support::private_host::PrivateHost;
@@ -500,5 +501,27 @@ fn logs_of_a_units_container_through_the_real_podman() {
         format!("logs (<built-in>/runbooks/logs.rhai)\n\n== logstore.service\n{lines}\n0 passed, 0 failed\n"),
         "{}",
         out.stdout
+    );
+}
+
+/// Parameters whose defaults a stdlib module declares once (`verify::DEFAULTS`, …) are listed
+/// with those values and take `--set` as a literal default would; a stdlib function given an
+/// option it does not take names the ones it does.
+#[test]
+fn parameters_take_the_stdlib_defaults_and_an_unknown_option_is_named() {
+    let t = Test::new().runbook(
+        "typo",
+        "//! An option misspelt.\nimport \"verify\" as verify;\nverify::metrics_db(#{ windw: \"5m\" });\n",
+    );
+    crate::support::run_in(t.path(), &["show", "restart-all"], None).code(0).stdout_has(
+        "Parameters (set with --set NAME=VALUE):\n  settle    5s   a duration like 5s or 2m\n  deadline  60s  a duration \
+         like 5s or 2m\n  startup   20s  a duration like 5s or 2m\n",
+    );
+    crate::support::run_in(t.path(), &["run", "verify-metrics-db", "--sandbox", "--set", "window=soon"], None)
+        .code(2)
+        .stderr_has("error: parameter `window` expects a duration like 5s or 2m, got `soon`\n");
+    crate::support::run_in(t.path(), &["run", "typo", "--sandbox"], None).code(1).stdout_has(
+        "aborted: verify::metrics_db: unknown option `windw` (options: chunk_deadline, data_deadline, scrape_gap, \
+         since, startup, stream, window)",
     );
 }

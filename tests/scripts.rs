@@ -3,7 +3,8 @@
 //! (`--sandbox --fleet 1`: a `server` and a client `c1`) — verify in both argument orders, a
 //! restart refused without a terminal and applied with `-y`, failed runs keeping their
 //! command, plan and report in the state directory, deploy/remove/prepare mapped onto their
-//! runbooks — and against the test fleet over real ssh. shellcheck checks both scripts.
+//! runbooks — and against the test fleet over real ssh. shellcheck checks both scripts and
+//! the body they share (`lib/opsbook-scripts.sh`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -12,12 +13,18 @@ use std::process::{Command, Stdio};
 use crate::support::{Test, mask, skip};
 
 const NAMES: [&str; 2] = ["manage-svc.sh", "svc-exec.sh"];
+/// The body both scripts source.
+const LIB: &str = "lib/opsbook-scripts.sh";
 
 /// Installs the scripts into `DIR/bin` as an operator would; that directory.
 fn installed(t: &Test) -> PathBuf {
     let bin = t.path().join("bin");
     let out = crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(0);
-    assert_eq!(out.stdout, "wrote bin/manage-svc.sh (mode 0755)\nwrote bin/svc-exec.sh (mode 0755)\n");
+    assert_eq!(
+        out.stdout,
+        "wrote bin/manage-svc.sh (mode 0755)\nwrote bin/svc-exec.sh (mode 0755)\nwrote bin/lib/opsbook-scripts.sh (mode \
+         0644)\n"
+    );
     bin
 }
 
@@ -93,9 +100,9 @@ server  metrics-db, log-store  5       0       [DUR]
 fn installed_scripts_verify_a_service_in_either_argument_order_and_shellcheck_accepts_them() {
     let t = Test::new();
     let bin = installed(&t);
-    for name in NAMES {
+    for (name, mode) in [(NAMES[0], 0o755), (NAMES[1], 0o755), (LIB, 0o644)] {
         let path = bin.join(name);
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o755, "{name}");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, mode, "{name}");
         let shipped = std::fs::read_to_string(crate::support::repo_dir().join("scripts").join(name)).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), shipped, "{name}");
     }
@@ -114,7 +121,7 @@ fn installed_scripts_verify_a_service_in_either_argument_order_and_shellcheck_ac
     match ["/usr/bin/shellcheck", "/bin/shellcheck"].iter().find(|p| Path::new(p).exists()) {
         None => skip("shellcheck is missing (apt-get install shellcheck)"),
         Some(shellcheck) => {
-            let out = Command::new(shellcheck).args(NAMES.map(|n| bin.join(n))).output().unwrap();
+            let out = Command::new(shellcheck).args([NAMES[0], NAMES[1], LIB].map(|n| bin.join(n))).output().unwrap();
             let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             assert!(out.status.success() && said.is_empty(), "shellcheck: {said}");
         }
@@ -300,11 +307,21 @@ fn unknown_actions_and_roles_get_a_suggestion_and_help_is_the_usage() {
         "error: `--host`/`--hosts` pick inventory hosts, which `--sandbox` never touches\n  help: add `--fleet N` to \
          pick among simulated hosts (server, c1…cN)\n",
     );
+    // The usage: the script's actions, the roles as opsbook names them, its plan, then what
+    // both scripts say alike.
+    let heredocs = |path: PathBuf| -> Vec<String> {
+        let source = std::fs::read_to_string(path).unwrap();
+        source.split("cat <<'EOF'\n").skip(1).map(|h| h.split("\nEOF\n").next().unwrap().to_string()).collect()
+    };
+    let shared = heredocs(bin.join(LIB)).remove(0);
     for name in NAMES {
-        let source = std::fs::read_to_string(bin.join(name)).unwrap();
-        let usage = source.split("cat <<'EOF'\n").nth(1).unwrap().split("\nEOF\n").next().unwrap();
+        let [actions, plan] = <[String; 2]>::try_from(heredocs(bin.join(name))).unwrap();
+        let usage = format!(
+            "{actions}\n\nRoles: metrics-db (influxdb), log-store (loki), metrics-agent (telegraf), log-shipper \
+             (alloy).\n\n{plan}\n{shared}\n"
+        );
         let ran = script(&t, &bin, name, &["--help"]);
-        assert_eq!((ran.code, ran.stdout, ran.stderr.as_str()), (0, format!("{usage}\n"), ""), "{name}");
+        assert_eq!((ran.code, ran.stdout, ran.stderr.as_str()), (0, usage, ""), "{name}");
     }
 }
 
@@ -315,7 +332,8 @@ fn scripts_install_refuses_to_overwrite_a_different_script_without_force() {
     let again = crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(0);
     assert_eq!(
         again.stdout,
-        "rewrote (unchanged) bin/manage-svc.sh (mode 0755)\nrewrote (unchanged) bin/svc-exec.sh (mode 0755)\n"
+        "rewrote (unchanged) bin/manage-svc.sh (mode 0755)\nrewrote (unchanged) bin/svc-exec.sh (mode 0755)\nrewrote \
+         (unchanged) bin/lib/opsbook-scripts.sh (mode 0644)\n"
     );
     std::fs::write(bin.join("svc-exec.sh"), "#!/bin/sh\necho mine\n").unwrap();
     crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(2).stderr_is(
@@ -326,7 +344,8 @@ fn scripts_install_refuses_to_overwrite_a_different_script_without_force() {
     let forced = crate::support::run_in(t.path(), &["scripts", "--install", "bin", "--force"], None).code(0);
     assert_eq!(
         forced.stdout,
-        "rewrote (unchanged) bin/manage-svc.sh (mode 0755)\nreplaced bin/svc-exec.sh (mode 0755)\n"
+        "rewrote (unchanged) bin/manage-svc.sh (mode 0755)\nreplaced bin/svc-exec.sh (mode 0755)\nrewrote (unchanged) \
+         bin/lib/opsbook-scripts.sh (mode 0644)\n"
     );
     let listing = crate::support::run_in(t.path(), &["scripts"], None).code(0);
     let dir = Path::new(crate::support::opsbook()).parent().unwrap().display().to_string();
@@ -336,8 +355,10 @@ fn scripts_install_refuses_to_overwrite_a_different_script_without_force() {
             "The orchestrator scripts, shipped inside this opsbook:\n  manage-svc.sh  deploy or remove one service \
              (HOST:ROLE); prepare the hosts of an environment\n                 not installed beside opsbook \
              ({dir})\n  svc-exec.sh    verify, restart or reconfigure one service (HOST:ROLE)\n                 not \
-             installed beside opsbook ({dir})\nInstall them with `opsbook scripts --install DIR` (beside opsbook is \
-             best); `SCRIPT --help` explains each.\n"
+             installed beside opsbook ({dir})\n  lib/opsbook-scripts.sh  what both scripts share (sourced)\n{:17}not \
+             installed beside opsbook ({dir})\nInstall them with `opsbook scripts --install DIR` (beside \
+             opsbook is best); `SCRIPT --help` explains each.\n",
+            ""
         )
     );
 }

@@ -124,7 +124,7 @@ fn upgrade(conn: &Connection) -> Result<(), String> {
         return Ok(());
     }
     conn.execute_batch("ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT ''")
-        .and_then(|()| conn.execute("UPDATE runs SET host = ?1", params![crate::host::core::hostname()]).map(drop))
+        .and_then(|()| conn.execute("UPDATE runs SET host = ?1", params![crate::verbs::core::hostname()]).map(drop))
         .map_err(|e| format!("cannot add the host column: {e}"))
 }
 
@@ -176,7 +176,7 @@ fn columns(conn: &Connection) -> Result<String, String> {
     if has_host(conn)? {
         return Ok(COLUMNS.to_string());
     }
-    let here = crate::host::core::hostname().replace('\'', "''");
+    let here = crate::verbs::core::hostname().replace('\'', "''");
     Ok(COLUMNS.replace(", host", &format!(", '{here}' AS host")))
 }
 
@@ -368,7 +368,7 @@ mod tests {
             )
             .unwrap();
         }
-        let here = crate::host::core::hostname();
+        let here = crate::verbs::core::hostname();
         // Read-only, it is read as it is; opened by the service, it is upgraded.
         let old = History::open_read_only(path.clone()).unwrap();
         assert_eq!(old.get(1).unwrap().unwrap().host, here);

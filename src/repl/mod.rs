@@ -141,11 +141,11 @@ enum Flow {
 impl Repl {
     /// Ctrl-C while a statement runs cancels it; at the prompt the line editor handles it.
     fn install_interrupt(&self) {
-        let cancel = self.session.host.cancel.clone();
+        let cancel = self.session.context.cancel.clone();
         let evaluating = self.evaluating.clone();
         // Registered here, before the first prompt: a Ctrl-C that came before the handler
         // would kill the session.
-        let runtime = self.session.host.runtime();
+        let runtime = self.session.context.runtime();
         let _context = runtime.enter();
         let Ok(mut int) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) else { return };
         runtime.spawn(async move {
@@ -212,7 +212,7 @@ impl Repl {
         self.keep_imports(&ast);
         self.functions = self.functions.merge(&ast.clone_functions_only());
         let program = self.functions.merge(&ast);
-        self.session.host.cancel.reset();
+        self.session.context.cancel.reset();
         self.evaluating.store(true, Ordering::SeqCst);
         let result = self.session.engine().eval_ast_with_scope::<Dynamic>(&mut self.scope, &program);
         self.evaluating.store(false, Ordering::SeqCst);
@@ -225,14 +225,14 @@ impl Repl {
                 }
             }
             Err(e) => {
-                let explained = crate::engine::explain(&e, source, &self.session.catalog, Some(&self.session.host));
+                let explained = crate::engine::explain(&e, source, &self.session.catalog, Some(&self.session.context));
                 match explained.class {
                     crate::engine::Class::Interrupted => eprintln!("interrupted"),
                     _ => eprint!("{}", redact(&explained.diagnostic.to_string())),
                 }
             }
         }
-        self.session.host.cancel.reset();
+        self.session.context.cancel.reset();
     }
 
     fn command(&mut self, input: &str, history: &DefaultHistory) -> Flow {
@@ -323,16 +323,16 @@ impl Repl {
     /// (connected to now, over ssh when it has an address), for every line after.
     fn switch_host(&mut self, name: Option<&str>) {
         let Some(name) = name else {
-            let here = self.session.mode().host.clone().unwrap_or_else(|| self.session.host.hostname());
+            let here = self.session.mode().host.clone().unwrap_or_else(|| self.session.context.hostname());
             return println!("acting on {here}");
         };
-        match crate::host::fleet::reach(&self.session.host, name) {
+        match crate::verbs::fleet::reach(&self.session.context, name) {
             Ok(ground) => {
-                self.session.host.move_to(ground);
+                self.session.context.move_to(ground);
                 self.session.set_host_name(name);
             }
             Err(e) => match *e {
-                rhai::EvalAltResult::ErrorRuntime(why, _) => eprintln!("{}", crate::host::core::text(&why)),
+                rhai::EvalAltResult::ErrorRuntime(why, _) => eprintln!("{}", crate::verbs::core::text(&why)),
                 other => eprintln!("error: {other}"),
             },
         }
@@ -351,11 +351,11 @@ impl Repl {
             Ok(compiled) => compiled,
             Err(e) => return eprintln!("{}", redact(&e.to_string())),
         };
-        self.session.host.cancel.reset();
+        self.session.context.cancel.reset();
         self.evaluating.store(true, Ordering::SeqCst);
         let report = self.session.run(&compiled, &pairs, Format::Human);
         self.evaluating.store(false, Ordering::SeqCst);
-        self.session.host.cancel.reset();
+        self.session.context.cancel.reset();
         match report {
             Ok(report) if report.exit_code() != 0 => {
                 eprintln!("(runbook ended with exit status {})", report.exit_code())

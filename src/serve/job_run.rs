@@ -21,7 +21,7 @@ pub(super) type Cancels = Arc<Mutex<Vec<Cancel>>>;
 
 /// One run with the job's deadline and watch-only policy; its JSON report and a note.
 pub(super) fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Value, Option<String>) {
-    let host = &session.host;
+    let host = &session.context;
     host.cancel.reset();
     host.set_watch_only(!spec.mutating);
     host.take_refusal();

@@ -202,7 +202,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
         ));
     }
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let here = crate::host::core::hostname();
+    let here = crate::verbs::core::hostname();
     let (ready, views) = prepare(jobs, &stage, &catalog, &here);
     let refused = problems(&views);
     if !refused.is_empty() {

@@ -35,7 +35,7 @@ impl Hosts {
         let selected: Vec<&crate::inventory::Host> = self.hosts.iter().collect();
         let targets = crate::targets::inventory_targets(&self.global, &selected);
         *cancels.lock().unwrap_or_else(|e| e.into_inner()) =
-            targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| s.host.cancel.clone()).collect();
+            targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| s.context.cancel.clone()).collect();
         // At most `--forks` hosts run at a time (10 by default), as `opsbook run --hosts`.
         let results = crate::runner::each(
             &targets,

@@ -6,7 +6,7 @@
 //! theirs), for calls of the verbs that say they change the host (`functions::changing`: each
 //! verb declares its effect where it is registered, so no list is kept here). It cannot see calls made through
 //! `call(...)` or `Fn` pointers; those are stopped at run time by the host's choke point
-//! (`Host::plan` refuses every mutating call of a watch-only run).
+//! (`Context::plan` refuses every mutating call of a watch-only run).
 
 use std::collections::BTreeSet;
 

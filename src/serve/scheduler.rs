@@ -141,7 +141,7 @@ impl Running {
         for ready in jobs {
             let cancels: Cancels = Arc::default();
             if let Place::Here { session, .. } = &ready.place {
-                lock(&cancels).push(session.host.cancel.clone());
+                lock(&cancels).push(session.context.cancel.clone());
             }
             let (stop, permits, state, current) = (stop.clone(), permits.clone(), state.clone(), cancels.clone());
             let jitter = jitter(&ready.spec, jitter_setting);
@@ -232,13 +232,13 @@ fn round(d: Duration) -> Duration {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::host::Host;
+    use crate::verbs::Context;
 
     #[test]
     fn a_watch_only_host_refuses_a_mutating_call_and_stops_the_run() {
         let config = Config::defaults();
         let world = crate::world::World::real(&config);
-        let host = Host::new(Arc::new(config), world, false);
+        let host = Context::new(Arc::new(config), world, false);
         assert!(!host.plan("nothing yet") || host.dry_run);
         host.set_watch_only(true);
         assert!(host.plan("restart loki.service"), "the caller must not act");

@@ -2,7 +2,7 @@
 """A small real HTTP server for tests: serves scripted answers on a loopback port.
 
 Usage: wire_server.py ROUTES.json [PORT]
-ROUTES.json maps "METHOD /path" (path without the query string) to an answer
+ROUTES.json maps "METHOD /path?query" (as requested) or "METHOD /path" (any query) to an answer
 {"status": 200, "headers": {"Content-Type": "..."}, "body": "...", "body_file": "...",
  "delay": 0.0, "hang": false, "require_token": "..."}; "require_token" answers 401 with
 InfluxDB's JSON unless the request carries `Authorization: Token <value>`.
@@ -35,7 +35,8 @@ class Handler(BaseHTTPRequestHandler):
         with log_lock, open(routes_path + ".log", "a") as log:
             log.write(json.dumps({"method": method, "path": self.path, "headers": dict(self.headers),
                                   "body": body_in.decode("utf-8", "replace")}) + "\n")
-        route = routes.get(f"{method} {path}")
+        # "METHOD /path?query" (exactly as requested) first, then "METHOD /path".
+        route = routes.get(f"{method} {self.path}", routes.get(f"{method} {path}"))
         if route is None:
             route = {"status": 404, "body": "404 page not found\n", "headers": {"Content-Type": "text/plain"}}
         if route.get("hang"):

@@ -38,6 +38,11 @@ pub enum Error {
         path: PathBuf,
         reason: String,
     },
+    /// A file given to opsbook that is not a regular file of text of a sane size
+    /// (`input::read_text`), in words.
+    Unreadable {
+        message: String,
+    },
     ConfigValue {
         key: String,
         problem: String,
@@ -94,6 +99,7 @@ impl fmt::Display for Error {
                 write!(f, "error: parameter `{key}` expects {expected}, got `{value}`")
             }
             Error::Located(d) => write!(f, "{}", d.to_string().trim_end()),
+            Error::Unreadable { message } => write!(f, "error: {message}"),
             Error::ConfigFileMissing { path, reason } => {
                 write!(f, "error: cannot read config file `{}`: {reason}", path.display())
             }

@@ -12,6 +12,7 @@ pub mod cancel;
 pub mod config;
 pub mod diagnostic;
 pub mod error;
+pub mod input;
 pub mod pattern;
 pub mod process;
 pub mod progress;

@@ -166,9 +166,11 @@ impl Catalog {
     }
 
     fn load_file(&self, name: &str, kind: Kind, dir: &Path, path: &Path) -> Result<Entry, Error> {
-        let text: Arc<str> = std::fs::read_to_string(path)
-            .map_err(|source| Error::Io { context: format!("cannot read `{}`", path.display()), source })?
-            .into();
+        let text: Arc<str> = crate::input::read_text_or(path, crate::input::RUNBOOK, |source| Error::Io {
+            context: format!("cannot read `{}`", path.display()),
+            source,
+        })?
+        .into();
         let source = path.display().to_string();
         self.remember(&source, &text);
         Ok(Entry { name: name.to_string(), kind, origin: Origin::Dir(dir.to_path_buf()), source, text })

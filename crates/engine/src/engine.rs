@@ -2,7 +2,7 @@
 //!
 //! The engine gets: limits (a runaway loop hits `limits.max_operations`), cancellation
 //! checked after every operation, `print`/`debug` routed into the report, `config` as a
-//! read-only variable, a module resolver backed by the catalog, and the host modules.
+//! read-only variable, a module resolver backed by the catalog, and the verbs.
 //! `explain` turns an evaluation error into a rustc-style diagnostic that points into the
 //! right file (runbook or stdlib module) and classifies it: operational failure, script
 //! mistake or interruption.
@@ -18,14 +18,14 @@ type SharedModule = Shared<Module>;
 use crate::catalog::{Catalog, Kind};
 use crate::config::keys;
 use crate::diagnostic::Diagnostic;
-use crate::host::{self, Host};
 use crate::report::Level;
 use crate::suggest::did_you_mean;
+use crate::verbs::{self, Context};
 
 /// A configured engine for one host context.
-pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
+pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
     let mut engine = Engine::new();
-    engine.set_max_operations(host.config().int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
+    engine.set_max_operations(cx.config().int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
     engine.set_max_call_levels(64);
     // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
     // (64, 32) are tight for that, and this is still far from a parser stack overflow.
@@ -34,16 +34,16 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
     engine.set_max_array_size(10_000_000);
     engine.set_max_map_size(1_000_000);
 
-    let cancel = host.cancel.clone();
+    let cancel = cx.cancel.clone();
     engine.on_progress(move |_| cancel.is_cancelled().then(|| Dynamic::from("interrupted")));
 
-    let h = host.clone();
+    let h = cx.clone();
     engine.on_print(move |text| h.log(Level::Info, text));
-    let h = host.clone();
+    let h = cx.clone();
     engine.on_debug(move |text, _, _| h.log(Level::Info, text));
 
     // `config` is the configuration of the host acted on now (another's inside `fleet::on`).
-    let h = host.clone();
+    let h = cx.clone();
     #[allow(deprecated)] // on_var is marked volatile, not deprecated
     engine.on_var(move |name, _, _| Ok((name == "config").then(|| h.config_view())));
 
@@ -51,7 +51,7 @@ pub fn build(host: &Arc<Host>, catalog: &Arc<Catalog>) -> Engine {
 
     engine.set_module_resolver(CatalogResolver { catalog: catalog.clone(), cache: Mutex::default() });
 
-    host::register_all(&mut engine, host, catalog);
+    verbs::register_all(&mut engine, cx, catalog);
     engine
 }
 
@@ -135,7 +135,7 @@ pub fn parse_diagnostic(err: &ParseError, source: &str, catalog: &Catalog) -> Di
 
 /// Walks the error chain to the innermost error, following the source files of the
 /// functions and modules it passes through.
-pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: Option<&Host>) -> Explained {
+pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, cx: Option<&Context>) -> Explained {
     let mut source = main_source.to_string();
     let mut current = err;
     let mut trail: Vec<(String, String, Position)> = Vec::new(); // (what, in which source, where)
@@ -163,7 +163,7 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
             _ => break,
         }
     }
-    let (class, message) = classify(current, catalog, host);
+    let (class, message) = classify(current, catalog, cx);
     // The innermost position; when it has none, the innermost wrapper's call site.
     let mut pos = current.position();
     if pos.is_none()
@@ -193,13 +193,13 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, host: 
 
 /// What kind of ending the innermost error is (an operational failure, a script mistake, an
 /// interruption), and its message in an operator's words.
-fn classify(current: &EvalAltResult, catalog: &Catalog, host: Option<&Host>) -> (Class, String) {
-    let cancelled = host.is_some_and(|h| h.cancel.is_cancelled());
-    let max_ops = host.map_or(0, |h| h.config().int(keys::LIMITS_MAX_OPERATIONS));
+fn classify(current: &EvalAltResult, catalog: &Catalog, cx: Option<&Context>) -> (Class, String) {
+    let cancelled = cx.is_some_and(|h| h.cancel.is_cancelled());
+    let max_ops = cx.map_or(0, |h| h.config().int(keys::LIMITS_MAX_OPERATIONS));
     match current {
-        EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, host::core::text(value)),
+        EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, verbs::core::text(value)),
         EvalAltResult::ErrorTerminated(..) if cancelled => (Class::Interrupted, "interrupted".to_string()),
-        EvalAltResult::ErrorTerminated(value, _) => (Class::Aborted, host::core::text(value)),
+        EvalAltResult::ErrorTerminated(value, _) => (Class::Aborted, verbs::core::text(value)),
         EvalAltResult::ErrorTooManyOperations(_) => (
             Class::Script,
             format!(

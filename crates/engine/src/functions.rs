@@ -7,7 +7,7 @@ use rhai::Engine;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::host::verb::{self, Effect};
+use crate::verbs::verb::{self, Effect};
 
 /// One registered host function.
 #[derive(Debug, Clone, Serialize)]

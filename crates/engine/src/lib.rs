@@ -1,6 +1,6 @@
 //! opsbook-engine: the Rhai engine runbooks run in, and the verbs they call.
 //!
-//! The host functions (`host/`, one file per namespace: `unit::`, `journal::`, `influx::`, …)
+//! The host functions (`verbs/`, one file per namespace: `unit::`, `journal::`, `influx::`, …)
 //! over the world's traits, the catalog of runbooks, stdlib modules and templates (embedded at
 //! build time, overridable from disk), compiling a runbook and explaining its errors.
 //!
@@ -9,7 +9,7 @@
 //! and never parses the command line.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{cancel, config, diagnostic, error, progress, report, secret, suggest};
+use opsbook_base::{cancel, config, diagnostic, error, input, progress, report, secret, suggest};
 use opsbook_inventory as inventory;
 use opsbook_wire as wire;
 use opsbook_world::{self as world, http_client, transport};
@@ -19,5 +19,5 @@ pub mod connect;
 pub mod engine;
 pub mod functions;
 pub mod gathering;
-pub mod host;
 pub mod runbook;
+pub mod verbs;

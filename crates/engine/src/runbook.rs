@@ -3,7 +3,9 @@
 //! Parameters are declared in the script itself (`let wait = param("wait", "5s");`). They are
 //! found by walking the compiled AST for `param` calls with a literal name, so `show` can list
 //! them and `run` can reject an unknown `--set` key, or a value of the wrong kind, before
-//! anything runs. The default's kind decides what `--set` accepts.
+//! anything runs. The default's kind decides what `--set` accepts. A default is a literal, or
+//! a constant of an imported stdlib module (`param("window", verify::DEFAULTS.window)`), read by
+//! importing it: a module's defaults are declared once, in the module.
 
 use std::collections::BTreeMap;
 
@@ -58,9 +60,9 @@ impl Param {
                 .default
                 .clone()
                 .into_typed_array::<Dynamic>()
-                .map(|a| a.iter().map(crate::host::core::text).collect::<Vec<_>>().join(","))
+                .map(|a| a.iter().map(crate::verbs::core::text).collect::<Vec<_>>().join(","))
                 .unwrap_or_default(),
-            _ => crate::host::core::text(&self.default),
+            _ => crate::verbs::core::text(&self.default),
         }
     }
 
@@ -135,28 +137,62 @@ pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry) -> Result<Compi
     ast.set_source(entry.source.as_str());
     let mut params: Vec<Param> = Vec::new();
     let mut imports = Vec::new();
+    // Module paths by the alias the runbook imports them as, and the defaults naming a constant.
+    let mut aliases: Vec<(String, String)> = Vec::new();
+    let mut named: Vec<(usize, Expr)> = Vec::new();
     ast.walk(&mut |path: &[ASTNode]| {
         match path.last() {
             Some(ASTNode::Expr(Expr::FnCall(call, _)))
                 if call.name == "param" && call.namespace.is_empty() && call.args.len() == 2 =>
             {
-                if let (Expr::StringConstant(name, _), default) = (&call.args[0], &call.args[1]) {
-                    let default = default.get_literal_value(None).unwrap_or(Dynamic::UNIT);
-                    if !params.iter().any(|p| p.name == name.as_str()) {
-                        params.push(Param { name: name.to_string(), kind: kind_of(&default), default });
+                if let (Expr::StringConstant(name, _), default) = (&call.args[0], &call.args[1])
+                    && !params.iter().any(|p| p.name == name.as_str())
+                {
+                    let literal = default.get_literal_value(None);
+                    if literal.is_none() {
+                        named.push((params.len(), default.clone()));
                     }
+                    let default = literal.unwrap_or(Dynamic::UNIT);
+                    params.push(Param { name: name.to_string(), kind: kind_of(&default), default });
                 }
             }
             Some(ASTNode::Stmt(Stmt::Import(import, _))) => {
                 if let Expr::StringConstant(name, _) = &import.0 {
                     imports.push(name.to_string());
+                    aliases.push((import.1.name.to_string(), name.to_string()));
                 }
             }
             _ => {}
         }
         true
     });
+    for (i, expr) in named {
+        if let Some(default) = module_constant(engine, &aliases, &expr) {
+            params[i].kind = kind_of(&default);
+            params[i].default = default;
+        }
+    }
     Ok(Compiled { entry, ast, params, imports })
+}
+
+/// The value of a default naming an imported module's constant, `MODULE::NAME` or
+/// `MODULE::NAME.key`, read by importing the module; `None` for any other expression.
+fn module_constant(engine: &Engine, aliases: &[(String, String)], expr: &Expr) -> Option<Dynamic> {
+    let (variable, key) = match expr {
+        Expr::Dot(x, ..) => match (&x.lhs, &x.rhs) {
+            (Expr::Variable(v, ..), Expr::Property(p, ..)) => (v, Some(&p.2)),
+            _ => return None,
+        },
+        Expr::Variable(v, ..) => (v, None),
+        _ => return None,
+    };
+    let (_, name, namespace, _) = variable.as_ref();
+    if namespace.path.len() != 1 {
+        return None;
+    }
+    let (_, module) = aliases.iter().find(|(alias, _)| alias == namespace.root())?;
+    let key = key.map(|k| format!(".{k}")).unwrap_or_default();
+    engine.eval::<Dynamic>(&format!("import {module:?} as m; m::{name}{key}")).ok().filter(|v| !v.is_unit())
 }
 
 impl Compiled {
@@ -193,7 +229,7 @@ impl Compiled {
             .map(|p| {
                 let value = match bound.get(&p.name) {
                     Some(v) if p.kind == ParamKind::List => Param { default: v.clone(), ..p.clone() }.default_text(),
-                    Some(v) => crate::host::core::text(v),
+                    Some(v) => crate::verbs::core::text(v),
                     None => p.default_text(),
                 };
                 (p.name.clone(), value)

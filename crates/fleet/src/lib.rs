@@ -9,7 +9,7 @@
 
 // Paths of the layers below, as the code here names them.
 use opsbook_base::{cancel, config, error, report, secret};
-use opsbook_engine::{catalog, connect, engine, gathering, host, runbook};
+use opsbook_engine::{catalog, connect, engine, gathering, runbook, verbs};
 use opsbook_inventory as inventory;
 use opsbook_sandbox as sandbox;
 use opsbook_world as world;

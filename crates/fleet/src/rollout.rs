@@ -57,8 +57,8 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
         // A script or parameter error is the same on every host: say it once, before any acts.
         first.compile(job.runbook)?.bind(job.params)?;
         first.compile(ROLLBACK)?.bind(&rollback_params(job.params, "save"))?;
-        let cancels = sessions.iter().map(|s| s.host.cancel.clone()).collect();
-        crate::cancel::on_signals_draining(first.host.runtime(), drain.clone(), cancels);
+        let cancels = sessions.iter().map(|s| s.context.cancel.clone()).collect();
+        crate::cancel::on_signals_draining(first.context.runtime(), drain.clone(), cancels);
     }
     let ranges = batches(targets.len(), options);
     let mut rollout = Rollout {
@@ -260,7 +260,7 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
             result.reason = format!("{gate}; kept as it is (--no-rollback): {}", restore_hint(target, job.params));
         } else {
             // A second Ctrl-C stopped the change: the rollback itself must run.
-            session.host.cancel.reset();
+            session.context.cancel.reset();
             let back = step("restore");
             if back.exit_code() == 0 {
                 result.outcome = HostOutcome::RolledBack;

@@ -37,8 +37,8 @@ pub fn run(
     if let Some(first) = sessions.first() {
         // A script or parameter error is the same on every host: say it once, before any acts.
         first.compile(runbook)?.bind(params)?;
-        let cancels: Vec<Cancel> = sessions.iter().map(|s| s.host.cancel.clone()).collect();
-        crate::cancel::on_signals(first.host.runtime(), cancels, "the runbook on every host");
+        let cancels: Vec<Cancel> = sessions.iter().map(|s| s.context.cancel.clone()).collect();
+        crate::cancel::on_signals(first.context.runtime(), cancels, "the runbook on every host");
     }
 
     let started = Instant::now();

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use crate::gathering::Gathering;
-use crate::host::Ground;
-use crate::host::fleet::Place;
 use crate::inventory::Inventory;
 use crate::targets::Target;
+use crate::verbs::Ground;
+use crate::verbs::fleet::Place;
 
 /// Runs `each` on every target (`done` is told of each as it ends, with how many have), at
 /// most `forks` at a time, and returns the results in the targets' order. Runbooks on the
@@ -52,7 +52,7 @@ pub fn each<R: Send>(
 /// other hosts' grounds (`fleet::on` reaches them through their own sessions' connections).
 fn place(targets: &[Target], inventory: &Arc<Inventory>, gathering: &Arc<Gathering>) {
     let grounds: BTreeMap<String, Ground> =
-        targets.iter().filter_map(|t| t.session.as_ref().ok().map(|s| (t.name.clone(), s.host.ground()))).collect();
+        targets.iter().filter_map(|t| t.session.as_ref().ok().map(|s| (t.name.clone(), s.context.ground()))).collect();
     for target in targets {
         match &target.session {
             Ok(session) => {
@@ -60,7 +60,7 @@ fn place(targets: &[Target], inventory: &Arc<Inventory>, gathering: &Arc<Gatheri
                     Some(_) => Place::simulated(inventory.clone(), grounds.clone()),
                     None => Place::with_inventory(inventory.clone()).sharing(&grounds),
                 };
-                session.host.set_place(place.in_run(gathering.clone(), target.name.clone()))
+                session.context.set_place(place.in_run(gathering.clone(), target.name.clone()))
             }
             // Nobody waits at a barrier for a host that cannot run.
             Err(_) => gathering.end(&target.name),

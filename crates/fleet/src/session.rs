@@ -1,7 +1,7 @@
 //! A session: everything one machine's runs are made of, built once.
 //!
 //! The configuration, the catalog of runbooks and modules, the world the host acts on (this
-//! machine, or the in-process stack of `--sandbox`), the host context and the Rhai engine.
+//! machine, or the in-process stack of `--sandbox`), the verbs' context and the Rhai engine.
 //! Every subcommand and the REPL execute against a session: `compile(name)` finds and
 //! compiles a runbook, `run(compiled, params, format)` runs it into a report.
 //!
@@ -10,7 +10,7 @@
 //!
 //! The session builds only what is used, when it is first used: the engine on the first
 //! compile, the tokio runtime and the HTTP client on the first call that needs them (see
-//! `Host`), the sandbox only for subcommands that act.
+//! `Context`), the sandbox only for subcommands that act.
 
 use std::sync::{Arc, OnceLock};
 
@@ -20,13 +20,13 @@ use crate::catalog::{Catalog, Kind};
 use crate::config::{Config, Sources};
 use crate::engine::{self, Class};
 use crate::error::Error;
-use crate::host::Host;
-use crate::host::fleet::Place;
 use crate::inventory::Inventory;
 use crate::options::GlobalOptions;
 use crate::report::{End, Format, Mode, Recorder, Report};
 use crate::runbook::{self, Compiled};
 use crate::sandbox::Sandbox;
+use crate::verbs::Context;
+use crate::verbs::fleet::Place;
 use crate::world::World;
 
 /// What a subcommand needs of the machine.
@@ -40,11 +40,11 @@ pub enum Reach {
     Act,
 }
 
-/// One machine's configuration, catalog, world, host and engine.
+/// One host's configuration, catalog, world, verbs' context and engine.
 pub struct Session {
     pub config: Arc<Config>,
     pub catalog: Arc<Catalog>,
-    pub host: Arc<Host>,
+    pub context: Arc<Context>,
     mode: Mode,
     engine: OnceLock<Engine>,
     /// The in-process stack of `--sandbox`, alive as long as the session.
@@ -74,8 +74,8 @@ impl Session {
                 let roles = crate::inventory::Role::ALL.iter().map(|r| r.name().to_string()).collect();
                 let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
                 let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
-                let own = [("localhost".to_string(), session.host.ground())].into();
-                session.host.set_place(Place::simulated(Arc::new(inventory), own));
+                let own = [("localhost".to_string(), session.context.ground())].into();
+                session.context.set_place(Place::simulated(Arc::new(inventory), own));
                 session._sandbox = Some(sandbox);
                 Ok(session)
             }
@@ -85,7 +85,7 @@ impl Session {
                 let session = Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() });
                 // Read only if a runbook asks (`inventory::hosts`): a broken inventory fails those alone.
                 let load = move || Inventory::load(&base, path.as_deref()).map_err(|e| e.to_string());
-                session.host.set_place(Place::loading(Box::new(load)));
+                session.context.set_place(Place::loading(Box::new(load)));
                 Ok(session)
             }
         }
@@ -97,10 +97,10 @@ impl Session {
     }
 
     /// A session sharing a configuration with others on the same world (`opsbook serve`
-    /// builds one per job, so jobs run in parallel, each with its own host and engine).
+    /// builds one per job, so jobs run in parallel, each with its own context and engine).
     pub fn shared(config: Arc<Config>, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
-        let host = Host::new(config.clone(), world, mode.dry_run);
-        Session { config, catalog, host, mode, engine: OnceLock::new(), _sandbox: None }
+        let context = Context::new(config.clone(), world, mode.dry_run);
+        Session { config, catalog, context, mode, engine: OnceLock::new(), _sandbox: None }
     }
 
     /// Names the host this session now acts on (the REPL's `:host NAME`), for prompts and
@@ -116,7 +116,7 @@ impl Session {
 
     /// The engine, built on first use.
     pub fn engine(&self) -> &Engine {
-        self.engine.get_or_init(|| engine::build(&self.host, &self.catalog))
+        self.engine.get_or_init(|| engine::build(&self.context, &self.catalog))
     }
 
     /// The engine, for the REPL, which keeps imports as static modules.
@@ -160,22 +160,22 @@ impl Session {
     ) -> Result<Report, Error> {
         let bound = compiled.bind(params)?;
         let shown = compiled.effective_params(&bound);
-        self.host.set_params(bound);
+        self.context.set_params(bound);
         let recorder = make(&compiled.entry.name, &compiled.entry.source, shown, self.mode.clone());
-        self.host.set_recorder(Some(recorder));
+        self.context.set_recorder(Some(recorder));
         let result = self.engine().run_ast_with_scope(&mut Scope::new(), &compiled.ast);
         let end = match result {
             Ok(()) => End::Completed,
             Err(e) => self.end_of(&e, &compiled.entry.source),
         };
-        self.host.set_params(Default::default());
-        let recorder = self.host.take_recorder().expect("the recorder was installed above");
+        self.context.set_params(Default::default());
+        let recorder = self.context.take_recorder().expect("the recorder was installed above");
         Ok(recorder.finish(end))
     }
 
     /// How an evaluation error ends a run.
     fn end_of(&self, err: &rhai::EvalAltResult, source: &str) -> End {
-        let explained = engine::explain(err, source, &self.catalog, Some(&self.host));
+        let explained = engine::explain(err, source, &self.catalog, Some(&self.context));
         match explained.class {
             Class::Interrupted => End::Interrupted,
             Class::Aborted => {

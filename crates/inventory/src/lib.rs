@@ -16,7 +16,7 @@
 //! Every fact remembers where it came from (`Source`), for `opsbook hosts`.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{config, diagnostic, error, secret, suggest};
+use opsbook_base::{config, diagnostic, error, input, secret, suggest};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -35,7 +35,7 @@ use crate::config::{Config, keys};
 use crate::error::Error;
 use crate::suggest::did_you_mean;
 use ansible::{Level, Place};
-pub use role::Role;
+pub use role::{COMPONENTS, Component, Reload, Role, Tier};
 
 /// The Ansible variable holding a host's address.
 pub(crate) const ADDRESS_VAR: &str = "ansible_host";

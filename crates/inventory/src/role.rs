@@ -1,10 +1,20 @@
-//! The four roles a host can play in the stack, and the names operators give them.
+//! The stack's four components, described once: the role each plays, the names operators
+//! give it, its tier, where its configuration keys live, the template of its configuration
+//! file and how a new configuration takes effect (`COMPONENTS`).
+//!
+//! Every other description is derived from this table: the roles the inventory and
+//! `inventory::role` accept; `inventory::roles()`, from which `stdlib/stack.rhai` builds
+//! `stack::components()` (adding each one's unit and files from the host's configuration, the
+//! `SECTION.*` keys) and `stdlib/lifecycle.rhai` what a deploy needs; and the orchestrator
+//! scripts' role names and aliases (`opsbook scripts --role NAME`, `--roles`).
 //!
 //! opsbook's own names (`metrics-db`, `log-store`, `metrics-agent`, `log-shipper`) are what
 //! reports print; inventories written for Ansible usually say `influxdb`, `loki`, `telegraf`
 //! and `alloy`, so those are accepted as aliases wherever a role is read.
 
 use std::fmt;
+
+use serde::Serialize;
 
 use crate::suggest::did_you_mean;
 
@@ -17,28 +27,112 @@ pub enum Role {
     LogShipper,
 }
 
+/// Servers start first and stop last; clients start once the servers are ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tier {
+    Server,
+    Client,
+}
+
+/// How a component takes a new configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reload {
+    /// A restart: it reads its configuration only when it starts.
+    Restart,
+    /// The unit's reload (SIGHUP), a restart when the unit cannot reload.
+    Unit,
+    /// Its own reload endpoint (the shipper's `POST /-/reload`), a restart when that fails.
+    Endpoint,
+}
+
+/// One component as opsbook knows it before any configuration is read.
+#[derive(Debug, Serialize)]
+pub struct Component {
+    /// opsbook's name for the role (reports, `HOST:ROLE`, `config.roles`).
+    pub name: &'static str,
+    /// The operators' usual name for the program playing it.
+    pub alias: &'static str,
+    /// How reports name it in a sentence.
+    pub label: &'static str,
+    /// What it is, as its deployed unit describes it.
+    pub description: &'static str,
+    pub tier: Tier,
+    /// The section of its configuration keys (`metrics_db`: `metrics_db.unit`, `.config`, …).
+    pub section: &'static str,
+    /// The template its configuration file is rendered from.
+    pub template: &'static str,
+    /// The port its address has when the URL names none; 0: it serves no address.
+    pub port: u16,
+    pub reload: Reload,
+}
+
+/// The components, servers first (the order the stack starts in).
+pub const COMPONENTS: [Component; 4] = [
+    Component {
+        name: "metrics-db",
+        alias: "influxdb",
+        label: "metrics database",
+        description: "InfluxDB 2 metrics database",
+        tier: Tier::Server,
+        section: "metrics_db",
+        template: "metrics-db/config.toml.j2",
+        port: 8086,
+        reload: Reload::Restart,
+    },
+    Component {
+        name: "log-store",
+        alias: "loki",
+        label: "log store",
+        description: "Loki log store",
+        tier: Tier::Server,
+        section: "log_store",
+        template: "log-store/config.yaml.j2",
+        port: 3100,
+        reload: Reload::Restart,
+    },
+    Component {
+        name: "metrics-agent",
+        alias: "telegraf",
+        label: "metrics agent",
+        description: "Telegraf metrics agent",
+        tier: Tier::Client,
+        section: "metrics_agent",
+        template: "metrics-agent/telegraf.conf.j2",
+        port: 0,
+        reload: Reload::Unit,
+    },
+    Component {
+        name: "log-shipper",
+        alias: "alloy",
+        label: "log shipper",
+        description: "Grafana Alloy log shipper",
+        tier: Tier::Client,
+        section: "log_shipper",
+        template: "log-shipper/config.alloy.j2",
+        port: 12345,
+        reload: Reload::Endpoint,
+    },
+];
+
 impl Role {
     /// Every role, servers first (the order the stack starts in).
     pub const ALL: [Role; 4] = [Role::MetricsDb, Role::LogStore, Role::MetricsAgent, Role::LogShipper];
 
+    /// The component playing the role.
+    pub fn component(self) -> &'static Component {
+        &COMPONENTS[self as usize]
+    }
+
     /// opsbook's name for the role.
     pub fn name(self) -> &'static str {
-        match self {
-            Role::MetricsDb => "metrics-db",
-            Role::LogStore => "log-store",
-            Role::MetricsAgent => "metrics-agent",
-            Role::LogShipper => "log-shipper",
-        }
+        self.component().name
     }
 
     /// The operators' usual name for the component playing the role.
     pub fn alias(self) -> &'static str {
-        match self {
-            Role::MetricsDb => "influxdb",
-            Role::LogStore => "loki",
-            Role::MetricsAgent => "telegraf",
-            Role::LogShipper => "alloy",
-        }
+        self.component().alias
     }
 
     /// A role by its name or alias (case-insensitive; `_` taken as `-`).
@@ -52,9 +146,14 @@ impl Role {
         Role::parse(text).ok_or_else(|| {
             let names = Role::ALL.iter().flat_map(|r| [r.name(), r.alias()]);
             let hint = did_you_mean(&text.to_ascii_lowercase(), names).unwrap_or_default();
-            let accepted: Vec<String> = Role::ALL.iter().map(|r| format!("{} ({})", r.name(), r.alias())).collect();
-            format!("unknown role `{text}`{hint} (roles: {})", accepted.join(", "))
+            format!("unknown role `{text}`{hint} (roles: {})", Role::listed())
         })
+    }
+
+    /// The roles as operators read them: `metrics-db (influxdb), log-store (loki), …`.
+    pub fn listed() -> String {
+        let each: Vec<String> = Role::ALL.iter().map(|r| format!("{} ({})", r.name(), r.alias())).collect();
+        each.join(", ")
     }
 }
 
@@ -67,6 +166,7 @@ impl fmt::Display for Role {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::keys::{self, Kind};
 
     #[test]
     fn names_and_aliases_parse_to_the_same_role() {
@@ -79,5 +179,21 @@ mod tests {
             "unknown role `log-shiper`; did you mean `log-shipper`? (roles: metrics-db (influxdb), \
              log-store (loki), metrics-agent (telegraf), log-shipper (alloy))"
         );
+    }
+
+    #[test]
+    fn the_table_agrees_with_the_configuration_keys() {
+        // The table is in `Role::ALL` order, and `config.roles` accepts its names.
+        assert!(Role::ALL.iter().all(|&r| r.component().name == COMPONENTS[r as usize].name));
+        let names: Vec<&str> = COMPONENTS.iter().map(|c| c.name).collect();
+        let Kind::Subset(accepted) = keys::ROLES.kind else { panic!("roles is a subset") };
+        assert_eq!(accepted, names);
+        assert_eq!(keys::ROLES.default, names.join(","));
+        // Each section has the keys the stdlib reads.
+        for c in &COMPONENTS {
+            for leaf in ["unit", "config", "exec", "account"] {
+                assert!(keys::lookup(&format!("{}.{leaf}", c.section)).is_some(), "{}.{leaf}", c.section);
+            }
+        }
     }
 }

@@ -79,8 +79,10 @@ const GROUP_FIELDS: [&str; 3] = ["hosts", "roles", "config"];
 pub(crate) fn read(files: &[PathBuf]) -> Result<TomlInventory, Error> {
     let mut out = TomlInventory::default();
     for path in files {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::ConfigFileMissing { path: path.clone(), reason: e.to_string() })?;
+        let text = crate::input::read_text_or(path, crate::input::CONFIG, |e| Error::ConfigFileMissing {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
         // The config loader parsed this file already; a parse error here cannot be new.
         let Ok(table) = DeTable::parse(&text) else { continue };
         let file = File { path, text: &text };

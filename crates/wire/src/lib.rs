@@ -2,7 +2,7 @@
 //! (`flux_csv`), line protocol (`line_protocol`), Prometheus exposition text
 //! (`exposition`), Loki's query JSON (`loki_json`), Loki's push bodies (`loki_push`),
 //! Loki's running config (`loki_config`) and HTTP body compression (`content_encoding`).
-//! The host modules read what servers answer with them; the twin writes its answers (and
+//! The verbs read what servers answer with them; the twin writes its answers (and
 //! reads its requests) with the same code, so both sides agree by construction. Pure
 //! functions over text and bytes, tested against captures of real servers; they import
 //! nothing from `host` or `twin`. None of them panics on any input; malformed input is an

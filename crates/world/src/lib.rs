@@ -1,6 +1,6 @@
-//! The seams between host modules and the machine they act on.
+//! The seams between the verbs and the machine they act on.
 //!
-//! Host modules (`src/host/*`) never talk to D-Bus, journalctl, processes or podman
+//! Verbs (`opsbook_engine::verbs`) never talk to D-Bus, journalctl, processes or podman
 //! directly: they go through the small traits declared in this folder, one file per seam
 //! (units, journal, commands, containers, files). Each trait has a real implementation (zbus,
 //! `journalctl -o json`, child processes, podman, std::fs), one for another host reached over
@@ -16,6 +16,7 @@ pub mod files;
 pub mod http_client;
 pub mod journal;
 pub mod local_files;
+pub mod log_level;
 pub mod net;
 pub mod remote;
 pub(crate) mod systemd_dbus;
@@ -29,7 +30,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::config::keys;
 
-/// What trait methods that do I/O return: host modules await it through `Host::block_on`.
+/// What trait methods that do I/O return: verbs await it through `Context::block_on`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The implementations a run acts through, chosen once per run.

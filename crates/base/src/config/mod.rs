@@ -9,7 +9,7 @@
 //!
 //! The API token is never a plain value here: `metrics_db.token` is shown redacted, and
 //! `token()` resolves it (inline, `token_file` with permissions checked, or `token_command`)
-//! into a `Secret` only when a host module needs it.
+//! into a `Secret` only when a verb needs it.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -197,8 +197,10 @@ impl Config {
     }
 
     fn merge_file(&mut self, path: &Path) -> Result<(), Error> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::ConfigFileMissing { path: path.to_path_buf(), reason: e.to_string() })?;
+        let text = crate::input::read_text_or(path, crate::input::CONFIG, |e| Error::ConfigFileMissing {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
         let shown = path.display().to_string();
         let table = DeTable::parse(&text).map_err(|e| {
             let offset = e.span().map_or(0, |s| s.start);

@@ -29,7 +29,8 @@ pub fn exit_code(runs: &[HostRun]) -> u8 {
 pub fn write(out: &mut dyn Write, format: Format, runs: &[HostRun], took: Duration) -> std::io::Result<()> {
     match format {
         Format::Human => write_human(out, runs, took),
-        Format::Json => {
+        // Prometheus: as in `formatter`, refused before any run.
+        Format::Json | Format::Prometheus => {
             serde_json::to_writer_pretty(&mut *out, &document(runs, took))?;
             writeln!(out)
         }

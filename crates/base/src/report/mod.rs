@@ -30,6 +30,11 @@ pub enum Format {
     Junit,
     /// Test Anything Protocol, version 13.
     Tap,
+    /// Prometheus file_sd targets: what `opsbook hosts` alone prints (where each host's
+    /// `opsbook serve` is scraped). Not a report format: the command line refuses it for a
+    /// run, and it is left out of the values `--help` lists for reports.
+    #[value(hide = true)]
+    Prometheus,
 }
 
 /// The outcome of one check.
@@ -228,7 +233,9 @@ pub trait Formatter: Send {
 pub fn formatter(format: Format, colour: bool) -> Box<dyn Formatter> {
     match format {
         Format::Human => Box::new(human::Human::new(colour)),
-        Format::Json => Box::new(json::Json),
+        // Refused for runs before any starts (`opsbook hosts` alone prints it); a caller that
+        // gets here anyway gets the machine-readable report.
+        Format::Json | Format::Prometheus => Box::new(json::Json),
         Format::Junit => Box::new(junit::Junit),
         Format::Tap => Box::new(tap::Tap::default()),
     }

@@ -165,7 +165,8 @@ pub fn write_batch(out: &mut dyn Write, format: Format, hosts: &[&HostResult]) -
 pub fn write(out: &mut dyn Write, format: Format, rollout: &Rollout, took: Duration) -> std::io::Result<()> {
     match format {
         Format::Human => write_human(out, rollout, took),
-        Format::Json => {
+        // Prometheus: as in `formatter`, refused before any run.
+        Format::Json | Format::Prometheus => {
             serde_json::to_writer_pretty(&mut *out, &document(rollout, took))?;
             writeln!(out)
         }

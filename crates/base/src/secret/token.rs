@@ -47,8 +47,10 @@ fn read_file(path: &Path) -> Result<Secret, String> {
             path.display()
         ));
     }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
+    let text = crate::input::read_text(path, crate::input::TOKEN).map_err(|r| match r {
+        crate::input::Refused::Io(e) => format!("cannot read token_file `{}`: {e}", path.display()),
+        other => other.explain(crate::input::TOKEN, path),
+    })?;
     if text.trim().is_empty() {
         return Err(format!("token_file `{}` is empty", path.display()));
     }

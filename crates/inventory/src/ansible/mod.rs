@@ -10,8 +10,9 @@
 //!
 //! Values are kept as Ansible hands them out, untemplated; `template.rs` renders them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde_json::Value as Json;
 
@@ -61,6 +62,8 @@ pub struct Group {
     pub vars: Vars,
     /// From `group_vars/NAME`.
     pub(crate) dir_vars: Vars,
+    /// `hosts` as a set, so adding a member stays cheap in a group of thousands.
+    host_set: HashSet<String>,
 }
 
 #[derive(Debug, Default)]
@@ -75,13 +78,31 @@ pub(crate) struct HostEntry {
 pub struct AnsibleInventory {
     groups: Vec<Group>,
     hosts: Vec<HostEntry>,
+    /// Where each group and host is in `groups` and `hosts`, by name: reading and resolving
+    /// stay linear in the inventory's size (an inventory of 10,000 hosts reads in well under a
+    /// second).
+    group_at: HashMap<String, usize>,
+    host_at: HashMap<String, usize>,
+    /// Every group's members and depth, and each host's groups, worked out once when first
+    /// asked (after the inventory is read).
+    resolved: OnceLock<Resolved>,
+}
+
+/// The group tree, resolved once.
+#[derive(Debug, Default)]
+struct Resolved {
+    /// Every host of each group, its children's included.
+    members: HashMap<String, BTreeSet<String>>,
+    /// Each host's groups (not `all`), by name.
+    groups_of: HashMap<String, Vec<String>>,
+    depth: HashMap<String, usize>,
 }
 
 impl AnsibleInventory {
     /// Reads `path`: YAML (`.yml`, `.yaml`, `.json`) or INI (anything else), then the
     /// `group_vars/` and `host_vars/` directories beside it.
     pub fn load(path: &Path) -> Result<AnsibleInventory, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = crate::input::read_text_or(path, crate::input::INVENTORY, |source| Error::Io {
             context: format!("cannot read the Ansible inventory `{}`", path.display()),
             source,
         })?;
@@ -95,6 +116,7 @@ impl AnsibleInventory {
             ini::read_inventory(&mut inventory, path, &text)?;
         }
         inventory.reconcile();
+        inventory.refuse_cycles(path)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         for i in 0..inventory.groups.len() {
             let vars = vars_dir::read(&dir.join("group_vars"), &inventory.groups[i].name)?;
@@ -108,10 +130,11 @@ impl AnsibleInventory {
     }
 
     pub(crate) fn group_mut(&mut self, name: &str) -> &mut Group {
-        let at = match self.groups.iter().position(|g| g.name == name) {
-            Some(at) => at,
+        let at = match self.group_at.get(name) {
+            Some(&at) => at,
             None => {
                 self.groups.push(Group { name: name.to_string(), ..Default::default() });
+                self.group_at.insert(name.to_string(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
         };
@@ -119,10 +142,11 @@ impl AnsibleInventory {
     }
 
     pub(crate) fn host_mut(&mut self, name: &str) -> &mut HostEntry {
-        let at = match self.hosts.iter().position(|h| h.name == name) {
-            Some(at) => at,
+        let at = match self.host_at.get(name) {
+            Some(&at) => at,
             None => {
                 self.hosts.push(HostEntry { name: name.to_string(), ..Default::default() });
+                self.host_at.insert(name.to_string(), self.hosts.len() - 1);
                 self.hosts.len() - 1
             }
         };
@@ -133,7 +157,7 @@ impl AnsibleInventory {
     pub(crate) fn add_member(&mut self, group: &str, host: &str) {
         self.host_mut(host);
         let g = self.group_mut(group);
-        if !g.hosts.iter().any(|h| h == host) {
+        if g.host_set.insert(host.to_string()) {
             g.hosts.push(host.to_string());
         }
     }
@@ -144,6 +168,50 @@ impl AnsibleInventory {
         if !g.children.iter().any(|c| c == child) {
             g.children.push(child.to_string());
         }
+    }
+
+    /// A group that is its own ancestor is refused, as Ansible refuses it ("creates a
+    /// recursive dependency loop"), naming the whole loop.
+    fn refuse_cycles(&self, path: &Path) -> Result<(), Error> {
+        // Depth-first from each group; `trail` is the path of parents to the group in hand.
+        fn visit<'a>(
+            inv: &'a AnsibleInventory,
+            name: &'a str,
+            trail: &mut Vec<&'a str>,
+            done: &mut HashSet<&'a str>,
+        ) -> Option<Vec<&'a str>> {
+            if let Some(at) = trail.iter().position(|n| *n == name) {
+                let mut cycle = trail[at..].to_vec();
+                cycle.push(name);
+                return Some(cycle);
+            }
+            if done.contains(name) {
+                return None;
+            }
+            trail.push(name);
+            for child in inv.group(name).map(|g| g.children.as_slice()).unwrap_or_default() {
+                if let Some(cycle) = visit(inv, child, trail, done) {
+                    return Some(cycle);
+                }
+            }
+            trail.pop();
+            done.insert(name);
+            None
+        }
+        let mut done = HashSet::new();
+        for g in &self.groups {
+            if let Some(cycle) = visit(self, &g.name, &mut Vec::new(), &mut done) {
+                let shown: Vec<String> = cycle.iter().map(|n| format!("`{n}`")).collect();
+                return Err(Error::Usage(format!(
+                    "{}: the groups {} form a loop: each is a child of the one before, so a host of any \
+                     of them would be in all of them forever (Ansible: \"creates a recursive dependency \
+                     loop\"); remove one of these `children` entries",
+                    path.display(),
+                    shown.join(" → ")
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// What Ansible does once a source is read: every group without a parent becomes a child
@@ -174,7 +242,7 @@ impl AnsibleInventory {
     }
 
     fn group(&self, name: &str) -> Option<&Group> {
-        self.groups.iter().find(|g| g.name == name)
+        self.group_at.get(name).map(|&at| &self.groups[at])
     }
 
     /// Every host of `group`, its children's included (`all` holds every host).
@@ -182,24 +250,39 @@ impl AnsibleInventory {
         if group == "all" {
             return self.hosts().map(str::to_string).collect();
         }
-        let mut out = BTreeSet::new();
-        let mut todo = vec![group.to_string()];
-        let mut seen = BTreeSet::new();
-        while let Some(name) = todo.pop() {
-            if !seen.insert(name.clone()) {
-                continue;
+        self.resolved().members.get(group).cloned().unwrap_or_default()
+    }
+
+    fn resolved(&self) -> &Resolved {
+        self.resolved.get_or_init(|| {
+            let mut r = Resolved { depth: self.depths(), ..Resolved::default() };
+            for g in &self.groups {
+                let mut out = BTreeSet::new();
+                let mut todo = vec![g.name.as_str()];
+                let mut seen = HashSet::new();
+                while let Some(name) = todo.pop() {
+                    if !seen.insert(name) {
+                        continue;
+                    }
+                    if let Some(child) = self.group(name) {
+                        out.extend(child.hosts.iter().cloned());
+                        todo.extend(child.children.iter().map(String::as_str));
+                    }
+                }
+                if g.name != "all" {
+                    for h in &out {
+                        r.groups_of.entry(h.clone()).or_default().push(g.name.clone());
+                    }
+                }
+                r.members.insert(g.name.clone(), out);
             }
-            if let Some(g) = self.group(&name) {
-                out.extend(g.hosts.iter().cloned());
-                todo.extend(g.children.iter().cloned());
-            }
-        }
-        out
+            r
+        })
     }
 
     /// Each group's depth: the longest chain of parents up to `all` (Ansible's `depth`).
-    fn depths(&self) -> BTreeMap<&str, usize> {
-        let mut depth: BTreeMap<&str, usize> = self.groups.iter().map(|g| (g.name.as_str(), 0)).collect();
+    fn depths(&self) -> HashMap<String, usize> {
+        let mut depth: HashMap<&str, usize> = self.groups.iter().map(|g| (g.name.as_str(), 0)).collect();
         // Relaxation bounded by the number of groups, so a cycle cannot loop forever.
         for _ in 0..self.groups.len() {
             let mut changed = false;
@@ -218,22 +301,23 @@ impl AnsibleInventory {
                 break;
             }
         }
-        depth
+        depth.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
     /// The groups `host` belongs to, directly or through children, `all` included, in
     /// Ansible's order of precedence (lowest first).
     pub(crate) fn groups_of(&self, host: &str) -> Vec<String> {
-        let depth = self.depths();
+        let resolved = self.resolved();
+        let depth = &resolved.depth;
         let priority = |g: &Group| {
             g.vars
                 .get("ansible_group_priority")
                 .and_then(|v| v.value.as_i64().or_else(|| v.value.as_str()?.parse().ok()))
         };
-        let mut found: Vec<(usize, i64, &str)> = self
-            .groups
-            .iter()
-            .filter(|g| g.name == "all" || self.members(&g.name).contains(host))
+        let mine = resolved.groups_of.get(host).into_iter().flatten();
+        let mut found: Vec<(usize, i64, &str)> = std::iter::once("all")
+            .chain(mine.map(String::as_str))
+            .filter_map(|n| self.group(n))
             .map(|g| (depth[g.name.as_str()], priority(g).unwrap_or(1), g.name.as_str()))
             .collect();
         found.sort();
@@ -256,7 +340,7 @@ impl AnsibleInventory {
         for g in &groups {
             apply(&g.dir_vars, Level::Group(g.name.clone()));
         }
-        if let Some(h) = self.hosts.iter().find(|h| h.name == host) {
+        if let Some(h) = self.host_at.get(host).map(|&at| &self.hosts[at]) {
             apply(&h.vars, Level::Host);
             apply(&h.dir_vars, Level::Host);
         }
@@ -289,4 +373,43 @@ pub(crate) fn literal(text: &str) -> Json {
         }
     }
     Json::String(t.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(name: &str, text: &str) -> Result<AnsibleInventory, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        AnsibleInventory::load(&path).map_err(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"))
+    }
+
+    #[test]
+    fn a_loop_of_groups_is_refused_naming_it_in_yaml_and_ini() {
+        let loop_of = |file: &str| {
+            format!(
+                "error: DIR/{file}: the groups `a` → `b` → `a` form a loop: each is a child of the one before, so a \
+                 host of any of them would be in all of them forever (Ansible: \"creates a recursive dependency \
+                 loop\"); remove one of these `children` entries"
+            )
+        };
+        let yaml = "all:\n  children:\n    a:\n      children:\n        b:\n          children:\n            a:\n";
+        assert_eq!(load("hosts.yml", yaml).unwrap_err(), loop_of("hosts.yml"));
+        let ini = "[a:children]\nb\n[b:children]\na\n[b]\nh1\n";
+        assert_eq!(load("hosts", ini).unwrap_err(), loop_of("hosts"));
+    }
+
+    #[test]
+    fn membership_and_precedence_hold_at_thousands_of_hosts() {
+        let mut text = String::from("[clients:children]\nracks\n[racks]\n");
+        for i in 0..5000 {
+            text.push_str(&format!("c{i} ansible_host=10.0.{}.{}\n", i / 250, i % 250 + 1));
+        }
+        let inventory = load("hosts", &text).unwrap();
+        assert_eq!(inventory.members("clients").len(), 5000);
+        assert_eq!(inventory.groups_of("c4999"), ["all", "clients", "racks"]);
+        assert_eq!(inventory.host_vars("c4999")["ansible_host"].value, Json::from("10.0.19.250"));
+    }
 }

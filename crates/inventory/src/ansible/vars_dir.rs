@@ -28,8 +28,10 @@ pub(super) fn read(dir: &Path, name: &str) -> Result<Vars, Error> {
     }
     let mut vars = Vars::new();
     for file in files {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|source| Error::Io { context: format!("cannot read `{}`", file.display()), source })?;
+        let text = crate::input::read_text_or(&file, crate::input::INVENTORY, |source| Error::Io {
+            context: format!("cannot read `{}`", file.display()),
+            source,
+        })?;
         if let Some(doc) = yaml::parse(&file, &text)? {
             vars.extend(yaml::vars(&file, &text, &doc, "a vars file")?);
         }

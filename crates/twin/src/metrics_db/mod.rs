@@ -21,6 +21,7 @@
 //! This file holds the state and what it does (write, query); `http` the routes and
 //! answers, `resources` the JSON describing buckets and the runtime config.
 
+mod answers;
 mod csv;
 mod flux;
 mod http;

@@ -1,0 +1,229 @@
+//! Global functions every runbook uses: recording checks, sections and log lines, reading
+//! parameters, the environment and the host name.
+
+use std::sync::Arc;
+
+use rhai::{Dynamic, Engine, Map, Module};
+
+use super::{Context, VerbResult, fail};
+// Other parts of opsbook read values the way reports show them.
+pub use super::values::{text, time_text};
+use crate::register;
+use crate::report::{Level, Outcome};
+
+/// Environment variables scripts may not read: they hold the secret.
+const SECRET_VARS: &[&str] = &["INFLUX_TOKEN"];
+
+/// Registers these functions as global ones (no namespace).
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_global_module(module(cx).into());
+}
+
+fn module(cx: &Arc<Context>) -> Module {
+    let mut m = Module::new();
+    flags(&mut m, cx);
+    records(&mut m, cx);
+    parameters_and_facts(&mut m, cx);
+    m
+}
+
+fn flags(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
+    register!(
+        m,
+        "dry_run",
+        Reads,
+        ["bool"],
+        "/// Whether this run only plans (`--dry-run`): mutating calls say what they would do.",
+        "if dry_run() { log(\"planning only\") }",
+        move || h.dry_run
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "sandbox",
+        Reads,
+        ["bool"],
+        "/// Whether this run acts on the sandbox's simulated stack (`--sandbox`).",
+        "sandbox()",
+        move || h.world().sandbox
+    );
+
+    let h = cx.clone();
+    register!(
+        m,
+        "check",
+        Reads,
+        ["name: &str", "ok: bool", "bool"],
+        "/// Records a check that passed when `ok` is true. Returns `ok`.",
+        "check(\"loki ready\", loki::ready().ok)",
+        move |name: &str, ok: bool| {
+            h.record(name, outcome(ok), "", None, None);
+            ok
+        }
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "check",
+        Reads,
+        ["name: &str", "ok: bool", "detail: ?", "bool"],
+        "/// Records a check with a detail saying what was seen. Returns `ok`.",
+        "check(\"influxdb healthy\", influx::health().ok, influx::health().detail)",
+        move |name: &str, ok: bool, detail: Dynamic| {
+            h.record(name, outcome(ok), &text(&detail), None, None);
+            ok
+        }
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "check",
+        Reads,
+        ["name: &str", "result: Map", "bool"],
+        "/// Records a check from a map `#{ok, detail, expected, actual}`; `ok` is required.\n/// Returns `ok`.",
+        "check(\"loki ready\", #{ ok: true, detail: \"ready\", expected: \"200\", actual: \"200\" })",
+        move |name: &str, result: Map| -> VerbResult<bool> {
+            let ok = result
+                .get("ok")
+                .and_then(|v| v.as_bool().ok())
+                .ok_or_else(|| fail(format!("check `{name}`: the map needs a boolean `ok`")))?;
+            let field = |k: &str| result.get(k).filter(|v| !v.is_unit()).map(text);
+            h.record(name, outcome(ok), &field("detail").unwrap_or_default(), field("expected"), field("actual"));
+            Ok(ok)
+        }
+    );
+}
+
+fn records(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
+    register!(
+        m,
+        "warn",
+        Reads,
+        ["name: &str", "detail: ?", "()"],
+        "/// Records a warning: worth a look, but not a failure.",
+        "warn(\"disk nearly full\", \"91% used\")",
+        move |name: &str, detail: Dynamic| h.record(name, Outcome::Warn, &text(&detail), None, None)
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "skip",
+        Reads,
+        ["name: &str", "reason: ?", "()"],
+        "/// Records a check that was not run, and why.",
+        "skip(\"container checks\", \"the servers run as native units\")",
+        move |name: &str, reason: Dynamic| h.record(name, Outcome::Skip, &text(&reason), None, None)
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "section",
+        Reads,
+        ["name: &str", "()"],
+        "/// Starts a group of checks; reports show the records under it.",
+        "section(\"servers\")",
+        move |name: &str| h.section(name)
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "log",
+        Reads,
+        ["message: ?", "()"],
+        "/// Writes a line into the report's log (and to the screen).",
+        "log(`checked ${hostname()}`)",
+        move |message: Dynamic| h.log(Level::Info, &text(&message))
+    );
+
+    let h = cx.clone();
+    register!(
+        m,
+        "failed_checks",
+        Reads,
+        ["i64"],
+        "/// How many checks have failed so far in this run (for a closing verdict).",
+        "if failed_checks() > 0 { log(\"something failed\") }",
+        move || h.failed_checks() as i64
+    );
+}
+
+fn parameters_and_facts(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
+    register!(
+        m,
+        "param",
+        Reads,
+        ["name: &str", "default: ?", "?"],
+        "/// A runbook parameter: the `--set name=value` given on the command line, else `default`.\n\
+         /// Declare each parameter once at the top of the runbook; `opsbook show` lists them and\n\
+         /// the kind of the default decides what `--set` accepts.",
+        "param(\"window\", \"20s\")",
+        move |name: &str, default: Dynamic| h.param_override(name).unwrap_or(default)
+    );
+
+    register!(
+        m,
+        "env",
+        Reads,
+        ["name: &str", "?"],
+        "/// The environment variable `name`, or `()` when unset. Secrets (INFLUX_TOKEN) are refused.",
+        "env(\"HOME\")",
+        |name: &str| -> VerbResult<Dynamic> {
+            if SECRET_VARS.contains(&name) {
+                return Err(fail(format!(
+                    "`{name}` holds a secret; scripts never see it (the influx:: functions use it for you)"
+                )));
+            }
+            Ok(std::env::var(name).map(Dynamic::from).unwrap_or(Dynamic::UNIT))
+        }
+    );
+    register!(
+        m,
+        "parse_json",
+        Reads,
+        ["text: &str", "?"],
+        "/// Parses JSON text into maps, arrays and values (throws quoting the error).",
+        "parse_json(\"{\\\"status\\\": \\\"pass\\\"}\").status",
+        |text: &str| -> VerbResult<Dynamic> {
+            let value: serde_json::Value = serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
+            rhai::serde::to_dynamic(value)
+        }
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "hostname",
+        Reads,
+        ["String"],
+        "/// The host name of the machine this run acts on.",
+        "hostname()",
+        move || h.hostname()
+    );
+    register!(
+        m,
+        "now",
+        Reads,
+        ["String"],
+        "/// The current time as `YYYY-MM-DD HH:MM:SS UTC`, a form `journalctl --since` accepts.",
+        "journal::errors(\"loki\", now())",
+        now_text
+    );
+}
+
+fn outcome(ok: bool) -> Outcome {
+    if ok { Outcome::Pass } else { Outcome::Fail }
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "localhost".to_string())
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` for now.
+pub(crate) fn now_text() -> String {
+    super::values::time_text(std::time::SystemTime::now())
+}

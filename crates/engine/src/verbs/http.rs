@@ -1,0 +1,140 @@
+//! `http::` — plain HTTP for runbooks: requests that return the whole response, and probes
+//! that never throw. Every request has a timeout (`http.timeout`, 5 s by default, or the
+//! `timeout` option); redirects are reported, not followed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rhai::{Engine, Map, Module};
+use serde::Serialize;
+
+use super::time::duration_arg;
+use super::values::{Probe, record};
+use super::{Context, VerbResult, fail};
+use crate::http_client::{Request, Response};
+use crate::register;
+
+/// Registers the `http::` namespace.
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("http", module(cx).into());
+}
+
+fn module(cx: &Arc<Context>) -> Module {
+    let mut m = Module::new();
+    for (name, method) in
+        [("get", reqwest::Method::GET), ("head", reqwest::Method::HEAD), ("post", reqwest::Method::POST)]
+    {
+        let h = cx.clone();
+        let method2 = method.clone();
+        register!(
+            &mut m,
+            name,
+            Reads,
+            ["url: &str", "Map"],
+            "/// Sends the request and returns `#{status, ok, headers, text, elapsed_ms}` (`ok`: a 2xx\n\
+             /// status). Throws when no HTTP answer came back (refused, timed out, TLS…).",
+            format!("http::{name}(config.log_store.url + \"/ready\")"),
+            move |url: &str| request(&h, method.clone(), url, &Map::new())
+        );
+        let h = cx.clone();
+        register!(
+            &mut m,
+            name,
+            Reads,
+            ["url: &str", "options: Map", "Map"],
+            "/// Like the one-argument form, with options `#{headers: #{…}, body: \"…\", timeout: \"5s\"}`.",
+            format!(
+                "http::{name}(config.log_store.url + \"/ready\", #{{ timeout: \"5s\", headers: #{{ accept: \"text/plain\" }} }})"
+            ),
+            move |url: &str, options: Map| request(&h, method2.clone(), url, &options)
+        );
+    }
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "probe",
+        Reads,
+        ["url: &str", "Map"],
+        "/// GETs `url` and never throws: `#{ok, status, detail, elapsed_ms}`. `ok` is a 2xx answer;\n\
+         /// otherwise `detail` says why (\"connection refused\", \"timed out after 5s\", the status and\n\
+         /// the first bytes of the body).",
+        "http::probe(config.log_store.url + \"/ready\")",
+        move |url: &str| probe(&h, url, &Map::new())
+    );
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "probe",
+        Reads,
+        ["url: &str", "options: Map", "Map"],
+        "/// A probe with options `#{method: \"HEAD\", timeout: \"2s\", headers: #{…}}`.",
+        "http::probe(config.log_store.url + \"/ready\", #{ timeout: \"5s\" })",
+        move |url: &str, options: Map| probe(&h, url, &options)
+    );
+    m
+}
+
+fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> VerbResult<Request<'a>> {
+    let mut req = Request::new(method, url);
+    for (k, v) in options {
+        match k.as_str() {
+            "headers" => {
+                let headers = v.read_lock::<Map>().ok_or_else(|| fail("http: `headers` must be a map"))?;
+                for (name, value) in headers.iter() {
+                    req = req.header(name, &super::values::text(value));
+                }
+            }
+            "body" => req = req.body(super::values::text(v).into_bytes()),
+            "timeout" => req = req.timeout(Some(duration_arg(v)?)),
+            "method" => {}
+            other => return Err(fail(format!("http: unknown option `{other}` (headers, body, timeout, method)"))),
+        }
+    }
+    Ok(req)
+}
+
+fn request(cx: &Context, method: reqwest::Method, url: &str, options: &Map) -> VerbResult<Map> {
+    let req = build(method.clone(), url, options)?;
+    match cx.send(req)? {
+        Ok(response) => response_map(&response),
+        Err(reason) => Err(fail(format!("{method} {url}: {reason}"))),
+    }
+}
+
+/// A whole response as scripts see it.
+#[derive(Serialize)]
+struct ResponseRecord<'a> {
+    status: u16,
+    ok: bool,
+    headers: BTreeMap<&'a str, &'a str>,
+    text: &'a str,
+    elapsed_ms: u64,
+}
+
+/// `#{status, ok, headers, text, elapsed_ms}` of a response.
+fn response_map(r: &Response) -> VerbResult<Map> {
+    record(&ResponseRecord {
+        status: r.status,
+        ok: (200..300).contains(&r.status),
+        headers: r.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        text: &r.body,
+        elapsed_ms: r.elapsed.as_millis() as u64,
+    })
+}
+
+fn probe(cx: &Context, url: &str, options: &Map) -> VerbResult<Map> {
+    let method = match options.get("method").map(super::values::text).as_deref() {
+        None | Some("GET") | Some("get") => reqwest::Method::GET,
+        Some("HEAD") | Some("head") => reqwest::Method::HEAD,
+        Some(other) => return Err(fail(format!("http::probe: method `{other}` (GET or HEAD)"))),
+    };
+    let req = build(method, url, options)?;
+    match cx.send(req)? {
+        Ok(r) if (200..300).contains(&r.status) => {
+            Probe::new(true, Some(r.status), format!("HTTP {}", r.status), Some(r.elapsed))
+        }
+        Ok(r) => Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)),
+        Err(reason) => Probe::unanswered(reason),
+    }
+    .into_map()
+}

@@ -1,0 +1,432 @@
+//! `influx::` — the metrics database through its InfluxDB 2 API: health and ping probes,
+//! bucket listing (every page) and one bucket by name, Flux queries with typed rows, and the
+//! storage backend. The base address, org and token come from the configuration; the token is
+//! added to requests here and never reaches the script. How InfluxDB OSS v2.7.12 answers a
+//! fresh server, an all-access token and a long bucket list: influx_api.rs.
+
+use std::sync::Arc;
+
+use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use super::values::{Probe, record, text};
+use super::{Context, VerbResult, fail, influx_api};
+use crate::config::keys;
+use crate::http_client::{Request, Response};
+use crate::register;
+use crate::secret::Secret;
+use crate::wire::flux_csv::{self, Value};
+
+/// Registers the `influx::` namespace.
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_static_module("influx", module(cx).into());
+}
+
+fn module(cx: &Arc<Context>) -> Module {
+    let mut m = Module::new();
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "health",
+        Reads,
+        ["Map"],
+        "/// GET /health, never throws: `#{ok, status, detail, elapsed_ms, state, version, message}`.\n\
+         /// `ok` when the answer is 200 and the server reports `pass`.",
+        "influx::health().ok",
+        move || health(&h)
+    );
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "ping",
+        Reads,
+        ["Map"],
+        "/// HEAD /ping, never throws: `#{ok, status, detail, elapsed_ms, version, build}`; `ok` on 204.",
+        "influx::ping()",
+        move || ping(&h)
+    );
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "buckets",
+        Reads,
+        ["Array"],
+        "/// The buckets the token can see, every page of them (100 a page, following `links.next`):\n\
+         /// `[#{name, id, retention, type}]`, retention in seconds (0: forever). Throws quoting the\n\
+         /// server when the listing is refused, or saying it is not set up yet.",
+        "influx::buckets()",
+        move || buckets(&h)
+    );
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "bucket",
+        Reads,
+        ["name: &str", "?"],
+        "/// One bucket by name in the configured org (`GET /api/v2/buckets?org=…&name=…`): `#{name,\n\
+         /// id, retention, type}`, or `()` when there is none. Throws when the server refuses (a bad\n\
+         /// token, an unknown org, not set up yet).",
+        "influx::bucket(config.metrics_db.bucket)",
+        move |name: &str| bucket(&h, name)
+    );
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "query",
+        Reads,
+        ["flux: &str", "Array"],
+        "/// Runs a Flux query and returns every row of every table as a map of typed values\n\
+         /// (`_value`, `_time`, `_field`, tags…). Throws quoting InfluxDB's error; a refused token\n\
+         /// says so without showing it.",
+        "influx::query(`from(bucket: \"${config.metrics_db.bucket}\") |> range(start: -5m) |> limit(n: 1)`)",
+        move |flux: &str| query(&h, flux)
+    );
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "storage",
+        Reads,
+        ["Map"],
+        "/// The storage facts from the server's runtime configuration (GET /api/v2/config), never\n\
+         /// throws: the probe record plus `backend` (\"local\", or `()`), `path` (`engine-path`) and\n\
+         /// `skipped`. That endpoint needs an operator token: refused to an all-access one, the\n\
+         /// facts come from the server's config file (`metrics_db.config`) on the host, or\n\
+         /// `skipped` says why they cannot be told. stdlib/verify.rhai decides the verdict.",
+        "influx::storage()",
+        move || storage(&h)
+    );
+    m
+}
+
+fn token(cx: &Context) -> VerbResult<Secret> {
+    match cx.config().token().map_err(|e| fail(e.to_string()))? {
+        Some(t) => Ok(t),
+        None => Err(fail(
+            "no API token configured for the metrics database: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN",
+        )),
+    }
+}
+
+/// What /health says besides the verdict.
+#[derive(Serialize)]
+struct Health {
+    /// `pass`, `fail`…; empty when the answer did not say.
+    state: String,
+    version: String,
+    message: String,
+}
+
+/// The record of a /health answer: absent fields read as empty text, a body that is not JSON
+/// (or not an object) fails the probe quoting it.
+fn health_answer(r: &Response) -> Probe<Health> {
+    let json: Option<Json> = serde_json::from_str(&r.body).ok().filter(Json::is_object);
+    let field = |k: &str| json.as_ref().and_then(|j| j.get(k)).and_then(Json::as_str).unwrap_or("").to_string();
+    let facts = Health { state: field("status"), version: field("version"), message: field("message") };
+    let ok = r.status == 200 && facts.state == "pass";
+    let detail = if json.is_none() {
+        format!("not InfluxDB's health JSON: {}", r.summary())
+    } else if ok {
+        let version = if facts.version.is_empty() { String::new() } else { format!(" ({})", facts.version) };
+        format!("HTTP 200, {}{version}", facts.message)
+    } else if facts.state.is_empty() {
+        format!("HTTP {}, no `status` in the answer: {}", r.status, r.summary())
+    } else {
+        format!("HTTP {}, status `{}`: {}", r.status, facts.state, facts.message)
+    };
+    Probe::new(ok, Some(r.status), detail, Some(r.elapsed)).with(facts)
+}
+
+fn health(cx: &Context) -> VerbResult<Map> {
+    match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, "/health")))? {
+        Ok(r) => health_answer(&r).into_map(),
+        Err(reason) => Probe::unanswered(reason)
+            .with(Health { state: String::new(), version: String::new(), message: String::new() })
+            .into_map(),
+    }
+}
+
+/// What HEAD /ping says: the server's version and build, empty when the headers are absent.
+#[derive(Serialize)]
+struct Ping {
+    version: String,
+    build: String,
+}
+
+fn ping(cx: &Context) -> VerbResult<Map> {
+    let r = match cx.send(Request::new(reqwest::Method::HEAD, influx_api::url(cx, "/ping")))? {
+        Ok(r) => r,
+        Err(reason) => {
+            return Probe::unanswered(reason).with(Ping { version: String::new(), build: String::new() }).into_map();
+        }
+    };
+    let facts = Ping {
+        version: r.header("x-influxdb-version").unwrap_or("").to_string(),
+        build: r.header("x-influxdb-build").unwrap_or("").to_string(),
+    };
+    let ok = r.status == 204;
+    let detail = if ok { format!("HTTP 204, version {}", facts.version) } else { r.summary() };
+    Probe::new(ok, Some(r.status), detail, Some(r.elapsed)).with(facts).into_map()
+}
+
+fn authed(cx: &Context, request: Request<'_>) -> VerbResult<Response> {
+    let token = token(cx)?;
+    let what = format!("{} {}", request.method, request.url);
+    match cx.send(request.token(Some(&token)))? {
+        Ok(r) if (200..300).contains(&r.status) => Ok(r),
+        Ok(r) => Err(fail(influx_api::refusal_of(cx, &r)?)),
+        Err(reason) => Err(fail(format!("{what}: {reason}"))),
+    }
+}
+
+/// One bucket as scripts see it.
+#[derive(Debug, PartialEq, Serialize)]
+struct Bucket {
+    name: String,
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    /// Seconds; 0 is forever (no rule, or a rule of 0).
+    retention: i64,
+}
+
+/// A bucket of a listing. A bucket without `retentionRules`, or with null or empty rules,
+/// keeps its data forever; absent text fields read as empty.
+fn bucket_of(b: &Json) -> Bucket {
+    let s = |k: &str| b.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+    let retention = b
+        .get("retentionRules")
+        .and_then(Json::as_array)
+        .and_then(|r| r.first())
+        .and_then(|r| r.get("everySeconds"))
+        .and_then(Json::as_i64)
+        .unwrap_or(0);
+    Bucket { name: s("name"), id: s("id"), kind: s("type"), retention }
+}
+
+/// A bucket listing: `buckets` null or empty is no bucket; absent is not a listing at all
+/// (an error quoting the answer).
+#[cfg(test)]
+fn buckets_answer(body: &str) -> Result<Vec<Bucket>, String> {
+    Ok(influx_api::page(body)?.0.iter().map(bucket_of).collect())
+}
+
+/// `GET` of a path (a link the server gave, or one of ours) with the token.
+fn get(cx: &Context, path: &str) -> VerbResult<Response> {
+    let target = if path.starts_with("http://") || path.starts_with("https://") {
+        path.to_string()
+    } else {
+        influx_api::url(cx, path)
+    };
+    authed(cx, Request::new(reqwest::Method::GET, target))
+}
+
+fn buckets(cx: &Context) -> VerbResult<Array> {
+    let all = influx_api::all_buckets(cx, |path| get(cx, path))?;
+    all.iter().map(|b| record(&bucket_of(b)).map(Dynamic::from_map)).collect()
+}
+
+fn bucket(cx: &Context, name: &str) -> VerbResult<Dynamic> {
+    let path = influx_api::by_name_path(&cx.config().text(keys::METRICS_DB_ORG), name);
+    let token = token(cx)?;
+    let r = match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, &path)).token(Some(&token)))? {
+        Ok(r) => r,
+        Err(reason) => return Err(fail(format!("GET {}: {reason}", influx_api::url(cx, &path)))),
+    };
+    if influx_api::bucket_absent(&r) {
+        return Ok(Dynamic::UNIT);
+    }
+    if !(200..300).contains(&r.status) {
+        return Err(fail(influx_api::refusal_of(cx, &r)?));
+    }
+    let (found, _) = influx_api::page(&r.body).map_err(fail)?;
+    match found.iter().map(bucket_of).find(|b| b.name == name) {
+        Some(b) => record(&b).map(Dynamic::from_map),
+        None => Ok(Dynamic::UNIT),
+    }
+}
+
+fn dynamic(v: Value) -> Dynamic {
+    match v {
+        Value::Null => Dynamic::UNIT,
+        Value::Str(s) | Value::Time(s) => s.into(),
+        Value::Long(i) => i.into(),
+        Value::ULong(u) => i64::try_from(u).map(Dynamic::from).unwrap_or_else(|_| Dynamic::from(u as f64)),
+        Value::Double(f) => f.into(),
+        Value::Bool(b) => b.into(),
+    }
+}
+
+fn query(cx: &Context, flux: &str) -> VerbResult<Array> {
+    let org = cx.config().text(keys::METRICS_DB_ORG);
+    if org.is_empty() {
+        return Err(fail("no organisation configured for the metrics database: set metrics_db.org or INFLUX_ORG"));
+    }
+    let body = serde_json::json!({
+        "query": flux,
+        "type": "flux",
+        "dialect": {"header": true, "annotations": ["datatype", "group", "default"], "delimiter": ","},
+    });
+    let path = format!("/api/v2/query?org={}", influx_api::form_encode(&org));
+    let request = Request::new(reqwest::Method::POST, influx_api::url(cx, &path))
+        .header("content-type", "application/json")
+        .header("accept", "application/csv")
+        .body(body.to_string());
+    let r = authed(cx, request)?;
+    if r.content_type().contains("html") {
+        return Err(fail(format!("the metrics database answered with a web page, not CSV: {}", r.summary())));
+    }
+    let rows = flux_csv::parse(&r.body).map_err(|e| fail(format!("metrics database: {e}")))?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let m: Map = row.into_iter().map(|(k, v)| (k.into(), dynamic(v))).collect();
+            Dynamic::from_map(m)
+        })
+        .collect())
+}
+
+/// What the metrics database says about its storage: the facts, not a verdict.
+#[derive(Serialize)]
+struct Storage {
+    /// `local` when the runtime configuration names an engine path, else `()`.
+    backend: Option<String>,
+    /// Where the engine keeps its data (`engine-path`), `()` when absent, null or empty.
+    path: Option<String>,
+    /// Why the storage cannot be told with this token (`()` when it can): the verdict is a
+    /// skip, never a failure of a healthy server.
+    skipped: Option<String>,
+}
+
+/// The engine path of a `GET /api/v2/config` answer.
+fn engine_path(body: &str) -> Option<String> {
+    let json: Json = serde_json::from_str(body).ok()?;
+    json.get("config")?.get("engine-path")?.as_str().filter(|p| !p.is_empty()).map(str::to_string)
+}
+
+fn storage(cx: &Context) -> VerbResult<Map> {
+    let none = || Storage { backend: None, path: None, skipped: None };
+    let token = match token(cx) {
+        Ok(t) => t,
+        Err(e) => return Probe::unanswered(text(&Dynamic::from(e.to_string()))).with(none()).into_map(),
+    };
+    let r =
+        match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, "/api/v2/config")).token(Some(&token)))? {
+            Ok(r) => r,
+            Err(reason) => return Probe::unanswered(reason).with(none()).into_map(),
+        };
+    if influx_api::needs_operator(&r) {
+        return storage_without_operator(cx, &r);
+    }
+    if r.status != 200 {
+        let refused = influx_api::refusal_of(cx, &r)?;
+        return Probe::new(false, Some(r.status), refused, Some(r.elapsed)).with(none()).into_map();
+    }
+    let path = engine_path(&r.body);
+    let detail = match &path {
+        Some(p) => format!("local disk: engine at {p}"),
+        None => format!("no `engine-path` in the runtime config: {}", r.summary()),
+    };
+    let facts = Storage { backend: path.is_some().then(|| "local".to_string()), path, skipped: None };
+    Probe::new(true, Some(200), detail, Some(r.elapsed)).with(facts).into_map()
+}
+
+/// `/api/v2/config` refused a token that is not an operator's (an all-access token, InfluxDB
+/// v2.7.12 `http/config.go`): the engine path from the server's config file, or a skip.
+fn storage_without_operator(cx: &Context, r: &Response) -> VerbResult<Map> {
+    let message = serde_json::from_str::<Json>(&r.body)
+        .ok()
+        .and_then(|j| j.get("message").and_then(Json::as_str).map(str::to_string))
+        .unwrap_or_default();
+    let why = format!("/api/v2/config needs an operator token (the configured one is not: {message})");
+    let elapsed = Some(r.elapsed);
+    match influx_api::engine_path_from_file(cx, &why)? {
+        Ok((path, file)) => {
+            let detail = format!("local disk: engine at {path} (from {file}; {why})");
+            let facts = Storage { backend: Some("local".into()), path: Some(path), skipped: None };
+            Probe::new(true, Some(r.status), detail, elapsed).with(facts).into_map()
+        }
+        Err(reason) => {
+            let facts = Storage { backend: None, path: None, skipped: Some(reason.clone()) };
+            Probe::new(true, Some(r.status), reason, elapsed).with(facts).into_map()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> Response {
+        Response { status, headers: vec![], body: body.to_string(), elapsed: std::time::Duration::from_millis(3) }
+    }
+
+    #[test]
+    fn health_answers_absent_null_empty_and_present() {
+        let real = r#"{"name":"influxdb","message":"ready for queries and writes","status":"pass","checks":[],"version":"v2.7.11","commit":"fbf5d4ab5e"}"#;
+        let p = health_answer(&answer(200, real));
+        assert_eq!((p.ok, p.detail.as_str()), (true, "HTTP 200, ready for queries and writes (v2.7.11)"));
+        // No version field: the detail does not show an empty pair of brackets.
+        let p = health_answer(&answer(200, r#"{"status":"pass","message":"ready"}"#));
+        assert_eq!((p.ok, p.detail.as_str(), p.facts.version.as_str()), (true, "HTTP 200, ready", ""));
+        let p = health_answer(&answer(200, r#"{"status":null}"#));
+        assert_eq!(
+            (p.ok, p.detail.as_str()),
+            (false, "HTTP 200, no `status` in the answer: HTTP 200: {\"status\":null}")
+        );
+        let p = health_answer(&answer(503, r#"{"status":"fail","message":"not ready"}"#));
+        assert_eq!((p.ok, p.detail.as_str()), (false, "HTTP 503, status `fail`: not ready"));
+        for body in ["", "null", "[]", "<html>"] {
+            let p = health_answer(&answer(200, body));
+            assert!(!p.ok && p.detail.starts_with("not InfluxDB's health JSON"), "{body}: {}", p.detail);
+        }
+    }
+
+    #[test]
+    fn bucket_listings_absent_null_empty_and_present() {
+        let b = |name: &str, retention| Bucket { name: name.into(), id: "1".into(), kind: "user".into(), retention };
+        assert_eq!(buckets_answer(r#"{"buckets":[]}"#), Ok(vec![]));
+        assert_eq!(buckets_answer(r#"{"buckets":null}"#), Ok(vec![]));
+        assert_eq!(
+            buckets_answer(r#"{"links":{}}"#),
+            Err("bucket listing has no `buckets` array: {\"links\":{}}".into())
+        );
+        assert_eq!(buckets_answer("oops"), Err("bucket listing is not JSON: oops".into()));
+        let rules = |r: &str| format!(r#"{{"buckets":[{{"name":"t","id":"1","type":"user"{r}}}]}}"#);
+        assert_eq!(buckets_answer(&rules("")), Ok(vec![b("t", 0)]));
+        assert_eq!(buckets_answer(&rules(r#","retentionRules":null"#)), Ok(vec![b("t", 0)]));
+        assert_eq!(buckets_answer(&rules(r#","retentionRules":[]"#)), Ok(vec![b("t", 0)]));
+        assert_eq!(
+            buckets_answer(&rules(r#","retentionRules":[{"type":"expire","everySeconds":3600}]"#)),
+            Ok(vec![b("t", 3600)])
+        );
+        let bare = buckets_answer(r#"{"buckets":[{"name":null}]}"#).unwrap();
+        assert_eq!(bare, vec![Bucket { name: String::new(), id: String::new(), kind: String::new(), retention: 0 }]);
+    }
+
+    #[test]
+    fn engine_path_absent_null_empty_and_present() {
+        assert_eq!(
+            engine_path(r#"{"config":{"engine-path":"/var/lib/influxdb2/engine"}}"#).as_deref(),
+            Some("/var/lib/influxdb2/engine")
+        );
+        for body in [
+            r#"{"config":{}}"#,
+            r#"{"config":null}"#,
+            r#"{"config":{"engine-path":null}}"#,
+            r#"{"config":{"engine-path":""}}"#,
+            "{}",
+            "",
+        ] {
+            assert_eq!(engine_path(body), None, "{body}");
+        }
+    }
+
+    #[test]
+    fn query_csv_with_no_table_is_no_rows() {
+        // InfluxDB answers a query that matches nothing with an empty body (or blank lines).
+        for body in ["", "\r\n", "\r\n\r\n"] {
+            assert_eq!(flux_csv::parse(body), Ok(vec![]), "{body:?}");
+        }
+    }
+}

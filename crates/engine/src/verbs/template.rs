@@ -1,0 +1,314 @@
+//! `template::` — configuration files rendered from Jinja templates (minijinja, with the same
+//! Ansible filters inventories use), strictly: an undefined variable is an error.
+//!
+//! A template `NAME` (`log-shipper/config.alloy.j2`) is found like a runbook: in the
+//! `templates` folder beside each runbook folder on the search path (`--runbooks`,
+//! `$OPSBOOK_PATH`, `./runbooks`, `$XDG_CONFIG_HOME/opsbook/runbooks`,
+//! `/etc/opsbook/runbooks`), then among the copies built into the binary from the repository's
+//! `templates/`. `{% include %}` and `{% import %}` find other templates the same way. An error
+//! names the template's file, line and column and shows the line with a caret.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
+
+use super::values::record;
+use super::{VerbResult, fail};
+use crate::catalog::Catalog;
+use crate::diagnostic::Diagnostic;
+use crate::register;
+use crate::suggest::did_you_mean;
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/templates.rs"));
+}
+
+/// Registers the `template::` namespace: templates are looked up on `catalog`'s search path.
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<super::Context>, catalog: &Arc<Catalog>) {
+    engine.register_static_module("template", module(cx, catalog).into());
+}
+
+fn module(cx: &Arc<super::Context>, catalog: &Arc<Catalog>) -> Module {
+    let mut m = Module::new();
+    let c = catalog.clone();
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "render",
+        Reads,
+        ["name: &str", "vars: Map", "String"],
+        "/// Renders the template `name` (`templates/NAME` beside a runbook folder, else built in) with\n\
+         /// `vars`, and `metrics_db_token` (the API token, which scripts never see; file diffs and\n\
+         /// reports mask it). An undefined variable is an error naming the template's file, line and\n\
+         /// column.",
+        "template::render(\"log-shipper/config.alloy.j2\", #{ host: hostname(), log_store_url: config.log_store.url })",
+        move |name: &str, vars: Map| {
+            let mut vars = vars;
+            let token = h.config().token().ok().flatten().map(|t| t.expose().to_string()).unwrap_or_default();
+            vars.insert("metrics_db_token".into(), token.into());
+            render(&c, name, &vars).map_err(fail)
+        }
+    );
+    register!(
+        &mut m,
+        "render_string",
+        Reads,
+        ["text: &str", "vars: Map", "String"],
+        "/// Renders a template given as text (errors name it `<string>`).",
+        "template::render_string(\"url = {{ url }}\", #{ url: config.log_store.url })",
+        |text: &str, vars: Map| render_text(&Sources::default(), "<string>", text, &vars).map_err(fail)
+    );
+    let c = catalog.clone();
+    register!(
+        &mut m,
+        "list",
+        Reads,
+        ["Array"],
+        "/// Every template that can be rendered, with where it is found: `[#{name, origin}]`\n\
+         /// (`origin`: the file, or \"built-in\"), sorted by name; the first found wins.",
+        "template::list()",
+        move || list(&c)
+    );
+    m
+}
+
+/// A template as found: its name, what errors call its file, and its text.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub name: String,
+    /// The file's path, or `<built-in>/templates/NAME`.
+    pub source: String,
+    pub text: String,
+}
+
+/// The `templates` folder beside each runbook folder, highest first.
+fn folders(catalog: &Catalog) -> Vec<PathBuf> {
+    catalog
+        .search_path()
+        .iter()
+        .map(|d| d.runbooks.parent().unwrap_or(std::path::Path::new("")).join("templates"))
+        .collect()
+}
+
+/// A relative path without `..`: templates never reach outside their folders.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('/') && !name.split('/').any(|p| p.is_empty() || p == ".." || p == ".")
+}
+
+/// The winning template `name`, if any.
+pub fn find(catalog: &Catalog, name: &str) -> Result<Option<Found>, String> {
+    if !valid_name(name) {
+        return Err(format!("`{name}` is not a template name (a path relative to a templates folder)"));
+    }
+    for dir in folders(catalog) {
+        let path = dir.join(name);
+        // Anything there is this template (a directory or a FIFO is refused, not passed over).
+        if path.exists() {
+            let text = crate::input::read_text_or_explain(&path, crate::input::TEMPLATE)?;
+            return Ok(Some(Found { name: name.to_string(), source: path.display().to_string(), text }));
+        }
+    }
+    Ok(embedded::TEMPLATES.iter().find(|(n, _)| *n == name).map(|(n, text)| Found {
+        name: n.to_string(),
+        source: format!("<built-in>/templates/{n}"),
+        text: text.to_string(),
+    }))
+}
+
+/// Every template name with the entry that wins, sorted.
+pub fn all(catalog: &Catalog) -> Vec<Found> {
+    let mut names: Vec<String> = embedded::TEMPLATES.iter().map(|(n, _)| n.to_string()).collect();
+    for dir in folders(catalog) {
+        collect(&dir, "", &mut names);
+    }
+    names.sort();
+    names.dedup();
+    names.iter().filter_map(|n| find(catalog, n).ok().flatten()).collect()
+}
+
+fn collect(dir: &std::path::Path, prefix: &str, names: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+        if e.path().is_dir() {
+            collect(&e.path(), &format!("{name}/"), names);
+        } else if !name.rsplit('/').next().is_some_and(|n| n.starts_with('.')) {
+            names.push(name);
+        }
+    }
+}
+
+/// What `template::list` shows of one template.
+#[derive(Serialize)]
+struct Listed<'a> {
+    name: &'a str,
+    origin: String,
+}
+
+fn list(catalog: &Catalog) -> VerbResult<Array> {
+    all(catalog)
+        .iter()
+        .map(|f| {
+            let origin = if f.source.starts_with("<built-in>") { "built-in".to_string() } else { f.source.clone() };
+            record(&Listed { name: &f.name, origin }).map(Dynamic::from_map)
+        })
+        .collect()
+}
+
+/// The templates a render loaded, by name, so an error in an included one quotes its file.
+#[derive(Default, Clone)]
+struct Sources {
+    catalog: Option<Arc<Catalog>>,
+    loaded: Arc<Mutex<HashMap<String, Found>>>,
+}
+
+impl Sources {
+    fn get(&self, name: &str) -> Option<Found> {
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    fn load(&self, name: &str) -> Result<Option<String>, minijinja::Error> {
+        let Some(catalog) = &self.catalog else { return Ok(None) };
+        let found =
+            find(catalog, name).map_err(|e| minijinja::Error::new(minijinja::ErrorKind::TemplateNotFound, e))?;
+        Ok(found.map(|f| {
+            let text = f.text.clone();
+            self.loaded.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), f);
+            text
+        }))
+    }
+}
+
+/// Renders the template `name` found on `catalog`'s search path.
+pub fn render(catalog: &Arc<Catalog>, name: &str, vars: &Map) -> Result<String, String> {
+    let sources = Sources { catalog: Some(catalog.clone()), ..Sources::default() };
+    let found = sources.load(name).map_err(|e| e.to_string())?.ok_or_else(|| {
+        let known: Vec<String> = all(catalog).into_iter().map(|f| f.name).collect();
+        let hint = did_you_mean(name, known.iter().map(String::as_str)).unwrap_or_default();
+        let places: Vec<String> = folders(catalog).iter().map(|d| d.display().to_string()).collect();
+        format!("no template `{name}` (looked in {} and the built-in templates){hint}", places.join(", "))
+    })?;
+    render_text(&sources, name, &found, vars)
+}
+
+/// Renders `text` under `name`, with `sources` for what it includes.
+fn render_text(sources: &Sources, name: &str, text: &str, vars: &Map) -> Result<String, String> {
+    let mut env = crate::inventory::template::environment();
+    // As Ansible's template module: a configuration file keeps its last newline, and the
+    // newline after a `{% … %}` block tag is dropped, so control lines leave no blank lines.
+    let syntax = minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).trim_blocks(true).build();
+    env.set_syntax(syntax.map_err(|e| e.to_string())?);
+    let loader = sources.clone();
+    env.set_loader(move |n| loader.load(n));
+    env.add_template_owned(name.to_string(), text.to_string())
+        .map_err(|e| shown(&diagnostic(sources, name, text, &e)))?;
+    let template = env.get_template(name).map_err(|e| shown(&diagnostic(sources, name, text, &e)))?;
+    let context = minijinja::Value::from(minijinja::value::Serde(&Dynamic::from_map(vars.clone())));
+    template.render(context).map_err(|e| {
+        // An undefined name is easiest fixed when it is named.
+        // Names the template uses that are neither given nor functions (`range`, `lookup`).
+        let missing: Vec<String> = {
+            let globals: Vec<&str> = env.globals().map(|(n, _)| n).collect();
+            let mut m: Vec<String> = template
+                .undeclared_variables(false)
+                .into_iter()
+                .filter(|v| !vars.contains_key(v.as_str()) && !globals.contains(&v.as_str()))
+                .collect();
+            m.sort();
+            m
+        };
+        let mut d = diagnostic(sources, name, text, &e);
+        let here = e.name().is_none_or(|n| n == name);
+        if e.kind() == minijinja::ErrorKind::UndefinedError && here && !missing.is_empty() {
+            d.message = format!("template variable `{}` is not defined", missing.join("`, `"));
+            d = d.with_note(format!("help: pass it in the variables map: template::render(…, #{{{}: …}})", missing[0]));
+        }
+        shown(&d)
+    })
+}
+
+/// Where the error is: the template it names (this one or an included one), its line, and
+/// the column its byte range starts at.
+fn diagnostic(sources: &Sources, name: &str, text: &str, e: &minijinja::Error) -> Diagnostic {
+    let at = e.name().unwrap_or(name);
+    let (source, body) = match sources.get(at) {
+        Some(f) => (f.source, f.text),
+        None if at == name => (name.to_string(), text.to_string()),
+        None => (at.to_string(), String::new()),
+    };
+    let message = match e.detail() {
+        Some(d) => format!("{}: {d}", e.kind()),
+        None => e.kind().to_string(),
+    };
+    let message = format!("in template `{at}`: {message}");
+    match (e.range(), e.line()) {
+        (Some(range), _) if !body.is_empty() => Diagnostic::at_offset(message, source, &body, range.start),
+        (None, Some(line)) if !body.is_empty() => Diagnostic::at(message, source, Some(&body), line, 0),
+        _ => Diagnostic::at(message, source, None, 0, 0),
+    }
+}
+
+/// A diagnostic as a script error's text: without the leading `error: `, which the run's own
+/// error report already says.
+fn shown(d: &Diagnostic) -> String {
+    let text = d.to_string();
+    text.strip_prefix("error: ").unwrap_or(&text).trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, Dynamic)]) -> Map {
+        pairs.iter().map(|(k, v)| ((*k).into(), v.clone())).collect()
+    }
+
+    #[test]
+    fn renders_with_the_inventory_filters_and_keeps_the_last_newline() {
+        let v = vars(&[("port", Dynamic::from(3100_i64)), ("debug", Dynamic::from("yes"))]);
+        let out = render_text(&Sources::default(), "<string>", "port = {{ port }}\ndebug = {{ debug | bool }}\n", &v);
+        // `True`, as Jinja (and so Ansible) prints a boolean.
+        assert_eq!(out.as_deref(), Ok("port = 3100\ndebug = True\n"));
+    }
+
+    #[test]
+    fn an_undefined_variable_names_the_template_line_and_column() {
+        let text = "[server]\nlisten = \"{{ address }}:{{ port }}\"\n";
+        let v = vars(&[("address", Dynamic::from("127.0.0.1"))]);
+        let err = render_text(&Sources::default(), "log-store/config.yaml.j2", text, &v).unwrap_err();
+        assert_eq!(
+            err,
+            "template variable `port` is not defined\n \
+             --> log-store/config.yaml.j2:2:28\n  |\n2 | listen = \"{{ address }}:{{ port }}\"\n  |                            ^\n  \
+             = help: pass it in the variables map: template::render(…, #{port: …})"
+        );
+    }
+
+    #[test]
+    fn functions_are_not_taken_for_missing_variables() {
+        let text = "{% for i in range(2) %}{{ i }}{{ sep }}{% endfor %}\n";
+        let err = render_text(&Sources::default(), "<string>", text, &Map::new()).unwrap_err();
+        assert_eq!(err.lines().next(), Some("template variable `sep` is not defined"));
+    }
+
+    #[test]
+    fn a_syntax_error_points_at_its_place() {
+        let err = render_text(&Sources::default(), "<string>", "a\n{% if x %}\nb\n", &Map::new()).unwrap_err();
+        assert_eq!(
+            err,
+            "in template `<string>`: syntax error: unexpected end of input, expected end of block\n \
+             --> <string>:3:1\n  |\n3 | b\n  | ^"
+        );
+    }
+
+    #[test]
+    fn names_stay_inside_the_templates_folders() {
+        assert!(valid_name("log-shipper/config.alloy.j2"));
+        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a//b", "./x"] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Time: `sleep`, `duration` and the parsing of duration arguments that every module shares
+//! (`"5s"`, `"1m 30s"`, `"250ms"`, or a number of seconds).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rhai::{Dynamic, Engine, ImmutableString, Module};
+
+use super::{Context, VerbResult, fail};
+use crate::register;
+
+/// Registers these functions as global ones (no namespace).
+pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+    engine.register_global_module(module(cx).into());
+}
+
+fn module(cx: &Arc<Context>) -> Module {
+    let mut m = Module::new();
+    let h = cx.clone();
+    register!(
+        &mut m,
+        "sleep",
+        Reads,
+        ["duration: ?", "()"],
+        "/// Waits for a duration (`\"5s\"`, `\"1m\"`, or seconds as a number). Ctrl-C ends it.\n\
+         /// Prefer `wait::until` where you wait for something to become true.",
+        "sleep(\"100ms\")",
+        move |d: Dynamic| -> VerbResult<()> { sleep(&h, duration_arg(&d)?) }
+    );
+    register!(
+        &mut m,
+        "duration",
+        Reads,
+        ["text: ?", "f64"],
+        "/// A duration in seconds, from `\"5s\"`, `\"1m 30s\"`, `\"250ms\"` or a number.",
+        "duration(\"1m30s\")",
+        |d: Dynamic| -> VerbResult<f64> { Ok(duration_arg(&d)?.as_secs_f64()) }
+    );
+    m
+}
+
+/// Sleeps on the runtime, with a progress line for waits of two seconds and more.
+pub fn sleep(cx: &Context, total: Duration) -> VerbResult<()> {
+    let started = Instant::now();
+    let result = cx.block_on(|| async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let end = tokio::time::Instant::now() + total;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(end) => break,
+                _ = tick.tick() => if total >= Duration::from_secs(2) {
+                    crate::progress::show("sleeping", started.elapsed(), total);
+                },
+            }
+        }
+    });
+    crate::progress::clear();
+    result
+}
+
+/// A duration argument: text parsed like the config's durations, or seconds as a number.
+pub(crate) fn duration_arg(value: &Dynamic) -> VerbResult<Duration> {
+    let bad = |shown: String| fail(format!("`{shown}` is not a duration (try \"5s\", \"2m\" or a number of seconds)"));
+    if let Some(s) = value.read_lock::<ImmutableString>() {
+        return crate::config::parse_duration(&s).ok_or_else(|| bad(s.to_string()));
+    }
+    let secs = if let Ok(i) = value.as_int() {
+        i as f64
+    } else if let Ok(f) = value.as_float() {
+        f
+    } else {
+        return Err(bad(value.to_string()));
+    };
+    if secs.is_finite() && secs >= 0.0 { Ok(Duration::from_secs_f64(secs)) } else { Err(bad(value.to_string())) }
+}

@@ -1,0 +1,459 @@
+//! `unit::` — the service manager: status, start/stop/restart/reload with job waiting,
+//! daemon-reload and listing, over the `Units` world seam (systemd over D-Bus, or the
+//! sandbox); installing unit files and enabling them are in `unit_files`, in the same
+//! namespace. Mutating calls honour `--dry-run`: they are recorded as "would …" and never
+//! sent. Short names work: `loki` is `loki.service`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rhai::{Array, Dynamic, Engine, Map, Module};
+use serde::Serialize;
+
+use super::time::duration_arg;
+use super::values::record;
+use super::{Context, VerbResult, fail};
+use crate::config::keys;
+use crate::register;
+use crate::world::units::{Job, UnitError, UnitStatus, full_name};
+
+/// The `unit::` functions that read and run jobs (`verbs::register_all` adds the
+/// installation verbs of `unit_files` to the same namespace).
+pub fn module(cx: &Arc<Context>) -> Module {
+    let mut m = Module::new();
+    state_verbs(&mut m, cx);
+    job_verbs(&mut m, cx);
+    reload_and_list_verbs(&mut m, cx);
+    m
+}
+
+fn state_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
+    register!(
+        m,
+        "status",
+        Reads,
+        ["name: &str", "UnitStatus"],
+        "/// The unit's state: `name`, `description`, `load_state`, `active_state`, `sub_state`,\n\
+         /// `unit_file_state`, `main_pid`, `since`, `result`, `exec_main_status`, `exec_main_pid`, `exec_start` (the\n\
+         /// command line it starts). A unit that is not\n\
+         /// installed reads `load_state: \"not-found\"`. Printing it reads like `systemctl status`.",
+        "unit::status(\"loki\").active_state",
+        move |name: &str| status(&h, name)
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "statuses",
+        Reads,
+        ["names: Array", "Array"],
+        "/// The states of several units (as `status` each), read at once over the one connection:\n\
+         /// the wall time of one read, not of one per unit. Throws as `status` does.",
+        "unit::statuses([\"influxdb\", \"loki\"])",
+        move |names: Array| statuses(&h, names)
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "is_active",
+        Reads,
+        ["name: &str", "bool"],
+        "/// Whether the unit is active (as `systemctl is-active --quiet`).",
+        "unit::is_active(\"loki\")",
+        move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(status(&h, name)?.active_state == "active")
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "is_enabled",
+        Reads,
+        ["name: &str", "bool"],
+        "/// Whether the unit starts at boot (enabled, static, indirect… as `systemctl is-enabled`).",
+        "unit::is_enabled(\"loki\")",
+        move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(enabled_state(&status(&h, name)?.unit_file_state))
+    );
+}
+
+fn job_verbs(m: &mut Module, cx: &Arc<Context>) {
+    for job in [Job::Start, Job::Stop, Job::Restart, Job::Reload] {
+        let verb = job.verb();
+        let doc = format!(
+            "/// {}s the unit(s) — a name or an array, in order — waiting for each job to finish\n\
+             /// (`units.job_timeout`, 90 s). Returns `[#{{unit, job, result, ok}}]`. Throws when a job\n\
+             /// fails, naming the unit, the result and its last log lines; `try_{verb}` returns instead.",
+            capitalise(verb)
+        );
+        let h = cx.clone();
+        register!(
+            m,
+            verb,
+            Changes,
+            ["units: ?", "Array"],
+            doc.as_str(),
+            format!("unit::{verb}(\"loki\")"),
+            move |units: Dynamic| { jobs(&h, job, &units, &Map::new(), true) }
+        );
+        let h = cx.clone();
+        register!(
+            m,
+            verb,
+            Changes,
+            ["units: ?", "options: Map", "Array"],
+            "/// With options `#{timeout: \"30s\"}`.",
+            format!("unit::{verb}([\"telegraf\", \"alloy\"], #{{ timeout: \"30s\" }})"),
+            move |units: Dynamic, options: Map| jobs(&h, job, &units, &options, true)
+        );
+        let h = cx.clone();
+        let try_name = format!("try_{verb}");
+        register!(
+            m,
+            try_name.as_str(),
+            Changes,
+            ["units: ?", "Array"],
+            "/// Like the throwing form, but every outcome is returned (`ok: false`, `result`, `error`).",
+            format!("unit::try_{verb}(\"loki\")"),
+            move |units: Dynamic| jobs(&h, job, &units, &Map::new(), false)
+        );
+    }
+}
+
+fn reload_and_list_verbs(m: &mut Module, cx: &Arc<Context>) {
+    let h = cx.clone();
+    register!(
+        m,
+        "reload_or_restart",
+        Changes,
+        ["name: &str", "Map"],
+        "/// Reloads the unit; when it cannot reload (systemd refuses the job type), restarts it.\n\
+         /// Returns the outcome with `action`: \"reloaded\" or \"restarted\".",
+        "unit::reload_or_restart(\"alloy\")",
+        move |name: &str| reload_or_restart(&h, name)
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "daemon_reload",
+        Changes,
+        ["()"],
+        "/// Makes the manager re-read unit files (`systemctl daemon-reload`).",
+        "unit::daemon_reload()",
+        move || -> VerbResult<()> {
+            if h.plan("reload the service manager (daemon-reload)") {
+                return Ok(());
+            }
+            let units = h.world().units.clone();
+            h.block_on(|| async move { units.daemon_reload().await })?.map_err(|e| fail(e.to_string()))?;
+            h.log(crate::report::Level::Info, "changed: the service manager re-read its unit files (daemon-reload)");
+            Ok(())
+        }
+    );
+    let h = cx.clone();
+    register!(
+        m,
+        "list",
+        Reads,
+        ["pattern: &str", "Array"],
+        "/// Loaded units matching a glob (`*.service`): `[#{name, description, load_state,\n\
+         /// active_state, sub_state}]`.",
+        "unit::list(\"*.service\")",
+        move |pattern: &str| list(&h, pattern)
+    );
+}
+
+/// Registers the `UnitStatus` type: its fields as properties, and how it prints.
+pub(crate) fn register_types(engine: &mut Engine) {
+    engine.register_type_with_name::<UnitStatus>("UnitStatus");
+    engine.register_get("name", |s: &mut UnitStatus| s.name.clone());
+    engine.register_get("description", |s: &mut UnitStatus| s.description.clone());
+    engine.register_get("load_state", |s: &mut UnitStatus| s.load_state.clone());
+    engine.register_get("active_state", |s: &mut UnitStatus| s.active_state.clone());
+    engine.register_get("sub_state", |s: &mut UnitStatus| s.sub_state.clone());
+    engine.register_get("unit_file_state", |s: &mut UnitStatus| s.unit_file_state.clone());
+    engine.register_get("main_pid", |s: &mut UnitStatus| s.main_pid as i64);
+    engine.register_get("since", |s: &mut UnitStatus| {
+        s.since.map(|t| humantime::format_rfc3339_seconds(t).to_string()).unwrap_or_default()
+    });
+    engine.register_get("result", |s: &mut UnitStatus| s.result.clone());
+    engine.register_get("exec_main_status", |s: &mut UnitStatus| s.exec_main_status as i64);
+    engine.register_get("exec_main_pid", |s: &mut UnitStatus| s.exec_main_pid as i64);
+    engine.register_get("exec_start", |s: &mut UnitStatus| -> Array {
+        s.exec_start.iter().cloned().map(Dynamic::from).collect()
+    });
+    engine.register_get("can_reload", |s: &mut UnitStatus| s.can_reload);
+    engine.register_fn("to_string", |s: &mut UnitStatus| s.to_string());
+    engine.register_fn("to_debug", |s: &mut UnitStatus| s.to_string());
+    // A plain record always serialises; the default only keeps the signature simple.
+    engine.register_fn("to_map", |s: &mut UnitStatus| status_record(s, true).unwrap_or_default());
+}
+
+/// A unit's state as a plain map (`to_map`, `unit::list`).
+#[derive(Serialize)]
+struct StatusRecord<'a> {
+    name: &'a str,
+    description: &'a str,
+    load_state: &'a str,
+    active_state: &'a str,
+    sub_state: &'a str,
+    #[serde(flatten)]
+    service: Option<ServiceRecord<'a>>,
+}
+
+/// The fields `to_map` adds to the listing's.
+#[derive(Serialize)]
+struct ServiceRecord<'a> {
+    unit_file_state: &'a str,
+    main_pid: u32,
+    result: &'a str,
+    exec_main_status: i32,
+    exec_main_pid: u32,
+}
+
+fn status_record(s: &UnitStatus, whole: bool) -> VerbResult<Map> {
+    record(&StatusRecord {
+        name: &s.name,
+        description: &s.description,
+        load_state: &s.load_state,
+        active_state: &s.active_state,
+        sub_state: &s.sub_state,
+        service: whole.then_some(ServiceRecord {
+            unit_file_state: &s.unit_file_state,
+            main_pid: s.main_pid,
+            result: &s.result,
+            exec_main_status: s.exec_main_status,
+            exec_main_pid: s.exec_main_pid,
+        }),
+    })
+}
+
+fn capitalise(verb: &str) -> String {
+    let mut c = verb.chars();
+    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+}
+
+pub(super) fn enabled_state(state: &str) -> bool {
+    matches!(state, "enabled" | "enabled-runtime" | "static" | "indirect" | "generated" | "alias")
+}
+
+pub(super) fn status(cx: &Context, name: &str) -> VerbResult<UnitStatus> {
+    let unit = full_name(name);
+    let units = cx.world().units.clone();
+    cx.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
+}
+
+fn statuses(cx: &Context, names: Array) -> VerbResult<Array> {
+    let units: Vec<String> = names.iter().map(|n| full_name(&crate::verbs::core::text(n))).collect();
+    let world = cx.world().units.clone();
+    let read =
+        cx.block_on(|| async move { futures_util::future::join_all(units.iter().map(|u| world.status(u))).await })?;
+    read.into_iter().map(|r| r.map(Dynamic::from).map_err(|e| fail(e.to_string()))).collect()
+}
+
+/// Unit names from a string or an array of strings.
+pub(super) fn names(value: &Dynamic) -> VerbResult<Vec<String>> {
+    if let Ok(s) = value.clone().into_immutable_string() {
+        return Ok(vec![full_name(&s)]);
+    }
+    if let Some(list) = value.read_lock::<Array>() {
+        return list
+            .iter()
+            .map(|v| {
+                v.clone().into_immutable_string().map(|s| full_name(&s)).map_err(|_| fail("unit names must be strings"))
+            })
+            .collect();
+    }
+    Err(fail(format!("expected a unit name or an array of names, got {}", value.type_name())))
+}
+
+/// What one job came to, as scripts see it.
+#[derive(Debug, Clone, Serialize)]
+struct JobRecord {
+    unit: String,
+    job: &'static str,
+    /// systemd's job result (`done`, `failed`…), or why there was none (`not-found`…).
+    result: String,
+    ok: bool,
+    /// The failure as an operator reads it: unit, result, last log lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// Under `--dry-run`: nothing was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dry_run: Option<bool>,
+    /// `reload_or_restart`: "reloaded" or "restarted".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    action: Option<&'static str>,
+}
+
+fn outcome(unit: &str, job: &'static str, result: &str) -> JobRecord {
+    JobRecord {
+        unit: unit.to_string(),
+        job,
+        result: result.to_string(),
+        ok: result == "done",
+        error: None,
+        dry_run: None,
+        action: None,
+    }
+}
+
+/// A failed job's record, and its message.
+fn failed(unit: &str, job: &'static str, result: &str, message: String) -> (JobRecord, String) {
+    (JobRecord { error: Some(message.clone()), ..outcome(unit, job, result) }, message)
+}
+
+fn job_timeout(cx: &Context, options: &Map) -> VerbResult<Duration> {
+    for k in options.keys() {
+        if k != "timeout" {
+            return Err(fail(format!("unknown option `{k}` (timeout)")));
+        }
+    }
+    match options.get("timeout") {
+        Some(t) => duration_arg(t),
+        None => Ok(cx.config().duration(keys::UNITS_JOB_TIMEOUT)),
+    }
+}
+
+/// The failure message of a job that began at `began`: unit, result, the unit's state, its
+/// last log lines, and a hint.
+fn failure(cx: &Context, job: Job, unit: &str, result: &str, began: std::time::SystemTime) -> String {
+    let mut message = format!("{} of `{unit}` {result}", job.verb());
+    let state = status(cx, unit).ok();
+    if let Some(s) = &state {
+        message.push_str(&format!(
+            " (now {} ({}), result {}, exit status {})",
+            s.active_state, s.sub_state, s.result, s.exec_main_status
+        ));
+    }
+    let lines = last_lines(cx, unit, state.map_or(0, |s| s.exec_main_pid), began);
+    if !lines.is_empty() {
+        message.push_str("\n  its last log lines:");
+        for line in lines {
+            message.push_str(&format!("\n    {line}"));
+        }
+    }
+    message.push_str(&format!("\n  hint: `journalctl -u {unit} -n 20` shows more"));
+    message
+}
+
+/// The unit's last five log lines. journald writes a dying unit's lines asynchronously, so
+/// they get a moment (under load well over a second). And a process that died before journald
+/// could read its metadata leaves lines attributed to no unit: those are found by the main
+/// process's PID since the job began, as `systemctl status` finds them by invocation.
+fn last_lines(cx: &Context, unit: &str, pid: u32, began: std::time::SystemTime) -> Vec<String> {
+    use crate::world::journal::Query;
+    let by_unit = Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
+    let since = super::values::time_text(began - Duration::from_secs(1));
+    let by_pid = (pid > 0).then(|| Query { pid: Some(pid), since: Some(since), lines: Some(5), ..Default::default() });
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        for query in [Some(&by_unit), by_pid.as_ref()].into_iter().flatten() {
+            match super::journal::read_entries(cx, query.clone()) {
+                Ok(entries) if !entries.is_empty() => return entries.into_iter().map(|e| e.message).collect(),
+                Ok(_) => {}
+                Err(_) => return Vec::new(),
+            }
+        }
+        if std::time::Instant::now() >= deadline || super::time::sleep(cx, Duration::from_millis(100)).is_err() {
+            return Vec::new();
+        }
+    }
+}
+
+fn run_one(
+    cx: &Context,
+    job: Job,
+    unit: &str,
+    timeout: Duration,
+) -> VerbResult<Result<JobRecord, (JobRecord, String)>> {
+    if cx.plan(&format!("{} {unit}", job.verb())) {
+        return Ok(Ok(JobRecord { dry_run: Some(true), ok: true, ..outcome(unit, job.verb(), "skipped") }));
+    }
+    let units = cx.world().units.clone();
+    let name = unit.to_string();
+    let began = std::time::SystemTime::now();
+    let done = cx.block_on(|| async move { units.run_job(job, &name, timeout).await })?;
+    Ok(match done {
+        // A simple service's start job is "done" once forked; watch it settle so a process
+        // that dies at once (ExecStart=/bin/false) is a failed start, as an operator sees it.
+        Ok(o) if o.result == "done" && matches!(job, Job::Start | Job::Restart) => match settled(cx, unit)? {
+            None => Ok(outcome(unit, job.verb(), "done")),
+            Some(state) => {
+                let message =
+                    failure(cx, job, unit, &format!("failed: the unit is {state} right after starting"), began);
+                Err(failed(unit, job.verb(), "failed", message))
+            }
+        },
+        Ok(o) if o.result == "done" => Ok(outcome(unit, job.verb(), "done")),
+        Ok(o) => Err(failed(unit, job.verb(), &o.result, failure(cx, job, unit, &o.result, began))),
+        Err(e) => {
+            let kind = match &e {
+                UnitError::NotFound { .. } => "not-found",
+                UnitError::NotApplicable { .. } => "not-applicable",
+                UnitError::Timeout { .. } => "timeout",
+                UnitError::AccessDenied { .. } => "access-denied",
+                _ => "error",
+            };
+            Err(failed(unit, job.verb(), kind, e.to_string()))
+        }
+    })
+}
+
+/// Watches a just-started unit for `units.settle`; the state if it fell over.
+fn settled(cx: &Context, unit: &str) -> VerbResult<Option<String>> {
+    let deadline = std::time::Instant::now() + cx.config().duration(keys::UNITS_SETTLE);
+    loop {
+        let s = status(cx, unit)?;
+        if s.active_state == "failed" || s.active_state == "inactive" {
+            return Ok(Some(format!("{} ({})", s.active_state, s.sub_state)));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        super::time::sleep(cx, Duration::from_millis(50))?;
+    }
+}
+
+pub(super) fn jobs(cx: &Context, job: Job, units: &Dynamic, options: &Map, raise: bool) -> VerbResult<Array> {
+    let timeout = job_timeout(cx, options)?;
+    let mut outcomes = Array::new();
+    let mut failures = Vec::new();
+    for unit in names(units)? {
+        match run_one(cx, job, &unit, timeout)? {
+            Ok(r) => outcomes.push(record(&r)?.into()),
+            Err((r, message)) => {
+                outcomes.push(record(&r)?.into());
+                failures.push(message);
+            }
+        }
+    }
+    if raise && !failures.is_empty() {
+        return Err(fail(failures.join("\n")));
+    }
+    Ok(outcomes)
+}
+
+fn reload_or_restart(cx: &Context, name: &str) -> VerbResult<Map> {
+    let unit = full_name(name);
+    let timeout = cx.config().duration(keys::UNITS_JOB_TIMEOUT);
+    if cx.dry_run {
+        let can_reload = status(cx, &unit).map(|s| s.can_reload).unwrap_or(false);
+        let (job, action) = if can_reload { (Job::Reload, "reloaded") } else { (Job::Restart, "restarted") };
+        let r = run_one(cx, job, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
+        return record(&JobRecord { action: Some(action), ..r });
+    }
+    match run_one(cx, Job::Reload, &unit, timeout)? {
+        Ok(r) => record(&JobRecord { action: Some("reloaded"), ..r }),
+        Err((r, message)) if r.result == "not-applicable" => {
+            cx.log(crate::report::Level::Info, &format!("{unit} cannot reload ({message}); restarting it"));
+            let r = run_one(cx, Job::Restart, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
+            record(&JobRecord { action: Some("restarted"), ..r })
+        }
+        Err((_, message)) => Err(fail(message)),
+    }
+}
+
+fn list(cx: &Context, pattern: &str) -> VerbResult<Array> {
+    let units = cx.world().units.clone();
+    let p = pattern.to_string();
+    let found = cx.block_on(|| async move { units.list(&p).await })?.map_err(|e| fail(e.to_string()))?;
+    found.iter().map(|s| status_record(s, false).map(Dynamic::from_map)).collect()
+}
