@@ -139,6 +139,10 @@ pub struct RunArgs {
     /// prints (the orchestrator scripts keep it when a run fails).
     #[arg(long, value_name = "FILE")]
     pub save_json: Option<PathBuf>,
+
+    /// Over several hosts: in batches, each gated, a failed host rolled back.
+    #[command(flatten, next_help_heading = "Rollout (a change over several hosts)")]
+    pub rollout: opsbook_fleet::options::RolloutOptions,
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {

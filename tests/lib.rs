@@ -20,6 +20,8 @@ mod probes;
 mod prometheus;
 mod remote_world;
 mod repl;
+mod rollout;
+mod rollout_fleet;
 mod run;
 mod runbooks;
 mod sandbox;

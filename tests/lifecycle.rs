@@ -15,7 +15,7 @@ const TOKEN: &str = "lifecycle-token-5b2c";
 /// The operator's config: the inventory (a server and clients, all in group `lab`), and each
 /// component's command line being the twin's.
 #[track_caller]
-fn configure_operator(t: &Test, fleet: &Fleet, extra: &str) {
+pub(crate) fn configure_operator(t: &Test, fleet: &Fleet, extra: &str) {
     let bin = crate::support::opsbook();
     let server = fleet.host("server").address();
     let mut inventory = String::new();

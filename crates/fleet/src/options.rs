@@ -1,7 +1,8 @@
 //! The options every subcommand shares: where the configuration, runbooks and inventory are,
 //! how a run acts (dry-run, sandbox and its faults), which hosts it acts on and how many at
-//! once. Declared once with clap's derive so the command line accepts them anywhere; the
-//! layers below read them as plain data.
+//! once; and how `run` rolls a change out over several hosts (`RolloutOptions`: batches, a
+//! failure budget, rollback). Declared once with clap's derive so the command line accepts
+//! them anywhere; the layers below read them as plain data.
 
 use std::path::PathBuf;
 
@@ -92,6 +93,84 @@ limits the fault to one host, else it applies wherever the component runs.\n\
 - metrics-agent:not-writing — the agent runs but writes nothing\n\
 - log-shipper:bad-config — the shipper's configuration file no longer validates\n\
 - log-shipper:reload-fails — the shipper's reload fails";
+
+/// How `opsbook run` rolls a change out over several hosts (see `rollout.rs`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct RolloutOptions {
+    /// Roll the change out in batches of N hosts, or P% of them (`25%`): the next batch starts
+    /// only when every host of this one passed its gate (the run's own checks on that host).
+    #[arg(long, value_name = "N|P%", value_parser = Share::parse)]
+    pub serial: Option<Share>,
+
+    /// Roll the change out to one host first (a batch of one), then the rest (in batches of
+    /// --serial when given).
+    #[arg(long)]
+    pub canary: bool,
+
+    /// With --serial or --canary: how many hosts, N or P% of them, may fail before no further
+    /// batch starts (default 0: the first failure stops the rollout).
+    #[arg(long, value_name = "N|P%", value_parser = Share::parse)]
+    pub max_fail: Option<Share>,
+
+    /// With --serial or --canary: keep the new state of a host whose gate failed, for
+    /// inspection, instead of rolling it back (`opsbook run rollback` restores it later).
+    #[arg(long)]
+    pub no_rollback: bool,
+}
+
+impl RolloutOptions {
+    /// Whether the run is a rollout: batches were asked for.
+    pub fn wanted(&self) -> bool {
+        self.serial.is_some() || self.canary
+    }
+
+    /// The options that only mean something in a rollout, when given without one.
+    pub fn stray(&self) -> Option<&'static str> {
+        match () {
+            _ if self.wanted() => None,
+            _ if self.max_fail.is_some() => Some("--max-fail"),
+            _ if self.no_rollback => Some("--no-rollback"),
+            _ => None,
+        }
+    }
+}
+
+/// A number of hosts, or a share of them (`--serial 25%`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    Hosts(usize),
+    Percent(u32),
+}
+
+impl Share {
+    fn parse(text: &str) -> Result<Share, String> {
+        let wrong = || format!("`{text}` is neither a number of hosts (2) nor a share of them (25%)");
+        match text.trim().strip_suffix('%') {
+            Some(p) => match p.trim().parse::<u32>() {
+                Ok(p) if p <= 100 => Ok(Share::Percent(p)),
+                _ => Err(wrong()),
+            },
+            None => text.trim().parse().map(Share::Hosts).map_err(|_| wrong()),
+        }
+    }
+
+    /// How many hosts of `total` this is (a share rounds down).
+    pub fn of(self, total: usize) -> usize {
+        match self {
+            Share::Hosts(n) => n,
+            Share::Percent(p) => total * p as usize / 100,
+        }
+    }
+}
+
+impl std::fmt::Display for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Share::Hosts(n) => write!(f, "{n}"),
+            Share::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
 
 impl GlobalOptions {
     /// The inventory the command line asks for: `--config` and `--user` as every subcommand
