@@ -45,11 +45,11 @@ pub struct GlobalOptions {
 
     /// With --sandbox, simulate a fleet: a server host and N client hosts (c1…cN), each with its
     /// own units and journal; a runbook then runs on every host at once.
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_parser = fleet_size)]
     pub fleet: Option<usize>,
 
     /// Hosts a run over several hosts may run at once.
-    #[arg(long, global = true, value_name = "N", default_value_t = 10)]
+    #[arg(long, global = true, value_name = "N", default_value_t = 10, value_parser = forks)]
     pub forks: usize,
 
     /// With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE].
@@ -179,5 +179,42 @@ impl GlobalOptions {
         let sources = Sources { explicit: self.config.clone(), user_scope: self.user };
         let config = Config::load(&sources)?;
         Inventory::load(&config, self.inventory.as_deref())
+    }
+}
+
+/// The most simulated client hosts `--fleet` starts: each is a set of in-process components
+/// with ports, files and threads of its own, and a sandbox is for rehearsing, not load.
+const MAX_FLEET: usize = 200;
+/// The most hosts a run acts on at once.
+const MAX_FORKS: usize = 1000;
+
+/// `--fleet N`: 1 to `MAX_FLEET`, refused in words otherwise (not obeyed until memory runs out).
+fn fleet_size(text: &str) -> Result<usize, String> {
+    bounded(text, MAX_FLEET, "simulated client hosts")
+}
+
+/// `--forks N`: 1 to `MAX_FORKS` (0 would run nothing, for ever).
+fn forks(text: &str) -> Result<usize, String> {
+    bounded(text, MAX_FORKS, "hosts at once")
+}
+
+fn bounded(text: &str, max: usize, what: &str) -> Result<usize, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 && n <= max as u64 => Ok(n as usize),
+        Ok(_) => Err(format!("give between 1 and {max} {what}")),
+        Err(_) => Err(format!("`{text}` is not a number of {what} (1 to {max})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fleet_and_forks_are_bounded_in_words() {
+        assert_eq!(fleet_size("3"), Ok(3));
+        assert_eq!(fleet_size("4294967296"), Err("give between 1 and 200 simulated client hosts".to_string()));
+        assert_eq!(forks("0"), Err("give between 1 and 1000 hosts at once".to_string()));
+        assert_eq!(forks("many"), Err("`many` is not a number of hosts at once (1 to 1000)".to_string()));
     }
 }
