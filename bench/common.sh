@@ -6,7 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v hyperfine >/dev/null || { echo "hyperfine is needed: apt-get install -y hyperfine" >&2; exit 1; }
 cargo build --release -q
 repo="$PWD"
-bin="$repo/target/release/opsbook"
+bin="${CARGO_TARGET_DIR:-$repo/target}/release/opsbook"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$scratch"

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use opsbook_fleet::options::GlobalOptions;
 
@@ -122,7 +122,7 @@ pub enum Command {
 
     /// Write the man pages or the shell completions into a directory (for packaging).
     #[command(hide = true)]
-    Generate(crate::generate::GenerateArgs),
+    Generate(GenerateArgs),
 }
 
 /// Arguments of `opsbook run`.
@@ -139,6 +139,10 @@ pub struct RunArgs {
     /// prints (the orchestrator scripts keep it when a run fails).
     #[arg(long, value_name = "FILE")]
     pub save_json: Option<PathBuf>,
+
+    /// Over several hosts: in batches, each gated, a failed host rolled back.
+    #[command(flatten, next_help_heading = "Rollout (a change over several hosts)")]
+    pub rollout: opsbook_fleet::options::RolloutOptions,
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {
@@ -163,4 +167,23 @@ pub struct ServeArgs {
     /// else $XDG_STATE_HOME/opsbook or ~/.local/state/opsbook).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+}
+
+/// Arguments of `opsbook generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to write.
+    pub what: What,
+
+    /// The directory to write into (created if missing); files of the same name are replaced.
+    pub dir: PathBuf,
+}
+
+/// The kinds of files `generate` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum What {
+    /// Man pages, section 1.
+    Man,
+    /// Completion scripts for bash, zsh and fish.
+    Completions,
 }

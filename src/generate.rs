@@ -13,30 +13,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, CommandFactory, ValueEnum};
+use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Arguments;
+use crate::cli::{Arguments, GenerateArgs, What};
 use crate::error::Error;
-
-/// Arguments of `opsbook generate`.
-#[derive(Debug, Args)]
-pub struct GenerateArgs {
-    /// What to write.
-    pub what: What,
-
-    /// The directory to write into (created if missing); files of the same name are replaced.
-    pub dir: PathBuf,
-}
-
-/// The kinds of files `generate` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum What {
-    /// Man pages, section 1.
-    Man,
-    /// Completion scripts for bash, zsh and fish.
-    Completions,
-}
 
 /// The shells a package installs completions for, in the order written.
 const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];

@@ -20,7 +20,7 @@ pub use opsbook_base::{config, report, secret};
 pub use opsbook_engine::catalog;
 use opsbook_engine::{engine, functions, runbook, verbs};
 pub use opsbook_fleet::session;
-use opsbook_fleet::{run as fleet_run, runner, targets};
+use opsbook_fleet::{rollout, run as fleet_run, runner, targets};
 pub use opsbook_inventory as inventory;
 use opsbook_sandbox as sandbox;
 pub use opsbook_twin as twin;

@@ -60,12 +60,14 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
 /// `opsbook run NAME`: on this machine (or the sandbox), on the sandbox's simulated fleet, or
 /// on the inventory hosts `--host`/`--hosts` select.
 fn run_command(global: &GlobalOptions, run: &RunArgs) -> Result<u8, Error> {
-    let save = run.save_json.as_deref();
+    if let Some(flag) = run.rollout.stray() {
+        return Err(Error::Usage(format!("`{flag}` goes with a rollout: add `--serial N` or `--canary`")));
+    }
     match global.fleet {
         Some(clients) => {
             let (targets, inventory, _sandbox) = crate::targets::sandbox_targets(global, clients)?;
             let targets = crate::targets::select(targets, &inventory, global.host.as_deref(), global.hosts.as_deref())?;
-            crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+            fleet_run(targets, inventory, global, run)
         }
         // The sandbox is one simulated machine: acting on an inventory host instead would
         // leave it for the real one.
@@ -79,12 +81,39 @@ fn run_command(global: &GlobalOptions, run: &RunArgs) -> Result<u8, Error> {
                 let inventory = Arc::new(global.inventory()?);
                 let selected = inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
                 let targets = crate::targets::inventory_targets(global, &selected);
-                let inventory = inventory.clone();
-                crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+                fleet_run(targets, inventory.clone(), global, run)
             }
+            None if run.rollout.wanted() => Err(Error::Usage(
+                "a rollout changes hosts batch by batch: select them (`--hosts all`, `--set service=ROLE`), or \
+                 simulate a fleet (`--sandbox --fleet N`)"
+                    .into(),
+            )),
             None => run_runbook(&Session::open(global, Reach::Act)?, run, global.format),
         },
     }
+}
+
+/// A run over several hosts: rolled out batch by batch when `--serial`/`--canary` ask, else on
+/// every host at once.
+fn fleet_run(
+    targets: Vec<crate::targets::Target>,
+    inventory: Arc<crate::inventory::Inventory>,
+    global: &GlobalOptions,
+    run: &RunArgs,
+) -> Result<u8, Error> {
+    let save = run.save_json.as_deref();
+    if run.rollout.wanted() {
+        let job = crate::rollout::Job {
+            runbook: &run.name,
+            params: &run.params,
+            forks: global.forks,
+            format: global.format,
+            save_json: save,
+            dry_run: global.dry_run,
+        };
+        return crate::rollout::run(targets, inventory, &job, &run.rollout);
+    }
+    crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
 }
 
 /// `opsbook repl --host NAME`: the REPL acting on one inventory host.

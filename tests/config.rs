@@ -2,6 +2,7 @@
 
 use crate::support::Test;
 
+#[track_caller]
 fn value(out: &crate::support::Output, key: &str) -> (String, String) {
     let doc = out.json();
     let s = &doc["settings"][key];

@@ -12,7 +12,9 @@ use futures_util::StreamExt;
 use opsbook::transport::{BusScope, Ssh};
 
 use crate::support::fleet::{Fleet, FleetHost};
+use crate::support::wait_until;
 
+#[track_caller]
 fn boot(names: &[&str]) -> Option<Fleet> {
     let started = Instant::now();
     match Fleet::boot(names) {
@@ -50,6 +52,7 @@ fn connect_all(fleet: &Fleet) -> Vec<(Ssh, Duration)> {
 }
 
 /// Runs a command on the host over the connection; (exit status, stdout, stderr).
+#[track_caller]
 fn remote(ssh: &Ssh, words: &[&str]) -> (Option<i32>, String, String) {
     let out = ssh.run(&argv(words), Duration::from_secs(10)).unwrap();
     assert!(!out.timed_out, "{words:?} timed out");
@@ -57,13 +60,14 @@ fn remote(ssh: &Ssh, words: &[&str]) -> (Option<i32>, String, String) {
 }
 
 /// Waits until something on the host accepts TCP connections on `address:port`.
+#[track_caller]
 fn wait_listening(host: &FleetHost, address: &str, port: u16) {
     let probe = format!("exec 3<>/dev/tcp/{address}/{port}");
-    let started = Instant::now();
-    while !host.exec(&["bash", "-c", &probe]).status.success() {
-        assert!(started.elapsed() < Duration::from_secs(10), "nothing listens on {address}:{port} on {}", host.name());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let what = format!("something listening on {address}:{port} on {}", host.name());
+    wait_until(&what, Duration::from_secs(10), || {
+        let out = host.exec(&["bash", "-c", &probe]);
+        if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
+    });
 }
 
 /// Over the bridge to a host's user manager: reads the unit's state, starts it, and reads
@@ -139,7 +143,6 @@ const SLEEPER: &str = "[Unit]\nDescription=Probe for the bridge\n[Service]\nExec
 fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     let Some(fleet) = boot(&["server", "c1", "c2", "c3"]) else { return };
     let connections = connect_all(&fleet);
-    let connected = Instant::now();
     for (ssh, took) in &connections {
         eprintln!("connect {}: {took:?}", ssh.target().name);
     }
@@ -199,15 +202,21 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     let body = client.get(format!("http://{local}/hello.txt")).send().and_then(|r| r.text());
     assert_eq!(body.unwrap(), "hello from c3\n");
     ssh3.cancel_forward(local).unwrap();
-    assert!(TcpStream::connect_timeout(&local, Duration::from_secs(2)).is_err(), "the forward is cancelled");
+    assert_eq!(
+        TcpStream::connect_timeout(&local, Duration::from_secs(2)).map(drop).map_err(|e| e.to_string()),
+        Err("Connection refused (os error 111)".to_string()),
+        "the forward is cancelled: nothing listens on {local} any more"
+    );
 
     // A run that lasts a quarter of the master's persist time (15 s for a master of one run)
     // gets a keeper session, so idle forwards are not dropped; closing ends the master and
     // the keeper and removes the private directory.
     let dir = ssh3.control_path().parent().unwrap().to_path_buf();
     assert!(dir.exists());
-    std::thread::sleep(Duration::from_millis(4500).saturating_sub(connected.elapsed()));
-    assert_eq!(processes_mentioning(&dir).len(), 2, "the master and the keeper run");
+    wait_until("the master and the keeper running", Duration::from_secs(15), || {
+        let seen = processes_mentioning(&dir);
+        if seen.len() == 2 { Ok(()) } else { Err(format!("{seen:?}")) }
+    });
     drop(connections);
     assert!(!dir.exists(), "{} is left behind", dir.display());
     assert_eq!(processes_mentioning(&dir), Vec::<String>::new());
@@ -299,6 +308,7 @@ fn a_wireguard_tunnel_carries_traffic_until_its_peer_is_gone() {
 }
 
 /// The first bytes a TCP server at `address` says (an sshd's banner).
+#[track_caller]
 fn banner(address: SocketAddr) -> String {
     use std::io::Read;
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(2)).expect("connect");
@@ -342,7 +352,15 @@ fn a_lasting_master_serves_the_next_run_with_its_forwards() {
     let mut other = target.clone();
     other.key = Some(fleet.unknown_key());
     let err = Ssh::connect(other).expect_err("another key is refused, not handed the lasting master");
-    assert!(err.to_string().contains("Permission denied"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "host `c1`: connecting failed: ssh said \"root@{}: Permission denied (publickey).\"; remedy: check the \
+             key given for this host and that its public half is in the host's authorized_keys; opsbook never \
+             prompts, so a key with a passphrase must be loaded in ssh-agent",
+            fleet.host("c1").address()
+        )
+    );
 
     let exit = std::process::Command::new("ssh")
         .args(["-o", &format!("ControlPath={}", socket.display()), "-O", "exit", "c1"])

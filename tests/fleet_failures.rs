@@ -10,8 +10,8 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use crate::fleet_runs::{boot, install, opsbook};
-use crate::support::Test;
 use crate::support::fleet::Fleet;
+use crate::support::{Test, wait_until};
 
 /// A report as a pattern: each line as written, `…` standing for any text (a check that
 /// waited for data says `— after 2s`), and the time a slow check took (`  ([DUR])`) allowed
@@ -120,12 +120,14 @@ fn rows(failing: &[&str]) -> Vec<(&'static str, &'static str, usize, usize)> {
         .collect()
 }
 
+#[track_caller]
 fn checklist(t: &Test, hosts: &str) -> crate::support::Output {
     opsbook(t, &["run", "checklist", "--hosts", hosts]).code(1)
 }
 
 /// Sets the `[hosts.NAME]` table of the test's opsbook.toml through `edit` (the key line, or
 /// a config line after it); returns the file as it was.
+#[track_caller]
 fn edit_host(t: &Test, fleet: &Fleet, name: &str, edit: impl Fn(&str) -> String) -> String {
     let path = t.path().join("opsbook.toml");
     let original = std::fs::read_to_string(&path).unwrap();
@@ -190,7 +192,10 @@ fn a_broken_host_fails_alone_naming_the_check() {
 
     // The agent killed on c3: its unit has failed.
     c3.ok(&["systemctl", "--user", "kill", "--kill-whom=main", "--signal=KILL", "telegraf"]);
-    wait_until(|| c3.exec(&["systemctl", "--user", "is-failed", "--quiet", "telegraf"]).status.success());
+    wait_until("telegraf.service failed on c3", Duration::from_secs(15), || {
+        let out = c3.exec(&["systemctl", "--user", "is-failed", "telegraf"]);
+        if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stdout).trim().to_string()) }
+    });
     let failed = swap(
         client("c3", s),
         "  ok    telegraf.service active",
@@ -268,11 +273,15 @@ fn a_wireguard_tunnel_is_reported_up_then_down_once_its_peer_is_gone() {
     edit_host(&t, &fleet, "c1", |key| {
         format!("{key}config = {{ network = {{ tunnel = \"wg0\", handshake_max_age = \"10s\" }} }}\n")
     });
-    let handshook = || {
+    // Seconds since c1's latest handshake with its peer, as WireGuard tells: kernel WireGuard
+    // gives the handshake's time, boringtun its age (both say 0 for none yet).
+    let handshake_age = || {
         let out = c1.ok(&["wg", "show", "wg0", "latest-handshakes"]);
-        out.split_whitespace().nth(1).is_some_and(|n| n != "0")
+        let said: u64 = out.split_whitespace().nth(1).and_then(|n| n.parse().ok()).filter(|&n| n != 0).ok_or(out)?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        Ok::<u64, String>(if said >= 1_000_000_000 { now.saturating_sub(said) } else { said })
     };
-    wait_until(handshook);
+    wait_until("a handshake through c1's wg0", Duration::from_secs(15), handshake_age);
     let since = Instant::now();
     let tunnel = |line: &str| {
         let section = swap(client("c1", server.address()), "  skip  tunnel active", line);
@@ -285,22 +294,17 @@ fn a_wireguard_tunnel_is_reported_up_then_down_once_its_peer_is_gone() {
         .stdout_matches(&pattern(&[up, summary(&[("c1", CLIENT, 13, 0)], "1 host(s): all passed")].concat()));
     assert!(since.elapsed() < Duration::from_secs(8), "the up check came too late to prove anything");
 
-    // The server's end is gone: no handshake any more, so past the window the tunnel is down.
+    // The server's end is gone: no handshake any more, so once the latest is older than the
+    // window (by a second, as `wg` counts whole seconds) the tunnel is down.
     server.stop_wireguard();
-    std::thread::sleep(Duration::from_secs(11).saturating_sub(since.elapsed()));
+    wait_until("c1's latest handshake 11 s old", Duration::from_secs(30), || match handshake_age()? {
+        age if age >= 11 => Ok(()),
+        age => Err(format!("{age} s")),
+    });
     let down = tunnel(
         "  FAIL  WireGuard tunnel wg0 up, a handshake within [DUR] — peer … handshook … s ago: none within [DUR]",
     )
     .replace("12 passed, 0 failed", "12 passed, 1 failed");
     checklist(&t, "c1")
         .stdout_matches(&pattern(&[down, summary(&[("c1", CLIENT, 12, 1)], "1 host(s): 1 failed (c1)")].concat()));
-}
-
-/// Polls `done` every 50 ms for at most 15 s.
-fn wait_until(done: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < Duration::from_secs(15), "gave up waiting after 15 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }

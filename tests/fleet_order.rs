@@ -12,6 +12,7 @@ use crate::support::fleet::FleetHost;
 /// Makes every host's manager note, in `dir`, the moment each stack unit has stopped
 /// (`HOST-UNIT.stopped`, nanoseconds since the epoch, one machine's clock),
 /// with a drop-in in each host's runtime unit directory.
+#[track_caller]
 fn stamp_units(dir: &std::path::Path, fleet: &crate::support::fleet::Fleet) {
     let stamp = |what: &str| format!("/bin/sh -c 'date +%%s%%N >> {}/%H-%N.{what}'", dir.display());
     let text = format!("[Service]\nExecStopPost={}\n", stamp("stopped"));

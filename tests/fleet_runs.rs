@@ -10,6 +10,7 @@ use crate::support::{Output, Test};
 
 const TOKEN: &str = "fleet-token-7d1e";
 
+#[track_caller]
 pub(crate) fn boot(names: &[&str]) -> Option<Fleet> {
     match Fleet::boot(names) {
         Ok(f) => Some(f),
@@ -30,6 +31,7 @@ fn unit(description: &str, exec: &str, reload: bool) -> String {
 /// The twins as units under the usual names: the servers on `server`, the clients on the
 /// others writing to it; an operator's config with the inventory, and ssh options that trust
 /// the test hosts' new keys (`ssh.options`).
+#[track_caller]
 pub(crate) fn install(t: &Test, fleet: &Fleet) {
     let bin = crate::support::opsbook();
     let dir = t.path().display().to_string();
@@ -93,11 +95,13 @@ pub(crate) fn install(t: &Test, fleet: &Fleet) {
     }
 }
 
+#[track_caller]
 pub(crate) fn opsbook(t: &Test, args: &[&str]) -> Output {
     crate::support::run_in(t.path(), args, None)
 }
 
 /// The fleet summary's rows: (host, passed, failed).
+#[track_caller]
 fn rows(out: &Output) -> Vec<(String, String, String)> {
     let text = &out.stdout;
     let table = text.split("HOST    ").nth(1).unwrap_or_else(|| panic!("no fleet table:\n{text}"));

@@ -25,12 +25,14 @@ fn fleet() -> Test {
 }
 
 /// The same without `opsbook.toml`: the Ansible inventory alone.
+#[track_caller]
 fn ansible_fleet() -> Test {
     let t = fleet();
     std::fs::remove_file(t.path().join("opsbook.toml")).unwrap();
     t
 }
 
+#[track_caller]
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -46,6 +48,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// Runs an Ansible program (from PyPI's ansible-core) with its state kept in a scratch home;
 /// `None` (and a skip) when it is not installed.
+#[track_caller]
 fn ansible(program: &str, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Option<String> {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = Command::new("timeout");
@@ -65,6 +68,7 @@ fn ansible(program: &str, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Op
 
 /// Groups, their members (children's included) and every host's variables, as Ansible's
 /// own `--list` gives them, against what opsbook read.
+#[track_caller]
 fn same_as_ansible_inventory(file: &str) {
     let dir = fixtures().join(Path::new(file).parent().unwrap());
     let name = Path::new(file).file_name().unwrap().to_str().unwrap();
@@ -115,6 +119,7 @@ fn ini_inventory_groups_and_precedence_match_ansible_inventory() {
 /// Templated addresses as Ansible renders them on the controller (`debug` needs no
 /// connection), against `opsbook hosts --format json`; the one Ansible cannot render is the
 /// one opsbook reports, for the same missing variable.
+#[track_caller]
 fn same_addresses_as_ansible(file: &str) {
     let env = [("LAB_TLD", "lab.test")];
     let dir = fixtures().join(Path::new(file).parent().unwrap());

@@ -1,20 +1,36 @@
 //! `journal::` against a real journald in a private host: read by unit, priority and time,
 //! emit and read back, follow until told to stop. Skipped, saying why, where unavailable.
 
-use crate::support::Test;
-use crate::support::private_host::PrivateHost;
+use std::time::Duration;
 
+use crate::support::private_host::PrivateHost;
+use crate::support::{Test, wait_until};
+
+#[track_caller]
 fn boot() -> Option<PrivateHost> {
     PrivateHost::boot().map_err(crate::support::skip).ok()
 }
 
 const TALKER: &str = "[Unit]\nDescription=Talker\n[Service]\nExecStart=/bin/sh -c 'echo hello-from-talker; echo \"<3>talker-broke-something\"; echo \"<4>talker-is-worried\"; exec sleep infinity'\n";
+/// Logs `tick` every 100 ms (its sleep is its pace, not a wait): a steady stream to follow.
 const TICKER: &str =
     "[Unit]\nDescription=Ticker\n[Service]\nExecStart=/bin/sh -c 'while true; do echo tick; sleep 0.1; done'\n";
 
+#[track_caller]
 fn run(host: &PrivateHost, src: &str) -> crate::support::Output {
     let t = Test::new().runbook("t", src);
     host.opsbook(t.path(), &["run", "t"])
+}
+
+/// Waits until the journal holds a line containing `text`: what a unit prints reaches the
+/// journal a moment after the unit started.
+#[track_caller]
+fn wait_logged(host: &PrivateHost, text: &str) {
+    wait_until(&format!("{text:?} in the journal"), Duration::from_secs(10), || {
+        let out = host.exec(&["journalctl", "--no-pager", "-o", "cat"]);
+        let journal = String::from_utf8_lossy(&out.stdout).into_owned();
+        if journal.contains(text) { Ok(()) } else { Err(journal) }
+    });
 }
 
 #[test]
@@ -22,7 +38,8 @@ fn read_by_unit_priority_and_time() {
     let Some(host) = boot() else { return };
     host.install_unit("talker.service", TALKER);
     host.systemctl(&["start", "talker"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Its last line: the ones before it are in the journal too.
+    wait_logged(&host, "talker-is-worried");
     let src = r#"
 let all = journal::read(#{ unit: "talker" });
 check("by unit", all.filter(|e| e.message == "hello-from-talker").len() == 1, all.map(|e| e.message));
@@ -89,15 +106,16 @@ fn a_failed_start_quotes_the_units_last_lines() {
 }
 
 /// Logs an error when it starts and another when it is stopped, as Loki logs `context
-/// canceled` while it shuts down (and, as Loki, takes a moment to exit after it).
-const RESTARTER: &str = "[Unit]\nDescription=Restarter\n[Service]\nExecStart=/bin/sh -c 'echo \"level=error msg=started pid=$$$$\"; trap \"echo level=error msg=stopping; sleep 0.5; exit 0\" TERM; while :; do sleep 0.1; done'\n";
+/// canceled` while it shuts down (and, as Loki, takes a moment to exit after it). It says it
+/// started once it is ready to be stopped (its trap set).
+const RESTARTER: &str = "[Unit]\nDescription=Restarter\n[Service]\nExecStart=/bin/sh -c 'trap \"echo level=error msg=stopping; sleep 0.5; exit 0\" TERM; echo \"level=error msg=started pid=$$$$\"; while :; do sleep 0.1; done'\n";
 
 #[test]
 fn errors_are_read_for_the_units_current_run_only() {
     let Some(host) = boot() else { return };
     host.install_unit("restarter.service", RESTARTER);
     host.systemctl(&["start", "restarter"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    wait_logged(&host, "level=error msg=started");
     host.systemctl(&["restart", "restarter"]);
     let pid = host.systemctl(&["show", "restarter", "-p", "MainPID", "--value"]);
     let id = host.systemctl(&["show", "restarter", "-p", "InvocationID", "--value"]);

@@ -14,7 +14,8 @@ const TOKEN: &str = "lifecycle-token-5b2c";
 
 /// The operator's config: the inventory (a server and clients, all in group `lab`), and each
 /// component's command line being the twin's.
-fn configure_operator(t: &Test, fleet: &Fleet, extra: &str) {
+#[track_caller]
+pub(crate) fn configure_operator(t: &Test, fleet: &Fleet, extra: &str) {
     let bin = crate::support::opsbook();
     let server = fleet.host("server").address();
     let mut inventory = String::new();
@@ -56,6 +57,7 @@ validate_command = [\"{bin}\", \"twin\", \"log-shipper\", \"validate\", \"{{conf
 }
 
 /// What a deploy or remove may touch on a host: the components' files and the user units.
+#[track_caller]
 fn state_of(host: &FleetHost) -> String {
     host.ok(&[
         "sh",
@@ -66,6 +68,7 @@ fn state_of(host: &FleetHost) -> String {
 }
 
 /// The scripts, installed as an operator installs them.
+#[track_caller]
 fn scripts(t: &Test) -> (String, String) {
     opsbook(t, &["scripts", "--install", &t.path().join("bin").display().to_string()]).code(0);
     let dir = t.path().join("bin");
@@ -73,6 +76,7 @@ fn scripts(t: &Test) -> (String, String) {
 }
 
 /// Runs a script in the test's directory (its opsbook: the one under test).
+#[track_caller]
 fn script(t: &Test, argv: &[&str]) -> Output {
     let out = std::process::Command::new(argv[0])
         .args(&argv[1..])

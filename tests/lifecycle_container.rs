@@ -40,6 +40,7 @@ fn timed(expected: &str) -> String {
 
 /// A root file system holding opsbook (stripped, when `strip` is there: the image is then
 /// small) and the libraries it links, as a tarball in `dir`.
+#[track_caller]
 fn rootfs_tarball(dir: &Path) -> String {
     let root = dir.join("rootfs");
     std::fs::create_dir_all(root.join("tmp")).unwrap();
@@ -65,6 +66,7 @@ fn rootfs_tarball(dir: &Path) -> String {
 /// Podman's storage on the host: its /var/lib is an overlay, on which podman's overlay driver
 /// cannot sit, and its /run is this machine's: tmpfs of the host's own for both (as a real
 /// host has its own disk and /run). Then the image, imported there.
+#[track_caller]
 fn podman_store_with_image(host: &FleetHost, tarball: &str) {
     host.ok(&[
         "sh",
@@ -92,6 +94,7 @@ impl Drop for RemoveContainers<'_> {
 }
 
 /// The operator's config: the host runs the log store as a container of the test's image.
+#[track_caller]
 fn configure_operator(t: &Test, host: &FleetHost) {
     std::fs::write(
         t.path().join("opsbook.toml"),
@@ -108,6 +111,7 @@ fn configure_operator(t: &Test, host: &FleetHost) {
 }
 
 /// What the host's podman knows of containers: name, image and state, one per line.
+#[track_caller]
 fn containers(host: &FleetHost) -> String {
     host.ok(&["sh", "-c", "podman ps --all --quiet | xargs --no-run-if-empty podman inspect --format '{{.Name}} {{.ImageName}} {{.State.Status}}' | sort"])
 }
@@ -263,6 +267,7 @@ fn expected_db(kind: &str, said: &str, data_dir: &str) -> String {
 }
 
 /// How deploy finds the database's data directory: made, its mode corrected, or as wanted.
+#[track_caller]
 fn db_data_dir(host: &FleetHost) -> String {
     let out = host.exec(&["stat", "-c", "%a", "/var/lib/influxdb"]);
     let mode = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -351,6 +356,7 @@ fn the_servers_as_podman_containers_are_deployed_verified_left_alone_and_removed
 
 /// A sandbox whose container runtime is a script saying it is podman `version` (a dry run asks
 /// the runtime only its version: every other podman call is planned, not run).
+#[track_caller]
 fn sandbox_with_podman(version: &str, scope: &str) -> Test {
     let t = Test::new();
     let runtime = t.path().join("podman");
@@ -368,6 +374,7 @@ fn sandbox_with_podman(version: &str, scope: &str) -> Test {
 
 /// How the unit section of a rehearsed deploy begins: what deploy said of the runtime and the
 /// unit file it would write (the lines up to that file's diff), masked.
+#[track_caller]
 fn unit_section(stdout: &str) -> String {
     let section = stdout.split("== unit loki.service\n").nth(1).unwrap_or_else(|| panic!("no unit section:\n{stdout}"));
     crate::support::mask(section.split("--- /dev/null\n").next().unwrap())

@@ -69,6 +69,7 @@ fn expected_writes(dir: &str) -> String {
     )
 }
 
+#[track_caller]
 fn mode_of(path: &std::path::Path) -> u32 {
     std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o7777
 }

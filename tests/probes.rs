@@ -226,17 +226,13 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn wait_for(url: &str) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(20) {
-        if let Some(addr) = url.strip_prefix("http://")
-            && std::net::TcpStream::connect(addr).is_ok()
-        {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
+/// Waits until `what` accepts connections at `url` (an `http://` one), for at most 20 s.
+#[track_caller]
+fn wait_for(what: &str, url: &str) {
+    let addr = url.strip_prefix("http://").expect("an http:// URL");
+    crate::support::wait_until(&format!("{what} listening on {addr}"), Duration::from_secs(20), || {
+        std::net::TcpStream::connect(addr).map(drop)
+    });
 }
 
 struct Daemon(std::process::Child);
@@ -264,7 +260,7 @@ fn real_prometheus_exposition_parses() {
         .unwrap();
     let _guard = Daemon(child);
     let addr = format!("http://127.0.0.1:{port}");
-    assert!(wait_for(&addr), "prometheus did not listen");
+    wait_for("prometheus", &addr);
     let src = format!(
         r#"
 let ready = wait::until(|| http::probe("{addr}/-/ready"), "20s");
@@ -296,7 +292,7 @@ fn real_influxdb_answers_ping() {
         .unwrap();
     let _guard = Daemon(child);
     let addr = format!("http://127.0.0.1:{port}");
-    assert!(wait_for(&addr), "influxd did not listen");
+    wait_for("influxd", &addr);
     let src = "let p = wait::until(|| influx::ping(), \"20s\").last;\ncheck(\"ping\", p.ok && p.status == 204 && p.version.starts_with(\"1.\"), p);\nlet h = influx::health();\ncheck(\"1.x has no /health\", !h.ok, h.detail);";
     Test::new()
         .config(&config_for(&addr, "http://127.0.0.1:1"))

@@ -32,7 +32,9 @@ fn fresh_deploy(names: &[&str]) -> Option<Vec<Duration>> {
             vec!["metrics-agent", "log-shipper"]
         }
     };
-    let t = Test::new().config(&operator_config(&site, &urls, roles));
+    let t = Test::new();
+    let config = operator_config(&site, t.path(), &urls, roles);
+    let t = t.config(&config);
     let mut times = Vec::new();
     for role in ROLES {
         let started = Instant::now();

@@ -13,11 +13,13 @@ struct Tmux {
 }
 
 impl Tmux {
+    #[track_caller]
     fn start(test: Test) -> Option<Tmux> {
         Tmux::start_with(test, "")
     }
 
     /// Starts `opsbook repl` with extra arguments (e.g. `--sandbox`).
+    #[track_caller]
     fn start_with(test: Test, args: &str) -> Option<Tmux> {
         if std::process::Command::new("tmux").arg("-V").output().is_err() {
             crate::support::skip("tmux is not installed");
@@ -44,6 +46,7 @@ impl Tmux {
         Some(t)
     }
 
+    #[track_caller]
     fn keys(&self, keys: &[&str]) {
         let status =
             std::process::Command::new("tmux").args(["-L", &self.socket, "send-keys"]).args(keys).status().unwrap();
@@ -52,6 +55,7 @@ impl Tmux {
 
     /// Types text literally, waits until the editor shows it, then presses Enter: keys are
     /// only sent to an editor that has shown it reads them, as an operator would type.
+    #[track_caller]
     fn line(&self, text: &str) {
         // tmux reads an argument's trailing `;` as its command separator: send that one as hex.
         match text.strip_suffix(';') {
@@ -65,6 +69,7 @@ impl Tmux {
     }
 
     /// Waits for a fresh, empty prompt (the previous line done), then types a line.
+    #[track_caller]
     fn command(&self, text: &str) {
         self.wait_until("an empty prompt on the last line", Duration::from_secs(15), |screen| {
             last_line(screen) == self.prompt
@@ -72,25 +77,23 @@ impl Tmux {
         self.line(text);
     }
 
+    #[track_caller]
     fn screen(&self) -> String {
         let out = std::process::Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p"]).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    #[track_caller]
     fn wait_for(&self, text: &str, limit: Duration) {
         self.wait_until(&format!("`{text}`"), limit, |screen| screen.contains(text));
     }
 
+    #[track_caller]
     fn wait_until(&self, what: &str, limit: Duration, seen: impl Fn(&str) -> bool) {
-        let started = Instant::now();
-        loop {
+        crate::support::wait_until(what, limit, || {
             let screen = self.screen();
-            if seen(&screen) {
-                return;
-            }
-            assert!(started.elapsed() < limit, "{what} did not appear within {limit:?}:\n{screen}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            if seen(&screen) { Ok(()) } else { Err(format!("the screen\n{screen}")) }
+        });
     }
 }
 
@@ -161,8 +164,11 @@ fn run_prints_a_runbooks_report() {
 #[test]
 fn ctrl_c_cancels_a_long_sleep_within_a_second() {
     let Some(t) = Tmux::start(Test::new()) else { return };
-    t.command("sleep(\"1m\"); print(\"not reached\");");
-    std::thread::sleep(Duration::from_millis(500));
+    // Ctrl-C once the statement runs: it prints a line of its own before it sleeps.
+    t.command("print(\"sleeping now\"); sleep(\"1m\"); print(\"not reached\");");
+    t.wait_until("the output `sleeping now`", Duration::from_secs(15), |screen| {
+        screen.lines().any(|l| l.trim() == "sleeping now")
+    });
     let started = Instant::now();
     t.keys(&["C-c"]);
     t.wait_for("interrupted", Duration::from_secs(15));

@@ -245,9 +245,13 @@ fn runaway_script_is_stopped_by_the_operation_limit() {
         .stderr_has("exceeded 100000 operations");
 }
 
+/// Runs `source` and presses Ctrl-C once it has printed `long part next` (it must, just before
+/// what takes long): the run must end within a second, with the exit status of an interruption.
+#[track_caller]
 fn interrupted_within_a_second(source: &str, format: &str) -> crate::support::Output {
     let running = Test::new().runbook("slow", source).args(["run", "slow", "--format", format]).spawn();
-    std::thread::sleep(Duration::from_millis(700));
+    // Printed on stdout or stderr (JSON keeps stdout for the report), as the runbook goes.
+    running.wait_for_output("long part next", Duration::from_secs(20));
     running.signal(libc::SIGINT);
     let (out, took) = running.wait(Duration::from_secs(10));
     assert!(took < Duration::from_secs(1), "took {took:?} to stop\n{}\n{}", out.stdout, out.stderr);
@@ -256,10 +260,14 @@ fn interrupted_within_a_second(source: &str, format: &str) -> crate::support::Ou
 
 #[test]
 fn ctrl_c_ends_a_sleeping_run_with_the_partial_report() {
-    let out = interrupted_within_a_second("check(\"before\", true);\nsleep(\"1m\");\ncheck(\"after\", true);", "human");
+    let out = interrupted_within_a_second(
+        "check(\"before\", true);\nprint(\"long part next\");\nsleep(\"1m\");\ncheck(\"after\", true);",
+        "human",
+    );
     assert!(out.stdout.contains("before") && !out.stdout.contains("after"), "{}", out.stdout);
     assert!(out.stdout.contains("interrupted"), "{}", out.stdout);
-    let out = interrupted_within_a_second("check(\"before\", true);\nsleep(\"1m\");", "json");
+    let out =
+        interrupted_within_a_second("check(\"before\", true);\nprint(\"long part next\");\nsleep(\"1m\");", "json");
     let doc = out.json();
     assert_eq!(doc["outcome"], "interrupted");
     assert_eq!(doc["summary"]["passed"], 1);
@@ -267,8 +275,11 @@ fn ctrl_c_ends_a_sleeping_run_with_the_partial_report() {
 
 #[test]
 fn ctrl_c_ends_a_busy_loop_and_a_wait() {
-    interrupted_within_a_second("let i = 0;\nloop { i += 1; }", "human");
-    interrupted_within_a_second("wait::until(|| false, #{timeout: \"1m\", every: \"30s\"});", "tap");
+    interrupted_within_a_second("let i = 0;\nprint(\"long part next\");\nloop { i += 1; }", "human");
+    interrupted_within_a_second(
+        "print(\"long part next\");\nwait::until(|| false, #{timeout: \"1m\", every: \"30s\"});",
+        "tap",
+    );
 }
 
 #[test]

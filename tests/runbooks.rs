@@ -4,9 +4,12 @@
 //! test's directory, and opsbook's configuration pointed at their config files and tools.
 //! Without systemd: the runbooks' parameters take the defaults their stdlib modules declare.
 
-use crate::support::Test;
-use crate::support::private_host::PrivateHost;
+use std::time::Duration;
 
+use crate::support::private_host::PrivateHost;
+use crate::support::{Test, wait_until};
+
+#[track_caller]
 fn boot() -> Option<PrivateHost> {
     PrivateHost::boot().map_err(crate::support::skip).ok()
 }
@@ -14,6 +17,7 @@ fn boot() -> Option<PrivateHost> {
 const TOKEN: &str = "runbook-test-token-1f2e3d";
 
 /// The twin units and their config files, written into the test's directory.
+#[track_caller]
 fn install_twins(t: &Test, host: &PrivateHost, loki_ready_delay: &str) {
     let bin = crate::support::opsbook();
     let dir = t.path().display();
@@ -75,26 +79,28 @@ exec {bin} twin log-store --ready-delay {loki_ready_delay}\n"
     host.systemctl(&["enable", "influxdb", "loki", "telegraf", "alloy"]);
 }
 
-/// Waits (inside the host) until both ports accept connections; panics with the units' state.
+/// Waits (inside the host) until the ports accept connections; panics with the units' state.
+#[track_caller]
 fn wait_for_ports(host: &PrivateHost, ports: &[u16]) {
-    let list: Vec<String> = ports.iter().map(u16::to_string).collect();
-    let wait = format!(
-        "for p in {}; do for i in $(seq 300); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null || exit 1; done",
-        list.join(" ")
-    );
-    if !host.exec(&["bash", "-c", &wait]).status.success() {
+    let probe: Vec<String> = ports.iter().map(|p| format!("(echo > /dev/tcp/127.0.0.1/{p}) 2>/dev/null")).collect();
+    let probe = probe.join(" && ");
+    let up = crate::support::poll(Duration::from_secs(30), || {
+        if host.exec(&["bash", "-c", &probe]).status.success() { Ok(()) } else { Err(()) }
+    });
+    if up.is_err() {
         let why = host.exec(&[
             "sh",
             "-c",
             "systemctl --user status --no-pager influxdb loki telegraf alloy; journalctl --no-pager -n 40",
         ]);
-        panic!("the twin servers did not come up:\n{}", String::from_utf8_lossy(&why.stdout));
+        panic!("the twin servers did not listen on {ports:?} within 30 s:\n{}", String::from_utf8_lossy(&why.stdout));
     }
 }
 
 /// A private host running the four twins, started in the safe order: servers, then (once they
 /// listen and the log store is ready) the clients. `loki_ready_delay` is the log store's
 /// not-ready window after each start (Loki's is 15 s).
+#[track_caller]
 fn stack(t: &Test, loki_ready_delay: &str) -> Option<PrivateHost> {
     let host = boot()?;
     install_twins(t, &host, loki_ready_delay);
@@ -105,6 +111,7 @@ fn stack(t: &Test, loki_ready_delay: &str) -> Option<PrivateHost> {
 
 /// `stack`, with the clients started once the log store is ready, and the first metrics and
 /// log lines arrived (so "recent data" checks have something to find).
+#[track_caller]
 fn running_stack(t: &Test) -> Option<PrivateHost> {
     let host = stack(t, "1s")?;
     opsbook(&host, t, &["run", "--runbooks", "probe", "ready"]).code(0);
@@ -127,11 +134,13 @@ check(\"log lines arrived\", logs.ok);\n",
         )
 }
 
+#[track_caller]
 fn opsbook(host: &PrivateHost, t: &Test, args: &[&str]) -> crate::support::Output {
     host.opsbook(t.path(), args)
 }
 
 /// Runs each runbook and expects it to pass: exit 0 and no failed check.
+#[track_caller]
 fn all_pass(host: &PrivateHost, t: &Test, runs: &[&[&str]]) {
     for args in runs {
         opsbook(host, t, &[&["run"], *args].concat())
@@ -232,6 +241,7 @@ fn a_stopped_log_store_fails_the_quick_check_naming_it() {
 }
 
 /// How many of `unit`'s journal lines contain `text`.
+#[track_caller]
 fn journal_count(host: &PrivateHost, unit: &str, text: &str) -> usize {
     let unit = format!("{unit}.service");
     let out = host.exec(&[
@@ -247,6 +257,7 @@ fn journal_count(host: &PrivateHost, unit: &str, text: &str) -> usize {
 }
 
 /// The shipper's log lines about reloads (it logs every one, failed or not).
+#[track_caller]
 fn shipper_reload_lines(host: &PrivateHost) -> usize {
     journal_count(host, "alloy", "reload")
 }
@@ -255,10 +266,15 @@ fn shipper_reload_lines(host: &PrivateHost) -> usize {
 fn a_broken_shipper_config_stops_reload_shipper_before_the_reload() {
     let t = probes(Test::new());
     let Some(host) = running_stack(&t) else { return };
-    // A good reload shows in the shipper's log…
+    // A good reload shows in the shipper's log (a moment after the shipper wrote it)…
     opsbook(&host, &t, &["run", "reload-shipper"]).code(0);
-    let after_good = shipper_reload_lines(&host);
-    assert!(after_good > 0, "the shipper's reload line was not found in the journal");
+    let after_good =
+        wait_until("the shipper's reload line in the journal", Duration::from_secs(10), || match shipper_reload_lines(
+            &host,
+        ) {
+            0 => Err("none"),
+            n => Ok(n),
+        });
     // …a broken file stops the runbook before it asks.
     std::fs::write(t.path().join("alloy.toml"), "[write]\nurl = \"loki:3100\"\nbatchwait = \"1s\"\n").unwrap();
     opsbook(&host, &t, &["run", "reload-shipper"])
@@ -271,6 +287,7 @@ fn a_broken_shipper_config_stops_reload_shipper_before_the_reload() {
 }
 
 /// `ActiveEnterTimestampMonotonic` / `InactiveEnterTimestampMonotonic` of a unit, in µs.
+#[track_caller]
 fn times(host: &PrivateHost, unit: &str) -> (u64, u64) {
     let out =
         host.systemctl(&["show", unit, "-p", "ActiveEnterTimestampMonotonic", "-p", "InactiveEnterTimestampMonotonic"]);
@@ -366,8 +383,12 @@ fn an_agent_that_cannot_write_fails_its_verification_quoting_its_errors() {
     let Some(host) = running_stack(&t) else { return };
     opsbook(&host, &t, &["run", "verify-metrics-agent"]).passed("verify-metrics-agent before the fault");
     host.systemctl(&["stop", "influxdb"]);
-    let wait = "for i in $(seq 100); do journalctl --no-pager -o cat _SYSTEMD_UNIT=telegraf.service | grep -q ' E! ' && exit 0; sleep 0.1; done; exit 1";
-    assert!(host.exec(&["bash", "-c", wait]).status.success(), "the agent logged no E! line with its output down");
+    wait_until("an E! line of the agent's, its output down", Duration::from_secs(10), || {
+        match journal_count(&host, "telegraf", " E! ") {
+            0 => Err("none in the journal"),
+            _ => Ok(()),
+        }
+    });
     // As the real agent's, its error lines carry no priority of their own.
     let by_priority =
         host.exec(&["journalctl", "--no-pager", "-o", "cat", "-p", "err", "_SYSTEMD_UNIT=telegraf.service"]);
@@ -385,16 +406,20 @@ fn an_agent_that_cannot_write_fails_its_verification_quoting_its_errors() {
 
 /// Makes the log store's current run log `line` (as its own process would) and waits until
 /// the journal holds it.
+#[track_caller]
 fn loki_says(host: &PrivateHost, t: &Test, line: &str) {
     use std::io::Write;
     let before = journal_count(host, "loki", line);
     let mut says = std::fs::OpenOptions::new().append(true).open(t.path().join("loki-says")).unwrap();
     writeln!(says, "{line}").unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while journal_count(host, "loki", line) == before {
-        assert!(std::time::Instant::now() < deadline, "the log store's line did not reach the journal: {line}");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_until(
+        &format!("the log store's line in the journal: {line}"),
+        Duration::from_secs(10),
+        || match journal_count(host, "loki", line) {
+            n if n > before => Ok(()),
+            n => Err(format!("{n} such line(s), as before")),
+        },
+    );
 }
 
 /// What a healthy Loki logs after a limited query (captured from Loki 3.4.6).

@@ -4,6 +4,7 @@
 
 use crate::support::{Output, Test};
 
+#[track_caller]
 fn fleet(args: &[&str]) -> Output {
     Test::new().args(["--sandbox"]).args(args).run()
 }

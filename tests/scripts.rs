@@ -17,6 +17,7 @@ const NAMES: [&str; 2] = ["manage-svc.sh", "svc-exec.sh"];
 const LIB: &str = "lib/opsbook-scripts.sh";
 
 /// Installs the scripts into `DIR/bin` as an operator would; that directory.
+#[track_caller]
 fn installed(t: &Test) -> PathBuf {
     let bin = t.path().join("bin");
     let out = crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(0);
@@ -36,11 +37,13 @@ struct Ran {
 
 /// Runs a script with no terminal (its own session, stdin from /dev/null), as from cron or CI,
 /// with `$OPSBOOK` naming the opsbook under test.
+#[track_caller]
 fn script(t: &Test, bin: &Path, name: &str, args: &[&str]) -> Ran {
     run_script(t, bin, name, args, true)
 }
 
 /// `script`, without `$OPSBOOK` when `!named` (the script then finds the opsbook beside it).
+#[track_caller]
 fn run_script(t: &Test, bin: &Path, name: &str, args: &[&str], named: bool) -> Ran {
     let mut command = Command::new("setsid");
     command.env_clear();
@@ -183,6 +186,7 @@ server  metrics-db, log-store  3       0       [DUR]
 }
 
 /// The one run directory kept under the state directory, and its files.
+#[track_caller]
 fn kept(t: &Test) -> (String, Vec<String>) {
     let runs = t.path().join(".state/opsbook/runs");
     let dirs: Vec<PathBuf> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
@@ -431,17 +435,17 @@ fn on_the_fleet_over_ssh_a_restart_is_applied_with_yes_and_a_verify_passes() {
 
 /// The screen of a tmux session running `command` once it shows `text` (within 30 s): its
 /// non-empty lines.
+#[track_caller]
 fn tmux_until(socket: &str, text: &str) -> Vec<String> {
-    let started = std::time::Instant::now();
-    loop {
+    crate::support::wait_until(&format!("`{text}` on the screen"), std::time::Duration::from_secs(30), || {
         let out = Command::new("tmux").args(["-L", socket, "capture-pane", "-p", "-J"]).output().unwrap();
         let screen = String::from_utf8_lossy(&out.stdout).into_owned();
         if screen.contains(text) {
-            return screen.lines().filter(|l| !l.trim().is_empty()).map(|l| l.trim_end().to_string()).collect();
+            Ok(screen.lines().filter(|l| !l.trim().is_empty()).map(|l| l.trim_end().to_string()).collect())
+        } else {
+            Err(format!("the screen\n{screen}"))
         }
-        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no `{text}` on the screen:\n{screen}");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    })
 }
 
 #[test]
@@ -455,6 +459,8 @@ fn on_a_terminal_the_question_is_asked_and_the_answer_decides() {
         [("n", "svc-exec.sh: not applied (answered \"n\")\nEXIT=1"), ("y", "1 host(s): all passed  ([DUR])\nEXIT=0")]
     {
         let socket = format!("opsbook-scripts-{}-{answer}", std::process::id());
+        // The shell stays a minute after the script (`sleep 60`) so its last lines can be read
+        // from the pane; the session is killed once they are.
         let command = format!(
             "env -i PATH=/usr/bin:/bin HOME={d} XDG_STATE_HOME={d}/.state OPSBOOK={o} {s} restart server:loki --sandbox \
              --fleet 1; echo EXIT=$?; sleep 60",

@@ -4,6 +4,7 @@ use crate::support::Test;
 
 const CANARY: &str = "CANARY-t0ken-7f3a9c";
 
+#[track_caller]
 fn assert_clean(out: &crate::support::Output, what: &str) {
     assert!(!out.stdout.contains(CANARY), "{what}: token in stdout\n{}", out.stdout);
     assert!(!out.stderr.contains(CANARY), "{what}: token in stderr\n{}", out.stderr);

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::private_host::PrivateHost;
-use crate::support::{Test, skip};
+use crate::support::{Test, skip, wait_until};
 
 /// A free loopback port on this machine.
 pub(crate) fn free_port() -> u16 {
@@ -36,22 +36,21 @@ pub(crate) fn get(url: &str) -> (u16, String) {
 }
 
 /// Polls `url` until it answers `status`, for at most `limit`; the body and the time taken.
+#[track_caller]
 pub(crate) fn until(url: &str, status: u16, limit: Duration) -> (String, Duration) {
     let started = Instant::now();
-    loop {
-        let (code, body) = get(url);
-        if code == status {
-            return (body, started.elapsed());
-        }
-        assert!(started.elapsed() < limit, "{url} did not answer {status} within {limit:?}: last {code} {body}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let body = wait_until(&format!("{url} answering {status}"), limit, || match get(url) {
+        (code, body) if code == status => Ok(body),
+        (code, body) => Err(format!("{code} {body}")),
+    });
+    (body, started.elapsed())
 }
 
 fn tool(name: &str) -> Option<String> {
     ["/usr/bin", "/usr/local/bin", "/bin"].iter().map(|d| format!("{d}/{name}")).find(|p| Path::new(p).exists())
 }
 
+#[track_caller]
 fn chromium(args: &[&str]) -> std::process::Output {
     let bin = tool("chromium").expect("checked by the caller");
     Command::new(bin)
@@ -71,6 +70,7 @@ fn chromium(args: &[&str]) -> std::process::Output {
 }
 
 /// The checks of one job on the page, in the order shown: `outcome name`.
+#[track_caller]
 fn checks_on_page(dom: &str, job: &str) -> Vec<String> {
     let start =
         dom.find(&format!("id=\"job-{job}\"")).unwrap_or_else(|| panic!("job {job} is not on the page:\n{dom}"));
@@ -318,15 +318,10 @@ fn sighup_rereads_the_jobs() {
     )
     .unwrap();
     serve.signal(libc::SIGHUP);
-    let started = Instant::now();
-    loop {
+    wait_until("both jobs passing after SIGHUP", Duration::from_secs(10), || {
         let (_, health) = get(&format!("{base}/healthz"));
-        if health == "ok: the latest run of 2 jobs passed\n" {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "after SIGHUP: {health}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        if health == "ok: the latest run of 2 jobs passed\n" { Ok(()) } else { Err(health) }
+    });
     serve.signal(libc::SIGTERM);
     let (out, _) = serve.wait(Duration::from_secs(30));
     let expected = regex::Regex::new(
@@ -337,6 +332,7 @@ fn sighup_rereads_the_jobs() {
 }
 
 /// `curl` inside the private host: status and body.
+#[track_caller]
 fn curl(host: &PrivateHost, url: &str) -> (u16, String) {
     let out = host.exec(&["curl", "-s", "-m", "5", "-w", "\n%{http_code}", url]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -344,16 +340,14 @@ fn curl(host: &PrivateHost, url: &str) -> (u16, String) {
     (code.trim().parse().unwrap_or(0), body.to_string())
 }
 
+#[track_caller]
 fn curl_until(host: &PrivateHost, url: &str, status: u16, limit: Duration) -> (String, Duration) {
     let started = Instant::now();
-    loop {
-        let (code, body) = curl(host, url);
-        if code == status {
-            return (body, started.elapsed());
-        }
-        assert!(started.elapsed() < limit, "{url} did not answer {status} within {limit:?}: last {code} {body}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let body = wait_until(&format!("{url} answering {status}"), limit, || match curl(host, url) {
+        (code, body) if code == status => Ok(body),
+        (code, body) => Err(format!("{code} {body}")),
+    });
+    (body, started.elapsed())
 }
 
 #[test]
@@ -389,19 +383,21 @@ fn on_a_real_systemd_health_follows_the_log_store_unit() {
     let (health, _) = curl_until(&host, &format!("{base}/healthz"), 200, Duration::from_secs(20));
     assert_eq!(health, "ok: the latest run of 1 job passed\n");
 
-    // Runs happen at their interval (1 s, plus up to a tenth of it of jitter).
-    std::thread::sleep(Duration::from_millis(3500));
-    let runs: serde_json::Value = serde_json::from_str(&curl(&host, &format!("{base}/api/runs")).1).unwrap();
-    let starts: Vec<f64> = runs["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let t = humantime::parse_rfc3339(r["started_at"].as_str().unwrap()).unwrap();
-            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
-        })
-        .collect();
-    assert!(starts.len() >= 3, "{starts:?}");
+    // Runs happen at their interval (1 s, plus up to a tenth of it of jitter): the gaps between
+    // the starts of the first few.
+    let starts = wait_until("4 runs in the history", Duration::from_secs(10), || {
+        let runs: serde_json::Value = serde_json::from_str(&curl(&host, &format!("{base}/api/runs")).1).unwrap();
+        let starts: Vec<f64> = runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let t = humantime::parse_rfc3339(r["started_at"].as_str().unwrap()).unwrap();
+                t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+            })
+            .collect();
+        if starts.len() >= 4 { Ok(starts) } else { Err(format!("{starts:?}")) }
+    });
     for pair in starts.windows(2) {
         let gap = pair[0] - pair[1];
         assert!((0.85..1.4).contains(&gap), "runs {gap:.3} s apart: {starts:?}");
@@ -444,8 +440,10 @@ fn the_readme_unit_serves_sandboxed_and_reads_the_journal_and_the_manager() {
         Ok(host) => host,
         Err(e) => return skip(e),
     };
-    // Outside /tmp (the unit's PrivateTmp) and /home, /root, /run/user (its ProtectHome).
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // The files are made here, wherever the scratch directory is; the unit reads them from
+    // `/var/lib/opsbook-test` inside the host (below), as the unit's PrivateTmp hides /tmp and
+    // its ProtectHome hides /home, /root and /run/user.
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().display().to_string();
     std::fs::create_dir(dir.path().join("runbooks")).unwrap();
     std::fs::write(
@@ -469,14 +467,19 @@ fn the_readme_unit_serves_sandboxed_and_reads_the_journal_and_the_manager() {
     let inaccessible = "d=/run/systemd/inaccessible && mkdir -p $d/dir && touch $d/reg && mknod $d/chr c 0 0 && \
                         mknod $d/blk b 0 0 && mkfifo $d/fifo && python3 -c \"import socket; \
                         socket.socket(socket.AF_UNIX).bind('$d/sock')\" && chmod 0000 $d/*";
+    // The program under test lives in the build directory, which may be under /tmp or /home,
+    // out of the unit's sight: it is bound (not copied: it is large) to a path in the host's
+    // own /var/lib, with the configuration and runbooks beside it; all of it goes with the host.
+    let bin = crate::support::opsbook();
     let setup = format!(
         "{inaccessible} && mount --bind {path}/passwd /etc/passwd && mount --bind {path}/group /etc/group && \
          mount -t tmpfs tmpfs /var/lib && mount -t tmpfs tmpfs /run/dbus && touch /run/dbus/system_bus_socket && \
-         mount --bind /run/user/0/bus /run/dbus/system_bus_socket"
+         mount --bind /run/user/0/bus /run/dbus/system_bus_socket && mkdir /var/lib/opsbook-test && \
+         cp -r {path}/opsbook.toml {path}/runbooks /var/lib/opsbook-test/ && touch /var/lib/opsbook-test/opsbook && \
+         mount --bind {bin} /var/lib/opsbook-test/opsbook"
     );
     let out = host.exec(&["sh", "-c", &setup]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let bin = crate::support::opsbook();
     host.install_unit(
         "loki.service",
         &format!("[Unit]\nDescription=Loki (twin)\n[Service]\nExecStart={bin} twin log-store --ready-delay 0s\n"),
@@ -489,10 +492,11 @@ fn the_readme_unit_serves_sandboxed_and_reads_the_journal_and_the_manager() {
     let mut lines: Vec<String> = Vec::new();
     for line in unit.lines() {
         match line {
-            "ExecStart=/usr/local/bin/opsbook serve --state-dir /var/lib/opsbook" => lines.push(format!(
-                "ExecStart={bin} --config {path}/opsbook.toml --runbooks {path}/runbooks serve --state-dir \
-                 /var/lib/opsbook"
-            )),
+            "ExecStart=/usr/local/bin/opsbook serve --state-dir /var/lib/opsbook" => lines.push(
+                "ExecStart=/var/lib/opsbook-test/opsbook --config /var/lib/opsbook-test/opsbook.toml --runbooks \
+                 /var/lib/opsbook-test/runbooks serve --state-dir /var/lib/opsbook"
+                    .into(),
+            ),
             "StateDirectory=opsbook" => lines.push("ReadWritePaths=/var/lib/opsbook".into()),
             "ProtectKernelTunables=yes" | "ProtectControlGroups=yes" => {}
             other => lines.push(other.to_string()),
@@ -512,21 +516,17 @@ fn the_readme_unit_serves_sandboxed_and_reads_the_journal_and_the_manager() {
     host.install_unit("opsbook.service", &unit);
     host.systemctl(&["start", "opsbook"]);
     let base = "http://127.0.0.1:9464";
-    let started = Instant::now();
-    loop {
-        let (code, body) = curl(&host, &format!("{base}/healthz"));
-        if code == 200 {
-            assert_eq!(body, "ok: the latest run of 1 job passed\n");
-            break;
-        }
-        if started.elapsed() > Duration::from_secs(20) {
-            let status = host.systemctl(&["status", "opsbook", "--no-pager", "-l"]);
-            let log =
-                String::from_utf8_lossy(&host.exec(&["journalctl", "-u", "opsbook", "--no-pager"]).stdout).to_string();
-            panic!("the README's unit did not serve a passing run: {code} {body}\n{status}\n{log}");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let health = crate::support::poll(Duration::from_secs(20), || match curl(&host, &format!("{base}/healthz")) {
+        (200, body) => Ok(body),
+        other => Err(other),
+    })
+    .unwrap_or_else(|(code, body)| {
+        let status = host.systemctl(&["status", "opsbook", "--no-pager", "-l"]);
+        let log =
+            String::from_utf8_lossy(&host.exec(&["journalctl", "-u", "opsbook", "--no-pager"]).stdout).to_string();
+        panic!("the README's unit did not serve a run within 20 s: {code} {body}\n{status}\n{log}");
+    });
+    assert_eq!(health, "ok: the latest run of 1 job passed\n");
     // It runs as the account the unit names, and keeps its history where the unit says.
     let user = host.exec(&["sh", "-c", "ps -o user= -p $(systemctl --user show -p MainPID --value opsbook)"]);
     assert_eq!(String::from_utf8_lossy(&user.stdout).trim(), "opsbook");

@@ -9,26 +9,24 @@ use std::time::{Duration, Instant};
 
 use crate::fleet_runs::{boot, install};
 use crate::serve::{free_port, get, until};
-use crate::support::Test;
+use crate::support::{Test, wait_until};
 
 /// Polls `/healthz` until its body matches `pattern` (the whole body); the body and the time.
+#[track_caller]
 fn health_until(base: &str, status: u16, pattern: &str, limit: Duration) -> (String, Duration) {
     let re = regex::Regex::new(pattern).unwrap();
     let started = Instant::now();
-    loop {
-        let (code, body) = get(&format!("{base}/healthz"));
-        if code == status && re.is_match(&body) {
-            return (body, started.elapsed());
+    let body = wait_until(&format!("/healthz answering {status} /{pattern}/"), limit, || {
+        match get(&format!("{base}/healthz")) {
+            (code, body) if code == status && re.is_match(&body) => Ok(body),
+            (code, body) => Err(format!("{code} {body}")),
         }
-        assert!(
-            started.elapsed() < limit,
-            "/healthz did not answer {status} /{pattern}/ within {limit:?}: {code} {body}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    });
+    (body, started.elapsed())
 }
 
 /// The `opsbook_run_outcome` series that are 1: `host outcome`, sorted.
+#[track_caller]
 fn outcomes(base: &str) -> Vec<String> {
     let (_, metrics) = get(&format!("{base}/metrics"));
     let re = regex::Regex::new(

@@ -8,6 +8,7 @@ use serde_json::json;
 use crate::support::Test;
 use crate::support::wire::WireServer;
 
+#[track_caller]
 fn executable(t: Test, name: &str, script: &str) -> Test {
     let t = t.file(name, script);
     let path = t.path().join(name);
@@ -34,10 +35,13 @@ check("what it printed before is kept", s.stdout == "waiting for the lock\n" && 
         pid = pidfile.display()
     );
     let _out = t.runbook("x", &src).args(["run", "x"]).run().code(0).stdout_has("4 passed, 0 failed");
+    // The group is killed with the command: its background child ends (gone, or a zombie
+    // until its new parent reaps it) within moments, long before its own `sleep 30` would.
     let pid = std::fs::read_to_string(&pidfile).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-    assert!(stat.is_empty() || stat.contains(") Z "), "the background child of a timed-out command survived: {stat}");
+    crate::support::wait_until("the background child of the timed-out command ended", Duration::from_secs(5), || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z ") { Ok(()) } else { Err(stat) }
+    });
     Test::new()
         .runbook("x", "host::exec([\"no-such-tool-here\"]);")
         .args(["run", "x"])

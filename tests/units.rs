@@ -4,6 +4,7 @@
 use crate::support::Test;
 use crate::support::private_host::PrivateHost;
 
+#[track_caller]
 fn boot() -> Option<PrivateHost> {
     match PrivateHost::boot() {
         Ok(h) => Some(h),
@@ -19,6 +20,7 @@ const RELOADABLE: &str =
     "[Unit]\nDescription=Reloadable\n[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/true\n";
 const BROKEN: &str = "[Unit]\nDescription=Broken on purpose\n[Service]\nExecStart=/bin/false\n";
 
+#[track_caller]
 fn run(host: &PrivateHost, src: &str, extra: &[&str]) -> crate::support::Output {
     let t = Test::new().runbook("t", src);
     let mut args = vec!["run", "t"];

@@ -131,7 +131,7 @@ keep() {
 
 # Reads the command line into `yes`, `host`, `positional` and `passthrough`.
 parse() {
-  yes=0 host="" positional=() passthrough=()
+  yes=0 rollout=0 host="" positional=() passthrough=()
   while [ $# -gt 0 ]; do
     case $1 in
       -y | --yes) yes=1 ;;
@@ -143,10 +143,15 @@ parse() {
         ;;
       --) shift; passthrough+=("$@"); break ;;
       # opsbook's options that take a value: the value goes with them.
-      --inventory | --config | --runbooks | --fleet | --forks | --format | --fault | --set)
+      --inventory | --config | --runbooks | --fleet | --forks | --format | --fault | --set | --serial | --max-fail)
         [ $# -ge 2 ] || die "\`$1\` needs a value" usage
+        [ "$1" != --serial ] || rollout=1
         passthrough+=("$1" "$2")
         shift
+        ;;
+      --canary)
+        rollout=1
+        passthrough+=("$1")
         ;;
       -*) own_option "$1" || passthrough+=("$1") ;;
       *) positional+=("$1") ;;
@@ -220,6 +225,18 @@ run() {
   exit "$status"
 }
 
+# A rollout (--serial, --canary) acts on every host of HOST (a host, a group, `all`) that
+# plays ROLE, batch by batch; the plan (its dry run) shows the batches.
+rollout_args() {
+  [ "$rollout" = 1 ] || return 0
+  local purged=("${args[@]:4}")
+  case $action in
+    deploy | remove | configure) args=(run "$action" --hosts "$host:&$role" --set "service=$role" "${purged[@]}") ;;
+    restart) args=(run restart --hosts "$host:&$role" --set "component=$role") ;;
+    *) die "\`$action\` has no rollout (--serial, --canary): deploy, remove, configure and restart have" usage ;;
+  esac
+}
+
 main() {
   parse "$@"
   target
@@ -228,6 +245,7 @@ main() {
   on_environment || role=$(role_of "$role")
   what="$action of $role on $host"
   opsbook_args
+  rollout_args
   args+=("${passthrough[@]}")
   run
 }

@@ -11,7 +11,7 @@
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use opsbook::transport::SshTarget;
 
@@ -118,11 +118,13 @@ impl Fleet {
     }
 
     /// The host called `name` (panics when there is none: a mistake in the test).
+    #[track_caller]
     pub(crate) fn host(&self, name: &str) -> &FleetHost {
         self.hosts.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("no host {name} in the fleet"))
     }
 
     /// A fresh key that no host of the fleet accepts.
+    #[track_caller]
     pub(crate) fn unknown_key(&self) -> PathBuf {
         let key = self.dir.path().join("unknown-key");
         if !key.exists() {
@@ -186,6 +188,7 @@ impl FleetHost {
     }
 
     /// Runs a command inside the host (killed after 30 s) and returns its output.
+    #[track_caller]
     pub(crate) fn exec(&self, argv: &[&str]) -> Output {
         let mut child = self
             .command(argv)
@@ -194,18 +197,16 @@ impl FleetHost {
             .stderr(Stdio::piped())
             .spawn()
             .expect("nsenter");
-        let started = Instant::now();
-        while child.try_wait().expect("wait").is_none() {
-            if started.elapsed() > Duration::from_secs(30) {
-                child.kill().ok();
-                panic!("{argv:?} on {} did not finish within 30 s", self.name);
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        // Output is read once it has ended: what the tests run here prints little.
+        if crate::support::poll(Duration::from_secs(30), || child.try_wait().expect("wait").ok_or(())).is_err() {
+            child.kill().ok();
+            panic!("{argv:?} on {} did not finish within 30 s", self.name);
         }
         child.wait_with_output().expect("output")
     }
 
     /// Runs a command inside that must succeed; its stdout.
+    #[track_caller]
     pub(crate) fn ok(&self, argv: &[&str]) -> String {
         let out = self.exec(argv);
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -221,6 +222,7 @@ impl FleetHost {
     }
 
     /// Writes a user unit and reloads the user manager.
+    #[track_caller]
     pub(crate) fn install_unit(&self, name: &str, text: &str) {
         let path = format!("/run/user/0/systemd/user/{name}");
         let local = self.state.join(name);
@@ -232,12 +234,14 @@ impl FleetHost {
     /// Stops the host's sshd and ends every connection to it, as a host whose sshd went down
     /// with it: new connections are refused from then on, and a master an earlier run left
     /// (`ssh.persist`) ends too.
+    #[track_caller]
     pub(crate) fn stop_sshd(&self) {
         let pid_file = self.state.join("sshd.pid").display().to_string();
         self.ok(&["sh", "-c", &format!("kill $(cat {pid_file}); pkill -x sshd; true")]);
     }
 
     /// Starts the host's sshd again (after `stop_sshd`), as fleet-host.sh first started it.
+    #[track_caller]
     pub(crate) fn start_sshd(&self) {
         let config = self.state.join("sshd_config").display().to_string();
         let log = self.state.join("sshd.log").display().to_string();
@@ -245,6 +249,7 @@ impl FleetHost {
     }
 
     /// Loads an nftables ruleset (nft's file syntax) inside the host's network namespace.
+    #[track_caller]
     pub(crate) fn nft(&self, ruleset: &str) {
         let file = self.state.join("rules.nft");
         std::fs::write(&file, ruleset).expect("ruleset");
@@ -253,6 +258,7 @@ impl FleetHost {
 
     /// Makes TCP connections from this host to `to:port` fail at once (connection refused),
     /// as a firewall between a client and the server would.
+    #[track_caller]
     pub(crate) fn block_tcp_to(&self, to: Ipv4Addr, port: u16) {
         self.nft(&format!(
             "table inet opsbook_test {{\n  chain output {{\n    type filter hook output priority 0; policy accept;\n    \
@@ -262,6 +268,7 @@ impl FleetHost {
 
     /// Joins this host and `peer` by a real (userspace) WireGuard tunnel on `wg0`: this host
     /// gets `10.99.0.1`, the peer `10.99.0.2`. Says why when boringtun or wg is missing.
+    #[track_caller]
     pub(crate) fn wireguard_with(&self, peer: &FleetHost) -> Result<(), String> {
         let boringtun = boringtun().ok_or(
             "boringtun-cli is missing (cargo install boringtun-cli --root /opt/opsbook-test-tools; .ci/run does)",
@@ -303,11 +310,13 @@ impl FleetHost {
     }
 
     /// Ends this host's end of its WireGuard tunnel (the tunnel's peer is then gone).
+    #[track_caller]
     pub(crate) fn stop_wireguard(&self) {
         let pid = read_trimmed(self.state.join("boringtun.pid"));
         self.ok(&["kill", &pid]);
     }
 
+    #[track_caller]
     fn start_boringtun(&self, program: &Path) {
         let state = self.state.display().to_string();
         // In the foreground under a shell of ours, so its pid is known and it is stopped by pid.
@@ -321,28 +330,34 @@ impl FleetHost {
                 program.display()
             ),
         ]);
-        let started = Instant::now();
-        while !self.exec(&["ip", "link", "show", "wg0"]).status.success() {
-            assert!(started.elapsed() < Duration::from_secs(10), "boringtun made no wg0 on {}", self.name);
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        crate::support::wait_until(&format!("boringtun's wg0 on {}", self.name), Duration::from_secs(10), || {
+            let out = self.exec(&["ip", "link", "show", "wg0"]);
+            if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
+        });
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
-        let started = Instant::now();
-        while !self.state.join("ready").exists() {
-            if let Ok(Some(status)) = self.unshare.try_wait() {
+        // Ready once the script touches STATE/ready; an `unshare` that ended cannot get there.
+        let (ready, unshare) = (self.state.join("ready"), &mut self.unshare);
+        let booted = crate::support::poll(Duration::from_secs(20), || {
+            if ready.exists() {
+                return Ok(None);
+            }
+            match unshare.try_wait() {
+                Ok(Some(status)) => Ok(Some(status)),
+                _ => Err(()),
+            }
+        });
+        match booted {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => {
                 let mut err = String::new();
                 use std::io::Read;
                 self.unshare.stderr.take().map(|mut e| e.read_to_string(&mut err));
-                return Err(format!("host {} did not boot ({status}): {}", self.name, err.trim()));
+                Err(format!("host {} did not boot ({status}): {}", self.name, err.trim()))
             }
-            if started.elapsed() > Duration::from_secs(20) {
-                return Err(format!("host {} did not boot within 20 s", self.name));
-            }
-            std::thread::sleep(Duration::from_millis(10));
+            Err(()) => Err(format!("host {} did not boot within 20 s", self.name)),
         }
-        Ok(())
     }
 
     fn kill(&mut self) {
@@ -370,27 +385,25 @@ fn boringtun() -> Option<PathBuf> {
     std::iter::once(fixed).chain(on_path).find(|p| p.exists())
 }
 
+#[track_caller]
 fn read_trimmed(path: PathBuf) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).trim().to_string()
 }
 
 /// The first child of `unshare`: the host's init.
 fn find_init(unshare: &mut Child) -> Result<u32, String> {
-    let started = Instant::now();
     let pid = unshare.id();
-    loop {
+    let found = crate::support::poll(Duration::from_secs(5), || {
         let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
         if let Some(init) = children.split_whitespace().next().and_then(|p| p.parse().ok()) {
-            return Ok(init);
+            return Ok(Ok(init));
         }
-        if let Ok(Some(status)) = unshare.try_wait() {
-            return Err(format!("unshare ended at once ({status})"));
+        match unshare.try_wait() {
+            Ok(Some(status)) => Ok(Err(format!("unshare ended at once ({status})"))),
+            _ => Err(()),
         }
-        if started.elapsed() > Duration::from_secs(5) {
-            return Err("the host's init did not start within 5 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    });
+    found.unwrap_or_else(|()| Err("the host's init did not start within 5 s".into()))
 }
 
 /// `ip ARGS` in this (the outer) namespace.
@@ -420,10 +433,9 @@ fn remove_cgroup(dir: &Path) {
             }
         }
     }
-    for _ in 0..50 {
-        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // A cgroup can be removed once its last process is gone, which takes a moment after the
+    // kill; one still busy after a second is left (it is empty, and harmless).
+    let _ = crate::support::poll(Duration::from_secs(1), || {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() { Ok(()) } else { Err(()) }
+    });
 }

@@ -19,6 +19,7 @@ pub(crate) mod wire;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub(crate) fn opsbook() -> &'static str {
@@ -50,6 +51,7 @@ impl Test {
     }
 
     /// Writes a file relative to the test directory (parents created).
+    #[track_caller]
     pub(crate) fn file(self, relative: &str, contents: &str) -> Test {
         let path = self.dir.path().join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -101,6 +103,7 @@ impl Test {
     }
 
     /// Runs to completion (killed after 60 s).
+    #[track_caller]
     pub(crate) fn run(self) -> Output {
         let mut cmd = self.command();
         cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
@@ -118,13 +121,15 @@ impl Test {
     pub(crate) fn spawn(self) -> Running {
         let mut cmd = self.command();
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let child = cmd.spawn().expect("start opsbook");
-        Running { child: Some(child), test: Some(self) }
+        let mut child = cmd.spawn().expect("start opsbook");
+        let capture = Capture::start(&mut child);
+        Running { child: Some(child), capture: Some(capture), test: Some(self) }
     }
 }
 
 /// Runs opsbook in `dir` as `Test` does in its own scratch directory (the same environment),
 /// for tests that run several commands against the same files.
+#[track_caller]
 pub(crate) fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(opsbook());
     cmd.current_dir(dir)
@@ -146,32 +151,104 @@ pub(crate) fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     Output { code: out.0, stdout: out.1, stderr: out.2, test: Test::new() }
 }
 
+/// A child's stdout and stderr, read as they come by a thread each: a test can look at what
+/// a running process printed so far (`Running::wait_for_output`) and still get it all at the end.
+struct Capture {
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Capture {
+    fn start(child: &mut Child) -> Capture {
+        fn reader(mut from: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) -> std::thread::JoinHandle<()> {
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 8192];
+                while let Ok(n @ 1..) = from.read(&mut chunk) {
+                    into.lock().unwrap().extend_from_slice(&chunk[..n]);
+                }
+            })
+        }
+        let (stdout, stderr) = (Arc::default(), Arc::default());
+        let readers = vec![
+            reader(child.stdout.take().unwrap(), Arc::clone(&stdout)),
+            reader(child.stderr.take().unwrap(), Arc::clone(&stderr)),
+        ];
+        Capture { stdout, stderr, readers }
+    }
+
+    /// Stdout and stderr so far.
+    fn so_far(&self) -> (String, String) {
+        let text = |bytes: &Mutex<Vec<u8>>| String::from_utf8_lossy(&bytes.lock().unwrap()).into_owned();
+        (text(&self.stdout), text(&self.stderr))
+    }
+
+    /// Everything, once the child has ended (its pipes close then).
+    fn finish(mut self) -> (String, String) {
+        for reader in self.readers.drain(..) {
+            reader.join().unwrap();
+        }
+        self.so_far()
+    }
+}
+
+/// Waits for `child` to end, for at most `limit` (then it is killed and the test fails).
+#[track_caller]
 fn wait_output(mut child: Child, limit: Duration) -> (i32, String, String) {
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        out.read_to_string(&mut s).ok();
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        err.read_to_string(&mut s).ok();
-        s
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > limit {
-            child.kill().ok();
-            panic!("opsbook did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let capture = Capture::start(&mut child);
+    finish(child, capture, limit)
+}
+
+#[track_caller]
+fn finish(mut child: Child, capture: Capture, limit: Duration) -> (i32, String, String) {
+    let Ok(status) = poll(limit, || child.try_wait().unwrap().ok_or(())) else {
+        child.kill().ok();
+        child.wait().ok();
+        // What it printed so far: a process it started may still hold the pipes open.
+        let (stdout, stderr) = capture.so_far();
+        panic!("opsbook did not finish within {limit:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
     };
-    let code = status.code().unwrap_or(-1);
-    (code, t_out.join().unwrap(), t_err.join().unwrap())
+    let (stdout, stderr) = capture.finish();
+    (status.code().unwrap_or(-1), stdout, stderr)
+}
+
+/// Calls `probe` until it returns `Ok`, for at most `limit`, at growing intervals (5 ms, then
+/// twice as long each time up to 100 ms): its value, or its last `Err` once the time is up.
+/// For setup that reports a failure rather than panicking; a test waits with `wait_until`.
+pub(crate) fn poll<T, E>(limit: Duration, mut probe: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match probe() {
+            Ok(value) => return Ok(value),
+            Err(last) if started.elapsed() >= limit => return Err(last),
+            Err(_) => {}
+        }
+        std::thread::sleep(pause.min(limit.saturating_sub(started.elapsed())));
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// Waits for a condition instead of sleeping: calls `probe` until it observes what the test
+/// waits for (`Ok`, whose value is returned), for at most `limit`. Past that the test fails,
+/// naming `what` it waited for and what `probe` last observed (its `Err`).
+///
+/// ```ignore
+/// let body = wait_until("/healthz answering 200", Duration::from_secs(20), || match get(&url) {
+///     (200, body) => Ok(body),
+///     (code, body) => Err(format!("{code} {body}")),
+/// });
+/// ```
+#[track_caller]
+pub(crate) fn wait_until<T, E: std::fmt::Display>(
+    what: &str,
+    limit: Duration,
+    probe: impl FnMut() -> Result<T, E>,
+) -> T {
+    match poll(limit, probe) {
+        Ok(value) => value,
+        Err(last) => panic!("waited {limit:?} for {what}, in vain; last seen: {last}"),
+    }
 }
 
 /// A finished run.
@@ -197,12 +274,14 @@ impl Output {
         format!("\n--- exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
     }
 
+    #[track_caller]
     pub(crate) fn code(self, expected: i32) -> Output {
         assert_eq!(self.code, expected, "unexpected exit status{}", self.context());
         self
     }
 
     /// A run that passed: exit 0 and a summary line counting no failed check.
+    #[track_caller]
     pub(crate) fn passed(self, what: &str) -> Output {
         let summary = self.stdout.lines().last().unwrap_or("");
         assert!(self.code == 0 && summary.contains(" 0 failed"), "{what} did not pass{}", self.context());
@@ -210,6 +289,7 @@ impl Output {
     }
 
     /// Stdout is exactly `expected` once durations and temporary paths are masked (`mask`).
+    #[track_caller]
     pub(crate) fn stdout_is(self, expected: &str) -> Output {
         let seen = mask(&self.stdout);
         assert!(seen == expected, "stdout differs{}", diff(expected, &seen, &self.context()));
@@ -217,6 +297,7 @@ impl Output {
     }
 
     /// Stderr is exactly `expected` once masked.
+    #[track_caller]
     pub(crate) fn stderr_is(self, expected: &str) -> Output {
         let seen = mask(&self.stderr);
         assert!(seen == expected, "stderr differs{}", diff(expected, &seen, &self.context()));
@@ -225,6 +306,7 @@ impl Output {
 
     /// The whole masked stdout matches `pattern` (anchored at both ends; `(?s)` is implied
     /// nowhere, so say where lines may vary).
+    #[track_caller]
     pub(crate) fn stdout_matches(self, pattern: &str) -> Output {
         let seen = mask(&self.stdout);
         let re = regex::Regex::new(&format!("^(?:{pattern})$")).expect("a valid pattern");
@@ -234,6 +316,7 @@ impl Output {
 
     /// Stdout, masked, equals the file `tests/fixtures/NAME`; with `OPSBOOK_BLESS=1` the file
     /// is written from what was seen instead (then review the change with `git diff`).
+    #[track_caller]
     pub(crate) fn stdout_is_fixture(self, name: &str) -> Output {
         let path = repo_dir().join("tests/fixtures").join(name);
         let seen = mask(&self.stdout);
@@ -252,26 +335,31 @@ impl Output {
         self
     }
 
+    #[track_caller]
     pub(crate) fn stdout_has(self, text: &str) -> Output {
         assert!(self.stdout.contains(text), "stdout lacks {text:?}{}", self.context());
         self
     }
 
+    #[track_caller]
     pub(crate) fn stdout_lacks(self, text: &str) -> Output {
         assert!(!self.stdout.contains(text), "stdout has {text:?}{}", self.context());
         self
     }
 
+    #[track_caller]
     pub(crate) fn stderr_has(self, text: &str) -> Output {
         assert!(self.stderr.contains(text), "stderr lacks {text:?}{}", self.context());
         self
     }
 
+    #[track_caller]
     pub(crate) fn stderr_lacks(self, text: &str) -> Output {
         assert!(!self.stderr.contains(text), "stderr has {text:?}{}", self.context());
         self
     }
 
+    #[track_caller]
     pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}{}", self.context()))
     }
@@ -316,6 +404,7 @@ fn diff(expected: &str, seen: &str, context: &str) -> String {
 /// A run in progress.
 pub(crate) struct Running {
     child: Option<Child>,
+    capture: Option<Capture>,
     test: Option<Test>,
 }
 
@@ -331,10 +420,25 @@ impl Running {
         }
     }
 
+    /// Waits until the process has printed `text` (on stdout or stderr), for at most `limit`.
+    #[track_caller]
+    pub(crate) fn wait_for_output(&self, text: &str, limit: Duration) {
+        let capture = self.capture.as_ref().unwrap();
+        wait_until(&format!("{text:?} in the output"), limit, || {
+            let (stdout, stderr) = capture.so_far();
+            if stdout.contains(text) || stderr.contains(text) {
+                Ok(())
+            } else {
+                Err(format!("\n--- stdout\n{stdout}\n--- stderr\n{stderr}"))
+            }
+        });
+    }
+
     /// Waits for the end; returns the output and how long the wait took.
+    #[track_caller]
     pub(crate) fn wait(mut self, limit: Duration) -> (Output, Duration) {
         let started = Instant::now();
-        let (code, stdout, stderr) = wait_output(self.child.take().unwrap(), limit);
+        let (code, stdout, stderr) = finish(self.child.take().unwrap(), self.capture.take().unwrap(), limit);
         let took = started.elapsed();
         (Output { code, stdout, stderr, test: self.test.take().unwrap() }, took)
     }
@@ -351,11 +455,12 @@ impl Drop for Running {
 
 /// Marks the calling test as skipped because a real part it needs is missing. The reason is
 /// printed (visible with `--nocapture`) and appended to `target/tmp/skipped.log`. With
-/// `OPSBOOK_TEST_REQUIRE_ALL` set (`.ci/run` sets it, after installing every part) a skip is a
-/// failure instead: nothing passes in CI without having run.
+/// `OPSBOOK_TEST_REQUIRE_ALL` set to anything but `0` or nothing (`.ci/run` sets it to 1, after
+/// installing every part) a skip is a failure instead: nothing passes in CI without having run.
+#[track_caller]
 pub(crate) fn skip(reason: impl AsRef<str>) {
     let reason = reason.as_ref();
-    if std::env::var_os("OPSBOOK_TEST_REQUIRE_ALL").is_some() {
+    if std::env::var("OPSBOOK_TEST_REQUIRE_ALL").is_ok_and(|v| !v.is_empty() && v != "0") {
         panic!("this test cannot run here, and OPSBOOK_TEST_REQUIRE_ALL forbids skipping: {reason}");
     }
     eprintln!("skipped: {reason}");

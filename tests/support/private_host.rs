@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub(crate) struct PrivateHost {
     unshare: Child,
@@ -58,19 +58,28 @@ impl PrivateHost {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot run unshare: {e}"))?;
-        let started = Instant::now();
-        while !state.path().join("ready").exists() {
-            if let Ok(Some(status)) = unshare.try_wait() {
+        // Ready once the script touches STATE/ready; an `unshare` that ended cannot get there.
+        let booted = crate::support::poll(Duration::from_secs(20), || {
+            if state.path().join("ready").exists() {
+                return Ok(None);
+            }
+            match unshare.try_wait() {
+                Ok(Some(status)) => Ok(Some(status)),
+                _ => Err(()),
+            }
+        });
+        match booted {
+            Ok(None) => {}
+            Ok(Some(status)) => {
                 let mut err = String::new();
                 use std::io::Read;
                 unshare.stderr.take().map(|mut e| e.read_to_string(&mut err));
                 return Err(format!("the private host did not boot ({status}): {}", err.trim()));
             }
-            if started.elapsed() > Duration::from_secs(20) {
+            Err(()) => {
                 unshare.kill().ok();
                 return Err("the private host did not boot within 20 s".into());
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
         let children = std::fs::read_to_string(format!("/proc/{}/task/{}/children", unshare.id(), unshare.id()))
             .map_err(|e| format!("cannot find the host's init: {e}"))?;
@@ -98,11 +107,13 @@ impl PrivateHost {
     }
 
     /// Runs a command inside and returns its output.
+    #[track_caller]
     pub(crate) fn exec(&self, argv: &[&str]) -> Output {
         self.command(argv).stdin(Stdio::null()).output().expect("nsenter")
     }
 
     /// Installs a user unit and reloads the manager.
+    #[track_caller]
     pub(crate) fn install_unit(&self, name: &str, text: &str) {
         let path = format!("/run/user/0/systemd/user/{name}");
         let mut child = self.command(&["sh", "-c", &format!("cat > {path}")]).stdin(Stdio::piped()).spawn().unwrap();
@@ -114,6 +125,7 @@ impl PrivateHost {
     }
 
     /// `systemctl --user ARGS` inside; stdout.
+    #[track_caller]
     pub(crate) fn systemctl(&self, args: &[&str]) -> String {
         let mut argv = vec!["systemctl", "--user"];
         argv.extend_from_slice(args);
@@ -121,6 +133,7 @@ impl PrivateHost {
     }
 
     /// Runs the opsbook under test inside the host, in `dir`, against the user manager.
+    #[track_caller]
     pub(crate) fn opsbook(&self, dir: &Path, args: &[&str]) -> super::Output {
         let mut argv = vec![super::opsbook(), "--user"];
         argv.extend_from_slice(args);
@@ -154,10 +167,9 @@ fn remove_cgroup(dir: &Path) {
             }
         }
     }
-    for _ in 0..50 {
-        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // A cgroup can be removed once its last process is gone, which takes a moment after the
+    // kill; one still busy after a second is left (it is empty, and harmless).
+    let _ = crate::support::poll(Duration::from_secs(1), || {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() { Ok(()) } else { Err(()) }
+    });
 }

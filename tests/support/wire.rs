@@ -15,6 +15,7 @@ pub(crate) struct WireServer {
 
 /// A captured answer of a real server, kept in `tests/fixtures/wire` (copied from the
 /// captures the project was given; its README says what each file shows).
+#[track_caller]
 pub(crate) fn capture(path: &str) -> String {
     let file = format!("{}/tests/fixtures/wire/{path}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("fixture `{file}` cannot be read: {e}"))
@@ -22,6 +23,7 @@ pub(crate) fn capture(path: &str) -> String {
 
 impl WireServer {
     /// Starts a server answering `routes` (see wire_server.py); None when python3 is missing.
+    #[track_caller]
     pub(crate) fn start(routes: serde_json::Value) -> Option<WireServer> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("routes.json");
@@ -46,6 +48,7 @@ impl WireServer {
     }
 
     /// Requests received so far, one JSON object each.
+    #[track_caller]
     pub(crate) fn requests(&self) -> Vec<serde_json::Value> {
         let log = std::fs::read_to_string(self.routes.with_extension("json.log")).unwrap_or_default();
         log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()

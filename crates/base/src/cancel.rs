@@ -71,6 +71,42 @@ pub fn on_signals(runtime: &tokio::runtime::Runtime, cancels: Vec<Cancel>, what:
     });
 }
 
+/// For a rollout: the first Ctrl-C or SIGTERM sets `drain` — the hosts in flight finish
+/// (their gate passes, or they are rolled back) and no new one starts; the second cancels the
+/// runs in `cancels` (their hosts are then rolled back); a third quits at once.
+pub fn on_signals_draining(runtime: &tokio::runtime::Runtime, drain: Cancel, cancels: Vec<Cancel>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let _context = runtime.enter();
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return;
+    };
+    runtime.spawn(async move {
+        // Counted here, not read from the flags: a rollback resets its host's flag.
+        let mut seen = 0;
+        loop {
+            tokio::select! {
+                _ = int.recv() => {},
+                _ = term.recv() => {},
+            }
+            seen += 1;
+            match seen {
+                1 => {
+                    eprintln!(
+                        "\ninterrupted: finishing the hosts in flight (their gate, or their rollback); no new host \
+                         starts (Ctrl-C again to stop them and roll them back)"
+                    );
+                    drain.cancel();
+                }
+                2 => {
+                    eprintln!("\ninterrupted again: stopping the hosts in flight and rolling them back (Ctrl-C again to quit at once)");
+                    cancels.iter().for_each(Cancel::cancel);
+                }
+                _ => std::process::exit(130),
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

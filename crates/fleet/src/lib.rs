@@ -15,6 +15,7 @@ use opsbook_sandbox as sandbox;
 use opsbook_world as world;
 
 pub mod options;
+pub mod rollout;
 pub mod run;
 pub mod runner;
 pub mod session;

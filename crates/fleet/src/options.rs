@@ -1,7 +1,8 @@
 //! The options every subcommand shares: where the configuration, runbooks and inventory are,
 //! how a run acts (dry-run, sandbox and its faults), which hosts it acts on and how many at
-//! once. Declared once with clap's derive so the command line accepts them anywhere; the
-//! layers below read them as plain data.
+//! once; and how `run` rolls a change out over several hosts (`RolloutOptions`: batches, a
+//! failure budget, rollback). Declared once with clap's derive so the command line accepts
+//! them anywhere; the layers below read them as plain data.
 
 use std::path::PathBuf;
 
@@ -44,11 +45,11 @@ pub struct GlobalOptions {
 
     /// With --sandbox, simulate a fleet: a server host and N client hosts (c1…cN), each with its
     /// own units and journal; a runbook then runs on every host at once.
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_parser = fleet_size)]
     pub fleet: Option<usize>,
 
     /// Hosts a run over several hosts may run at once.
-    #[arg(long, global = true, value_name = "N", default_value_t = 10)]
+    #[arg(long, global = true, value_name = "N", default_value_t = 10, value_parser = forks)]
     pub forks: usize,
 
     /// With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE].
@@ -93,6 +94,84 @@ limits the fault to one host, else it applies wherever the component runs.\n\
 - log-shipper:bad-config — the shipper's configuration file no longer validates\n\
 - log-shipper:reload-fails — the shipper's reload fails";
 
+/// How `opsbook run` rolls a change out over several hosts (see `rollout.rs`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct RolloutOptions {
+    /// Roll the change out in batches of N hosts, or P% of them (`25%`): the next batch starts
+    /// only when every host of this one passed its gate (the run's own checks on that host).
+    #[arg(long, value_name = "N|P%", value_parser = Share::parse)]
+    pub serial: Option<Share>,
+
+    /// Roll the change out to one host first (a batch of one), then the rest (in batches of
+    /// --serial when given).
+    #[arg(long)]
+    pub canary: bool,
+
+    /// With --serial or --canary: how many hosts, N or P% of them, may fail before no further
+    /// batch starts (default 0: the first failure stops the rollout).
+    #[arg(long, value_name = "N|P%", value_parser = Share::parse)]
+    pub max_fail: Option<Share>,
+
+    /// With --serial or --canary: keep the new state of a host whose gate failed, for
+    /// inspection, instead of rolling it back (`opsbook run rollback` restores it later).
+    #[arg(long)]
+    pub no_rollback: bool,
+}
+
+impl RolloutOptions {
+    /// Whether the run is a rollout: batches were asked for.
+    pub fn wanted(&self) -> bool {
+        self.serial.is_some() || self.canary
+    }
+
+    /// The options that only mean something in a rollout, when given without one.
+    pub fn stray(&self) -> Option<&'static str> {
+        match () {
+            _ if self.wanted() => None,
+            _ if self.max_fail.is_some() => Some("--max-fail"),
+            _ if self.no_rollback => Some("--no-rollback"),
+            _ => None,
+        }
+    }
+}
+
+/// A number of hosts, or a share of them (`--serial 25%`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    Hosts(usize),
+    Percent(u32),
+}
+
+impl Share {
+    fn parse(text: &str) -> Result<Share, String> {
+        let wrong = || format!("`{text}` is neither a number of hosts (2) nor a share of them (25%)");
+        match text.trim().strip_suffix('%') {
+            Some(p) => match p.trim().parse::<u32>() {
+                Ok(p) if p <= 100 => Ok(Share::Percent(p)),
+                _ => Err(wrong()),
+            },
+            None => text.trim().parse().map(Share::Hosts).map_err(|_| wrong()),
+        }
+    }
+
+    /// How many hosts of `total` this is (a share rounds down).
+    pub fn of(self, total: usize) -> usize {
+        match self {
+            Share::Hosts(n) => n,
+            Share::Percent(p) => total * p as usize / 100,
+        }
+    }
+}
+
+impl std::fmt::Display for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Share::Hosts(n) => write!(f, "{n}"),
+            Share::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
 impl GlobalOptions {
     /// The inventory the command line asks for: `--config` and `--user` as every subcommand
     /// reads them, `--inventory` over the `inventory` key.
@@ -100,5 +179,42 @@ impl GlobalOptions {
         let sources = Sources { explicit: self.config.clone(), user_scope: self.user };
         let config = Config::load(&sources)?;
         Inventory::load(&config, self.inventory.as_deref())
+    }
+}
+
+/// The most simulated client hosts `--fleet` starts: each is a set of in-process components
+/// with ports, files and threads of its own, and a sandbox is for rehearsing, not load.
+const MAX_FLEET: usize = 200;
+/// The most hosts a run acts on at once.
+const MAX_FORKS: usize = 1000;
+
+/// `--fleet N`: 1 to `MAX_FLEET`, refused in words otherwise (not obeyed until memory runs out).
+fn fleet_size(text: &str) -> Result<usize, String> {
+    bounded(text, MAX_FLEET, "simulated client hosts")
+}
+
+/// `--forks N`: 1 to `MAX_FORKS` (0 would run nothing, for ever).
+fn forks(text: &str) -> Result<usize, String> {
+    bounded(text, MAX_FORKS, "hosts at once")
+}
+
+fn bounded(text: &str, max: usize, what: &str) -> Result<usize, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 && n <= max as u64 => Ok(n as usize),
+        Ok(_) => Err(format!("give between 1 and {max} {what}")),
+        Err(_) => Err(format!("`{text}` is not a number of {what} (1 to {max})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fleet_and_forks_are_bounded_in_words() {
+        assert_eq!(fleet_size("3"), Ok(3));
+        assert_eq!(fleet_size("4294967296"), Err("give between 1 and 200 simulated client hosts".to_string()));
+        assert_eq!(forks("0"), Err("give between 1 and 1000 hosts at once".to_string()));
+        assert_eq!(forks("many"), Err("`many` is not a number of hosts at once (1 to 1000)".to_string()));
     }
 }

@@ -67,7 +67,7 @@ pub fn run(
 }
 
 /// One host's run, its report kept in memory (the fleet writes it when the host is done).
-fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Report {
+pub(crate) fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Report {
     let quiet = |name: &str, source: &str, shown, mode| {
         Recorder::with_output(name, source, shown, mode, Box::new(Kept), Box::new(std::io::sink()))
     };

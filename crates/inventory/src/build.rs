@@ -81,18 +81,8 @@ pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inve
 
 /// No inventory: this machine, playing every role, with the base configuration.
 fn local(config: &Config) -> Inventory {
-    let host = Host {
-        name: "localhost".into(),
-        address: None,
-        roles: Role::ALL.iter().map(|&r| Fact { value: r, from: Source::Default }).collect(),
-        user: None,
-        port: None,
-        key: None,
-        overrides: Vec::new(),
-        groups: Vec::new(),
-        problems: Vec::new(),
-        config: config.clone(),
-    };
+    let roles = Role::ALL.iter().map(|&r| Fact { value: r, from: Source::Default }).collect();
+    let host = on_this_machine("localhost", roles, config);
     let groups = [("all".to_string(), ["localhost".to_string()].into())].into();
     Inventory { hosts: vec![host], groups }
 }
@@ -101,25 +91,33 @@ fn local(config: &Config) -> Inventory {
 pub(crate) fn simulated(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
     let hosts: Vec<Host> = hosts
         .iter()
-        .map(|(name, roles)| Host {
-            name: name.clone(),
-            address: None,
-            roles: roles
+        .map(|(name, roles)| {
+            let roles = roles
                 .iter()
                 .filter_map(|r| Role::parse(r))
                 .map(|value| Fact { value, from: Source::Rule("the sandbox's fleet") })
-                .collect(),
-            user: None,
-            port: None,
-            key: None,
-            overrides: Vec::new(),
-            groups: Vec::new(),
-            problems: Vec::new(),
-            config: config.clone(),
+                .collect();
+            on_this_machine(name, roles, config)
         })
         .collect();
     let groups = [("all".to_string(), hosts.iter().map(|h| h.name.clone()).collect())].into();
     Inventory { hosts, groups }
+}
+
+/// A host reached without ssh (this machine, or one simulated in this process).
+fn on_this_machine(name: &str, roles: Vec<Fact<Role>>, config: &Config) -> Host {
+    Host {
+        name: name.to_string(),
+        address: None,
+        roles,
+        user: None,
+        port: None,
+        key: None,
+        overrides: Vec::new(),
+        groups: Vec::new(),
+        problems: Vec::new(),
+        config: config.clone(),
+    }
 }
 
 /// One host's variables, rendered on demand, with unresolvable ones collected as problems.

@@ -380,6 +380,9 @@ mod tests {
             inv.targets(None, Some("nothing*")).unwrap_err().to_string(),
             "error: the host pattern `nothing*` selects no host; `opsbook hosts` lists them"
         );
-        assert!(inv.targets(Some("c1"), Some("all")).is_err());
+        assert_eq!(
+            inv.targets(Some("c1"), Some("all")).unwrap_err().to_string(),
+            "error: give either `--host` or `--hosts`, not both"
+        );
     }
 }

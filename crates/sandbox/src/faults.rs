@@ -198,10 +198,24 @@ mod tests {
 
     #[test]
     fn bad_specs_say_why() {
-        assert!(Faults::parse(&["log-stor:down".into()]).unwrap_err().contains("did you mean `log-store`?"));
-        assert!(Faults::parse(&["metrics-agent:garbage".into()]).unwrap_err().contains("does not apply"));
-        assert!(Faults::parse(&["log-store:json-errors".into()]).unwrap_err().contains("does not apply"));
-        assert!(Faults::parse(&["down".into()]).unwrap_err().contains("expected [HOST:]COMPONENT:FAULT"));
+        assert_eq!(
+            Faults::parse(&["log-stor:down".into()]).unwrap_err(),
+            "fault `log-stor:down`: unknown component `log-stor` (one of metrics-db, log-store, metrics-agent, \
+             log-shipper); did you mean `log-store`?"
+        );
+        assert_eq!(
+            Faults::parse(&["metrics-agent:garbage".into()]).unwrap_err(),
+            "fault `metrics-agent:garbage`: `garbage` does not apply to metrics-agent (see `opsbook run --help`)"
+        );
+        assert_eq!(
+            Faults::parse(&["down".into()]).unwrap_err(),
+            "fault `down`: expected [HOST:]COMPONENT:FAULT, e.g. `log-store:down`, `c2:log-shipper:down` or \
+             `metrics-db:slow-ready=15s`"
+        );
+        assert_eq!(
+            Faults::parse(&["log-store:json-errors".into()]).unwrap_err(),
+            "fault `log-store:json-errors`: `json-errors` does not apply to log-store (see `opsbook run --help`)"
+        );
     }
 
     #[test]

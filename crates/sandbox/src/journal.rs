@@ -217,7 +217,10 @@ mod tests {
         let grep = Query { grep: Some("^level=info".into()), ..Query::default() };
         assert_eq!(rt().block_on(j.read(&grep)).unwrap().len(), 1);
         let bad = Query { since: Some("the other day".into()), ..Query::default() };
-        assert!(rt().block_on(j.read(&bad)).unwrap_err().contains("not a time"));
+        assert_eq!(
+            rt().block_on(j.read(&bad)).unwrap_err(),
+            "`the other day` is not a time journalctl understands (e.g. \"1 hour ago\", \"today\", \"2026-11-22 09:00:00\", \"-5min\")"
+        );
     }
 
     #[test]

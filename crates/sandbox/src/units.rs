@@ -482,7 +482,10 @@ mod tests {
         assert_eq!(m.run_job(Job::Start, "loki", t).await.unwrap().result, "done");
         let e = m.run_job(Job::Reload, "loki", t).await.unwrap_err();
         assert_eq!(e, UnitError::NotApplicable { unit: "loki.service".into(), job: Job::Reload });
-        assert!(matches!(m.run_job(Job::Stop, "nope", t).await, Err(UnitError::NotFound { .. })));
+        assert_eq!(
+            m.run_job(Job::Stop, "nope", t).await.unwrap_err(),
+            UnitError::NotFound { unit: "nope.service".into() }
+        );
         assert_eq!(m.list("lo*").await.unwrap().len(), 1);
         assert!(m.list("*.socket").await.unwrap().is_empty());
     }

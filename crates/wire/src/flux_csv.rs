@@ -423,7 +423,7 @@ mod tests {
     #[test]
     fn empty_and_malformed_input_never_panic() {
         assert_eq!(parse("").unwrap(), Vec::<Row>::new());
-        assert!(parse("\"open").is_err());
+        assert_eq!(parse("\"open").unwrap_err(), "unterminated quoted field (line 1)");
         // Arbitrary byte soup: must not panic, whatever it returns.
         let mut seed = 0x9e3779b97f4a7c15u64;
         let alphabet = b",\"\n\r#abc01 .-+:";

@@ -51,7 +51,8 @@ pub fn decode(encoding: Encoding, body: &[u8]) -> Result<Vec<PushStream>, String
     match encoding {
         Encoding::Json => decode_json(body),
         Encoding::Protobuf => {
-            let raw = snap::raw::Decoder::new().decompress_vec(body).map_err(|e| format!("snappy: {e}"))?;
+            // snap's messages start with `snappy: ` already, as Go's snappy package's do.
+            let raw = snap::raw::Decoder::new().decompress_vec(body).map_err(|e| e.to_string())?;
             decode_protobuf(&raw)
         }
     }
@@ -402,20 +403,29 @@ mod tests {
         assert_eq!(parse_labels("{ }").unwrap(), vec![]);
         let sorted = parse_labels(r#"{job="x", a="1"}"#).unwrap();
         assert_eq!(sorted, vec![("a".to_string(), "1".to_string()), ("job".to_string(), "x".to_string())]);
-        assert!(parse_labels("job").is_err());
-        assert!(parse_labels("{a=~\"x\"}").is_err());
-        assert!(parse_labels("{a=\"x\" b=\"y\"}").is_err());
-        assert!(parse_labels("{a=\"open}").is_err());
-        assert!(parse_labels("a=\"x\"").is_err());
+        assert_eq!(parse_labels("job").unwrap_err(), "a label set is written `{name=\"value\", …}`");
+        assert_eq!(parse_labels("{a=~\"x\"}").unwrap_err(), "label `a`: expected a quoted value");
+        assert_eq!(parse_labels("{a=\"x\" b=\"y\"}").unwrap_err(), "unexpected `b=\"y\"` after label `a`");
+        assert_eq!(parse_labels("{a=\"open}").unwrap_err(), "label `a`: expected a quoted value");
+        assert_eq!(parse_labels("a=\"x\"").unwrap_err(), "a label set is written `{name=\"value\", …}`");
     }
 
     #[test]
     fn malformed_bodies_are_errors_not_panics() {
-        assert!(decode(Encoding::Json, b"{").is_err());
-        assert!(decode(Encoding::Json, br#"{"streams":[{"stream":{},"values":[["x","y"]]}]}"#).is_err());
-        assert!(decode(Encoding::Protobuf, b"garbage").is_err());
+        assert_eq!(
+            decode(Encoding::Json, b"{").unwrap_err(),
+            "loghttp.PushRequest: EOF while parsing an object at line 1 column 1"
+        );
+        assert_eq!(
+            decode(Encoding::Json, br#"{"streams":[{"stream":{},"values":[["x","y"]]}]}"#).unwrap_err(),
+            "streams[0].values[0]: timestamp must be a string of nanoseconds"
+        );
+        assert_eq!(
+            decode(Encoding::Protobuf, b"garbage").unwrap_err(),
+            "snappy: corrupt input (expected valid offset but got offset 882; dst position: 0)"
+        );
         let truncated = snap::raw::Encoder::new().compress_vec(&[0x0a, 0x05, 0x0a]).unwrap();
-        assert!(decode(Encoding::Protobuf, &truncated).is_err());
+        assert_eq!(decode(Encoding::Protobuf, &truncated).unwrap_err(), "protobuf: truncated field");
         assert_eq!(encoding_of("application/json; charset=utf-8"), Encoding::Json);
         assert_eq!(encoding_of("application/x-protobuf"), Encoding::Protobuf);
     }

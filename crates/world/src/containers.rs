@@ -263,7 +263,8 @@ mod tests {
         assert_eq!((stats.name.as_str(), stats.cpu_percent.as_str()), ("loki-test", "0.00%"));
         let inspect: Value = serde_json::from_str(&fixture("inspect.json")).unwrap();
         assert_eq!(inspect[0]["State"]["Status"], "created");
-        assert!(parse_ps("<html>").is_err() && parse_stats("[]").is_err());
+        assert_eq!(parse_ps("<html>").unwrap_err(), "podman ps did not print JSON: expected value at line 1 column 1");
+        assert_eq!(parse_stats("[]").unwrap_err(), "podman stats printed no container");
     }
 
     #[test]

@@ -351,7 +351,10 @@ mod tests {
         let names: Vec<String> =
             std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert_eq!(names.len(), 2, "a temporary file was left: {names:?}");
-        assert!(shell.remove(&sub, false).await.unwrap_err().contains("it is a directory"));
+        assert_eq!(
+            shell.remove(&sub, false).await.unwrap_err(),
+            format!("cannot remove {sub}: \"it is a directory\" (exit status 1)")
+        );
         assert_eq!(shell.remove(&file, false).await, Ok(true));
         assert_eq!(shell.remove(&file, false).await, Ok(false));
         assert_eq!(shell.remove(&format!("{base}/sub"), true).await, Ok(true));

@@ -324,7 +324,10 @@ mod tests {
         let e = parse_entry(r#"{"MESSAGE":["one","two"],"SYSLOG_IDENTIFIER":["x","y"]}"#).unwrap();
         assert_eq!(e.message, "one\ntwo");
         assert!(parse_entry(r#"{"MESSAGE":null}"#).unwrap().message.contains("4096"));
-        assert!(parse_entry("not json").is_err());
+        assert_eq!(
+            parse_entry("not json").unwrap_err(),
+            "journalctl printed something that is not JSON (expected ident at line 1 column 2)"
+        );
     }
 
     #[test]

@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
@@ -97,7 +96,8 @@ pub struct Config {
     files: Vec<PathBuf>,
     /// A token handed over as a value (the sandbox's), never stored as text.
     given_token: Option<Secret>,
-    token: OnceLock<Result<Option<Secret>, String>>,
+    /// The resolved token, kept until `forget_token` (after deploy wrote a new one).
+    token: TokenCache,
     /// The `[serve]` table: what `opsbook serve` schedules.
     pub serve: serve::Serve,
     /// Values as the host itself sees them, for keys later pointed at a forwarded port
@@ -122,7 +122,7 @@ impl Config {
             settings,
             files: Vec::new(),
             given_token: None,
-            token: OnceLock::new(),
+            token: TokenCache::default(),
             serve: serve::Serve::default(),
             on_host: BTreeMap::new(),
         }
@@ -171,7 +171,7 @@ impl Config {
         }
         self.settings.insert(key.name, Setting { value, origin });
         if key.name.starts_with("metrics_db.token") {
-            self.token = OnceLock::new();
+            self.token = TokenCache::default();
         }
         Ok(())
     }
@@ -193,7 +193,7 @@ impl Config {
             self.settings.insert(key.name, Setting { value: Value::Text(String::new()), origin: origin.clone() });
         }
         self.given_token = Some(token);
-        self.token = OnceLock::new();
+        self.forget_token();
     }
 
     fn merge_file(&mut self, path: &Path) -> Result<(), Error> {
@@ -320,7 +320,22 @@ impl Config {
     /// The API token, resolved once: handed over, inline value, else `token_file`, else
     /// `token_command`. `Ok(None)` when none is configured.
     pub fn token(&self) -> Result<Option<Secret>, Error> {
-        self.token.get_or_init(|| self.token_source().resolve()).clone().map_err(Error::Token)
+        let mut cached = self.token.0.lock().unwrap_or_else(|e| e.into_inner());
+        cached.get_or_insert_with(|| self.token_source().resolve()).clone().map_err(Error::Token)
+    }
+
+    /// Resolves the token afresh at its next use (a deploy that onboarded the metrics database
+    /// has just written it to `token_file`).
+    pub fn forget_token(&self) {
+        *self.token.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The file the token is read from, when the configuration names one.
+    pub fn token_file(&self) -> Option<PathBuf> {
+        match self.token_source() {
+            TokenSource::File(path) => Some(path),
+            _ => None,
+        }
     }
 
     /// Where the token comes from, by the settings' precedence.
@@ -340,6 +355,16 @@ impl Config {
             Some(argv) => TokenSource::Command { argv, timeout: self.duration(keys::LIMITS_TOKEN_COMMAND_TIMEOUT) },
             None => TokenSource::None,
         }
+    }
+}
+
+/// The resolved token of a configuration; a copy of the configuration keeps what was resolved.
+#[derive(Default)]
+struct TokenCache(std::sync::Mutex<Option<Result<Option<Secret>, String>>>);
+
+impl Clone for TokenCache {
+    fn clone(&self) -> TokenCache {
+        TokenCache(std::sync::Mutex::new(self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()))
     }
 }
 

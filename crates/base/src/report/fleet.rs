@@ -43,7 +43,7 @@ pub fn write(out: &mut dyn Write, format: Format, runs: &[HostRun], took: Durati
 }
 
 /// Each host's report, replayed through the single-run formatter.
-fn replay(out: &mut dyn Write, f: &mut dyn Formatter, report: &Report) -> std::io::Result<()> {
+pub(super) fn replay(out: &mut dyn Write, f: &mut dyn Formatter, report: &Report) -> std::io::Result<()> {
     f.begin(out, report)?;
     for event in &report.events {
         f.event(out, event)?;

@@ -9,6 +9,7 @@ pub mod fleet;
 mod human;
 pub mod json;
 mod junit;
+pub mod rollout;
 mod tap;
 
 use std::collections::BTreeMap;

@@ -9,7 +9,7 @@
 
 mod token;
 
-pub use token::TokenSource;
+pub use token::{TokenSource, random as random_token, write_file as write_token_file};
 
 use std::borrow::Cow;
 use std::fmt;

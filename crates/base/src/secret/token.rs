@@ -83,3 +83,60 @@ fn run_command(argv: &[String], timeout: Duration) -> Result<Secret, String> {
     }
     Ok(Secret::new(token))
 }
+
+/// Writes a new token to `path` as `token_file` expects it: mode 0600 from the start, written
+/// beside the file and renamed into place (the old file or the new one, never half), its
+/// folder made (0700) when missing. The token is never shown, not even in an error.
+pub fn write_file(path: &Path, token: &Secret) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let shown = path.display();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot make the folder of token_file `{shown}`: {e}"))?;
+    let temporary =
+        dir.join(format!(".{}.opsbook-new", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)
+        .and_then(|mut f| f.write_all(token.expose().as_bytes()).and_then(|_| f.sync_all()));
+    if let Err(e) = written.and_then(|_| std::fs::rename(&temporary, path)) {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(format!("cannot write token_file `{shown}`: {e}"));
+    }
+    Ok(())
+}
+
+/// A new random token (48 hex digits from the kernel's random source).
+pub fn random() -> Result<Secret, String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| format!("cannot read /dev/urandom for a new token: {e}"))?;
+    Ok(Secret::new(bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_token_file_is_0600_and_reads_back() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/influx.token");
+        let token = random().unwrap();
+        write_file(&path, &token).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(read_file(&path).unwrap().expose(), token.expose());
+        assert_eq!(token.expose().len(), 48);
+    }
+}

@@ -467,6 +467,6 @@ mod tests {
             empty.judge(&Packet { port: 3100, source: None }, false),
             Judgement::Admitted("no input chain filters it".into())
         );
-        assert!(Ruleset::parse("{}").is_err());
+        assert_eq!(Ruleset::parse("{}").err(), Some("nft's JSON has no `nftables` list".to_string()));
     }
 }

@@ -100,32 +100,12 @@ fn module(cx: &Arc<Context>) -> Module {
     m
 }
 
-pub(super) fn url(cx: &Context, path: &str) -> String {
-    format!("{}{path}", cx.config().text(keys::METRICS_DB_URL).trim_end_matches('/'))
-}
-
 fn token(cx: &Context) -> VerbResult<Secret> {
     match cx.config().token().map_err(|e| fail(e.to_string()))? {
         Some(t) => Ok(t),
         None => Err(fail(
             "no API token configured for the metrics database: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN",
         )),
-    }
-}
-
-/// An error answer as an operator should read it.
-pub(super) fn refusal(r: &Response) -> String {
-    let json: Option<Json> = serde_json::from_str(&r.body).ok();
-    let code = json.as_ref().and_then(|j| j.get("code")).and_then(Json::as_str).unwrap_or("");
-    let message = json.as_ref().and_then(|j| j.get("message")).and_then(Json::as_str);
-    match (r.status, message) {
-        (401, m) => format!(
-            "the metrics database refused the API token (HTTP 401{}{})",
-            if code.is_empty() { String::new() } else { format!(" {code}") },
-            m.map(|m| format!(": {m}")).unwrap_or_default()
-        ),
-        (status, Some(m)) => format!("the metrics database answered HTTP {status} {code}: {m}"),
-        _ => format!("the metrics database answered {}", r.summary()),
     }
 }
 
@@ -159,7 +139,7 @@ fn health_answer(r: &Response) -> Probe<Health> {
 }
 
 fn health(cx: &Context) -> VerbResult<Map> {
-    match cx.send(Request::new(reqwest::Method::GET, url(cx, "/health")))? {
+    match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, "/health")))? {
         Ok(r) => health_answer(&r).into_map(),
         Err(reason) => Probe::unanswered(reason)
             .with(Health { state: String::new(), version: String::new(), message: String::new() })
@@ -175,7 +155,7 @@ struct Ping {
 }
 
 fn ping(cx: &Context) -> VerbResult<Map> {
-    let r = match cx.send(Request::new(reqwest::Method::HEAD, url(cx, "/ping")))? {
+    let r = match cx.send(Request::new(reqwest::Method::HEAD, influx_api::url(cx, "/ping")))? {
         Ok(r) => r,
         Err(reason) => {
             return Probe::unanswered(reason).with(Ping { version: String::new(), build: String::new() }).into_map();
@@ -234,8 +214,11 @@ fn buckets_answer(body: &str) -> Result<Vec<Bucket>, String> {
 
 /// `GET` of a path (a link the server gave, or one of ours) with the token.
 fn get(cx: &Context, path: &str) -> VerbResult<Response> {
-    let target =
-        if path.starts_with("http://") || path.starts_with("https://") { path.to_string() } else { url(cx, path) };
+    let target = if path.starts_with("http://") || path.starts_with("https://") {
+        path.to_string()
+    } else {
+        influx_api::url(cx, path)
+    };
     authed(cx, Request::new(reqwest::Method::GET, target))
 }
 
@@ -247,9 +230,9 @@ fn buckets(cx: &Context) -> VerbResult<Array> {
 fn bucket(cx: &Context, name: &str) -> VerbResult<Dynamic> {
     let path = influx_api::by_name_path(&cx.config().text(keys::METRICS_DB_ORG), name);
     let token = token(cx)?;
-    let r = match cx.send(Request::new(reqwest::Method::GET, url(cx, &path)).token(Some(&token)))? {
+    let r = match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, &path)).token(Some(&token)))? {
         Ok(r) => r,
-        Err(reason) => return Err(fail(format!("GET {}: {reason}", url(cx, &path)))),
+        Err(reason) => return Err(fail(format!("GET {}: {reason}", influx_api::url(cx, &path)))),
     };
     if influx_api::bucket_absent(&r) {
         return Ok(Dynamic::UNIT);
@@ -285,8 +268,8 @@ fn query(cx: &Context, flux: &str) -> VerbResult<Array> {
         "type": "flux",
         "dialect": {"header": true, "annotations": ["datatype", "group", "default"], "delimiter": ","},
     });
-    let path = format!("/api/v2/query?org={}", form_encode(&org));
-    let request = Request::new(reqwest::Method::POST, url(cx, &path))
+    let path = format!("/api/v2/query?org={}", influx_api::form_encode(&org));
+    let request = Request::new(reqwest::Method::POST, influx_api::url(cx, &path))
         .header("content-type", "application/json")
         .header("accept", "application/csv")
         .body(body.to_string());
@@ -328,10 +311,11 @@ fn storage(cx: &Context) -> VerbResult<Map> {
         Ok(t) => t,
         Err(e) => return Probe::unanswered(text(&Dynamic::from(e.to_string()))).with(none()).into_map(),
     };
-    let r = match cx.send(Request::new(reqwest::Method::GET, url(cx, "/api/v2/config")).token(Some(&token)))? {
-        Ok(r) => r,
-        Err(reason) => return Probe::unanswered(reason).with(none()).into_map(),
-    };
+    let r =
+        match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, "/api/v2/config")).token(Some(&token)))? {
+            Ok(r) => r,
+            Err(reason) => return Probe::unanswered(reason).with(none()).into_map(),
+        };
     if influx_api::needs_operator(&r) {
         return storage_without_operator(cx, &r);
     }
@@ -368,18 +352,6 @@ fn storage_without_operator(cx: &Context, r: &Response) -> VerbResult<Map> {
             Probe::new(true, Some(r.status), reason, elapsed).with(facts).into_map()
         }
     }
-}
-
-/// Percent-encoding for a query-string value.
-pub(crate) fn form_encode(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

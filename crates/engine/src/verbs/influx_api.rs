@@ -33,7 +33,7 @@ const MAX_PAGES: usize = 1000;
 /// Whether the server still waits for its onboarding: `Some(true)` when `GET /api/v2/setup`
 /// answers `"allowed": true`, `None` when it cannot tell.
 pub(super) fn awaits_setup(cx: &Context) -> VerbResult<Option<bool>> {
-    let url = super::influx::url(cx, "/api/v2/setup");
+    let url = url(cx, "/api/v2/setup");
     Ok(match cx.send(Request::new(reqwest::Method::GET, url))? {
         Ok(r) if r.status == 200 => {
             serde_json::from_str::<Json>(&r.body).ok().and_then(|j| j.get("allowed").and_then(Json::as_bool))
@@ -48,7 +48,7 @@ pub(super) fn refusal_of(cx: &Context, r: &Response) -> VerbResult<String> {
     if r.status == 401 && awaits_setup(cx)? == Some(true) {
         return Ok(NOT_SET_UP.to_string());
     }
-    Ok(super::influx::refusal(r))
+    Ok(refusal(r))
 }
 
 /// A bucket listing page: its buckets and the `links.next` to follow, if any.
@@ -88,11 +88,11 @@ pub(super) fn all_buckets(cx: &Context, get: impl Fn(&str) -> VerbResult<Respons
 
 /// The path asking for one bucket by name (in the configured org when there is one).
 pub(super) fn by_name_path(org: &str, name: &str) -> String {
-    let name = super::influx::form_encode(name);
+    let name = form_encode(name);
     if org.is_empty() {
         format!("/api/v2/buckets?name={name}")
     } else {
-        format!("/api/v2/buckets?org={}&name={name}", super::influx::form_encode(org))
+        format!("/api/v2/buckets?org={}&name={name}", form_encode(org))
     }
 }
 
@@ -139,6 +139,38 @@ pub(super) fn engine_path_from_file(host: &Context, why: &str) -> VerbResult<Res
         Ok(None) => Err(format!("{why}; {file} does not exist on the host (set metrics_db.config)")),
         Err(e) => Err(format!("{why}; {e}")),
     })
+}
+
+pub(super) fn url(cx: &Context, path: &str) -> String {
+    format!("{}{path}", cx.config().text(keys::METRICS_DB_URL).trim_end_matches('/'))
+}
+
+/// An error answer as an operator should read it.
+pub(super) fn refusal(r: &Response) -> String {
+    let json: Option<Json> = serde_json::from_str(&r.body).ok();
+    let code = json.as_ref().and_then(|j| j.get("code")).and_then(Json::as_str).unwrap_or("");
+    let message = json.as_ref().and_then(|j| j.get("message")).and_then(Json::as_str);
+    match (r.status, message) {
+        (401, m) => format!(
+            "the metrics database refused the API token (HTTP 401{}{})",
+            if code.is_empty() { String::new() } else { format!(" {code}") },
+            m.map(|m| format!(": {m}")).unwrap_or_default()
+        ),
+        (status, Some(m)) => format!("the metrics database answered HTTP {status} {code}: {m}"),
+        _ => format!("the metrics database answered {}", r.summary()),
+    }
+}
+
+/// Percent-encoding for a query-string value.
+pub(crate) fn form_encode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

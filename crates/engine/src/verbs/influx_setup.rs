@@ -1,93 +1,131 @@
-//! `influx::setup`: a new InfluxDB 2 set up as `influx setup` does it — through
-//! `POST /api/v2/setup`, which a fresh server allows once — with the configured organisation
-//! and bucket and the configured API token as its operator token, so the token opsbook
-//! already holds is the server's from the start (the token never reaches the script, and no
-//! new one is made that nobody keeps). A package's influxd starts fresh: deploy sets it up.
+//! `influx::onboard`: setting up a fresh InfluxDB 2 as deploy does, as the vendor's Ansible
+//! role and `influx setup` do — one org, one bucket with its retention, a user, and an operator
+//! token that opsbook keeps where `metrics_db.token_file` points (mode 0600) and never shows.
+//!
+//! Read in InfluxDB OSS v2.7.12 (`tenant/http_server_onboarding.go`, `onboarding.go`):
+//! `GET /api/v2/setup` answers `{"allowed": true}` until the first setup; `POST /api/v2/setup`
+//! takes `username`, `password`, `org`, `bucket`, `retentionPeriodSeconds` and an optional
+//! `token`, answers 201 with the user, org, bucket and `auth` (an operator authorization),
+//! and 422 `conflict` once set up. The token is made here and written to its file *before*
+//! the request, so a setup that succeeds can never leave the operator without its token.
 
 use std::sync::Arc;
 
 use rhai::{Map, Module};
 use serde_json::json;
 
-use super::file::Changed;
-use super::values::{record, text};
+use super::influx_api::{awaits_setup, refusal, url};
+use super::values::text;
 use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::http_client::Request;
 use crate::register;
-use crate::report::Level;
 
-/// Adds `setup` to the `influx` module.
-pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
+/// Adds `influx::onboard` to the `influx::` module.
+pub(super) fn add(m: &mut Module, cx: &Arc<Context>) {
     let h = cx.clone();
     register!(
         m,
-        "setup",
-        Changes,
-        ["Map"],
-        "/// Sets a fresh metrics database up (`POST /api/v2/setup`, as `influx setup`): the configured\n\
-         /// organisation and bucket, user `opsbook`, the configured token as the operator token.\n\
-         /// A server set up already is left alone. Returns `#{changed}`.",
-        "influx::setup()",
-        move || setup(&h, &Map::new())
-    );
-    let h = cx.clone();
-    register!(
-        m,
-        "setup",
+        "onboard",
         Changes,
         ["options: Map", "Map"],
-        "/// With `#{username: \"admin\"}`: that user instead of `opsbook`.",
-        "influx::setup(#{ username: \"admin\" })",
-        move |options: Map| setup(&h, &options)
+        "/// Sets up a fresh metrics database (`POST /api/v2/setup`): the configured org and bucket,\n\
+         /// `retention` (a duration, `0s` for infinite: the default), `username` (`opsbook`), a\n\
+         /// random password nobody needs (reset it with the token: `influx user password`), and\n\
+         /// an operator token written to `metrics_db.token_file` (mode 0600, never shown).\n\
+         /// `#{changed: false}` when the server is set up already. Throws when no token_file is\n\
+         /// configured, or quoting the server when it refuses.",
+        "influx::onboard(#{ retention: \"30d\" })",
+        move |options: Map| onboard(&h, &options)
     );
 }
 
-/// Whether the server still allows its setup (`GET /api/v2/setup`); an error when it cannot tell.
-fn allowed(cx: &Context) -> VerbResult<bool> {
-    super::influx_api::awaits_setup(cx)?.ok_or_else(|| {
-        let address = super::influx::url(cx, "/api/v2/setup");
-        fail(format!(
-            "influx::setup: {address} did not say whether the server awaits its setup (is it InfluxDB 2, and up?)"
-        ))
-    })
+fn onboard(cx: &Context, options: &Map) -> VerbResult<Map> {
+    let (username, retention) = onboard_options(options)?;
+    let config = cx.config();
+    let mut out = Map::new();
+    match awaits_setup(cx)? {
+        Some(true) => {}
+        Some(false) => {
+            out.insert("changed".into(), false.into());
+            out.insert("detail".into(), "the metrics database is set up already".into());
+            return Ok(out);
+        }
+        None => {
+            return Err(fail("cannot tell whether the metrics database is set up: GET /api/v2/setup did not answer"));
+        }
+    }
+    let Some(file) = config.token_file() else {
+        return Err(fail(
+            "set metrics_db.token_file: onboarding makes the operator token and keeps it there (mode 0600)",
+        ));
+    };
+    let (org, bucket) = (config.text(keys::METRICS_DB_ORG), config.text(keys::METRICS_DB_BUCKET));
+    let action = format!(
+        "set up the metrics database (org {org}, bucket {bucket}, retention {}) and keep its operator token in {}",
+        if retention == 0 { "infinite".to_string() } else { format!("{retention}s") },
+        file.display()
+    );
+    out.insert("changed".into(), true.into());
+    out.insert("detail".into(), action.clone().into());
+    if cx.plan(&action) {
+        out.insert("dry_run".into(), true.into());
+        return Ok(out);
+    }
+    let token = crate::secret::random_token().map_err(fail)?;
+    let password = crate::secret::random_token().map_err(fail)?;
+    crate::secret::write_token_file(&file, &token).map_err(fail)?;
+    let body = json!({
+        "username": username, "password": password.expose(), "org": org, "bucket": bucket,
+        "retentionPeriodSeconds": retention, "token": token.expose(),
+    });
+    let request = Request::new(reqwest::Method::POST, url(cx, "/api/v2/setup"))
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    match cx.send(request)? {
+        Ok(r) if r.status == 201 => {
+            // The token verbs use is the one just written.
+            config.forget_token();
+            Ok(out)
+        }
+        Ok(r) => Err(fail(format!("the metrics database refused its setup: {}", refusal(&r)))),
+        Err(why) => Err(fail(format!("cannot set up the metrics database: {why}"))),
+    }
 }
 
-fn setup(cx: &Context, options: &Map) -> VerbResult<Map> {
-    for k in options.keys() {
-        if k != "username" {
-            return Err(fail(format!("influx::setup: unknown option `{k}` (username)")));
+/// `username` and `retention` (seconds, 0 for infinite) from the options, with their defaults.
+fn onboard_options(options: &Map) -> VerbResult<(String, u64)> {
+    let mut username = "opsbook".to_string();
+    let mut retention = 0;
+    for (k, v) in options {
+        match k.as_str() {
+            "username" => username = text(v),
+            "retention" => retention = super::time::duration_arg(v)?.as_secs(),
+            other => {
+                return Err(fail(format!("influx::onboard: unknown option `{other}` (username, retention)")));
+            }
         }
     }
-    let username = options.get("username").map(text).filter(|u| !u.is_empty()).unwrap_or_else(|| "opsbook".into());
-    if !allowed(cx)? {
-        return record(&Changed { changed: false, dry_run: false });
+    if username.trim().is_empty() {
+        return Err(fail("influx::onboard: `username` is empty"));
     }
-    let config = cx.config();
-    let (org, bucket) = (config.text(keys::METRICS_DB_ORG), config.text(keys::METRICS_DB_BUCKET));
-    if org.is_empty() || bucket.is_empty() {
-        return Err(fail(
-            "influx::setup: give the organisation and bucket to make (metrics_db.org, metrics_db.bucket)",
-        ));
-    }
-    let token = config.token().map_err(|e| fail(e.to_string()))?.ok_or_else(|| {
-        fail("influx::setup: no API token configured to make the operator token: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN")
-    })?;
+    Ok((username, retention))
+}
 
-    let what = format!("organisation {org}, bucket {bucket}, user {username}, the configured token as operator token");
-    if cx.plan(&format!("set up the metrics database: {what}")) {
-        return record(&Changed { changed: true, dry_run: true });
-    }
-    let body = json!({"username": username, "org": org, "bucket": bucket, "token": token.expose()}).to_string();
-    let request = Request::new(reqwest::Method::POST, super::influx::url(cx, "/api/v2/setup"))
-        .header("Content-Type", "application/json")
-        .body(body);
-    match cx.send(request)? {
-        Ok(r) if (200..300).contains(&r.status) => {
-            cx.log(Level::Info, &format!("changed metrics database: set up ({what})"));
-            record(&Changed { changed: true, dry_run: false })
-        }
-        Ok(r) => Err(fail(format!("influx::setup: the metrics database refused its setup: {}", r.summary()))),
-        Err(reason) => Err(fail(format!("influx::setup: {reason}"))),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_have_defaults_and_unknown_ones_are_refused() {
+        assert_eq!(onboard_options(&Map::new()).unwrap(), ("opsbook".to_string(), 0));
+        let mut given = Map::new();
+        given.insert("retention".into(), "30d".into());
+        assert_eq!(onboard_options(&given).unwrap(), ("opsbook".to_string(), 30 * 86_400));
+        given.insert("retentoin".into(), "1d".into());
+        assert_eq!(
+            onboard_options(&given).unwrap_err().to_string(),
+            "Runtime error: influx::onboard: unknown option `retentoin` (username, retention)"
+        );
     }
 }

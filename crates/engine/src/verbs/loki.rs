@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rhai::{Array, Dynamic, Engine, Map, Module};
 use serde::Serialize;
 
-use super::influx::form_encode;
+use super::influx_api::form_encode;
 use super::time::duration_arg;
 use super::values::{Probe, record};
 use super::{Context, VerbResult, fail};

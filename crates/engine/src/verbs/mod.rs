@@ -28,7 +28,7 @@ pub mod fleet;
 pub mod http;
 pub mod influx;
 pub mod influx_api;
-pub mod influx_setup;
+mod influx_setup;
 pub mod journal;
 pub mod loki;
 pub mod package;

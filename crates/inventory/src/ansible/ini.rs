@@ -147,6 +147,9 @@ mod tests {
         assert_eq!(expand_range("web[08:10].lab").unwrap(), ["web08.lab", "web09.lab", "web10.lab"]);
         assert_eq!(expand_range("c[1:2]").unwrap(), ["c1", "c2"]);
         assert_eq!(expand_range("plain").unwrap(), ["plain"]);
-        assert!(expand_range("c[a:b]").is_err());
+        assert_eq!(
+            expand_range("c[a:b]").unwrap_err(),
+            "`c[a:b]`: a host range is written `[START:END]` with numbers, as in `web[01:10]`"
+        );
     }
 }

@@ -448,6 +448,6 @@ mod tests {
                 .any(|t| t.ends_with("W! [outputs.influxdb_v2] Metric buffer overflow; 1 metrics have been dropped")),
             "{logged:?}"
         );
-        assert!(agent.reload().is_err(), "no file to reload from");
+        assert_eq!(agent.reload().unwrap_err(), "the agent was started without a config file");
     }
 }

@@ -193,9 +193,19 @@ mod tests {
             }])
             .unwrap_err();
         assert_eq!(err.0, StatusCode::BAD_REQUEST);
-        assert!(err.1.contains("timestamp too old"), "{}", err.1);
+        // Loki's words up to the timestamps, which follow (the entry's and the oldest accepted,
+        // read from the clock).
+        assert!(
+            err.1.starts_with("entry for stream '{a=\"b\", service_name=\"unknown_service\"}' has timestamp too old: ")
+                && err.1.contains("Z, oldest acceptable timestamp is: "),
+            "{}",
+            err.1
+        );
         assert_eq!(s.entry_count(), 1);
-        assert!(s.ingest(vec![PushStream { labels: vec![], entries: vec![entry(now, "x")] }]).is_err());
+        assert_eq!(
+            s.ingest(vec![PushStream { labels: vec![], entries: vec![entry(now, "x")] }]).unwrap_err(),
+            (StatusCode::BAD_REQUEST, "error at least one label pair is required per stream".to_string())
+        );
     }
 
     #[test]

@@ -15,59 +15,13 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde_json::{Value, json};
 
+use super::answers::{Params, api_err, error_answer, json_answer, param};
 use super::tenant::Authorization;
 use super::{COMMIT, MetricsDb, VERSION, internal, invalid, onboarding, tenant_http};
 use crate::faults;
 use crate::logger::Level;
 use crate::wire::content_encoding;
 use crate::wire::flux_csv::Dialect;
-
-/// InfluxDB 2's API answers (its `api.Respond`, InfluxDB v2.7.12 `kit/transport/http/api.go`)
-/// are `json.MarshalIndent(v, "", "\t")`: indented with tabs, no final newline.
-pub(super) fn json_answer(status: StatusCode, v: &Value) -> Response {
-    use serde::Serialize;
-    let mut body = Vec::new();
-    let mut ser =
-        serde_json::Serializer::with_formatter(&mut body, serde_json::ser::PrettyFormatter::with_indent(b"\t"));
-    let _ = v.serialize(&mut ser);
-    (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response()
-}
-
-/// An error as InfluxDB 2 answers it (its `kit/transport/http/error_handler.go`): exactly
-/// `{"code","message"}`, marshalled compact with no final newline, and the code repeated in
-/// `X-Platform-Error-Code`.
-fn error_answer((status, v): (StatusCode, Value)) -> Response {
-    let code = v.get("code").and_then(Value::as_str).unwrap_or("internal error").to_string();
-    let message = v.get("message").and_then(Value::as_str).unwrap_or("An internal error has occurred");
-    let body = json!({"code": code, "message": message}).to_string();
-    let mut response = (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response();
-    if let Ok(value) = HeaderValue::from_str(&code) {
-        response.headers_mut().insert("x-platform-error-code", value);
-    }
-    response
-}
-
-/// An error answered through kithttp's `API.Err` (InfluxDB v2.7.12
-/// `kit/transport/http/api.go`): `{"code","message"}` indented with tabs (no final newline),
-/// the code in `X-Platform-Error-Code`, and `lvl=error msg="api error encountered"` in the
-/// log (with `handler=` where the handler names itself).
-pub(super) fn api_err(db: &MetricsDb, handler: Option<&str>, (status, v): (StatusCode, Value)) -> Response {
-    use serde::Serialize;
-    let code = v.get("code").and_then(Value::as_str).unwrap_or("internal error").to_string();
-    let message = v.get("message").and_then(Value::as_str).unwrap_or("an internal error has occurred").to_string();
-    let mut fields: Vec<(&str, &str)> = handler.map(|h| ("handler", h)).into_iter().collect();
-    fields.push(("error", &message));
-    db.log_line(Level::Error, "api error encountered", &fields);
-    let mut body = Vec::new();
-    let mut ser =
-        serde_json::Serializer::with_formatter(&mut body, serde_json::ser::PrettyFormatter::with_indent(b"\t"));
-    let _ = json!({"code": code, "message": message}).serialize(&mut ser);
-    let mut response = (status, [(header::CONTENT_TYPE, "application/json; charset=utf-8")], body).into_response();
-    if let Ok(value) = HeaderValue::from_str(&code) {
-        response.headers_mut().insert("x-platform-error-code", value);
-    }
-    response
-}
 
 /// The token check of every `/api/v2` route but setup: without a known token in
 /// `Authorization: Token …`, InfluxDB's 401 and the handler never runs; with one, its
@@ -85,12 +39,6 @@ async fn require_token(State(db): State<Arc<MetricsDb>>, mut request: Request, n
     };
     request.extensions_mut().insert(auth);
     next.run(request).await
-}
-
-pub(super) type Params = Vec<(String, String)>;
-
-pub(super) fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
-    params.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
 /// The org a write names (by name or ID), which must exist.
@@ -317,7 +265,19 @@ mod tests {
         let body = br#"{"query":"q","type":"flux","dialect":{"header":true,"annotations":["datatype","group","default"],"delimiter":","}}"#;
         let (q, d) = query_request(&h, body).unwrap();
         assert_eq!((q.as_str(), d.annotations.len()), ("q", 3));
-        assert!(query_request(&h, b"{").is_err());
-        assert!(query_request(&h, br#"{"query":"q","type":"influxql"}"#).is_err());
+        assert_eq!(
+            query_request(&h, b"{").unwrap_err(),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"code": "invalid", "message": "failed to decode request body: EOF while parsing an object at line 1 column 1"})
+            )
+        );
+        assert_eq!(
+            query_request(&h, br#"{"query":"q","type":"influxql"}"#).unwrap_err(),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"code": "invalid", "message": "unsupported query type \"influxql\" (the twin speaks Flux)"})
+            )
+        );
     }
 }

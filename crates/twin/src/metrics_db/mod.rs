@@ -21,6 +21,7 @@
 //! This file holds the state and what it does (write, query); `http` the routes and
 //! answers, `resources` the JSON describing buckets and the runtime config.
 
+mod answers;
 mod csv;
 mod flux;
 mod http;
@@ -390,20 +391,49 @@ mod tests {
         .unwrap();
         let csv = db.query(r#"from(bucket:"telegraf")|>range(start:-1m)|>max()"#, &Dialect::default()).unwrap();
         assert!(csv.contains(",7,usage_system,cpu,cpu-total\r\n"), "{csv}");
-        let (status, body) = db.write_lines("telegraf", "ns", "cpu usage=").unwrap_err();
-        assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid")));
-        assert_eq!(db.write_lines("nope", "ns", "m f=1").unwrap_err().0, StatusCode::NOT_FOUND);
         assert_eq!(
-            db.write_lines("telegraf", "ns", "cpu,cpu=cpu-total usage_system=5i").unwrap_err().0,
-            StatusCode::UNPROCESSABLE_ENTITY
+            db.write_lines("telegraf", "ns", "cpu usage=").unwrap_err(),
+            (
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({"code": "invalid", "message": "unable to parse 'cpu usage=': expected a field value (column 11)"})
+            )
         );
         assert_eq!(
-            db.query("from(bucket:\"x\")|>range(start:-1m)", &Dialect::default()).unwrap_err().0,
-            StatusCode::NOT_FOUND
+            db.write_lines("nope", "ns", "m f=1").unwrap_err(),
+            (StatusCode::NOT_FOUND, serde_json::json!({"code": "not found", "message": "bucket \"nope\" not found"}))
         );
-        let (status, body) =
-            db.query("from(bucket:\"telegraf\")|>range(start:-1m)|>sort()", &Dialect::default()).unwrap_err();
-        assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert!(body["message"].as_str().unwrap().contains("sort()"));
+        assert_eq!(
+            db.write_lines("telegraf", "ns", "cpu,cpu=cpu-total usage_system=5i").unwrap_err(),
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                serde_json::json!({
+                    "code": "unprocessable entity",
+                    "message": "failure writing points to database: partial write: field type conflict: input field \
+                                \"usage_system\" on measurement \"cpu\" is type integer, already exists as type float \
+                                dropped=1"
+                })
+            )
+        );
+        assert_eq!(
+            db.query("from(bucket:\"x\")|>range(start:-1m)", &Dialect::default()).unwrap_err(),
+            (
+                StatusCode::NOT_FOUND,
+                serde_json::json!({
+                    "code": "not found",
+                    "message": "failed to initialize execute state: could not find bucket \"x\""
+                })
+            )
+        );
+        assert_eq!(
+            db.query("from(bucket:\"telegraf\")|>range(start:-1m)|>sort()", &Dialect::default()).unwrap_err(),
+            (
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({
+                    "code": "invalid",
+                    "message": "error at @1:44: unsupported by the twin: function sort() (supported: from, range, \
+                                filter, count, sum, mean, max, min, first, last, limit, group, yield)"
+                })
+            )
+        );
     }
 }

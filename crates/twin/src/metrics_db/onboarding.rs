@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::http::{api_err, json_answer};
+use super::answers::{api_err, json_answer};
 use super::tenant::{self, Permission};
 use super::{MetricsDb, internal};
 

@@ -23,7 +23,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::http::{Params, api_err, json_answer, param};
+use super::answers::{Params, api_err, json_answer, param};
 use super::tenant::{self, Authorization, Permission, RESOURCE_TYPES};
 use super::{MetricsDb, invalid, paging};
 
