@@ -41,7 +41,7 @@ fn timed(expected: &str) -> String {
 /// A root file system holding opsbook (stripped, when `strip` is there: the image is then
 /// small) and the libraries it links, as a tarball in `dir`.
 #[track_caller]
-fn rootfs_tarball(dir: &Path) -> String {
+pub(crate) fn rootfs_tarball(dir: &Path) -> String {
     let root = dir.join("rootfs");
     std::fs::create_dir_all(root.join("tmp")).unwrap();
     let bin = crate::support::opsbook();

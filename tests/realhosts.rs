@@ -8,11 +8,12 @@
 //!   package installed pinned and upgraded, idempotent, removed and purged; a repository whose
 //!   signature its key does not verify, one that does not answer, a pinned version the
 //!   repository lacks — each refused in words, nothing installed, the host as before;
-//! - deploy on a fresh host with only sshd, one role at a time, installs all four, running
-//!   and verified, in the vendors' units changed only through opsbook's drop-ins;
+//! - `manage-svc.sh deploy HOST:ROLE` on a fresh host with only sshd, one role at a time,
+//!   installs all four, running and verified, in the vendors' units changed only through
+//!   opsbook's drop-ins;
 //! - one host with all four roles: prepare (nftables installed), deploy ×4, checklist green;
-//! - a server and two clients: prepare → deploy → checklist → configure → restart-all →
-//!   remove with purge, proven gone.
+//! - a server (its log store a Quadlet container of an image made here) and two clients:
+//!   prepare → deploy → checklist → configure → restart-all → remove with purge, proven gone.
 //!
 //! Skipped, saying why, without root, the Debian 13 root (debian13-root.sh), its packages
 //! (debian13-debs.sh) or gpg, dpkg-deb and apt-ftparchive.
@@ -227,6 +228,18 @@ pub(crate) fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) ->
     if out.code == 0 && summary.contains("all passed") {
         return out;
     }
+    panic!(
+        "opsbook {} did not pass (exit {})\n{}{}\n{}",
+        args.join(" "),
+        out.code,
+        out.stdout,
+        out.stderr,
+        units_said(site, hosts)
+    );
+}
+
+/// What the stack's units on `hosts` say of themselves: their status and their last entries.
+fn units_said(site: &Site, hosts: &[&str]) -> String {
     let mut said = String::new();
     for name in hosts {
         let seen = site.fleet.host(name).ssh(
@@ -235,7 +248,7 @@ pub(crate) fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) ->
         );
         said.push_str(&format!("--- {name}\n{}\n", String::from_utf8_lossy(&seen.stdout)));
     }
-    panic!("opsbook {} did not pass (exit {})\n{}{}\n{said}", args.join(" "), out.code, out.stdout, out.stderr);
+    said
 }
 
 /// What the host runs of the stack: each unit's state, its unit file and drop-ins as the
@@ -261,10 +274,22 @@ fn deploy_installs_each_role_on_a_fresh_host_and_one_host_plays_all_four_after_p
     let plan = run(&one, &["run", "deploy", "--dry-run", "--set", "service=d13one:metrics-db"]).code(0);
     fixture("deploy-dry-run.txt", &masked(&plan.stdout, &site.repos));
     std::thread::scope(|s| {
-        // d13one: only sshd, then one role at a time.
+        // d13one: only sshd, then one role at a time through the orchestrator script.
         s.spawn(|| {
+            let bin = crate::scripts::installed(&one);
             for role in ROLES {
-                passes_on(&one, &site, &["d13one"], &["run", "deploy", "--set", &format!("service=d13one:{role}")]);
+                let service = format!("d13one:{role}");
+                let ran = crate::scripts::script(&one, &bin, "manage-svc.sh", &["-y", "deploy", &service]);
+                let summary = ran.stdout.lines().last().unwrap_or_default();
+                if ran.code != 0 || !summary.contains("all passed") {
+                    panic!(
+                        "manage-svc.sh -y deploy {service} did not pass (exit {})\n{}{}\n{}",
+                        ran.code,
+                        ran.stdout,
+                        ran.stderr,
+                        units_said(&site, &["d13one"])
+                    );
+                }
             }
         });
         // d13all: prepare (nftables installed, loopback only), then the four roles, then the checklist.
@@ -317,9 +342,19 @@ fn deploy_installs_each_role_on_a_fresh_host_and_one_host_plays_all_four_after_p
 
 #[test]
 fn a_server_and_two_clients_round_trip_from_prepare_to_remove_with_their_packages() {
+    // The log store runs in a container, which changes the machine's cgroups: no other test's
+    // private hosts meanwhile (`support::cgroups_exclusive`).
+    let _cgroups = crate::support::cgroups_exclusive();
     let Some(site) = site(&["d13srv", "d13c1", "d13c2"]) else { return };
     let server = site.fleet.host("d13srv").address();
-    let urls = format!("metrics_db.url = \"http://{server}:8086\"\nlog_store.url = \"http://{server}:3100\"\n");
+    // The log store as a Quadlet container of an image made here (no registry is reachable).
+    let t = Test::new();
+    let _containers = RemoveContainers(site.fleet.host("d13srv"));
+    import_image(site.fleet.host("d13srv"), &crate::lifecycle_container::rootfs_tarball(t.path()));
+    let urls = format!(
+        "metrics_db.url = \"http://{server}:8086\"\nlog_store.url = \"http://{server}:3100\"\n\
+         log_store.run_as = \"container\"\nlog_store.image = \"{LOKI_IMAGE}\"\n"
+    );
     let roles = |name: &str| {
         if name == "d13srv" { vec!["metrics-db", "log-store"] } else { vec!["metrics-agent", "log-shipper"] }
     };
@@ -329,7 +364,6 @@ fn a_server_and_two_clients_round_trip_from_prepare_to_remove_with_their_package
         std::fs::read_to_string(crate::support::repo_dir().join("templates/metrics-agent/telegraf.conf.j2")).unwrap();
     let faster = built_in.replace("interval | default(\"10s\")", "interval | default(\"5s\")");
     assert_ne!(faster, built_in, "the agent's template sets its interval");
-    let t = Test::new();
     let config = operator_config(&site, t.path(), &urls, roles);
     let t = t.config(&config).file("runbooks/.keep", "");
     passes_on(&t, &site, &hosts, &["run", "prepare", "--set", "environment=debian13"]);
@@ -337,6 +371,16 @@ fn a_server_and_two_clients_round_trip_from_prepare_to_remove_with_their_package
         passes_on(&t, &site, &hosts, &["run", "deploy", "--set", &format!("service={role}")]);
     }
     passes_on(&t, &site, &hosts, &["run", "checklist", "--hosts", "all"]);
+    // The log store is the system unit Quadlet made of opsbook's .container file; no package.
+    assert_eq!(
+        site.fleet.host("d13srv").ok(&[
+            "sh",
+            "-c",
+            "systemctl show -P ActiveState -P SourcePath loki.service; podman ps --format '{{.Names}} {{.Image}} {{.State}}'; \
+             dpkg-query -W loki >/dev/null 2>&1 || echo 'no loki package'"
+        ]),
+        format!("active\n/etc/containers/systemd/loki.container\nloki {LOKI_IMAGE} running\nno loki package\n")
+    );
     let t = t.file("templates/metrics-agent/telegraf.conf.j2", &faster);
     passes_on(&t, &site, &hosts, &["run", "configure", "--set", "service=metrics-agent"]);
     for client in ["d13c1", "d13c2"] {
@@ -347,28 +391,55 @@ fn a_server_and_two_clients_round_trip_from_prepare_to_remove_with_their_package
         passes_on(&t, &site, &hosts, &["run", "remove", "--set", &format!("service={role}"), "--set", "purge=true"]);
     }
     // Gone: no package, no unit, no drop-in, no file of the stack; the repositories stay (they
-    // are the host's now), and nftables with opsbook's table on the server.
+    // are the host's now), and nftables with opsbook's table on the server. The server installed
+    // only InfluxData's package: its log store was a container.
     for name in hosts {
         let host = site.fleet.host(name);
-        let nft = if name == "d13srv" { "nftables 1.1.3-1\n" } else { "" };
-        assert_eq!(
-            installed(host),
-            format!(
-                "{nft}/etc/apt/keyrings/debian-test.asc\n/etc/apt/keyrings/grafana.gpg\n/etc/apt/keyrings/influxdata.gpg\n\
-                 /etc/apt/sources.list.d/grafana.list\n/etc/apt/sources.list.d/influxdata.list\n"
-            ),
-            "{name}"
-        );
+        let expected = if name == "d13srv" {
+            "nftables 1.1.3-1\n/etc/apt/keyrings/debian-test.asc\n/etc/apt/keyrings/influxdata.gpg\n\
+             /etc/apt/sources.list.d/influxdata.list\n"
+        } else {
+            "/etc/apt/keyrings/debian-test.asc\n/etc/apt/keyrings/grafana.gpg\n/etc/apt/keyrings/influxdata.gpg\n\
+             /etc/apt/sources.list.d/grafana.list\n/etc/apt/sources.list.d/influxdata.list\n"
+        };
+        assert_eq!(installed(host), expected, "{name}");
         assert_eq!(
             host.ok(&[
                 "sh",
                 "-c",
                 "systemctl show -P LoadState influxdb loki telegraf alloy; \
                  find /etc/influxdb /etc/loki /etc/telegraf /etc/alloy /etc/systemd/system -path '*opsbook*' 2>/dev/null; \
-                 ls /var/lib/influxdb /var/lib/loki /var/lib/alloy 2>/dev/null | wc -l"
+                 ls /var/lib/influxdb /var/lib/loki /var/lib/alloy 2>/dev/null | wc -l; \
+                 find /etc/containers/systemd -name '*.container*' 2>/dev/null; podman ps --all --quiet | wc -l"
             ]),
-            "not-found\n\nnot-found\n\nnot-found\n\nnot-found\n0\n",
+            "not-found\n\nnot-found\n\nnot-found\n\nnot-found\n0\n0\n",
             "{name}"
         );
+    }
+}
+
+/// The image the log store's container runs: opsbook's twin of Loki.
+const LOKI_IMAGE: &str = "localhost/opsbook-loki:test";
+
+/// Imports the root file system in `tarball` (opsbook and its libraries) on `host` as
+/// `LOKI_IMAGE`, fed over the host's stdin as `podman import -` reads it.
+#[track_caller]
+fn import_image(host: &Debian13Host, tarball: &str) {
+    let entrypoint = r#"ENTRYPOINT ["/opsbook", "twin", "log-store", "--ready-delay", "0s"]"#;
+    let out = host
+        .command(&["podman", "import", "--quiet", "--change", entrypoint, "-", LOKI_IMAGE])
+        .stdin(std::fs::File::open(tarball).expect("the image's tarball"))
+        .output()
+        .expect("podman import on the host");
+    assert!(out.status.success(), "podman import on {}: {}", host.name(), String::from_utf8_lossy(&out.stderr));
+}
+
+/// Takes every container off the host before its fleet goes, should the test fail half-way:
+/// a container killed with its host would leave its cgroups on this machine.
+struct RemoveContainers<'a>(&'a Debian13Host);
+
+impl Drop for RemoveContainers<'_> {
+    fn drop(&mut self) {
+        self.0.exec(&["podman", "rm", "--force", "--all", "--time", "2"]);
     }
 }

@@ -18,7 +18,7 @@ const LIB: &str = "lib/opsbook-scripts.sh";
 
 /// Installs the scripts into `DIR/bin` as an operator would; that directory.
 #[track_caller]
-fn installed(t: &Test) -> PathBuf {
+pub(crate) fn installed(t: &Test) -> PathBuf {
     let bin = t.path().join("bin");
     let out = crate::support::run_in(t.path(), &["scripts", "--install", "bin"], None).code(0);
     assert_eq!(
@@ -29,16 +29,17 @@ fn installed(t: &Test) -> PathBuf {
     bin
 }
 
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
+/// What a script run gave: its exit code and its two outputs.
+pub(crate) struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 /// Runs a script with no terminal (its own session, stdin from /dev/null), as from cron or CI,
 /// with `$OPSBOOK` naming the opsbook under test.
 #[track_caller]
-fn script(t: &Test, bin: &Path, name: &str, args: &[&str]) -> Ran {
+pub(crate) fn script(t: &Test, bin: &Path, name: &str, args: &[&str]) -> Ran {
     run_script(t, bin, name, args, true)
 }
 
