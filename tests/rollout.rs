@@ -253,3 +253,51 @@ c2    metrics-agent, log-shipper  2      changed
     );
     assert_eq!(text, expected);
 }
+
+#[test]
+fn after_a_restart_the_gate_verifies_the_component_and_an_agent_that_writes_nothing_fails_it() {
+    // The restart itself passes on c2 (the unit runs, it logs no error): the verification
+    // after it finds no points of c2's in the database, and the rollback cannot help.
+    let args = [
+        "run",
+        "restart",
+        "--sandbox",
+        "--fleet",
+        "3",
+        "--hosts",
+        "metrics-agent",
+        "--set",
+        "component=metrics-agent",
+        "--serial",
+        "1",
+        "--fault",
+        "c2:metrics-agent:not-writing",
+    ];
+    let out = Test::new().args(&args).run();
+    let text = summary(&out);
+    let c2 = regex::Regex::new(r"(?m)^c2 .*$").unwrap().find(&text).map(|m| m.as_str().to_string()).unwrap_or_default();
+    assert!(c2.starts_with("c2    metrics-agent, log-shipper  2      failed         gate: "), "{}", out.stdout);
+    assert!(c2.contains("; the rollback failed: "), "{}", out.stdout);
+    assert_eq!(
+        text.replace(&c2, "c2 [FAILED]"),
+        "rollout of restart: 3 host(s) in 3 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
+BATCH  HOSTS  OUTCOME        TIME
+1      c1     1 changed      [DUR]
+2      c2     1 failed       [DUR]
+3      c3     not attempted
+
+HOST  ROLES                       BATCH  OUTCOME        WHY
+c1    metrics-agent, log-shipper  1      changed
+c2 [FAILED]
+c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 2: 1 host(s) failed, more than 0
+
+3 host(s): 1 changed (c1), 1 failed (c2), 1 not attempted (c3); stopped after batch 2 of 3: 1 host(s) failed, more than --max-fail 0 allows  ([DUR])
+",
+        "{}",
+        out.stdout
+    );
+    // The gate's own report on c2: the restart passed, the verification did not.
+    let gate = out.stdout.split("rollback on c2 ").nth(1).unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(gate.contains("== gate of metrics-agent"), "{}", out.stdout);
+    out.code(1);
+}

@@ -2,7 +2,8 @@
 //! own network, sshd, `systemd --user` and journald; the twins as the components' programs):
 //! a shipper configuration that validates but pushes to a dead port, rolled out one host at a
 //! time — the first host rolled back and verified healthy again, the others keeping their file
-//! and their process — then a good one rolling through every batch; Ctrl-C during a batch (the
+//! and their process; on a new host the same change undone whole (stopped, taken off) — then
+//! a good one rolling through every batch; Ctrl-C during a batch (the
 //! hosts in flight finish, no new one starts); a host that becomes unreachable mid-change
 //! (named, failed, the budget deciding whether the others go on). Skipped, saying why,
 //! without root or sshd.
@@ -46,7 +47,10 @@ fn a_change_that_breaks_delivery_is_rolled_back_on_the_first_host_and_a_good_one
     let t = Test::new();
     crate::lifecycle::configure_operator(&t, &fleet, "");
     opsbook(&t, &["run", "deploy", "--set", "service=server:loki"]).code(0);
-    opsbook(&t, &["run", "deploy", "--set", "service=log-shipper"]).code(0);
+    // c3 is new: it gets the shipper first from a rollout.
+    for client in ["c1", "c2"] {
+        opsbook(&t, &["run", "deploy", "--set", &format!("service={client}:log-shipper")]).code(0);
+    }
     let clients: Vec<&FleetHost> = ["c1", "c2", "c3"].iter().map(|n| fleet.host(n)).collect();
     let before: Vec<(Option<String>, String)> = clients.iter().map(|h| (h.read_file(CONFIG), main_pid(h))).collect();
 
@@ -93,7 +97,35 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 1: 1
     }
     no_points(&fleet);
 
-    // A good change: a canary, then two at a time, every host changed.
+    // On a new host the broken change is undone whole: the shipper stopped and taken off again.
+    let args = ["--runbooks", &broken, "run", "deploy", "--set", "service=c3:log-shipper", "--serial", "1"];
+    let out = opsbook(&t, &args);
+    let text = summary(&out);
+    let out = out.code(1);
+    assert_eq!(
+        regex::Regex::new(r"gate: .*; the rollback passed").unwrap().replace(&text, "gate: [WHY]; the rollback passed"),
+        "rollout of deploy: 1 host(s) in 1 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
+BATCH  HOSTS  OUTCOME        TIME
+1      c3     1 rolled back  [DUR]
+
+HOST  ROLES                       BATCH  OUTCOME      WHY
+c3    metrics-agent, log-shipper  1      rolled back  gate: [WHY]; the rollback passed
+
+1 host(s): 1 rolled back (c3)  ([DUR])
+",
+        "{}",
+        out.stdout
+    );
+    let c3 = clients[2];
+    let rollback = out.stdout.split("rollback on c3 ").nth(1).unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(rollback.contains("\n  ok    alloy.service unknown to the service manager again"), "{rollback}");
+    assert_eq!(
+        (c3.read_file(CONFIG), c3.ok(&["systemctl", "--user", "show", "-P", "LoadState", "alloy"])),
+        (None, "not-found\n".to_string())
+    );
+    no_points(&fleet);
+
+    // A good change: a canary, then two at a time, every host changed (c3 installed).
     let good = shipper_template(&t, "good", "batch_wait = \"1s\"", "batch_wait = \"2s\"");
     let args = ["--runbooks", &good, "run", "deploy", "--set", "service=log-shipper", "--canary", "--serial", "2"];
     let out = opsbook(&t, &args);
@@ -127,7 +159,7 @@ const SLOW_CHANGE: &str = r#"//! A change that waits for a go-ahead on its host.
 let service = param("service", "");
 let path = config.log_shipper.config;
 file::mkdir("/etc/alloy", #{ mode: "0755" });
-file::write(path, `// changed on ${hostname()}\n`, #{ backup: true });
+file::write(path, `// changed on ${hostname()} by run ${param("run", "1")}\n`, #{ backup: true });
 file::write(path + ".started", "", #{});
 // Polled here, not with wait::until: a host that stops answering must end the run at once.
 let polls = 0;
@@ -202,6 +234,46 @@ c3    metrics-agent, log-shipper  2      not attempted  interrupted before batch
     );
     let out = out.code(130);
     out.stderr_has("interrupted: finishing the hosts in flight");
+    assert_eq!(fleet.host("c3").read_file(CONFIG), None, "c3 was touched");
+    no_points(&fleet);
+
+    // Ctrl-C twice while c1 and c2 change again: both are stopped and rolled back to the first
+    // run's file (old, never half), c3 is never started.
+    let before: Vec<Option<String>> = ["c1", "c2"].iter().map(|n| fleet.host(n).read_file(CONFIG)).collect();
+    assert_eq!(before[0].as_deref(), Some(r"// changed on c1 by run 1\n"));
+    for h in fleet.hosts() {
+        h.ok(&["rm", "-f", &format!("{CONFIG}.started"), &format!("{CONFIG}.go")]);
+    }
+    let running = slow_fleet(&fleet).args(args).args(["--serial", "2", "--set", "run=2"]).spawn();
+    started(&fleet, &["c1", "c2"]);
+    assert_eq!(fleet.host("c1").read_file(CONFIG).as_deref(), Some(r"// changed on c1 by run 2\n"));
+    running.signal(libc::SIGINT);
+    // Signals that come together are one to the process: the second after the first was taken.
+    running.wait_for_output("interrupted: finishing the hosts in flight", Duration::from_secs(10));
+    running.signal(libc::SIGINT);
+    let (out, _) = running.wait(Duration::from_secs(60));
+    let text = summary(&out);
+    let out = out.code(130).stderr_has("interrupted again: stopping the hosts in flight and rolling them back");
+    assert_eq!(
+        text,
+        "rollout of slow-change: 3 host(s) in 2 batch(es), 2 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
+BATCH  HOSTS   OUTCOME        TIME
+1      c1, c2  2 rolled back  [DUR]
+2      c3      not attempted
+
+HOST  ROLES                       BATCH  OUTCOME        WHY
+c1    metrics-agent, log-shipper  1      rolled back    gate: interrupted; the rollback passed
+c2    metrics-agent, log-shipper  1      rolled back    gate: interrupted; the rollback passed
+c3    metrics-agent, log-shipper  2      not attempted  interrupted before batch 2
+
+3 host(s): 2 rolled back (c1, c2), 1 not attempted (c3); interrupted: no batch started after batch 1 of 2  ([DUR])
+",
+        "{}",
+        out.stdout
+    );
+    for (name, file) in ["c1", "c2"].iter().zip(&before) {
+        assert_eq!(&fleet.host(name).read_file(CONFIG), file, "{name}");
+    }
     assert_eq!(fleet.host("c3").read_file(CONFIG), None, "c3 was touched");
     no_points(&fleet);
 

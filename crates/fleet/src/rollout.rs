@@ -4,8 +4,9 @@
 //! the hosts never started are reported "not attempted", untouched.
 //!
 //! Only the mechanics are here; the procedure stays in runbooks. The gate is the change's own
-//! report on that host (deploy and configure verify the component, restart checks it): a host
-//! whose run failed failed its gate, its failing checks the reason. What a host had is kept,
+//! report on that host, then the component's verification (`rollback` with `step=gate`: its
+//! data reaching the servers; deploy and configure verified it already): a host whose run
+//! or verification failed failed its gate, its failing checks the reason. What a host had is kept,
 //! put back and dropped by `runbooks/rollback.rhai` (`step=save`, `restore`, `release`), run
 //! on that host's own session before the change, after a failed gate, after a passed one.
 //!
@@ -248,6 +249,16 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
         return result;
     }
     let change = run_one(target, job.runbook, job.params);
+    // The gate: the change's own report, then the component's verification now (its data
+    // reaching the servers), which the rollback runbook skips where the change ran it itself.
+    let change = if change.exit_code() == 0 {
+        let mut params = rollback_params(job.params, "gate");
+        params.push(("change".to_string(), job.runbook.to_string()));
+        let gate = run_one(target, ROLLBACK, &params);
+        if gate.exit_code() == 0 { change } else { gate }
+    } else {
+        change
+    };
     if change.exit_code() == 0 {
         let released = step("release");
         result.outcome = HostOutcome::Changed;
