@@ -273,7 +273,7 @@ fn after_a_restart_the_gate_verifies_the_component_and_an_agent_that_writes_noth
         "--fault",
         "c2:metrics-agent:not-writing",
     ];
-    let out = Test::new().args(&args).run();
+    let out = Test::new().args(args).run();
     let text = summary(&out);
     let c2 = regex::Regex::new(r"(?m)^c2 .*$").unwrap().find(&text).map(|m| m.as_str().to_string()).unwrap_or_default();
     assert!(c2.starts_with("c2    metrics-agent, log-shipper  2      failed         gate: "), "{}", out.stdout);
