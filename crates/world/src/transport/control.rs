@@ -224,6 +224,7 @@ mod tests {
         let err = Control::at(dir.path()).lock(Duration::from_millis(50)).err().unwrap();
         assert!(err.ends_with("stayed locked by another opsbook for 50ms"), "{err}");
         drop(held);
-        assert!(Control::at(dir.path()).lock(Duration::from_millis(50)).is_ok());
+        // Free now: taken at once (the limit only has to outlast a busy machine's scheduling).
+        assert!(Control::at(dir.path()).lock(Duration::from_secs(10)).is_ok());
     }
 }
