@@ -34,6 +34,14 @@ fn shipper_template(t: &Test, dir: &str, from: &str, to: &str) -> String {
     root.join("runbooks").display().to_string()
 }
 
+/// `text` with the reason a gate gave before "; the rollback passed" masked as `[WHY]`.
+fn gate_masked(text: &str) -> String {
+    regex::Regex::new(r"gate: .*; the rollback passed")
+        .unwrap()
+        .replace_all(text, "gate: [WHY]; the rollback passed")
+        .into_owned()
+}
+
 /// No rollback point is left behind on any host.
 fn no_points(fleet: &Fleet) {
     for h in fleet.hosts() {
@@ -62,7 +70,7 @@ fn a_change_that_breaks_delivery_is_rolled_back_on_the_first_host_and_a_good_one
     let text = summary(&out);
     let out = out.code(1);
     assert_eq!(
-        regex::Regex::new(r"gate: .*; the rollback passed").unwrap().replace(&text, "gate: [WHY]; the rollback passed"),
+        gate_masked(&text),
         "rollout of deploy: 3 host(s) in 3 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
 BATCH  HOSTS  OUTCOME        TIME
 1      c1     1 rolled back  [DUR]
@@ -103,7 +111,7 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 1: 1
     let text = summary(&out);
     let out = out.code(1);
     assert_eq!(
-        regex::Regex::new(r"gate: .*; the rollback passed").unwrap().replace(&text, "gate: [WHY]; the rollback passed"),
+        gate_masked(&text),
         "rollout of deploy: 1 host(s) in 1 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
 BATCH  HOSTS  OUTCOME        TIME
 1      c3     1 rolled back  [DUR]
