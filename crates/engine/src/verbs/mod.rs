@@ -34,6 +34,7 @@ pub mod loki;
 pub mod package;
 pub mod package_install;
 pub mod package_key;
+pub mod package_manager;
 pub mod package_repo;
 pub mod prom;
 pub mod shipper;

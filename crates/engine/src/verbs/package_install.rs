@@ -11,9 +11,11 @@ use rhai::{Map, Module};
 use serde::Serialize;
 
 use super::file::Changed;
-use super::package::{Failure, Family, Ran, available, family, installed, lister, run_argv, valid_name, valid_version};
+use super::package_manager::{
+    Failure, Family, Ran, available, classify, family, installed, lister, run_argv, valid_name, valid_version,
+};
 use super::values::{record, text};
-use super::{Context, VerbResult, fail, package_repo};
+use super::{Context, VerbResult, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
@@ -188,7 +190,7 @@ fn install_failure(
     ran: &Ran,
 ) -> VerbResult<Failure> {
     let said = format!("{}\n{}", ran.stdout, ran.stderr);
-    if let Some(failure) = package_repo::classify(&said) {
+    if let Some(failure) = classify(&said) {
         return Ok(failure);
     }
     let missing_version = said.contains("was not found") || (family == Family::Dnf && said.contains("No match"));

@@ -7,7 +7,7 @@
 //! commands seam as base64 (the files seam carries text), written beside the target and
 //! renamed, so a keyring is never half written.
 
-use super::package::{Failure, Ran, run_argv};
+use super::package_manager::{Failure, Ran, classify, run_argv, tidy};
 use super::{Context, VerbResult, fail};
 use crate::config::keys;
 
@@ -70,12 +70,12 @@ pub(crate) fn write(cx: &Context, path: &str, key: &[u8]) -> VerbResult<()> {
 /// What apt's downloader said of a failure: why the fetch failed, else its `E:` lines, else all.
 fn apt_said(ran: &Ran) -> String {
     let text = format!("{}{}", ran.stderr, ran.stdout);
-    if let Some(Failure::Unreachable { said, .. }) = super::package_repo::classify(&text) {
+    if let Some(Failure::Unreachable { said, .. }) = classify(&text) {
         return said;
     }
     let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("E: ") && !l.contains("Download Failed")).collect();
     let said = if errors.is_empty() { text.trim().to_string() } else { errors.join("; ") };
-    super::package_repo::tidy(said.trim_start_matches("E: "))
+    tidy(said.trim_start_matches("E: "))
 }
 
 fn is_armored(bytes: &[u8]) -> bool {

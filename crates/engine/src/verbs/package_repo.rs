@@ -14,8 +14,8 @@ use rhai::{Map, Module};
 use serde::Serialize;
 
 use super::file::{Changed, WriteOptions, read_file, remove_path, stat, write_with};
-use super::package::{Failure, Family, family, run_argv};
 use super::package_key::{self, KEYRINGS};
+use super::package_manager::{Failure, Family, classify, family, run_argv};
 use super::values::{record, text};
 use super::{Context, VerbResult, fail};
 use crate::config::keys;
@@ -290,45 +290,6 @@ fn update(cx: &Context, family: Family, name: &str) -> VerbResult<()> {
     }
     cx.log(Level::Info, &format!("updated the index of the repository {name}"));
     Ok(())
-}
-
-/// What apt or dnf said of a repository that failed, in words: a signature its key does not
-/// verify, or an address that does not answer; `None` for anything else.
-pub(crate) fn classify(said: &str) -> Option<Failure> {
-    const SIGNATURE: [&str; 7] = [
-        "OpenPGP signature verification failed",
-        "is not signed",
-        "NO_PUBKEY",
-        "GPG error",
-        "signatures couldn't be verified",
-        "GPG check FAILED",
-        "Public key for",
-    ];
-    if let Some(line) = said.lines().find(|l| SIGNATURE.iter().any(|s| l.contains(s))) {
-        let line = line.trim().trim_start_matches("W: ").trim_start_matches("E: ");
-        // apt: "OpenPGP signature verification failed: URL SUITE InRelease: WHY".
-        let (source, why) = match line.split_once("failed: ") {
-            Some((_, rest)) => rest.split_once(": ").map_or((rest, ""), |(s, w)| (s, w)),
-            None => (line, ""),
-        };
-        let said = if why.is_empty() { line } else { why };
-        return Some(Failure::Signature { source: source.to_string(), said: tidy(said) });
-    }
-    for sign in ["Failed to fetch ", "Cannot download repomd.xml", "Curl error"] {
-        if let Some(line) = said.lines().find(|l| l.contains(sign)) {
-            let line = line.trim().trim_start_matches("W: ").trim_start_matches("E: ");
-            let rest = line.split_once(sign).map_or(line, |(_, r)| r);
-            let url = rest.split_whitespace().find(|w| w.contains("://")).unwrap_or(rest).trim_end_matches(':');
-            let why = rest.split_once("  ").map_or(rest, |(_, w)| w).trim();
-            return Some(Failure::Unreachable { url: url.to_string(), said: tidy(why) });
-        }
-    }
-    None
-}
-
-/// A quoted sentence without its closing punctuation (the error's own follows it).
-pub(crate) fn tidy(said: &str) -> String {
-    said.trim().trim_end_matches(['.', ':', ';']).to_string()
 }
 
 fn remove_repository(cx: &Context, name: &str) -> VerbResult<Map> {
