@@ -194,7 +194,7 @@ fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, 
 
 fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
     let entries = catalog.all(Kind::Runbook)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if format == Format::Json {
         let rows: Vec<_> = entries
             .iter()
@@ -226,7 +226,7 @@ fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
 /// `opsbook templates [NAME]`: every template with where the winning copy is, or one's text.
 fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8, Error> {
     use crate::verbs::template;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if let Some(name) = name {
         let found = template::find(catalog, name).map_err(Error::Usage)?;
         let found =
@@ -259,7 +259,7 @@ fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8
 fn show(session: &Session, name: &str, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(name)?;
     let e = &compiled.entry;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if format == Format::Json {
         let params: Vec<_> = compiled
             .params
@@ -379,7 +379,7 @@ fn fns(
                 || d.doc.to_lowercase().contains(&f)
         });
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&functions).unwrap_or_default()).ok();
         return Ok(0);
@@ -404,7 +404,7 @@ fn fns(
 fn config(session: &Session, format: Format) -> Result<u8, Error> {
     let (config, catalog) = (&session.config, &session.catalog);
     let rows = config.describe();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if format == Format::Json {
         let values: serde_json::Map<String, serde_json::Value> = rows
             .iter()

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod bad_input;
 mod cli;
 mod config;
 mod debian13;

@@ -93,7 +93,7 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
     };
     let flaps = flapping(&window, args.flap);
     let several_hosts = window.iter().any(|r| r.host != window[0].host);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if format == Format::Json {
         let runs: Vec<Value> = runs.iter().map(run_json).collect();
         let doc = json!({

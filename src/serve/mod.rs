@@ -218,7 +218,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let listen = args.listen.clone().unwrap_or_else(|| settings.listen.clone());
     let (runtime, server, address) = listen_and_serve(&listen, &state)?;
     let n = ready.len();
-    eprintln!(
+    opsbook_base::say!(
         "opsbook serve: listening on http://{address}/ ({n} job{}, history in {})",
         if n == 1 { "" } else { "s" },
         path.display()
@@ -229,7 +229,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     loop {
         match runtime.block_on(signals.next()) {
             Signal::Reload => {
-                eprintln!("opsbook serve: SIGHUP: reloading the configuration and the runbooks");
+                opsbook_base::say!("opsbook serve: SIGHUP: reloading the configuration and the runbooks");
                 let Some((reloaded, jobs)) = reread(&sources, args) else { continue };
                 // The sandbox's configuration points at its own stack: only the jobs change.
                 if stage._sandbox.is_none() {
@@ -244,19 +244,19 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
                 let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
                 let (ready, views) = prepare(jobs, &stage, &catalog, &here);
                 for p in problems(&views) {
-                    eprintln!("opsbook serve: {p}");
+                    opsbook_base::say!("opsbook serve: {p}");
                 }
                 state.set_jobs(views);
                 running = Running::start(ready, state.clone(), settings.parallel, settings.jitter);
             }
             Signal::Stop => {
-                eprintln!(
+                opsbook_base::say!(
                     "opsbook serve: stopping: running jobs get {} to finish",
                     humantime::format_duration(settings.stop_timeout)
                 );
                 let interrupted = running.finish(settings.stop_timeout);
                 if interrupted > 0 {
-                    eprintln!("opsbook serve: interrupted {interrupted} job(s) still running at the deadline");
+                    opsbook_base::say!("opsbook serve: interrupted {interrupted} job(s) still running at the deadline");
                 }
                 server.abort();
                 runtime.shutdown_timeout(std::time::Duration::from_secs(2));
@@ -272,14 +272,17 @@ fn reread(sources: &Sources, args: &ServeArgs) -> Option<(Config, Vec<Job>)> {
     let reloaded = match Config::load(sources) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("{}\nopsbook serve: the configuration is unchanged", crate::secret::redact(&e.to_string()));
+            opsbook_base::say!(
+                "{}\nopsbook serve: the configuration is unchanged",
+                crate::secret::redact(&e.to_string())
+            );
             return None;
         }
     };
     match jobs_of(args, &reloaded.serve) {
         Ok(jobs) => Some((reloaded, jobs)),
         Err(e) => {
-            eprintln!("{e}\nopsbook serve: the configuration is unchanged");
+            opsbook_base::say!("{e}\nopsbook serve: the configuration is unchanged");
             None
         }
     }

@@ -153,6 +153,10 @@ impl Config {
         if !inline.trim().is_empty() {
             Secret::new(inline);
         }
+        // A readable token_file's token too (its errors are said when the token is needed).
+        if let TokenSource::File(path) = config.token_source() {
+            let _ = TokenSource::File(path).resolve();
+        }
         if sources.user_scope {
             config.set(keys::SCOPE, Value::Text("user".into()), Origin::Flag("--user"))?;
         }
@@ -202,6 +206,8 @@ impl Config {
             reason: e.to_string(),
         })?;
         let shown = path.display().to_string();
+        // Known to the redactor before a syntax error could quote the line holding it.
+        crate::secret::learn_assignments(&text);
         let table = DeTable::parse(&text).map_err(|e| {
             let offset = e.span().map_or(0, |s| s.start);
             Error::located(Diagnostic::at_offset(
@@ -272,6 +278,13 @@ impl Config {
                     (_, true) if self.given_token.is_some() => "<redacted>".to_string(),
                     (Value::Text(t), true) if t.is_empty() => "(not set)".to_string(),
                     (_, true) => "<redacted>".to_string(),
+                    // token_command's arguments may be the token itself (`["echo", TOKEN]`):
+                    // only the program is shown.
+                    (Value::Argv(a), false) if k.name == keys::METRICS_DB_TOKEN_COMMAND.name && a.len() > 1 => {
+                        let shown: Vec<&str> =
+                            a.iter().enumerate().map(|(i, w)| if i == 0 { w.as_str() } else { "<redacted>" }).collect();
+                        serde_json::to_string(&shown).unwrap_or_default()
+                    }
                     (Value::Argv(a), false) => serde_json::to_string(a).unwrap_or_default(),
                     (Value::Text(t), false) => t.clone(),
                 };
