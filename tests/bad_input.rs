@@ -94,3 +94,92 @@ fn a_token_file_s_token_echoed_anywhere_is_redacted() {
         .stdout_has("h1    <redacted>  -")
         .stdout_lacks(TOKEN);
 }
+
+/// A server on a loopback port answering every connection with `answer` (given the writer),
+/// until the test ends. Its address, `http://127.0.0.1:PORT`.
+pub(crate) fn server(answer: fn(&mut std::net::TcpStream)) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut request = [0u8; 4096];
+                let _ = std::io::Read::read(&mut stream, &mut request);
+                answer(&mut stream);
+            });
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+/// An answer that never ends: a 200 with no length, then `x` for ever (until the reader goes).
+fn endless(stream: &mut std::net::TcpStream) {
+    use std::io::Write;
+    let chunk = vec![b'x'; 64 << 10];
+    if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n").is_ok() {
+        while stream.write_all(&chunk).is_ok() {}
+    }
+}
+
+const BIG: &str = r#"let base = param("base", "");
+let r = http::get(`${base}/page`);
+check("http::get answered", r.ok, `HTTP ${r.status}: ${r.error}`);
+let s = prom::scrape(`${base}/metrics`);
+check("scraped", s.ok, s.detail);
+let p = http::probe(`${base}/ready`);
+check("probed", p.ok, p.detail);
+check("a later check", true, "still ran");
+"#;
+
+#[test]
+fn an_endless_answer_is_a_failed_check_and_later_checks_run() {
+    let base = server(endless);
+    let too_large =
+        |path: &str| format!("answer larger than 1 MB from {base}{path} (not read on; `http.max_body` sets the limit)");
+    let out = Test::new()
+        .config("[http]\nmax_body = 1\n")
+        .runbook("big", BIG)
+        .args(["run", "big", "--set", &format!("base={base}")])
+        .run()
+        .code(1);
+    let expected = format!(
+        "big (runbooks/big.rhai)
+  FAIL  http::get answered — HTTP 200: {}
+  FAIL  scraped — {}
+  FAIL  probed — {}
+  ok    a later check — still ran
+
+1 passed, 3 failed  ([DUR])
+",
+        too_large("/page"),
+        too_large("/metrics"),
+        too_large("/ready")
+    );
+    out.stdout_is(&expected);
+}
+
+#[test]
+fn verify_log_store_reports_an_endless_answer_per_check() {
+    let base = server(endless);
+    let out = Test::new()
+        .config(&format!("[http]\nmax_body = 1\n[log_store]\nurl = \"{base}\"\n"))
+        .args(["run", "verify-log-store"])
+        .run()
+        .code(1);
+    let lines: Vec<&str> =
+        out.stdout.lines().filter(|l| l.contains("answer larger") && !l.contains("log entries")).collect();
+    let too_large =
+        |path: &str| format!("answer larger than 1 MB from {base}{path} (not read on; `http.max_body` sets the limit)");
+    assert_eq!(
+        lines,
+        [
+            format!("  FAIL  log store /ready says ready — {}", too_large("/ready")),
+            format!("  FAIL  loki_ingester_chunks_created_total readable — {}", too_large("/metrics")),
+            format!("  FAIL  labels listed — {}", too_large("/loki/api/v1/labels")),
+            format!("  FAIL  storage backend — {}", too_large("/config")),
+        ],
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("FAIL  log entries for {service_type=~\".+\"} — answer larger than 1 MB from"));
+}

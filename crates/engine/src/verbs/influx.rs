@@ -359,7 +359,13 @@ mod tests {
     use super::*;
 
     fn answer(status: u16, body: &str) -> Response {
-        Response { status, headers: vec![], body: body.to_string(), elapsed: std::time::Duration::from_millis(3) }
+        Response {
+            status,
+            headers: vec![],
+            body: body.to_string(),
+            elapsed: std::time::Duration::from_millis(3),
+            too_large: None,
+        }
     }
 
     #[test]

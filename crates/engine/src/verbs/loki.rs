@@ -123,6 +123,8 @@ fn get(cx: &Context, path: &str) -> VerbResult<Response> {
     match cx.send(Request::new(reqwest::Method::GET, &u))? {
         Ok(r) if r.status == 200 => Ok(r),
         Ok(r) => Err(fail(format!("the log store answered {}", r.summary()))),
+        // A reason that names the address already (an answer too large) is not prefixed again.
+        Err(reason) if reason.contains(&u) => Err(fail(reason)),
         Err(reason) => Err(fail(format!("GET {u}: {reason}"))),
     }
 }
