@@ -3,6 +3,7 @@
 mod support;
 
 mod bad_input;
+mod bad_messages;
 mod cli;
 mod config;
 mod debian13;

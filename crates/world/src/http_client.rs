@@ -135,6 +135,7 @@ impl Http {
     /// Sends a request; `Err` is a reason (the server gave no HTTP answer).
     pub async fn send(&self, request: Request<'_>) -> Result<Response, String> {
         let timeout = request.timeout.unwrap_or(self.default_timeout);
+        let url = crate::http_explain::check_url(&request.url)?;
         let started = Instant::now();
         let mut headers = HeaderMap::new();
         for (k, v) in &request.headers {
@@ -153,7 +154,10 @@ impl Http {
         if let Some(body) = request.body {
             builder = builder.body(body);
         }
-        let mut response = builder.send().await.map_err(|e| reason(&e, timeout))?;
+        let mut response = match builder.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(crate::http_explain::explain(reason(&e, timeout), &url, timeout).await),
+        };
         let status = response.status().as_u16();
         let headers = response
             .headers()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rhai::{Engine, Map, Module};
 use serde::Serialize;
 
-use super::time::duration_arg;
+use super::time::positive_duration_arg;
 use super::values::{Probe, record};
 use super::{Context, VerbResult, fail};
 use crate::http_client::{Request, Response};
@@ -86,7 +86,7 @@ fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> VerbResult<Re
                 }
             }
             "body" => req = req.body(super::values::text(v).into_bytes()),
-            "timeout" => req = req.timeout(Some(duration_arg(v)?)),
+            "timeout" => req = req.timeout(Some(positive_duration_arg(v, "timeout")?)),
             "method" => {}
             other => return Err(fail(format!("http: unknown option `{other}` (headers, body, timeout, method)"))),
         }
@@ -98,6 +98,8 @@ fn request(cx: &Context, method: reqwest::Method, url: &str, options: &Map) -> V
     let req = build(method.clone(), url, options)?;
     match cx.send_answer(req)? {
         Ok(response) => response_map(&response),
+        // A reason naming the address already (a bad one, an answer too large) is not prefixed.
+        Err(reason) if reason.contains(url) => Err(fail(reason)),
         Err(reason) => Err(fail(format!("{method} {url}: {reason}"))),
     }
 }
