@@ -253,7 +253,12 @@ fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8
     for f in &all {
         writeln!(out, "{:width$}  {}", f.name, f.source).ok();
     }
-    Ok(0)
+    // A template that cannot be read is named, not passed over.
+    let unreadable = template::unreadable(catalog);
+    for why in &unreadable {
+        opsbook_base::say!("error: {why}");
+    }
+    Ok(if unreadable.is_empty() { 0 } else { 2 })
 }
 
 fn show(session: &Session, name: &str, format: Format) -> Result<u8, Error> {

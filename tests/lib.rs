@@ -4,6 +4,7 @@ mod support;
 
 mod bad_input;
 mod bad_messages;
+mod bad_sources;
 mod cli;
 mod config;
 mod debian13;
