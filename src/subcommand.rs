@@ -44,8 +44,9 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             .serve;
             crate::history::command::run(
                 &args,
-                crate::serve::state_dir(args.state_dir.clone(), &settings),
+                crate::serve::state_dir(args.state_dir.clone(), &settings)?,
                 global.format,
+                global.sandbox,
             )
         }
         Command::Scripts(args) => crate::scripts::run(&args),

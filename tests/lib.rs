@@ -5,6 +5,7 @@ mod support;
 mod bad_input;
 mod bad_messages;
 mod bad_sources;
+mod bad_state;
 mod cli;
 mod config;
 mod debian13;

@@ -73,8 +73,9 @@ pub fn failed_checks(report: &Value) -> Vec<String> {
 }
 
 /// Runs `opsbook history`.
-pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8, Error> {
-    let path = super::database_path(&state_dir);
+/// With `sandbox`, the rehearsals of `serve --sandbox` are read instead of the real runs.
+pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format, sandbox: bool) -> Result<u8, Error> {
+    let path = if sandbox { super::rehearsals_path(&state_dir) } else { super::database_path(&state_dir) };
     let history = History::open_read_only(path.clone()).map_err(Error::Usage)?;
     let since_ms = args.since.map(|d| super::now_ms() - d.as_millis() as i64);
     let filter = Filter {
