@@ -13,6 +13,7 @@ mod fleet;
 mod fleet_failures;
 mod fleet_order;
 mod fleet_runs;
+mod fuzz_readers;
 mod inventory;
 mod journal;
 mod lifecycle;
