@@ -48,7 +48,7 @@ pub fn run() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             opsbook_base::say!("{e}");
-            ExitCode::from(2)
+            ExitCode::from(if matches!(e, error::Error::Interrupted(_)) { 130 } else { 2 })
         }
     }
 }

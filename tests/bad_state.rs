@@ -1,7 +1,8 @@
 //! Bad input (#28), state: `serve` with no HOME or XDG variable refuses rather than keep its
 //! history beside wherever it was started; `serve --sandbox` keeps its rehearsals in a
 //! database of their own, under a host name that says so; the page shows durations under
-//! 10 ms in milliseconds.
+//! 10 ms in milliseconds; SIGTERM while a sandbox fleet is set up ends it with a word and
+//! exit status 130.
 
 use std::process::Command;
 use std::time::Duration;
@@ -83,4 +84,24 @@ fn sandbox_rehearsals_are_kept_apart_from_the_real_history_and_short_runs_show_i
     let json = out.json();
     assert_eq!(json["database"], format!("{dir}/rehearsals.sqlite"));
     assert_eq!(json["runs"][0]["host"], format!("{host} (sandbox)"));
+}
+
+#[test]
+fn sigterm_while_a_sandbox_fleet_is_set_up_ends_it_saying_how_far_it_got() {
+    // The largest fleet: setting it up takes long enough to be interrupted in the middle.
+    let run = Test::new().args(["run", "quick-check", "--sandbox", "--fleet", "200"]).spawn();
+    run.wait_for_output("setting up the sandbox", Duration::from_secs(30));
+    run.signal(libc::SIGTERM);
+    let (out, _) = run.wait(Duration::from_secs(30));
+    let said = regex::Regex::new(
+        r"^setting up the sandbox: a server and 200 client hosts…\ninterrupted: SIGTERM while the sandbox was set up: \d+ of its 201 simulated hosts (were made, none started|had started|were ready); nothing was run\n$",
+    )
+    .unwrap();
+    assert!(
+        out.code == 130 && out.stdout.is_empty() && said.is_match(&out.stderr),
+        "exit {}\n{}\n{}",
+        out.code,
+        out.stdout,
+        out.stderr
+    );
 }

@@ -47,6 +47,65 @@ impl Cancel {
     }
 }
 
+/// The signal (SIGINT or SIGTERM) that arrived while `SetUp` was catching them; 0: none.
+static SET_UP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn note_signal(signal: libc::c_int) {
+    // Only an atomic store: all a signal handler may safely do.
+    SET_UP_SIGNAL.store(signal, Ordering::SeqCst);
+}
+
+/// Ctrl-C and SIGTERM while something long is set up before a run (a sandbox's fleet):
+/// noted instead of killing the process, so the set-up can stop between two steps and say
+/// what it had done (`interrupted`). Dropping it restores what the signals did before.
+pub struct SetUp {
+    before: [(libc::c_int, libc::sigaction); 2],
+}
+
+impl SetUp {
+    pub fn catch() -> SetUp {
+        SET_UP_SIGNAL.store(0, Ordering::SeqCst);
+        let before = [libc::SIGINT, libc::SIGTERM].map(|signal| {
+            // SAFETY: zeroed sigaction structs are valid; the handler only stores an atomic.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(signal, &action, &mut old);
+                (signal, old)
+            }
+        });
+        SetUp { before }
+    }
+
+    /// The signal that arrived since `catch`, by name (`SIGTERM`), if one did.
+    pub fn interrupted(&self) -> Option<&'static str> {
+        set_up_interrupted()
+    }
+}
+
+/// The signal a `SetUp` noted, by name, if one arrived while it was catching them: what a
+/// set-up step checks before the next.
+pub fn set_up_interrupted() -> Option<&'static str> {
+    match SET_UP_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        libc::SIGINT => Some("Ctrl-C (SIGINT)"),
+        _ => Some("SIGTERM"),
+    }
+}
+
+impl Drop for SetUp {
+    fn drop(&mut self) {
+        for (signal, old) in &self.before {
+            // SAFETY: restores the action `catch` replaced.
+            unsafe {
+                libc::sigaction(*signal, old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
 /// Ctrl-C or SIGTERM cancels every run in `cancels` (each ends with a partial report, exit
 /// 130); a second quits at once. Registered before it returns (an early Ctrl-C must not kill
 /// the process), in `runtime`'s context.
