@@ -107,7 +107,8 @@ pub fn learn_assignments(text: &str) {
     for line in text.lines() {
         let Some((key, value)) = line.split_once('=') else { continue };
         let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
-        if key != "token" && key != "metrics_db.token" {
+        // `token` in `[metrics_db]`, dotted, or a host's `config.metrics_db.token`.
+        if key != "token" && !key.ends_with("metrics_db.token") {
             continue;
         }
         let value = value.trim();
