@@ -50,7 +50,7 @@ pub fn sandbox_targets(
     let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
     // Setting up hundreds of hosts takes a while: Ctrl-C or SIGTERM meanwhile ends it, saying
     // how far it got (exit status 130), instead of killing the process without a word.
-    let set_up = crate::cancel::SetUp::catch();
+    crate::cancel::catch_set_up();
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) || clients >= 50 {
         eprintln!("setting up the sandbox: a server and {clients} client hosts…");
     }
@@ -71,7 +71,7 @@ pub fn sandbox_targets(
             }
         })
         .collect();
-    if let Some(signal) = set_up.interrupted() {
+    if let Some(signal) = crate::cancel::set_up_interrupted() {
         return Err(Error::Interrupted(format!(
             "{signal} while the sandbox was set up: {n} of its {n} simulated hosts were ready; nothing was run",
             n = clients + 1

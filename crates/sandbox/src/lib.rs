@@ -130,7 +130,7 @@ impl Sandbox {
         point_at_servers(&mut base, &servers, &token, &org)?;
         let side = ServerSide { addresses: &servers, token: &token, org: &org, bucket: &bucket };
 
-        // A signal while a large fleet is set up stops it between two hosts (`cancel::SetUp`).
+        // A signal while a large fleet is set up stops it between two hosts (`cancel::catch_set_up`).
         let interrupted = |done: usize, what: &str| {
             cancel::set_up_interrupted().map(|signal| {
                 Error::Interrupted(format!(
@@ -142,7 +142,7 @@ impl Sandbox {
         let mut client_files = Vec::new();
         for (i, name) in names.iter().enumerate() {
             if let Some(e) = interrupted(i, "were made, none started") {
-                return Err(e);
+                return Err(abandon(sandbox, runtime, e));
             }
             let mut sim = SimHost::new(name, runtime.handle().clone(), faults.on(name));
             let mut config = base.clone();
@@ -175,16 +175,25 @@ impl Sandbox {
         let booted = runtime.block_on(async {
             let store = sandbox.hosts[0].sim.running_store(&sandbox.hosts[0].config).cloned();
             for (i, host) in sandbox.hosts.iter().enumerate() {
-                if cancel::set_up_interrupted().is_some() {
-                    return i;
+                // A host's boot may wait seconds for its shipper: the signal is looked for
+                // meanwhile, so an interruption ends the set-up within a moment.
+                let boot = host.sim.boot(&host.config, store.as_ref());
+                tokio::pin!(boot);
+                loop {
+                    tokio::select! {
+                        _ = &mut boot => break,
+                        _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
+                            if cancel::set_up_interrupted().is_some() {
+                                return i;
+                            }
+                        }
+                    }
                 }
-                host.sim.boot(&host.config, store.as_ref()).await;
             }
             sandbox.hosts.len()
         });
         if let Some(e) = interrupted(booted, "had started") {
-            sandbox.runtime = Some(runtime);
-            return Err(e);
+            return Err(abandon(sandbox, runtime, e));
         }
         for (host, files) in sandbox.hosts.iter().zip(&client_files) {
             if let Some(files) = files {
@@ -194,6 +203,16 @@ impl Sandbox {
         sandbox.runtime = Some(runtime);
         Ok(sandbox)
     }
+}
+
+/// A set-up given up on (interrupted): `error` is returned at once, and the half-made
+/// sandbox is taken down beside it. Removing a fleet's files takes seconds on a busy machine,
+/// and the interruption is said first; whatever a process that ends meanwhile leaves behind,
+/// the next sandbox sweeps away (`files::private_dir`).
+fn abandon(mut sandbox: Sandbox, runtime: tokio::runtime::Runtime, error: Error) -> Error {
+    sandbox.runtime = Some(runtime);
+    std::thread::spawn(move || drop(sandbox));
+    error
 }
 
 /// Writes a client host's agent and shipper configuration into its folder, pointed at the
