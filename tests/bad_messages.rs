@@ -151,3 +151,18 @@ try { loki::query(`{a="b"}`, #{ limit: -1 }); } catch (e) { check("limit", false
   FAIL  limit — loki::query: `limit` is -1: it must be more than zero"
     );
 }
+
+#[test]
+fn a_rollout_batch_of_no_hosts_is_refused_not_obeyed() {
+    for serial in ["0", "0%"] {
+        let out =
+            Test::new().args(["run", "quick-check", "--sandbox", "--fleet", "3", "--serial", serial]).run().code(2);
+        assert_eq!(
+            out.stderr,
+            format!(
+                "error: invalid value '{serial}' for '--serial <N|P%>': `{serial}`: a batch of no hosts changes nothing; \
+                 give 1 or more hosts, or a share above 0%\n\nFor more information, try '--help'.\n"
+            )
+        );
+    }
+}
