@@ -39,9 +39,11 @@ fn ssh_banner(stream: &mut std::net::TcpStream) {
 fn a_server_that_does_not_speak_http_is_quoted() {
     let base = server(ssh_banner);
     let port = base.rsplit(':').next().unwrap();
+    let tls = base.replace("http://", "https://");
     let runbook = format!(
         "let p = http::probe(\"{base}/ready\");\ncheck(\"probe\", p.ok, p.detail);\n\
-         let s = prom::scrape(\"{base}/metrics\");\ncheck(\"scrape\", s.ok, s.detail);\n"
+         let s = prom::scrape(\"{base}/metrics\");\ncheck(\"scrape\", s.ok, s.detail);\n\
+         let t = http::probe(\"{tls}/ready\");\ncheck(\"tls\", t.ok, t.detail);\n"
     );
     let said = |path: &str| {
         format!(
@@ -49,8 +51,13 @@ fn a_server_that_does_not_speak_http_is_quoted() {
              to GET {path}; is this the right port?"
         )
     };
+    let not_tls = format!(
+        "the server at 127.0.0.1:{port} does not speak TLS: it answered \"SSH-2.0-OpenSSH_9.2p1 Debian-2\" to a \
+         plain GET /ready; is it http://, or the wrong port?"
+    );
     Test::new().runbook("garbled", &runbook).args(["run", "garbled"]).run().code(1).stdout_is(&format!(
-        "garbled (runbooks/garbled.rhai)\n  FAIL  probe — {}\n  FAIL  scrape — {}\n\n0 passed, 2 failed  ([DUR])\n",
+        "garbled (runbooks/garbled.rhai)\n  FAIL  probe — {}\n  FAIL  scrape — {}\n  FAIL  tls — {not_tls}\n\n\
+         0 passed, 3 failed  ([DUR])\n",
         said("/ready"),
         said("/metrics")
     ));

@@ -86,14 +86,23 @@ pub(crate) async fn first_bytes(url: &reqwest::Url, timeout: Duration) -> String
 /// The reason for a request that got no HTTP answer, with the server's first bytes when what
 /// it sent was not HTTP.
 pub(crate) async fn explain(reason: String, url: &reqwest::Url, timeout: Duration) -> String {
-    if !not_http(&reason) {
-        return reason;
-    }
-    let said = first_bytes(url, timeout).await;
     let server = match (url.host_str(), url.port_or_known_default()) {
         (Some(host), Some(port)) => format!("{host}:{port}"),
         _ => url.to_string(),
     };
+    // rustls' words for a server that answered its greeting with something that is not TLS.
+    if url.scheme() == "https" && (reason.contains("InvalidContentType") || reason.contains("corrupt message")) {
+        let said = first_bytes(url, timeout).await;
+        return format!(
+            "the server at {server} does not speak TLS: it answered {said} to a plain GET {}; is it http://, \
+             or the wrong port?",
+            url.path()
+        );
+    }
+    if !not_http(&reason) {
+        return reason;
+    }
+    let said = first_bytes(url, timeout).await;
     format!(
         "the server at {server} does not speak HTTP: it answered {said} to GET {}; is this the right port?",
         url.path()
