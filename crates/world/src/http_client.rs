@@ -164,7 +164,7 @@ impl Http {
             .iter()
             .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
             .collect();
-        let limit = usize::try_from(self.max_body_mb << 20).unwrap_or(usize::MAX);
+        let limit = usize::try_from(self.max_body_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
         let mut body = Vec::new();
         let mut too_large = None;
         if response.content_length().is_some_and(|n| n > limit as u64) {

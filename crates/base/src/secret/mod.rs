@@ -6,6 +6,11 @@
 //! every secret ever exposed is remembered and `redact()` blanks it out of any text that is
 //! about to leave the process (reports, diagnostics, log lines): a server that echoes the token
 //! back in an error body cannot make opsbook print it.
+//!
+//! That is the one redaction point: every way out — `stdout()`, `stderr()`, `say!`, the
+//! report writers, the log writer — is a `RedactingWriter`, and the values are known before
+//! anything is printed (`learn_environment` at start, the configuration's own when it is read,
+//! `learn_assignments` before a file is parsed), in any letter case.
 
 mod token;
 
