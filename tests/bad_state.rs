@@ -80,6 +80,11 @@ fn sandbox_rehearsals_are_kept_apart_from_the_real_history_and_short_runs_show_i
              help: pass the same `--state-dir` (or `serve.state_dir`) as the service\n"
         )
     );
+    // The table shows a run of a few milliseconds in milliseconds too.
+    let out = Test::new().args(["history", "--sandbox", "--state-dir", &dir]).run().code(0);
+    let row = regex::Regex::new(r"(?m)^ +1  \d{4}-\d\d-\d\dT[\d:.]+Z  ok +passed +(\d+\.\d)ms  $").unwrap();
+    let ms = row.captures(&out.stdout).unwrap_or_else(|| panic!("no run in ms:\n{}", out.stdout));
+    assert!(ms[1].parse::<f64>().unwrap() < 10.0, "{}", out.stdout);
     let out = Test::new().args(["history", "--sandbox", "--state-dir", &dir, "--format", "json"]).run().code(0);
     let json = out.json();
     assert_eq!(json["database"], format!("{dir}/rehearsals.sqlite"));

@@ -139,16 +139,22 @@ fn write_runs(out: &mut impl Write, runs: &[Run], several_hosts: bool, filtered:
             }
             writeln!(
                 out,
-                "{:>6}  {:24}  {:job_width$}  {:11}  {:>7.2}s  {detail}",
+                "{:>6}  {:24}  {:job_width$}  {:11}  {:>8}  {detail}",
                 r.id,
                 rfc3339(r.started_ms),
                 job_of(r),
                 r.outcome,
-                r.duration_s
+                duration(r.duration_s)
             )
             .ok();
         }
     }
+}
+
+/// A run's duration in the table: `3.2ms` under 10 ms (where `0.00s` would say nothing), else
+/// `1.25s`.
+fn duration(seconds: f64) -> String {
+    if seconds < 0.01 { format!("{:.1}ms", seconds.max(0.0) * 1000.0) } else { format!("{seconds:.2}s") }
 }
 
 /// The checks that changed outcome more than `threshold` times in the window, or says none did.
