@@ -224,7 +224,7 @@ fn sandbox_fault_shows_on_health_metrics_page_and_history_and_the_history_surviv
         .run()
         .code(0);
     let table = regex::Regex::new(
-        r"^ +ID  STARTED                   JOB          OUTCOME      DURATION  DETAIL\n( +\d+  \d{4}-\d\d-\d\dT[\d:.]+Z  quick-check  failed +\d+\.\d\ds  units › loki\.service active; servers › log store /ready says ready\n)+\nno flapping checks \(none changed outcome more than 2 times\)\n$",
+        r"^ +ID  STARTED                   JOB          OUTCOME      DURATION  DETAIL\n( +\d+  \d{4}-\d\d-\d\dT[\d:.]+Z  quick-check  failed +(?:\d+\.\d\ds|\d\.\dms)  units › loki\.service active; servers › log store /ready says ready\n)+\nno flapping checks \(none changed outcome more than 2 times\)\n$",
     )
     .unwrap();
     assert!(table.is_match(&history.stdout), "{}", history.stdout);
