@@ -31,7 +31,7 @@ pub fn run(args: &GenerateArgs) -> Result<u8, Error> {
         What::Man => man_pages(dir).map_err(io)?,
         What::Completions => completions(dir).map_err(io)?,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     for path in written {
         writeln!(out, "{}", path.display()).ok();
     }

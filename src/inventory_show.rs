@@ -30,13 +30,13 @@ pub(crate) fn hosts(inventory: &Inventory, pattern: Option<&str>, format: Format
             let text;
             (text, left_out) = file_sd(&hosts);
             for (name, why) in &left_out {
-                eprintln!("left out {name}: {why}");
+                opsbook_base::say!("left out {name}: {why}");
             }
             text
         }
         _ => table(&hosts),
     };
-    std::io::stdout().lock().write_all(text.as_bytes()).ok();
+    crate::secret::stdout().write_all(text.as_bytes()).ok();
     Ok(u8::from(!left_out.is_empty() || hosts.iter().any(|h| !h.problems.is_empty())))
 }
 
@@ -97,11 +97,14 @@ fn or_dash<T: ToString>(f: &Option<Fact<T>>) -> String {
 
 /// Rows as aligned columns, two spaces apart, the last column unpadded.
 fn columns(rows: &[Vec<String>]) -> String {
+    // Measured as they will be shown: a token's value is `<redacted>` on the way out.
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|r| r.iter().map(|c| crate::secret::redact(c).into_owned()).collect()).collect();
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..n).map(|i| rows.iter().map(|r| r.get(i).map_or(0, |c| c.chars().count())).max().unwrap_or(0)).collect();
     let mut out = String::new();
-    for row in rows {
+    for row in &rows {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             if i + 1 == row.len() {

@@ -34,6 +34,8 @@ use clap::Parser;
 /// Parses the command line, runs the subcommand and maps the outcome to an exit status:
 /// 0 passed, 1 a check failed, 2 usage/config/script error, 130 interrupted.
 pub fn run() -> ExitCode {
+    // The tokens this process can see are known to the redactor before anything is printed.
+    secret::learn_environment();
     let args = match cli::Arguments::try_parse_from(twin::argv::translate(std::env::args_os().collect())) {
         Ok(args) => args,
         Err(e) => {
@@ -45,8 +47,8 @@ pub fn run() -> ExitCode {
     match subcommand::execute(args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("{}", secret::redact(&e.to_string()));
-            ExitCode::from(2)
+            opsbook_base::say!("{e}");
+            ExitCode::from(if matches!(e, error::Error::Interrupted(_)) { 130 } else { 2 })
         }
     }
 }

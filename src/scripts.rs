@@ -95,7 +95,7 @@ pub fn run(args: &ScriptsArgs) -> Result<u8, Error> {
 
 fn describe() -> Result<u8, Error> {
     let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf));
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     writeln!(out, "The orchestrator scripts, shipped inside this opsbook:").ok();
     for (name, what, text) in SCRIPTS {
         let state = match &beside {
@@ -129,7 +129,7 @@ fn install(dir: &Path, force: bool) -> Result<u8, Error> {
             dir.join(name).display()
         )));
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     for ((name, _, text), state) in SCRIPTS.iter().zip(states) {
         let path = dir.join(name);
         let mode = mode_of(name);

@@ -44,8 +44,9 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             .serve;
             crate::history::command::run(
                 &args,
-                crate::serve::state_dir(args.state_dir.clone(), &settings),
+                crate::serve::state_dir(args.state_dir.clone(), &settings)?,
                 global.format,
+                global.sandbox,
             )
         }
         Command::Scripts(args) => crate::scripts::run(&args),
@@ -194,7 +195,7 @@ fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, 
 
 fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
     let entries = catalog.all(Kind::Runbook)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if format == Format::Json {
         let rows: Vec<_> = entries
             .iter()
@@ -226,7 +227,7 @@ fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
 /// `opsbook templates [NAME]`: every template with where the winning copy is, or one's text.
 fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8, Error> {
     use crate::verbs::template;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if let Some(name) = name {
         let found = template::find(catalog, name).map_err(Error::Usage)?;
         let found =
@@ -253,13 +254,18 @@ fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8
     for f in &all {
         writeln!(out, "{:width$}  {}", f.name, f.source).ok();
     }
-    Ok(0)
+    // A template that cannot be read is named, not passed over.
+    let unreadable = template::unreadable(catalog);
+    for why in &unreadable {
+        opsbook_base::say!("error: {why}");
+    }
+    Ok(if unreadable.is_empty() { 0 } else { 2 })
 }
 
 fn show(session: &Session, name: &str, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(name)?;
     let e = &compiled.entry;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if format == Format::Json {
         let params: Vec<_> = compiled
             .params
@@ -379,7 +385,7 @@ fn fns(
                 || d.doc.to_lowercase().contains(&f)
         });
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&functions).unwrap_or_default()).ok();
         return Ok(0);
@@ -404,7 +410,7 @@ fn fns(
 fn config(session: &Session, format: Format) -> Result<u8, Error> {
     let (config, catalog) = (&session.config, &session.catalog);
     let rows = config.describe();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if format == Format::Json {
         let values: serde_json::Map<String, serde_json::Value> = rows
             .iter()

@@ -300,7 +300,7 @@ fn a_misspelt_field_or_key_in_opsbook_toml_points_at_it() {
         .run()
         .code(2)
         .stderr_is(
-            "error: `log_shipper.url`: `localhost:12345` is not an http:// or https:// address
+            "error: `log_shipper.url`: `localhost:12345` is not an http:// or https:// address; write it as http://HOST:PORT or https://HOST:PORT
  --> opsbook.toml:3:20
   |
 3 | config.log_shipper.url = \"localhost:12345\"

@@ -2,6 +2,10 @@
 
 mod support;
 
+mod bad_input;
+mod bad_messages;
+mod bad_sources;
+mod bad_state;
 mod cli;
 mod config;
 mod debian13;
@@ -9,6 +13,7 @@ mod fleet;
 mod fleet_failures;
 mod fleet_order;
 mod fleet_runs;
+mod fuzz_readers;
 mod inventory;
 mod journal;
 mod lifecycle;

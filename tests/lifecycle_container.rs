@@ -439,7 +439,7 @@ fn quadlet_of_podman_4_4_refuses_run_options_it_cannot_pass() {
     // The module's line is masked: another change to it must not fail this test.
     let expected = "deploy (<built-in>/runbooks/deploy.rhai)  [sandbox: in-process stack]  (dry run: nothing will be changed)\n\n\
          aborted: podman 4.4.0's Quadlet cannot pass podman run options (--runtime runc; PodmanArgs came with podman 4.5): \
-         deploy with --set container_unit=podman-run, or upgrade podman (at <built-in>/stdlib/lifecycle.rhai:LINE)\n\n\
+         deploy with --set container_unit=podman-run, or upgrade podman (at <built-in>/runbooks/deploy.rhai:LINE; thrown at <built-in>/stdlib/lifecycle.rhai:LINE)\n\n\
          0 passed, 0 failed  ([DUR])\n";
     out.stdout_matches(&regex::escape(expected).replace("LINE", r"\d+:\d+"));
 }

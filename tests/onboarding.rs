@@ -22,6 +22,9 @@ fn a_fresh_metrics_database_is_set_up_and_its_token_kept_unseen() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let db = Test::new().args(["twin", "metrics-db", "--listen", &format!("127.0.0.1:{port}")]).spawn();
     let url = format!("http://127.0.0.1:{port}");
+    // reqwest is built without a crypto provider: this test may run without the others that
+    // install one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     wait_until("the fresh metrics database answers", Duration::from_secs(10), || {
         reqwest::blocking::get(format!("{url}/health")).map(|_| ())
     });

@@ -13,7 +13,7 @@ pub(crate) fn settled(text: &str) -> String {
     let rules = [
         (r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "[TIME]"),
         (r"(?m)^(  (?:ok|FAIL|warn|skip) .*?)  \(\[DUR\]\)$", "$1"),
-        (r"\.rhai:\d+:\d+\)", ".rhai:[LINE])"),
+        (r"\.rhai:\d+:\d+([;)])", ".rhai:[LINE]$1"),
     ];
     rules.iter().fold(mask(text), |text, (pattern, with)| {
         regex::Regex::new(pattern).unwrap().replace_all(&text, *with).into_owned()
@@ -79,7 +79,7 @@ rollback on c2 (<built-in>/runbooks/rollback.rhai)  [sandbox: in-process stack{f
 
 == restore log-shipper
 
-aborted: start of `alloy.service` {BAD_START} (at <built-in>/stdlib/rollback.rhai:[LINE])
+aborted: start of `alloy.service` {BAD_START} (at <built-in>/runbooks/rollback.rhai:[LINE]; thrown at <built-in>/stdlib/rollback.rhai:[LINE])
 
 0 passed, 0 failed  ([DUR])
 

@@ -123,7 +123,8 @@ fn sandbox_fault_shows_on_health_metrics_page_and_history_and_the_history_surviv
             assert!(out.status.success() && said.is_empty(), "promtool: {said}\n{metrics}");
         }
     }
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    // A rehearsal says so in its host name.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string() + " (sandbox)";
     let success: Vec<&str> = metrics.lines().filter(|l| l.starts_with("opsbook_check_success{")).collect();
     let line = |section: &str, check: &str, v: u8| {
         format!(
@@ -210,11 +211,20 @@ fn sandbox_fault_shows_on_health_metrics_page_and_history_and_the_history_surviv
     assert_eq!(second.wait(Duration::from_secs(30)).0.code, 0);
 
     let history = Test::new()
-        .args(["history", "quick-check", "--failed", "--since", "1h", "--state-dir", &state.display().to_string()])
+        .args([
+            "history",
+            "--sandbox",
+            "quick-check",
+            "--failed",
+            "--since",
+            "1h",
+            "--state-dir",
+            &state.display().to_string(),
+        ])
         .run()
         .code(0);
     let table = regex::Regex::new(
-        r"^ +ID  STARTED                   JOB          OUTCOME      DURATION  DETAIL\n( +\d+  \d{4}-\d\d-\d\dT[\d:.]+Z  quick-check  failed +\d+\.\d\ds  units › loki\.service active; servers › log store /ready says ready\n)+\nno flapping checks \(none changed outcome more than 2 times\)\n$",
+        r"^ +ID  STARTED                   JOB          OUTCOME      DURATION  DETAIL\n( +\d+  \d{4}-\d\d-\d\dT[\d:.]+Z  quick-check  failed +(?:\d+\.\d\ds|\d\.\dms)  units › loki\.service active; servers › log store /ready says ready\n)+\nno flapping checks \(none changed outcome more than 2 times\)\n$",
     )
     .unwrap();
     assert!(table.is_match(&history.stdout), "{}", history.stdout);
@@ -325,7 +335,7 @@ fn sighup_rereads_the_jobs() {
     serve.signal(libc::SIGTERM);
     let (out, _) = serve.wait(Duration::from_secs(30));
     let expected = regex::Regex::new(
-        r"^opsbook serve: listening on http://127\.0\.0\.1:\d+/ \(1 job, history in state/history\.sqlite\)\nopsbook serve: SIGHUP: reloading the configuration and the runbooks\nopsbook serve: stopping: running jobs get 20s to finish\n$",
+        r"^opsbook serve: listening on http://127\.0\.0\.1:\d+/ \(1 job, history in state/rehearsals\.sqlite\)\nopsbook serve: SIGHUP: reloading the configuration and the runbooks\nopsbook serve: stopping: running jobs get 20s to finish\n$",
     )
     .unwrap();
     assert!(out.code == 0 && expected.is_match(&out.stderr), "{}", out.stderr);

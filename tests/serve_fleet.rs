@@ -120,7 +120,7 @@ fn a_job_over_the_fleet_reports_each_host_and_reaches_a_host_again_after_its_ssh
     let history =
         crate::support::run_in(&dir, &["history", "--on", "c2", "--failed", "--state-dir", "state"], None).code(0);
     let table = regex::Regex::new(
-        r"^ +ID  STARTED                   JOB          OUTCOME      DURATION  DETAIL\n( +\d+  \d{4}-\d\d-\d\dT[\d:.]+Z  quick-check  failed +\d+\.\d\ds  c2 reachable over ssh; host `c2`: connecting failed: ssh said [^\n]*Connection refused[^\n]*\n)+\nno flapping checks \(none changed outcome more than 2 times\)\n$",
+        r"^ +ID  STARTED                   JOB          OUTCOME      DURATION  DETAIL\n( +\d+  \d{4}-\d\d-\d\dT[\d:.]+Z  quick-check  failed +(?:\d+\.\d\ds|\d\.\dms)  c2 reachable over ssh; host `c2`: connecting failed: ssh said [^\n]*Connection refused[^\n]*\n)+\nno flapping checks \(none changed outcome more than 2 times\)\n$",
     )
     .unwrap();
     assert!(table.is_match(&history.stdout), "{}", history.stdout);

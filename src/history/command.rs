@@ -73,8 +73,9 @@ pub fn failed_checks(report: &Value) -> Vec<String> {
 }
 
 /// Runs `opsbook history`.
-pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8, Error> {
-    let path = super::database_path(&state_dir);
+/// With `sandbox`, the rehearsals of `serve --sandbox` are read instead of the real runs.
+pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format, sandbox: bool) -> Result<u8, Error> {
+    let path = if sandbox { super::rehearsals_path(&state_dir) } else { super::database_path(&state_dir) };
     let history = History::open_read_only(path.clone()).map_err(Error::Usage)?;
     let since_ms = args.since.map(|d| super::now_ms() - d.as_millis() as i64);
     let filter = Filter {
@@ -93,7 +94,7 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format) -> Result<u8,
     };
     let flaps = flapping(&window, args.flap);
     let several_hosts = window.iter().any(|r| r.host != window[0].host);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::secret::stdout();
     if format == Format::Json {
         let runs: Vec<Value> = runs.iter().map(run_json).collect();
         let doc = json!({
@@ -138,16 +139,22 @@ fn write_runs(out: &mut impl Write, runs: &[Run], several_hosts: bool, filtered:
             }
             writeln!(
                 out,
-                "{:>6}  {:24}  {:job_width$}  {:11}  {:>7.2}s  {detail}",
+                "{:>6}  {:24}  {:job_width$}  {:11}  {:>8}  {detail}",
                 r.id,
                 rfc3339(r.started_ms),
                 job_of(r),
                 r.outcome,
-                r.duration_s
+                duration(r.duration_s)
             )
             .ok();
         }
     }
+}
+
+/// A run's duration in the table: `3.2ms` under 10 ms (where `0.00s` would say nothing), else
+/// `1.25s`.
+fn duration(seconds: f64) -> String {
+    if seconds < 0.01 { format!("{:.1}ms", seconds.max(0.0) * 1000.0) } else { format!("{seconds:.2}s") }
 }
 
 /// The checks that changed outcome more than `threshold` times in the window, or says none did.

@@ -55,18 +55,25 @@ impl Run {
 }
 
 /// Where state lives unless configured: `/var/lib/opsbook` for root, else
-/// `$XDG_STATE_HOME/opsbook`, else `~/.local/state/opsbook`.
-pub(crate) fn default_state_dir() -> PathBuf {
+/// `$XDG_STATE_HOME/opsbook`, else `~/.local/state/opsbook`; with none of these known (no
+/// `HOME` in the environment) it is refused, never guessed relative to where opsbook started.
+pub(crate) fn default_state_dir() -> Result<PathBuf, crate::error::Error> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
-        return PathBuf::from("/var/lib/opsbook");
+        return Ok(PathBuf::from("/var/lib/opsbook"));
     }
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join("opsbook")
+        .and_then(absolute)
+        .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".local/state")))
+        .map(|base| base.join("opsbook"))
+        .ok_or_else(|| {
+            crate::error::Error::Usage(
+                "no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path\n  \
+                 help: pass --state-dir DIR (or set serve.state_dir), e.g. --state-dir /var/lib/opsbook"
+                    .into(),
+            )
+        })
 }
 
 /// Now, in milliseconds since the Unix epoch.
@@ -77,6 +84,12 @@ pub(crate) fn now_ms() -> i64 {
 /// The database file in a state directory.
 pub(crate) fn database_path(state_dir: &Path) -> PathBuf {
     state_dir.join("history.sqlite")
+}
+
+/// The database of `serve --sandbox`'s rehearsals, beside the real one and never mixed with
+/// it: a rehearsed failure is not a failure of this machine.
+pub(crate) fn rehearsals_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("rehearsals.sqlite")
 }
 
 /// How long to keep runs.
@@ -203,9 +216,11 @@ impl History {
     /// Opens an existing database to read it (`opsbook history`).
     pub(crate) fn open_read_only(path: PathBuf) -> Result<History, String> {
         if !path.exists() {
+            let (serve, sandbox) =
+                if path.ends_with("rehearsals.sqlite") { ("serve --sandbox", " --sandbox") } else { ("serve", "") };
             return Err(format!(
-                "no history at `{}`: `opsbook serve` has not stored a run there yet\n  help: pass the same \
-                 `--state-dir` (or `serve.state_dir`) as the service",
+                "no history at `{}`: `opsbook {serve}` has not stored a run there yet\n  help: pass the same \
+                 `--state-dir` (or `serve.state_dir`){sandbox} as the service",
                 path.display()
             ));
         }

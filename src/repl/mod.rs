@@ -77,12 +77,17 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         println!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
     }
+    // Lines that could not be read (not UTF-8): each is said and skipped, and the exit
+    // status says some input was lost.
+    let mut unreadable = 0usize;
+    let mut read = 0usize;
     loop {
         let prompt = match (&session.session.mode().host, sandbox) {
             (Some(host), _) => format!("opsbook[{host}]> "),
             (None, true) => "opsbook[sandbox]> ".to_string(),
             (None, false) => "opsbook> ".to_string(),
         };
+        read += 1;
         match editor.readline(&prompt) {
             Ok(line) => {
                 let input = line.trim();
@@ -106,8 +111,13 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
             }
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
+            Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData && unreadable < 100 => {
+                unreadable += 1;
+                eprintln!("error: input line {read} is not UTF-8 text: it was skipped");
+            }
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: cannot read the next line: {e}");
+                unreadable += 1;
                 break;
             }
         }
@@ -118,7 +128,7 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
         }
         let _ = editor.save_history(path);
     }
-    Ok(0)
+    Ok(if unreadable > 0 { 2 } else { 0 })
 }
 
 /// `$XDG_STATE_HOME/opsbook/history`, else `~/.local/state/opsbook/history`.

@@ -31,7 +31,7 @@ use crate::cli::{GlobalOptions, ServeArgs};
 use crate::config::serve::{Job, Serve, job_from_arg};
 use crate::config::{Config, Sources};
 use crate::error::Error;
-use crate::history::{History, Retention, database_path, default_state_dir};
+use crate::history::{History, Retention, database_path, default_state_dir, rehearsals_path};
 use crate::inventory::Inventory;
 use crate::report::Mode;
 use crate::sandbox::Sandbox;
@@ -40,9 +40,13 @@ use crate::world::World;
 use scheduler::{Place, Ready, Running};
 use state::State;
 
-/// The state directory: the flag, else the configuration, else the default.
-pub fn state_dir(flag: Option<PathBuf>, settings: &Serve) -> PathBuf {
-    flag.or_else(|| settings.state_dir.clone()).unwrap_or_else(default_state_dir)
+/// The state directory: the flag, else the configuration, else the default (refused when
+/// there is none to be had).
+pub fn state_dir(flag: Option<PathBuf>, settings: &Serve) -> Result<PathBuf, Error> {
+    match flag.or_else(|| settings.state_dir.clone()) {
+        Some(dir) => Ok(dir),
+        None => default_state_dir(),
+    }
 }
 
 /// The stage the jobs run on: one configuration and world for all their sessions (this
@@ -191,6 +195,8 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
     let config = Config::load(&sources)?;
     let mut settings = config.serve.clone();
+    // Where the record goes is settled (or refused) before anything starts.
+    let dir = state_dir(args.state_dir.clone(), &settings)?;
     let mut stage = Stage::open(global, config)?;
     let jobs = jobs_of(args, &settings)?;
     stage.read_inventory(&jobs);
@@ -202,14 +208,18 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
         ));
     }
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let here = crate::verbs::core::hostname();
+    // A rehearsal is recorded under a name that says so, in a database of its own.
+    let here = match global.sandbox {
+        true => format!("{} (sandbox)", crate::verbs::core::hostname()),
+        false => crate::verbs::core::hostname(),
+    };
     let (ready, views) = prepare(jobs, &stage, &catalog, &here);
     let refused = problems(&views);
     if !refused.is_empty() {
         return Err(Error::Usage(refused.join("\n")));
     }
 
-    let path = database_path(&state_dir(args.state_dir.clone(), &settings));
+    let path = if global.sandbox { rehearsals_path(&dir) } else { database_path(&dir) };
     let (history, opened) = History::open(path.clone());
     let retention = Retention { age: settings.retention, runs_per_job: settings.retention_runs };
     let state = Arc::new(State::new(history, opened, retention, here.clone()));
@@ -218,7 +228,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let listen = args.listen.clone().unwrap_or_else(|| settings.listen.clone());
     let (runtime, server, address) = listen_and_serve(&listen, &state)?;
     let n = ready.len();
-    eprintln!(
+    opsbook_base::say!(
         "opsbook serve: listening on http://{address}/ ({n} job{}, history in {})",
         if n == 1 { "" } else { "s" },
         path.display()
@@ -229,7 +239,7 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     loop {
         match runtime.block_on(signals.next()) {
             Signal::Reload => {
-                eprintln!("opsbook serve: SIGHUP: reloading the configuration and the runbooks");
+                opsbook_base::say!("opsbook serve: SIGHUP: reloading the configuration and the runbooks");
                 let Some((reloaded, jobs)) = reread(&sources, args) else { continue };
                 // The sandbox's configuration points at its own stack: only the jobs change.
                 if stage._sandbox.is_none() {
@@ -244,19 +254,19 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
                 let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
                 let (ready, views) = prepare(jobs, &stage, &catalog, &here);
                 for p in problems(&views) {
-                    eprintln!("opsbook serve: {p}");
+                    opsbook_base::say!("opsbook serve: {p}");
                 }
                 state.set_jobs(views);
                 running = Running::start(ready, state.clone(), settings.parallel, settings.jitter);
             }
             Signal::Stop => {
-                eprintln!(
+                opsbook_base::say!(
                     "opsbook serve: stopping: running jobs get {} to finish",
                     humantime::format_duration(settings.stop_timeout)
                 );
                 let interrupted = running.finish(settings.stop_timeout);
                 if interrupted > 0 {
-                    eprintln!("opsbook serve: interrupted {interrupted} job(s) still running at the deadline");
+                    opsbook_base::say!("opsbook serve: interrupted {interrupted} job(s) still running at the deadline");
                 }
                 server.abort();
                 runtime.shutdown_timeout(std::time::Duration::from_secs(2));
@@ -272,14 +282,17 @@ fn reread(sources: &Sources, args: &ServeArgs) -> Option<(Config, Vec<Job>)> {
     let reloaded = match Config::load(sources) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("{}\nopsbook serve: the configuration is unchanged", crate::secret::redact(&e.to_string()));
+            opsbook_base::say!(
+                "{}\nopsbook serve: the configuration is unchanged",
+                crate::secret::redact(&e.to_string())
+            );
             return None;
         }
     };
     match jobs_of(args, &reloaded.serve) {
         Ok(jobs) => Some((reloaded, jobs)),
         Err(e) => {
-            eprintln!("{e}\nopsbook serve: the configuration is unchanged");
+            opsbook_base::say!("{e}\nopsbook serve: the configuration is unchanged");
             None
         }
     }

@@ -51,6 +51,11 @@ fn rank(v: &JobView) -> u8 {
     }
 }
 
+/// A run's duration: `3.2 ms` under 10 ms (where `0.00 s` would say nothing), else `1.25 s`.
+fn took(seconds: f64) -> String {
+    if seconds < 0.01 { format!("{:.1} ms", seconds.max(0.0) * 1000.0) } else { format!("{seconds:.2} s") }
+}
+
 /// "in 4 s", "12 s ago".
 fn relative(ms: i64, now: i64) -> String {
     let secs = (ms - now) as f64 / 1000.0;
@@ -91,7 +96,8 @@ fn chart(out: &mut String, v: &JobView) {
     if runs.len() < 2 {
         return;
     }
-    let max = runs.iter().map(|r| r.duration_s).fold(0.001, f64::max);
+    let longest = runs.iter().map(|r| r.duration_s).fold(0.0, f64::max);
+    let max = longest.max(0.001);
     let (w, h) = (300.0, 60.0);
     let step = w / (runs.len() - 1) as f64;
     let point = |i: usize, d: f64| (i as f64 * step, h - 4.0 - (d / max) * (h - 8.0));
@@ -119,9 +125,9 @@ fn chart(out: &mut String, v: &JobView) {
     }
     let _ = write!(
         out,
-        "</svg><figcaption>run duration, last {} runs (max {:.2} s)</figcaption></figure>",
+        "</svg><figcaption>run duration, last {} runs (max {})</figcaption></figure>",
         runs.len(),
-        max
+        took(longest)
     );
 }
 
@@ -141,10 +147,10 @@ fn job_card(out: &mut String, v: &JobView, now: i64) {
     if let Some(latest) = v.runs.back() {
         let _ = write!(
             out,
-            " · last run <a href=\"/api/runs/{id}\">#{id}</a> at {} UTC ({}), took {:.2} s",
+            " · last run <a href=\"/api/runs/{id}\">#{id}</a> at {} UTC ({}), took {}",
             time_of(latest.started_ms),
             relative(latest.started_ms, now),
-            latest.duration_s,
+            took(latest.duration_s),
             id = latest.id
         );
     }
@@ -185,13 +191,13 @@ fn job_card(out: &mut String, v: &JobView, now: i64) {
         for r in v.runs.iter().rev().take(SHOWN).rev() {
             let _ = write!(
                 out,
-                "<a class=\"{}\" href=\"/api/runs/{}\" title=\"#{} {} UTC {} {:.2} s\"></a>",
+                "<a class=\"{}\" href=\"/api/runs/{}\" title=\"#{} {} UTC {} {}\"></a>",
                 esc(&r.outcome),
                 r.id,
                 r.id,
                 time_of(r.started_ms),
                 esc(&r.outcome),
-                r.duration_s
+                took(r.duration_s)
             );
         }
         out.push_str("</div>");
@@ -236,4 +242,15 @@ pub(super) fn render(state: &State) -> String {
     }
     out.push_str("</main></body></html>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::took;
+
+    #[test]
+    fn durations_under_10_ms_are_shown_in_milliseconds() {
+        let shown: Vec<String> = [0.0, 0.0004, 0.0032, 0.0099, 0.01, 1.254].into_iter().map(took).collect();
+        assert_eq!(shown, ["0.0 ms", "0.4 ms", "3.2 ms", "9.9 ms", "0.01 s", "1.25 s"]);
+    }
 }

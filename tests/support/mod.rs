@@ -117,6 +117,17 @@ impl Test {
         Output { code: out.0, stdout: out.1, stderr: out.2, test: self }
     }
 
+    /// Runs `args` in this test's directory, leaving the test to run again (exit status,
+    /// stdout, stderr).
+    pub(crate) fn run_in_place(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.command().args(args).stdin(Stdio::null()).output().expect("start opsbook");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     /// Starts without waiting, for tests that signal the process.
     pub(crate) fn spawn(self) -> Running {
         let mut cmd = self.command();

@@ -47,15 +47,78 @@ impl Cancel {
     }
 }
 
+/// The signal (SIGINT or SIGTERM) that arrived while a set-up was catching them; 0: none.
+static SET_UP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// What SIGINT and SIGTERM did before `catch_set_up`, restored by `end_set_up`.
+static BEFORE_SET_UP: std::sync::Mutex<Vec<(libc::c_int, libc::sigaction)>> = std::sync::Mutex::new(Vec::new());
+
+extern "C" fn note_signal(signal: libc::c_int) {
+    // Only an atomic store: all a signal handler may safely do.
+    SET_UP_SIGNAL.store(signal, Ordering::SeqCst);
+}
+
+/// From now until the run's own handling is in place (`on_signals`, which calls
+/// `end_set_up`), Ctrl-C and SIGTERM are noted instead of killing the process: a long set-up
+/// (a sandbox's fleet) stops between two steps and says how far it got
+/// (`set_up_interrupted`), and a run that was about to start ends at once with its report.
+pub fn catch_set_up() {
+    let mut before = BEFORE_SET_UP.lock().unwrap_or_else(|e| e.into_inner());
+    if !before.is_empty() {
+        return;
+    }
+    SET_UP_SIGNAL.store(0, Ordering::SeqCst);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: zeroed sigaction structs are valid; the handler only stores an atomic.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, &action, &mut old);
+            before.push((signal, old));
+        }
+    }
+}
+
+/// Gives SIGINT and SIGTERM back what they did before `catch_set_up` (nothing when it was not
+/// called); the signal noted meanwhile, if any.
+pub fn end_set_up() -> Option<&'static str> {
+    let mut before = BEFORE_SET_UP.lock().unwrap_or_else(|e| e.into_inner());
+    for (signal, old) in before.drain(..) {
+        // SAFETY: restores the action `catch_set_up` replaced.
+        unsafe {
+            libc::sigaction(signal, &old, std::ptr::null_mut());
+        }
+    }
+    set_up_interrupted()
+}
+
+/// The signal noted since `catch_set_up`, by name, if one arrived: what a set-up step checks
+/// before the next.
+pub fn set_up_interrupted() -> Option<&'static str> {
+    match SET_UP_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        libc::SIGINT => Some("Ctrl-C (SIGINT)"),
+        _ => Some("SIGTERM"),
+    }
+}
+
 /// Ctrl-C or SIGTERM cancels every run in `cancels` (each ends with a partial report, exit
 /// 130); a second quits at once. Registered before it returns (an early Ctrl-C must not kill
 /// the process), in `runtime`'s context.
 pub fn on_signals(runtime: &tokio::runtime::Runtime, cancels: Vec<Cancel>, what: &'static str) {
     use tokio::signal::unix::{SignalKind, signal};
+    let noted = end_set_up();
     let _context = runtime.enter();
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         return;
     };
+    // A signal during the set-up: the run ends at once, with its report.
+    if let Some(signal) = noted {
+        eprintln!("\ninterrupted by {signal} while {what} was being set up");
+        cancels.iter().for_each(Cancel::cancel);
+    }
     runtime.spawn(async move {
         loop {
             tokio::select! {
@@ -76,10 +139,16 @@ pub fn on_signals(runtime: &tokio::runtime::Runtime, cancels: Vec<Cancel>, what:
 /// runs in `cancels` (their hosts are then rolled back); a third quits at once.
 pub fn on_signals_draining(runtime: &tokio::runtime::Runtime, drain: Cancel, cancels: Vec<Cancel>) {
     use tokio::signal::unix::{SignalKind, signal};
+    let noted = end_set_up();
     let _context = runtime.enter();
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         return;
     };
+    // A signal during the set-up: nothing starts.
+    if let Some(signal) = noted {
+        eprintln!("\ninterrupted by {signal} while the rollout was being set up: no batch starts");
+        drain.cancel();
+    }
     runtime.spawn(async move {
         // Counted here, not read from the flags: a rollback resets its host's flag.
         let mut seen = 0;

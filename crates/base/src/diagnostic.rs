@@ -81,10 +81,12 @@ impl fmt::Display for Diagnostic {
             writeln!(f, "{gutter}--> {}:{}:{}", self.file, self.line, self.column)?;
         }
         if let Some(src) = &self.source_line {
-            // Tabs are shown as four spaces so the caret lines up.
-            let shown = src.replace('\t', "    ");
+            // Tabs are shown as four spaces so the caret lines up; a token on the line is
+            // shown redacted, and the caret stays under the same text.
+            let shown = crate::secret::redact(&src.replace('\t', "    ")).into_owned();
             let prefix: String = src.chars().take(self.column.saturating_sub(1)).collect();
-            let caret_at = prefix.replace('\t', "    ").chars().count();
+            let prefix = prefix.replace('\t', "    ");
+            let caret_at = crate::secret::redact(&prefix).chars().count().min(shown.chars().count());
             writeln!(f, "{gutter} |")?;
             writeln!(f, "{} | {}", self.line, shown)?;
             writeln!(f, "{gutter} | {}^", " ".repeat(caret_at))?;

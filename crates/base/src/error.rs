@@ -54,6 +54,9 @@ pub enum Error {
     },
     /// Several runbooks or modules failed `opsbook check`.
     Many(Vec<Error>),
+    /// Ctrl-C or SIGTERM before anything ran (while a sandbox was set up): what was done
+    /// by then. Exit status 130, as an interrupted run.
+    Interrupted(String),
 }
 
 impl Error {
@@ -106,6 +109,7 @@ impl fmt::Display for Error {
             Error::ConfigValue { key, problem } => write!(f, "error: config `{key}`: {problem}"),
             Error::Token(message) => write!(f, "error: API token: {message}"),
             Error::Io { context, source } => write!(f, "error: {context}\n  caused by: {source}"),
+            Error::Interrupted(what) => write!(f, "interrupted: {what}"),
             Error::Many(errors) => {
                 for (i, e) in errors.iter().enumerate() {
                     if i > 0 {

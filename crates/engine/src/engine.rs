@@ -118,6 +118,10 @@ pub struct Explained {
     /// One line: the innermost message, for reports.
     pub message: String,
     pub diagnostic: Diagnostic,
+    /// Where the runbook itself made the call that failed (`runbooks/x.rhai:3:9`), when the
+    /// error was raised inside a module or function it called: a runbook's line, not only the
+    /// stdlib's.
+    pub called_at: Option<String>,
 }
 
 /// A compile error of `source` as a diagnostic.
@@ -188,7 +192,11 @@ pub fn explain(err: &EvalAltResult, main_source: &str, catalog: &Catalog, cx: Op
     {
         diagnostic.notes.push("help: `opsbook fns` lists the host functions and their signatures".to_string());
     }
-    Explained { class, message, diagnostic }
+    let called_at = trail
+        .iter()
+        .find(|(_, s, p)| s == main_source && !p.is_none())
+        .map(|(_, s, p)| format!("{s}:{}:{}", p.line().unwrap_or(0), p.position().unwrap_or(1)));
+    Explained { class, message, diagnostic, called_at }
 }
 
 /// What kind of ending the innermost error is (an operational failure, a script mistake, an

@@ -99,7 +99,7 @@ limits the fault to one host, else it applies wherever the component runs.\n\
 pub struct RolloutOptions {
     /// Roll the change out in batches of N hosts, or P% of them (`25%`): the next batch starts
     /// only when every host of this one passed its gate (the run's own checks on that host).
-    #[arg(long, value_name = "N|P%", value_parser = Share::parse)]
+    #[arg(long, value_name = "N|P%", value_parser = Share::batch)]
     pub serial: Option<Share>,
 
     /// Roll the change out to one host first (a batch of one), then the rest (in batches of
@@ -151,6 +151,16 @@ impl Share {
                 _ => Err(wrong()),
             },
             None => text.trim().parse().map(Share::Hosts).map_err(|_| wrong()),
+        }
+    }
+
+    /// A batch's size: zero hosts (or 0%) would change nothing, and is refused, not obeyed.
+    fn batch(text: &str) -> Result<Share, String> {
+        match Share::parse(text)? {
+            Share::Hosts(0) | Share::Percent(0) => {
+                Err(format!("`{text}`: a batch of no hosts changes nothing; give 1 or more hosts, or a share above 0%"))
+            }
+            share => Ok(share),
         }
     }
 

@@ -180,8 +180,14 @@ impl Session {
             Class::Interrupted => End::Interrupted,
             Class::Aborted => {
                 let d = &explained.diagnostic;
-                let place =
-                    if d.line > 0 { format!(" (at {}:{}:{})", d.file, d.line, d.column) } else { String::new() };
+                let inner = format!("{}:{}:{}", d.file, d.line, d.column);
+                // The runbook's own line first, then where a module it called threw.
+                let place = match (&explained.called_at, d.line > 0) {
+                    (Some(call), true) if *call != inner => format!(" (at {call}; thrown at {inner})"),
+                    (Some(call), false) => format!(" (at {call})"),
+                    (_, true) => format!(" (at {inner})"),
+                    (None, false) => String::new(),
+                };
                 End::Aborted(format!("{}{place}", explained.message))
             }
             Class::Script => {

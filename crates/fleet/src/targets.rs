@@ -48,6 +48,12 @@ pub fn sandbox_targets(
     }
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
     let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
+    // Setting up hundreds of hosts takes a while: Ctrl-C or SIGTERM meanwhile ends it, saying
+    // how far it got (exit status 130), instead of killing the process without a word.
+    crate::cancel::catch_set_up();
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) || clients >= 50 {
+        eprintln!("setting up the sandbox: a server and {clients} client hosts…");
+    }
     let sandbox = Sandbox::start_fleet(config.clone(), clients, &global.faults)?;
     let members: Vec<(String, Vec<String>)> =
         sandbox.hosts.iter().map(|h| (h.sim.name.clone(), h.sim.roles.clone())).collect();
@@ -65,6 +71,12 @@ pub fn sandbox_targets(
             }
         })
         .collect();
+    if let Some(signal) = crate::cancel::set_up_interrupted() {
+        return Err(Error::Interrupted(format!(
+            "{signal} while the sandbox was set up: {n} of its {n} simulated hosts were ready; nothing was run",
+            n = clients + 1
+        )));
+    }
     Ok((targets, inventory, sandbox))
 }
 

@@ -77,10 +77,12 @@ pub(crate) fn random_token() -> String {
 }
 
 /// `$TMPDIR/opsbook-sandbox-PID`, mode 0700; leftovers of sandboxes whose process is gone
-/// (killed with SIGKILL) are removed on the way.
+/// (killed with SIGKILL, or interrupted while a fleet was set up) are removed beside it, on a
+/// thread of their own: a fleet's thousands of files take seconds to remove on a busy disk.
 pub(crate) fn private_dir() -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     let base = std::env::temp_dir();
+    let mut stale = Vec::new();
     if let Ok(entries) = std::fs::read_dir(&base) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -88,9 +90,12 @@ pub(crate) fn private_dir() -> std::io::Result<PathBuf> {
                 && pid.parse::<u32>().is_ok()
                 && !Path::new(&format!("/proc/{pid}")).exists()
             {
-                let _ = std::fs::remove_dir_all(e.path());
+                stale.push(e.path());
             }
         }
+    }
+    if !stale.is_empty() {
+        std::thread::spawn(move || stale.iter().for_each(|d| drop(std::fs::remove_dir_all(d))));
     }
     let dir = base.join(format!("opsbook-sandbox-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -23,7 +23,7 @@
 //! machine every second and the shipper ships the sandbox journal.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{config, error, secret, suggest};
+use opsbook_base::{cancel, config, error, secret, suggest};
 use opsbook_twin as twin;
 use opsbook_world as world;
 
@@ -130,8 +130,20 @@ impl Sandbox {
         point_at_servers(&mut base, &servers, &token, &org)?;
         let side = ServerSide { addresses: &servers, token: &token, org: &org, bucket: &bucket };
 
+        // A signal while a large fleet is set up stops it between two hosts (`cancel::catch_set_up`).
+        let interrupted = |done: usize, what: &str| {
+            cancel::set_up_interrupted().map(|signal| {
+                Error::Interrupted(format!(
+                    "{signal} while the sandbox was set up: {done} of its {} simulated hosts {what}; nothing was run",
+                    names.len()
+                ))
+            })
+        };
         let mut client_files = Vec::new();
         for (i, name) in names.iter().enumerate() {
+            if let Some(e) = interrupted(i, "were made, none started") {
+                return Err(abandon(sandbox, runtime, e));
+            }
             let mut sim = SimHost::new(name, runtime.handle().clone(), faults.on(name));
             let mut config = base.clone();
             let fleet = clients > 0;
@@ -160,12 +172,29 @@ impl Sandbox {
             sandbox.hosts.push(Host { sim, world, config });
         }
         // Boot as the stack's units are ordered: the server host first, then the clients.
-        runtime.block_on(async {
+        let booted = runtime.block_on(async {
             let store = sandbox.hosts[0].sim.running_store(&sandbox.hosts[0].config).cloned();
-            for host in &sandbox.hosts {
-                host.sim.boot(&host.config, store.as_ref()).await;
+            for (i, host) in sandbox.hosts.iter().enumerate() {
+                // A host's boot may wait seconds for its shipper: the signal is looked for
+                // meanwhile, so an interruption ends the set-up within a moment.
+                let boot = host.sim.boot(&host.config, store.as_ref());
+                tokio::pin!(boot);
+                loop {
+                    tokio::select! {
+                        _ = &mut boot => break,
+                        _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
+                            if cancel::set_up_interrupted().is_some() {
+                                return i;
+                            }
+                        }
+                    }
+                }
             }
+            sandbox.hosts.len()
         });
+        if let Some(e) = interrupted(booted, "had started") {
+            return Err(abandon(sandbox, runtime, e));
+        }
         for (host, files) in sandbox.hosts.iter().zip(&client_files) {
             if let Some(files) = files {
                 host.sim.break_shipper_config(files).map_err(io("cannot write the sandbox shipper's configuration"))?;
@@ -174,6 +203,16 @@ impl Sandbox {
         sandbox.runtime = Some(runtime);
         Ok(sandbox)
     }
+}
+
+/// A set-up given up on (interrupted): `error` is returned at once, and the half-made
+/// sandbox is taken down beside it. Removing a fleet's files takes seconds on a busy machine,
+/// and the interruption is said first; whatever a process that ends meanwhile leaves behind,
+/// the next sandbox sweeps away (`files::private_dir`).
+fn abandon(mut sandbox: Sandbox, runtime: tokio::runtime::Runtime, error: Error) -> Error {
+    sandbox.runtime = Some(runtime);
+    std::thread::spawn(move || drop(sandbox));
+    error
 }
 
 /// Writes a client host's agent and shipper configuration into its folder, pointed at the

@@ -19,9 +19,6 @@ fn builder() -> reqwest::ClientBuilder {
         .user_agent(concat!("opsbook/", env!("CARGO_PKG_VERSION")))
 }
 
-/// Bodies larger than this are cut (a probe never needs more).
-const MAX_BODY: usize = 64 << 20;
-
 pub struct Http {
     /// For http:// addresses: no certificate store is loaded (reading the system's hundreds of
     /// roots is most of a quick check's start-up).
@@ -30,6 +27,8 @@ pub struct Http {
     secure: std::sync::OnceLock<Result<reqwest::Client, String>>,
     ca_file: String,
     pub(crate) default_timeout: Duration,
+    /// The largest answer read (`http.max_body`, in MB): a larger one is not read on.
+    max_body_mb: u64,
 }
 
 /// A request to send.
@@ -77,6 +76,8 @@ pub struct Response {
     pub headers: Vec<(String, String)>,
     pub body: String,
     pub elapsed: Duration,
+    /// Why the body was not read: `answer larger than 16 MB from URL` (then `body` is empty).
+    pub too_large: Option<String>,
 }
 
 impl Response {
@@ -108,6 +109,7 @@ impl Http {
             secure: std::sync::OnceLock::new(),
             ca_file: config.text(keys::HTTP_CA_FILE),
             default_timeout: config.duration(keys::HTTP_TIMEOUT),
+            max_body_mb: config.int(keys::HTTP_MAX_BODY).max(1) as u64,
         })
     }
 
@@ -133,6 +135,7 @@ impl Http {
     /// Sends a request; `Err` is a reason (the server gave no HTTP answer).
     pub async fn send(&self, request: Request<'_>) -> Result<Response, String> {
         let timeout = request.timeout.unwrap_or(self.default_timeout);
+        let url = crate::http_explain::check_url(&request.url)?;
         let started = Instant::now();
         let mut headers = HeaderMap::new();
         for (k, v) in &request.headers {
@@ -151,22 +154,43 @@ impl Http {
         if let Some(body) = request.body {
             builder = builder.body(body);
         }
-        let mut response = builder.send().await.map_err(|e| reason(&e, timeout))?;
+        let mut response = match builder.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(crate::http_explain::explain(reason(&e, timeout), &url, timeout).await),
+        };
         let status = response.status().as_u16();
         let headers = response
             .headers()
             .iter()
             .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
             .collect();
+        let limit = usize::try_from(self.max_body_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| reason(&e, timeout))? {
-            body.extend_from_slice(&chunk);
-            if body.len() > MAX_BODY {
-                body.truncate(MAX_BODY);
+        let mut too_large = None;
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            too_large = Some(self.too_large(&request.url));
+        }
+        while too_large.is_none()
+            && let Some(chunk) = response.chunk().await.map_err(|e| reason(&e, timeout))?
+        {
+            if body.len() + chunk.len() > limit {
+                too_large = Some(self.too_large(&request.url));
+                body = Vec::new();
                 break;
             }
+            body.extend_from_slice(&chunk);
         }
-        Ok(Response { status, headers, body: String::from_utf8_lossy(&body).into_owned(), elapsed: started.elapsed() })
+        Ok(Response {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+            elapsed: started.elapsed(),
+            too_large,
+        })
+    }
+
+    fn too_large(&self, url: &str) -> String {
+        format!("answer larger than {} MB from {url} (not read on; `http.max_body` sets the limit)", self.max_body_mb)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod commands;
 pub mod containers;
 pub mod files;
 pub mod http_client;
+mod http_explain;
 pub mod journal;
 pub mod local_files;
 pub mod log_level;

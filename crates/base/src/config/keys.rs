@@ -192,6 +192,7 @@ keys! {
     HOST_EXEC_TIMEOUT = key("host.exec_timeout", Kind::Duration, "60s", "default timeout of host::exec");
     JOURNAL_TIMEOUT = key("journal.timeout", Kind::Duration, "30s", "how long one journalctl read may take");
     HTTP_TIMEOUT = key("http.timeout", Kind::Duration, "5s", "default timeout of every HTTP request (probes and queries)");
+    HTTP_MAX_BODY = key("http.max_body", Kind::Int, "16", "largest HTTP answer read, in MB; a larger one is a failed check, not read on");
     HTTP_CA_FILE = key("http.ca_file", Kind::Text, "", "extra CA certificate (PEM) trusted for https:// addresses");
     LIMITS_MAX_OPERATIONS = key(
         "limits.max_operations",

@@ -153,6 +153,10 @@ impl Config {
         if !inline.trim().is_empty() {
             Secret::new(inline);
         }
+        // A readable token_file's token too (its errors are said when the token is needed).
+        if let TokenSource::File(path) = config.token_source() {
+            let _ = TokenSource::File(path).resolve();
+        }
         if sources.user_scope {
             config.set(keys::SCOPE, Value::Text("user".into()), Origin::Flag("--user"))?;
         }
@@ -202,6 +206,8 @@ impl Config {
             reason: e.to_string(),
         })?;
         let shown = path.display().to_string();
+        // Known to the redactor before a syntax error could quote the line holding it.
+        crate::secret::learn_assignments(&text);
         let table = DeTable::parse(&text).map_err(|e| {
             let offset = e.span().map_or(0, |s| s.start);
             Error::located(Diagnostic::at_offset(
@@ -272,6 +278,13 @@ impl Config {
                     (_, true) if self.given_token.is_some() => "<redacted>".to_string(),
                     (Value::Text(t), true) if t.is_empty() => "(not set)".to_string(),
                     (_, true) => "<redacted>".to_string(),
+                    // token_command's arguments may be the token itself (`["echo", TOKEN]`):
+                    // only the program is shown.
+                    (Value::Argv(a), false) if k.name == keys::METRICS_DB_TOKEN_COMMAND.name && a.len() > 1 => {
+                        let shown: Vec<&str> =
+                            a.iter().enumerate().map(|(i, w)| if i == 0 { w.as_str() } else { "<redacted>" }).collect();
+                        serde_json::to_string(&shown).unwrap_or_default()
+                    }
                     (Value::Argv(a), false) => serde_json::to_string(a).unwrap_or_default(),
                     (Value::Text(t), false) => t.clone(),
                 };
@@ -436,12 +449,17 @@ pub fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
 pub fn validate(key: &Key, value: &Value) -> Result<(), String> {
     let Value::Text(text) = value else { return Ok(()) };
     match key.kind {
-        Kind::Url if !(text.starts_with("http://") || text.starts_with("https://")) => {
-            Err(format!("`{text}` is not an http:// or https:// address"))
-        }
+        Kind::Url => url_problem(text).map_or(Ok(()), Err),
         Kind::Int if text.parse::<i64>().is_err() => Err(format!("`{text}` is not an integer")),
+        // Every count is of something there must be some of (operations, megabytes).
+        Kind::Int if text.parse::<i64>().is_ok_and(|n| n < 1) => Err(format!("`{text}` must be more than zero")),
         Kind::Duration if parse_duration(text).is_none() => {
             Err(format!("`{text}` is not a duration like `5s` or `2m`"))
+        }
+        Kind::Duration
+            if parse_duration(text).is_some_and(|d| d.is_zero()) && !ZERO_IS_A_CHOICE.contains(&key.name) =>
+        {
+            Err(format!("`{text}` must be more than zero"))
         }
         Kind::Subset(options) => match list(text).into_iter().find(|item| !options.contains(&item.as_str())) {
             Some(bad) => Err(format!("`{bad}` is not one of {}", options.join(", "))),
@@ -453,6 +471,37 @@ pub fn validate(key: &Key, value: &Value) -> Result<(), String> {
         }
         _ => Ok(()),
     }
+}
+
+/// Durations for which zero means something (no persisting connection, no settling watch);
+/// every other duration is a time limit or an age, and zero of it makes no sense.
+const ZERO_IS_A_CHOICE: &[&str] = &["ssh.persist", "units.settle"];
+
+/// What is wrong with an http(s) address, in words, with how to write one; `None` for a
+/// usable one.
+fn url_problem(text: &str) -> Option<String> {
+    const HOW: &str = "write it as http://HOST:PORT or https://HOST:PORT";
+    let Some((_, rest)) = text.split_once("://").filter(|(scheme, _)| matches!(*scheme, "http" | "https")) else {
+        return Some(format!("`{text}` is not an http:// or https:// address; {HOW}"));
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    if host.is_empty() || host == "[]" {
+        return Some(format!("`{text}` names no host; {HOW}"));
+    }
+    if host.chars().any(|c| c.is_whitespace()) {
+        return Some(format!("`{text}`: the host name `{host}` holds a space; {HOW}"));
+    }
+    if let Some(port) = port
+        && !port.parse::<u16>().is_ok_and(|p| p > 0)
+    {
+        return Some(format!("`{text}`: the port `{port}` is not a number from 1 to 65535; {HOW}"));
+    }
+    None
 }
 
 /// The items of a comma-separated value, trimmed, empty ones left out.
@@ -496,7 +545,7 @@ mod tests {
         let e = c.set(keys::LOG_STORE_URL, Value::Text("localhost:3100".into()), Origin::Default).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "error: config `log_store.url`: `localhost:3100` is not an http:// or https:// address"
+            "error: config `log_store.url`: `localhost:3100` is not an http:// or https:// address; write it as http://HOST:PORT or https://HOST:PORT"
         );
         assert_eq!(unknown_key_problem("log_store.ur"), "unknown key `log_store.ur`; did you mean `log_store.url`?");
     }

@@ -125,7 +125,8 @@ fn duration(at: &At, offset: usize, key: &str, value: &DeValue) -> Result<Durati
     let t = text(at, offset, key, value)?;
     match super::parse_duration(&t) {
         Some(d) if !d.is_zero() || key.ends_with("jitter") => Ok(d),
-        _ => Err(at.error(offset, format!("`{key}`: `{t}` is not a duration like `30s` or `5m`"))),
+        Some(_) => Err(at.error(offset, format!("`{key}`: `{t}` must be more than zero"))),
+        None => Err(at.error(offset, format!("`{key}`: `{t}` is not a duration like `30s` or `5m`"))),
     }
 }
 
@@ -267,9 +268,11 @@ pub fn job_from_arg(arg: &str) -> Result<Job, Error> {
     let (runbook, every) = arg
         .rsplit_once('@')
         .ok_or_else(|| Error::Usage(format!("`{arg}`: expected RUNBOOK@INTERVAL, e.g. `quick-check@1m`")))?;
-    let every = super::parse_duration(every)
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| Error::Usage(format!("`{arg}`: `{every}` is not an interval like `30s` or `5m`")))?;
+    let every = match super::parse_duration(every) {
+        Some(d) if d.is_zero() => return Err(Error::Usage(format!("`{arg}`: the interval must be more than zero"))),
+        Some(d) => d,
+        None => return Err(Error::Usage(format!("`{arg}`: `{every}` is not an interval like `30s` or `5m`"))),
+    };
     if runbook.is_empty() {
         return Err(Error::Usage(format!("`{arg}`: the runbook name is missing before `@`")));
     }

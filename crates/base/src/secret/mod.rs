@@ -6,6 +6,11 @@
 //! every secret ever exposed is remembered and `redact()` blanks it out of any text that is
 //! about to leave the process (reports, diagnostics, log lines): a server that echoes the token
 //! back in an error body cannot make opsbook print it.
+//!
+//! That is the one redaction point: every way out — `stdout()`, `stderr()`, `say!`, the
+//! report writers, the log writer — is a `RedactingWriter`, and the values are known before
+//! anything is printed (`learn_environment` at start, the configuration's own when it is read,
+//! `learn_assignments` before a file is parsed), in any letter case.
 
 mod token;
 
@@ -62,39 +67,123 @@ fn known() -> &'static Mutex<Vec<String>> {
     KNOWN.get_or_init(|| Mutex::new(Vec::new()))
 }
 
-/// `text` with every known secret replaced by `<redacted>`.
+/// `text` with every known secret replaced by `<redacted>`, in any letter case (ssh, for one,
+/// lowers a host name before quoting it).
 pub fn redact(text: &str) -> Cow<'_, str> {
     let known = known().lock().unwrap_or_else(|e| e.into_inner());
-    if !known.iter().any(|k| text.contains(k.as_str())) {
+    let lower = text.to_ascii_lowercase();
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    for k in known.iter() {
+        let k = k.to_ascii_lowercase();
+        cuts.extend(lower.match_indices(k.as_str()).map(|(at, _)| (at, at + k.len())));
+    }
+    if cuts.is_empty() {
         return Cow::Borrowed(text);
     }
-    let mut out = text.to_string();
-    for k in known.iter() {
-        out = out.replace(k.as_str(), REDACTED);
+    cuts.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    for (start, end) in cuts {
+        if start >= done {
+            out.push_str(&text[done..start]);
+            out.push_str(REDACTED);
+            done = end;
+        } else if end > done {
+            done = end;
+        }
     }
+    out.push_str(&text[done..]);
     Cow::Owned(out)
 }
 
+/// Learns the token values this process can see before anything is read or printed: the
+/// environment's `INFLUX_TOKEN` (which an inventory may look up, `{{ lookup('env',
+/// 'INFLUX_TOKEN') }}`, whether or not the configuration uses it). The configuration adds
+/// its own (`token`, `token_file`) when it is loaded, and `token_command`'s when it runs.
+pub fn learn_environment() {
+    if let Ok(text) = std::env::var("INFLUX_TOKEN") {
+        Secret::new(text);
+    }
+}
+
+/// Learns the value of every `token = …` assignment in a configuration's text, before it is
+/// parsed: a syntax error quoting that line cannot show it.
+pub fn learn_assignments(text: &str) {
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else { continue };
+        let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
+        // `token` in `[metrics_db]`, dotted, or a host's `config.metrics_db.token`.
+        if key != "token" && !key.ends_with("metrics_db.token") {
+            continue;
+        }
+        let value = value.trim();
+        let value = value.split_once(" #").map_or(value, |(v, _)| v).trim();
+        let value = value.trim_matches(|c| c == '"' || c == '\'').trim();
+        if !value.is_empty() {
+            Secret::new(value);
+        }
+    }
+}
+
+/// The process's standard output through the redactor: what every command prints goes here.
+pub fn stdout() -> RedactingWriter<std::io::StdoutLock<'static>> {
+    RedactingWriter::new(std::io::stdout().lock())
+}
+
+/// The process's standard error through the redactor.
+pub fn stderr() -> RedactingWriter<std::io::StderrLock<'static>> {
+    RedactingWriter::new(std::io::stderr().lock())
+}
+
+/// Prints a line on stderr through the redactor (what `eprintln!` would print).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut err = $crate::secret::stderr();
+        let _ = writeln!(err, $($arg)*);
+    }};
+}
+
 /// A writer that redacts secrets line by line; used for stdout reports and stderr logs.
+///
+/// Text is held until its line is complete (or the writer is flushed or dropped), so a
+/// secret written in pieces is still seen whole.
 pub struct RedactingWriter<W: std::io::Write> {
     inner: W,
+    pending: Vec<u8>,
 }
 
 impl<W: std::io::Write> RedactingWriter<W> {
     pub fn new(inner: W) -> Self {
-        RedactingWriter { inner }
+        RedactingWriter { inner, pending: Vec::new() }
+    }
+
+    fn pass(&mut self, upto: usize) -> std::io::Result<()> {
+        let line: Vec<u8> = self.pending.drain(..upto).collect();
+        let text = String::from_utf8_lossy(&line);
+        self.inner.write_all(redact(&text).as_bytes())
     }
 }
 
 impl<W: std::io::Write> std::io::Write for RedactingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        self.inner.write_all(redact(&text).as_bytes())?;
+        self.pending.extend_from_slice(buf);
+        if let Some(last) = self.pending.iter().rposition(|&b| b == b'\n') {
+            self.pass(last + 1)?;
+        }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
+        self.pass(self.pending.len())?;
         self.inner.flush()
+    }
+}
+
+impl<W: std::io::Write> Drop for RedactingWriter<W> {
+    fn drop(&mut self) {
+        let _ = std::io::Write::flush(self);
     }
 }
 
@@ -114,5 +203,25 @@ mod tests {
         let _s = Secret::new("tok-abcdef-987");
         assert_eq!(redact("got tok-abcdef-987 back"), "got <redacted> back");
         assert_eq!(redact("nothing here"), "nothing here");
+        assert_eq!(redact("host TOK-ABCDEF-987 lowered"), "host <redacted> lowered");
+    }
+
+    #[test]
+    fn a_secret_written_in_pieces_is_still_redacted() {
+        use std::io::Write;
+        let _s = Secret::new("piecewise-secret-55");
+        let mut seen = Vec::new();
+        {
+            let mut w = RedactingWriter::new(&mut seen);
+            write!(w, "a piecewise-").unwrap();
+            write!(w, "secret-55 b\nc").unwrap();
+        }
+        assert_eq!(String::from_utf8(seen).unwrap(), "a <redacted> b\nc");
+    }
+
+    #[test]
+    fn a_token_assigned_in_a_broken_file_is_learned() {
+        learn_assignments("[metrics_db]\ntoken = \"assigned-secret-66\n");
+        assert_eq!(redact("2 | token = \"assigned-secret-66"), "2 | token = \"<redacted>");
     }
 }

@@ -19,7 +19,7 @@ use rhai::Map;
 use serde::Serialize;
 
 use super::agent_unit::{self, LogTarget};
-use super::time::duration_arg;
+use super::time::positive_duration_arg;
 use super::values::{record, text, time_text};
 use super::{Context, VerbResult, fail};
 use crate::config::keys;
@@ -282,7 +282,7 @@ pub(super) fn watch_reload(cx: &Context, options: &Map) -> VerbResult<Map> {
         match k.as_str() {
             "pid" => pid = Some(v.as_int().map_err(|_| fail("agent::watch_reload: `pid` must be an integer"))?),
             "since" => since = Some(text(v)),
-            "timeout" => timeout = duration_arg(v)?,
+            "timeout" => timeout = positive_duration_arg(v, "timeout")?,
             other => return Err(fail(format!("agent::watch_reload: unknown option `{other}` (pid, since, timeout)"))),
         }
     }

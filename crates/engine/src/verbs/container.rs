@@ -298,7 +298,11 @@ fn logs(cx: &Context, name: &str, options: &Map) -> VerbResult<Array> {
     for (k, v) in options {
         match k.as_str() {
             "tail" => {
-                tail = v.as_int().map_err(|_| fail("container::logs: `tail` must be an integer"))?.max(0) as usize
+                let n = v.as_int().map_err(|_| fail("container::logs: `tail` must be an integer"))?;
+                if n < 0 {
+                    return Err(fail(format!("container::logs: `tail` is {n}: how many lines, zero or more")));
+                }
+                tail = n as usize
             }
             "since" => since = Some(super::values::text(v)),
             other => return Err(fail(format!("container::logs: unknown option `{other}` (tail, since)"))),

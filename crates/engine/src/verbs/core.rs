@@ -187,7 +187,8 @@ fn parameters_and_facts(m: &mut Module, cx: &Arc<Context>) {
         "/// Parses JSON text into maps, arrays and values (throws quoting the error).",
         "parse_json(\"{\\\"status\\\": \\\"pass\\\"}\").status",
         |text: &str| -> VerbResult<Dynamic> {
-            let value: serde_json::Value = serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| fail(format!("not JSON ({e}): {}", crate::wire::excerpt(text, 160))))?;
             rhai::serde::to_dynamic(value)
         }
     );

@@ -346,7 +346,7 @@ fn check_candidate(cx: &Context, path: &str, content: &str, argv: &Array, option
     let mut timeout = cx.config().duration(crate::config::keys::HOST_EXEC_TIMEOUT);
     for (k, v) in options {
         match k.as_str() {
-            "timeout" => timeout = super::time::duration_arg(v)?,
+            "timeout" => timeout = super::time::positive_duration_arg(v, "timeout")?,
             other => return Err(fail(format!("file::check_candidate: unknown option `{other}` (timeout)"))),
         }
     }

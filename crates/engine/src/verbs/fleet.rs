@@ -18,7 +18,7 @@ use std::time::Duration;
 use rhai::{Array, Dynamic, Engine, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::time::duration_arg;
+use super::time::positive_duration_arg;
 use super::values::record;
 use super::{Context, Ground, VerbResult, fail};
 use crate::gathering::{Gathering, Left};
@@ -223,7 +223,7 @@ fn fleet_module(cx: &Arc<Context>) -> Module {
         ["name: &str", "timeout: ?", "Map"],
         "/// With a timeout (\"2m\"): past it, the run fails naming the hosts still missing.",
         "fleet::barrier(\"clients stopped\", \"5m\")",
-        move |name: &str, timeout: Dynamic| barrier(&h, name, duration_arg(&timeout)?)
+        move |name: &str, timeout: Dynamic| barrier(&h, name, positive_duration_arg(&timeout, "timeout")?)
     );
     let h = cx.clone();
     register!(

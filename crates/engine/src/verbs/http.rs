@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rhai::{Engine, Map, Module};
 use serde::Serialize;
 
-use super::time::duration_arg;
+use super::time::positive_duration_arg;
 use super::values::{Probe, record};
 use super::{Context, VerbResult, fail};
 use crate::http_client::{Request, Response};
@@ -32,7 +32,8 @@ fn module(cx: &Arc<Context>) -> Module {
             Reads,
             ["url: &str", "Map"],
             "/// Sends the request and returns `#{status, ok, headers, text, elapsed_ms}` (`ok`: a 2xx\n\
-             /// status). Throws when no HTTP answer came back (refused, timed out, TLS…).",
+             /// status). An answer larger than `http.max_body` is not read: `ok` is false and `error` says\n\
+             /// so. Throws when no HTTP answer came back (refused, timed out, TLS…).",
             format!("http::{name}(config.log_store.url + \"/ready\")"),
             move |url: &str| request(&h, method.clone(), url, &Map::new())
         );
@@ -85,7 +86,7 @@ fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> VerbResult<Re
                 }
             }
             "body" => req = req.body(super::values::text(v).into_bytes()),
-            "timeout" => req = req.timeout(Some(duration_arg(v)?)),
+            "timeout" => req = req.timeout(Some(positive_duration_arg(v, "timeout")?)),
             "method" => {}
             other => return Err(fail(format!("http: unknown option `{other}` (headers, body, timeout, method)"))),
         }
@@ -95,8 +96,10 @@ fn build<'a>(method: reqwest::Method, url: &str, options: &Map) -> VerbResult<Re
 
 fn request(cx: &Context, method: reqwest::Method, url: &str, options: &Map) -> VerbResult<Map> {
     let req = build(method.clone(), url, options)?;
-    match cx.send(req)? {
+    match cx.send_answer(req)? {
         Ok(response) => response_map(&response),
+        // A reason naming the address already (a bad one, an answer too large) is not prefixed.
+        Err(reason) if reason.contains(url) => Err(fail(reason)),
         Err(reason) => Err(fail(format!("{method} {url}: {reason}"))),
     }
 }
@@ -109,16 +112,20 @@ struct ResponseRecord<'a> {
     headers: BTreeMap<&'a str, &'a str>,
     text: &'a str,
     elapsed_ms: u64,
+    /// Why `text` is empty though the server answered: `answer larger than 16 MB from URL`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
 }
 
 /// `#{status, ok, headers, text, elapsed_ms}` of a response.
 fn response_map(r: &Response) -> VerbResult<Map> {
     record(&ResponseRecord {
         status: r.status,
-        ok: (200..300).contains(&r.status),
+        ok: (200..300).contains(&r.status) && r.too_large.is_none(),
         headers: r.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
         text: &r.body,
         elapsed_ms: r.elapsed.as_millis() as u64,
+        error: r.too_large.as_deref(),
     })
 }
 

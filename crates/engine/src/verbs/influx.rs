@@ -232,6 +232,7 @@ fn bucket(cx: &Context, name: &str) -> VerbResult<Dynamic> {
     let token = token(cx)?;
     let r = match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, &path)).token(Some(&token)))? {
         Ok(r) => r,
+        Err(reason) if reason.contains(&influx_api::url(cx, &path)) => return Err(fail(reason)),
         Err(reason) => return Err(fail(format!("GET {}: {reason}", influx_api::url(cx, &path)))),
     };
     if influx_api::bucket_absent(&r) {
@@ -277,7 +278,14 @@ fn query(cx: &Context, flux: &str) -> VerbResult<Array> {
     if r.content_type().contains("html") {
         return Err(fail(format!("the metrics database answered with a web page, not CSV: {}", r.summary())));
     }
-    let rows = flux_csv::parse(&r.body).map_err(|e| fail(format!("metrics database: {e}")))?;
+    // Asked with annotations, an answer with rows starts with `#datatype`: anything else is
+    // not the database's CSV, and is quoted.
+    let body = r.body.trim_start();
+    if !body.is_empty() && !body.starts_with('#') {
+        return Err(fail(format!("the metrics database's answer is not annotated CSV: {}", r.summary())));
+    }
+    let rows = flux_csv::parse(&r.body)
+        .map_err(|e| fail(format!("metrics database: {e}; it answered {}", crate::wire::excerpt(&r.body, 160))))?;
     Ok(rows
         .into_iter()
         .map(|row| {
@@ -359,7 +367,13 @@ mod tests {
     use super::*;
 
     fn answer(status: u16, body: &str) -> Response {
-        Response { status, headers: vec![], body: body.to_string(), elapsed: std::time::Duration::from_millis(3) }
+        Response {
+            status,
+            headers: vec![],
+            body: body.to_string(),
+            elapsed: std::time::Duration::from_millis(3),
+            too_large: None,
+        }
     }
 
     #[test]

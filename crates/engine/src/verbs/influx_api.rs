@@ -195,6 +195,7 @@ mod tests {
             headers: vec![],
             body: body.into(),
             elapsed: std::time::Duration::ZERO,
+            too_large: None,
         };
         assert!(bucket_absent(&answer(
             404,

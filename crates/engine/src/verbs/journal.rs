@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rhai::{Array, Dynamic, Engine, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::time::duration_arg;
+use super::time::positive_duration_arg;
 use super::values::{record, time_text};
 use super::{Context, VerbResult, fail};
 use crate::register;
@@ -123,7 +123,11 @@ fn query_from(q: &Map) -> VerbResult<(Query, Option<Duration>)> {
         match k.as_str() {
             "unit" => query.unit = Some(full_name(&text)),
             "lines" => {
-                query.lines = Some(v.as_int().map_err(|_| fail("journal: `lines` must be an integer"))?.max(0) as usize)
+                let n = v.as_int().map_err(|_| fail("journal: `lines` must be an integer"))?;
+                if n < 0 {
+                    return Err(fail(format!("journal: `lines` is {n}: how many lines, zero or more")));
+                }
+                query.lines = Some(n as usize)
             }
             "since" => query.since = Some(text),
             "until" => query.until = Some(text),
@@ -135,7 +139,7 @@ fn query_from(q: &Map) -> VerbResult<(Query, Option<Duration>)> {
             }
             "grep" => query.grep = Some(text),
             "identifier" => query.identifier = Some(text),
-            "timeout" => timeout = Some(duration_arg(v)?),
+            "timeout" => timeout = Some(positive_duration_arg(v, "timeout")?),
             other => {
                 return Err(fail(format!(
                     "journal: unknown key `{other}` (unit, lines, since, until, priority, grep, identifier)"

@@ -10,7 +10,7 @@ use rhai::{Array, Dynamic, Engine, Map, Module};
 use serde::Serialize;
 
 use super::influx_api::form_encode;
-use super::time::duration_arg;
+use super::time::positive_duration_arg;
 use super::values::{Probe, record};
 use super::{Context, VerbResult, fail};
 use crate::config::keys;
@@ -123,6 +123,8 @@ fn get(cx: &Context, path: &str) -> VerbResult<Response> {
     match cx.send(Request::new(reqwest::Method::GET, &u))? {
         Ok(r) if r.status == 200 => Ok(r),
         Ok(r) => Err(fail(format!("the log store answered {}", r.summary()))),
+        // A reason that names the address already (an answer too large) is not prefixed again.
+        Err(reason) if reason.contains(&u) => Err(fail(reason)),
         Err(reason) => Err(fail(format!("GET {u}: {reason}"))),
     }
 }
@@ -197,8 +199,13 @@ fn query(cx: &Context, q: &str, options: &Map) -> VerbResult<Array> {
     let mut direction = "backward".to_string();
     for (k, v) in options {
         match k.as_str() {
-            "limit" => limit = v.as_int().map_err(|_| fail("loki::query: `limit` must be an integer"))?,
-            "since" => since = duration_arg(v)?,
+            "limit" => {
+                limit = v.as_int().map_err(|_| fail("loki::query: `limit` must be an integer"))?;
+                if limit < 1 {
+                    return Err(fail(format!("loki::query: `limit` is {limit}: it must be more than zero")));
+                }
+            }
+            "since" => since = positive_duration_arg(v, "since")?,
             "direction" => direction = super::values::text(v),
             other => return Err(fail(format!("loki::query: unknown option `{other}` (limit, since, direction)"))),
         }

@@ -186,8 +186,21 @@ impl Context {
         self.http.get_or_init(|| crate::http_client::Http::new(&self.config()).map(Arc::new)).clone().map_err(fail)
     }
 
-    /// Sends one request from the script thread: the response, or the reason there is none.
+    /// Sends one request from the script thread: the response, or the reason there is none
+    /// (an answer larger than `http.max_body` is one: it was not read).
     pub fn send(
+        &self,
+        request: crate::http_client::Request<'_>,
+    ) -> VerbResult<Result<crate::http_client::Response, String>> {
+        Ok(self.send_answer(request)?.and_then(|r| match r.too_large {
+            Some(why) => Err(why),
+            None => Ok(r),
+        }))
+    }
+
+    /// As `send`, but an answer larger than `http.max_body` comes back as a response (its
+    /// status and headers, `too_large` saying why its body is empty).
+    pub fn send_answer(
         &self,
         request: crate::http_client::Request<'_>,
     ) -> VerbResult<Result<crate::http_client::Response, String>> {

@@ -84,7 +84,11 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
         "/// Opens (and closes) a TCP connection to `host:port` or to a URL's host and port, never\n\
          /// throws: `#{ok, address, detail, elapsed_ms}`.",
         "host::tcp_connect(\"127.0.0.1:22\", \"2s\")",
-        move |address: &str, timeout: Dynamic| tcp_connect(&h, address, duration_arg(&timeout)?)
+        move |address: &str, timeout: Dynamic| tcp_connect(
+            &h,
+            address,
+            super::time::positive_duration_arg(&timeout, "timeout")?
+        )
     );
     let h = cx.clone();
     register!(
@@ -147,7 +151,7 @@ fn exec(cx: &Context, argv: &Array, options: &Map) -> VerbResult<Map> {
     let mut inv = Invocation { argv, timeout: cx.config().duration(keys::HOST_EXEC_TIMEOUT), ..Invocation::default() };
     for (k, v) in options {
         match k.as_str() {
-            "timeout" => inv.timeout = duration_arg(v)?,
+            "timeout" => inv.timeout = super::time::positive_duration_arg(v, "timeout")?,
             "stdin" => inv.stdin = Some(super::values::text(v)),
             "env" => {
                 let env = v.read_lock::<Map>().ok_or_else(|| fail("host::exec: `env` must be a map"))?;

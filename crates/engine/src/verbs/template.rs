@@ -118,15 +118,26 @@ pub fn find(catalog: &Catalog, name: &str) -> Result<Option<Found>, String> {
     }))
 }
 
-/// Every template name with the entry that wins, sorted.
+/// Every template name with the entry that wins, sorted (those that cannot be read are
+/// left out: `unreadable` says why).
 pub fn all(catalog: &Catalog) -> Vec<Found> {
+    names(catalog).iter().filter_map(|n| find(catalog, n).ok().flatten()).collect()
+}
+
+/// Why each template on the search path that cannot be read cannot (not UTF-8, too large,
+/// not a regular file), in name order.
+pub fn unreadable(catalog: &Catalog) -> Vec<String> {
+    names(catalog).iter().filter_map(|n| find(catalog, n).err()).collect()
+}
+
+fn names(catalog: &Catalog) -> Vec<String> {
     let mut names: Vec<String> = embedded::TEMPLATES.iter().map(|(n, _)| n.to_string()).collect();
     for dir in folders(catalog) {
         collect(&dir, "", &mut names);
     }
     names.sort();
     names.dedup();
-    names.iter().filter_map(|n| find(catalog, n).ok().flatten()).collect()
+    names
 }
 
 fn collect(dir: &std::path::Path, prefix: &str, names: &mut Vec<String>) {
@@ -172,8 +183,9 @@ impl Sources {
 
     fn load(&self, name: &str) -> Result<Option<String>, minijinja::Error> {
         let Some(catalog) = &self.catalog else { return Ok(None) };
+        // A template that is there but cannot be read is not "not found": it is said why.
         let found =
-            find(catalog, name).map_err(|e| minijinja::Error::new(minijinja::ErrorKind::TemplateNotFound, e))?;
+            find(catalog, name).map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))?;
         Ok(found.map(|f| {
             let text = f.text.clone();
             self.loaded.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), f);
@@ -185,12 +197,13 @@ impl Sources {
 /// Renders the template `name` found on `catalog`'s search path.
 pub fn render(catalog: &Arc<Catalog>, name: &str, vars: &Map) -> Result<String, String> {
     let sources = Sources { catalog: Some(catalog.clone()), ..Sources::default() };
-    let found = sources.load(name).map_err(|e| e.to_string())?.ok_or_else(|| {
-        let known: Vec<String> = all(catalog).into_iter().map(|f| f.name).collect();
-        let hint = did_you_mean(name, known.iter().map(String::as_str)).unwrap_or_default();
-        let places: Vec<String> = folders(catalog).iter().map(|d| d.display().to_string()).collect();
-        format!("no template `{name}` (looked in {} and the built-in templates){hint}", places.join(", "))
-    })?;
+    let found =
+        sources.load(name).map_err(|e| e.detail().map_or_else(|| e.to_string(), str::to_string))?.ok_or_else(|| {
+            let known: Vec<String> = all(catalog).into_iter().map(|f| f.name).collect();
+            let hint = did_you_mean(name, known.iter().map(String::as_str)).unwrap_or_default();
+            let places: Vec<String> = folders(catalog).iter().map(|d| d.display().to_string()).collect();
+            format!("no template `{name}` (looked in {} and the built-in templates){hint}", places.join(", "))
+        })?;
     render_text(&sources, name, &found, vars)
 }
 

@@ -59,6 +59,16 @@ pub fn sleep(cx: &Context, total: Duration) -> VerbResult<()> {
 }
 
 /// A duration argument: text parsed like the config's durations, or seconds as a number.
+/// A duration that must be more than zero: a time limit, an interval or a window (`what`
+/// names it in the refusal: `timeout`). Zero of these is refused, not obeyed.
+pub(crate) fn positive_duration_arg(value: &Dynamic, what: &str) -> VerbResult<Duration> {
+    let d = duration_arg(value)?;
+    if d.is_zero() {
+        return Err(fail(format!("`{what}` is {}: it must be more than zero", super::values::text(value))));
+    }
+    Ok(d)
+}
+
 pub(crate) fn duration_arg(value: &Dynamic) -> VerbResult<Duration> {
     let bad = |shown: String| fail(format!("`{shown}` is not a duration (try \"5s\", \"2m\" or a number of seconds)"));
     if let Some(s) = value.read_lock::<ImmutableString>() {

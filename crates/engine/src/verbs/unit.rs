@@ -10,7 +10,7 @@ use std::time::Duration;
 use rhai::{Array, Dynamic, Engine, Map, Module};
 use serde::Serialize;
 
-use super::time::duration_arg;
+use super::time::positive_duration_arg;
 use super::values::record;
 use super::{Context, VerbResult, fail};
 use crate::config::keys;
@@ -307,7 +307,7 @@ fn job_timeout(cx: &Context, options: &Map) -> VerbResult<Duration> {
         }
     }
     match options.get("timeout") {
-        Some(t) => duration_arg(t),
+        Some(t) => positive_duration_arg(t, "timeout"),
         None => Ok(cx.config().duration(keys::UNITS_JOB_TIMEOUT)),
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::time::duration_arg;
+use super::time::positive_duration_arg;
 use super::values::record;
 use super::{Context, VerbResult, fail};
 use crate::register;
@@ -44,13 +44,13 @@ fn options(value: &Dynamic) -> VerbResult<Options> {
     if let Some(map) = value.read_lock::<Map>() {
         for (k, v) in map.iter() {
             match k.as_str() {
-                "timeout" => o.timeout = duration_arg(v)?,
-                "every" => o.every = duration_arg(v)?,
+                "timeout" => o.timeout = positive_duration_arg(v, "timeout")?,
+                "every" => o.every = positive_duration_arg(v, "every")?,
                 other => return Err(fail(format!("wait::until: unknown option `{other}` (timeout, every)"))),
             }
         }
     } else if !value.is_unit() {
-        o.timeout = duration_arg(value)?;
+        o.timeout = positive_duration_arg(value, "timeout")?;
     }
     o.every = o.every.max(Duration::from_millis(10));
     Ok(o)

@@ -118,15 +118,23 @@ fn split_words(line: &str) -> Result<Vec<String>, (String, usize)> {
     Ok(words)
 }
 
+/// The most hosts one range may name.
+const MAX_RANGE: u64 = 100_000;
+
 /// `web[01:03]` → web01, web02, web03 (zero padding kept); names without a range as they are.
 fn expand_range(name: &str) -> Result<Vec<String>, String> {
-    let (Some(open), Some(close)) = (name.find('['), name.find(']')) else { return Ok(vec![name.to_string()]) };
-    let (prefix, range, suffix) = (&name[..open], &name[open + 1..close], &name[close + 1..]);
     let bad = || format!("`{name}`: a host range is written `[START:END]` with numbers, as in `web[01:10]`");
+    let Some(open) = name.find('[') else { return Ok(vec![name.to_string()]) };
+    let close = name[open..].find(']').map(|c| open + c).ok_or_else(bad)?;
+    let (prefix, range, suffix) = (&name[..open], &name[open + 1..close], &name[close + 1..]);
     let (start, end) = range.split_once(':').ok_or_else(bad)?;
     let (a, b) = (start.parse::<u64>().map_err(|_| bad())?, end.parse::<u64>().map_err(|_| bad())?);
     if a > b {
         return Err(bad());
+    }
+    // A typo must not ask for a billion hosts (and the memory to hold them).
+    if b - a >= MAX_RANGE {
+        return Err(format!("`{name}`: the range names {} hosts; at most {MAX_RANGE} may be named at once", b - a + 1));
     }
     let width = if start.starts_with('0') { start.len() } else { 0 };
     Ok((a..=b).map(|n| format!("{prefix}{n:0width$}{suffix}")).collect())
@@ -147,6 +155,15 @@ mod tests {
         assert_eq!(expand_range("web[08:10].lab").unwrap(), ["web08.lab", "web09.lab", "web10.lab"]);
         assert_eq!(expand_range("c[1:2]").unwrap(), ["c1", "c2"]);
         assert_eq!(expand_range("plain").unwrap(), ["plain"]);
+        // Found by the fuzz target: a `]` before the `[` sliced backwards (a panic).
+        assert_eq!(
+            expand_range("]][a:").unwrap_err(),
+            "`]][a:`: a host range is written `[START:END]` with numbers, as in `web[01:10]`"
+        );
+        assert_eq!(
+            expand_range("w[1:999999999]").unwrap_err(),
+            "`w[1:999999999]`: the range names 999999999 hosts; at most 100000 may be named at once"
+        );
         assert_eq!(
             expand_range("c[a:b]").unwrap_err(),
             "`c[a:b]`: a host range is written `[START:END]` with numbers, as in `web[01:10]`"
