@@ -2,7 +2,7 @@
 //!
 //! A host with no address is this machine (`World::real`). Any other is reached over one
 //! shared OpenSSH connection (`crate::transport::Ssh`): its service manager, journal, commands
-//! and files over that connection, and its endpoints through ports forwarded over it, so they
+//! and files over that connection, and its endpoints through sockets forwarded over it, so they
 //! are asked from the host itself (`world::remote::reach_from_host`). Used by fleet runs (a
 //! session per host), the REPL's `--host`, and `fleet::on` (a block acting on another host).
 
@@ -24,8 +24,8 @@ pub fn open(h: &Host) -> Result<(Config, World), String> {
     target.options = crate::config::list(&config.text(keys::SSH_OPTIONS));
     target.persist = Some(config.duration(keys::SSH_PERSIST));
     let ssh = Arc::new(Ssh::connect(target).map_err(|e| e.to_string())?);
-    let config = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
+    let (config, endpoints) = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
     let user = config.text(keys::SCOPE) == "user";
-    let world = World::over_ssh(&config, ssh, user).map_err(|e| e.to_string())?;
+    let world = World::over_ssh(&config, ssh, user, endpoints).map_err(|e| e.to_string())?;
     Ok((config, world))
 }

@@ -12,6 +12,7 @@ use opsbook_wire as wire;
 
 pub mod commands;
 pub mod containers;
+pub mod endpoints;
 pub mod files;
 pub mod http_client;
 pub mod journal;
@@ -46,6 +47,8 @@ pub struct World {
     pub net: Arc<dyn net::Net>,
     /// Reading and changing the host's files.
     pub files: Arc<dyn files::Files>,
+    /// Endpoints reached through sockets forwarded to the host (none on this machine).
+    pub endpoints: endpoints::Endpoints,
     /// Under `--sandbox`: verbs with no simulation there (user accounts) refuse, rather than
     /// act on this machine.
     pub sandbox: bool,
@@ -76,6 +79,7 @@ impl World {
             }),
             net: Arc::new(net::LocalNet),
             files: Arc::new(local_files::LocalFiles { root: None }),
+            endpoints: endpoints::Endpoints::default(),
             sandbox: false,
         }
     }

@@ -182,11 +182,15 @@ impl Context {
     }
 
     /// Sends one request from the script thread: the response, or the reason there is none.
+    /// An endpoint forwarded to the ground's host is reached through its socket.
     pub fn send(
         &self,
         request: crate::http_client::Request<'_>,
     ) -> VerbResult<Result<crate::http_client::Response, String>> {
         let http = self.http()?;
+        let world = self.world();
+        let through = world.endpoints.socket_for(&request.url);
+        let request = request.through(through);
         self.block_on(|| async move { http.send(request).await })
     }
 

@@ -9,13 +9,14 @@
 //! connection (user, address, port, key, options), so another key or user never shares it.
 //!
 //! Runs may start at once from several processes, so checking for a master and starting one
-//! happen under a lock file, and so do the ports forwarded over a lasting master: they are
+//! happen under a lock file, and so do the forwards over a lasting master: they are
 //! remembered beside its socket (`NAME.forwards`) for the next run to reuse, and forgotten
-//! whenever a new master starts.
+//! whenever a new master starts. A forward is a unix socket beside the control socket
+//! (`NAME.HASH`, mode 0600 in the 0700 directory), never a TCP port: only the operator can
+//! connect through it.
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::ErrorKind;
-use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -30,10 +31,11 @@ pub struct Control {
     pub lasting: Option<Duration>,
 }
 
-/// A forward a lasting master holds: `local` reaches `host:port` as the remote host sees it.
+/// A forward a master holds: the unix socket `local` reaches `host:port` as the remote host
+/// sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
-    pub local: SocketAddr,
+    pub local: PathBuf,
     pub host: String,
     pub port: u16,
 }
@@ -79,6 +81,15 @@ impl Control {
         }
     }
 
+    /// Where the forward to `host:port` listens: beside the control socket, named by the
+    /// destination, so a lasting master's forward is found again by name.
+    pub fn forward_socket(&self, host: &str, port: u16) -> PathBuf {
+        let hash = fnv1a(&format!("{host}|{port}")) as u32;
+        let mut name = self.socket.clone().into_os_string();
+        name.push(format!(".{hash:08x}"));
+        PathBuf::from(name)
+    }
+
     fn forwards_file(&self) -> PathBuf {
         self.socket.with_extension("forwards")
     }
@@ -89,7 +100,8 @@ impl Control {
         text.lines()
             .filter_map(|line| {
                 let mut words = line.split(' ');
-                let local = words.next()?.parse().ok()?;
+                // Lines of an older opsbook name TCP ports: not ours to reuse.
+                let local = Some(PathBuf::from(words.next()?)).filter(|p| p.is_absolute())?;
                 let host = words.next()?.to_string();
                 let port = words.next()?.parse().ok()?;
                 Some(Forward { local, host, port })
@@ -103,12 +115,17 @@ impl Control {
         let path = self.forwards_file();
         let mut file =
             OpenOptions::new().create(true).append(true).open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        writeln!(file, "{} {} {}", forward.local, forward.host, forward.port)
+        writeln!(file, "{} {} {}", forward.local.display(), forward.host, forward.port)
             .map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// A new master holds no forwards yet, and its socket path must be free (call under the lock).
-    pub fn reset(&self, _: &Locked) {
+    /// A new master holds no forwards yet, and its socket paths must be free (call under the lock).
+    pub fn reset(&self, locked: &Locked) {
+        for forward in self.forwards(locked) {
+            if forward.local.parent() == Some(self.dir.as_path()) {
+                let _ = std::fs::remove_file(&forward.local);
+            }
+        }
         let _ = std::fs::remove_file(self.forwards_file());
         let _ = std::fs::remove_file(&self.socket);
     }
@@ -208,12 +225,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let control = Control::at(dir.path());
         let locked = control.lock(Duration::from_secs(1)).unwrap();
-        let forward = Forward { local: "127.0.0.1:40001".parse().unwrap(), host: "10.0.0.1".into(), port: 3100 };
-        control.remember(&locked, &forward).unwrap();
-        control.remember(&locked, &Forward { port: 8086, ..forward.clone() }).unwrap();
-        assert_eq!(control.forwards(&locked), [forward.clone(), Forward { port: 8086, ..forward }]);
+        let logs = Forward { local: control.forward_socket("10.0.0.1", 3100), host: "10.0.0.1".into(), port: 3100 };
+        let db = Forward { local: control.forward_socket("10.0.0.1", 8086), port: 8086, ..logs.clone() };
+        assert_ne!(logs.local, db.local);
+        assert_eq!(logs.local.parent(), Some(dir.path()));
+        control.remember(&locked, &logs).unwrap();
+        control.remember(&locked, &db).unwrap();
+        // An older opsbook's line (a TCP port) is not taken for a socket.
+        let lines = std::fs::read_to_string(control.forwards_file()).unwrap();
+        std::fs::write(control.forwards_file(), format!("127.0.0.1:40001 10.0.0.1 9\n{lines}")).unwrap();
+        assert_eq!(control.forwards(&locked), [logs.clone(), db]);
+        std::fs::write(&logs.local, "").unwrap();
         control.reset(&locked);
         assert_eq!(control.forwards(&locked), []);
+        assert!(!logs.local.exists(), "a new master's forward may listen there again");
     }
 
     #[test]

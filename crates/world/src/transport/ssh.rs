@@ -3,10 +3,11 @@
 //! `Ssh::connect` starts a ControlMaster (`ssh -M -N -f`), or finds the one an earlier run
 //! left (`SshTarget::persist`, as Ansible's ControlPersist; see `control`); everything else is
 //! a cheap mux client of it: remote commands (`command`), the host's service manager over
-//! `systemd-stdio-bridge` (`dbus_address`) and local ports forwarded to the host's loopback
-//! (`forward`). The operator's `~/.ssh/config`, keys and agent apply as they do for their own
-//! `ssh`; `BatchMode=yes` means ssh never prompts, it fails with a message we quote. `close`
-//! (or drop) ends a master of this run alone; a lasting one stays for its `persist` time.
+//! `systemd-stdio-bridge` (`dbus_address`) and unix sockets, the operator's alone, forwarded
+//! to the host's loopback (`forward`). The operator's `~/.ssh/config`, keys and agent apply as
+//! they do for their own `ssh`; `BatchMode=yes` means ssh never prompts, it fails with a
+//! message we quote. `close` (or drop) ends a master of this run alone; a lasting one stays
+//! for its `persist` time.
 //!
 //! Lifetime: the master has a `ControlPersist` (short for a master of this run alone), so if
 //! opsbook dies it goes away by itself. A run that lasts long enough for the master to end
@@ -15,7 +16,6 @@
 //! it. The keeper ends when that pipe closes, which also happens when opsbook is killed.
 
 use std::fmt;
-use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -199,6 +199,9 @@ impl Ssh {
         // A master whose host vanished ends within 30 s, so a later run connects afresh
         // instead of waiting on a dead one.
         argv.extend(["-o".into(), "ServerAliveInterval=10".into(), "-o".into(), "ServerAliveCountMax=3".into()]);
+        // A forward's socket left by a master that died is replaced, not refused; the sockets
+        // it makes are the operator's alone (0600, ssh's default mask, said here anyway).
+        argv.extend(["-o".into(), "StreamLocalBindUnlink=yes".into(), "-o".into(), "StreamLocalBindMask=0177".into()]);
         argv.extend(self.target.options());
         argv.push(self.target.destination());
         self.expect_success("connecting", &argv, limit).map(drop)
@@ -281,80 +284,70 @@ impl Ssh {
         zbus::Address::from(Transport::Unixexec(exec))
     }
 
-    /// A port on this machine's loopback forwarded, over the shared connection, to
+    /// A unix socket on this machine forwarded, over the shared connection, to
     /// `remote_host:remote_port` as the host sees it (`127.0.0.1` is the host's own
     /// loopback), so endpoints that listen only there are reached without opening them to the
-    /// network. The forward lasts until `cancel_forward` or `close` — or, on a lasting master,
-    /// as long as the master, for later runs to reuse.
-    pub fn forward(&self, remote_host: &str, remote_port: u16) -> Result<SocketAddr, SshError> {
+    /// network. The socket lives in the connection's 0700 directory with mode 0600: only the
+    /// operator can connect through it (a loopback TCP port would serve every local user).
+    /// The forward lasts until `cancel_forward` or `close` — or, on a lasting master, as long
+    /// as the master, for later runs to reuse.
+    pub fn forward(&self, remote_host: &str, remote_port: u16) -> Result<PathBuf, SshError> {
         let mut locals = self.forward_all(&[(remote_host.to_string(), remote_port)])?;
         Ok(locals.remove(0))
     }
 
     /// `forward` for several destinations at once: one `ssh -O forward` for all those the
     /// master does not hold yet.
-    pub(crate) fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<SocketAddr>, SshError> {
+    pub(crate) fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<PathBuf>, SshError> {
+        let dir_error = |reason| SshError::ControlDir { host: self.target.name.clone(), reason };
         let locked = match self.control.lasting {
             Some(_) => Some(self.lock(CONTROL_TIMEOUT)?),
             None => None,
         };
         let held = locked.as_ref().map(|l| self.control.forwards(l)).unwrap_or_default();
-        let mut found: Vec<Option<SocketAddr>> = wanted
+        let forwards: Vec<Forward> = wanted
             .iter()
-            .map(|(host, port)| held.iter().find(|f| &f.host == host && f.port == *port).map(|f| f.local))
+            .map(|(host, port)| Forward {
+                local: self.control.forward_socket(host, *port),
+                host: host.clone(),
+                port: *port,
+            })
             .collect();
-        let missing: Vec<usize> = (0..wanted.len()).filter(|&i| found[i].is_none()).collect();
-        if !missing.is_empty() {
-            // `-O forward` does not report a port it picked, so pick free ones here; another
-            // process may take one before ssh binds it, hence a few tries.
-            let mut last = None;
-            for _ in 0..3 {
-                let mut picked = Vec::new();
-                for &i in &missing {
-                    let local = free_loopback_port()
-                        .map_err(|e| SshError::NoSsh { host: self.target.name.clone(), reason: e.to_string() })?;
-                    let (host, port) = &wanted[i];
-                    picked.push((i, Forward { local, host: host.clone(), port: *port }));
-                }
-                let specs: Vec<String> = picked.iter().map(|(_, f)| spec(f)).collect();
-                let mut args = Vec::new();
-                for spec in &specs {
-                    args.extend(["-L", spec.as_str()]);
-                }
-                match self.control("forward", &args) {
-                    Ok(_) => {
-                        for (i, forward) in picked {
-                            match &locked {
-                                Some(l) => self.control.remember(l, &forward).map_err(|reason| {
-                                    SshError::ControlDir { host: self.target.name.clone(), reason }
-                                })?,
-                                None => self.forwards.lock().unwrap_or_else(|p| p.into_inner()).push(spec(&forward)),
-                            }
-                            found[i] = Some(forward.local);
-                        }
-                        last = None;
-                        break;
-                    }
-                    Err(e) => last = Some(e),
-                }
-            }
-            if let Some(e) = last {
-                return Err(e);
+        let mut missing: Vec<&Forward> = Vec::new();
+        for forward in &forwards {
+            if !held.contains(forward) && !missing.contains(&forward) {
+                missing.push(forward);
             }
         }
-        Ok(found.into_iter().map(|f| f.expect("every destination forwarded")).collect())
+        if !missing.is_empty() {
+            let specs: Vec<String> = missing.iter().map(|f| spec(f)).collect();
+            let mut args = Vec::new();
+            for spec in &specs {
+                args.extend(["-L", spec.as_str()]);
+            }
+            self.control("forward", &args)?;
+            for forward in missing {
+                match &locked {
+                    Some(l) => self.control.remember(l, forward).map_err(dir_error)?,
+                    None => self.forwards.lock().unwrap_or_else(|p| p.into_inner()).push(spec(forward)),
+                }
+            }
+        }
+        Ok(forwards.into_iter().map(|f| f.local).collect())
     }
 
     /// Ends a forward opened by `forward` on a master of this run alone (a lasting master's
     /// forwards stay for the next run).
-    pub fn cancel_forward(&self, local: SocketAddr) -> Result<(), SshError> {
-        let prefix = format!("{local}:");
+    pub fn cancel_forward(&self, local: &Path) -> Result<(), SshError> {
+        let prefix = format!("{}:", local.display());
         let spec = {
             let mut forwards = self.forwards.lock().unwrap_or_else(|p| p.into_inner());
             let Some(i) = forwards.iter().position(|s| s.starts_with(&prefix)) else { return Ok(()) };
             forwards.remove(i)
         };
-        self.control("cancel", &["-L", &spec]).map(drop)
+        let done = self.control("cancel", &["-L", &spec]).map(drop);
+        let _ = std::fs::remove_file(local);
+        done
     }
 
     /// Ends this run's use of the connection: the keeper, and a master of this run alone (with
@@ -456,15 +449,10 @@ impl Drop for Ssh {
     }
 }
 
-/// The `-L` spec of a forward.
+/// The `-L` spec of a forward: `SOCKET:HOST:PORT`.
 fn spec(f: &Forward) -> String {
     let host = if f.host.contains(':') { format!("[{}]", f.host) } else { f.host.clone() };
-    format!("{}:{host}:{}", f.local, f.port)
-}
-
-/// A loopback port nothing listens on right now.
-fn free_loopback_port() -> std::io::Result<SocketAddr> {
-    TcpListener::bind("127.0.0.1:0")?.local_addr()
+    format!("{}:{host}:{}", f.local.display(), f.port)
 }
 
 #[cfg(test)]
