@@ -335,7 +335,7 @@ fn connect_as_another_user(socket: &Path) -> Result<String, String> {
     let script = "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(sys.argv[1])\n    \
                   print('connected')\nexcept OSError as e:\n    print(e.strerror)\n";
     let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "python3", "-c", script])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])
         .arg(socket)
         .output()
         .map_err(|e| format!("cannot run setpriv (util-linux): {e}"))?;
