@@ -23,6 +23,14 @@ pub fn open(h: &Host) -> Result<(Config, World), String> {
     target.key = h.key.as_ref().map(|k| std::path::PathBuf::from(&k.value));
     target.options = crate::config::list(&config.text(keys::SSH_OPTIONS));
     target.persist = Some(config.duration(keys::SSH_PERSIST));
+    let max_masters = config.int(keys::SSH_MAX_MASTERS);
+    if max_masters < 1 {
+        return Err(format!(
+            "`ssh.max_masters` is {max_masters}: it must be 1 or more (how many lasting ssh connections may stay \
+             after a run; set ssh.persist = \"0\" for none)"
+        ));
+    }
+    target.max_masters = usize::try_from(max_masters).unwrap_or(usize::MAX);
     let ssh = Arc::new(Ssh::connect(target).map_err(|e| e.to_string())?);
     let (config, endpoints) = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
     let user = config.text(keys::SCOPE) == "user";

@@ -55,8 +55,15 @@ pub fn run(
             }
         },
     );
-    let runs: Vec<HostRun> =
-        targets.iter().zip(reports).map(|(target, report)| HostRun { roles: target.roles.clone(), report }).collect();
+    let runs: Vec<HostRun> = targets
+        .iter()
+        .zip(reports)
+        .map(|(target, report)| HostRun {
+            roles: target.roles.clone(),
+            report,
+            ssh_reused: target.session.as_ref().ok().and_then(|s| s.context.world().ssh_reused),
+        })
+        .collect();
     let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
     fleet::write(&mut out, format, &runs, started.elapsed())
         .map_err(|source| Error::Io { context: "cannot write the report".into(), source })?;

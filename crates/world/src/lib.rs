@@ -49,6 +49,9 @@ pub struct World {
     pub files: Arc<dyn files::Files>,
     /// Endpoints reached through sockets forwarded to the host (none on this machine).
     pub endpoints: endpoints::Endpoints,
+    /// Over ssh: whether the run found the host's lasting connection (`true`) or opened one;
+    /// `None` on this machine and in the sandbox.
+    pub ssh_reused: Option<bool>,
     /// Under `--sandbox`: verbs with no simulation there (user accounts) refuse, rather than
     /// act on this machine.
     pub sandbox: bool,
@@ -80,6 +83,7 @@ impl World {
             net: Arc::new(net::LocalNet),
             files: Arc::new(local_files::LocalFiles { root: None }),
             endpoints: endpoints::Endpoints::default(),
+            ssh_reused: None,
             sandbox: false,
         }
     }

@@ -87,6 +87,7 @@ impl World {
             }),
             net: Arc::new(net::CommandNet { commands }),
             endpoints,
+            ssh_reused: Some(ssh.reused()),
             sandbox: false,
         })
     }

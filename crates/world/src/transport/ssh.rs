@@ -33,6 +33,9 @@ use crate::process::{self, Completed, Invocation};
 /// away soon.
 const RUN_PERSIST: Duration = Duration::from_secs(15);
 
+/// How many lasting masters stay unless `ssh.max_masters` says otherwise.
+pub const DEFAULT_MAX_MASTERS: usize = 64;
+
 /// `-O` control commands (exit, forward, cancel) answer at once; this bounds a stuck master.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -54,6 +57,9 @@ pub struct SshTarget {
     /// How long the connection outlives the run for the next one to reuse; `None` or zero:
     /// it ends with the run.
     pub persist: Option<Duration>,
+    /// At most this many lasting masters stay (`ssh.max_masters`): past it, the least
+    /// recently used that no run uses are asked to exit.
+    pub max_masters: usize,
 }
 
 impl SshTarget {
@@ -68,6 +74,7 @@ impl SshTarget {
             options: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             persist: None,
+            max_masters: DEFAULT_MAX_MASTERS,
         }
     }
 
@@ -144,6 +151,10 @@ pub struct Ssh {
     keeper: Arc<Keeper>,
     /// `-L` specs of the forwards this run opened on a master of its own, to cancel on close.
     forwards: Mutex<Vec<String>>,
+    /// While this run uses a lasting master: nobody asks it to exit.
+    in_use: Mutex<Option<super::control::InUse>>,
+    /// Whether the lasting master an earlier run left was found (no new connection).
+    reused: bool,
 }
 
 #[derive(Default)]
@@ -169,16 +180,21 @@ impl Ssh {
             None => Control::private(),
         }
         .map_err(|reason| SshError::ControlDir { host: target.name.clone(), reason })?;
-        let ssh = Ssh { target, control, keeper: Arc::default(), forwards: Mutex::new(Vec::new()) };
+        let mut ssh = Ssh::unconnected(target, control);
         // Authentication gets its own allowance beyond the TCP connect timeout.
         let limit = ssh.target.connect_timeout * 2 + Duration::from_secs(5);
         match ssh.control.lasting {
             Some(_) => {
                 let locked = ssh.lock(limit)?;
+                let in_use = ssh.control.in_use(&locked).map_err(|reason| ssh.dir_error(reason))?;
+                *ssh.in_use.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(in_use);
                 // A master listens on its socket: connecting is the check (no ssh process to
                 // start), and as a client of it for a moment this also restarts the master's
                 // persist time, so it outlives this run's start.
-                if std::os::unix::net::UnixStream::connect(&ssh.control.socket).is_err() {
+                ssh.reused = std::os::unix::net::UnixStream::connect(&ssh.control.socket).is_ok();
+                // Past `max_masters`, idle masters are asked to exit when a run ends with its
+                // own (`close`), not here: one this run is about to reuse may be among them.
+                if !ssh.reused {
                     ssh.control.reset(&locked);
                     ssh.start_master(limit)?;
                 }
@@ -187,6 +203,38 @@ impl Ssh {
         }
         ssh.keep_when_long();
         Ok(ssh)
+    }
+
+    fn unconnected(target: SshTarget, control: Control) -> Ssh {
+        Ssh {
+            target,
+            control,
+            keeper: Arc::default(),
+            forwards: Mutex::new(Vec::new()),
+            in_use: Mutex::new(None),
+            reused: false,
+        }
+    }
+
+    /// Whether this run found the lasting connection an earlier one left (else it opened one).
+    pub fn reused(&self) -> bool {
+        self.reused
+    }
+
+    fn dir_error(&self, reason: String) -> SshError {
+        SshError::ControlDir { host: self.target.name.clone(), reason }
+    }
+
+    /// Past `max_masters` lasting masters, asks the least recently used idle ones to exit.
+    fn trim(&self) {
+        let asked = self.control.trim(self.target.max_masters.max(1), |socket| {
+            let mut argv = vec!["ssh".to_string(), "-o".into(), format!("ControlPath={}", socket.display())];
+            argv.extend(["-O".into(), "exit".into(), "opsbook-lasting".into()]);
+            let _ = process::run_blocking(Invocation { argv, timeout: CONTROL_TIMEOUT, ..Invocation::default() });
+        });
+        if asked > 0 {
+            tracing::debug!("asked {asked} lasting ssh connection(s) to end (ssh.max_masters)");
+        }
     }
 
     /// `ssh -M -N -f`: `-f` backgrounds the master once authenticated (its exit status says
@@ -208,7 +256,7 @@ impl Ssh {
     }
 
     fn lock(&self, limit: Duration) -> Result<super::control::Locked, SshError> {
-        self.control.lock(limit).map_err(|reason| SshError::ControlDir { host: self.target.name.clone(), reason })
+        self.control.lock(limit).map_err(|reason| self.dir_error(reason))
     }
 
     /// The target this connection reaches.
@@ -299,7 +347,6 @@ impl Ssh {
     /// `forward` for several destinations at once: one `ssh -O forward` for all those the
     /// master does not hold yet.
     pub(crate) fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<PathBuf>, SshError> {
-        let dir_error = |reason| SshError::ControlDir { host: self.target.name.clone(), reason };
         let locked = match self.control.lasting {
             Some(_) => Some(self.lock(CONTROL_TIMEOUT)?),
             None => None,
@@ -328,7 +375,7 @@ impl Ssh {
             self.control("forward", &args)?;
             for forward in missing {
                 match &locked {
-                    Some(l) => self.control.remember(l, forward).map_err(dir_error)?,
+                    Some(l) => self.control.remember(l, forward).map_err(|reason| self.dir_error(reason))?,
                     None => self.forwards.lock().unwrap_or_else(|p| p.into_inner()).push(spec(forward)),
                 }
             }
@@ -366,6 +413,9 @@ impl Ssh {
             && let Err(e) = self.control("exit", &[])
         {
             tracing::debug!("{e}");
+        }
+        if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
+            self.trim();
         }
         if let Some(mut keeper) = self.keeper.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
             // Closing its stdin ends its `cat`, and with it the session.
@@ -470,13 +520,9 @@ mod tests {
 
     /// An `Ssh` that never connected, to look at the argv it builds.
     fn unconnected() -> Ssh {
-        let keeper = Keeper { closed: Mutex::new(true), ..Keeper::default() };
-        Ssh {
-            target: target(),
-            control: Control::at(Path::new("/nonexistent/d")),
-            keeper: Arc::new(keeper),
-            forwards: Mutex::new(Vec::new()),
-        }
+        let ssh = Ssh::unconnected(target(), Control::at(Path::new("/nonexistent/d")));
+        *ssh.keeper.closed.lock().unwrap() = true;
+        ssh
     }
 
     #[test]
