@@ -89,7 +89,6 @@ pub struct Context {
     ground: Mutex<Ground>,
     pub dry_run: bool,
     pub cancel: Cancel,
-    runtime: OnceLock<tokio::runtime::Runtime>,
     http: OnceLock<Result<Arc<crate::http_client::Http>, String>>,
     recorder: Mutex<Option<Recorder>>,
     /// `--set` overrides, already checked against the runbook's declared parameters.
@@ -108,7 +107,6 @@ impl Context {
             ground: Mutex::new(Ground::new(config, world)),
             dry_run,
             cancel: Cancel::default(),
-            runtime: OnceLock::new(),
             http: OnceLock::new(),
             recorder: Mutex::new(None),
             params: Mutex::new(BTreeMap::new()),
@@ -164,9 +162,12 @@ impl Context {
         f()
     }
 
-    /// The runtime, started on first use (listing and compiling never start it).
+    /// The runtime, started on first use (listing and compiling never start it). One for the
+    /// whole process: every host of a fleet run drives its I/O through the same two workers,
+    /// rather than two threads of its own per host.
     pub fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.runtime.get_or_init(|| {
+        static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+        RUNTIME.get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .thread_name("opsbook-io")
