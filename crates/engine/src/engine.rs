@@ -22,9 +22,21 @@ use crate::report::Level;
 use crate::suggest::did_you_mean;
 use crate::verbs::{self, Context};
 
+/// Rhai's standard library, built once for the process and shared by every engine (each
+/// host of a fleet run has its own engine; `Engine::new` would build the library for each).
+fn standard_library() -> SharedModule {
+    use rhai::packages::{Package, StandardPackage};
+    static LIBRARY: std::sync::OnceLock<SharedModule> = std::sync::OnceLock::new();
+    LIBRARY.get_or_init(|| StandardPackage::new().as_shared_module()).clone()
+}
+
 /// A configured engine for one host context.
 pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
-    let mut engine = Engine::new();
+    // What `Engine::new` does, with the standard library shared; print, debug and the module
+    // resolver are ours below.
+    let mut engine = Engine::new_raw();
+    engine.set_max_strings_interned(256);
+    engine.register_global_module(standard_library());
     engine.set_max_operations(cx.config().int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
     engine.set_max_call_levels(64);
     // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
