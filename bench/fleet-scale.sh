@@ -48,8 +48,8 @@ cleanup() {
   current=""
 }
 trap cleanup EXIT
-# The medians so far, as JSON and as a table (written after each size, so a size the machine
-# cannot boot leaves the others' results).
+# The medians so far, as JSON and as a table (written after each contender, so a size the
+# machine cannot boot or a contender that fails leaves what was measured before it).
 write_results() {
   python3 - "$lines" "$out_dir/fleet-scale.json" <<'PY'
 import json, sys
@@ -73,6 +73,7 @@ measure_setup() { # TOOL SETUP COMMAND...
   local args=("$n" "$tool" "$runs" 1)
   [ -z "$setup" ] || args+=("$setup")
   (cd "$current" && python3 "$repo/bench/fleet_measure.py" "${args[@]}" -- "$@") | tee -a "$lines"
+  write_results >/dev/null
 }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$results/load.txt"
 for n in "${sizes[@]}"; do
@@ -101,7 +102,6 @@ for n in "${sizes[@]}"; do
   fi
   echo "load after $n: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$results/load.txt"
   cleanup
-  write_results >/dev/null
 done
 write_results
 cat "$results/load.txt"
