@@ -16,10 +16,11 @@ if [ -n "${OPSBOOK_OLD_BIN:-}" ]; then
   "$OPSBOOK_OLD_BIN" --user run quick-check >/dev/null
   old=(-n "old binary: opsbook run quick-check" "$OPSBOOK_OLD_BIN --user --format tap run quick-check")
 fi
-hyperfine -N --warmup 5 --runs 60 --export-json "$state/quick-check.json" \
+hyperfine -N --warmup 5 --runs "${OPSBOOK_BENCH_RUNS:-60}" --export-json "$state/quick-check.json" \
   -n "opsbook run quick-check" "$OPSBOOK_BIN --user --format tap run quick-check" "${old[@]}" \
   -n "shell: 4 x systemctl is-active + 2 x curl" "sh -c '$shell'" \
   -n "shell: 1 x systemctl is-active (4 units) + 2 x curl" "sh -c '$shell_one'" >/dev/null
+[ "${OPSBOOK_BENCH_MEMORY:-1}" = 1 ] || exit 0
 # Peak memory of the heaviest runbooks, each a passing run: first wait (up to 40 s) for the
 # agent's first points (10 s interval) so verify and checklist have data to check.
 for _ in $(seq 80); do "$OPSBOOK_BIN" --user run verify >/dev/null 2>&1 && break; sleep 0.5; done

@@ -1,10 +1,12 @@
 //! The SSH transport against a fleet of real hosts (tests/support/fleet.rs): one server and
 //! three clients, each with its own network namespace, hostname, sshd, `systemd --user` and
 //! journald. Shared connections, remote commands, the D-Bus bridge to a remote service
-//! manager, forwarded loopback ports, and the errors an operator meets (sshd down, wrong key,
+//! manager, forwards to the hosts' loopback (unix sockets only the operator opens), and the errors an operator meets (sshd down, wrong key,
 //! a client firewalled from the server). Skipped, saying why, without root or sshd.
 
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -197,15 +199,24 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     let started = Instant::now();
     let local = ssh3.forward("127.0.0.1", 12345).unwrap();
     eprintln!("forward set up: {:?}", started.elapsed());
-    assert!(local.ip().is_loopback(), "{local}");
-    let client = crate::twin::client();
-    let body = client.get(format!("http://{local}/hello.txt")).send().and_then(|r| r.text());
-    assert_eq!(body.unwrap(), "hello from c3\n");
-    ssh3.cancel_forward(local).unwrap();
+    assert_eq!(get_over_unix(&local, "/hello.txt").unwrap(), "hello from c3\n");
+    // The forward is the operator's alone: a unix socket (0600, in a 0700 directory), no TCP
+    // port on this machine's loopback, and another local user cannot connect to it.
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&local).unwrap().permissions().mode() & 0o777, 0o600, "{}", local.display());
+    let dir = local.parent().unwrap();
+    assert_eq!(std::fs::metadata(dir).unwrap().permissions().mode() & 0o777, 0o700, "{}", dir.display());
+    assert_eq!(tcp_listeners_of_master(ssh3), Vec::<String>::new(), "the master listens on no TCP port");
+    match connect_as_another_user(&local) {
+        Ok(refused) => assert!(refused.contains("Permission denied"), "another user connected: {refused}"),
+        Err(why) => crate::support::skip(format!("another user's attempt: {why}")),
+    }
+    ssh3.cancel_forward(&local).unwrap();
     assert_eq!(
-        TcpStream::connect_timeout(&local, Duration::from_secs(2)).map(drop).map_err(|e| e.to_string()),
-        Err("Connection refused (os error 111)".to_string()),
-        "the forward is cancelled: nothing listens on {local} any more"
+        std::os::unix::net::UnixStream::connect(&local).map(drop).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::NotFound),
+        "the forward is cancelled: its socket {} is gone",
+        local.display()
     );
 
     // A run that lasts a quarter of the master's persist time (15 s for a master of one run)
@@ -307,11 +318,51 @@ fn a_wireguard_tunnel_carries_traffic_until_its_peer_is_gone() {
     assert_eq!(remote(&ssh, &["timeout", "2", "bash", "-c", probe]), (Some(124), String::new(), String::new()));
 }
 
-/// The first bytes a TCP server at `address` says (an sshd's banner).
+/// `GET path` over the unix socket `socket` (HTTP/1.0, so the server closes): the body.
+fn get_over_unix(socket: &Path, path: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut stream = UnixStream::connect(socket)?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    Ok(answer.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or(answer))
+}
+
+/// What `nobody` (another local user, not the operator) gets connecting to `socket`: Ok with
+/// the error it met (or "connected"), Err when it cannot be tried here.
+fn connect_as_another_user(socket: &Path) -> Result<String, String> {
+    let script = "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(sys.argv[1])\n    \
+                  print('connected')\nexcept OSError as e:\n    print(e.strerror)\n";
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script])
+        .arg(socket)
+        .output()
+        .map_err(|e| format!("cannot run setpriv (util-linux): {e}"))?;
+    if !out.status.success() {
+        return Err(format!("python3 as uid 65534 failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The TCP ports the connection's master process listens on, as `ss` lists them.
+fn tcp_listeners_of_master(ssh: &Ssh) -> Vec<String> {
+    let check = std::process::Command::new("ssh")
+        .args(["-o", &format!("ControlPath={}", ssh.control_path().display()), "-O", "check", "host"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stderr).to_string();
+    let pid = said.split("pid=").nth(1).and_then(|p| p.split(')').next()).unwrap_or_else(|| panic!("{said}"));
+    let ss = std::process::Command::new("ss").args(["-Hltnp"]).output().unwrap();
+    let needle = format!("pid={pid},");
+    String::from_utf8_lossy(&ss.stdout).lines().filter(|l| l.contains(&needle)).map(str::to_string).collect()
+}
+
+/// The first bytes a server at the unix socket `socket` says (an sshd's banner).
 #[track_caller]
-fn banner(address: SocketAddr) -> String {
+fn banner(socket: &Path) -> String {
     use std::io::Read;
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(2)).expect("connect");
+    let mut stream = UnixStream::connect(socket).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut buf = [0u8; 8];
     stream.read_exact(&mut buf).expect("a banner");
@@ -335,7 +386,7 @@ fn a_lasting_master_serves_the_next_run_with_its_forwards() {
     // The host's own sshd, as the host reaches it: its banner proves the forward.
     let (sshd, sshd_port) = (fleet.host("c1").address().to_string(), target.port.unwrap_or(22));
     let local = first.forward(&sshd, sshd_port).unwrap();
-    assert_eq!(banner(local), "SSH-2.0-");
+    assert_eq!(banner(&local), "SSH-2.0-");
     drop(first);
     assert_eq!(masters(), 1, "the master outlives the run");
 
@@ -346,7 +397,7 @@ fn a_lasting_master_serves_the_next_run_with_its_forwards() {
     assert_eq!(second.control_path(), socket.as_path());
     assert_eq!(masters(), 1, "no second master");
     assert_eq!(second.forward(&sshd, sshd_port).unwrap(), local, "the forward is reused");
-    assert_eq!(banner(local), "SSH-2.0-");
+    assert_eq!(banner(&local), "SSH-2.0-");
     assert_eq!(remote(&second, &["hostname"]), (Some(0), "c1\n".to_string(), String::new()));
 
     let mut other = target.clone();

@@ -106,7 +106,8 @@ fn summary(rows: &[(&str, &str, usize, usize)], closing: &str) -> String {
     for (host, roles, passed, failed) in rows {
         out.push_str(&format!("{host:<width$}  {roles:<26}  {passed:<6}  {failed:<6}  [DUR]\n"));
     }
-    out + "\n" + closing + "  ([DUR])\n"
+    // How many of the run's ssh connections were reused depends on the runs before.
+    out + "\n" + closing + "  ([DUR])\nssh connections: … reused, … new\n"
 }
 
 const CLIENT: &str = "metrics-agent, log-shipper";

@@ -158,7 +158,7 @@ fn the_stack_across_hosts_is_checked_from_one_place_and_a_dead_host_is_named() {
         "ask-server on c1 (runbooks/ask-server.rhai)\n  ok    server: loki.service active — active (running)\n  \
          ok    the block ran on server, back on c1\n\n2 passed, 0 failed  ([DUR])\n\n\
          HOST  ROLES                       PASSED  FAILED  TIME\nc1    metrics-agent, log-shipper  2       0       [DUR]\n\n\
-         1 host(s): all passed  ([DUR])\n",
+         1 host(s): all passed  ([DUR])\nssh connections: 1 reused, 0 new\n",
     );
     // The REPL on one host: its functions act there.
     // Switching hosts at the prompt: the next lines act on the server (connected to then),
@@ -184,7 +184,7 @@ fn the_stack_across_hosts_is_checked_from_one_place_and_a_dead_host_is_named() {
     );
     let c2 = FleetHost::address(fleet.host("c2"));
     out.stdout_matches(&format!(
-        r"(?s).*\n  FAIL  c2 reachable over ssh — host `c2`: connecting failed: ssh said .*{}.*Connection refused.*\n.*\n3 host\(s\): 1 failed \(c2\)  \(\[DUR\]\)\n",
+        r"(?s).*\n  FAIL  c2 reachable over ssh — host `c2`: connecting failed: ssh said .*{}.*Connection refused.*\n.*\n3 host\(s\): 1 failed \(c2\)  \(\[DUR\]\)\nssh connections: 2 reused, 0 new\n",
         regex::escape(&c2.to_string())
     ));
 }

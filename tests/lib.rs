@@ -11,6 +11,7 @@ mod config;
 mod debian13;
 mod fleet;
 mod fleet_failures;
+mod fleet_masters;
 mod fleet_order;
 mod fleet_runs;
 mod fuzz_readers;

@@ -4,6 +4,7 @@
 //! and TCP reach and interfaces seen from the host — all on a real host of the test fleet (own network, hostname, sshd, systemd,
 //! journald). Skipped, saying why, without root or sshd.
 
+use std::os::unix::fs::FileTypeExt;
 use std::sync::Arc;
 
 use opsbook::catalog::Catalog;
@@ -63,12 +64,14 @@ fn a_session_acts_on_a_remote_host_through_its_world() {
     config.set(keys::SCOPE, Value::Text("user".into()), Origin::Flag("test")).unwrap();
     // The shipper's endpoint listens on the host's loopback only.
     config.set(keys::LOG_SHIPPER_URL, Value::Text("http://127.0.0.1:12345".into()), Origin::Flag("test")).unwrap();
-    let config = reach_from_host(&config, &ssh).unwrap();
-    let forwarded = config.text(keys::LOG_SHIPPER_URL);
-    assert!(forwarded.starts_with("http://127.0.0.1:") && forwarded != "http://127.0.0.1:12345", "{forwarded}");
+    let (config, endpoints) = reach_from_host(&config, &ssh).unwrap();
+    // The URL stays the host's own; requests to it go through a socket only we can open.
+    assert_eq!(config.text(keys::LOG_SHIPPER_URL), "http://127.0.0.1:12345");
     assert_eq!(config.setting(keys::LOG_SHIPPER_URL).origin.to_string(), "forwarded over ssh, reached from c1");
+    let socket = endpoints.socket_for("http://127.0.0.1:12345/ready").expect("forwarded").to_path_buf();
+    assert!(std::fs::symlink_metadata(&socket).unwrap().file_type().is_socket(), "{}", socket.display());
 
-    let world = World::over_ssh(&config, ssh.clone(), true).unwrap();
+    let world = World::over_ssh(&config, ssh.clone(), true, endpoints).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
     std::fs::write(dir.path().join("runbooks/remote.rhai"), RUNBOOK).unwrap();

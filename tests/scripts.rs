@@ -415,23 +415,25 @@ fn on_the_fleet_over_ssh_a_restart_is_applied_with_yes_and_a_verify_passes() {
     crate::support::run_in(t.path(), &["run", "start", "--hosts", "log-shipper"], None).code(0);
     let bin = installed(&t);
     let ran = script(&t, &bin, "svc-exec.sh", &["-y", "restart", "server:loki"]);
-    let on_server = |dry: &str, plan: &str| {
+    let on_server = |dry: &str, plan: &str, connections: &str| {
         format!(
             "restart on server (<built-in>/runbooks/restart.rhai){dry}\n\n== restart loki.service\n{plan}  ok    \
              loki.service active — active (running)\n  ok    loki.service ready — after [DUR]\n\n== logs since the \
              restart\n  ok    loki.service logged no errors since [WHEN]\n\n3 passed, 0 failed  ([DUR])\n\nHOST    \
              ROLES                  PASSED  FAILED  TIME\nserver  metrics-db, log-store  3       0       [DUR]\n\n1 \
-             host(s): all passed  ([DUR])\n"
+             host(s): all passed  ([DUR])\nssh connections: {connections}\n"
         )
     };
+    // The dry run opens the connection; the run itself reuses it.
     let expected = format!(
         "plan: restart of log-store on server (the same run with --dry-run; nothing changes yet)\n{}{}",
-        on_server("  (dry run: nothing will be changed)", "  plan: would restart loki.service\n"),
-        on_server("", "")
+        on_server("  (dry run: nothing will be changed)", "  plan: would restart loki.service\n", "0 reused, 1 new"),
+        on_server("", "", "1 reused, 0 new")
     );
     assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, expected, ""));
     let ran = script(&t, &bin, "svc-exec.sh", &["-h", "server", "influxdb", "verify"]);
-    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, verify_server(""), ""));
+    let over_ssh = verify_server("") + "ssh connections: 1 reused, 0 new\n";
+    assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, over_ssh, ""));
 }
 
 /// The screen of a tmux session running `command` once it shows `text` (within 30 s): its

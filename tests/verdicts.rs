@@ -486,7 +486,7 @@ fn over_ssh_the_cpu_load_runs_on_the_remote_host_and_reads_its_counters() {
     let mut config = opsbook::config::Config::defaults();
     let user = opsbook::config::Value::Text("user".into());
     config.set(opsbook::config::keys::SCOPE, user, opsbook::config::Origin::Flag("test")).unwrap();
-    let world = opsbook::world::World::over_ssh(&config, ssh, true).unwrap();
+    let world = opsbook::world::World::over_ssh(&config, ssh, true, Default::default()).unwrap();
     let src = "let r = host::cpu_load(2, \"3s\");\ncheck(\"the host's kernel time\", r.system > 0.5 && r.wall >= 3.0, `${r}`);\n";
     let run = std::thread::spawn(move || run_on(world, config, src));
     // The workers are processes of c1: its own PID namespace sees them.

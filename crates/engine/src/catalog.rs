@@ -8,7 +8,9 @@
 //! wins, so an operator overrides a built-in by dropping a file of the same name higher up.
 //!
 //! The catalog also remembers the text of every file it handed out, keyed by the source name
-//! the engine sees, so diagnostics can quote the offending line.
+//! the engine sees, so diagnostics can quote the offending line, and the modules whose top
+//! level only declares (constants, functions, imports): compiled and evaluated once, they
+//! serve every session of a run (a fleet of a hundred hosts compiles `stack` once).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -68,9 +70,26 @@ pub struct SearchDir {
 pub struct Catalog {
     dirs: Vec<SearchDir>,
     texts: Mutex<HashMap<String, Arc<str>>>,
+    /// Modules shared by every engine of this catalog, by import path.
+    modules: Mutex<HashMap<String, rhai::Shared<rhai::Module>>>,
 }
 
 impl Catalog {
+    /// The module `path` as an engine of this catalog evaluated it, when it can be shared.
+    pub(crate) fn shared_module(&self, path: &str) -> Option<rhai::Shared<rhai::Module>> {
+        self.modules.lock().unwrap_or_else(|e| e.into_inner()).get(path).cloned()
+    }
+
+    /// Keeps a module whose top level only declares, for the other engines of this catalog.
+    pub(crate) fn share_module(&self, path: &str, module: rhai::Shared<rhai::Module>) {
+        self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), module);
+    }
+
+    /// Forgets the shared modules (the REPL's reload reads them again).
+    pub fn forget_modules(&self) {
+        self.modules.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// The search path for these `--runbooks` folders and the environment.
     pub fn new(cli_dirs: &[PathBuf]) -> Catalog {
         let mut dirs: Vec<(PathBuf, &'static str)> = cli_dirs.iter().map(|d| (d.clone(), "--runbooks")).collect();
@@ -91,7 +110,7 @@ impl Catalog {
                 SearchDir { runbooks, stdlib, reason }
             })
             .collect();
-        Catalog { dirs, texts: Mutex::default() }
+        Catalog { dirs, texts: Mutex::default(), modules: Mutex::default() }
     }
 
     pub fn search_path(&self) -> &[SearchDir] {

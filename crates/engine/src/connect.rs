@@ -2,7 +2,7 @@
 //!
 //! A host with no address is this machine (`World::real`). Any other is reached over one
 //! shared OpenSSH connection (`crate::transport::Ssh`): its service manager, journal, commands
-//! and files over that connection, and its endpoints through ports forwarded over it, so they
+//! and files over that connection, and its endpoints through sockets forwarded over it, so they
 //! are asked from the host itself (`world::remote::reach_from_host`). Used by fleet runs (a
 //! session per host), the REPL's `--host`, and `fleet::on` (a block acting on another host).
 
@@ -23,9 +23,17 @@ pub fn open(h: &Host) -> Result<(Config, World), String> {
     target.key = h.key.as_ref().map(|k| std::path::PathBuf::from(&k.value));
     target.options = crate::config::list(&config.text(keys::SSH_OPTIONS));
     target.persist = Some(config.duration(keys::SSH_PERSIST));
+    let max_masters = config.int(keys::SSH_MAX_MASTERS);
+    if max_masters < 1 {
+        return Err(format!(
+            "`ssh.max_masters` is {max_masters}: it must be 1 or more (how many lasting ssh connections may stay \
+             after a run; set ssh.persist = \"0\" for none)"
+        ));
+    }
+    target.max_masters = usize::try_from(max_masters).unwrap_or(usize::MAX);
     let ssh = Arc::new(Ssh::connect(target).map_err(|e| e.to_string())?);
-    let config = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
+    let (config, endpoints) = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
     let user = config.text(keys::SCOPE) == "user";
-    let world = World::over_ssh(&config, ssh, user).map_err(|e| e.to_string())?;
+    let world = World::over_ssh(&config, ssh, user, endpoints).map_err(|e| e.to_string())?;
     Ok((config, world))
 }

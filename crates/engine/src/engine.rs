@@ -22,9 +22,21 @@ use crate::report::Level;
 use crate::suggest::did_you_mean;
 use crate::verbs::{self, Context};
 
+/// Rhai's standard library, built once for the process and shared by every engine (each
+/// host of a fleet run has its own engine; `Engine::new` would build the library for each).
+fn standard_library() -> SharedModule {
+    use rhai::packages::{Package, StandardPackage};
+    static LIBRARY: std::sync::OnceLock<SharedModule> = std::sync::OnceLock::new();
+    LIBRARY.get_or_init(|| StandardPackage::new().as_shared_module()).clone()
+}
+
 /// A configured engine for one host context.
 pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
-    let mut engine = Engine::new();
+    // What `Engine::new` does, with the standard library shared; print, debug and the module
+    // resolver are ours below.
+    let mut engine = Engine::new_raw();
+    engine.set_max_strings_interned(256);
+    engine.register_global_module(standard_library());
     engine.set_max_operations(cx.config().int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
     engine.set_max_call_levels(64);
     // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
@@ -70,7 +82,9 @@ pub fn keyword_fixes(engine: &mut Engine) {
     });
 }
 
-/// Resolves `import "name"` through the catalog, compiling each module once per engine.
+/// Resolves `import "name"` through the catalog, compiling each module once per engine — or
+/// once for every engine of the catalog, when its top level only declares (no call, no
+/// `config`: nothing that depends on the host an engine acts on).
 struct CatalogResolver {
     catalog: Arc<Catalog>,
     cache: Mutex<HashMap<String, SharedModule>>,
@@ -87,6 +101,10 @@ impl ModuleResolver for CatalogResolver {
         if let Some(m) = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
             return Ok(m.clone());
         }
+        if let Some(m) = self.catalog.shared_module(path) {
+            self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), m.clone());
+            return Ok(m);
+        }
         let entry = self
             .catalog
             .find(Kind::Module, path)
@@ -96,8 +114,40 @@ impl ModuleResolver for CatalogResolver {
         ast.set_source(entry.source.as_str());
         let module: SharedModule = Module::eval_ast_as_new(Scope::new(), &ast, engine).map_err(in_module)?.into();
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), module.clone());
+        // A module importing one that cannot be shared holds that host's copy: not shared.
+        if only_declares(&ast).is_some_and(|imports| imports.iter().all(|i| self.catalog.shared_module(i).is_some())) {
+            self.catalog.share_module(path, module.clone());
+        }
         Ok(module)
     }
+}
+
+/// The modules a module's top level imports, when that top level (its functions' bodies
+/// aside) calls nothing and reads no `config` — evaluating it then gives the same module on
+/// every host, as long as what it imports does too; `None` otherwise.
+fn only_declares(ast: &rhai::AST) -> Option<Vec<String>> {
+    use rhai::{ASTNode, Expr, Stmt};
+    let mut pure = true;
+    let mut imports = Vec::new();
+    for stmt in ast.statements() {
+        stmt.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            let impure = match path.last() {
+                Some(ASTNode::Expr(Expr::FnCall(..) | Expr::MethodCall(..))) => true,
+                Some(ASTNode::Expr(Expr::Variable(v, ..))) => v.1 == "config",
+                Some(ASTNode::Stmt(Stmt::Import(import, _))) => match &import.0 {
+                    Expr::StringConstant(name, _) => {
+                        imports.push(name.to_string());
+                        false
+                    }
+                    _ => true,
+                },
+                _ => false,
+            };
+            pure &= !impure;
+            pure
+        });
+    }
+    pure.then_some(imports)
 }
 
 /// What kind of failure an evaluation error is.

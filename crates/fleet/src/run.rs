@@ -34,9 +34,13 @@ pub fn run(
         return Err(Error::Usage("no host matches: nothing to run".into()));
     }
     let sessions: Vec<&Session> = targets.iter().filter_map(|t| t.session.as_ref().ok()).collect();
+    let mut compiled = None;
     if let Some(first) = sessions.first() {
         // A script or parameter error is the same on every host: say it once, before any acts.
-        first.compile(runbook)?.bind(params)?;
+        // The hosts share one catalog, so what compiled here serves them all.
+        let once = first.compile(runbook)?;
+        once.bind(params)?;
+        compiled = Some(once);
         let cancels: Vec<Cancel> = sessions.iter().map(|s| s.context.cancel.clone()).collect();
         crate::cancel::on_signals(first.context.runtime(), cancels, "the runbook on every host");
     }
@@ -48,15 +52,22 @@ pub fn run(
         &targets,
         &inventory,
         forks,
-        |target| run_one(target, runbook, params),
+        |target| run_compiled(target, runbook, compiled.as_ref(), params),
         |target, report, finished| {
             if tell {
                 eprintln!("  {} done: {} ({finished}/{total})", target.name, report.outcome());
             }
         },
     );
-    let runs: Vec<HostRun> =
-        targets.iter().zip(reports).map(|(target, report)| HostRun { roles: target.roles.clone(), report }).collect();
+    let runs: Vec<HostRun> = targets
+        .iter()
+        .zip(reports)
+        .map(|(target, report)| HostRun {
+            roles: target.roles.clone(),
+            report,
+            ssh_reused: target.session.as_ref().ok().and_then(|s| s.context.world().ssh_reused),
+        })
+        .collect();
     let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
     fleet::write(&mut out, format, &runs, started.elapsed())
         .map_err(|source| Error::Io { context: "cannot write the report".into(), source })?;
@@ -68,6 +79,17 @@ pub fn run(
 
 /// One host's run, its report kept in memory (the fleet writes it when the host is done).
 pub(crate) fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Report {
+    run_compiled(target, runbook, None, params)
+}
+
+/// `run_one` with the runbook compiled already (by another session of the same catalog), or
+/// compiled here when `None`.
+fn run_compiled(
+    target: &Target,
+    runbook: &str,
+    compiled: Option<&crate::runbook::Compiled>,
+    params: &[(String, String)],
+) -> Report {
     let quiet = |name: &str, source: &str, shown, mode| {
         Recorder::with_output(name, source, shown, mode, Box::new(Kept), Box::new(std::io::sink()))
     };
@@ -80,7 +102,10 @@ pub(crate) fn run_one(target: &Target, runbook: &str, params: &[(String, String)
             return recorder.finish(crate::report::End::Completed);
         }
     };
-    let result = session.compile(runbook).and_then(|c| session.run_recorded(&c, params, quiet));
+    let result = match compiled {
+        Some(c) => session.run_recorded(c, params, quiet),
+        None => session.compile(runbook).and_then(|c| session.run_recorded(&c, params, quiet)),
+    };
     match result {
         Ok(report) => report,
         // Compiled and bound once already: what fails here is this host's own (its catalog).

@@ -128,6 +128,7 @@ impl Session {
     /// Forgets the engine and the modules it compiled: runbooks and stdlib are read again.
     pub fn reload(&mut self) {
         self.engine = OnceLock::new();
+        self.catalog.forget_modules();
     }
 
     /// Finds and compiles a runbook by name.

@@ -94,33 +94,45 @@ pub fn select(
 }
 
 /// The targets an inventory selection names: this machine for a local host, the host's world
-/// over one shared ssh connection (connected in parallel) for a remote one.
+/// over one shared ssh connection for a remote one, connected `--forks` at a time (so a run
+/// over thousands of hosts never starts thousands of ssh clients at once).
 pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Host]) -> Vec<Target> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Target>>> = hosts.iter().map(|_| Default::default()).collect();
     std::thread::scope(|scope| {
-        let tasks: Vec<_> = hosts
-            .iter()
-            .map(|h| {
-                let catalog = catalog.clone();
-                scope.spawn(move || {
-                    let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
-                    let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
-                    // A value the inventory could not resolve is this host's failure, not the run's.
-                    let session = match h.problems.first() {
-                        Some(p) => Err(Absent {
-                            check: format!("{} resolved from the inventory", h.name),
-                            why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
-                        }),
-                        None => crate::connect::open(h)
-                            .map(|(config, world)| Session::new(config, world, catalog, mode))
-                            .map_err(|why| Absent::unreachable(&h.name, why)),
-                    };
-                    Target { name: h.name.clone(), roles, session }
-                })
-            })
-            .collect();
-        tasks.into_iter().map(|t| t.join().expect("a host's connection thread panicked")).collect()
-    })
+        for _ in 0..global.forks.clamp(1, hosts.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(h) = hosts.get(i) else { break };
+                    let target = open_target(global, h, catalog.clone());
+                    *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(target);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| slot.into_inner().unwrap_or_else(|p| p.into_inner()).expect("every host's connection was tried"))
+        .collect()
+}
+
+/// One host of the selection, with its session or why it has none.
+fn open_target(global: &GlobalOptions, h: &crate::inventory::Host, catalog: Arc<Catalog>) -> Target {
+    let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
+    let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
+    // A value the inventory could not resolve is this host's failure, not the run's.
+    let session = match h.problems.first() {
+        Some(p) => Err(Absent {
+            check: format!("{} resolved from the inventory", h.name),
+            why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
+        }),
+        None => crate::connect::open(h)
+            .map(|(config, world)| Session::new(config, world, catalog, mode))
+            .map_err(|why| Absent::unreachable(&h.name, why)),
+    };
+    Target { name: h.name.clone(), roles, session }
 }
 
 /// The session of one inventory host (the REPL's `--host`); an unreachable host is an error.

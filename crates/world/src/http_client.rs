@@ -1,8 +1,13 @@
 //! The one HTTP client a run uses: reqwest over rustls (ring), system roots plus an optional
 //! CA file, no redirects (a probe reports a 30x instead of following it), a timeout on every
 //! request covering connect, headers and body. Failures come back as a short reason an
-//! operator can act on: "connection refused", "timed out after 5s", "TLS: …".
+//! operator can act on: "connection refused", "timed out after 5s", "TLS: …". A request to an
+//! endpoint forwarded over ssh connects through its unix socket (`Request::through`), with the
+//! URL, Host header and TLS name of the endpoint as the host knows it.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -25,6 +30,9 @@ pub struct Http {
     plain: reqwest::Client,
     /// For https:// addresses: system roots plus `http.ca_file`, built on the first such request.
     secure: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    /// For endpoints forwarded to unix sockets: one client per socket and scheme, built on
+    /// the first request through it.
+    through: Mutex<HashMap<(PathBuf, bool), reqwest::Client>>,
     ca_file: String,
     pub(crate) default_timeout: Duration,
     /// The largest answer read (`http.max_body`, in MB): a larger one is not read on.
@@ -40,11 +48,19 @@ pub struct Request<'a> {
     pub timeout: Option<Duration>,
     /// Sent as `Authorization: Token …`, marked sensitive so no log shows it.
     pub token: Option<&'a Secret>,
+    /// The unix socket the connection goes through (an endpoint forwarded over ssh).
+    pub through: Option<PathBuf>,
 }
 
 impl<'a> Request<'a> {
     pub fn new(method: reqwest::Method, url: impl Into<String>) -> Request<'a> {
-        Request { method, url: url.into(), headers: Vec::new(), body: None, timeout: None, token: None }
+        Request { method, url: url.into(), headers: Vec::new(), body: None, timeout: None, token: None, through: None }
+    }
+
+    /// Connects through the unix socket `socket` instead of to the URL's host and port.
+    pub fn through(mut self, socket: Option<&Path>) -> Self {
+        self.through = socket.map(Path::to_path_buf);
+        self
     }
 
     pub fn header(mut self, name: &str, value: &str) -> Self {
@@ -107,22 +123,44 @@ impl Http {
         Ok(Http {
             plain,
             secure: std::sync::OnceLock::new(),
+            through: Mutex::new(HashMap::new()),
             ca_file: config.text(keys::HTTP_CA_FILE),
             default_timeout: config.duration(keys::HTTP_TIMEOUT),
             max_body_mb: config.int(keys::HTTP_MAX_BODY).max(1) as u64,
         })
     }
 
-    /// The client for `url`: the TLS one (built now if this is the first https:// request).
-    fn client_for(&self, url: &str) -> Result<&reqwest::Client, String> {
-        if !url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
-            return Ok(&self.plain);
+    /// The client for `url`: the TLS one (built now if this is the first https:// request);
+    /// through a socket, that socket's.
+    fn client_for(&self, url: &str, through: Option<&Path>) -> Result<reqwest::Client, String> {
+        let secure = url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+        if let Some(socket) = through {
+            let mut clients = self.through.lock().unwrap_or_else(|p| p.into_inner());
+            let key = (socket.to_path_buf(), secure);
+            if let Some(client) = clients.get(&key) {
+                return Ok(client.clone());
+            }
+            let client = if secure {
+                self.build_secure(Some(socket))?
+            } else {
+                builder().tls_certs_only([]).unix_socket(socket).build().map_err(|e| {
+                    format!("cannot set up HTTP through {}: {}", socket.display(), reason(&e, Duration::ZERO))
+                })?
+            };
+            clients.insert(key, client.clone());
+            return Ok(client);
         }
-        self.secure.get_or_init(|| self.build_secure()).as_ref().map_err(Clone::clone)
+        if !secure {
+            return Ok(self.plain.clone());
+        }
+        self.secure.get_or_init(|| self.build_secure(None)).clone()
     }
 
-    fn build_secure(&self) -> Result<reqwest::Client, String> {
+    fn build_secure(&self, through: Option<&Path>) -> Result<reqwest::Client, String> {
         let mut builder = builder();
+        if let Some(socket) = through {
+            builder = builder.unix_socket(socket);
+        }
         if !self.ca_file.is_empty() {
             let ca_file = &self.ca_file;
             let pem = std::fs::read(ca_file).map_err(|e| format!("cannot read http.ca_file `{ca_file}`: {e}"))?;
@@ -149,7 +187,7 @@ impl Http {
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
-        let client = self.client_for(&request.url)?;
+        let client = self.client_for(&request.url, request.through.as_deref())?;
         let mut builder = client.request(request.method, &request.url).headers(headers).timeout(timeout);
         if let Some(body) = request.body {
             builder = builder.body(body);
@@ -290,5 +328,32 @@ mod tests {
         let r = rt().block_on(http().send(req)).unwrap();
         assert_eq!((r.status, r.body.as_str(), r.content_type()), (503, "ready", "text/plain"));
         assert_eq!(r.summary(), "HTTP 503: ready");
+    }
+}
+
+#[cfg(test)]
+mod through_tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn a_request_through_a_socket_keeps_the_hosts_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("fwd");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let n = s.read(&mut buf).unwrap();
+            let req = String::from_utf8_lossy(&buf[..n]).to_string();
+            let host = req.lines().find_map(|l| l.strip_prefix("host: ")).unwrap_or("none").to_string();
+            write!(s, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{host}", host.len()).unwrap();
+        });
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let http = Http::new(&Config::defaults()).unwrap();
+        // Nothing listens on the URL's port here: the answer came through the socket.
+        let req = Request::new(reqwest::Method::GET, "http://127.0.0.1:1/ready").through(Some(&socket));
+        let r = rt.block_on(http.send(req)).unwrap();
+        assert_eq!((r.status, r.body.as_str()), (200, "127.0.0.1:1"));
     }
 }

@@ -12,6 +12,7 @@ use opsbook_wire as wire;
 
 pub mod commands;
 pub mod containers;
+pub mod endpoints;
 pub mod files;
 pub mod http_client;
 mod http_explain;
@@ -47,6 +48,11 @@ pub struct World {
     pub net: Arc<dyn net::Net>,
     /// Reading and changing the host's files.
     pub files: Arc<dyn files::Files>,
+    /// Endpoints reached through sockets forwarded to the host (none on this machine).
+    pub endpoints: endpoints::Endpoints,
+    /// Over ssh: whether the run found the host's lasting connection (`true`) or opened one;
+    /// `None` on this machine and in the sandbox.
+    pub ssh_reused: Option<bool>,
     /// Under `--sandbox`: verbs with no simulation there (user accounts) refuse, rather than
     /// act on this machine.
     pub sandbox: bool,
@@ -77,6 +83,8 @@ impl World {
             }),
             net: Arc::new(net::LocalNet),
             files: Arc::new(local_files::LocalFiles { root: None }),
+            endpoints: endpoints::Endpoints::default(),
+            ssh_reused: None,
             sandbox: false,
         }
     }

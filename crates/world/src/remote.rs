@@ -1,12 +1,14 @@
 //! The world of another host, reached over its one shared OpenSSH connection
 //! (`crate::transport::Ssh`): its service manager through `systemd-stdio-bridge` (one D-Bus
-//! connection for the run), its journal, commands, containers and files as `ssh HOST …` on the same
-//! connection, and endpoints that listen only on its loopback through ports forwarded over it.
+//! connection for the run), its journal, commands, containers and files as `ssh HOST …` on the
+//! same connection, and endpoints that listen only on its loopback through unix sockets
+//! forwarded over it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::commands::{Commands, Completed, Invocation};
+use super::endpoints::{Endpoints, destination};
 use super::{BoxFuture, World, containers, files, journal, net, systemd_dbus};
 use crate::config::{Config, Origin, Value, keys};
 use crate::error::Error;
@@ -59,8 +61,9 @@ impl Commands for SshCommands {
 
 impl World {
     /// The world of the host `ssh` reaches, acting on its `scope` manager (`user`: the login
-    /// user's, as `systemctl --user`). Cheap: the D-Bus bridge starts on the first unit call.
-    pub fn over_ssh(config: &Config, ssh: Arc<Ssh>, user: bool) -> Result<World, Error> {
+    /// user's, as `systemctl --user`), its endpoints through the sockets `endpoints` names
+    /// (`reach_from_host`). Cheap: the D-Bus bridge starts on the first unit call.
+    pub fn over_ssh(config: &Config, ssh: Arc<Ssh>, user: bool, endpoints: Endpoints) -> Result<World, Error> {
         let scope = if user { BusScope::User } else { BusScope::System };
         let name = ssh.target().name.clone();
         let commands: Arc<dyn Commands> = Arc::new(SshCommands { ssh: ssh.clone() });
@@ -83,44 +86,38 @@ impl World {
                 timeout: config.duration(keys::TOOLS_TIMEOUT),
             }),
             net: Arc::new(net::CommandNet { commands }),
+            endpoints,
+            ssh_reused: Some(ssh.reused()),
             sandbox: false,
         })
     }
 }
 
-/// `config` with each endpoint URL reached *from the host*: pointed at a local port forwarded
-/// over `ssh` to where the host itself connects — its own loopback (the shipper's
-/// 127.0.0.1:12345, often the servers too), or the server a client sends to. So endpoints that
-/// listen only on a loopback are never opened to the network, and a server whose firewall
-/// admits only its clients is asked through a client, as that client sees it. `https://`
-/// addresses elsewhere than the host's loopback are left as they are (their certificate names
-/// that host, not a forwarded port).
-pub fn reach_from_host(config: &Config, ssh: &Ssh) -> Result<Config, Error> {
+/// Each endpoint of `config` reached *from the host*: forwarded over `ssh` to where the host
+/// itself connects — its own loopback (the shipper's 127.0.0.1:12345, often the servers too),
+/// or the server a client sends to — through a unix socket of the operator's alone. So
+/// endpoints that listen only on a loopback are never opened to the network, nor to other
+/// users of the operator's machine, and a server whose firewall admits only its clients is
+/// asked through a client, as that client sees it. The URLs keep the host's own address (their
+/// origin says they are forwarded); the returned `Endpoints` route requests to them.
+/// `https://` addresses elsewhere than the host's loopback are left as they are (their
+/// certificate names that host, not a forwarded socket).
+pub fn reach_from_host(config: &Config, ssh: &Ssh) -> Result<(Config, Endpoints), Error> {
     let mut config = config.clone();
-    // (key, scheme, destination host, port, path): forwarded all at once below.
     let mut reached = Vec::new();
     for key in [keys::METRICS_DB_URL, keys::LOG_STORE_URL, keys::LOG_SHIPPER_URL] {
         let url = config.text(key);
-        let Some((scheme, rest)) = url.split_once("://") else { continue };
-        let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(':') => (h, p.parse::<u16>().ok()),
-            _ => (authority, None),
-        };
-        let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]") || host.starts_with("127.");
+        let Some((scheme, host, port)) = destination(&url) else { continue };
+        let loopback = host == "localhost" || host == "::1" || host.starts_with("127.");
         if scheme == "https" && !loopback {
             continue;
         }
-        let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
-        let target = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        reached.push((key, scheme.to_string(), target, port, path.to_string()));
+        config.set(key, Value::Text(url), Origin::Forwarded(ssh.target().name.clone()))?;
+        if !reached.contains(&(host.clone(), port)) {
+            reached.push((host, port));
+        }
     }
-    let wanted: Vec<(String, u16)> = reached.iter().map(|(_, _, host, port, _)| (host.clone(), *port)).collect();
-    let locals = ssh.forward_all(&wanted).map_err(|e| Error::Usage(e.to_string()))?;
-    for ((key, scheme, _, _, path), local) in reached.into_iter().zip(locals) {
-        let slash = if path.is_empty() { String::new() } else { format!("/{path}") };
-        let forwarded = format!("{scheme}://{local}{slash}");
-        config.set(key, Value::Text(forwarded), Origin::Forwarded(ssh.target().name.clone()))?;
-    }
-    Ok(config)
+    let sockets = ssh.forward_all(&reached).map_err(|e| Error::Usage(e.to_string()))?;
+    let routes = reached.into_iter().zip(sockets).map(|((host, port), socket)| (host, port, socket)).collect();
+    Ok((config, Endpoints::new(routes)))
 }

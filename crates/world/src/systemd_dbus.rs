@@ -8,8 +8,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use futures_util::StreamExt;
 use tokio::sync::OnceCell;
+use zbus::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
-use zbus::{Connection, fdo::PropertiesProxy, names::InterfaceName};
 
 use super::BoxFuture;
 use super::units::{Job, JobOutcome, Run, UnitError, UnitStatus, Units};
@@ -142,15 +142,20 @@ impl SystemdDbus {
         interface: &'static str,
     ) -> Result<HashMap<String, OwnedValue>, UnitError> {
         let manager = self.manager().await?;
-        let props = PropertiesProxy::builder(manager.inner().connection())
-            .destination("org.freedesktop.systemd1")
-            .and_then(|b| b.path(path.clone()))
-            .map_err(|e| UnitError::Other(e.to_string()))?
-            .build()
+        // A plain `Properties.GetAll` call: no proxy to build (and none to cache) per read.
+        let reply = manager
+            .inner()
+            .connection()
+            .call_method(
+                Some("org.freedesktop.systemd1"),
+                path.as_ref(),
+                Some("org.freedesktop.DBus.Properties"),
+                "GetAll",
+                &(interface,),
+            )
             .await
-            .map_err(|e| UnitError::Other(e.to_string()))?;
-        let name = InterfaceName::from_static_str_unchecked(interface);
-        props.get_all(name).await.map_err(|e| UnitError::Other(format!("reading {interface} properties: {e}")))
+            .map_err(|e| UnitError::Other(format!("reading {interface} properties: {e}")))?;
+        reply.body().deserialize().map_err(|e| UnitError::Other(format!("reading {interface} properties: {e}")))
     }
 
     async fn status_of(&self, unit: &str) -> Result<UnitStatus, UnitError> {

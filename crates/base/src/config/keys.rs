@@ -82,6 +82,12 @@ keys! {
         "60s",
         "how long a host's shared ssh connection stays after a run for the next to reuse, as Ansible's ControlPersist (0: it ends with the run)",
     );
+    SSH_MAX_MASTERS = key(
+        "ssh.max_masters",
+        Kind::Int,
+        "64",
+        "at most this many lasting ssh connections stay after runs; past it the least recently used idle ones end",
+    );
     NETWORK_TUNNEL = key(
         "network.tunnel",
         Kind::Text,

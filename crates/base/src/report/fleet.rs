@@ -4,7 +4,8 @@
 //! its header), then a summary table (host, roles, passed, failed, time). JSON: one document
 //! whose `runs` are the single-run documents (schema 2, `host` on each), with a per-host
 //! summary. JUnit: one `testsuite` per host. TAP: one stream and one plan, each line's
-//! description starting with `[host]`. The exit status is the worst of the hosts'.
+//! description starting with `[host]`. The exit status is the worst of the hosts'. Where hosts
+//! were reached over ssh, the summary says how many connections were reused and how many new.
 
 use std::io::Write;
 use std::time::Duration;
@@ -17,6 +18,16 @@ use super::{Format, Formatter, Report, colour_wanted, formatter, human, json, ju
 pub struct HostRun {
     pub roles: Vec<String>,
     pub report: Report,
+    /// Over ssh: whether the host's lasting connection was reused (`false`: a new one).
+    pub ssh_reused: Option<bool>,
+}
+
+/// How many hosts were reached over a reused ssh connection and how many over a new one;
+/// `None` when no host was reached over ssh.
+pub fn connections(runs: &[HostRun]) -> Option<(usize, usize)> {
+    let reused = runs.iter().filter(|r| r.ssh_reused == Some(true)).count();
+    let new = runs.iter().filter(|r| r.ssh_reused == Some(false)).count();
+    (reused + new > 0).then_some((reused, new))
 }
 
 /// 0 when every host passed; else the highest of the hosts' statuses (1 failed, 2 script
@@ -93,7 +104,11 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
         0 => format!("{} host(s): all passed", runs.len()),
         n => format!("{} host(s): {n} failed ({})", runs.len(), failed_hosts(runs)),
     };
-    writeln!(out, "\n{verdict}  ({})", human::millis(took))
+    writeln!(out, "\n{verdict}  ({})", human::millis(took))?;
+    match connections(runs) {
+        Some((reused, new)) => writeln!(out, "ssh connections: {reused} reused, {new} new"),
+        None => Ok(()),
+    }
 }
 
 fn failed_hosts(runs: &[HostRun]) -> String {
@@ -116,7 +131,11 @@ fn write_tap(out: &mut dyn Write, runs: &[HostRun]) -> std::io::Result<()> {
     }
     tap.plan(out)?;
     let failed = runs.iter().filter(|r| r.report.exit_code() != 0).count();
-    writeln!(out, "# {} host(s), {failed} failed", runs.len())
+    writeln!(out, "# {} host(s), {failed} failed", runs.len())?;
+    match connections(runs) {
+        Some((reused, new)) => writeln!(out, "# ssh connections: {reused} reused, {new} new"),
+        None => Ok(()),
+    }
 }
 
 /// The fleet's JSON document (schema 2).
@@ -134,6 +153,10 @@ pub fn document(runs: &[HostRun], took: Duration) -> serde_json::Value {
         .collect();
     let failed = runs.iter().filter(|r| r.report.exit_code() != 0).count();
     let code = exit_code(runs);
+    let mut summary = json!({"hosts": runs.len(), "passed": runs.len() - failed, "failed": failed});
+    if let Some((reused, new)) = connections(runs) {
+        summary["ssh_connections"] = json!({"reused": reused, "new": new});
+    }
     json!({
         "schema": json::SCHEMA,
         "opsbook": env!("CARGO_PKG_VERSION"),
@@ -142,7 +165,7 @@ pub fn document(runs: &[HostRun], took: Duration) -> serde_json::Value {
         "outcome": if code == 0 { "passed" } else { "failed" },
         "exit_code": code,
         "duration_s": seconds(took),
-        "summary": {"hosts": runs.len(), "passed": runs.len() - failed, "failed": failed},
+        "summary": summary,
         "hosts": hosts,
         "runs": runs.iter().map(|r| json::document(&r.report)).collect::<Vec<_>>(),
     })

@@ -122,7 +122,7 @@ impl Rollout {
     fn runs(&self) -> Vec<HostRun> {
         self.hosts
             .iter()
-            .filter_map(|h| h.change.clone().map(|report| HostRun { roles: h.roles.clone(), report }))
+            .filter_map(|h| h.change.clone().map(|report| HostRun { roles: h.roles.clone(), report, ssh_reused: None }))
             .collect()
     }
 
@@ -175,7 +175,7 @@ pub fn write(out: &mut dyn Write, format: Format, rollout: &Rollout, took: Durat
             let mut runs = Vec::new();
             for h in &rollout.hosts {
                 for report in h.change.iter().chain(&h.rollback) {
-                    runs.push(HostRun { roles: h.roles.clone(), report: report.clone() });
+                    runs.push(HostRun { roles: h.roles.clone(), report: report.clone(), ssh_reused: None });
                 }
             }
             fleet::write(out, format, &runs, took)

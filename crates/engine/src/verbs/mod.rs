@@ -94,7 +94,6 @@ pub struct Context {
     ground: Mutex<Ground>,
     pub dry_run: bool,
     pub cancel: Cancel,
-    runtime: OnceLock<tokio::runtime::Runtime>,
     http: OnceLock<Result<Arc<crate::http_client::Http>, String>>,
     recorder: Mutex<Option<Recorder>>,
     /// `--set` overrides, already checked against the runbook's declared parameters.
@@ -113,7 +112,6 @@ impl Context {
             ground: Mutex::new(Ground::new(config, world)),
             dry_run,
             cancel: Cancel::default(),
-            runtime: OnceLock::new(),
             http: OnceLock::new(),
             recorder: Mutex::new(None),
             params: Mutex::new(BTreeMap::new()),
@@ -169,9 +167,12 @@ impl Context {
         f()
     }
 
-    /// The runtime, started on first use (listing and compiling never start it).
+    /// The runtime, started on first use (listing and compiling never start it). One for the
+    /// whole process: every host of a fleet run drives its I/O through the same two workers,
+    /// rather than two threads of its own per host.
     pub fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.runtime.get_or_init(|| {
+        static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+        RUNTIME.get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .thread_name("opsbook-io")
@@ -187,7 +188,8 @@ impl Context {
     }
 
     /// Sends one request from the script thread: the response, or the reason there is none
-    /// (an answer larger than `http.max_body` is one: it was not read).
+    /// (an answer larger than `http.max_body` is one: it was not read). An endpoint forwarded
+    /// to the ground's host is reached through its socket.
     pub fn send(
         &self,
         request: crate::http_client::Request<'_>,
@@ -205,6 +207,9 @@ impl Context {
         request: crate::http_client::Request<'_>,
     ) -> VerbResult<Result<crate::http_client::Response, String>> {
         let http = self.http()?;
+        let world = self.world();
+        let through = world.endpoints.socket_for(&request.url);
+        let request = request.through(through);
         self.block_on(|| async move { http.send(request).await })
     }
 

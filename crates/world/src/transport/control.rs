@@ -9,17 +9,22 @@
 //! connection (user, address, port, key, options), so another key or user never shares it.
 //!
 //! Runs may start at once from several processes, so checking for a master and starting one
-//! happen under a lock file, and so do the ports forwarded over a lasting master: they are
+//! happen under a lock file, and so do the forwards over a lasting master: they are
 //! remembered beside its socket (`NAME.forwards`) for the next run to reuse, and forgotten
-//! whenever a new master starts.
+//! whenever a new master starts. A forward is a unix socket beside the control socket
+//! (`NAME.HASH`, mode 0600 in the 0700 directory), never a TCP port: only the operator can
+//! connect through it.
+//!
+//! Lasting masters are bounded (`ssh.max_masters`): a run holds a shared lock on `NAME.use`
+//! for as long as it uses a master, whose time of last use is that file's; past the maximum,
+//! the least recently used masters that no run uses are asked to exit (`trim`).
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::ErrorKind;
-use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The control socket of one connection and the directory it lives in.
 #[derive(Debug)]
@@ -30,16 +35,27 @@ pub struct Control {
     pub lasting: Option<Duration>,
 }
 
-/// A forward a lasting master holds: `local` reaches `host:port` as the remote host sees it.
+/// A forward a master holds: the unix socket `local` reaches `host:port` as the remote host
+/// sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
-    pub local: SocketAddr,
+    pub local: PathBuf,
     pub host: String,
     pub port: u16,
 }
 
 /// Held while a master is checked or started, or its forwards read and extended.
 pub struct Locked(#[allow(dead_code)] File);
+
+/// Held (shared) for as long as a run uses a lasting master, so none is asked to exit under
+/// it; dropping it marks the master's last use.
+pub struct InUse(File);
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let _ = self.0.set_modified(SystemTime::now());
+    }
+}
 
 impl Control {
     /// A fresh private directory for a connection of this run alone.
@@ -68,7 +84,7 @@ impl Control {
         loop {
             match file.try_lock() {
                 Ok(()) => return Ok(Locked(file)),
-                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                Err(std::fs::TryLockError::WouldBlock) if !limit.is_zero() && Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 Err(std::fs::TryLockError::WouldBlock) => {
@@ -77,6 +93,67 @@ impl Control {
                 Err(std::fs::TryLockError::Error(e)) => return Err(format!("{}: {e}", path.display())),
             }
         }
+    }
+
+    /// Where the forward to `host:port` listens: beside the control socket, named by the
+    /// destination, so a lasting master's forward is found again by name.
+    pub fn forward_socket(&self, host: &str, port: u16) -> PathBuf {
+        let hash = fnv1a(&format!("{host}|{port}")) as u32;
+        let mut name = self.socket.clone().into_os_string();
+        name.push(format!(".{hash:08x}"));
+        PathBuf::from(name)
+    }
+
+    /// Marks this lasting master as used by this run until the returned guard drops (call
+    /// under the lock, which a trim takes too).
+    pub fn in_use(&self, _: &Locked) -> Result<InUse, String> {
+        let path = self.socket.with_extension("use");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        file.lock_shared().map_err(|e| format!("{}: {e}", path.display()))?;
+        let _ = file.set_modified(SystemTime::now());
+        Ok(InUse(file))
+    }
+
+    /// Asks the lasting masters of our directory beyond `max` to exit (`exit` does, given the
+    /// control socket), least recently used first, skipping those a run uses or is connecting
+    /// to; how many were asked.
+    pub fn trim(&self, max: usize, exit: impl Fn(&std::path::Path)) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return 0 };
+        let mut masters: Vec<(SystemTime, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(is_master_name))
+            .map(|p| {
+                let used = std::fs::metadata(p.with_extension("use")).or_else(|_| std::fs::symlink_metadata(&p));
+                (used.and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH), p)
+            })
+            .collect();
+        if masters.len() <= max {
+            return 0;
+        }
+        masters.sort();
+        let (mut live, mut asked) = (masters.len(), 0);
+        for (_, socket) in masters {
+            if live <= max {
+                break;
+            }
+            let other = Control { socket, dir: self.dir.clone(), lasting: self.lasting };
+            let Ok(locked) = other.lock(Duration::ZERO) else { continue };
+            let Ok(idle) = OpenOptions::new().write(true).open(other.socket.with_extension("use")) else { continue };
+            if idle.try_lock().is_err() {
+                continue;
+            }
+            exit(&other.socket);
+            other.reset(&locked);
+            live -= 1;
+            asked += 1;
+        }
+        asked
     }
 
     fn forwards_file(&self) -> PathBuf {
@@ -89,7 +166,8 @@ impl Control {
         text.lines()
             .filter_map(|line| {
                 let mut words = line.split(' ');
-                let local = words.next()?.parse().ok()?;
+                // Lines of an older opsbook name TCP ports: not ours to reuse.
+                let local = Some(PathBuf::from(words.next()?)).filter(|p| p.is_absolute())?;
                 let host = words.next()?.to_string();
                 let port = words.next()?.parse().ok()?;
                 Some(Forward { local, host, port })
@@ -103,12 +181,17 @@ impl Control {
         let path = self.forwards_file();
         let mut file =
             OpenOptions::new().create(true).append(true).open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        writeln!(file, "{} {} {}", forward.local, forward.host, forward.port)
+        writeln!(file, "{} {} {}", forward.local.display(), forward.host, forward.port)
             .map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// A new master holds no forwards yet, and its socket path must be free (call under the lock).
-    pub fn reset(&self, _: &Locked) {
+    /// A new master holds no forwards yet, and its socket paths must be free (call under the lock).
+    pub fn reset(&self, locked: &Locked) {
+        for forward in self.forwards(locked) {
+            if forward.local.parent() == Some(self.dir.as_path()) {
+                let _ = std::fs::remove_file(&forward.local);
+            }
+        }
         let _ = std::fs::remove_file(self.forwards_file());
         let _ = std::fs::remove_file(&self.socket);
     }
@@ -124,6 +207,11 @@ impl Control {
     pub fn at(dir: &std::path::Path) -> Control {
         Control { socket: dir.join("cm"), dir: dir.to_path_buf(), lasting: None }
     }
+}
+
+/// A lasting master's control socket is named by 16 hex digits, with no extension.
+fn is_master_name(name: &str) -> bool {
+    name.len() == 16 && name.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// 64-bit FNV-1a: stable across builds, so every opsbook names a connection alike.
@@ -208,12 +296,52 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let control = Control::at(dir.path());
         let locked = control.lock(Duration::from_secs(1)).unwrap();
-        let forward = Forward { local: "127.0.0.1:40001".parse().unwrap(), host: "10.0.0.1".into(), port: 3100 };
-        control.remember(&locked, &forward).unwrap();
-        control.remember(&locked, &Forward { port: 8086, ..forward.clone() }).unwrap();
-        assert_eq!(control.forwards(&locked), [forward.clone(), Forward { port: 8086, ..forward }]);
+        let logs = Forward { local: control.forward_socket("10.0.0.1", 3100), host: "10.0.0.1".into(), port: 3100 };
+        let db = Forward { local: control.forward_socket("10.0.0.1", 8086), port: 8086, ..logs.clone() };
+        assert_ne!(logs.local, db.local);
+        assert_eq!(logs.local.parent(), Some(dir.path()));
+        control.remember(&locked, &logs).unwrap();
+        control.remember(&locked, &db).unwrap();
+        // An older opsbook's line (a TCP port) is not taken for a socket.
+        let lines = std::fs::read_to_string(control.forwards_file()).unwrap();
+        std::fs::write(control.forwards_file(), format!("127.0.0.1:40001 10.0.0.1 9\n{lines}")).unwrap();
+        assert_eq!(control.forwards(&locked), [logs.clone(), db]);
+        std::fs::write(&logs.local, "").unwrap();
         control.reset(&locked);
         assert_eq!(control.forwards(&locked), []);
+        assert!(!logs.local.exists(), "a new master's forward may listen there again");
+    }
+
+    #[test]
+    fn past_the_maximum_the_least_recently_used_idle_masters_are_asked_to_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let persist = Some(Duration::from_secs(60));
+        let at =
+            |name: &str| Control { socket: dir.path().join(name), dir: dir.path().to_path_buf(), lasting: persist };
+        let names = ["000000000000000a", "000000000000000b", "000000000000000c", "000000000000000d"];
+        let mut guards = Vec::new();
+        for (age, name) in names.iter().enumerate() {
+            let c = at(name);
+            std::fs::write(&c.socket, "").unwrap();
+            let locked = c.lock(Duration::from_secs(1)).unwrap();
+            drop(c.in_use(&locked).unwrap());
+            let when = SystemTime::now() - Duration::from_secs(100 - age as u64);
+            OpenOptions::new().write(true).open(c.socket.with_extension("use")).unwrap().set_modified(when).unwrap();
+            // `b` is in use by a run: never asked, though older than `c`.
+            if *name == "000000000000000b" {
+                guards.push(c.in_use(&locked).unwrap());
+                let use_file = OpenOptions::new().write(true).open(c.socket.with_extension("use")).unwrap();
+                use_file.set_modified(when).unwrap();
+            }
+        }
+        std::fs::write(dir.path().join("000000000000000a.lock"), "").unwrap();
+        let asked = std::sync::Mutex::new(Vec::new());
+        let n = at(names[3]).trim(2, |socket| asked.lock().unwrap().push(socket.file_name().unwrap().to_owned()));
+        assert_eq!(n, 2);
+        assert_eq!(*asked.lock().unwrap(), ["000000000000000a", "000000000000000c"]);
+        assert!(!dir.path().join("000000000000000a").exists() && dir.path().join("000000000000000b").exists());
+        assert_eq!(at(names[3]).trim(2, |_| panic!("within the maximum")), 0);
+        drop(guards);
     }
 
     #[test]

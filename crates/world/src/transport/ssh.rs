@@ -3,10 +3,11 @@
 //! `Ssh::connect` starts a ControlMaster (`ssh -M -N -f`), or finds the one an earlier run
 //! left (`SshTarget::persist`, as Ansible's ControlPersist; see `control`); everything else is
 //! a cheap mux client of it: remote commands (`command`), the host's service manager over
-//! `systemd-stdio-bridge` (`dbus_address`) and local ports forwarded to the host's loopback
-//! (`forward`). The operator's `~/.ssh/config`, keys and agent apply as they do for their own
-//! `ssh`; `BatchMode=yes` means ssh never prompts, it fails with a message we quote. `close`
-//! (or drop) ends a master of this run alone; a lasting one stays for its `persist` time.
+//! `systemd-stdio-bridge` (`dbus_address`) and unix sockets, the operator's alone, forwarded
+//! to the host's loopback (`forward`). The operator's `~/.ssh/config`, keys and agent apply as
+//! they do for their own `ssh`; `BatchMode=yes` means ssh never prompts, it fails with a
+//! message we quote. `close` (or drop) ends a master of this run alone; a lasting one stays
+//! for its `persist` time.
 //!
 //! Lifetime: the master has a `ControlPersist` (short for a master of this run alone), so if
 //! opsbook dies it goes away by itself. A run that lasts long enough for the master to end
@@ -15,7 +16,6 @@
 //! it. The keeper ends when that pipe closes, which also happens when opsbook is killed.
 
 use std::fmt;
-use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -32,6 +32,9 @@ use crate::process::{self, Completed, Invocation};
 /// bridge the start of the keeper, short enough that one left behind by a killed opsbook goes
 /// away soon.
 const RUN_PERSIST: Duration = Duration::from_secs(15);
+
+/// How many lasting masters stay unless `ssh.max_masters` says otherwise.
+pub const DEFAULT_MAX_MASTERS: usize = 64;
 
 /// `-O` control commands (exit, forward, cancel) answer at once; this bounds a stuck master.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -54,6 +57,9 @@ pub struct SshTarget {
     /// How long the connection outlives the run for the next one to reuse; `None` or zero:
     /// it ends with the run.
     pub persist: Option<Duration>,
+    /// At most this many lasting masters stay (`ssh.max_masters`): past it, the least
+    /// recently used that no run uses are asked to exit.
+    pub max_masters: usize,
 }
 
 impl SshTarget {
@@ -68,6 +74,7 @@ impl SshTarget {
             options: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             persist: None,
+            max_masters: DEFAULT_MAX_MASTERS,
         }
     }
 
@@ -144,6 +151,10 @@ pub struct Ssh {
     keeper: Arc<Keeper>,
     /// `-L` specs of the forwards this run opened on a master of its own, to cancel on close.
     forwards: Mutex<Vec<String>>,
+    /// While this run uses a lasting master: nobody asks it to exit.
+    in_use: Mutex<Option<super::control::InUse>>,
+    /// Whether the lasting master an earlier run left was found (no new connection).
+    reused: bool,
 }
 
 #[derive(Default)]
@@ -169,16 +180,21 @@ impl Ssh {
             None => Control::private(),
         }
         .map_err(|reason| SshError::ControlDir { host: target.name.clone(), reason })?;
-        let ssh = Ssh { target, control, keeper: Arc::default(), forwards: Mutex::new(Vec::new()) };
+        let mut ssh = Ssh::unconnected(target, control);
         // Authentication gets its own allowance beyond the TCP connect timeout.
         let limit = ssh.target.connect_timeout * 2 + Duration::from_secs(5);
         match ssh.control.lasting {
             Some(_) => {
                 let locked = ssh.lock(limit)?;
+                let in_use = ssh.control.in_use(&locked).map_err(|reason| ssh.dir_error(reason))?;
+                *ssh.in_use.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(in_use);
                 // A master listens on its socket: connecting is the check (no ssh process to
                 // start), and as a client of it for a moment this also restarts the master's
                 // persist time, so it outlives this run's start.
-                if std::os::unix::net::UnixStream::connect(&ssh.control.socket).is_err() {
+                ssh.reused = std::os::unix::net::UnixStream::connect(&ssh.control.socket).is_ok();
+                // Past `max_masters`, idle masters are asked to exit when a run ends with its
+                // own (`close`), not here: one this run is about to reuse may be among them.
+                if !ssh.reused {
                     ssh.control.reset(&locked);
                     ssh.start_master(limit)?;
                 }
@@ -187,6 +203,38 @@ impl Ssh {
         }
         ssh.keep_when_long();
         Ok(ssh)
+    }
+
+    fn unconnected(target: SshTarget, control: Control) -> Ssh {
+        Ssh {
+            target,
+            control,
+            keeper: Arc::default(),
+            forwards: Mutex::new(Vec::new()),
+            in_use: Mutex::new(None),
+            reused: false,
+        }
+    }
+
+    /// Whether this run found the lasting connection an earlier one left (else it opened one).
+    pub fn reused(&self) -> bool {
+        self.reused
+    }
+
+    fn dir_error(&self, reason: String) -> SshError {
+        SshError::ControlDir { host: self.target.name.clone(), reason }
+    }
+
+    /// Past `max_masters` lasting masters, asks the least recently used idle ones to exit.
+    fn trim(&self) {
+        let asked = self.control.trim(self.target.max_masters.max(1), |socket| {
+            let mut argv = vec!["ssh".to_string(), "-o".into(), format!("ControlPath={}", socket.display())];
+            argv.extend(["-O".into(), "exit".into(), "opsbook-lasting".into()]);
+            let _ = process::run_blocking(Invocation { argv, timeout: CONTROL_TIMEOUT, ..Invocation::default() });
+        });
+        if asked > 0 {
+            tracing::debug!("asked {asked} lasting ssh connection(s) to end (ssh.max_masters)");
+        }
     }
 
     /// `ssh -M -N -f`: `-f` backgrounds the master once authenticated (its exit status says
@@ -199,13 +247,16 @@ impl Ssh {
         // A master whose host vanished ends within 30 s, so a later run connects afresh
         // instead of waiting on a dead one.
         argv.extend(["-o".into(), "ServerAliveInterval=10".into(), "-o".into(), "ServerAliveCountMax=3".into()]);
+        // A forward's socket left by a master that died is replaced, not refused; the sockets
+        // it makes are the operator's alone (0600, ssh's default mask, said here anyway).
+        argv.extend(["-o".into(), "StreamLocalBindUnlink=yes".into(), "-o".into(), "StreamLocalBindMask=0177".into()]);
         argv.extend(self.target.options());
         argv.push(self.target.destination());
         self.expect_success("connecting", &argv, limit).map(drop)
     }
 
     fn lock(&self, limit: Duration) -> Result<super::control::Locked, SshError> {
-        self.control.lock(limit).map_err(|reason| SshError::ControlDir { host: self.target.name.clone(), reason })
+        self.control.lock(limit).map_err(|reason| self.dir_error(reason))
     }
 
     /// The target this connection reaches.
@@ -281,80 +332,69 @@ impl Ssh {
         zbus::Address::from(Transport::Unixexec(exec))
     }
 
-    /// A port on this machine's loopback forwarded, over the shared connection, to
+    /// A unix socket on this machine forwarded, over the shared connection, to
     /// `remote_host:remote_port` as the host sees it (`127.0.0.1` is the host's own
     /// loopback), so endpoints that listen only there are reached without opening them to the
-    /// network. The forward lasts until `cancel_forward` or `close` — or, on a lasting master,
-    /// as long as the master, for later runs to reuse.
-    pub fn forward(&self, remote_host: &str, remote_port: u16) -> Result<SocketAddr, SshError> {
+    /// network. The socket lives in the connection's 0700 directory with mode 0600: only the
+    /// operator can connect through it (a loopback TCP port would serve every local user).
+    /// The forward lasts until `cancel_forward` or `close` — or, on a lasting master, as long
+    /// as the master, for later runs to reuse.
+    pub fn forward(&self, remote_host: &str, remote_port: u16) -> Result<PathBuf, SshError> {
         let mut locals = self.forward_all(&[(remote_host.to_string(), remote_port)])?;
         Ok(locals.remove(0))
     }
 
     /// `forward` for several destinations at once: one `ssh -O forward` for all those the
     /// master does not hold yet.
-    pub(crate) fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<SocketAddr>, SshError> {
+    pub(crate) fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<PathBuf>, SshError> {
         let locked = match self.control.lasting {
             Some(_) => Some(self.lock(CONTROL_TIMEOUT)?),
             None => None,
         };
         let held = locked.as_ref().map(|l| self.control.forwards(l)).unwrap_or_default();
-        let mut found: Vec<Option<SocketAddr>> = wanted
+        let forwards: Vec<Forward> = wanted
             .iter()
-            .map(|(host, port)| held.iter().find(|f| &f.host == host && f.port == *port).map(|f| f.local))
+            .map(|(host, port)| Forward {
+                local: self.control.forward_socket(host, *port),
+                host: host.clone(),
+                port: *port,
+            })
             .collect();
-        let missing: Vec<usize> = (0..wanted.len()).filter(|&i| found[i].is_none()).collect();
-        if !missing.is_empty() {
-            // `-O forward` does not report a port it picked, so pick free ones here; another
-            // process may take one before ssh binds it, hence a few tries.
-            let mut last = None;
-            for _ in 0..3 {
-                let mut picked = Vec::new();
-                for &i in &missing {
-                    let local = free_loopback_port()
-                        .map_err(|e| SshError::NoSsh { host: self.target.name.clone(), reason: e.to_string() })?;
-                    let (host, port) = &wanted[i];
-                    picked.push((i, Forward { local, host: host.clone(), port: *port }));
-                }
-                let specs: Vec<String> = picked.iter().map(|(_, f)| spec(f)).collect();
-                let mut args = Vec::new();
-                for spec in &specs {
-                    args.extend(["-L", spec.as_str()]);
-                }
-                match self.control("forward", &args) {
-                    Ok(_) => {
-                        for (i, forward) in picked {
-                            match &locked {
-                                Some(l) => self.control.remember(l, &forward).map_err(|reason| {
-                                    SshError::ControlDir { host: self.target.name.clone(), reason }
-                                })?,
-                                None => self.forwards.lock().unwrap_or_else(|p| p.into_inner()).push(spec(&forward)),
-                            }
-                            found[i] = Some(forward.local);
-                        }
-                        last = None;
-                        break;
-                    }
-                    Err(e) => last = Some(e),
-                }
-            }
-            if let Some(e) = last {
-                return Err(e);
+        let mut missing: Vec<&Forward> = Vec::new();
+        for forward in &forwards {
+            if !held.contains(forward) && !missing.contains(&forward) {
+                missing.push(forward);
             }
         }
-        Ok(found.into_iter().map(|f| f.expect("every destination forwarded")).collect())
+        if !missing.is_empty() {
+            let specs: Vec<String> = missing.iter().map(|f| spec(f)).collect();
+            let mut args = Vec::new();
+            for spec in &specs {
+                args.extend(["-L", spec.as_str()]);
+            }
+            self.control("forward", &args)?;
+            for forward in missing {
+                match &locked {
+                    Some(l) => self.control.remember(l, forward).map_err(|reason| self.dir_error(reason))?,
+                    None => self.forwards.lock().unwrap_or_else(|p| p.into_inner()).push(spec(forward)),
+                }
+            }
+        }
+        Ok(forwards.into_iter().map(|f| f.local).collect())
     }
 
     /// Ends a forward opened by `forward` on a master of this run alone (a lasting master's
     /// forwards stay for the next run).
-    pub fn cancel_forward(&self, local: SocketAddr) -> Result<(), SshError> {
-        let prefix = format!("{local}:");
+    pub fn cancel_forward(&self, local: &Path) -> Result<(), SshError> {
+        let prefix = format!("{}:", local.display());
         let spec = {
             let mut forwards = self.forwards.lock().unwrap_or_else(|p| p.into_inner());
             let Some(i) = forwards.iter().position(|s| s.starts_with(&prefix)) else { return Ok(()) };
             forwards.remove(i)
         };
-        self.control("cancel", &["-L", &spec]).map(drop)
+        let done = self.control("cancel", &["-L", &spec]).map(drop);
+        let _ = std::fs::remove_file(local);
+        done
     }
 
     /// Ends this run's use of the connection: the keeper, and a master of this run alone (with
@@ -373,6 +413,9 @@ impl Ssh {
             && let Err(e) = self.control("exit", &[])
         {
             tracing::debug!("{e}");
+        }
+        if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
+            self.trim();
         }
         if let Some(mut keeper) = self.keeper.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
             // Closing its stdin ends its `cat`, and with it the session.
@@ -456,15 +499,10 @@ impl Drop for Ssh {
     }
 }
 
-/// The `-L` spec of a forward.
+/// The `-L` spec of a forward: `SOCKET:HOST:PORT`.
 fn spec(f: &Forward) -> String {
     let host = if f.host.contains(':') { format!("[{}]", f.host) } else { f.host.clone() };
-    format!("{}:{host}:{}", f.local, f.port)
-}
-
-/// A loopback port nothing listens on right now.
-fn free_loopback_port() -> std::io::Result<SocketAddr> {
-    TcpListener::bind("127.0.0.1:0")?.local_addr()
+    format!("{}:{host}:{}", f.local.display(), f.port)
 }
 
 #[cfg(test)]
@@ -482,13 +520,9 @@ mod tests {
 
     /// An `Ssh` that never connected, to look at the argv it builds.
     fn unconnected() -> Ssh {
-        let keeper = Keeper { closed: Mutex::new(true), ..Keeper::default() };
-        Ssh {
-            target: target(),
-            control: Control::at(Path::new("/nonexistent/d")),
-            keeper: Arc::new(keeper),
-            forwards: Mutex::new(Vec::new()),
-        }
+        let ssh = Ssh::unconnected(target(), Control::at(Path::new("/nonexistent/d")));
+        *ssh.keeper.closed.lock().unwrap() = true;
+        ssh
     }
 
     #[test]

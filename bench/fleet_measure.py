@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Runs one contender of bench/fleet-scale.sh several times and prints one JSON object with
+the medians: wall time, the CPU and peak memory of the tool's own process, and of its whole
+process tree on this machine. Needs root (a cpuacct cgroup).
+
+    python3 bench/fleet_measure.py HOSTS TOOL RUNS WARMUP [SETUP] -- COMMAND...
+
+SETUP, when given, is a shell command run once in the tool's cgroup first, not measured (the
+warm ssh loop's masters).
+
+- wall_ms: start to exit of COMMAND.
+- cpu_ms: user + system time of COMMAND's own process (its threads included, its children
+  not), read from /proc/PID/stat once it has exited and before it is reaped (10 ms ticks).
+- peak_rss_kb: its own VmHWM, read every 5 ms while it runs (ru_maxrss when it ended sooner).
+- tree_cpu_ms: what the cgroup `opsbook-bench/TOOL-HOSTS` used during the run (cpuacct.usage, ns).
+  Every process the tool starts stays in it — also the ssh masters a warm tool keeps between
+  runs, so their share of the work counts.
+- tree_peak_rss_kb: the highest sum of the resident memory of the cgroup's processes, sampled
+  every 20 ms (as `ps` would add them: shared pages count once per process).
+
+A run that exits non-zero stops the benchmark. Warm-up runs are not measured. The cgroup stays
+for the next call with the same TOOL and HOSTS (its lasting masters in it);
+`--cleanup TOOL-HOSTS` kills what is left in it (processes this benchmark started) and removes it.
+"""
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = "/sys/fs/cgroup/cpuacct/opsbook-bench"
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def cgroup(tool):
+    path = os.path.join(ROOT, tool)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def read(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return default
+
+
+def tree_rss_kb(group):
+    total = 0
+    for pid in read(os.path.join(group, "cgroup.procs")).split():
+        fields = read(f"/proc/{pid}/statm").split()
+        if len(fields) > 1:
+            total += int(fields[1]) * PAGE_KB
+    return total
+
+
+def own_hwm_kb(pid):
+    for line in read(f"/proc/{pid}/status").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def once(group, argv):
+    usage0 = int(read(os.path.join(group, "cpuacct.usage"), "0"))
+    join = os.path.join(group, "cgroup.procs")
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: open(join, "w").write(str(os.getpid())))
+    hwm, tree, tick = 0, 0, 0
+    while True:
+        done = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if done is not None:
+            break
+        hwm = max(hwm, own_hwm_kb(child.pid))
+        if tick % 4 == 0:
+            tree = max(tree, tree_rss_kb(group))
+        tick += 1
+        time.sleep(0.005)
+    wall = (time.perf_counter() - started) * 1000
+    stat = read(f"/proc/{child.pid}/stat")
+    fields = stat[stat.rfind(")") + 2:].split()
+    own_cpu = (int(fields[11]) + int(fields[12])) * TICK_MS
+    _, status, usage = os.wait4(child.pid, 0)
+    err = child.stderr.read().decode(errors="replace")
+    child.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{' '.join(argv)} exited {os.waitstatus_to_exitcode(status)}: {err[-2000:]}")
+    # What the tool's processes finish after it exits (a cold master's exit) counts too.
+    time.sleep(0.1)
+    tree_cpu = (int(read(os.path.join(group, "cpuacct.usage"), "0")) - usage0) / 1e6
+    return {"wall_ms": wall, "cpu_ms": own_cpu, "tree_cpu_ms": tree_cpu,
+            "peak_rss_kb": hwm or usage.ru_maxrss, "tree_peak_rss_kb": max(tree, hwm or usage.ru_maxrss)}
+
+
+def cleanup(tool):
+    group = os.path.join(ROOT, tool)
+    for _ in range(50):
+        pids = read(os.path.join(group, "cgroup.procs")).split()
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    for path in (group, ROOT):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--cleanup":
+        return cleanup(sys.argv[2])
+    if "--" not in sys.argv[5:7] or len(sys.argv) < 7:
+        sys.exit(__doc__)
+    hosts, tool, runs, warmup = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    setup = sys.argv[5] if sys.argv[5] != "--" else None
+    argv = sys.argv[sys.argv.index("--", 5) + 1:]
+    group = cgroup(f"{tool}-{hosts}")
+    if setup:
+        once(group, ["sh", "-c", setup])
+    for _ in range(warmup):
+        once(group, argv)
+    samples = [once(group, argv) for _ in range(runs)]
+    result = {"hosts": hosts, "tool": tool}
+    for key in ("wall_ms", "cpu_ms", "tree_cpu_ms", "peak_rss_kb", "tree_peak_rss_kb"):
+        result[key] = round(statistics.median(s[key] for s in samples), 1)
+    result["runs"] = runs
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+//! Lasting ssh connections are bounded (`ssh.max_masters`): over real private hosts
+//! (tests/support/fleet.rs), a run over three hosts with a maximum of two leaves two masters,
+//! the next run reuses them and opens one, and the fleet's summary says how many connections
+//! were reused. Each run uses its own runtime directory, so no other test's masters count.
+//! Skipped, saying why, without root or sshd.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::fleet::Fleet;
+
+const RUNBOOK: &str = "//! Says where it runs.\ncheck(`ran on ${hostname()}`, hostname() != \"\");\n";
+
+/// Runs opsbook in `dir` with `runtime` as its XDG_RUNTIME_DIR (where lasting masters live):
+/// (exit status, stdout, stderr).
+fn opsbook(dir: &Path, runtime: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(crate::support::opsbook())
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join(".config"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
+        .env("XDG_RUNTIME_DIR", runtime)
+        .args(args)
+        .output()
+        .expect("start opsbook");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// The control sockets of the lasting masters in `runtime` that answer `ssh -O check`.
+fn live_masters(runtime: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(runtime.join("opsbook-ssh")) else { return Vec::new() };
+    let mut live: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_none())
+        .filter(|p| {
+            let control = format!("ControlPath={}", p.display());
+            Command::new("ssh").args(["-o", &control, "-O", "check", "x"]).output().is_ok_and(|o| o.status.success())
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    live.sort();
+    live
+}
+
+#[test]
+fn past_the_maximum_of_lasting_connections_the_least_recently_used_end() {
+    let fleet = match Fleet::boot(&["server", "c1", "c2"]) {
+        Ok(f) => f,
+        Err(why) => return crate::support::skip(why),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::Builder::new().prefix("obm").tempdir_in("/tmp").unwrap();
+    let mut config = String::from(
+        "scope = \"user\"\n[ssh]\noptions = \"StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR\"\n\
+         persist = \"60s\"\nmax_masters = 2\n",
+    );
+    for h in fleet.hosts() {
+        config.push_str(&format!(
+            "[hosts.{}]\naddress = \"{}\"\nuser = \"root\"\nkey = \"{}\"\n",
+            h.name(),
+            h.address(),
+            h.key().display()
+        ));
+    }
+    std::fs::write(dir.path().join("opsbook.toml"), config).unwrap();
+    std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
+    std::fs::write(dir.path().join("runbooks/where.rhai"), RUNBOOK).unwrap();
+
+    let (code, out, err) = opsbook(dir.path(), runtime.path(), &["run", "where", "--hosts", "all", "--forks", "3"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.ends_with("\nssh connections: 0 reused, 3 new\n"), "{out}");
+    let first = live_masters(runtime.path());
+    assert_eq!(first.len(), 2, "two of the three masters stay: {first:?}");
+
+    // The next run finds the two, opens one again, and still leaves two.
+    let (code, out, err) = opsbook(dir.path(), runtime.path(), &["run", "where", "--hosts", "all", "--forks", "1"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.ends_with("\nssh connections: 2 reused, 1 new\n"), "{out}");
+    assert_eq!(live_masters(runtime.path()).len(), 2);
+
+    // The JSON summary says it too.
+    let (code, out, err) = opsbook(dir.path(), runtime.path(), &["--format", "json", "run", "where", "--hosts", "c1"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let seen = &doc["summary"]["ssh_connections"];
+    assert_eq!(seen["reused"].as_u64().unwrap() + seen["new"].as_u64().unwrap(), 1, "{seen}");
+
+    for socket in live_masters(runtime.path()) {
+        let control = format!("ControlPath={socket}");
+        let _ = Command::new("ssh").args(["-o", &control, "-O", "exit", "x"]).output();
+    }
+}
