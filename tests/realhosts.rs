@@ -204,13 +204,17 @@ fn masked(text: &str, repos: &AptRepos) -> String {
 /// The four roles in the order they are deployed: servers first.
 pub(crate) const ROLES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
 
+/// Whether a fleet report's verdict (`N host(s): …`, before the connections line) says all passed.
+fn all_passed(stdout: &str) -> bool {
+    stdout.lines().rev().find(|l| l.contains(" host(s): ")).is_some_and(|l| l.contains("all passed"))
+}
+
 /// `opsbook ARGS` in `t`, which must pass on every host it acts on (exit 0, `all passed`).
 #[track_caller]
 fn passes(t: &Test, args: &[&str]) -> Output {
     let out = run(t, args);
-    let summary = out.stdout.lines().last().unwrap_or_default().to_string();
     assert!(
-        out.code == 0 && summary.contains("all passed"),
+        out.code == 0 && all_passed(&out.stdout),
         "opsbook {} did not pass (exit {})\n{}{}",
         args.join(" "),
         out.code,
@@ -224,8 +228,7 @@ fn passes(t: &Test, args: &[&str]) -> Output {
 #[track_caller]
 pub(crate) fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) -> Output {
     let out = run(t, args);
-    let summary = out.stdout.lines().last().unwrap_or_default().to_string();
-    if out.code == 0 && summary.contains("all passed") {
+    if out.code == 0 && all_passed(&out.stdout) {
         return out;
     }
     panic!(
@@ -280,8 +283,7 @@ fn deploy_installs_each_role_on_a_fresh_host_and_one_host_plays_all_four_after_p
             for role in ROLES {
                 let service = format!("d13one:{role}");
                 let ran = crate::scripts::script(&one, &bin, "manage-svc.sh", &["-y", "deploy", &service]);
-                let summary = ran.stdout.lines().last().unwrap_or_default();
-                if ran.code != 0 || !summary.contains("all passed") {
+                if ran.code != 0 || !all_passed(&ran.stdout) {
                     panic!(
                         "manage-svc.sh -y deploy {service} did not pass (exit {})\n{}{}\n{}",
                         ran.code,
