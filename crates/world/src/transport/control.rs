@@ -22,7 +22,7 @@
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -74,12 +74,7 @@ impl Control {
     /// Waits (at most `limit`) for this connection's lock.
     pub fn lock(&self, limit: Duration) -> Result<Locked, String> {
         let path = self.socket.with_extension("lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let file = Self::open_for_locking(&path)?;
         let deadline = Instant::now() + limit;
         loop {
             match file.try_lock() {
@@ -108,12 +103,7 @@ impl Control {
     /// under the lock, which a trim takes too).
     pub fn in_use(&self, _: &Locked) -> Result<InUse, String> {
         let path = self.socket.with_extension("use");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let file = Self::open_for_locking(&path)?;
         file.lock_shared().map_err(|e| format!("{}: {e}", path.display()))?;
         let _ = file.set_modified(SystemTime::now());
         Ok(InUse(file))
@@ -201,6 +191,16 @@ impl Control {
         if self.lasting.is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+
+    /// A file of ours to take a lock on, made when missing (its content is never read).
+    fn open_for_locking(path: &Path) -> Result<File, String> {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))
     }
 
     #[cfg(test)]
