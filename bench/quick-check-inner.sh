@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `opsbook run quick-check` against the shell sequence (4 x systemctl is-active, curl /health,
-# curl /ready; and the one-call variant, one systemctl for the four units) in one hyperfine
-# run, and its peak memory, with the four twins installed as real units under their usual
+# curl /ready; and the one-call variant, one systemctl for the four units; and Testinfra making
+# the one-call shell's checks) in one hyperfine run, and its peak memory, with the four twins installed as real units under their usual
 # names and ports (bench/twin-units.sh); the memory of each of the heaviest runbooks, as an
 # exit-0 run. Runs inside the private host (bench/quick-check.sh).
 set -euo pipefail
@@ -16,10 +16,30 @@ if [ -n "${OPSBOOK_OLD_BIN:-}" ]; then
   "$OPSBOOK_OLD_BIN" --user run quick-check >/dev/null
   old=(-n "old binary: opsbook run quick-check" "$OPSBOOK_OLD_BIN --user --format tap run quick-check")
 fi
+# Testinfra (pytest-testinfra, its local backend) making the same checks as the one-call shell,
+# as a team that writes its checks in Python would: the units in one call, the two endpoints.
+cat > "$state/test_quick_check.py" <<'PY'
+"""The quick-check of the stack, written for Testinfra."""
+
+
+def test_units_active(host):
+    assert host.run("systemctl --user is-active -q influxdb loki telegraf alloy").rc == 0
+
+
+def test_metrics_db_healthy(host):
+    assert host.run("curl -sf -o /dev/null http://127.0.0.1:8086/health").rc == 0
+
+
+def test_log_store_ready(host):
+    assert "ready" in host.check_output("curl -sf http://127.0.0.1:3100/ready")
+PY
+testinfra=(-n "Testinfra: the same checks (pytest, local backend)"
+  "python3 -m pytest -q -p no:cacheprovider --hosts=local:// $state/test_quick_check.py")
+python3 -m pytest -q -p no:cacheprovider --hosts=local:// "$state/test_quick_check.py" >/dev/null
 hyperfine -N --warmup 5 --runs "${OPSBOOK_BENCH_RUNS:-60}" --export-json "$state/quick-check.json" \
   -n "opsbook run quick-check" "$OPSBOOK_BIN --user --format tap run quick-check" "${old[@]}" \
   -n "shell: 4 x systemctl is-active + 2 x curl" "sh -c '$shell'" \
-  -n "shell: 1 x systemctl is-active (4 units) + 2 x curl" "sh -c '$shell_one'" >/dev/null
+  -n "shell: 1 x systemctl is-active (4 units) + 2 x curl" "sh -c '$shell_one'" "${testinfra[@]}" >/dev/null
 [ "${OPSBOOK_BENCH_MEMORY:-1}" = 1 ] || exit 0
 # Peak memory of the heaviest runbooks, each a passing run: first wait (up to 40 s) for the
 # agent's first points (10 s interval) so verify and checklist have data to check.
