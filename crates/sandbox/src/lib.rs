@@ -171,27 +171,7 @@ impl Sandbox {
             let world = simulated_world(name, &sim, &sandbox.dir.join(name).join("root"))?;
             sandbox.hosts.push(Host { sim, world, config });
         }
-        // Boot as the stack's units are ordered: the server host first, then the clients.
-        let booted = runtime.block_on(async {
-            let store = sandbox.hosts[0].sim.running_store(&sandbox.hosts[0].config).cloned();
-            for (i, host) in sandbox.hosts.iter().enumerate() {
-                // A host's boot may wait seconds for its shipper: the signal is looked for
-                // meanwhile, so an interruption ends the set-up within a moment.
-                let boot = host.sim.boot(&host.config, store.as_ref());
-                tokio::pin!(boot);
-                loop {
-                    tokio::select! {
-                        _ = &mut boot => break,
-                        _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
-                            if cancel::set_up_interrupted().is_some() {
-                                return i;
-                            }
-                        }
-                    }
-                }
-            }
-            sandbox.hosts.len()
-        });
+        let booted = boot_in_order(&runtime, &sandbox.hosts);
         if let Some(e) = interrupted(booted, "had started") {
             return Err(abandon(sandbox, runtime, e));
         }
@@ -203,6 +183,31 @@ impl Sandbox {
         sandbox.runtime = Some(runtime);
         Ok(sandbox)
     }
+}
+
+/// Boots the hosts as the stack's units are ordered: the server host first, then the clients.
+/// Returns how many booted before a signal interrupted the set-up (all of them when none did).
+fn boot_in_order(runtime: &tokio::runtime::Runtime, hosts: &[Host]) -> usize {
+    runtime.block_on(async {
+        let store = hosts[0].sim.running_store(&hosts[0].config).cloned();
+        for (i, host) in hosts.iter().enumerate() {
+            // A host's boot may wait seconds for its shipper: the signal is looked for
+            // meanwhile, so an interruption ends the set-up within a moment.
+            let boot = host.sim.boot(&host.config, store.as_ref());
+            tokio::pin!(boot);
+            loop {
+                tokio::select! {
+                    _ = &mut boot => break,
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
+                        if cancel::set_up_interrupted().is_some() {
+                            return i;
+                        }
+                    }
+                }
+            }
+        }
+        hosts.len()
+    })
 }
 
 /// A set-up given up on (interrupted): `error` is returned at once, and the half-made
