@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
-use opsbook::transport::{BusScope, Ssh};
+use opsbook::transport::{BusRoute, BusScope, Ssh};
 
 use crate::support::fleet::{Fleet, FleetHost};
 use crate::support::wait_until;
@@ -74,10 +74,16 @@ fn wait_listening(host: &FleetHost, address: &str, port: u16) {
 
 /// Over the bridge to a host's user manager: reads the unit's state, starts it, and reads
 /// its state again once started; prints what the bridge costs.
-async fn start_through_bridge(address: zbus::Address, unit: &str) -> zbus::Result<Vec<(String, String, String)>> {
+async fn start_through(route: BusRoute, unit: &str) -> zbus::Result<Vec<(String, String, String)>> {
     let started = Instant::now();
-    let connection = zbus::connection::Builder::address(address)?.build().await?;
-    eprintln!("bridge: new D-Bus connection: {:?}", started.elapsed());
+    let builder = zbus::connection::Builder::address(route.address)?;
+    let connection = match route.user_id {
+        Some(uid) => builder.user_id(uid),
+        None => builder,
+    }
+    .build()
+    .await?;
+    eprintln!("{}: new D-Bus connection: {:?}", route.via, started.elapsed());
     let path = format!("/org/freedesktop/systemd1/unit/{}", unit.replace('.', "_2e"));
     // Uncached: every read is a call to the remote manager, as the product's reads are.
     let unit_proxy: zbus::Proxy<'_> = zbus::proxy::Builder::new(&connection)
@@ -166,19 +172,24 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     }
     eprintln!("command over the shared connection: {:?} each", started.elapsed() / 10);
 
-    // The D-Bus bridge reaches a remote user manager: reads a unit's state, starts it.
+    // Both routes reach a remote user manager, read a unit's state and start it: root's bus
+    // socket forwarded (first), and the D-Bus bridge (for any login user).
     let c2 = &connections[2].0;
-    fleet.host("c2").install_unit("probe.service", SLEEPER);
-    let address = c2.dbus_address(BusScope::User);
+    let routes = c2.bus_routes(BusScope::User);
+    assert_eq!(routes.iter().map(|r| r.via).collect::<Vec<_>>(), ["its bus socket forwarded", "systemd-stdio-bridge"]);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let seen = runtime.block_on(async {
-        tokio::time::timeout(Duration::from_secs(20), start_through_bridge(address, "probe.service"))
-            .await
-            .expect("the bridge answers within 20 s")
-    });
-    let state = |active: &str, sub: &str| ("probe.service".to_string(), active.to_string(), sub.to_string());
-    assert_eq!(seen.unwrap(), vec![state("inactive", "dead"), state("active", "running")]);
-    assert_eq!(fleet.host("c2").ok(&["systemctl", "--user", "is-active", "probe.service"]), "active\n");
+    for (route, unit) in routes.into_iter().zip(["probe.service", "probe2.service"]) {
+        fleet.host("c2").install_unit(unit, SLEEPER);
+        let via = route.via;
+        let seen = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), start_through(route, unit))
+                .await
+                .unwrap_or_else(|_| panic!("{via} answers within 20 s"))
+        });
+        let state = |active: &str, sub: &str| (unit.to_string(), active.to_string(), sub.to_string());
+        assert_eq!(seen.unwrap(), vec![state("inactive", "dead"), state("active", "running")], "{via}");
+        assert_eq!(fleet.host("c2").ok(&["systemctl", "--user", "is-active", unit]), "active\n", "{via}");
+    }
 
     // A forwarded port reaches a server that listens only on the remote host's loopback.
     let c3 = fleet.host("c3");

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use crate::config::{Config, keys};
 use crate::inventory::Host;
-use crate::transport::{Ssh, SshTarget};
-use crate::world::World;
+use crate::transport::{BusScope, Ssh, SshTarget};
+use crate::world::{World, remote};
 
 /// The configuration and world of `h`; `Err` quotes why it cannot be reached (ssh's words).
 pub fn open(h: &Host) -> Result<(Config, World), String> {
@@ -31,9 +31,13 @@ pub fn open(h: &Host) -> Result<(Config, World), String> {
         ));
     }
     target.max_masters = usize::try_from(max_masters).unwrap_or(usize::MAX);
-    let ssh = Arc::new(Ssh::connect(target).map_err(|e| e.to_string())?);
-    let (config, endpoints) = crate::world::remote::reach_from_host(&config, &ssh).map_err(|e| e.to_string())?;
+    // Everything the run forwards is known now, so a new master starts holding it.
+    let (config, mut wanted) = remote::endpoints_from_host(&config, &h.name).map_err(|e| e.to_string())?;
+    let endpoints = wanted.len();
     let user = config.text(keys::SCOPE) == "user";
+    wanted.extend(target.bus_socket(if user { BusScope::User } else { BusScope::System }));
+    let ssh = Arc::new(Ssh::connect_with(target, &wanted).map_err(|e| e.to_string())?);
+    let endpoints = remote::routes(&ssh, &wanted[..endpoints]);
     let world = World::over_ssh(&config, ssh, user, endpoints).map_err(|e| e.to_string())?;
     Ok((config, world))
 }

@@ -1,8 +1,8 @@
 //! The world of another host, reached over its one shared OpenSSH connection
-//! (`crate::transport::Ssh`): its service manager through `systemd-stdio-bridge` (one D-Bus
-//! connection for the run), its journal, commands, containers and files as `ssh HOST …` on the
-//! same connection, and endpoints that listen only on its loopback through unix sockets
-//! forwarded over it.
+//! (`crate::transport::Ssh`): its service manager through its bus socket forwarded over it, or
+//! `systemd-stdio-bridge` (one D-Bus connection for the run), its journal, commands, containers
+//! and files as `ssh HOST …` on the same connection, and endpoints that listen only on its
+//! loopback through unix sockets forwarded over it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use super::endpoints::{Endpoints, destination};
 use super::{BoxFuture, World, containers, files, journal, net, systemd_dbus};
 use crate::config::{Config, Origin, Value, keys};
 use crate::error::Error;
+use crate::transport::control::Remote;
 use crate::transport::{BusScope, Ssh};
 
 /// What a remote command may take beyond its own timeout before ssh is given up on.
@@ -62,14 +63,14 @@ impl Commands for SshCommands {
 impl World {
     /// The world of the host `ssh` reaches, acting on its `scope` manager (`user`: the login
     /// user's, as `systemctl --user`), its endpoints through the sockets `endpoints` names
-    /// (`reach_from_host`). Cheap: the D-Bus bridge starts on the first unit call.
+    /// (`reach_from_host`). Cheap: the D-Bus connection is made on the first unit call.
     pub fn over_ssh(config: &Config, ssh: Arc<Ssh>, user: bool, endpoints: Endpoints) -> Result<World, Error> {
         let scope = if user { BusScope::User } else { BusScope::System };
         let name = ssh.target().name.clone();
         let commands: Arc<dyn Commands> = Arc::new(SshCommands { ssh: ssh.clone() });
         Ok(World {
             hostname: Some(name.clone()),
-            units: Arc::new(systemd_dbus::SystemdDbus::over(ssh.dbus_address(scope), user, &name)),
+            units: Arc::new(systemd_dbus::SystemdDbus::over(ssh.bus_routes(scope), user, &name)),
             journal: Arc::new(journal::Journalctl {
                 user: false,
                 timeout: config.duration(keys::JOURNAL_TIMEOUT),
@@ -103,6 +104,15 @@ impl World {
 /// `https://` addresses elsewhere than the host's loopback are left as they are (their
 /// certificate names that host, not a forwarded socket).
 pub fn reach_from_host(config: &Config, ssh: &Ssh) -> Result<(Config, Endpoints), Error> {
+    let (config, reached) = endpoints_from_host(config, &ssh.target().name)?;
+    ssh.forward_all(&reached).map_err(|e| Error::Usage(e.to_string()))?;
+    Ok((config, routes(ssh, &reached)))
+}
+
+/// The endpoints `reach_from_host` forwards for the host `name`, before connecting (so a new
+/// master starts with their forwards, `Ssh::connect_with`): the configuration with their
+/// origin set, and where each leads.
+pub fn endpoints_from_host(config: &Config, name: &str) -> Result<(Config, Vec<Remote>), Error> {
     let mut config = config.clone();
     let mut reached = Vec::new();
     for key in [keys::METRICS_DB_URL, keys::LOG_STORE_URL, keys::LOG_SHIPPER_URL] {
@@ -112,12 +122,23 @@ pub fn reach_from_host(config: &Config, ssh: &Ssh) -> Result<(Config, Endpoints)
         if scheme == "https" && !loopback {
             continue;
         }
-        config.set(key, Value::Text(url), Origin::Forwarded(ssh.target().name.clone()))?;
-        if !reached.contains(&(host.clone(), port)) {
-            reached.push((host, port));
+        config.set(key, Value::Text(url), Origin::Forwarded(name.to_string()))?;
+        let remote = Remote::Port(host, port);
+        if !reached.contains(&remote) {
+            reached.push(remote);
         }
     }
-    let sockets = ssh.forward_all(&reached).map_err(|e| Error::Usage(e.to_string()))?;
-    let routes = reached.into_iter().zip(sockets).map(|((host, port), socket)| (host, port, socket)).collect();
-    Ok((config, Endpoints::new(routes)))
+    Ok((config, reached))
+}
+
+/// Requests to each of `reached` go through its socket on `ssh`.
+pub fn routes(ssh: &Ssh, reached: &[Remote]) -> Endpoints {
+    let routes = reached
+        .iter()
+        .filter_map(|remote| match remote {
+            Remote::Port(host, port) => Some((host.clone(), *port, ssh.forward_socket(remote))),
+            Remote::Socket(_) => None,
+        })
+        .collect();
+    Endpoints::new(routes)
 }

@@ -12,10 +12,37 @@ use zbus::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 use super::BoxFuture;
+use crate::transport::BusRoute;
 use super::units::{Job, JobOutcome, Run, UnitError, UnitStatus, Units};
 
 /// Every single D-Bus call gives up after this (jobs have their own timeout).
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A connection by the first of `routes` that answers; else why each did not.
+async fn connect_first(routes: &[BusRoute]) -> Result<zbus::Connection, String> {
+    let mut reasons = Vec::new();
+    for route in routes {
+        let builder = zbus::connection::Builder::address(route.address.clone()).map_err(|e| e.to_string())?;
+        let builder = match route.user_id {
+            Some(uid) => builder.user_id(uid),
+            None => builder,
+        };
+        match connect_within(builder).await {
+            Ok(connection) => return Ok(connection),
+            Err(e) => reasons.push(format!("{}: {e}", route.via)),
+        }
+    }
+    Err(reasons.join("; "))
+}
+
+/// The connection `builder` makes, or why not within `CALL_TIMEOUT`.
+async fn connect_within(builder: zbus::connection::Builder<'_>) -> Result<zbus::Connection, String> {
+    match tokio::time::timeout(CALL_TIMEOUT, builder.method_timeout(CALL_TIMEOUT).build()).await {
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {}s", CALL_TIMEOUT.as_secs())),
+    }
+}
 
 #[zbus::proxy(
     interface = "org.freedesktop.systemd1.Manager",
@@ -54,8 +81,8 @@ trait Manager {
 /// systemd over D-Bus for one scope.
 pub(crate) struct SystemdDbus {
     user: bool,
-    /// A remote manager: its address (the bridge over ssh) and the host's name for messages.
-    remote: Option<(zbus::Address, String)>,
+    /// A remote manager: the ways to it over ssh, best first, and the host's name for messages.
+    remote: Option<(Vec<BusRoute>, String)>,
     connection: OnceCell<Result<(Connection, ManagerProxy<'static>), UnitError>>,
     /// The runtime the connection lives on: zbus spawns tasks when a connection is dropped.
     runtime: std::sync::OnceLock<tokio::runtime::Handle>,
@@ -82,11 +109,12 @@ impl SystemdDbus {
         }
     }
 
-    /// The manager on another host, reached at `address` (`Ssh::dbus_address`: the host's
-    /// `systemd-stdio-bridge` over the shared ssh connection), for `user` or system scope.
-    pub(crate) fn over(address: zbus::Address, user: bool, host: &str) -> SystemdDbus {
+    /// The manager on another host, reached by the first of `routes` that answers
+    /// (`Ssh::bus_routes`: its bus socket forwarded, else `systemd-stdio-bridge` over the
+    /// shared ssh connection), for `user` or system scope.
+    pub(crate) fn over(routes: Vec<BusRoute>, user: bool, host: &str) -> SystemdDbus {
         let mut manager = SystemdDbus::new(user);
-        manager.remote = Some((address, host.to_string()));
+        manager.remote = Some((routes, host.to_string()));
         manager
     }
 
@@ -94,7 +122,7 @@ impl SystemdDbus {
         if let Some((_, host)) = &self.remote {
             // The bridge's address is a long ssh command line: name the host instead.
             let scope = if self.user { "user" } else { "system" };
-            return format!("the {scope} service manager of host {host}, over ssh (systemd-stdio-bridge)");
+            return format!("the {scope} service manager of host {host}, over ssh");
         }
         if self.user {
             std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap_or_else(|_| {
@@ -112,19 +140,17 @@ impl SystemdDbus {
             .get_or_init(|| async {
                 let _ = self.runtime.set(tokio::runtime::Handle::current());
                 let no_bus = |reason: String| UnitError::NoBus { address: self.address(), reason };
-                let connect = async {
-                    let builder = match &self.remote {
-                        // Never through text: zbus does not read back the escapes it writes.
-                        Some((address, _)) => Ok(zbus::connection::Builder::address(address.clone())?),
-                        None if self.user => zbus::connection::Builder::session(),
-                        None => zbus::connection::Builder::system(),
-                    };
-                    builder?.method_timeout(CALL_TIMEOUT).build().await
-                };
-                let connection = match tokio::time::timeout(CALL_TIMEOUT, connect).await {
-                    Ok(Ok(c)) => c,
-                    Ok(Err(e)) => return Err(no_bus(e.to_string())),
-                    Err(_) => return Err(no_bus(format!("no answer within {}s", CALL_TIMEOUT.as_secs()))),
+                let connection = match &self.remote {
+                    Some((routes, _)) => connect_first(routes).await.map_err(no_bus)?,
+                    None => {
+                        let builder = if self.user {
+                            zbus::connection::Builder::session()
+                        } else {
+                            zbus::connection::Builder::system()
+                        };
+                        let builder = builder.map_err(|e| no_bus(e.to_string()))?;
+                        connect_within(builder).await.map_err(no_bus)?
+                    }
                 };
                 let manager = ManagerProxy::new(&connection).await.map_err(|e| no_bus(e.to_string()))?;
                 Ok((connection, manager))

@@ -35,13 +35,48 @@ pub struct Control {
     pub lasting: Option<Duration>,
 }
 
-/// A forward a master holds: the unix socket `local` reaches `host:port` as the remote host
-/// sees it.
+/// Where a forward leads, as the remote host sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Remote {
+    /// A TCP port: the host's own loopback, or a machine the host reaches (a server).
+    Port(String, u16),
+    /// A unix socket of the host, by its absolute path (its D-Bus).
+    Socket(String),
+}
+
+impl Remote {
+    /// The destination half of a `-L` spec: `HOST:PORT` (`[V6]:PORT`) or `/PATH`.
+    pub fn spec(&self) -> String {
+        match self {
+            Remote::Port(host, port) if host.contains(':') => format!("[{host}]:{port}"),
+            Remote::Port(host, port) => format!("{host}:{port}"),
+            Remote::Socket(path) => path.clone(),
+        }
+    }
+
+    /// Reads back what `spec` wrote; `None` for anything else.
+    fn from_spec(spec: &str) -> Option<Remote> {
+        if spec.starts_with('/') {
+            return Some(Remote::Socket(spec.to_string()));
+        }
+        let (host, port) = spec.rsplit_once(':')?;
+        let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+        Some(Remote::Port(host.to_string(), port.parse().ok()?))
+    }
+}
+
+/// A forward a master holds: the unix socket `local` reaches `remote`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
     pub local: PathBuf,
-    pub host: String,
-    pub port: u16,
+    pub remote: Remote,
+}
+
+impl Forward {
+    /// The whole `-L` spec: `SOCKET:DESTINATION`.
+    pub fn spec(&self) -> String {
+        format!("{}:{}", self.local.display(), self.remote.spec())
+    }
 }
 
 /// Held while a master is checked or started, or its forwards read and extended.
@@ -90,13 +125,13 @@ impl Control {
         }
     }
 
-    /// Where the forward to `host:port` listens: beside the control socket, named by the
+    /// The forward to `remote`: its socket beside the control socket, named by the
     /// destination, so a lasting master's forward is found again by name.
-    pub fn forward_socket(&self, host: &str, port: u16) -> PathBuf {
-        let hash = fnv1a(&format!("{host}|{port}")) as u32;
+    pub fn forward_to(&self, remote: &Remote) -> Forward {
+        let hash = fnv1a(&remote.spec()) as u32;
         let mut name = self.socket.clone().into_os_string();
         name.push(format!(".{hash:08x}"));
-        PathBuf::from(name)
+        Forward { local: PathBuf::from(name), remote: remote.clone() }
     }
 
     /// Marks this lasting master as used by this run until the returned guard drops (call
@@ -155,12 +190,10 @@ impl Control {
         let text = std::fs::read_to_string(self.forwards_file()).unwrap_or_default();
         text.lines()
             .filter_map(|line| {
-                let mut words = line.split(' ');
-                // Lines of an older opsbook name TCP ports: not ours to reuse.
-                let local = Some(PathBuf::from(words.next()?)).filter(|p| p.is_absolute())?;
-                let host = words.next()?.to_string();
-                let port = words.next()?.parse().ok()?;
-                Some(Forward { local, host, port })
+                // `SOCKET DESTINATION`; an older opsbook's lines (three words) are not reused.
+                let (local, remote) = line.split_once(' ')?;
+                let local = Some(PathBuf::from(local)).filter(|p| p.is_absolute())?;
+                Some(Forward { local, remote: Remote::from_spec(remote)? })
             })
             .collect()
     }
@@ -171,7 +204,7 @@ impl Control {
         let path = self.forwards_file();
         let mut file =
             OpenOptions::new().create(true).append(true).open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        writeln!(file, "{} {} {}", forward.local.display(), forward.host, forward.port)
+        writeln!(file, "{} {}", forward.local.display(), forward.remote.spec())
             .map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -296,16 +329,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let control = Control::at(dir.path());
         let locked = control.lock(Duration::from_secs(1)).unwrap();
-        let logs = Forward { local: control.forward_socket("10.0.0.1", 3100), host: "10.0.0.1".into(), port: 3100 };
-        let db = Forward { local: control.forward_socket("10.0.0.1", 8086), port: 8086, ..logs.clone() };
+        let logs = control.forward_to(&Remote::Port("10.0.0.1".into(), 3100));
+        let db = control.forward_to(&Remote::Port("fd00::1".into(), 8086));
+        let bus = control.forward_to(&Remote::Socket("/run/dbus/system_bus_socket".into()));
         assert_ne!(logs.local, db.local);
+        assert_eq!(db.spec(), format!("{}:[fd00::1]:8086", db.local.display()));
+        assert_eq!(bus.spec(), format!("{}:/run/dbus/system_bus_socket", bus.local.display()));
         assert_eq!(logs.local.parent(), Some(dir.path()));
         control.remember(&locked, &logs).unwrap();
         control.remember(&locked, &db).unwrap();
-        // An older opsbook's line (a TCP port) is not taken for a socket.
+        control.remember(&locked, &bus).unwrap();
+        // Older opsbooks' lines (a TCP port; three words) are not taken for forwards of ours.
         let lines = std::fs::read_to_string(control.forwards_file()).unwrap();
-        std::fs::write(control.forwards_file(), format!("127.0.0.1:40001 10.0.0.1 9\n{lines}")).unwrap();
-        assert_eq!(control.forwards(&locked), [logs.clone(), db]);
+        let old = format!("127.0.0.1:40001 10.0.0.1 9\n{} 10.0.0.1 3100\n", logs.local.display());
+        std::fs::write(control.forwards_file(), format!("{old}{lines}")).unwrap();
+        assert_eq!(control.forwards(&locked), [logs.clone(), db, bus]);
         std::fs::write(&logs.local, "").unwrap();
         control.reset(&locked);
         assert_eq!(control.forwards(&locked), []);

@@ -2,15 +2,16 @@
 //! their `~/.ssh/config`, keys and agent, never an agent or protocol of ours.
 //!
 //! `ssh` holds one shared connection per host (a ControlMaster) and hands out what runs over
-//! it: argv for remote commands, a D-Bus address for the host's service manager, and local
-//! ports forwarded to the host's loopback; `control` is where its socket lives and what a
-//! lasting master remembers between runs. `shell_quote` makes argv safe for the remote login
+//! it: argv for remote commands, routes to the host's service manager, and unix sockets
+//! forwarded to the host's endpoints and bus; `control` is where its socket lives and what a
+//! lasting master remembers between runs; `mux` speaks to the master on that socket. `shell_quote` makes argv safe for the remote login
 //! shell; `ssh_error` words what goes wrong for operators.
 
 pub mod control;
+pub mod mux;
 pub mod shell_quote;
 pub mod ssh;
 pub mod ssh_error;
 
-pub use ssh::{BusScope, Ssh, SshTarget};
+pub use ssh::{BusRoute, BusScope, Ssh, SshTarget};
 pub use ssh_error::SshError;

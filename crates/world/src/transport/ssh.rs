@@ -1,13 +1,17 @@
 //! One shared OpenSSH connection to one host for a whole run.
 //!
-//! `Ssh::connect` starts a ControlMaster (`ssh -M -N -f`), or finds the one an earlier run
-//! left (`SshTarget::persist`, as Ansible's ControlPersist; see `control`); everything else is
-//! a cheap mux client of it: remote commands (`command`), the host's service manager over
-//! `systemd-stdio-bridge` (`dbus_address`) and unix sockets, the operator's alone, forwarded
-//! to the host's loopback (`forward`). The operator's `~/.ssh/config`, keys and agent apply as
-//! they do for their own `ssh`; `BatchMode=yes` means ssh never prompts, it fails with a
+//! `Ssh::connect_with` starts a ControlMaster (`ssh -M -N -f`) already holding the forwards
+//! the run needs, or finds the one an earlier run left (`SshTarget::persist`, as Ansible's
+//! ControlPersist; see `control`); everything else is a cheap client of it: remote commands
+//! (`command`), unix sockets, the operator's alone, forwarded to the host's endpoints and to
+//! its bus (`forwards`, `bus`), and requests to the master itself spoken on its control
+//! socket (`mux`), not run as `ssh -O`. The operator's `~/.ssh/config`, keys and agent apply
+//! as they do for their own `ssh`; `BatchMode=yes` means ssh never prompts, it fails with a
 //! message we quote. `close` (or drop) ends a master of this run alone; a lasting one stays
 //! for its `persist` time.
+//!
+//! A connection costs one process: the master. Its forwards are given when it starts (`-L`)
+//! and, on a lasting master, added through the control socket when a run needs one it lacks.
 //!
 //! Lifetime: the master has a `ControlPersist` (short for a master of this run alone), so if
 //! opsbook dies it goes away by itself. A run that lasts long enough for the master to end
@@ -18,12 +22,17 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use zbus::address::transport::{Transport, Unixexec};
+mod bus;
+mod forwards;
 
-use super::control::{Control, Forward};
+pub use bus::BusRoute;
+
+use super::control::{Control, Forward, Remote};
+use super::mux::Mux;
 use super::shell_quote;
 use super::ssh_error::SshError;
 use crate::process::{self, Completed, Invocation};
@@ -36,7 +45,11 @@ const RUN_PERSIST: Duration = Duration::from_secs(15);
 /// How many lasting masters stay unless `ssh.max_masters` says otherwise.
 pub const DEFAULT_MAX_MASTERS: usize = 64;
 
-/// `-O` control commands (exit, forward, cancel) answer at once; this bounds a stuck master.
+/// How many lasting masters this process uses now: when the last is done, the run is over and
+/// the lasting masters past `max_masters` are asked to end (`Ssh::trim`).
+static LASTING_IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+/// Requests to a master (forward, cancel, exit) answer at once; this bounds a stuck master.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where and how to reach one host.
@@ -149,8 +162,8 @@ pub struct Ssh {
     /// The keeper session, once started, and whether the connection was closed (which stops
     /// the keeper's timer).
     keeper: Arc<Keeper>,
-    /// `-L` specs of the forwards this run opened on a master of its own, to cancel on close.
-    forwards: Mutex<Vec<String>>,
+    /// The forwards a master of this run alone holds (a lasting master's are in `control`).
+    held: Mutex<Vec<Forward>>,
     /// While this run uses a lasting master: nobody asks it to exit.
     in_use: Mutex<Option<super::control::InUse>>,
     /// Whether the lasting master an earlier run left was found (no new connection).
@@ -174,6 +187,13 @@ impl Ssh {
     /// Opens the shared connection, or reuses the lasting one an earlier run left: in either
     /// case authenticated (or failed, quoting ssh) within the target's connect timeout.
     pub fn connect(target: SshTarget) -> Result<Ssh, SshError> {
+        Ssh::connect_with(target, &[])
+    }
+
+    /// `connect`, with a forward to each of `wanted` held when it returns: given to a new
+    /// master as it starts, asked of a lasting one that lacks some (`forward_socket` names
+    /// their sockets).
+    pub fn connect_with(target: SshTarget, wanted: &[Remote]) -> Result<Ssh, SshError> {
         target.check()?;
         let control = match target.persist.filter(|p| !p.is_zero()) {
             Some(persist) => Control::lasting(&target.identity(), persist),
@@ -194,12 +214,23 @@ impl Ssh {
                 ssh.reused = std::os::unix::net::UnixStream::connect(&ssh.control.socket).is_ok();
                 // Past `max_masters`, idle masters are asked to exit when a run ends with its
                 // own (`close`), not here: one this run is about to reuse may be among them.
-                if !ssh.reused {
+                if ssh.reused {
+                    ssh.open_missing(Some(&locked), wanted)?;
+                } else {
                     ssh.control.reset(&locked);
-                    ssh.start_master(limit)?;
+                    let forwards = ssh.forwards_to(wanted);
+                    ssh.start_master(limit, &forwards)?;
+                    for forward in &forwards {
+                        ssh.control.remember(&locked, forward).map_err(|reason| ssh.dir_error(reason))?;
+                    }
                 }
+                LASTING_IN_USE.fetch_add(1, Ordering::SeqCst);
             }
-            None => ssh.start_master(limit)?,
+            None => {
+                let forwards = ssh.forwards_to(wanted);
+                ssh.start_master(limit, &forwards)?;
+                *ssh.held.get_mut().unwrap_or_else(|p| p.into_inner()) = forwards;
+            }
         }
         ssh.keep_when_long();
         Ok(ssh)
@@ -210,7 +241,7 @@ impl Ssh {
             target,
             control,
             keeper: Arc::default(),
-            forwards: Mutex::new(Vec::new()),
+            held: Mutex::new(Vec::new()),
             in_use: Mutex::new(None),
             reused: false,
         }
@@ -226,20 +257,31 @@ impl Ssh {
     }
 
     /// Past `max_masters` lasting masters, asks the least recently used idle ones to exit.
+    /// Counting them reads the directory of every lasting connection, so a run over many hosts
+    /// does it once per `max_masters / 8` connections it ends, and when its last one ends.
     fn trim(&self) {
-        let asked = self.control.trim(self.target.max_masters.max(1), |socket| {
-            let mut argv = vec!["ssh".to_string(), "-o".into(), format!("ControlPath={}", socket.display())];
-            argv.extend(["-O".into(), "exit".into(), "opsbook-lasting".into()]);
-            let _ = process::run_blocking(Invocation { argv, timeout: CONTROL_TIMEOUT, ..Invocation::default() });
+        static ENDED: AtomicUsize = AtomicUsize::new(0);
+        let max = self.target.max_masters.max(1);
+        let ended = ENDED.fetch_add(1, Ordering::SeqCst) + 1;
+        let last = LASTING_IN_USE.fetch_sub(1, Ordering::SeqCst) == 1;
+        if !last && ended < (max / 8).max(1) {
+            return;
+        }
+        ENDED.store(0, Ordering::SeqCst);
+        let asked = self.control.trim(max, |socket| {
+            if let Err(e) = Mux::connect(socket, CONTROL_TIMEOUT).and_then(|mut m| m.terminate()) {
+                tracing::debug!("asking the ssh master at {} to end: {e}", socket.display());
+            }
         });
         if asked > 0 {
             tracing::debug!("asked {asked} lasting ssh connection(s) to end (ssh.max_masters)");
         }
     }
 
-    /// `ssh -M -N -f`: `-f` backgrounds the master once authenticated (its exit status says
-    /// whether it was) and detaches its stdio, so waiting for our pipes to close does not hang.
-    fn start_master(&self, limit: Duration) -> Result<(), SshError> {
+    /// `ssh -M -N -f`, with a `-L` for each of `forwards`: `-f` backgrounds the master once
+    /// authenticated (its exit status says whether it was) and detaches its stdio, so waiting
+    /// for our pipes to close does not hang.
+    fn start_master(&self, limit: Duration, forwards: &[Forward]) -> Result<(), SshError> {
         let persist = self.control.lasting.unwrap_or(RUN_PERSIST);
         let mut argv = vec!["ssh".to_string(), "-M".into(), "-N".into(), "-f".into()];
         argv.extend(self.control_options());
@@ -250,6 +292,12 @@ impl Ssh {
         // A forward's socket left by a master that died is replaced, not refused; the sockets
         // it makes are the operator's alone (0600, ssh's default mask, said here anyway).
         argv.extend(["-o".into(), "StreamLocalBindUnlink=yes".into(), "-o".into(), "StreamLocalBindMask=0177".into()]);
+        // A forward that cannot listen is the connection's failure, said now, not later as a
+        // refused request.
+        argv.extend(["-o".into(), "ExitOnForwardFailure=yes".into()]);
+        for forward in forwards {
+            argv.extend(["-L".into(), forward.spec()]);
+        }
         argv.extend(self.target.options());
         argv.push(self.target.destination());
         self.expect_success("connecting", &argv, limit).map(drop)
@@ -300,103 +348,6 @@ impl Ssh {
             .map_err(|reason| SshError::NoSsh { host: self.target.name.clone(), reason })
     }
 
-    /// A zbus address that reaches the host's service manager for `scope`: ssh over the shared
-    /// connection runs `systemd-stdio-bridge`, as `systemctl -H` does. One connection made
-    /// from it serves a whole run (`zbus::connection::Builder::address(…)`).
-    ///
-    /// It is an `Address`, not text, on purpose: zbus 5 writes `unixexec` arguments
-    /// percent-escaped but does not decode them when it parses such text, so a round trip
-    /// through a string would hand ssh `ControlPath%3d…`.
-    pub fn dbus_address(&self, scope: BusScope) -> zbus::Address {
-        let remote = match scope {
-            BusScope::System => vec!["systemd-stdio-bridge".to_string()],
-            // `--user` does not find the bus over ssh on systemd 252; the explicit path does.
-            // root's uid is known; any other login user's is the host's to say: `sh` expands
-            // it there, which saves a round trip for `id -u`.
-            BusScope::User if self.target.user.as_deref() == Some("root") => {
-                vec!["systemd-stdio-bridge".to_string(), "--bus-path=unix:path=/run/user/0/bus".into()]
-            }
-            BusScope::User => vec![
-                "sh".to_string(),
-                "-c".into(),
-                "exec systemd-stdio-bridge --bus-path=unix:path=/run/user/$(id -u)/bus".into(),
-            ],
-        };
-        let mut argv = self.client();
-        // zbus lets the bridge's stderr through to ours: keep ssh's chatter out of reports.
-        argv.splice(1..1, ["-o".to_string(), "LogLevel=ERROR".to_string()]);
-        argv.push("--".into());
-        argv.push(shell_quote::join(&remote));
-        let (program, args) = argv.split_first().expect("ssh is first");
-        let exec = Unixexec::new(program.into(), None, args.iter().map(Into::into).collect());
-        zbus::Address::from(Transport::Unixexec(exec))
-    }
-
-    /// A unix socket on this machine forwarded, over the shared connection, to
-    /// `remote_host:remote_port` as the host sees it (`127.0.0.1` is the host's own
-    /// loopback), so endpoints that listen only there are reached without opening them to the
-    /// network. The socket lives in the connection's 0700 directory with mode 0600: only the
-    /// operator can connect through it (a loopback TCP port would serve every local user).
-    /// The forward lasts until `cancel_forward` or `close` — or, on a lasting master, as long
-    /// as the master, for later runs to reuse.
-    pub fn forward(&self, remote_host: &str, remote_port: u16) -> Result<PathBuf, SshError> {
-        let mut locals = self.forward_all(&[(remote_host.to_string(), remote_port)])?;
-        Ok(locals.remove(0))
-    }
-
-    /// `forward` for several destinations at once: one `ssh -O forward` for all those the
-    /// master does not hold yet.
-    pub(crate) fn forward_all(&self, wanted: &[(String, u16)]) -> Result<Vec<PathBuf>, SshError> {
-        let locked = match self.control.lasting {
-            Some(_) => Some(self.lock(CONTROL_TIMEOUT)?),
-            None => None,
-        };
-        let held = locked.as_ref().map(|l| self.control.forwards(l)).unwrap_or_default();
-        let forwards: Vec<Forward> = wanted
-            .iter()
-            .map(|(host, port)| Forward {
-                local: self.control.forward_socket(host, *port),
-                host: host.clone(),
-                port: *port,
-            })
-            .collect();
-        let mut missing: Vec<&Forward> = Vec::new();
-        for forward in &forwards {
-            if !held.contains(forward) && !missing.contains(&forward) {
-                missing.push(forward);
-            }
-        }
-        if !missing.is_empty() {
-            let specs: Vec<String> = missing.iter().map(|f| spec(f)).collect();
-            let mut args = Vec::new();
-            for spec in &specs {
-                args.extend(["-L", spec.as_str()]);
-            }
-            self.control("forward", &args)?;
-            for forward in missing {
-                match &locked {
-                    Some(l) => self.control.remember(l, forward).map_err(|reason| self.dir_error(reason))?,
-                    None => self.forwards.lock().unwrap_or_else(|p| p.into_inner()).push(spec(forward)),
-                }
-            }
-        }
-        Ok(forwards.into_iter().map(|f| f.local).collect())
-    }
-
-    /// Ends a forward opened by `forward` on a master of this run alone (a lasting master's
-    /// forwards stay for the next run).
-    pub fn cancel_forward(&self, local: &Path) -> Result<(), SshError> {
-        let prefix = format!("{}:", local.display());
-        let spec = {
-            let mut forwards = self.forwards.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(i) = forwards.iter().position(|s| s.starts_with(&prefix)) else { return Ok(()) };
-            forwards.remove(i)
-        };
-        let done = self.control("cancel", &["-L", &spec]).map(drop);
-        let _ = std::fs::remove_file(local);
-        done
-    }
-
     /// Ends this run's use of the connection: the keeper, and a master of this run alone (with
     /// every forward and session on it, and its private directory). A lasting master stays
     /// for its persist time. Done once; later calls do nothing.
@@ -410,7 +361,7 @@ impl Ssh {
             self.keeper.wake.notify_all();
         }
         if self.control.lasting.is_none()
-            && let Err(e) = self.control("exit", &[])
+            && let Err(e) = self.mux().and_then(|mut m| m.terminate().map_err(|e| self.mux_error("exit", e)))
         {
             tracing::debug!("{e}");
         }
@@ -431,17 +382,6 @@ impl Ssh {
             }
         }
         self.control.remove_private();
-    }
-
-    /// `ssh -O VERB` to the master.
-    fn control(&self, verb: &str, extra: &[&str]) -> Result<Completed, SshError> {
-        let mut argv = vec!["ssh".to_string()];
-        argv.extend(self.control_options());
-        argv.extend(["-O".into(), verb.into()]);
-        argv.extend(extra.iter().map(|s| s.to_string()));
-        argv.extend(self.target.options());
-        argv.push(self.target.destination());
-        self.expect_success(&format!("`ssh -O {verb}`"), &argv, CONTROL_TIMEOUT)
     }
 
     /// Starts the keeper, a session that holds the master open for as long as we hold its
@@ -499,12 +439,6 @@ impl Drop for Ssh {
     }
 }
 
-/// The `-L` spec of a forward: `SOCKET:HOST:PORT`.
-fn spec(f: &Forward) -> String {
-    let host = if f.host.contains(':') { format!("[{}]", f.host) } else { f.host.clone() };
-    format!("{}:{host}:{}", f.local.display(), f.port)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,7 +453,7 @@ mod tests {
     }
 
     /// An `Ssh` that never connected, to look at the argv it builds.
-    fn unconnected() -> Ssh {
+    pub(super) fn unconnected() -> Ssh {
         let ssh = Ssh::unconnected(target(), Control::at(Path::new("/nonexistent/d")));
         *ssh.keeper.closed.lock().unwrap() = true;
         ssh
@@ -532,36 +466,6 @@ mod tests {
             argv.join(" "),
             "ssh -o ControlPath=/nonexistent/d/cm -o ControlMaster=no -T -o BatchMode=yes -o ConnectTimeout=10 \
              -p 2222 -i /keys/id -o StrictHostKeyChecking=no root@10.0.0.5 -- journalctl -u 'my unit' '$x'"
-        );
-    }
-
-    /// The bridge's argv, as ssh will get it.
-    fn bridge_argv(address: &zbus::Address) -> Vec<String> {
-        let Transport::Unixexec(exec) = address.transport() else { panic!("not unixexec: {address}") };
-        let mut argv = vec![exec.path().display().to_string()];
-        argv.extend(exec.args().iter().map(|a| a.to_string_lossy().into_owned()));
-        argv
-    }
-
-    #[test]
-    fn dbus_address_runs_the_bridge_over_the_shared_connection() {
-        let ssh = unconnected();
-        let common = "ssh -o LogLevel=ERROR -o ControlPath=/nonexistent/d/cm -o ControlMaster=no -T -o BatchMode=yes \
-                      -o ConnectTimeout=10 -p 2222 -i /keys/id -o StrictHostKeyChecking=no root@10.0.0.5 --";
-        assert_eq!(
-            bridge_argv(&ssh.dbus_address(BusScope::User)).join(" "),
-            format!("{common} systemd-stdio-bridge --bus-path=unix:path=/run/user/0/bus")
-        );
-        let mut deploy = unconnected();
-        deploy.target.user = Some("deploy".into());
-        assert_eq!(
-            bridge_argv(&deploy.dbus_address(BusScope::User)).join(" "),
-            format!("{common} sh -c 'exec systemd-stdio-bridge --bus-path=unix:path=/run/user/$(id -u)/bus'")
-                .replace("root@", "deploy@")
-        );
-        assert_eq!(
-            bridge_argv(&ssh.dbus_address(BusScope::System)).join(" "),
-            format!("{common} systemd-stdio-bridge")
         );
     }
 

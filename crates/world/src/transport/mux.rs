@@ -1,0 +1,277 @@
+//! A client of an OpenSSH master's control socket, speaking its multiplexing protocol
+//! (OpenSSH's `PROTOCOL.mux`, version 4) for the requests that need no session: open or close
+//! a forward, ask the master's pid, ask it to exit.
+//!
+//! `ssh -O forward|cancel|exit` does the same, at the price of a process per request (about as
+//! much CPU as the check it serves, once per host of a fleet run); these requests are a few
+//! bytes on a unix socket. Every request has a deadline: a stuck master is an error, never a
+//! hang.
+//!
+//! Wire format: each message is `uint32 length` then the body, whose first `uint32` is the
+//! message type; strings are `uint32 length` then bytes; all big-endian.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use super::control::{Forward, Remote};
+
+const HELLO: u32 = 0x0000_0001;
+const ALIVE_CHECK: u32 = 0x1000_0004;
+const TERMINATE: u32 = 0x1000_0005;
+const OPEN_FWD: u32 = 0x1000_0006;
+const CLOSE_FWD: u32 = 0x1000_0007;
+const OK: u32 = 0x8000_0001;
+const PERMISSION_DENIED: u32 = 0x8000_0002;
+const FAILURE: u32 = 0x8000_0003;
+const ALIVE: u32 = 0x8000_0005;
+/// The only protocol version there is.
+const VERSION: u32 = 4;
+/// A local forward (`-L`).
+const FORWARD_LOCAL: u32 = 1;
+/// A port that says "the host is a unix socket path".
+const STREAMLOCAL: u32 = -2i32 as u32;
+/// Replies are a few bytes; anything longer is not a master speaking.
+const MAX_REPLY: usize = 64 << 10;
+
+/// One conversation with a master, after both hellos.
+pub struct Mux {
+    stream: UnixStream,
+    next_id: u32,
+}
+
+impl Mux {
+    /// Connects to the master listening on `socket` and exchanges hellos, within `limit`.
+    pub fn connect(socket: &Path, limit: Duration) -> Result<Mux, String> {
+        let stream = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+        stream.set_read_timeout(Some(limit)).and_then(|()| stream.set_write_timeout(Some(limit))).map_err(io)?;
+        let mut mux = Mux { stream, next_id: 1 };
+        mux.send(&Message::new(HELLO).u32(VERSION))?;
+        let mut hello = mux.receive()?;
+        match (hello.u32()?, hello.u32()?) {
+            (HELLO, VERSION) => Ok(mux),
+            (HELLO, version) => Err(format!("the ssh master speaks mux protocol {version}, not {VERSION}")),
+            (kind, _) => Err(format!("the control socket answered message {kind:#x}, not a hello")),
+        }
+    }
+
+    /// The master's process id.
+    pub fn pid(&mut self) -> Result<u32, String> {
+        let mut reply = self.request(Message::new(ALIVE_CHECK))?;
+        match reply.kind {
+            ALIVE => reply.u32(),
+            _ => Err(reply.refusal()),
+        }
+    }
+
+    /// Asks the master to exit at once, ending every session and forward on it.
+    pub fn terminate(&mut self) -> Result<(), String> {
+        self.expect_ok(Message::new(TERMINATE))
+    }
+
+    /// Has the master listen on `forward.local` and connect each connection to `forward.remote`.
+    pub fn open_forward(&mut self, forward: &Forward) -> Result<(), String> {
+        self.expect_ok(forwarding(OPEN_FWD, forward))
+    }
+
+    /// Ends a forward `open_forward` (or `-L` at the master's start) made.
+    pub fn close_forward(&mut self, forward: &Forward) -> Result<(), String> {
+        self.expect_ok(forwarding(CLOSE_FWD, forward))
+    }
+
+    fn expect_ok(&mut self, message: Message) -> Result<(), String> {
+        let reply = self.request(message)?;
+        match reply.kind {
+            OK => Ok(()),
+            _ => Err(reply.refusal()),
+        }
+    }
+
+    /// Sends a request (its id added after the type) and reads the reply to it.
+    fn request(&mut self, message: Message) -> Result<Reply, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut body = message.body;
+        body.splice(4..4, id.to_be_bytes());
+        self.send(&Message { body })?;
+        let mut reply = self.receive()?;
+        reply.kind = reply.u32()?;
+        let answered = reply.u32()?;
+        if answered != id {
+            return Err(format!("the ssh master answered request {answered}, not {id}"));
+        }
+        Ok(reply)
+    }
+
+    fn send(&mut self, message: &Message) -> Result<(), String> {
+        let mut packet = (message.body.len() as u32).to_be_bytes().to_vec();
+        packet.extend_from_slice(&message.body);
+        self.stream.write_all(&packet).map_err(io)
+    }
+
+    fn receive(&mut self) -> Result<Reply, String> {
+        let mut length = [0u8; 4];
+        self.stream.read_exact(&mut length).map_err(io)?;
+        let length = u32::from_be_bytes(length) as usize;
+        if length > MAX_REPLY {
+            return Err(format!("the control socket sent a {length}-byte message: not an ssh master"));
+        }
+        let mut body = vec![0u8; length];
+        self.stream.read_exact(&mut body).map_err(io)?;
+        Ok(Reply { body, at: 0, kind: 0 })
+    }
+}
+
+fn io(e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => "the ssh master did not answer in time".into(),
+        std::io::ErrorKind::UnexpectedEof => "the ssh master closed the control connection".into(),
+        _ => format!("control connection: {e}"),
+    }
+}
+
+/// `OPEN_FWD` / `CLOSE_FWD` of a local forward from a unix socket.
+fn forwarding(kind: u32, forward: &Forward) -> Message {
+    let message = Message::new(kind).u32(FORWARD_LOCAL).string(&forward.local.to_string_lossy()).u32(STREAMLOCAL);
+    match &forward.remote {
+        Remote::Port(host, port) => message.string(host).u32(u32::from(*port)),
+        Remote::Socket(path) => message.string(path).u32(STREAMLOCAL),
+    }
+}
+
+/// A request being written: its type, then fields (the request id goes in when sent).
+struct Message {
+    body: Vec<u8>,
+}
+
+impl Message {
+    fn new(kind: u32) -> Message {
+        Message { body: kind.to_be_bytes().to_vec() }
+    }
+
+    fn u32(mut self, value: u32) -> Message {
+        self.body.extend_from_slice(&value.to_be_bytes());
+        self
+    }
+
+    fn string(mut self, text: &str) -> Message {
+        self.body.extend_from_slice(&(text.len() as u32).to_be_bytes());
+        self.body.extend_from_slice(text.as_bytes());
+        self
+    }
+}
+
+/// A message read from the master, its fields taken in order.
+struct Reply {
+    body: Vec<u8>,
+    at: usize,
+    kind: u32,
+}
+
+impl Reply {
+    fn u32(&mut self) -> Result<u32, String> {
+        let bytes = self.body.get(self.at..self.at + 4).ok_or("the ssh master's reply is cut short")?;
+        self.at += 4;
+        Ok(u32::from_be_bytes(bytes.try_into().expect("four bytes")))
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let length = self.u32()? as usize;
+        let bytes = self.body.get(self.at..self.at + length).ok_or("the ssh master's reply is cut short")?;
+        self.at += length;
+        Ok(String::from_utf8_lossy(bytes).into_owned())
+    }
+
+    /// What a reply other than the one hoped for says.
+    fn refusal(mut self) -> String {
+        match self.kind {
+            PERMISSION_DENIED => format!("the ssh master refused: {}", self.string().unwrap_or_default()),
+            FAILURE => format!("the ssh master failed: {}", self.string().unwrap_or_default()),
+            other => format!("the ssh master answered message {other:#x}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// A master on a socket of a temporary directory: answers the hello, then each request
+    /// with what `answer` makes of its body; what it was asked is returned at the end.
+    fn master(answer: fn(&[u8]) -> Vec<u8>) -> (tempfile::TempDir, PathBuf, std::thread::JoinHandle<Vec<Vec<u8>>>) {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("cm");
+        let listener = UnixListener::bind(&socket).unwrap();
+        let served = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let packet = |body: &[u8]| [&(body.len() as u32).to_be_bytes()[..], body].concat();
+            s.write_all(&packet(&[0, 0, 0, 1, 0, 0, 0, 4])).unwrap();
+            let mut asked = Vec::new();
+            loop {
+                let mut length = [0u8; 4];
+                if s.read_exact(&mut length).is_err() {
+                    return asked;
+                }
+                let mut body = vec![0u8; u32::from_be_bytes(length) as usize];
+                s.read_exact(&mut body).unwrap();
+                if body[..4] != [0, 0, 0, 1] {
+                    s.write_all(&packet(&answer(&body))).unwrap();
+                }
+                asked.push(body);
+            }
+        });
+        (dir, socket, served)
+    }
+
+    fn reply(kind: u32, request: &[u8], rest: &[u8]) -> Vec<u8> {
+        [&kind.to_be_bytes()[..], &request[4..8], rest].concat()
+    }
+
+    #[test]
+    fn a_forward_to_a_port_and_one_to_a_socket_are_asked_as_the_protocol_says() {
+        let (_dir, socket, served) = master(|request| reply(OK, request, &[]));
+        let mut mux = Mux::connect(&socket, Duration::from_secs(2)).unwrap();
+        let tcp = Forward { local: "/d/cm.1".into(), remote: Remote::Port("10.0.0.1".into(), 8086) };
+        let bus = Forward { local: "/d/cm.2".into(), remote: Remote::Socket("/run/dbus/system_bus_socket".into()) };
+        mux.open_forward(&tcp).unwrap();
+        mux.close_forward(&bus).unwrap();
+        drop(mux);
+        let asked = served.join().unwrap();
+        let string = |s: &str| [&(s.len() as u32).to_be_bytes()[..], s.as_bytes()].concat();
+        let be = |n: u32| n.to_be_bytes().to_vec();
+        assert_eq!(asked[0], [be(HELLO), be(4)].concat(), "our hello");
+        let fwd = |kind, id, local: &str, host: &str, port| {
+            [be(kind), be(id), be(1), string(local), be(0xffff_fffe), string(host), be(port)].concat()
+        };
+        assert_eq!(asked[1], fwd(OPEN_FWD, 1, "/d/cm.1", "10.0.0.1", 8086));
+        assert_eq!(asked[2], fwd(CLOSE_FWD, 2, "/d/cm.2", "/run/dbus/system_bus_socket", 0xffff_fffe));
+    }
+
+    #[test]
+    fn the_pid_is_read_and_a_refusal_is_quoted() {
+        let (_dir, socket, _served) = master(|request| match u32::from_be_bytes(request[..4].try_into().unwrap()) {
+            ALIVE_CHECK => reply(ALIVE, request, &4242u32.to_be_bytes()),
+            _ => reply(FAILURE, request, &[&7u32.to_be_bytes()[..], b"no way!"].concat()),
+        });
+        let mut mux = Mux::connect(&socket, Duration::from_secs(2)).unwrap();
+        assert_eq!(mux.pid(), Ok(4242));
+        assert_eq!(mux.terminate(), Err("the ssh master failed: no way!".into()));
+    }
+
+    #[test]
+    fn a_silent_socket_is_an_error_in_time_and_no_socket_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("cm");
+        let _listener = UnixListener::bind(&socket).unwrap();
+        let started = std::time::Instant::now();
+        let err = Mux::connect(&socket, Duration::from_millis(100)).err().unwrap();
+        assert_eq!(err, "the ssh master did not answer in time");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let err = Mux::connect(&dir.path().join("gone"), Duration::from_millis(100)).err().unwrap();
+        assert!(err.ends_with("gone: No such file or directory (os error 2)"), "{err}");
+    }
+}
