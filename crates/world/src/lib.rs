@@ -23,6 +23,7 @@ pub mod net;
 pub mod remote;
 pub(crate) mod systemd_dbus;
 pub mod transport;
+mod unit_properties;
 pub mod units;
 
 use std::future::Future;

@@ -2,18 +2,18 @@
 //! the system bus or — for `scope = "user"` — the user's session bus. Jobs are awaited
 //! through `JobRemoved`, subscribed before the job is queued so a fast job is not missed.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, UNIX_EPOCH};
 
 use futures_util::StreamExt;
 use tokio::sync::OnceCell;
 use zbus::Connection;
-use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+use zbus::zvariant::OwnedObjectPath;
 
 use super::BoxFuture;
-use crate::transport::BusRoute;
+use super::unit_properties::{ServiceProperties, UnitProperties};
 use super::units::{Job, JobOutcome, Run, UnitError, UnitStatus, Units};
+use crate::transport::BusRoute;
 
 /// Every single D-Bus call gives up after this (jobs have their own timeout).
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -162,11 +162,11 @@ impl SystemdDbus {
         }
     }
 
-    async fn properties(
-        &self,
-        path: &OwnedObjectPath,
-        interface: &'static str,
-    ) -> Result<HashMap<String, OwnedValue>, UnitError> {
+    /// One interface's properties of the object at `path`, read into `T` (`unit_properties`).
+    async fn properties<T>(&self, path: &OwnedObjectPath, interface: &'static str) -> Result<T, UnitError>
+    where
+        T: for<'d> serde::Deserialize<'d> + zbus::zvariant::Type,
+    {
         let manager = self.manager().await?;
         // A plain `Properties.GetAll` call: no proxy to build (and none to cache) per read.
         let reply = manager
@@ -192,26 +192,25 @@ impl SystemdDbus {
             if unit.ends_with(".service") {
                 self.properties(&path, "org.freedesktop.systemd1.Service").await.unwrap_or_default()
             } else {
-                HashMap::new()
+                ServiceProperties::default()
             }
         };
         let (u, s) = futures_util::future::join(self.properties(&path, "org.freedesktop.systemd1.Unit"), service).await;
-        let u = u?;
-        let since_us = get::<u64>(&u, "StateChangeTimestamp");
+        let u: UnitProperties = u?;
         Ok(UnitStatus {
-            name: text(&u, "Id").unwrap_or_else(|| unit.to_string()),
-            description: text(&u, "Description").unwrap_or_default(),
-            load_state: text(&u, "LoadState").unwrap_or_default(),
-            active_state: text(&u, "ActiveState").unwrap_or_default(),
-            sub_state: text(&u, "SubState").unwrap_or_default(),
-            unit_file_state: text(&u, "UnitFileState").unwrap_or_default(),
-            main_pid: get::<u32>(&s, "MainPID").unwrap_or(0),
-            since: since_us.filter(|us| *us > 0).map(|us| UNIX_EPOCH + Duration::from_micros(us)),
-            result: text(&s, "Result").unwrap_or_default(),
-            exec_main_status: get::<i32>(&s, "ExecMainStatus").unwrap_or(0),
-            exec_main_pid: get::<u32>(&s, "ExecMainPID").unwrap_or(0),
-            can_reload: get::<bool>(&u, "CanReload").unwrap_or(false),
-            exec_start: command_line(&s, "ExecStart"),
+            name: u.id.unwrap_or_else(|| unit.to_string()),
+            description: u.description.unwrap_or_default(),
+            load_state: u.load_state.unwrap_or_default(),
+            active_state: u.active_state.unwrap_or_default(),
+            sub_state: u.sub_state.unwrap_or_default(),
+            unit_file_state: u.unit_file_state.unwrap_or_default(),
+            main_pid: s.main_pid.unwrap_or(0),
+            since: u.state_change_timestamp.filter(|us| *us > 0).map(|us| UNIX_EPOCH + Duration::from_micros(us)),
+            exec_start: s.exec_start(),
+            result: s.result.unwrap_or_default(),
+            exec_main_status: s.exec_main_status.unwrap_or(0),
+            exec_main_pid: s.exec_main_pid.unwrap_or(0),
+            can_reload: u.can_reload.unwrap_or(false),
         })
     }
 
@@ -307,43 +306,6 @@ fn classify(e: zbus::Error, unit: &str, action: &str, job: Option<Job>) -> UnitE
     }
 }
 
-fn text(map: &HashMap<String, OwnedValue>, key: &str) -> Option<String> {
-    map.get(key).and_then(|v| v.downcast_ref::<&str>().ok()).map(str::to_string)
-}
-
-fn get<T>(map: &HashMap<String, OwnedValue>, key: &str) -> Option<T>
-where
-    T: for<'a> TryFrom<&'a zbus::zvariant::Value<'a>>,
-{
-    let value: &zbus::zvariant::Value<'_> = map.get(key)?;
-    T::try_from(value).ok()
-}
-
-/// The first command line of an `ExecStart`-like property (`a(sasbttttuii)`: path, argv,
-/// ignore-failure, timestamps, pid, status): its argv.
-fn command_line(map: &HashMap<String, OwnedValue>, key: &str) -> Vec<String> {
-    use zbus::zvariant::Value;
-    let Some(Value::Array(commands)) = map.get(key).map(|v| &**v) else { return Vec::new() };
-    let argv = commands.iter().find_map(|command| match command {
-        Value::Structure(fields) => match fields.fields().get(1) {
-            Some(Value::Array(argv)) => Some(argv),
-            _ => None,
-        },
-        _ => None,
-    });
-    argv.map(|argv| argv.iter().filter_map(|a| <&str>::try_from(a).ok().map(str::to_string)).collect())
-        .unwrap_or_default()
-}
-
-/// A byte-array property (`ay`), such as `InvocationID`.
-fn bytes(map: &HashMap<String, OwnedValue>, key: &str) -> Option<Vec<u8>> {
-    let value: &zbus::zvariant::Value<'_> = map.get(key)?;
-    match value {
-        zbus::zvariant::Value::Array(items) => items.iter().map(|v| u8::try_from(v).ok()).collect(),
-        _ => None,
-    }
-}
-
 impl Units for SystemdDbus {
     fn status<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<UnitStatus, UnitError>> {
         Box::pin(self.status_of(unit))
@@ -391,15 +353,14 @@ impl Units for SystemdDbus {
 
     fn current_run<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<Run, UnitError>> {
         Box::pin(async move {
-            let u = self.properties(&unit_path(unit)?, "org.freedesktop.systemd1.Unit").await?;
-            let invocation = bytes(&u, "InvocationID")
+            let u: UnitProperties = self.properties(&unit_path(unit)?, "org.freedesktop.systemd1.Unit").await?;
+            let invocation = u
+                .invocation_id
                 .filter(|id| id.iter().any(|b| *b != 0))
                 .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
-            let started_us = ["InactiveExitTimestamp", "ActiveEnterTimestamp"]
-                .iter()
-                .filter_map(|k| get::<u64>(&u, k))
-                .find(|us| *us > 0);
-            let ended_us = get::<u64>(&u, "InactiveEnterTimestamp").filter(|us| *us > 0 && Some(*us) <= started_us);
+            let started_us =
+                [u.inactive_exit_timestamp, u.active_enter_timestamp].into_iter().flatten().find(|us| *us > 0);
+            let ended_us = u.inactive_enter_timestamp.filter(|us| *us > 0 && Some(*us) <= started_us);
             let time = |us: u64| UNIX_EPOCH + Duration::from_micros(us);
             Ok(Run { invocation, started: started_us.map(time), previous_end: ended_us.map(time) })
         })

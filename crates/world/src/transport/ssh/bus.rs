@@ -130,8 +130,9 @@ mod tests {
         let mut deploy = unconnected();
         deploy.target.user = Some("deploy".into());
         assert_eq!(deploy.target.bus_socket(BusScope::System), None);
-        assert_eq!(deploy.bus_routes(BusScope::System).iter().map(|r| r.via).collect::<Vec<_>>(), [
-            "systemd-stdio-bridge"
-        ]);
+        assert_eq!(
+            deploy.bus_routes(BusScope::System).iter().map(|r| r.via).collect::<Vec<_>>(),
+            ["systemd-stdio-bridge"]
+        );
     }
 }
