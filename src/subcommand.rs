@@ -89,7 +89,17 @@ fn run_command(global: &GlobalOptions, run: &RunArgs) -> Result<u8, Error> {
                  simulate a fleet (`--sandbox --fleet N`)"
                     .into(),
             )),
-            None => run_runbook(&Session::open(global, Reach::Act)?, run, global.format),
+            None => {
+                let session = Session::open(global, Reach::Act)?;
+                let code = run_runbook(&session, run, global.format);
+                // The engine, its modules and the bus connection end with the process: taking
+                // them apart piece by piece is work nobody waits for. The sandbox is dropped, as
+                // it removes its private files.
+                if !global.sandbox {
+                    std::mem::forget(session);
+                }
+                code
+            }
         },
     }
 }
