@@ -371,7 +371,7 @@ fn tcp_listeners_of_master(ssh: &Ssh) -> Vec<String> {
 
 /// The first bytes a server at the unix socket `socket` says (an sshd's banner).
 #[track_caller]
-fn banner(socket: &Path) -> String {
+pub(crate) fn banner(socket: &Path) -> String {
     use std::io::Read;
     let mut stream = UnixStream::connect(socket).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

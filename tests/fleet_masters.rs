@@ -2,6 +2,7 @@
 //! (tests/support/fleet.rs), a run over three hosts with a maximum of two leaves two masters,
 //! the next run reuses them and opens one, and the fleet's summary says how many connections
 //! were reused. Each run uses its own runtime directory, so no other test's masters count.
+//! And a connection is one process, its master, spoken to on its control socket.
 //! Skipped, saying why, without root or sshd.
 
 use std::path::Path;
@@ -93,4 +94,53 @@ fn past_the_maximum_of_lasting_connections_the_least_recently_used_end() {
         let control = format!("ControlPath={socket}");
         let _ = Command::new("ssh").args(["-o", &control, "-O", "exit", "x"]).output();
     }
+}
+
+/// A connection is one process: the master starts holding the forwards it is given — to an
+/// endpoint and to the host's bus — with no request after it; it says its pid on its control
+/// socket, opens a forward asked there, and ends when the run closes the connection.
+#[test]
+fn a_master_starts_holding_its_forwards_and_is_spoken_to_on_its_control_socket() {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+
+    use opsbook::transport::Ssh;
+    use opsbook::transport::control::Remote;
+    use opsbook::transport::mux::Mux;
+
+    let fleet = match Fleet::boot(&["c1"]) {
+        Ok(f) => f,
+        Err(why) => return crate::support::skip(why),
+    };
+    let host = fleet.host("c1");
+    let sshd = Remote::Port(host.address().to_string(), 22);
+    let bus = Remote::Socket("/run/user/0/bus".into());
+    let ssh = Ssh::connect_with(host.ssh_target(), std::slice::from_ref(&sshd)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(crate::fleet::banner(&ssh.forward_socket(&sshd)), "SSH-2.0-");
+    let control = ssh.control_path().to_path_buf();
+    let pid = Mux::connect(&control, Duration::from_secs(5)).and_then(|mut m| m.pid()).unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(String::from_utf8_lossy(&cmdline).starts_with("ssh"), "pid {pid} is the master");
+
+    // A forward the master lacks is asked on its control socket: the host's bus, which answers
+    // the first step of a D-Bus handshake for root, the login user.
+    let local = ssh.forward_all(std::slice::from_ref(&bus)).unwrap().remove(0);
+    assert_eq!(local, ssh.forward_socket(&bus));
+    let mut stream = std::os::unix::net::UnixStream::connect(&local).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    stream.write_all(b"\0AUTH EXTERNAL 30\r\n").unwrap();
+    let mut answer = [0u8; 3];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"OK ", "the bus accepts uid 0");
+
+    drop(ssh);
+    crate::support::wait_until(
+        "the master of the closed connection to end",
+        Duration::from_secs(5),
+        || match Path::new(&format!("/proc/{pid}")).exists() {
+            true => Err(format!("process {pid} is alive")),
+            false => Ok(()),
+        },
+    );
+    assert!(!control.parent().unwrap().exists(), "its private directory is removed");
 }

@@ -24,7 +24,7 @@ impl Ssh {
 
     /// `forward` for several destinations at once, in their order: those the master does not
     /// hold yet are asked of it.
-    pub(crate) fn forward_all(&self, wanted: &[Remote]) -> Result<Vec<PathBuf>, SshError> {
+    pub fn forward_all(&self, wanted: &[Remote]) -> Result<Vec<PathBuf>, SshError> {
         let locked = match self.control.lasting {
             Some(_) => Some(self.lock(CONTROL_TIMEOUT)?),
             None => None,
