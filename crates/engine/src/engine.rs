@@ -2,7 +2,8 @@
 //!
 //! The engine gets: limits (a runaway loop hits `limits.max_operations`), cancellation
 //! checked after every operation, `print`/`debug` routed into the report, `config` as a
-//! read-only variable, a module resolver backed by the catalog, and the verbs.
+//! read-only variable, a module resolver backed by the catalog, and the verbs (their modules
+//! are built once for the process and shared by every engine: building one costs little).
 //! `explain` turns an evaluation error into a rustc-style diagnostic that points into the
 //! right file (runbook or stdlib module) and classifies it: operational failure, script
 //! mistake or interruption.

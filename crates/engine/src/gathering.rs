@@ -20,7 +20,11 @@ use crate::cancel::Cancel;
 pub struct Gathering {
     hosts: Vec<String>,
     state: Mutex<State>,
-    changed: Condvar,
+    /// Hosts waiting for a permit: one is woken for each permit given back (waking them all,
+    /// a hundred hosts would wake a hundred times each as the others finish).
+    permit_returned: Condvar,
+    /// Hosts waiting at a barrier: all are woken when a host reaches one or ends.
+    moved: Condvar,
 }
 
 #[derive(Default)]
@@ -55,7 +59,7 @@ impl Gathering {
     /// A run of `hosts`, at most `forks` of them acting at a time.
     pub fn new(hosts: Vec<String>, forks: usize) -> Gathering {
         let state = State { permits: forks.max(1), ..State::default() };
-        Gathering { hosts, state: Mutex::new(state), changed: Condvar::new() }
+        Gathering { hosts, state: Mutex::new(state), permit_returned: Condvar::new(), moved: Condvar::new() }
     }
 
     pub fn hosts(&self) -> &[String] {
@@ -70,20 +74,20 @@ impl Gathering {
     pub fn acquire(&self) {
         let mut state = self.lock();
         while state.permits == 0 {
-            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.permit_returned.wait(state).unwrap_or_else(|e| e.into_inner());
         }
         state.permits -= 1;
     }
 
     pub fn release(&self) {
         self.lock().permits += 1;
-        self.changed.notify_all();
+        self.permit_returned.notify_one();
     }
 
     /// This host's run is over: nobody waits for it any more.
     pub fn end(&self, host: &str) {
         self.lock().ended.insert(host.to_string());
-        self.changed.notify_all();
+        self.moved.notify_all();
     }
 
     /// `host` reached `barrier`; waits (its permit given back meanwhile) until every host of
@@ -103,11 +107,12 @@ impl Gathering {
         let first_missing = missing(&state);
         if first_missing.is_empty() {
             drop(state);
-            self.changed.notify_all();
+            self.moved.notify_all();
             return Ok(Waited { for_hosts: Vec::new(), elapsed: started.elapsed() });
         }
         state.permits += 1;
-        self.changed.notify_all();
+        self.permit_returned.notify_one();
+        self.moved.notify_all();
         let result = loop {
             let now_missing = missing(&state);
             if now_missing.is_empty() {
@@ -120,11 +125,11 @@ impl Gathering {
             if left.is_zero() {
                 break Err(Left::TimedOut(now_missing));
             }
-            state = self.changed.wait_timeout(state, left.min(POLL)).unwrap_or_else(|e| e.into_inner()).0;
+            state = self.moved.wait_timeout(state, left.min(POLL)).unwrap_or_else(|e| e.into_inner()).0;
         };
         // Act again only with a permit, as before the wait.
         while state.permits == 0 {
-            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.permit_returned.wait(state).unwrap_or_else(|e| e.into_inner());
         }
         state.permits -= 1;
         result

@@ -4,26 +4,19 @@
 //! with `groupadd`/`useradd`/`usermod`, through the `Commands` world seam, so on an ssh host
 //! it is that host's accounts. The sandbox has no user database: there it refuses.
 
-use std::sync::Arc;
-
-use rhai::{Engine, Map, Module};
+use rhai::{Map, Module, NativeCallContext};
 
 use super::file::Changed;
 use super::values::{record, text};
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
 use crate::world::commands::Invocation;
 
-/// Registers the `account::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("account", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `account::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "ensure_group",
@@ -31,9 +24,8 @@ fn module(cx: &Arc<Context>) -> Module {
         ["name: &str", "Map"],
         "/// Creates the system group when it is missing (`groupadd --system`). Returns `#{changed}`.",
         "account::ensure_group(\"opsbook-demo\")",
-        move |name: &str| ensure_group(&h, name)
+        |call: NativeCallContext, name: &str| ensure_group(&context(&call), name)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "ensure_user",
@@ -41,9 +33,8 @@ fn module(cx: &Arc<Context>) -> Module {
         ["name: &str", "Map"],
         "/// Creates the system user when it is missing, in a group of its own name. Returns `#{changed}`.",
         "account::ensure_user(\"opsbook-demo\")",
-        move |name: &str| ensure_user(&h, name, &Map::new())
+        |call: NativeCallContext, name: &str| ensure_user(&context(&call), name, &Map::new())
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "ensure_user",
@@ -56,7 +47,7 @@ fn module(cx: &Arc<Context>) -> Module {
          /// further groups the user joins (never leaves), those that exist on the host, as packages\n\
          /// add their accounts to them.",
         "account::ensure_user(\"alloy\", #{ group: \"alloy\", home: \"/var/lib/alloy\", groups: [\"systemd-journal\"] })",
-        move |name: &str, options: Map| ensure_user(&h, name, &options)
+        |call: NativeCallContext, name: &str, options: Map| ensure_user(&context(&call), name, &options)
     );
     m
 }

@@ -4,28 +4,21 @@
 //! errors of the log file its configuration may send its log to, and a reload watched until
 //! it settled (agent_log.rs). Checked against Telegraf v1.32.0 and v1.39.3.
 
-use std::sync::Arc;
-
 use std::collections::BTreeMap;
 
-use rhai::{Engine, Map, Module};
+use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::tools::{command, run_tool, tail};
 use super::values::record;
-use super::{Context, VerbResult};
+use super::{Context, VerbResult, context};
 use crate::config::keys;
 use crate::register;
 use crate::wire::line_protocol::{self as lineproto, FieldValue};
 
-/// Registers the `agent::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("agent", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `agent::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "config_test",
@@ -39,9 +32,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// errors, command}`. `records` are `#{measurement, tags, fields, timestamp}`; which\n\
          /// measurements must be there is the runbook's decision. Throws when it cannot be run.",
         "agent::config_test().ok",
-        move || config_test(&h)
+        |call: NativeCallContext| config_test(&context(&call))
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "logfile_errors",
@@ -53,9 +45,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// detail}`. `logs_to` is `journal` (nothing to read here), `file` or `unknown`; `looked`\n\
          /// false says why in `detail`. `errors` are `#{time, message, after_start}`.",
         "agent::logfile_errors(\"1 hour ago\")",
-        move |since: &str| super::agent_log::logfile_errors(&h, since)
+        |call: NativeCallContext, since: &str| super::agent_log::logfile_errors(&context(&call), since)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "watch_reload",
@@ -67,7 +58,7 @@ fn module(cx: &Arc<Context>) -> Module {
          /// a time (`now()`) taken before the signal. Returns a check record `#{ok, detail, pid,\n\
          /// reloaded, lines}`; a process that exits fails it, quoting its last lines.",
         "agent::watch_reload(#{ pid: unit::status(config.metrics_agent.unit).main_pid, since: \"1 min ago\", timeout: \"1s\" })",
-        move |options: Map| super::agent_log::watch_reload(&h, &options)
+        |call: NativeCallContext, options: Map| super::agent_log::watch_reload(&context(&call), &options)
     );
     m
 }

@@ -3,13 +3,11 @@
 //! Quadlet, whether the cgroup layout needs runc). `restart` works but warns: the service
 //! manager is the right way, so the container's unit knows about it.
 
-use std::sync::Arc;
-
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::values::record;
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
@@ -20,20 +18,15 @@ use crate::world::units::full_name;
 /// Podman makes units from Quadlet files (`NAME.container`) from this version on.
 const QUADLET_SINCE: (u64, u64, u64) = (4, 4, 0);
 
-/// Registers the `container::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("container", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `container::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    read_verbs(&mut m, cx);
-    log_and_change_verbs(&mut m, cx);
+    read_verbs(&mut m);
+    log_and_change_verbs(&mut m);
     m
 }
 
-fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn read_verbs(m: &mut Module) {
     register!(
         m,
         "list",
@@ -41,9 +34,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["all: bool", "Array"],
         "/// Containers (`all`: also stopped ones): `[#{name, id, image, state, status, running}]`.",
         "container::list(true)",
-        move |all: bool| list(&h, all)
+        |call: NativeCallContext, all: bool| list(&context(&call), all)
     );
-    let h = cx.clone();
     register!(
         m,
         "inspect",
@@ -51,7 +43,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "Map"],
         "/// `podman inspect` of one container, as a map.",
         "container::inspect(container::of_unit(config.metrics_db.unit) ?? \"influxdb\")",
-        move |name: &str| -> VerbResult<Map> {
+        |call: NativeCallContext, name: &str| -> VerbResult<Map> {
+            let h = context(&call);
             let c = h.world().containers.clone();
             let n = name.to_string();
             let v = h.block_on(|| async move { c.inspect(&n).await })?.map_err(fail)?;
@@ -59,7 +52,6 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
             d.try_cast::<Map>().ok_or_else(|| fail("podman inspect did not describe a container"))
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "of_unit",
@@ -70,7 +62,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// it), else the `--name` of the `podman run` in the unit's command line, else one named\n\
          /// as Quadlet names it (`systemd-NAME`) or as the unit (`NAME`).",
         "container::of_unit(\"influxdb.service\")",
-        move |unit: &str| -> VerbResult<Dynamic> {
+        |call: NativeCallContext, unit: &str| -> VerbResult<Dynamic> {
+            let h = context(&call);
             let c = h.world().containers.clone();
             let found = h.block_on(|| async move { c.list(true).await })?.map_err(fail)?;
             let units = h.world().units.clone();
@@ -79,7 +72,6 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
             Ok(of_unit(&found, unit, &command.unwrap_or_default()).map_or(Dynamic::UNIT, Dynamic::from))
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "runtime",
@@ -91,9 +83,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// `runc`: runc is installed. Only reads, so it runs under `--dry-run` too. Throws when the\n\
          /// runtime is missing or prints no version.",
         "container::runtime()",
-        move || runtime(&h)
+        |call: NativeCallContext| runtime(&context(&call))
     );
-    let h = cx.clone();
     register!(
         m,
         "logs",
@@ -101,12 +92,11 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "Array"],
         "/// The container's last 100 log lines.",
         "container::logs(\"influxdb\")",
-        move |name: &str| { logs(&h, name, &Map::new()) }
+        |call: NativeCallContext, name: &str| { logs(&context(&call), name, &Map::new()) }
     );
 }
 
-fn log_and_change_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn log_and_change_verbs(m: &mut Module) {
     register!(
         m,
         "logs",
@@ -114,9 +104,8 @@ fn log_and_change_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "options: Map", "Array"],
         "/// Log lines with options `#{tail: 100, since: \"10m\"}`.",
         "container::logs(\"influxdb\", #{ tail: 20, since: \"10m\" })",
-        move |name: &str, options: Map| logs(&h, name, &options)
+        |call: NativeCallContext, name: &str, options: Map| logs(&context(&call), name, &options)
     );
-    let h = cx.clone();
     register!(
         m,
         "stats",
@@ -124,7 +113,8 @@ fn log_and_change_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "Map"],
         "/// Resource use: `#{name, cpu_percent, mem_usage, mem_percent, net_io, block_io, pids}`.",
         "container::stats(\"influxdb\")",
-        move |name: &str| -> VerbResult<Map> {
+        |call: NativeCallContext, name: &str| -> VerbResult<Map> {
+            let h = context(&call);
             let c = h.world().containers.clone();
             let n = name.to_string();
             let s = h.block_on(|| async move { c.stats(&n).await })?.map_err(fail)?;
@@ -139,7 +129,6 @@ fn log_and_change_verbs(m: &mut Module, cx: &Arc<Context>) {
             })
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "top",
@@ -147,7 +136,8 @@ fn log_and_change_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "Array"],
         "/// The container's processes: `[#{USER, PID, …, COMMAND}]` as `podman top` names them.",
         "container::top(\"influxdb\")",
-        move |name: &str| -> VerbResult<Array> {
+        |call: NativeCallContext, name: &str| -> VerbResult<Array> {
+            let h = context(&call);
             let c = h.world().containers.clone();
             let n = name.to_string();
             let rows = h.block_on(|| async move { c.top(&n).await })?.map_err(fail)?;
@@ -157,7 +147,6 @@ fn log_and_change_verbs(m: &mut Module, cx: &Arc<Context>) {
                 .collect())
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "restart",
@@ -166,7 +155,8 @@ fn log_and_change_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// Restarts the container directly — discouraged: prefer `unit::restart` on its unit so\n\
          /// the service manager stays in charge. Logs a warning saying so.",
         "container::restart(\"influxdb\")",
-        move |name: &str| -> VerbResult<()> {
+        |call: NativeCallContext, name: &str| -> VerbResult<()> {
+            let h = context(&call);
             h.log(Level::Warn, &format!("restarting container `{name}` directly; the service manager is the right way (unit::restart on its unit)"));
             if h.plan(&format!("restart container {name}")) {
                 return Ok(());

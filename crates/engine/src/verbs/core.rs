@@ -1,11 +1,9 @@
 //! Global functions every runbook uses: recording checks, sections and log lines, reading
 //! parameters, the environment and the host name.
 
-use std::sync::Arc;
+use rhai::{Dynamic, Map, Module, NativeCallContext};
 
-use rhai::{Dynamic, Engine, Map, Module};
-
-use super::{Context, VerbResult, fail};
+use super::{VerbResult, context, fail};
 // Other parts of opsbook read values the way reports show them.
 pub use super::values::{text, time_text};
 use crate::register;
@@ -14,21 +12,16 @@ use crate::report::{Level, Outcome};
 /// Environment variables scripts may not read: they hold the secret.
 const SECRET_VARS: &[&str] = &["INFLUX_TOKEN"];
 
-/// Registers these functions as global ones (no namespace).
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_global_module(module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// These functions as global ones (no namespace).
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    flags(&mut m, cx);
-    records(&mut m, cx);
-    parameters_and_facts(&mut m, cx);
+    flags(&mut m);
+    records(&mut m);
+    parameters_and_facts(&mut m);
     m
 }
 
-fn flags(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn flags(m: &mut Module) {
     register!(
         m,
         "dry_run",
@@ -36,9 +29,8 @@ fn flags(m: &mut Module, cx: &Arc<Context>) {
         ["bool"],
         "/// Whether this run only plans (`--dry-run`): mutating calls say what they would do.",
         "if dry_run() { log(\"planning only\") }",
-        move || h.dry_run
+        |call: NativeCallContext| context(&call).dry_run
     );
-    let h = cx.clone();
     register!(
         m,
         "sandbox",
@@ -46,10 +38,9 @@ fn flags(m: &mut Module, cx: &Arc<Context>) {
         ["bool"],
         "/// Whether this run acts on the sandbox's simulated stack (`--sandbox`).",
         "sandbox()",
-        move || h.world().sandbox
+        |call: NativeCallContext| context(&call).world().sandbox
     );
 
-    let h = cx.clone();
     register!(
         m,
         "check",
@@ -57,12 +48,12 @@ fn flags(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "ok: bool", "bool"],
         "/// Records a check that passed when `ok` is true. Returns `ok`.",
         "check(\"loki ready\", loki::ready().ok)",
-        move |name: &str, ok: bool| {
+        |call: NativeCallContext, name: &str, ok: bool| {
+            let h = context(&call);
             h.record(name, outcome(ok), "", None, None);
             ok
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "check",
@@ -70,12 +61,12 @@ fn flags(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "ok: bool", "detail: ?", "bool"],
         "/// Records a check with a detail saying what was seen. Returns `ok`.",
         "check(\"influxdb healthy\", influx::health().ok, influx::health().detail)",
-        move |name: &str, ok: bool, detail: Dynamic| {
+        |call: NativeCallContext, name: &str, ok: bool, detail: Dynamic| {
+            let h = context(&call);
             h.record(name, outcome(ok), &text(&detail), None, None);
             ok
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "check",
@@ -83,7 +74,8 @@ fn flags(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "result: Map", "bool"],
         "/// Records a check from a map `#{ok, detail, expected, actual}`; `ok` is required.\n/// Returns `ok`.",
         "check(\"loki ready\", #{ ok: true, detail: \"ready\", expected: \"200\", actual: \"200\" })",
-        move |name: &str, result: Map| -> VerbResult<bool> {
+        |call: NativeCallContext, name: &str, result: Map| -> VerbResult<bool> {
+            let h = context(&call);
             let ok = result
                 .get("ok")
                 .and_then(|v| v.as_bool().ok())
@@ -95,8 +87,7 @@ fn flags(m: &mut Module, cx: &Arc<Context>) {
     );
 }
 
-fn records(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn records(m: &mut Module) {
     register!(
         m,
         "warn",
@@ -104,9 +95,14 @@ fn records(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "detail: ?", "()"],
         "/// Records a warning: worth a look, but not a failure.",
         "warn(\"disk nearly full\", \"91% used\")",
-        move |name: &str, detail: Dynamic| h.record(name, Outcome::Warn, &text(&detail), None, None)
+        |call: NativeCallContext, name: &str, detail: Dynamic| context(&call).record(
+            name,
+            Outcome::Warn,
+            &text(&detail),
+            None,
+            None
+        )
     );
-    let h = cx.clone();
     register!(
         m,
         "skip",
@@ -114,9 +110,14 @@ fn records(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "reason: ?", "()"],
         "/// Records a check that was not run, and why.",
         "skip(\"container checks\", \"the servers run as native units\")",
-        move |name: &str, reason: Dynamic| h.record(name, Outcome::Skip, &text(&reason), None, None)
+        |call: NativeCallContext, name: &str, reason: Dynamic| context(&call).record(
+            name,
+            Outcome::Skip,
+            &text(&reason),
+            None,
+            None
+        )
     );
-    let h = cx.clone();
     register!(
         m,
         "section",
@@ -124,9 +125,8 @@ fn records(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "()"],
         "/// Starts a group of checks; reports show the records under it.",
         "section(\"servers\")",
-        move |name: &str| h.section(name)
+        |call: NativeCallContext, name: &str| context(&call).section(name)
     );
-    let h = cx.clone();
     register!(
         m,
         "log",
@@ -134,10 +134,9 @@ fn records(m: &mut Module, cx: &Arc<Context>) {
         ["message: ?", "()"],
         "/// Writes a line into the report's log (and to the screen).",
         "log(`checked ${hostname()}`)",
-        move |message: Dynamic| h.log(Level::Info, &text(&message))
+        |call: NativeCallContext, message: Dynamic| context(&call).log(Level::Info, &text(&message))
     );
 
-    let h = cx.clone();
     register!(
         m,
         "failed_checks",
@@ -145,12 +144,11 @@ fn records(m: &mut Module, cx: &Arc<Context>) {
         ["i64"],
         "/// How many checks have failed so far in this run (for a closing verdict).",
         "if failed_checks() > 0 { log(\"something failed\") }",
-        move || h.failed_checks() as i64
+        |call: NativeCallContext| context(&call).failed_checks() as i64
     );
 }
 
-fn parameters_and_facts(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn parameters_and_facts(m: &mut Module) {
     register!(
         m,
         "param",
@@ -160,7 +158,7 @@ fn parameters_and_facts(m: &mut Module, cx: &Arc<Context>) {
          /// Declare each parameter once at the top of the runbook; `opsbook show` lists them and\n\
          /// the kind of the default decides what `--set` accepts.",
         "param(\"window\", \"20s\")",
-        move |name: &str, default: Dynamic| h.param_override(name).unwrap_or(default)
+        |call: NativeCallContext, name: &str, default: Dynamic| context(&call).param_override(name).unwrap_or(default)
     );
 
     register!(
@@ -192,7 +190,6 @@ fn parameters_and_facts(m: &mut Module, cx: &Arc<Context>) {
             rhai::serde::to_dynamic(value)
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "hostname",
@@ -200,7 +197,7 @@ fn parameters_and_facts(m: &mut Module, cx: &Arc<Context>) {
         ["String"],
         "/// The host name of the machine this run acts on.",
         "hostname()",
-        move || h.hostname()
+        |call: NativeCallContext| context(&call).hostname()
     );
     register!(
         m,

@@ -5,32 +5,25 @@
 //! and nothing is written) and is logged as it happens (`changed PATH: …`). Diffs never show
 //! the API token nor any string the caller names in `secrets`.
 
-use std::sync::Arc;
-
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::values::{record, text};
-use super::{Context, VerbResult, diff, fail};
+use super::{Context, VerbResult, context, diff, fail};
 use crate::register;
 use crate::report::Level;
 use crate::world::commands::Invocation;
 use crate::world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
 
-/// Registers the `file::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("file", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `file::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    read_verbs(&mut m, cx);
-    change_verbs(&mut m, cx);
+    read_verbs(&mut m);
+    change_verbs(&mut m);
     m
 }
 
-fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn read_verbs(m: &mut Module) {
     register!(
         m,
         "read",
@@ -38,9 +31,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["path: &str", "?"],
         "/// The file's text, or `()` when it does not exist.",
         "file::read(\"/etc/hostname\")",
-        move |path: &str| read(&h, path)
+        |call: NativeCallContext, path: &str| read(&context(&call), path)
     );
-    let h = cx.clone();
     register!(
         m,
         "diff",
@@ -49,7 +41,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// The unified diff from the file at `path` (none: `/dev/null`) to `content`, the API token\n\
          /// masked; empty when they are the same. Reads only: nothing is written.",
         "file::diff(\"/etc/motd\", \"welcome\\n\")",
-        move |path: &str, content: &str| {
+        |call: NativeCallContext, path: &str, content: &str| {
+            let h = context(&call);
             let old = read_file(&h, path)?.map(|(text, _)| text);
             Ok::<String, Box<rhai::EvalAltResult>>(super::diff::unified(
                 path,
@@ -60,7 +53,6 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
             ))
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "compare",
@@ -72,9 +64,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// Returns `#{same, differing}`: `differing` says what differs, item by item (`PATH: absent`,\n\
          /// `PATH: content, mode 0644 → 0640`). Reads only: the same under `--dry-run`.",
         "file::compare([#{ path: \"/etc/motd\", content: \"welcome\\n\" }, #{ path: \"/etc/opsbook-demo\", dir: true }])",
-        move |files: Array| compare(&h, &files)
+        |call: NativeCallContext, files: Array| compare(&context(&call), &files)
     );
-    let h = cx.clone();
     register!(
         m,
         "check_candidate",
@@ -86,12 +77,17 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// stderr, timed_out}` as `host::exec` does; options `#{timeout: \"60s\"}`. Under `--dry-run`\n\
          /// nothing is written or run (`ok` true, `dry_run` true).",
         "file::check_candidate(\"/etc/motd\", \"welcome\\n\", [\"true\"], #{ timeout: \"5s\" })",
-        move |path: &str, content: &str, argv: Array, options: Map| check_candidate(&h, path, content, &argv, &options)
+        |call: NativeCallContext, path: &str, content: &str, argv: Array, options: Map| check_candidate(
+            &context(&call),
+            path,
+            content,
+            &argv,
+            &options
+        )
     );
 }
 
-fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn change_verbs(m: &mut Module) {
     register!(
         m,
         "exists",
@@ -99,9 +95,8 @@ fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["path: &str", "bool"],
         "/// Whether anything (a file, a directory) is at `path`.",
         "file::exists(\"/etc/hostname\")",
-        move |path: &str| exists(&h, path)
+        |call: NativeCallContext, path: &str| exists(&context(&call), path)
     );
-    let h = cx.clone();
     register!(
         m,
         "write",
@@ -111,9 +106,8 @@ fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// text differs. Returns `#{changed, path, diff, backup}`: `diff` is a unified diff with the API\n\
          /// token masked; the replaced file is kept as `PATH.opsbook-backup` (`backup` names it).",
         "file::write(\"/etc/motd\", \"welcome\\n\")",
-        move |path: &str, content: &str| write(&h, path, content, &Map::new())
+        |call: NativeCallContext, path: &str, content: &str| write(&context(&call), path, content, &Map::new())
     );
-    let h = cx.clone();
     register!(
         m,
         "write",
@@ -123,9 +117,13 @@ fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// mode and ownership are set before the file appears; a mode or owner change alone is a\n\
          /// change too (named on the diff's `+++` line); `secrets` are masked in the diff like the token.",
         "file::write(\"/etc/motd\", \"welcome\\n\", #{ mode: \"0644\", backup: true })",
-        move |path: &str, content: &str, options: Map| write(&h, path, content, &options)
+        |call: NativeCallContext, path: &str, content: &str, options: Map| write(
+            &context(&call),
+            path,
+            content,
+            &options
+        )
     );
-    let h = cx.clone();
     register!(
         m,
         "remove",
@@ -133,9 +131,8 @@ fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["path: &str", "Map"],
         "/// Removes the file and its `PATH.opsbook-backup`. Returns `#{changed}` (false: nothing was there).",
         "file::remove(\"/etc/motd\")",
-        move |path: &str| remove(&h, path)
+        |call: NativeCallContext, path: &str| remove(&context(&call), path)
     );
-    let h = cx.clone();
     register!(
         m,
         "mkdir",
@@ -143,9 +140,8 @@ fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["path: &str", "Map"],
         "/// Creates the directory and its parents. Returns `#{changed}`.",
         "file::mkdir(\"/var/lib/opsbook-demo\")",
-        move |path: &str| mkdir(&h, path, &Map::new())
+        |call: NativeCallContext, path: &str| mkdir(&context(&call), path, &Map::new())
     );
-    let h = cx.clone();
     register!(
         m,
         "mkdir",
@@ -153,7 +149,7 @@ fn change_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["path: &str", "options: Map", "Map"],
         "/// With options `#{mode: \"0750\", owner: \"loki\", group: \"loki\"}`, set on the last directory.",
         "file::mkdir(\"/var/lib/opsbook-demo\", #{ mode: \"0750\" })",
-        move |path: &str, options: Map| mkdir(&h, path, &options)
+        |call: NativeCallContext, path: &str, options: Map| mkdir(&context(&call), path, &options)
     );
 }
 

@@ -9,10 +9,9 @@
 //! naming the rule: `judged` is false then, and a checklist skips rather than guesses.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::firewall_command::{late, refused, run};
@@ -20,20 +19,15 @@ use super::firewall_ipt::Rules;
 use super::firewall_nft::Ruleset;
 use super::firewall_packet::{Judgement, Packet};
 use super::values::record;
-use super::{Context, VerbResult, fail, firewall_table};
+use super::{Context, VerbResult, context, fail, firewall_table};
 use crate::register;
 
 /// How long resolving a source's host name may take.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Registers the `firewall::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("firewall", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `firewall::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "admits",
@@ -43,9 +37,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// `#{ok, judged, detail, rule, source}`. `judged` is false when the rules cannot be judged here\n\
          /// (they depend on the source address, an interface, a rate…): `detail` says why.",
         "firewall::admits(8086)",
-        move |port: i64| admits(&h, port, &[])
+        |call: NativeCallContext, port: i64| admits(&context(&call), port, &[])
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "admits",
@@ -53,9 +46,8 @@ fn module(cx: &Arc<Context>) -> Module {
         ["port: i64", "sources: ?", "Map"],
         "/// The same from a source address, or from each of an array of them (`ok` when all are).",
         "firewall::admits(8086, [\"10.0.0.0/24\"])",
-        move |port: i64, sources: Dynamic| admits(&h, port, &sources_arg(&sources)?)
+        |call: NativeCallContext, port: i64, sources: Dynamic| admits(&context(&call), port, &sources_arg(&sources)?)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "admit",
@@ -67,9 +59,12 @@ fn module(cx: &Arc<Context>) -> Module {
          /// Idempotent: `#{changed}`. Needs root;\n\
          /// honours --dry-run. It cannot open what another table drops: see `admits`.",
         "firewall::admit(8086, [\"10.0.0.0/24\"])",
-        move |port: i64, sources: Dynamic| firewall_table::admit(&h, port_arg(port)?, &sources_arg(&sources)?)
+        |call: NativeCallContext, port: i64, sources: Dynamic| firewall_table::admit(
+            &context(&call),
+            port_arg(port)?,
+            &sources_arg(&sources)?
+        )
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "revoke",
@@ -77,9 +72,8 @@ fn module(cx: &Arc<Context>) -> Module {
         ["port: i64", "Map"],
         "/// Removes opsbook's rules for `port` from its table: `#{changed}`.",
         "firewall::revoke(8086)",
-        move |port: i64| firewall_table::revoke(&h, port_arg(port)?)
+        |call: NativeCallContext, port: i64| firewall_table::revoke(&context(&call), port_arg(port)?)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "remove_table",
@@ -87,7 +81,7 @@ fn module(cx: &Arc<Context>) -> Module {
         ["Map"],
         "/// Deletes opsbook's table `inet opsbook` (never the operator's rules): `#{changed}`.",
         "firewall::remove_table()",
-        move || firewall_table::remove_table(&h)
+        |call: NativeCallContext| firewall_table::remove_table(&context(&call))
     );
     m
 }

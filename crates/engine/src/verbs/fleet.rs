@@ -15,12 +15,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rhai::{Array, Dynamic, Engine, FnPtr, Map, Module, NativeCallContext};
+use rhai::{Array, Dynamic, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::time::positive_duration_arg;
 use super::values::record;
-use super::{Context, Ground, VerbResult, fail};
+use super::{Context, Ground, VerbResult, context, fail};
 use crate::gathering::{Gathering, Left};
 use crate::inventory::{Inventory, Role};
 use crate::register;
@@ -110,15 +110,9 @@ impl Member {
     }
 }
 
-/// Registers the `inventory::` and `fleet::` namespaces.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("inventory", inventory_module(cx).into());
-    engine.register_static_module("fleet", fleet_module(cx).into());
-}
-
-fn inventory_module(cx: &Arc<Context>) -> Module {
+/// The `inventory::` namespace.
+pub(crate) fn inventory_module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "hosts",
@@ -126,9 +120,8 @@ fn inventory_module(cx: &Arc<Context>) -> Module {
         ["Array"],
         "/// Every host of the inventory: `#{name, address, local, roles, groups, scope}` each.",
         "inventory::hosts()",
-        move || hosts(&h, "all")
+        |call: NativeCallContext| hosts(&context(&call), "all")
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "hosts",
@@ -137,9 +130,8 @@ fn inventory_module(cx: &Arc<Context>) -> Module {
         "/// The hosts a pattern selects: a role (`log-shipper`, `alloy`), a group, a host, `all`, or\n\
          /// Ansible's combinations (`clients:!c2`, `lab:&log-store`).",
         "inventory::hosts(\"log-shipper\")",
-        move |pattern: &str| hosts(&h, pattern)
+        |call: NativeCallContext, pattern: &str| hosts(&context(&call), pattern)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "host",
@@ -147,13 +139,13 @@ fn inventory_module(cx: &Arc<Context>) -> Module {
         ["name: &str", "Map"],
         "/// One host of the inventory by name (an unknown name is an error naming the closest).",
         "inventory::host(\"localhost\").roles",
-        move |name: &str| {
+        |call: NativeCallContext, name: &str| {
+            let h = context(&call);
             let inventory = inventory(&h)?;
             let found = inventory.host(name).map_err(|e| fail(e.to_string()))?;
             record(&Member::of(found))
         }
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "service",
@@ -162,7 +154,7 @@ fn inventory_module(cx: &Arc<Context>) -> Module {
         "/// A service as operators write it, `HOST:ROLE` (`monitor3:alloy`): `#{host, role}` with the\n\
          /// role's opsbook name (`log-shipper`). The host must be in the inventory and play the role.",
         "inventory::service(\"localhost:log-store\")",
-        move |spec: &str| service(&h, spec)
+        |call: NativeCallContext, spec: &str| service(&context(&call), spec)
     );
     register!(
         &mut m,
@@ -186,7 +178,6 @@ fn inventory_module(cx: &Arc<Context>) -> Module {
             crate::inventory::COMPONENTS.iter().map(|c| record(c).map(Dynamic::from_map)).collect()
         }
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "me",
@@ -194,14 +185,14 @@ fn inventory_module(cx: &Arc<Context>) -> Module {
         ["Dynamic"],
         "/// The inventory's record of the host this run acts on, or `()` outside a run over hosts.",
         "inventory::me()",
-        move || me(&h)
+        |call: NativeCallContext| me(&context(&call))
     );
     m
 }
 
-fn fleet_module(cx: &Arc<Context>) -> Module {
+/// The `fleet::` namespace.
+pub(crate) fn fleet_module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "barrier",
@@ -213,9 +204,8 @@ fn fleet_module(cx: &Arc<Context>) -> Module {
          /// across machines: stop the clients everywhere, `fleet::barrier(\"clients stopped\")`, then\n\
          /// stop the servers.",
         "fleet::barrier(\"clients stopped\")",
-        move |name: &str| barrier(&h, name, BARRIER_TIMEOUT)
+        |call: NativeCallContext, name: &str| barrier(&context(&call), name, BARRIER_TIMEOUT)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "barrier",
@@ -223,9 +213,12 @@ fn fleet_module(cx: &Arc<Context>) -> Module {
         ["name: &str", "timeout: ?", "Map"],
         "/// With a timeout (\"2m\"): past it, the run fails naming the hosts still missing.",
         "fleet::barrier(\"clients stopped\", \"5m\")",
-        move |name: &str, timeout: Dynamic| barrier(&h, name, positive_duration_arg(&timeout, "timeout")?)
+        |call: NativeCallContext, name: &str, timeout: Dynamic| barrier(
+            &context(&call),
+            name,
+            positive_duration_arg(&timeout, "timeout")?
+        )
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "on",
@@ -237,9 +230,8 @@ fn fleet_module(cx: &Arc<Context>) -> Module {
          /// own connection; another is connected to once and kept for the rest of the run. E.g.\n\
          /// `fleet::on(\"server\", || checks::units_active([config.metrics_db.unit]))`.",
         "fleet::on(\"localhost\", || unit::is_active(\"loki\"))",
-        move |ctx: NativeCallContext, name: &str, block: FnPtr| on(&h, &ctx, name, block)
+        |ctx: NativeCallContext, name: &str, block: FnPtr| on(&context(&ctx), &ctx, name, block)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "hosts",
@@ -247,7 +239,8 @@ fn fleet_module(cx: &Arc<Context>) -> Module {
         ["Array"],
         "/// The names of the hosts this runbook runs on now (this host alone outside a fleet run).",
         "fleet::hosts()",
-        move || {
+        |call: NativeCallContext| {
+            let h = context(&call);
             let place = h.place();
             let names = match &place.run {
                 Some((gathering, _)) => gathering.hosts().to_vec(),

@@ -3,28 +3,22 @@
 //! `timeout` option); redirects are reported, not followed.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use rhai::{Engine, Map, Module};
+use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::time::positive_duration_arg;
 use super::values::{Probe, record};
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::http_client::{Request, Response};
 use crate::register;
 
-/// Registers the `http::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("http", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `http::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
     for (name, method) in
         [("get", reqwest::Method::GET), ("head", reqwest::Method::HEAD), ("post", reqwest::Method::POST)]
     {
-        let h = cx.clone();
         let method2 = method.clone();
         register!(
             &mut m,
@@ -35,9 +29,8 @@ fn module(cx: &Arc<Context>) -> Module {
              /// status). An answer larger than `http.max_body` is not read: `ok` is false and `error` says\n\
              /// so. Throws when no HTTP answer came back (refused, timed out, TLS…).",
             format!("http::{name}(config.log_store.url + \"/ready\")"),
-            move |url: &str| request(&h, method.clone(), url, &Map::new())
+            move |call: NativeCallContext, url: &str| request(&context(&call), method.clone(), url, &Map::new())
         );
-        let h = cx.clone();
         register!(
             &mut m,
             name,
@@ -47,10 +40,14 @@ fn module(cx: &Arc<Context>) -> Module {
             format!(
                 "http::{name}(config.log_store.url + \"/ready\", #{{ timeout: \"5s\", headers: #{{ accept: \"text/plain\" }} }})"
             ),
-            move |url: &str, options: Map| request(&h, method2.clone(), url, &options)
+            move |call: NativeCallContext, url: &str, options: Map| request(
+                &context(&call),
+                method2.clone(),
+                url,
+                &options
+            )
         );
     }
-    let h = cx.clone();
     register!(
         &mut m,
         "probe",
@@ -60,9 +57,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// otherwise `detail` says why (\"connection refused\", \"timed out after 5s\", the status and\n\
          /// the first bytes of the body).",
         "http::probe(config.log_store.url + \"/ready\")",
-        move |url: &str| probe(&h, url, &Map::new())
+        |call: NativeCallContext, url: &str| probe(&context(&call), url, &Map::new())
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "probe",
@@ -70,7 +66,7 @@ fn module(cx: &Arc<Context>) -> Module {
         ["url: &str", "options: Map", "Map"],
         "/// A probe with options `#{method: \"HEAD\", timeout: \"2s\", headers: #{…}}`.",
         "http::probe(config.log_store.url + \"/ready\", #{ timeout: \"5s\" })",
-        move |url: &str, options: Map| probe(&h, url, &options)
+        |call: NativeCallContext, url: &str, options: Map| probe(&context(&call), url, &options)
     );
     m
 }

@@ -4,28 +4,21 @@
 //! added to requests here and never reaches the script. How InfluxDB OSS v2.7.12 answers a
 //! fresh server, an all-access token and a long bucket list: influx_api.rs.
 
-use std::sync::Arc;
-
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 use serde_json::Value as Json;
 
 use super::values::{Probe, record, text};
-use super::{Context, VerbResult, fail, influx_api};
+use super::{Context, VerbResult, context, fail, influx_api};
 use crate::config::keys;
 use crate::http_client::{Request, Response};
 use crate::register;
 use crate::secret::Secret;
 use crate::wire::flux_csv::{self, Value};
 
-/// Registers the `influx::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("influx", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `influx::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "health",
@@ -34,9 +27,8 @@ fn module(cx: &Arc<Context>) -> Module {
         "/// GET /health, never throws: `#{ok, status, detail, elapsed_ms, state, version, message}`.\n\
          /// `ok` when the answer is 200 and the server reports `pass`.",
         "influx::health().ok",
-        move || health(&h)
+        |call: NativeCallContext| health(&context(&call))
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "ping",
@@ -44,9 +36,8 @@ fn module(cx: &Arc<Context>) -> Module {
         ["Map"],
         "/// HEAD /ping, never throws: `#{ok, status, detail, elapsed_ms, version, build}`; `ok` on 204.",
         "influx::ping()",
-        move || ping(&h)
+        |call: NativeCallContext| ping(&context(&call))
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "buckets",
@@ -56,9 +47,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// `[#{name, id, retention, type}]`, retention in seconds (0: forever). Throws quoting the\n\
          /// server when the listing is refused, or saying it is not set up yet.",
         "influx::buckets()",
-        move || buckets(&h)
+        |call: NativeCallContext| buckets(&context(&call))
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "bucket",
@@ -68,9 +58,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// id, retention, type}`, or `()` when there is none. Throws when the server refuses (a bad\n\
          /// token, an unknown org, not set up yet).",
         "influx::bucket(config.metrics_db.bucket)",
-        move |name: &str| bucket(&h, name)
+        |call: NativeCallContext, name: &str| bucket(&context(&call), name)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "query",
@@ -80,9 +69,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// (`_value`, `_time`, `_field`, tags…). Throws quoting InfluxDB's error; a refused token\n\
          /// says so without showing it.",
         "influx::query(`from(bucket: \"${config.metrics_db.bucket}\") |> range(start: -5m) |> limit(n: 1)`)",
-        move |flux: &str| query(&h, flux)
+        |call: NativeCallContext, flux: &str| query(&context(&call), flux)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "storage",
@@ -94,9 +82,9 @@ fn module(cx: &Arc<Context>) -> Module {
          /// facts come from the server's config file (`metrics_db.config`) on the host, or\n\
          /// `skipped` says why they cannot be told. stdlib/verify.rhai decides the verdict.",
         "influx::storage()",
-        move || storage(&h)
+        |call: NativeCallContext| storage(&context(&call))
     );
-    super::influx_setup::add(&mut m, cx);
+    super::influx_setup::add(&mut m);
     m
 }
 

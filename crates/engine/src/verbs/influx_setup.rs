@@ -9,21 +9,18 @@
 //! and 422 `conflict` once set up. The token is made here and written to its file *before*
 //! the request, so a setup that succeeds can never leave the operator without its token.
 
-use std::sync::Arc;
-
-use rhai::{Map, Module};
+use rhai::{Map, Module, NativeCallContext};
 use serde_json::json;
 
 use super::influx_api::{awaits_setup, refusal, url};
 use super::values::text;
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::http_client::Request;
 use crate::register;
 
 /// Adds `influx::onboard` to the `influx::` module.
-pub(super) fn add(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+pub(super) fn add(m: &mut Module) {
     register!(
         m,
         "onboard",
@@ -36,7 +33,7 @@ pub(super) fn add(m: &mut Module, cx: &Arc<Context>) {
          /// `#{changed: false}` when the server is set up already. Throws when no token_file is\n\
          /// configured, or quoting the server when it refuses.",
         "influx::onboard(#{ retention: \"30d\" })",
-        move |options: Map| onboard(&h, &options)
+        |call: NativeCallContext, options: Map| onboard(&context(&call), &options)
     );
 }
 

@@ -3,28 +3,22 @@
 //! follow with a callback, and emit a tagged line (what the end-to-end log flow searches
 //! for). Through the `Journal` world seam; the run comes from the `Units` seam.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rhai::{Array, Dynamic, Engine, FnPtr, Map, Module, NativeCallContext};
+use rhai::{Array, Dynamic, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::time::positive_duration_arg;
 use super::values::{record, time_text};
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::register;
 use crate::world::journal::{Entry, PRIORITIES, Query, priority_number};
 use crate::world::log_level::{Level, classify};
 use crate::world::units::{Run, full_name};
 
-/// Registers the `journal::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("journal", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `journal::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "read",
@@ -35,9 +29,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// `since`/`until` (journalctl texts: \"1 hour ago\", \"09:00\", \"2026-11-22 09:00:00\"),\n\
          /// `priority` (\"err\", \"warning\", 0–7: that or worse), `grep` (a regex), `identifier`.",
         "journal::read(#{ unit: \"loki\", since: \"10 min ago\", lines: 20 })",
-        move |q: Map| read(&h, &q)
+        |call: NativeCallContext, q: Map| read(&context(&call), &q)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "errors",
@@ -51,9 +44,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// worse) only for a line that carries none. Entries keep the priority journald gave them\n\
          /// and have `after_start`: seconds since the run began.",
         "journal::errors(\"telegraf\", \"10 min ago\")",
-        move |unit: &str, since: &str| by_level(&h, unit, since, Level::Error)
+        |call: NativeCallContext, unit: &str, since: &str| by_level(&context(&call), unit, since, Level::Error)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "warnings",
@@ -62,15 +54,14 @@ fn module(cx: &Arc<Context>) -> Module {
         "/// The unit's entries at warning level or worse of its current run since a time, read as\n\
          /// `errors` reads them (`W!`, `\"level\":\"WARN\"`, `level=warn`, …, or priority warning).",
         "journal::warnings(\"telegraf\", \"10 min ago\")",
-        move |unit: &str, since: &str| by_level(&h, unit, since, Level::Warn)
+        |call: NativeCallContext, unit: &str, since: &str| by_level(&context(&call), unit, since, Level::Warn)
     );
-    more(&mut m, cx);
+    more(&mut m);
     m
 }
 
 /// The run, following and writing verbs of `journal::`.
-fn more(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn more(m: &mut Module) {
     register!(
         m,
         "current_run",
@@ -80,7 +71,8 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
          /// started_us}`; `invocation` is systemd's invocation ID, `started` when the run began.\n\
          /// Either is `()` when the service manager does not say.",
         "journal::current_run(\"alloy\")",
-        move |unit: &str| -> VerbResult<Map> {
+        |call: NativeCallContext, unit: &str| -> VerbResult<Map> {
+            let h = context(&call);
             let run = current_run(&h, unit)?;
             record(&RunRecord {
                 unit: full_name(unit),
@@ -90,7 +82,6 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
             })
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "follow",
@@ -100,9 +91,8 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
          /// `callback(entry)` for each until it returns false, the timeout passes or Ctrl-C.\n\
          /// Returns how many entries were seen.",
         "journal::follow(#{ unit: \"loki\", lines: 5, timeout: \"1s\" }, |entry| false)",
-        move |ctx: NativeCallContext, q: Map, callback: FnPtr| follow(&h, &ctx, &q, &callback)
+        |ctx: NativeCallContext, q: Map, callback: FnPtr| follow(&context(&ctx), &ctx, &q, &callback)
     );
-    let h = cx.clone();
     register!(
         m,
         "emit",
@@ -111,7 +101,12 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
         "/// Writes `message [MARKER]` into the journal under identifier `tag` at `priority`\n\
          /// (\"info\", \"err\", …) and returns MARKER, unique to this call, to search for.",
         "journal::emit(\"opsbook-demo\", \"hello from a runbook\", \"info\")",
-        move |tag: &str, message: &str, priority: &str| emit(&h, tag, message, priority)
+        |call: NativeCallContext, tag: &str, message: &str, priority: &str| emit(
+            &context(&call),
+            tag,
+            message,
+            priority
+        )
     );
 }
 

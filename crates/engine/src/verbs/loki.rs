@@ -3,36 +3,30 @@
 //! Loki 3.2 the instant endpoint answers 400 to them.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::influx_api::form_encode;
 use super::time::positive_duration_arg;
 use super::values::{Probe, record};
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::http_client::{Request, Response};
 use crate::register;
 use crate::wire::loki_config;
 use crate::wire::loki_json::{self, QueryResult};
 
-/// Registers the `loki::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("loki", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `loki::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    server_verbs(&mut m, cx);
-    query_verbs(&mut m, cx);
+    server_verbs(&mut m);
+    query_verbs(&mut m);
     m
 }
 
-fn server_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn server_verbs(m: &mut Module) {
     register!(
         m,
         "ready",
@@ -41,9 +35,8 @@ fn server_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// GET /ready, never throws: `#{ok, status, detail, elapsed_ms}`. `ok` when the body says `ready`; while\n\
          /// Loki starts (503) `detail` quotes its reason, e.g. \"waiting for 15s after being ready\".",
         "loki::ready().ok",
-        move || ready(&h)
+        |call: NativeCallContext| ready(&context(&call))
     );
-    let h = cx.clone();
     register!(
         m,
         "labels",
@@ -52,9 +45,8 @@ fn server_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// The label names the log store knows; empty when it has received nothing yet (Loki then\n\
          /// answers without `data`). Throws quoting the server on failure.",
         "loki::labels()",
-        move || strings(&h, "/loki/api/v1/labels".to_string())
+        |call: NativeCallContext| strings(&context(&call), "/loki/api/v1/labels".to_string())
     );
-    let h = cx.clone();
     register!(
         m,
         "label_values",
@@ -62,9 +54,10 @@ fn server_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "Array"],
         "/// The values of one label.",
         "loki::label_values(\"hostname\")",
-        move |name: &str| { strings(&h, format!("/loki/api/v1/label/{}/values", form_encode(name))) }
+        |call: NativeCallContext, name: &str| {
+            strings(&context(&call), format!("/loki/api/v1/label/{}/values", form_encode(name)))
+        }
     );
-    let h = cx.clone();
     register!(
         m,
         "query",
@@ -72,12 +65,11 @@ fn server_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["query: &str", "Array"],
         "/// `query(selector, #{})` with the defaults: the last hour, at most 100 lines.",
         "loki::query(`{unit=\"loki.service\"}`)",
-        move |q: &str| query(&h, q, &Map::new())
+        |call: NativeCallContext, q: &str| query(&context(&call), q, &Map::new())
     );
 }
 
-fn query_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn query_verbs(m: &mut Module) {
     register!(
         m,
         "query",
@@ -87,9 +79,8 @@ fn query_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// `[#{time, time_ns, line, labels}]`. Options: `limit` (100), `since` (\"1h\"), `direction`\n\
          /// (\"backward\"). A metric query (`count_over_time(…)`) returns `[#{time, value, labels}]`.",
         "loki::query(`{unit=\"loki.service\"}`, #{ since: \"10m\", limit: 5 })",
-        move |q: &str, options: Map| query(&h, q, &options)
+        |call: NativeCallContext, q: &str, options: Map| query(&context(&call), q, &options)
     );
-    let h = cx.clone();
     register!(
         m,
         "push",
@@ -98,9 +89,8 @@ fn query_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// Pushes one line with these labels (diagnostics), never throws: `#{ok, status, detail,\n\
          /// elapsed_ms}`.",
         "loki::push(#{ job: \"opsbook-demo\" }, \"hello from a runbook\")",
-        move |labels: Map, line: &str| push(&h, &labels, line)
+        |call: NativeCallContext, labels: Map, line: &str| push(&context(&call), &labels, line)
     );
-    let h = cx.clone();
     register!(
         m,
         "storage",
@@ -110,7 +100,7 @@ fn query_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// `backend` (the last `schema_config` period's `object_store`, the one in force; `()` when\n\
          /// none is named), `object_storage` and `periods`. stdlib/verify.rhai decides the verdict.",
         "loki::storage()",
-        move || storage(&h)
+        |call: NativeCallContext| storage(&context(&call))
     );
 }
 

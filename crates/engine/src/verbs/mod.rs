@@ -1,11 +1,13 @@
 //! The verbs: the host side of the scripting boundary, and what every verbs module is built from.
 //!
-//! `Context` is the context captured by the closures each module registers: the configuration,
-//! dry-run policy, the cancellation flag, the tokio runtime that async work runs on, and the
-//! recorder of the current run. One file per API area registers its functions and types
-//! through its own `register` (`core` and `time` are global; the rest are namespaced:
-//! `unit::…`, `journal::…`); `register_all` calls each, so a new namespace is one new file
-//! and one line there.
+//! `Context` is what verbs act with: the configuration, dry-run policy, the cancellation flag,
+//! the tokio runtime that async work runs on, and the recorder of the current run. One file per
+//! API area builds its functions into a module (its `module()`; `core` and `time` are global,
+//! the rest namespaced: `unit::…`, `journal::…`), once for the process (`modules`): a function
+//! captures no host, it finds the context of the engine running it per call (`context(&call)`,
+//! kept as the engine's tag), so each host's engine gets every verb by sharing the modules.
+//! `register_all` registers them and the types, so a new namespace is one new file and one line
+//! in `modules`.
 //!
 //! Rhai is synchronous and the host is tokio: a host function calls `Context::block_on` from the
 //! script thread (never from inside the runtime), which races the work against cancellation.
@@ -54,12 +56,15 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rhai::{Dynamic, Engine, EvalAltResult, Position};
+use rhai::{Dynamic, Engine, EvalAltResult, Module, NativeCallContext, Position, Shared};
 
 use crate::cancel::Cancel;
+use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::report::{Level, Outcome, Recorder};
 use crate::world::World;
+
+type SharedModule = Shared<Module>;
 
 /// The result type of host functions.
 pub(crate) type VerbResult<T> = Result<T, Box<EvalAltResult>>;
@@ -333,32 +338,94 @@ impl Context {
     }
 }
 
-/// Registers every verbs module's functions and types into `engine`; templates are found on
-/// `catalog`'s search path.
-pub(crate) fn register_all(engine: &mut Engine, cx: &Arc<Context>, catalog: &Arc<crate::catalog::Catalog>) {
-    core::register(engine, cx);
-    time::register(engine, cx);
-    wait::register(engine, cx);
-    // One `unit::` namespace from two files: jobs and states, and unit file installation.
+/// What an engine's verbs act with, kept as the engine's tag (`Engine::set_default_tag`): its
+/// host's context and the catalog templates are found on. The verbs' modules are built once
+/// for the process and capture neither; each call finds them here (`context`, `catalog`).
+#[derive(Clone)]
+struct EngineTag {
+    context: Arc<Context>,
+    catalog: Arc<Catalog>,
+}
+
+/// The context the engine running this call acts with.
+pub(crate) fn context(call: &NativeCallContext) -> Arc<Context> {
+    engine_tag(call).context.clone()
+}
+
+/// The catalog of the engine running this call.
+pub(crate) fn catalog(call: &NativeCallContext) -> Arc<Catalog> {
+    engine_tag(call).catalog.clone()
+}
+
+fn engine_tag<'a>(call: &'a NativeCallContext) -> rhai::DynamicReadLock<'a, EngineTag> {
+    call.tag()
+        .and_then(|tag| tag.read_lock::<EngineTag>())
+        .expect("the verbs are registered only by `register_all`, which tags the engine")
+}
+
+/// The global functions and the namespaces of the verbs, built once for the process (their
+/// functions find the context per call), in the order they are registered.
+struct Modules {
+    global: Vec<SharedModule>,
+    namespaces: Vec<(&'static str, SharedModule)>,
+}
+
+fn modules() -> &'static Modules {
+    static MODULES: OnceLock<Modules> = OnceLock::new();
+    MODULES.get_or_init(|| {
+        // One `unit::` namespace from two files: jobs and states, and unit file installation.
+        let mut units = unit::module();
+        unit_files::add(&mut units);
+        let namespaces = vec![
+            ("wait", wait::module()),
+            ("unit", units),
+            ("journal", journal::module()),
+            ("host", system::module()),
+            ("agent", agent::module()),
+            ("shipper", shipper::module()),
+            ("container", container::module()),
+            ("http", http::module()),
+            ("influx", influx::module()),
+            ("loki", loki::module()),
+            ("prom", prom::module()),
+            ("firewall", firewall::module()),
+            ("inventory", fleet::inventory_module()),
+            ("fleet", fleet::fleet_module()),
+            ("file", file::module()),
+            ("template", template::module()),
+            ("account", account::module()),
+            ("pkg", package::module()),
+        ];
+        Modules {
+            global: vec![shared(core::module(), None), shared(time::module(), None)],
+            namespaces: namespaces.into_iter().map(|(name, m)| (name, shared(m, Some(name)))).collect(),
+        }
+    })
+}
+
+/// A module ready to be registered into any number of engines without being copied: indexed,
+/// and named when it is a namespace.
+fn shared(mut module: Module, name: Option<&str>) -> SharedModule {
+    if let Some(name) = name {
+        module.set_id(name);
+    }
+    module.build_index();
+    module.into()
+}
+
+/// Registers every verbs module's functions and types into `engine`, acting with `cx`;
+/// templates are found on `catalog`'s search path.
+pub(crate) fn register_all(engine: &mut Engine, cx: &Arc<Context>, catalog: &Arc<Catalog>) {
+    engine.set_default_tag(Dynamic::from(EngineTag { context: cx.clone(), catalog: catalog.clone() }));
+    let modules = modules();
+    for module in &modules.global {
+        engine.register_global_module(module.clone());
+    }
+    for (name, module) in &modules.namespaces {
+        engine.register_static_module(name, module.clone());
+    }
     unit::register_types(engine);
-    let mut units = unit::module(cx);
-    unit_files::add(&mut units, cx);
-    engine.register_static_module("unit", units.into());
-    journal::register(engine, cx);
-    system::register(engine, cx);
-    agent::register(engine, cx);
-    shipper::register(engine, cx);
-    container::register(engine, cx);
-    http::register(engine, cx);
-    influx::register(engine, cx);
-    loki::register(engine, cx);
-    prom::register(engine, cx);
-    firewall::register(engine, cx);
-    fleet::register(engine, cx);
-    file::register(engine, cx);
-    template::register(engine, cx, catalog);
-    account::register(engine, cx);
-    package::register(engine, cx);
+    prom::register_types(engine);
 }
 
 /// A runtime error raised by a host function: the run aborts with this message.

@@ -12,26 +12,23 @@
 //! package manager: there every verb refuses. (The namespace is `pkg`: `package` is a reserved
 //! word in Rhai.)
 
-use std::sync::Arc;
-
-use rhai::{Array, Dynamic, Engine, Module};
+use rhai::{Array, Dynamic, Module, NativeCallContext};
 
 use super::package_manager::{available, installed, os};
 use super::values::record;
-use super::{Context, package_install, package_repo};
+use super::{context, package_install, package_repo};
 use crate::register;
 
-/// Registers the `pkg::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+/// The `pkg::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    read_verbs(&mut m, cx);
-    package_install::add(&mut m, cx);
-    package_repo::add(&mut m, cx);
-    engine.register_static_module("pkg", m.into());
+    read_verbs(&mut m);
+    package_install::add(&mut m);
+    package_repo::add(&mut m);
+    m
 }
 
-fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn read_verbs(m: &mut Module) {
     register!(
         m,
         "os",
@@ -40,9 +37,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// The host's system as `/etc/os-release` says it: `#{id, version_id, name, like, family}`;\n\
          /// `family` is its package manager, `apt` (Debian, Ubuntu) or `dnf` (RHEL, Fedora…), else \"\".",
         "pkg::os().family",
-        move || os(&h).and_then(|o| record(&o))
+        |call: NativeCallContext| os(&context(&call)).and_then(|o| record(&o))
     );
-    let h = cx.clone();
     register!(
         m,
         "version",
@@ -50,9 +46,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "String"],
         "/// The version of the package installed (`dpkg-query`, `rpm -q`), \"\" when it is not.",
         "pkg::version(\"alloy\")",
-        move |name: &str| installed(&h, name).map(|s| s.version.unwrap_or_default())
+        |call: NativeCallContext, name: &str| installed(&context(&call), name).map(|s| s.version.unwrap_or_default())
     );
-    let h = cx.clone();
     register!(
         m,
         "available",
@@ -61,6 +56,8 @@ fn read_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// The versions of the package the host's repositories offer, as `apt-cache madison` (or\n\
          /// `dnf list --showduplicates`) lists them: newest first; empty when none offers it.",
         "pkg::available(\"telegraf\")",
-        move |name: &str| { available(&h, name).map(|v| v.into_iter().map(Dynamic::from).collect::<Array>()) }
+        |call: NativeCallContext, name: &str| {
+            available(&context(&call), name).map(|v| v.into_iter().map(Dynamic::from).collect::<Array>())
+        }
     );
 }

@@ -5,9 +5,7 @@
 //! it failed: a version the repositories lack (listing those they offer), a package none
 //! offers, a repository that does not answer or whose signature does not verify.
 
-use std::sync::Arc;
-
-use rhai::{Map, Module};
+use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::file::Changed;
@@ -15,14 +13,13 @@ use super::package_manager::{
     Failure, Family, Ran, available, classify, family, installed, lister, run_argv, valid_name, valid_version,
 };
 use super::values::{record, text};
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
 
 /// Adds `install` and `remove` to the `pkg` module.
-pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+pub(crate) fn add(m: &mut Module) {
     register!(
         m,
         "install",
@@ -31,9 +28,8 @@ pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
         "/// Installs the package's newest version when it is not installed. Returns\n\
          /// `#{changed, version, previous}`.",
         "pkg::install(\"alloy\")",
-        move |name: &str| install(&h, name, &Map::new())
+        |call: NativeCallContext, name: &str| install(&context(&call), name, &Map::new())
     );
-    let h = cx.clone();
     register!(
         m,
         "install",
@@ -44,9 +40,8 @@ pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
          /// indexes of all the host's repositories are updated first when something is to install\n\
          /// (`apt-get update`, `dnf makecache`), as for a package of the distribution itself.",
         "pkg::install(\"telegraf\", #{ version: \"1.34.1-1\" })",
-        move |name: &str, options: Map| install(&h, name, &options)
+        |call: NativeCallContext, name: &str, options: Map| install(&context(&call), name, &options)
     );
-    let h = cx.clone();
     register!(
         m,
         "remove",
@@ -55,9 +50,8 @@ pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
         "/// Removes the package when it is installed (its configuration files stay, as apt leaves\n\
          /// them). Returns `#{changed}`. Never touches the repository it came from.",
         "pkg::remove(\"alloy\")",
-        move |name: &str| remove(&h, name, &Map::new())
+        |call: NativeCallContext, name: &str| remove(&context(&call), name, &Map::new())
     );
-    let h = cx.clone();
     register!(
         m,
         "remove",
@@ -65,7 +59,7 @@ pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "options: Map", "Map"],
         "/// With `#{purge: true}`: its configuration files too (`apt-get purge`).",
         "pkg::remove(\"alloy\", #{ purge: true })",
-        move |name: &str, options: Map| remove(&h, name, &options)
+        |call: NativeCallContext, name: &str, options: Map| remove(&context(&call), name, &options)
     );
 }
 

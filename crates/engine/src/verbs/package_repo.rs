@@ -8,24 +8,21 @@
 //! taken off again as it was before (a broken source would fail every later update on the
 //! host) and the error says why in words.
 
-use std::sync::Arc;
-
-use rhai::{Map, Module};
+use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::file::{Changed, WriteOptions, read_file, remove_path, stat, write_with};
 use super::package_key::{self, KEYRINGS};
 use super::package_manager::{Failure, Family, classify, family, run_argv};
 use super::values::{record, text};
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
 use crate::world::files::Wanted;
 
 /// Adds the repository verbs to the `package` module.
-pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+pub(crate) fn add(m: &mut Module) {
     register!(
         m,
         "add_repository",
@@ -40,9 +37,8 @@ pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
          /// fetched. A signature the key does not verify, or an address that does not answer, is an\n\
          /// error saying so, and the repository is taken off again. Returns `#{changed, files}`.",
         "pkg::add_repository(\"grafana\", #{ url: \"https://apt.grafana.com stable main\", key: \"https://apt.grafana.com/gpg.key\" })",
-        move |name: &str, repository: Map| add_repository(&h, name, &repository)
+        |call: NativeCallContext, name: &str, repository: Map| add_repository(&context(&call), name, &repository)
     );
-    let h = cx.clone();
     register!(
         m,
         "refresh",
@@ -52,9 +48,8 @@ pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
          /// `dnf makecache` of that repository), so a following install sees its newest versions.\n\
          /// Returns `#{changed}`; a failure is an error in words, as for `add_repository`.",
         "pkg::refresh(\"grafana\")",
-        move |name: &str| refresh(&h, name)
+        |call: NativeCallContext, name: &str| refresh(&context(&call), name)
     );
-    let h = cx.clone();
     register!(
         m,
         "remove_repository",
@@ -63,7 +58,7 @@ pub(crate) fn add(m: &mut Module, cx: &Arc<Context>) {
         "/// Takes the repository `name` off: its source (or .repo) file and, on apt, its keyring.\n\
          /// Packages installed from it stay. Returns `#{changed}`.",
         "pkg::remove_repository(\"grafana\")",
-        move |name: &str| remove_repository(&h, name)
+        |call: NativeCallContext, name: &str| remove_repository(&context(&call), name)
     );
 }
 

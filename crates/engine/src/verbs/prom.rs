@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module};
+use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::values::{Probe, record, text};
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::http_client::Request;
 use crate::register;
 use crate::wire::exposition::{self, Exposition};
@@ -32,10 +32,9 @@ struct SampleRecord<'a> {
 /// Reads one property of a scrape.
 type Getter = fn(&mut Scrape) -> Dynamic;
 
-/// Registers the `prom::` namespace and the `Scrape` type.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
+/// Registers the `Scrape` type (the `prom::` namespace is `module`).
+pub(crate) fn register_types(engine: &mut Engine) {
     engine.register_type_with_name::<Scrape>("Scrape");
-    engine.register_static_module("prom", module(cx).into());
 }
 
 /// Registers a function callable as a method (`s.value(…)`) and as `prom::value(s, …)`.
@@ -50,9 +49,9 @@ macro_rules! register_method {
     };
 }
 
-fn module(cx: &Arc<Context>) -> Module {
+/// The `prom::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "scrape",
@@ -61,7 +60,7 @@ fn module(cx: &Arc<Context>) -> Module {
         "/// GETs a metrics endpoint and parses its exposition text; never throws. The scrape is a\n\
          /// probe: `s.ok`, `s.status`, `s.detail`, `s.elapsed_ms`; read values with `s.value(name)`.",
         "prom::scrape(config.log_store.url + \"/metrics\").value(\"loki_ingester_chunks_created_total\")",
-        move |url: &str| scrape(&h, url)
+        |call: NativeCallContext, url: &str| scrape(&context(&call), url)
     );
     // Getters and methods live in the global namespace so `s.ok` and `s.value(…)` work.
     let getters: [(&str, &str, &str, Getter); 5] = [

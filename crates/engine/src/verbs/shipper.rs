@@ -1,26 +1,19 @@
 //! `shipper::` — the log shipper's offline validation (`alloy validate PATH`) and its
 //! experimental live reload (`POST /-/reload` on its local endpoint).
 
-use std::sync::Arc;
-
-use rhai::{Engine, Map, Module};
+use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::tools::{command, run_tool, tail};
 use super::values::{Probe, record};
-use super::{Context, VerbResult};
+use super::{Context, VerbResult, context};
 use crate::config::keys;
 use crate::http_client::Request;
 use crate::register;
 
-/// Registers the `shipper::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("shipper", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `shipper::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "validate",
@@ -30,9 +23,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// `alloy validate {config}`): `#{ok, detail, errors}`, `errors` its diagnostics. Throws\n\
          /// when the tool cannot be run.",
         "shipper::validate().ok",
-        move || validate(&h)
+        |call: NativeCallContext| validate(&context(&call))
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "reload",
@@ -41,7 +33,7 @@ fn module(cx: &Arc<Context>) -> Module {
         "/// Asks the running shipper to reload (POST /-/reload), never throws: `#{ok, status,\n\
          /// detail, elapsed_ms}`. Reload is experimental: on failure, restart the unit instead.",
         "shipper::reload()",
-        move || reload(&h)
+        |call: NativeCallContext| reload(&context(&call))
     );
     m
 }

@@ -1,29 +1,23 @@
 //! `host::` — the host acted on: run a command, load its CPUs, check TCP reach, network
 //! interfaces and WireGuard tunnels (wireguard.rs), the host name. Commands go through the `Commands` world seam.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 
 use serde::Serialize;
 
 use super::time::duration_arg;
 use super::values::{Probe, record};
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::register;
 use crate::world::commands::{Completed, Invocation};
 use crate::world::net::Reach;
 
-/// Registers the `host::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("host", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `host::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "exec",
@@ -33,9 +27,8 @@ fn module(cx: &Arc<Context>) -> Module {
          /// timed_out}`; `ok` is exit status 0. Times out after `host.exec_timeout` (60 s), killing\n\
          /// the whole process group. Throws when the command cannot start.",
         "host::exec([\"uname\", \"-r\"])",
-        move |argv: Array| exec(&h, &argv, &Map::new())
+        |call: NativeCallContext, argv: Array| exec(&context(&call), &argv, &Map::new())
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "exec",
@@ -43,9 +36,8 @@ fn module(cx: &Arc<Context>) -> Module {
         ["argv: Array", "options: Map", "Map"],
         "/// With options `#{timeout: \"10s\", env: #{NAME: \"value\"}, stdin: \"text\"}`.",
         "host::exec([\"cat\"], #{ stdin: \"hello\", timeout: \"5s\" })",
-        move |argv: Array, options: Map| exec(&h, &argv, &options)
+        |call: NativeCallContext, argv: Array, options: Map| exec(&context(&call), &argv, &options)
     );
-    let h = cx.clone();
     register!(
         &mut m,
         "cpu_load",
@@ -57,15 +49,14 @@ fn module(cx: &Arc<Context>) -> Module {
          /// host's CPU seconds over the load from its /proc/stat, all processes' time:\n\
          /// `#{user, system, idle, wall}`. Ctrl-C ends it early (the processes are killed).",
         "host::cpu_load(1, \"1s\")",
-        move |workers: i64, d: Dynamic| cpu_load(&h, workers, duration_arg(&d)?)
+        |call: NativeCallContext, workers: i64, d: Dynamic| cpu_load(&context(&call), workers, duration_arg(&d)?)
     );
-    more(&mut m, cx);
+    more(&mut m);
     m
 }
 
 /// The reading verbs of `host::`: name, reach, interfaces, tunnels.
-fn more(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn more(m: &mut Module) {
     register!(
         m,
         "hostname",
@@ -73,9 +64,8 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
         ["String"],
         "/// The host name of the machine this run acts on.",
         "host::hostname()",
-        move || h.hostname()
+        |call: NativeCallContext| context(&call).hostname()
     );
-    let h = cx.clone();
     register!(
         m,
         "tcp_connect",
@@ -84,13 +74,12 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
         "/// Opens (and closes) a TCP connection to `host:port` or to a URL's host and port, never\n\
          /// throws: `#{ok, address, detail, elapsed_ms}`.",
         "host::tcp_connect(\"127.0.0.1:22\", \"2s\")",
-        move |address: &str, timeout: Dynamic| tcp_connect(
-            &h,
+        |call: NativeCallContext, address: &str, timeout: Dynamic| tcp_connect(
+            &context(&call),
             address,
             super::time::positive_duration_arg(&timeout, "timeout")?
         )
     );
-    let h = cx.clone();
     register!(
         m,
         "interface",
@@ -98,9 +87,8 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "Map"],
         "/// A network interface of the host (a tunnel, say): `#{exists, up, state}` from /sys/class/net.",
         "host::interface(\"lo\")",
-        move |name: &str| interface(&h, name)
+        |call: NativeCallContext, name: &str| interface(&context(&call), name)
     );
-    let h = cx.clone();
     register!(
         m,
         "wireguard",
@@ -110,7 +98,7 @@ fn more(m: &mut Module, cx: &Arc<Context>) {
          /// detail}`; `handshake_age_s` is `()` for a peer that never handshook. Kernel WireGuard\n\
          /// and userspace ones (boringtun) alike. Reading the peers needs root on the host.",
         "host::wireguard(\"wg0\")",
-        move |iface: &str| super::wireguard::status(&h, iface)
+        |call: NativeCallContext, iface: &str| super::wireguard::status(&context(&call), iface)
     );
 }
 

@@ -12,11 +12,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::values::record;
-use super::{VerbResult, fail};
+use super::{VerbResult, catalog, context, fail};
 use crate::catalog::Catalog;
 use crate::diagnostic::Diagnostic;
 use crate::register;
@@ -26,15 +26,10 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/templates.rs"));
 }
 
-/// Registers the `template::` namespace: templates are looked up on `catalog`'s search path.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<super::Context>, catalog: &Arc<Catalog>) {
-    engine.register_static_module("template", module(cx, catalog).into());
-}
-
-fn module(cx: &Arc<super::Context>, catalog: &Arc<Catalog>) -> Module {
+/// The `template::` namespace: templates are looked up on the search path of the engine's
+/// catalog.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let c = catalog.clone();
-    let h = cx.clone();
     register!(
         &mut m,
         "render",
@@ -45,11 +40,12 @@ fn module(cx: &Arc<super::Context>, catalog: &Arc<Catalog>) -> Module {
          /// reports mask it). An undefined variable is an error naming the template's file, line and\n\
          /// column.",
         "template::render(\"log-shipper/config.alloy.j2\", #{ host: hostname(), log_store_url: config.log_store.url })",
-        move |name: &str, vars: Map| {
+        |call: NativeCallContext, name: &str, vars: Map| {
+            let h = context(&call);
             let mut vars = vars;
             let token = h.config().token().ok().flatten().map(|t| t.expose().to_string()).unwrap_or_default();
             vars.insert("metrics_db_token".into(), token.into());
-            render(&c, name, &vars).map_err(fail)
+            render(&catalog(&call), name, &vars).map_err(fail)
         }
     );
     register!(
@@ -61,7 +57,6 @@ fn module(cx: &Arc<super::Context>, catalog: &Arc<Catalog>) -> Module {
         "template::render_string(\"url = {{ url }}\", #{ url: config.log_store.url })",
         |text: &str, vars: Map| render_text(&Sources::default(), "<string>", text, &vars).map_err(fail)
     );
-    let c = catalog.clone();
     register!(
         &mut m,
         "list",
@@ -70,7 +65,7 @@ fn module(cx: &Arc<super::Context>, catalog: &Arc<Catalog>) -> Module {
         "/// Every template that can be rendered, with where it is found: `[#{name, origin}]`\n\
          /// (`origin`: the file, or \"built-in\"), sorted by name; the first found wins.",
         "template::list()",
-        move || list(&c)
+        |call: NativeCallContext| list(&catalog(&call))
     );
     m
 }

@@ -1,22 +1,16 @@
 //! Time: `sleep`, `duration` and the parsing of duration arguments that every module shares
 //! (`"5s"`, `"1m 30s"`, `"250ms"`, or a number of seconds).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rhai::{Dynamic, Engine, ImmutableString, Module};
+use rhai::{Dynamic, ImmutableString, Module, NativeCallContext};
 
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::register;
 
-/// Registers these functions as global ones (no namespace).
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_global_module(module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// These functions as global ones (no namespace).
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "sleep",
@@ -25,7 +19,7 @@ fn module(cx: &Arc<Context>) -> Module {
         "/// Waits for a duration (`\"5s\"`, `\"1m\"`, or seconds as a number). Ctrl-C ends it.\n\
          /// Prefer `wait::until` where you wait for something to become true.",
         "sleep(\"100ms\")",
-        move |d: Dynamic| -> VerbResult<()> { sleep(&h, duration_arg(&d)?) }
+        |call: NativeCallContext, d: Dynamic| -> VerbResult<()> { sleep(&context(&call), duration_arg(&d)?) }
     );
     register!(
         &mut m,

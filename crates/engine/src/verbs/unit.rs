@@ -4,31 +4,29 @@
 //! namespace. Mutating calls honour `--dry-run`: they are recorded as "would …" and never
 //! sent. Short names work: `loki` is `loki.service`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use rhai::{Array, Dynamic, Engine, Map, Module};
+use rhai::{Array, Dynamic, Engine, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::time::positive_duration_arg;
 use super::values::record;
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::register;
 use crate::world::units::{Job, UnitError, UnitStatus, full_name};
 
-/// The `unit::` functions that read and run jobs (`verbs::register_all` adds the
+/// The `unit::` functions that read and run jobs (`verbs::modules` adds the
 /// installation verbs of `unit_files` to the same namespace).
-pub fn module(cx: &Arc<Context>) -> Module {
+pub fn module() -> Module {
     let mut m = Module::new();
-    state_verbs(&mut m, cx);
-    job_verbs(&mut m, cx);
-    reload_and_list_verbs(&mut m, cx);
+    state_verbs(&mut m);
+    job_verbs(&mut m);
+    reload_and_list_verbs(&mut m);
     m
 }
 
-fn state_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn state_verbs(m: &mut Module) {
     register!(
         m,
         "status",
@@ -39,9 +37,8 @@ fn state_verbs(m: &mut Module, cx: &Arc<Context>) {
          /// command line it starts). A unit that is not\n\
          /// installed reads `load_state: \"not-found\"`. Printing it reads like `systemctl status`.",
         "unit::status(\"loki\").active_state",
-        move |name: &str| status(&h, name)
+        |call: NativeCallContext, name: &str| status(&context(&call), name)
     );
-    let h = cx.clone();
     register!(
         m,
         "statuses",
@@ -50,9 +47,8 @@ fn state_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// The states of several units (as `status` each), read at once over the one connection:\n\
          /// the wall time of one read, not of one per unit. Throws as `status` does.",
         "unit::statuses([\"influxdb\", \"loki\"])",
-        move |names: Array| statuses(&h, names)
+        |call: NativeCallContext, names: Array| statuses(&context(&call), names)
     );
-    let h = cx.clone();
     register!(
         m,
         "is_active",
@@ -60,9 +56,10 @@ fn state_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "bool"],
         "/// Whether the unit is active (as `systemctl is-active --quiet`).",
         "unit::is_active(\"loki\")",
-        move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(status(&h, name)?.active_state == "active")
+        |call: NativeCallContext, name: &str| Ok::<_, Box<rhai::EvalAltResult>>(
+            status(&context(&call), name)?.active_state == "active"
+        )
     );
-    let h = cx.clone();
     register!(
         m,
         "is_enabled",
@@ -70,11 +67,13 @@ fn state_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["name: &str", "bool"],
         "/// Whether the unit starts at boot (enabled, static, indirect… as `systemctl is-enabled`).",
         "unit::is_enabled(\"loki\")",
-        move |name: &str| Ok::<_, Box<rhai::EvalAltResult>>(enabled_state(&status(&h, name)?.unit_file_state))
+        |call: NativeCallContext, name: &str| Ok::<_, Box<rhai::EvalAltResult>>(enabled_state(
+            &status(&context(&call), name)?.unit_file_state
+        ))
     );
 }
 
-fn job_verbs(m: &mut Module, cx: &Arc<Context>) {
+fn job_verbs(m: &mut Module) {
     for job in [Job::Start, Job::Stop, Job::Restart, Job::Reload] {
         let verb = job.verb();
         let doc = format!(
@@ -83,7 +82,6 @@ fn job_verbs(m: &mut Module, cx: &Arc<Context>) {
              /// fails, naming the unit, the result and its last log lines; `try_{verb}` returns instead.",
             capitalise(verb)
         );
-        let h = cx.clone();
         register!(
             m,
             verb,
@@ -91,9 +89,8 @@ fn job_verbs(m: &mut Module, cx: &Arc<Context>) {
             ["units: ?", "Array"],
             doc.as_str(),
             format!("unit::{verb}(\"loki\")"),
-            move |units: Dynamic| { jobs(&h, job, &units, &Map::new(), true) }
+            move |call: NativeCallContext, units: Dynamic| { jobs(&context(&call), job, &units, &Map::new(), true) }
         );
-        let h = cx.clone();
         register!(
             m,
             verb,
@@ -101,9 +98,14 @@ fn job_verbs(m: &mut Module, cx: &Arc<Context>) {
             ["units: ?", "options: Map", "Array"],
             "/// With options `#{timeout: \"30s\"}`.",
             format!("unit::{verb}([\"telegraf\", \"alloy\"], #{{ timeout: \"30s\" }})"),
-            move |units: Dynamic, options: Map| jobs(&h, job, &units, &options, true)
+            move |call: NativeCallContext, units: Dynamic, options: Map| jobs(
+                &context(&call),
+                job,
+                &units,
+                &options,
+                true
+            )
         );
-        let h = cx.clone();
         let try_name = format!("try_{verb}");
         register!(
             m,
@@ -112,13 +114,12 @@ fn job_verbs(m: &mut Module, cx: &Arc<Context>) {
             ["units: ?", "Array"],
             "/// Like the throwing form, but every outcome is returned (`ok: false`, `result`, `error`).",
             format!("unit::try_{verb}(\"loki\")"),
-            move |units: Dynamic| jobs(&h, job, &units, &Map::new(), false)
+            move |call: NativeCallContext, units: Dynamic| jobs(&context(&call), job, &units, &Map::new(), false)
         );
     }
 }
 
-fn reload_and_list_verbs(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+fn reload_and_list_verbs(m: &mut Module) {
     register!(
         m,
         "reload_or_restart",
@@ -127,9 +128,8 @@ fn reload_and_list_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// Reloads the unit; when it cannot reload (systemd refuses the job type), restarts it.\n\
          /// Returns the outcome with `action`: \"reloaded\" or \"restarted\".",
         "unit::reload_or_restart(\"alloy\")",
-        move |name: &str| reload_or_restart(&h, name)
+        |call: NativeCallContext, name: &str| reload_or_restart(&context(&call), name)
     );
-    let h = cx.clone();
     register!(
         m,
         "daemon_reload",
@@ -137,7 +137,8 @@ fn reload_and_list_verbs(m: &mut Module, cx: &Arc<Context>) {
         ["()"],
         "/// Makes the manager re-read unit files (`systemctl daemon-reload`).",
         "unit::daemon_reload()",
-        move || -> VerbResult<()> {
+        |call: NativeCallContext| -> VerbResult<()> {
+            let h = context(&call);
             if h.plan("reload the service manager (daemon-reload)") {
                 return Ok(());
             }
@@ -147,7 +148,6 @@ fn reload_and_list_verbs(m: &mut Module, cx: &Arc<Context>) {
             Ok(())
         }
     );
-    let h = cx.clone();
     register!(
         m,
         "list",
@@ -156,7 +156,7 @@ fn reload_and_list_verbs(m: &mut Module, cx: &Arc<Context>) {
         "/// Loaded units matching a glob (`*.service`): `[#{name, description, load_state,\n\
          /// active_state, sub_state}]`.",
         "unit::list(\"*.service\")",
-        move |pattern: &str| list(&h, pattern)
+        |call: NativeCallContext, pattern: &str| list(&context(&call), pattern)
     );
 }
 

@@ -6,15 +6,13 @@
 //! `~/.config/systemd/user` (that user's home on that host, asked through the files seam).
 //! They are written with `file::`'s atomic write, so they report a diff the same way.
 
-use std::sync::Arc;
-
-use rhai::{Array, Dynamic, Map, Module};
+use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::file::{Changed, WriteOptions, Written, mkdir_with, remove_path, write_with};
 use super::unit::{enabled_state, jobs, names, status};
 use super::values::record;
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::config::keys;
 use crate::register;
 use crate::report::Level;
@@ -22,8 +20,7 @@ use crate::world::files::Wanted;
 use crate::world::units::{Job, full_name};
 
 /// Adds the installation verbs to the `unit` module.
-pub fn add(m: &mut Module, cx: &Arc<Context>) {
-    let h = cx.clone();
+pub fn add(m: &mut Module) {
     register!(
         m,
         "install",
@@ -33,9 +30,8 @@ pub fn add(m: &mut Module, cx: &Arc<Context>) {
          /// (/etc/systemd/system, or ~/.config/systemd/user), atomically, when its text differs.\n\
          /// Returns `#{changed, path, diff}`. Call `unit::daemon_reload()` after installing.",
         "unit::install(\"opsbook-demo.service\", \"[Service]\\nExecStart=/bin/true\\n\")",
-        move |name: &str, text: &str| install(&h, name, text)
+        |call: NativeCallContext, name: &str, text: &str| install(&context(&call), name, text)
     );
-    let h = cx.clone();
     register!(
         m,
         "path",
@@ -44,9 +40,8 @@ pub fn add(m: &mut Module, cx: &Arc<Context>) {
         "/// Where `unit::install(name, …)` puts the unit file: its path in the scope's unit directory\n\
          /// on the host the run acts on (read it with `file::read`, compare it with `file::compare`).",
         "unit::path(\"loki\")",
-        move |name: &str| unit_path(&h, name)
+        |call: NativeCallContext, name: &str| unit_path(&context(&call), name)
     );
-    let h = cx.clone();
     register!(
         m,
         "install_dropin",
@@ -55,9 +50,8 @@ pub fn add(m: &mut Module, cx: &Arc<Context>) {
         "/// Writes the drop-in `UNITDIR/UNIT.d/NAME.conf` (overrides for a unit installed by a package).\n\
          /// Returns `#{changed, path, diff}`.",
         "unit::install_dropin(\"alloy\", \"opsbook.conf\", \"[Service]\\nSupplementaryGroups=systemd-journal\\n\")",
-        move |unit: &str, name: &str, text: &str| install_dropin(&h, unit, name, text)
+        |call: NativeCallContext, unit: &str, name: &str, text: &str| install_dropin(&context(&call), unit, name, text)
     );
-    let h = cx.clone();
     register!(
         m,
         "uninstall",
@@ -66,10 +60,9 @@ pub fn add(m: &mut Module, cx: &Arc<Context>) {
         "/// Removes the unit file and its drop-in folder `UNIT.d` from the scope's unit directory.\n\
          /// Returns `#{changed}`. Stop and disable the unit first; call `unit::daemon_reload()` after.",
         "unit::uninstall(\"opsbook-demo.service\")",
-        move |name: &str| uninstall(&h, name)
+        |call: NativeCallContext, name: &str| uninstall(&context(&call), name)
     );
     for (verb, enable) in [("enable", true), ("disable", false)] {
-        let h = cx.clone();
         let doc = if enable {
             "/// Enables the unit file(s) — a name or an array — at boot, then reloads the manager (as\n\
              /// systemctl). Returns `#{changed, changes}`: `changes` as systemctl prints them."
@@ -83,9 +76,8 @@ pub fn add(m: &mut Module, cx: &Arc<Context>) {
             ["units: ?", "Map"],
             doc,
             format!("unit::{verb}(\"loki\")"),
-            move |units: Dynamic| set_enabled(&h, &units, enable, &Map::new())
+            move |call: NativeCallContext, units: Dynamic| set_enabled(&context(&call), &units, enable, &Map::new())
         );
-        let h = cx.clone();
         let doc = if enable {
             "/// With `#{now: true}`: also starts the units that are not running (as `systemctl enable --now`)."
         } else {
@@ -98,7 +90,9 @@ pub fn add(m: &mut Module, cx: &Arc<Context>) {
             ["units: ?", "options: Map", "Map"],
             doc,
             format!("unit::{verb}([\"loki\"], #{{ now: true }})"),
-            move |units: Dynamic, options: Map| { set_enabled(&h, &units, enable, &options) }
+            move |call: NativeCallContext, units: Dynamic, options: Map| {
+                set_enabled(&context(&call), &units, enable, &options)
+            }
         );
     }
 }

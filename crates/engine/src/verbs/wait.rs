@@ -1,24 +1,18 @@
 //! `wait::until`: polling with a deadline, in place of blind waits.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
+use rhai::{Dynamic, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::time::positive_duration_arg;
 use super::values::record;
-use super::{Context, VerbResult, fail};
+use super::{Context, VerbResult, context, fail};
 use crate::register;
 
-/// Registers the `wait::` namespace.
-pub(crate) fn register(engine: &mut Engine, cx: &Arc<Context>) {
-    engine.register_static_module("wait", module(cx).into());
-}
-
-fn module(cx: &Arc<Context>) -> Module {
+/// The `wait::` namespace.
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    let h = cx.clone();
     register!(
         &mut m,
         "until",
@@ -29,7 +23,7 @@ fn module(cx: &Arc<Context>) -> Module {
          /// Returns `#{ok, waited, attempts, last}`: `waited` in seconds, `last` the final value\n\
          /// the condition returned (or the error it raised). Never throws on timeout.",
         "wait::until(|| loki::ready().ok, #{ timeout: \"60s\", every: \"1s\" })",
-        move |ctx: NativeCallContext, condition: FnPtr, options: Dynamic| until(&h, &ctx, &condition, &options)
+        |ctx: NativeCallContext, condition: FnPtr, options: Dynamic| until(&context(&ctx), &ctx, &condition, &options)
     );
     m
 }
