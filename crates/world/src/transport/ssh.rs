@@ -16,18 +16,20 @@
 //! Lifetime: the master has a `ControlPersist` (short for a master of this run alone), so if
 //! opsbook dies it goes away by itself. A run that lasts long enough for the master to end
 //! while idle (forwarded ports alone do not hold it) gets a keeper session (`exec cat`,
-//! reading a pipe from us), started after a quarter of that time; short runs never pay for
-//! it. The keeper ends when that pipe closes, which also happens when opsbook is killed.
+//! reading a pipe from us; `keeper`), started after a quarter of that time; short runs never
+//! pay for it. The keeper ends when that pipe closes, which also happens when opsbook is killed.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod bus;
 mod forwards;
+mod keeper;
+
+use keeper::Keeper;
 
 pub use bus::BusRoute;
 
@@ -168,13 +170,6 @@ pub struct Ssh {
     in_use: Mutex<Option<super::control::InUse>>,
     /// Whether the lasting master an earlier run left was found (no new connection).
     reused: bool,
-}
-
-#[derive(Default)]
-struct Keeper {
-    child: Mutex<Option<Child>>,
-    closed: Mutex<bool>,
-    wake: Condvar,
 }
 
 impl fmt::Debug for Ssh {
@@ -352,13 +347,8 @@ impl Ssh {
     /// every forward and session on it, and its private directory). A lasting master stays
     /// for its persist time. Done once; later calls do nothing.
     pub fn close(&self) {
-        {
-            let mut closed = self.keeper.closed.lock().unwrap_or_else(|p| p.into_inner());
-            if *closed {
-                return;
-            }
-            *closed = true;
-            self.keeper.wake.notify_all();
+        if !self.keeper.close() {
+            return;
         }
         if self.control.lasting.is_none()
             && let Err(e) = self.mux().and_then(|mut m| m.terminate().map_err(|e| self.mux_error("exit", e)))
@@ -368,51 +358,15 @@ impl Ssh {
         if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
             self.trim();
         }
-        if let Some(mut keeper) = self.keeper.child.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            // Closing its stdin ends its `cat`, and with it the session.
-            drop(keeper.stdin.take());
-            let started = Instant::now();
-            while !matches!(keeper.try_wait(), Ok(Some(_))) {
-                if started.elapsed() > CONTROL_TIMEOUT {
-                    keeper.kill().ok();
-                    keeper.wait().ok();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }
+        self.keeper.end(CONTROL_TIMEOUT);
         self.control.remove_private();
     }
 
-    /// Starts the keeper, a session that holds the master open for as long as we hold its
-    /// stdin, once the run has lasted a quarter of the master's persist time (forwarded ports
-    /// alone do not hold it; any session ending restarts that time, so until then it cannot
-    /// end). Short runs finish before and never pay for the session.
+    /// Has the keeper (`keeper`) start once the run has lasted a quarter of the master's
+    /// persist time.
     fn keep_when_long(&self) {
         let after = self.control.lasting.unwrap_or(RUN_PERSIST) / 4;
-        let argv = self.command(&["exec".to_string(), "cat".to_string()]);
-        let keeper = self.keeper.clone();
-        let spawned = std::thread::Builder::new().name("opsbook-ssh-keeper".into()).spawn(move || {
-            let closed = keeper.closed.lock().unwrap_or_else(|p| p.into_inner());
-            let (closed, _) =
-                keeper.wake.wait_timeout_while(closed, after, |closed| !*closed).unwrap_or_else(|p| p.into_inner());
-            if *closed {
-                return;
-            }
-            let child = Command::new(&argv[0])
-                .args(&argv[1..])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
-            match child {
-                Ok(child) => *keeper.child.lock().unwrap_or_else(|p| p.into_inner()) = Some(child),
-                Err(e) => tracing::debug!("cannot start the ssh keeper: {e}"),
-            }
-        });
-        if let Err(e) = spawned {
-            tracing::debug!("cannot start the ssh keeper's timer: {e}");
-        }
+        self.keeper.schedule(Instant::now() + after, self.command(&["exec".to_string(), "cat".to_string()]));
     }
 
     /// Runs a local ssh invocation; anything but exit status 0 is an error quoting ssh.
@@ -455,7 +409,7 @@ mod tests {
     /// An `Ssh` that never connected, to look at the argv it builds.
     pub(super) fn unconnected() -> Ssh {
         let ssh = Ssh::unconnected(target(), Control::at(Path::new("/nonexistent/d")));
-        *ssh.keeper.closed.lock().unwrap() = true;
+        ssh.keeper.close();
         ssh
     }
 
