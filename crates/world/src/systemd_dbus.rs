@@ -9,7 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use futures_util::StreamExt;
 use tokio::sync::OnceCell;
 use zbus::Connection;
-use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+use zbus::zvariant::{OwnedObjectPath, Value};
 
 use super::BoxFuture;
 use super::units::{Job, JobOutcome, Run, UnitError, UnitStatus, Units};
@@ -136,14 +136,11 @@ impl SystemdDbus {
         }
     }
 
-    async fn properties(
-        &self,
-        path: &OwnedObjectPath,
-        interface: &'static str,
-    ) -> Result<HashMap<String, OwnedValue>, UnitError> {
+    async fn properties(&self, path: &OwnedObjectPath, interface: &'static str) -> Result<zbus::Message, UnitError> {
         let manager = self.manager().await?;
-        // A plain `Properties.GetAll` call: no proxy to build (and none to cache) per read.
-        let reply = manager
+        // A plain `Properties.GetAll` call: no proxy to build (and none to cache) per read; the
+        // reply is read in place by the caller (`properties_of`).
+        manager
             .inner()
             .connection()
             .call_method(
@@ -154,8 +151,7 @@ impl SystemdDbus {
                 &(interface,),
             )
             .await
-            .map_err(|e| UnitError::Other(format!("reading {interface} properties: {e}")))?;
-        reply.body().deserialize().map_err(|e| UnitError::Other(format!("reading {interface} properties: {e}")))
+            .map_err(|e| UnitError::Other(format!("reading {interface} properties: {e}")))
     }
 
     async fn status_of(&self, unit: &str) -> Result<UnitStatus, UnitError> {
@@ -163,14 +159,15 @@ impl SystemdDbus {
         // read, so one round trip per interface (both in flight at once) is enough.
         let path = unit_path(unit)?;
         let service = async {
-            if unit.ends_with(".service") {
-                self.properties(&path, "org.freedesktop.systemd1.Service").await.unwrap_or_default()
-            } else {
-                HashMap::new()
+            match unit.ends_with(".service") {
+                true => self.properties(&path, "org.freedesktop.systemd1.Service").await.ok(),
+                false => None,
             }
         };
         let (u, s) = futures_util::future::join(self.properties(&path, "org.freedesktop.systemd1.Unit"), service).await;
-        let u = u?;
+        let (u, s) = (u?.body(), s.map(|reply| reply.body()));
+        let u = properties_of(&u)?;
+        let s = s.as_ref().and_then(|body| properties_of(body).ok()).unwrap_or_default();
         let since_us = get::<u64>(&u, "StateChangeTimestamp");
         Ok(UnitStatus {
             name: text(&u, "Id").unwrap_or_else(|| unit.to_string()),
@@ -281,23 +278,29 @@ fn classify(e: zbus::Error, unit: &str, action: &str, job: Option<Job>) -> UnitE
     }
 }
 
-fn text(map: &HashMap<String, OwnedValue>, key: &str) -> Option<String> {
+/// The properties a `GetAll` reply holds, read in place (names and texts borrowed from the
+/// reply; a service has some 200 properties, of which a status reads a dozen).
+type Properties<'r> = HashMap<&'r str, Value<'r>>;
+
+fn properties_of(body: &zbus::message::Body) -> Result<Properties<'_>, UnitError> {
+    body.deserialize().map_err(|e| UnitError::Other(format!("reading unit properties: {e}")))
+}
+
+fn text(map: &Properties<'_>, key: &str) -> Option<String> {
     map.get(key).and_then(|v| v.downcast_ref::<&str>().ok()).map(str::to_string)
 }
 
-fn get<T>(map: &HashMap<String, OwnedValue>, key: &str) -> Option<T>
+fn get<T>(map: &Properties<'_>, key: &str) -> Option<T>
 where
-    T: for<'a> TryFrom<&'a zbus::zvariant::Value<'a>>,
+    T: for<'a> TryFrom<&'a Value<'a>>,
 {
-    let value: &zbus::zvariant::Value<'_> = map.get(key)?;
-    T::try_from(value).ok()
+    T::try_from(map.get(key)?).ok()
 }
 
 /// The first command line of an `ExecStart`-like property (`a(sasbttttuii)`: path, argv,
 /// ignore-failure, timestamps, pid, status): its argv.
-fn command_line(map: &HashMap<String, OwnedValue>, key: &str) -> Vec<String> {
-    use zbus::zvariant::Value;
-    let Some(Value::Array(commands)) = map.get(key).map(|v| &**v) else { return Vec::new() };
+fn command_line(map: &Properties<'_>, key: &str) -> Vec<String> {
+    let Some(Value::Array(commands)) = map.get(key) else { return Vec::new() };
     let argv = commands.iter().find_map(|command| match command {
         Value::Structure(fields) => match fields.fields().get(1) {
             Some(Value::Array(argv)) => Some(argv),
@@ -310,10 +313,9 @@ fn command_line(map: &HashMap<String, OwnedValue>, key: &str) -> Vec<String> {
 }
 
 /// A byte-array property (`ay`), such as `InvocationID`.
-fn bytes(map: &HashMap<String, OwnedValue>, key: &str) -> Option<Vec<u8>> {
-    let value: &zbus::zvariant::Value<'_> = map.get(key)?;
-    match value {
-        zbus::zvariant::Value::Array(items) => items.iter().map(|v| u8::try_from(v).ok()).collect(),
+fn bytes(map: &Properties<'_>, key: &str) -> Option<Vec<u8>> {
+    match map.get(key)? {
+        Value::Array(items) => items.iter().map(|v| u8::try_from(v).ok()).collect(),
         _ => None,
     }
 }
@@ -365,7 +367,8 @@ impl Units for SystemdDbus {
 
     fn current_run<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<Run, UnitError>> {
         Box::pin(async move {
-            let u = self.properties(&unit_path(unit)?, "org.freedesktop.systemd1.Unit").await?;
+            let u = self.properties(&unit_path(unit)?, "org.freedesktop.systemd1.Unit").await?.body();
+            let u = properties_of(&u)?;
             let invocation = bytes(&u, "InvocationID")
                 .filter(|id| id.iter().any(|b| *b != 0))
                 .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
