@@ -17,5 +17,6 @@ pub mod pattern;
 pub mod process;
 pub mod progress;
 pub mod report;
+pub mod runtime;
 pub mod secret;
 pub mod suggest;

@@ -121,9 +121,14 @@ pub async fn run(inv: &Invocation) -> Result<Completed, String> {
     Ok(Completed { code, stdout, stderr, duration: started.elapsed(), timed_out })
 }
 
-/// `run` from synchronous code that may or may not be inside a runtime: on a thread of its own
-/// with a runtime of its own (used for `token_command`, read once per run).
+/// `run` from synchronous code that may or may not be inside a runtime (ssh's master starts,
+/// `token_command`).
 pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
+    // Outside a runtime, on the process's own; inside one (whose thread must not block on
+    // another), on a thread and runtime of its own.
+    if tokio::runtime::Handle::try_current().is_err() {
+        return crate::runtime::shared().block_on(run(&inv));
+    }
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

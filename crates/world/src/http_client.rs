@@ -24,10 +24,23 @@ fn builder() -> reqwest::ClientBuilder {
         .user_agent(concat!("opsbook/", env!("CARGO_PKG_VERSION")))
 }
 
+/// The process's client for plain http to addresses reached directly: no certificate store
+/// is loaded (reading the system's hundreds of roots is most of a quick check's start-up), and
+/// it depends on no setting (timeouts and size limits are per request), so every host's
+/// `Http` shares it and its connections; built on the first such request.
+fn plain() -> Result<reqwest::Client, String> {
+    static PLAIN: std::sync::OnceLock<Result<reqwest::Client, String>> = std::sync::OnceLock::new();
+    PLAIN
+        .get_or_init(|| {
+            builder()
+                .tls_certs_only([])
+                .build()
+                .map_err(|e| format!("cannot set up HTTP: {}", reason(&e, Duration::ZERO)))
+        })
+        .clone()
+}
+
 pub struct Http {
-    /// For http:// addresses: no certificate store is loaded (reading the system's hundreds of
-    /// roots is most of a quick check's start-up).
-    plain: reqwest::Client,
     /// For https:// addresses: system roots plus `http.ca_file`, built on the first such request.
     secure: std::sync::OnceLock<Result<reqwest::Client, String>>,
     /// For endpoints forwarded to unix sockets: one client per socket and scheme, built on
@@ -116,12 +129,7 @@ impl Http {
     pub fn new(config: &Config) -> Result<Http, String> {
         // One crypto provider for the whole process; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let plain = builder()
-            .tls_certs_only([])
-            .build()
-            .map_err(|e| format!("cannot set up HTTP: {}", reason(&e, Duration::ZERO)))?;
         Ok(Http {
-            plain,
             secure: std::sync::OnceLock::new(),
             through: Mutex::new(HashMap::new()),
             ca_file: config.text(keys::HTTP_CA_FILE),
@@ -151,7 +159,7 @@ impl Http {
             return Ok(client);
         }
         if !secure {
-            return Ok(self.plain.clone());
+            return plain();
         }
         self.secure.get_or_init(|| self.build_secure(None)).clone()
     }

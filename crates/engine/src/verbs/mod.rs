@@ -172,19 +172,10 @@ impl Context {
         f()
     }
 
-    /// The runtime, started on first use (listing and compiling never start it). One for the
-    /// whole process: every host of a fleet run drives its I/O through the same two workers,
-    /// rather than two threads of its own per host.
+    /// The process's runtime (`opsbook_base::runtime`): every host of a fleet run drives its
+    /// I/O through the same two workers, rather than threads of its own.
     pub fn runtime(&self) -> &tokio::runtime::Runtime {
-        static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-        RUNTIME.get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("opsbook-io")
-                .enable_all()
-                .build()
-                .expect("cannot start the tokio runtime")
-        })
+        opsbook_base::runtime::shared()
     }
 
     /// The run's HTTP client, built on first use.
