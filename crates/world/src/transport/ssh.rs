@@ -39,10 +39,11 @@ use super::shell_quote;
 use super::ssh_error::SshError;
 use crate::process::{self, Completed, Invocation};
 
-/// How long a master of this run alone stays after its last session ends: long enough to
-/// bridge the start of the keeper, short enough that one left behind by a killed opsbook goes
-/// away soon.
-const RUN_PERSIST: Duration = Duration::from_secs(15);
+/// How long a master of this run alone stays after its last session ends: long enough that
+/// runs under a minute never need the keeper (its session would be one more process per
+/// host; opsbook ends its masters itself when a run ends), short enough that one left behind
+/// by a killed opsbook goes away within a minute.
+const RUN_PERSIST: Duration = Duration::from_secs(60);
 
 /// How many lasting masters stay unless `ssh.max_masters` says otherwise.
 pub const DEFAULT_MAX_MASTERS: usize = 64;
