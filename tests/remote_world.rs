@@ -13,7 +13,7 @@ use opsbook::report::{Format, Mode, Outcome, Recorder};
 use opsbook::session::Session;
 use opsbook::transport::Ssh;
 use opsbook::world::World;
-use opsbook::world::remote::reach_from_host;
+use opsbook::world::remote::{endpoints_from_host, routes};
 
 use crate::support::fleet::Fleet;
 
@@ -58,13 +58,14 @@ fn a_session_acts_on_a_remote_host_through_its_world() {
     let host = fleet.host("c1");
     host.install_unit("sleeper.service", SLEEPER);
     host.install_unit("web.service", LOOPBACK_WEB);
-    let ssh = Arc::new(Ssh::connect(host.ssh_target()).unwrap_or_else(|e| panic!("{e}")));
-
     let mut config = Config::defaults();
     config.set(keys::SCOPE, Value::Text("user".into()), Origin::Flag("test")).unwrap();
     // The shipper's endpoint listens on the host's loopback only.
     config.set(keys::LOG_SHIPPER_URL, Value::Text("http://127.0.0.1:12345".into()), Origin::Flag("test")).unwrap();
-    let (config, endpoints) = reach_from_host(&config, &ssh).unwrap();
+    // As a fleet run connects: the forwards known first, the master started holding them.
+    let (config, wanted) = endpoints_from_host(&config, "c1").unwrap();
+    let ssh = Arc::new(Ssh::connect_with(host.ssh_target(), &wanted).unwrap_or_else(|e| panic!("{e}")));
+    let endpoints = routes(&ssh, &wanted);
     // The URL stays the host's own; requests to it go through a socket only we can open.
     assert_eq!(config.text(keys::LOG_SHIPPER_URL), "http://127.0.0.1:12345");
     assert_eq!(config.setting(keys::LOG_SHIPPER_URL).origin.to_string(), "forwarded over ssh, reached from c1");

@@ -3,7 +3,7 @@
 //! A host with no address is this machine (`World::real`). Any other is reached over one
 //! shared OpenSSH connection (`crate::transport::Ssh`): its service manager, journal, commands
 //! and files over that connection, and its endpoints through sockets forwarded over it, so they
-//! are asked from the host itself (`world::remote::reach_from_host`). Used by fleet runs (a
+//! are asked from the host itself (`world::remote::endpoints_from_host`). Used by fleet runs (a
 //! session per host), the REPL's `--host`, and `fleet::on` (a block acting on another host).
 
 use std::sync::Arc;

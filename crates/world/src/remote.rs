@@ -63,7 +63,7 @@ impl Commands for SshCommands {
 impl World {
     /// The world of the host `ssh` reaches, acting on its `scope` manager (`user`: the login
     /// user's, as `systemctl --user`), its endpoints through the sockets `endpoints` names
-    /// (`reach_from_host`). Cheap: the D-Bus connection is made on the first unit call.
+    /// (`endpoints_from_host`, `routes`). Cheap: the D-Bus connection is made on the first unit call.
     pub fn over_ssh(config: &Config, ssh: Arc<Ssh>, user: bool, endpoints: Endpoints) -> Result<World, Error> {
         let scope = if user { BusScope::User } else { BusScope::System };
         let name = ssh.target().name.clone();
@@ -100,18 +100,13 @@ impl World {
 /// endpoints that listen only on a loopback are never opened to the network, nor to other
 /// users of the operator's machine, and a server whose firewall admits only its clients is
 /// asked through a client, as that client sees it. The URLs keep the host's own address (their
-/// origin says they are forwarded); the returned `Endpoints` route requests to them.
+/// origin says they are forwarded).
 /// `https://` addresses elsewhere than the host's loopback are left as they are (their
 /// certificate names that host, not a forwarded socket).
-pub fn reach_from_host(config: &Config, ssh: &Ssh) -> Result<(Config, Endpoints), Error> {
-    let (config, reached) = endpoints_from_host(config, &ssh.target().name)?;
-    ssh.forward_all(&reached).map_err(|e| Error::Usage(e.to_string()))?;
-    Ok((config, routes(ssh, &reached)))
-}
-
-/// The endpoints `reach_from_host` forwards for the host `name`, before connecting (so a new
-/// master starts with their forwards, `Ssh::connect_with`): the configuration with their
-/// origin set, and where each leads.
+///
+/// This returns, for the host `name` and before connecting (so a new master starts with their
+/// forwards, `Ssh::connect_with`), the configuration with their origin set and where each
+/// leads; `routes` then names their sockets on the connection.
 pub fn endpoints_from_host(config: &Config, name: &str) -> Result<(Config, Vec<Remote>), Error> {
     let mut config = config.clone();
     let mut reached = Vec::new();
