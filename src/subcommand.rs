@@ -16,7 +16,12 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
     refuse_prometheus(global.format, &args.command)?;
     let session = |reach| Session::open(&global, reach);
     match args.command {
-        Command::Run(run) => run_command(&global, &run),
+        Command::Run(run) => {
+            // Built and parsed on other threads while this one reads the configuration.
+            crate::engine::prepare_in_background();
+            crate::prefetch::modules_of(Catalog::new(&global.runbook_dirs), &run.name);
+            run_command(&global, &run)
+        }
         // Listing reads only the catalog: it works with a broken configuration file too.
         Command::List => list(&Catalog::new(&global.runbook_dirs), global.format),
         Command::Show { name } => show(&session(Reach::Describe)?, &name, global.format),

@@ -208,3 +208,36 @@ print(`command line: ${unit::status("sleeper").exec_start}`);
 ",
     );
 }
+
+#[test]
+fn states_reads_several_units_in_one_call_and_the_checks_read_a_unit_not_active_again_whole() {
+    let Some(host) = boot() else { return };
+    host.install_unit("sleeper.service", SLEEPER);
+    host.install_unit("broken.service", BROKEN);
+    let src = r#"
+import "checks" as checks;
+unit::start("sleeper");
+try { unit::start("broken"); } catch {}
+for s in unit::states(["sleeper", "broken", "nothing-here"]) {
+    let one = unit::status(s.name);
+    print(`${s.name}: ${s.load_state} ${s.active_state} (${s.sub_state}); same as status: ${s.active_state == one.active_state && s.sub_state == one.sub_state && s.description == one.description}; result read: ${s.result != ""}`);
+}
+checks::units_active(["sleeper", "broken", "nothing-here"]);
+"#;
+    run(&host, src, &[]).code(1).stdout_is(
+        "t (runbooks/t.rhai)
+  sleeper.service: loaded active (running); same as status: true; result read: false
+  broken.service: loaded failed (failed); same as status: true; result read: false
+  nothing-here.service: not-found inactive (dead); same as status: true; result read: false
+  ok    sleeper.service active — active (running)
+  FAIL  broken.service active — failed (failed); result exit-code
+        expected: active (running)
+        actual:   failed (failed)
+  FAIL  nothing-here.service active — inactive (dead); result 
+        expected: active (running)
+        actual:   inactive (dead)
+
+1 passed, 2 failed  ([DUR])
+",
+    );
+}

@@ -31,21 +31,25 @@ fn standard_library() -> SharedModule {
     LIBRARY.get_or_init(|| StandardPackage::new().as_shared_module()).clone()
 }
 
+/// Builds what every engine shares (the standard library, the verbs' modules) on a thread
+/// of its own, while the caller goes on reading its command line, configuration and hosts:
+/// the first engine then finds them built, or waits for the rest.
+pub fn prepare_in_background() {
+    std::thread::spawn(|| {
+        standard_library();
+        verbs::prepare();
+    });
+}
+
 /// A configured engine for one host context.
 pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
     // What `Engine::new` does, with the standard library shared; print, debug and the module
     // resolver are ours below.
     let mut engine = Engine::new_raw();
-    engine.set_max_strings_interned(256);
+    parse_settings(&mut engine);
     engine.register_global_module(standard_library());
     engine.set_max_operations(cx.config().int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
     engine.set_max_call_levels(64);
-    // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
-    // (64, 32) are tight for that, and this is still far from a parser stack overflow.
-    engine.set_max_expr_depths(128, 96);
-    engine.set_max_string_size(64 << 20);
-    engine.set_max_array_size(10_000_000);
-    engine.set_max_map_size(1_000_000);
 
     let cancel = cx.cancel.clone();
     engine.on_progress(move |_| cancel.is_cancelled().then(|| Dynamic::from("interrupted")));
@@ -60,12 +64,24 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
     #[allow(deprecated)] // on_var is marked volatile, not deprecated
     engine.on_var(move |name, _, _| Ok((name == "config").then(|| h.config_view())));
 
-    keyword_fixes(&mut engine);
-
     engine.set_module_resolver(CatalogResolver { catalog: catalog.clone(), cache: Mutex::default() });
 
     verbs::register_all(&mut engine, cx, catalog);
     engine
+}
+
+/// What decides how a script parses: its limits and `keyword_fixes`. An engine with these
+/// and no functions parses as a runbook's engine does (its library and verbs add no operator
+/// and no constant, so `OptimizationLevel::Simple` folds the same): `prefetch` relies on it.
+pub(crate) fn parse_settings(engine: &mut Engine) {
+    engine.set_max_strings_interned(256);
+    // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
+    // (64, 32) are tight for that, and this is still far from a parser stack overflow.
+    engine.set_max_expr_depths(128, 96);
+    engine.set_max_string_size(64 << 20);
+    engine.set_max_array_size(10_000_000);
+    engine.set_max_map_size(1_000_000);
+    keyword_fixes(engine);
 }
 
 /// `until` is a Rhai keyword (`do … until`); after `::` or `.` it is a name: `wait::until`,
@@ -111,7 +127,8 @@ impl ModuleResolver for CatalogResolver {
             .find(Kind::Module, path)
             .map_err(|_| Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos)))?;
         let in_module = |e: Box<EvalAltResult>| Box::new(EvalAltResult::ErrorInModule(path.to_string(), e, pos));
-        let mut ast = engine.compile(&*entry.text).map_err(|e| in_module(e.into()))?;
+        let parsed = crate::prefetch::take(path, &entry.text).unwrap_or_else(|| engine.compile(&*entry.text));
+        let mut ast = parsed.map_err(|e| in_module(e.into()))?;
         ast.set_source(entry.source.as_str());
         let module: SharedModule = Module::eval_ast_as_new(Scope::new(), &ast, engine).map_err(in_module)?.into();
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), module.clone());

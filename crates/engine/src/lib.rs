@@ -19,5 +19,6 @@ pub mod connect;
 pub mod engine;
 pub mod functions;
 pub mod gathering;
+pub mod prefetch;
 pub mod runbook;
 pub mod verbs;

@@ -51,14 +51,15 @@ pub fn each<R: Send>(
 /// Gives each target's session its place in the run: the inventory, the gathering, and the
 /// other hosts' grounds (`fleet::on` reaches them through their own sessions' connections).
 fn place(targets: &[Target], inventory: &Arc<Inventory>, gathering: &Arc<Gathering>) {
-    let grounds: BTreeMap<String, Ground> =
-        targets.iter().filter_map(|t| t.session.as_ref().ok().map(|s| (t.name.clone(), s.context.ground()))).collect();
+    let grounds: Arc<BTreeMap<String, Ground>> = Arc::new(
+        targets.iter().filter_map(|t| t.session.as_ref().ok().map(|s| (t.name.clone(), s.context.ground()))).collect(),
+    );
     for target in targets {
         match &target.session {
             Ok(session) => {
                 let place = match session.mode().sandbox {
                     Some(_) => Place::simulated(inventory.clone(), grounds.clone()),
-                    None => Place::with_inventory(inventory.clone()).sharing(&grounds),
+                    None => Place::with_inventory(inventory.clone()).sharing(grounds.clone()),
                 };
                 session.context.set_place(place.in_run(gathering.clone(), target.name.clone()))
             }

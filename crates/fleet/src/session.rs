@@ -74,13 +74,14 @@ impl Session {
                 let roles = crate::inventory::Role::ALL.iter().map(|r| r.name().to_string()).collect();
                 let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
                 let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
-                let own = [("localhost".to_string(), session.context.ground())].into();
+                let own = Arc::new([("localhost".to_string(), session.context.ground())].into());
                 session.context.set_place(Place::simulated(Arc::new(inventory), own));
                 session._sandbox = Some(sandbox);
                 Ok(session)
             }
             Reach::Act => {
                 let world = World::real(&config);
+                world.warm_up();
                 let (base, path) = (config.clone(), global.inventory.clone());
                 let session = Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() });
                 // Read only if a runbook asks (`inventory::hosts`): a broken inventory fails those alone.

@@ -89,4 +89,11 @@ impl World {
             sandbox: false,
         }
     }
+
+    /// Opens this machine's connection to its service manager in the background, so a run
+    /// finds it ready once its runbook is compiled (the handshake overlaps the compile).
+    pub fn warm_up(&self) {
+        let units = self.units.clone();
+        opsbook_base::runtime::shared().spawn(async move { units.warm_up().await });
+    }
 }

@@ -74,6 +74,13 @@ trait Manager {
     ) -> zbus::Result<
         Vec<(String, String, String, String, String, String, OwnedObjectPath, u32, String, OwnedObjectPath)>,
     >;
+    #[allow(clippy::type_complexity)]
+    fn list_units_by_names(
+        &self,
+        names: &[&str],
+    ) -> zbus::Result<
+        Vec<(String, String, String, String, String, String, OwnedObjectPath, u32, String, OwnedObjectPath)>,
+    >;
     #[zbus(signal)]
     fn job_removed(&self, id: u32, job: zbus::zvariant::ObjectPath<'_>, unit: &str, result: &str) -> zbus::Result<()>;
 }
@@ -311,6 +318,12 @@ impl Units for SystemdDbus {
         Box::pin(self.status_of(unit))
     }
 
+    fn warm_up(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {
+            let _ = self.manager().await;
+        })
+    }
+
     fn run_job<'a>(
         &'a self,
         job: Job,
@@ -370,25 +383,50 @@ impl Units for SystemdDbus {
         Box::pin(async move {
             let manager = self.manager().await?;
             let units = call(pattern, "list", manager.list_units_by_patterns(&[], &[pattern])).await?;
-            Ok(units
-                .into_iter()
-                .map(|(name, description, load_state, active_state, sub_state, ..)| UnitStatus {
-                    name,
-                    description,
-                    load_state,
-                    active_state,
-                    sub_state,
-                    unit_file_state: String::new(),
-                    main_pid: 0,
-                    since: None,
-                    result: String::new(),
-                    exec_main_status: 0,
-                    exec_main_pid: 0,
-                    can_reload: false,
-                    exec_start: Vec::new(),
-                })
-                .collect())
+            Ok(units.into_iter().map(|(name, description, load, active, sub, ..)| listed(name, description, load, active, sub)).collect())
         })
+    }
+
+    fn states<'a>(&'a self, units: &'a [String]) -> BoxFuture<'a, Result<Vec<UnitStatus>, UnitError>> {
+        Box::pin(async move {
+            let manager = self.manager().await?;
+            let names: Vec<&str> = units.iter().map(String::as_str).collect();
+            let first = names.first().copied().unwrap_or("");
+            match tokio::time::timeout(CALL_TIMEOUT, manager.list_units_by_names(&names)).await {
+                Ok(Ok(found)) => Ok(found
+                    .into_iter()
+                    .map(|(name, description, load, active, sub, ..)| listed(name, description, load, active, sub))
+                    .collect()),
+                // A manager older than systemd 227 has no `ListUnitsByNames`: each unit's status.
+                Ok(Err(zbus::Error::MethodError(name, ..))) if name.as_str().ends_with("UnknownMethod") => {
+                    futures_util::future::try_join_all(units.iter().map(|u| self.status_of(u))).await
+                }
+                Ok(Err(e)) => Err(classify(e, first, "read the state of", None)),
+                Err(_) => Err(UnitError::Other(format!(
+                    "the service manager did not answer within {}s (reading the state of `{first}`…)",
+                    CALL_TIMEOUT.as_secs()
+                ))),
+            }
+        })
+    }
+}
+
+/// A unit as the manager lists it: its states, the rest empty.
+fn listed(name: String, description: String, load_state: String, active_state: String, sub_state: String) -> UnitStatus {
+    UnitStatus {
+        name,
+        description,
+        load_state,
+        active_state,
+        sub_state,
+        unit_file_state: String::new(),
+        main_pid: 0,
+        since: None,
+        result: String::new(),
+        exec_main_status: 0,
+        exec_main_pid: 0,
+        can_reload: false,
+        exec_start: Vec::new(),
     }
 }
 

@@ -166,6 +166,11 @@ pub struct Run {
 /// The service manager.
 pub trait Units: Send + Sync {
     fn status<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<UnitStatus, UnitError>>;
+    /// Opens the connection to the manager ahead of the first request (a failure is kept for
+    /// that request to report); nothing to open by default.
+    fn warm_up(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
     /// Queues a job (mode `replace`) and waits for it to finish, at most `timeout`.
     fn run_job<'a>(
         &'a self,
@@ -178,6 +183,12 @@ pub trait Units: Send + Sync {
     /// the units already were so.
     fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<Vec<String>, UnitError>>;
     fn daemon_reload(&self) -> BoxFuture<'_, Result<(), UnitError>>;
+    /// The states of several units, read as `systemctl is-active` reads them: name,
+    /// description, load, active and sub state (the other fields empty, as `list` leaves them).
+    /// A manager answers them in one call; by default each unit's `status`.
+    fn states<'a>(&'a self, units: &'a [String]) -> BoxFuture<'a, Result<Vec<UnitStatus>, UnitError>> {
+        Box::pin(async move { futures_util::future::try_join_all(units.iter().map(|u| self.status(u))).await })
+    }
     /// The directories the manager reads unit files from, highest first (its `UnitPath`);
     /// empty when it cannot say (the sandbox).
     fn unit_path(&self) -> BoxFuture<'_, Result<Vec<String>, UnitError>> {

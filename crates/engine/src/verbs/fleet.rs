@@ -36,9 +36,11 @@ const BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
 pub struct Place {
     inventory: Source,
     run: Option<(Arc<Gathering>, String)>,
-    /// Hosts already reached, by name: the run's own (shared with their sessions) and those
-    /// a block reached (kept, with their connections, until the host's session ends).
-    grounds: BTreeMap<String, Ground>,
+    /// The run's own hosts, by name: one map shared by every host of the run.
+    shared: Arc<BTreeMap<String, Ground>>,
+    /// Hosts a block reached beyond those (kept, with their connections, until the host's
+    /// session ends).
+    reached: BTreeMap<String, Ground>,
     /// Whether a host not yet reached may be (not in the sandbox, whose hosts are simulated).
     may_connect: bool,
 }
@@ -67,15 +69,20 @@ impl Place {
     }
 
     /// A place among simulated hosts: `fleet::on` reaches only `grounds`.
-    pub fn simulated(inventory: Arc<Inventory>, grounds: BTreeMap<String, Ground>) -> Place {
-        Place { inventory: Source::Ready(inventory), grounds, may_connect: false, ..Place::default() }
+    pub fn simulated(inventory: Arc<Inventory>, grounds: Arc<BTreeMap<String, Ground>>) -> Place {
+        Place { inventory: Source::Ready(inventory), shared: grounds, may_connect: false, ..Place::default() }
     }
 
     /// The hosts of the run, reached already: `fleet::on` acts on them through their own
     /// connections.
-    pub fn sharing(mut self, grounds: &BTreeMap<String, Ground>) -> Place {
-        self.grounds.extend(grounds.iter().map(|(k, v)| (k.clone(), v.clone())));
+    pub fn sharing(mut self, grounds: Arc<BTreeMap<String, Ground>>) -> Place {
+        self.shared = grounds;
         self
+    }
+
+    /// A host reached already, the run's or a block's.
+    fn ground(&self, name: &str) -> Option<&Ground> {
+        self.shared.get(name).or_else(|| self.reached.get(name))
     }
 
     /// This host runs as `name` among the hosts of `gathering`.
@@ -341,13 +348,14 @@ fn on(cx: &Context, ctx: &NativeCallContext, name: &str, block: FnPtr) -> VerbRe
 
 /// The ground of host `name`: one the run reached already, or reached now over ssh.
 pub fn reach(cx: &Context, name: &str) -> VerbResult<Ground> {
-    if let Some(ground) = cx.place().grounds.get(name) {
+    if let Some(ground) = cx.place().ground(name) {
         return Ok(ground.clone());
     }
     let inventory = inventory(cx)?;
     let found = inventory.host(name).map_err(|e| fail(e.to_string()))?;
     if !cx.place().may_connect {
-        let known: Vec<String> = cx.place().grounds.keys().cloned().collect();
+        let place = cx.place();
+        let known: Vec<&str> = place.shared.keys().chain(place.reached.keys()).map(String::as_str).collect();
         return Err(fail(format!("`{name}` is not a host of the sandbox's fleet ({})", known.join(", "))));
     }
     if let Some(p) = found.problems.first() {
@@ -355,7 +363,7 @@ pub fn reach(cx: &Context, name: &str) -> VerbResult<Ground> {
     }
     let (config, world) = crate::connect::open(found).map_err(|why| fail(format!("cannot reach {name}: {why}")))?;
     let ground = Ground::new(Arc::new(config), world);
-    cx.place().grounds.insert(name.to_string(), ground.clone());
+    cx.place().reached.insert(name.to_string(), ground.clone());
     Ok(ground)
 }
 

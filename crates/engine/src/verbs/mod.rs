@@ -361,6 +361,11 @@ struct Modules {
     namespaces: Vec<(&'static str, SharedModule)>,
 }
 
+/// Builds the verbs' modules now (`engine::prepare_in_background`).
+pub(crate) fn prepare() {
+    modules();
+}
+
 fn modules() -> &'static Modules {
     static MODULES: OnceLock<Modules> = OnceLock::new();
     MODULES.get_or_init(|| {

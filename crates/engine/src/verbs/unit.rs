@@ -51,6 +51,17 @@ fn state_verbs(m: &mut Module) {
     );
     register!(
         m,
+        "states",
+        Reads,
+        ["names: Array", "Array"],
+        "/// The states of several units as `systemctl is-active` reads them, in one call to the\n\
+         /// manager: `name`, `description`, `load_state`, `active_state`, `sub_state` (the other\n\
+         /// fields empty, as in `list`; `status` reads them). Throws as `status` does.",
+        "unit::states([\"influxdb\", \"loki\"])",
+        |call: NativeCallContext, names: Array| states(&context(&call), names)
+    );
+    register!(
+        m,
         "is_active",
         Reads,
         ["name: &str", "bool"],
@@ -246,6 +257,13 @@ fn statuses(cx: &Context, names: Array) -> VerbResult<Array> {
     let read =
         cx.block_on(|| async move { futures_util::future::join_all(units.iter().map(|u| world.status(u))).await })?;
     read.into_iter().map(|r| r.map(Dynamic::from).map_err(|e| fail(e.to_string()))).collect()
+}
+
+fn states(cx: &Context, names: Array) -> VerbResult<Array> {
+    let units: Vec<String> = names.iter().map(|n| full_name(&crate::verbs::core::text(n))).collect();
+    let world = cx.world().units.clone();
+    let read = cx.block_on(|| async move { world.states(&units).await })?.map_err(|e| fail(e.to_string()))?;
+    Ok(read.into_iter().map(Dynamic::from).collect())
 }
 
 /// Unit names from a string or an array of strings.
