@@ -18,7 +18,7 @@ pub mod subcommand;
 use opsbook_base::{cancel, error, progress, suggest};
 pub use opsbook_base::{config, report, secret};
 pub use opsbook_engine::catalog;
-use opsbook_engine::{engine, functions, prefetch, runbook, verbs};
+use opsbook_engine::{engine, functions, prefetch, runbook, syntax, verbs};
 pub use opsbook_fleet::session;
 use opsbook_fleet::{rollout, run as fleet_run, runner, targets};
 pub use opsbook_inventory as inventory;

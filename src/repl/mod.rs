@@ -66,7 +66,7 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     session.install_interrupt();
 
     let mut parser = Engine::new_raw();
-    crate::engine::keyword_fixes(&mut parser);
+    crate::syntax::parse_settings(&mut parser);
     let mut editor: rustyline::Editor<ReplHelper, DefaultHistory> =
         rustyline::Editor::new().map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
     editor.set_helper(Some(ReplHelper { vocabulary: session.vocabulary(), parser }));

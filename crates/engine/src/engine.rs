@@ -46,7 +46,7 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
     // What `Engine::new` does, with the standard library shared; print, debug and the module
     // resolver are ours below.
     let mut engine = Engine::new_raw();
-    parse_settings(&mut engine);
+    crate::syntax::parse_settings(&mut engine);
     engine.register_global_module(standard_library());
     engine.set_max_operations(cx.config().int(keys::LIMITS_MAX_OPERATIONS).max(0) as u64);
     engine.set_max_call_levels(64);
@@ -68,35 +68,6 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
 
     verbs::register_all(&mut engine, cx, catalog);
     engine
-}
-
-/// What decides how a script parses: its limits and `keyword_fixes`. An engine with these
-/// and no functions parses as a runbook's engine does (its library and verbs add no operator
-/// and no constant, so `OptimizationLevel::Simple` folds the same): `prefetch` relies on it.
-pub(crate) fn parse_settings(engine: &mut Engine) {
-    engine.set_max_strings_interned(256);
-    // Runbooks nest maps and interpolated strings inside calls inside functions; the defaults
-    // (64, 32) are tight for that, and this is still far from a parser stack overflow.
-    engine.set_max_expr_depths(128, 96);
-    engine.set_max_string_size(64 << 20);
-    engine.set_max_array_size(10_000_000);
-    engine.set_max_map_size(1_000_000);
-    keyword_fixes(engine);
-}
-
-/// `until` is a Rhai keyword (`do … until`); after `::` or `.` it is a name: `wait::until`,
-/// `query.until`. Shared by the REPL's parse-only engine.
-pub fn keyword_fixes(engine: &mut Engine) {
-    #[allow(deprecated)] // volatile, not deprecated
-    engine.on_parse_token(|token, _, _| {
-        thread_local!(static AFTER_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
-        let token = match token {
-            rhai::Token::Until if AFTER_PATH.get() => rhai::Token::Identifier(Box::new("until".into())),
-            other => other,
-        };
-        AFTER_PATH.set(matches!(token, rhai::Token::DoubleColon | rhai::Token::Period));
-        token
-    });
 }
 
 /// Resolves `import "name"` through the catalog, compiling each module once per engine — or

@@ -21,4 +21,5 @@ pub mod functions;
 pub mod gathering;
 pub mod prefetch;
 pub mod runbook;
+pub mod syntax;
 pub mod verbs;

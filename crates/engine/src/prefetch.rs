@@ -2,7 +2,7 @@
 //! configuration and builds the engine's shared library, a thread parses the modules the
 //! runbook imports (and those they import), so the first `import` of each finds it parsed
 //! instead of parsing it then. What it hands over is a parse of the very text the resolver
-//! finds, by an engine that parses as the runbook's does (`engine::parse_settings`), taken
+//! finds, by an engine that parses as the runbook's does (`syntax::parse_settings`), taken
 //! once: a module edited since, or asked for again, is parsed as before.
 
 use std::collections::HashMap;
@@ -12,10 +12,20 @@ use rhai::{AST, Engine, ParseError};
 
 use crate::catalog::{Catalog, Kind};
 
-/// A module's parse, in progress or done, and the text it parses.
+/// A module's parse, in progress or done (`None`: the parsing thread panicked), and the text
+/// it parses.
 struct Slot {
     text: Arc<str>,
-    parsed: OnceLock<Result<AST, ParseError>>,
+    parsed: OnceLock<Option<Result<AST, ParseError>>>,
+}
+
+/// Fills its slot with `None` if the parse never finished, so nobody waits for it for ever.
+struct Unfinished<'a>(&'a Slot);
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.parsed.set(None);
+    }
 }
 
 /// Parses waiting for their module's first `import`, by module path.
@@ -30,7 +40,7 @@ pub fn modules_of(catalog: Catalog, name: &str) {
     std::thread::spawn(move || {
         let Ok(runbook) = catalog.find(Kind::Runbook, &name) else { return };
         let mut engine = Engine::new_raw();
-        crate::engine::parse_settings(&mut engine);
+        crate::syntax::parse_settings(&mut engine);
         let mut queue = imports(&runbook.text);
         let mut seen: Vec<String> = Vec::new();
         while let Some(path) = queue.pop() {
@@ -41,7 +51,9 @@ pub fn modules_of(catalog: Catalog, name: &str) {
             let Ok(module) = catalog.find(Kind::Module, &path) else { continue };
             let slot = Arc::new(Slot { text: module.text.clone(), parsed: OnceLock::new() });
             waiting().lock().unwrap_or_else(|e| e.into_inner()).insert(path, slot.clone());
-            let _ = slot.parsed.set(engine.compile(&*module.text));
+            let unfinished = Unfinished(&slot);
+            let _ = slot.parsed.set(Some(engine.compile(&*module.text)));
+            drop(unfinished);
             queue.extend(imports(&module.text));
         }
     });
@@ -54,7 +66,7 @@ pub fn take(path: &str, text: &Arc<str>) -> Option<Result<AST, ParseError>> {
     if *slot.text != **text {
         return None;
     }
-    Some(slot.parsed.wait().clone())
+    slot.parsed.wait().clone()
 }
 
 /// The module paths a script's `import "…"` lines name (a comment or a string that looks like
@@ -81,14 +93,27 @@ mod tests {
         let text: Arc<str> = Arc::from("fn f() { 1 }");
         let engine = Engine::new_raw();
         let slot = Arc::new(Slot { text: text.clone(), parsed: OnceLock::new() });
-        let _ = slot.parsed.set(engine.compile(&*text));
+        let _ = slot.parsed.set(Some(engine.compile(&*text)));
         waiting().lock().unwrap().insert("prefetch-test-a".into(), slot);
         assert!(take("prefetch-test-a", &Arc::from("fn f() { 2 }")).is_none(), "another text is parsed anew");
         let slot = Arc::new(Slot { text: text.clone(), parsed: OnceLock::new() });
-        let _ = slot.parsed.set(engine.compile(&*text));
+        let _ = slot.parsed.set(Some(engine.compile(&*text)));
         waiting().lock().unwrap().insert("prefetch-test-a".into(), slot);
         let ast = take("prefetch-test-a", &text).expect("made ahead").expect("parses");
         assert_eq!(ast.iter_functions().map(|f| f.name).collect::<Vec<_>>(), ["f"]);
         assert!(take("prefetch-test-a", &text).is_none(), "taken once");
+    }
+
+    #[test]
+    fn a_parse_that_never_finished_is_parsed_by_the_caller_instead_of_waited_for() {
+        let text: Arc<str> = Arc::from("fn f() { 1 }");
+        let slot = Arc::new(Slot { text: text.clone(), parsed: OnceLock::new() });
+        waiting().lock().unwrap().insert("prefetch-test-b".into(), slot.clone());
+        let parsing = std::thread::spawn(move || {
+            let _unfinished = Unfinished(&slot);
+            panic!("the parser panicked");
+        });
+        assert!(parsing.join().is_err());
+        assert!(take("prefetch-test-b", &text).is_none());
     }
 }

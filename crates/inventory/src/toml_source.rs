@@ -85,7 +85,8 @@ pub(crate) fn read(files: &[PathBuf]) -> Result<TomlInventory, Error> {
         })?;
         // The config loader parsed this file already; a parse error here cannot be new.
         let Ok(table) = DeTable::parse(&text) else { continue };
-        let file = File { path, text: &text };
+        let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let file = File { path, text: &text, line_starts };
         for (k, v) in table.get_ref().iter() {
             match k.get_ref().as_ref() {
                 "hosts" => {
@@ -130,6 +131,9 @@ type Spanned<'a, 'i> = &'a toml::Spanned<DeValue<'i>>;
 struct File<'f> {
     path: &'f Path,
     text: &'f str,
+    /// Where each line starts (a byte offset), for `place`: every value of the file is placed,
+    /// so counting the lines before each would cost the file's length per value.
+    line_starts: Vec<usize>,
 }
 
 impl File<'_> {
@@ -138,7 +142,7 @@ impl File<'_> {
     }
 
     fn place(&self, offset: usize) -> Place {
-        Place { path: self.path.to_path_buf(), line: crate::diagnostic::line_column(self.text, offset).0 }
+        Place { path: self.path.to_path_buf(), line: self.line_starts.partition_point(|&start| start <= offset) }
     }
 
     /// The entries of a table, each as (name, value).

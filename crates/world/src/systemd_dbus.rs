@@ -383,7 +383,10 @@ impl Units for SystemdDbus {
         Box::pin(async move {
             let manager = self.manager().await?;
             let units = call(pattern, "list", manager.list_units_by_patterns(&[], &[pattern])).await?;
-            Ok(units.into_iter().map(|(name, description, load, active, sub, ..)| listed(name, description, load, active, sub)).collect())
+            Ok(units
+                .into_iter()
+                .map(|(name, description, load, active, sub, ..)| listed(name, description, load, active, sub))
+                .collect())
         })
     }
 
@@ -412,7 +415,13 @@ impl Units for SystemdDbus {
 }
 
 /// A unit as the manager lists it: its states, the rest empty.
-fn listed(name: String, description: String, load_state: String, active_state: String, sub_state: String) -> UnitStatus {
+fn listed(
+    name: String,
+    description: String,
+    load_state: String,
+    active_state: String,
+    sub_state: String,
+) -> UnitStatus {
     UnitStatus {
         name,
         description,
