@@ -44,6 +44,7 @@ cleanup() {
     python3 "$repo/bench/fleet_measure.py" --cleanup "$tool-$n"
   done
   OPSBOOK_BENCH_NET=${OPSBOOK_BENCH_NET:-1} python3 "$repo/bench/fleet_boot.py" down "$current"
+  umount "$current/rt" 2>/dev/null || true
   rm -rf "$current"
   current=""
 }
@@ -84,8 +85,9 @@ for n in "${sizes[@]}"; do
   OPSBOOK_BENCH_LIGHT=1 OPSBOOK_BENCH_ANSIBLE_FORKS=50 python3 bench/fleet_boot.py up "$d" "$n" "$bin"
   echo "  booted in $(( $(date +%s) - started )) s" >&2
   forks=$((n + 1))
-  # Lasting connections in a directory of this run's own (short enough for socket paths).
-  mkdir -p "$d/rt" && chmod 700 "$d/rt"
+  # Lasting connections in a directory of this run's own (short enough for socket paths), a
+  # tmpfs as every systemd machine's runtime directory (/run/user/UID) is: opsbook's default.
+  mkdir -p "$d/rt" && mount -t tmpfs -o mode=700,size=64m opsbook-bench-rt "$d/rt"
   sed "s/^\[ssh\]$/[ssh]\nmax_masters = $((n + 10))/" "$d/opsbook.toml" >"$d/warm.toml"
   sed 's/^\[ssh\]$/[ssh]\npersist = "0"/' "$d/opsbook.toml" >"$d/cold.toml"
   grep -q '^persist = "0"' "$d/cold.toml" || { echo "no [ssh] table in $d/opsbook.toml" >&2; exit 1; }

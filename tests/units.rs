@@ -229,13 +229,13 @@ checks::units_active(["sleeper", "broken", "nothing-here"]);
   sleeper.service: loaded active (running); same as status: true; result read: false
   broken.service: loaded failed (failed); same as status: true; result read: false
   nothing-here.service: not-found inactive (dead); same as status: true; result read: false
-  ok    sleeper.service active — active (running)
+  ok    sleeper.service active — active (running)  ([DUR])
   FAIL  broken.service active — failed (failed); result exit-code
-        expected: active (running)
-        actual:   failed (failed)
-  FAIL  nothing-here.service active — inactive (dead); result 
-        expected: active (running)
-        actual:   inactive (dead)
+          expected: active (running)
+          actual:   failed (failed)
+  FAIL  nothing-here.service active — inactive (dead); result success
+          expected: active (running)
+          actual:   inactive (dead)
 
 1 passed, 2 failed  ([DUR])
 ",
