@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Where `opsbook run quick-check` spends its CPU, inside the private host with the four twins
 # as real units (bench/twin-units.sh): 40 runs under `perf record` (20 kHz, DWARF call
-# graphs), each sample put in the first phase found on its stack, in the order below (the
-# loader before main, the command line, the configuration and session, the engine and its
-# shared library and verbs, parsing modules, the runbook's run, the I/O threads, exit); the
-# shares of the opsbook process's samples, its threads together, go to perf.txt. Runs inside
+# graphs), each sample put in the first phase that claims its stack, in the order below (the
+# loader before main, exit, the command line, the helper threads' work, parsing, the unit and
+# HTTP requests, the engine, the run, the configuration, the I/O threads, page faults and
+# thread starts); the shares of the opsbook process's samples, its threads together, go to
+# perf.txt. Runs inside
 # the private host (bench/quick-check-perf.sh).
 set -euo pipefail
 state=$1
@@ -15,20 +16,26 @@ perf record -q -F 20000 --call-graph dwarf,16384 -o "$state/perf.data" -- \
 perf script -i "$state/perf.data" -F comm,tid,ip,sym 2>/dev/null | python3 -c '
 import re, sys
 # (phase, a frame that marks it); the first phase whose frame is on a sample stack takes it.
+def on(stack, *marks):
+    return any(m in f for f in stack for m in marks)
+# Each sample goes to the first phase that claims it; helper threads are told by what they do.
 phases = [
-    ("loader: relocations and libraries, before main", "_dl_start"),
-    ("process exit", "exit_group"),
-    ("command line (clap)", "clap_builder"),
-    ("modules parsed ahead (helper thread)", "prefetch::modules_of"),
-    ("shared library and verbs built (helper thread)", "prepare_in_background"),
-    ("D-Bus connection opened ahead (I/O thread)", "warm_up"),
-    ("unit states (ListUnitsByNames)", "Units>::states"),
-    ("HTTP requests", "send_answer"),
-    ("a module parsed when imported", "CatalogResolver"),
-    ("engine for the host", "engine::build"),
-    ("the runbook compiled", "runbook::compile"),
-    ("the runbook run (Rhai, report)", "Session::run"),
-    ("configuration and session", "Session::open"),
+    ("loader: relocations and libraries, before main", lambda s: on(s, "_dl_start", "_dl_relocate_object")),
+    ("process exit", lambda s: on(s, "exit_group", "do_exit")),
+    ("command line (clap)", lambda s: on(s, "clap_builder")),
+    ("Rhai library and verbs registered (helper thread)", lambda s: on(s, "register_lazy_functions", "add_manifest", "FuncRegistration", "verbs::modules", "build_index")),
+    ("modules parsed ahead (helper thread)", lambda s: on(s, "rhai::parser::") and not on(s, "CatalogResolver", "runbook::compile")),
+    ("a module parsed or run when imported", lambda s: on(s, "CatalogResolver")),
+    ("the runbook compiled", lambda s: on(s, "runbook::compile")),
+    ("unit states (ListUnitsByNames)", lambda s: on(s, "Units>::states")),
+    ("HTTP requests", lambda s: on(s, "send_answer", "hyper")),
+    ("D-Bus connection (zbus)", lambda s: on(s, "zbus::", "warm_up")),
+    ("engine for the host", lambda s: on(s, "engine::build")),
+    ("the runbook run (Rhai, report)", lambda s: on(s, "Session::run")),
+    ("configuration and session", lambda s: on(s, "Session::open", "Config::load")),
+    ("I/O threads, other work (tokio)", lambda s: on(s, "tokio::")),
+    ("page faults elsewhere (heap growth, first touch)", lambda s: on(s, "asm_exc_page_fault")),
+    ("threads started (clone3, stacks)", lambda s: on(s, "clone3", "start_thread")),
 ]
 counts = {p: 0 for p, _ in phases}
 other = total = 0
@@ -37,8 +44,8 @@ def flush():
     global other, total
     if not stack: return
     total += 1
-    for p, mark in phases:
-        if any(mark in f for f in stack):
+    for p, claims in phases:
+        if claims(stack):
             counts[p] += 1
             break
     else:
@@ -53,7 +60,7 @@ for line in sys.stdin:
 flush()
 for p, _ in phases:
     print(f"{p:<52} {100 * counts[p] / total:5.1f} %")
-rest = "other (kernel: exec, page faults, threads; runtime)"
+rest = "other (kernel: exec, memory maps, syscalls)"
 print(f"{rest:<52} {100 * other / total:5.1f} %")
 print("samples:", total)
 ' > "$state/perf.txt"
