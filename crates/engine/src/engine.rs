@@ -35,7 +35,8 @@ fn standard_library() -> SharedModule {
 /// of its own, while the caller goes on reading its command line, configuration and hosts:
 /// the first engine then finds them built, or waits for the rest.
 pub fn prepare_in_background() {
-    std::thread::spawn(|| {
+    // Without the thread (none left to start), the first engine builds them itself.
+    let _ = std::thread::Builder::new().name("opsbook-prepare".into()).spawn(|| {
         standard_library();
         verbs::prepare();
     });

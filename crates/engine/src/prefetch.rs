@@ -37,7 +37,8 @@ fn waiting() -> &'static Mutex<HashMap<String, Arc<Slot>>> {
 /// Starts parsing the modules runbook `name` of `catalog` imports, on a thread of its own.
 pub fn modules_of(catalog: Catalog, name: &str) {
     let name = name.to_string();
-    std::thread::spawn(move || {
+    // Without the thread (none left to start), each module is parsed when imported.
+    let _ = std::thread::Builder::new().name("opsbook-parse".into()).spawn(move || {
         let Ok(runbook) = catalog.find(Kind::Runbook, &name) else { return };
         let mut engine = Engine::new_raw();
         crate::syntax::parse_settings(&mut engine);

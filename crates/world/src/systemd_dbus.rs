@@ -277,10 +277,13 @@ fn unit_path(unit: &str) -> Result<OwnedObjectPath, UnitError> {
 async fn call<T>(unit: &str, action: &str, f: impl Future<Output = zbus::Result<T>>) -> Result<T, UnitError> {
     match tokio::time::timeout(CALL_TIMEOUT, f).await {
         Ok(r) => r.map_err(|e| classify(e, unit, action, None)),
-        Err(_) => {
-            Err(UnitError::Other(format!("the service manager did not answer within {}s", CALL_TIMEOUT.as_secs())))
-        }
+        Err(_) => Err(no_answer()),
     }
+}
+
+/// A call the manager did not answer within `CALL_TIMEOUT`.
+fn no_answer() -> UnitError {
+    UnitError::Other(format!("the service manager did not answer within {}s", CALL_TIMEOUT.as_secs()))
 }
 
 fn classify(e: zbus::Error, unit: &str, action: &str, job: Option<Job>) -> UnitError {
@@ -405,10 +408,7 @@ impl Units for SystemdDbus {
                     futures_util::future::try_join_all(units.iter().map(|u| self.status_of(u))).await
                 }
                 Ok(Err(e)) => Err(classify(e, first, "read the state of", None)),
-                Err(_) => Err(UnitError::Other(format!(
-                    "the service manager did not answer within {}s (reading the state of `{first}`…)",
-                    CALL_TIMEOUT.as_secs()
-                ))),
+                Err(_) => Err(no_answer()),
             }
         })
     }

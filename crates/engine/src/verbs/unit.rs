@@ -251,8 +251,13 @@ pub(super) fn status(cx: &Context, name: &str) -> VerbResult<UnitStatus> {
     cx.block_on(|| async move { units.status(&unit).await })?.map_err(|e| fail(e.to_string()))
 }
 
+/// The units an array names, each with its type (`loki` → `loki.service`).
+fn full_names(names: &Array) -> Vec<String> {
+    names.iter().map(|n| full_name(&crate::verbs::core::text(n))).collect()
+}
+
 fn statuses(cx: &Context, names: Array) -> VerbResult<Array> {
-    let units: Vec<String> = names.iter().map(|n| full_name(&crate::verbs::core::text(n))).collect();
+    let units = full_names(&names);
     let world = cx.world().units.clone();
     let read =
         cx.block_on(|| async move { futures_util::future::join_all(units.iter().map(|u| world.status(u))).await })?;
@@ -260,7 +265,7 @@ fn statuses(cx: &Context, names: Array) -> VerbResult<Array> {
 }
 
 fn states(cx: &Context, names: Array) -> VerbResult<Array> {
-    let units: Vec<String> = names.iter().map(|n| full_name(&crate::verbs::core::text(n))).collect();
+    let units = full_names(&names);
     let world = cx.world().units.clone();
     let read = cx.block_on(|| async move { world.states(&units).await })?.map_err(|e| fail(e.to_string()))?;
     Ok(read.into_iter().map(Dynamic::from).collect())
