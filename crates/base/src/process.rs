@@ -1,5 +1,6 @@
 //! The one process runner: a child process with a deadline, for host commands (through the
-//! `Commands` seam) and for `token_command` alike.
+//! `Commands` seam) and for `token_command` alike — `run` for async callers, `run_blocking`
+//! (`blocking`) for synchronous ones, both with the same contract.
 //!
 //! The child gets its own process group, so on timeout, or when the caller gives up (Ctrl-C
 //! drops the future), the whole group — the command and anything it started — is killed, not
@@ -9,6 +10,10 @@
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
+
+mod blocking;
+
+pub use blocking::run_blocking;
 
 /// A command to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,11 +91,7 @@ pub async fn run(inv: &Invocation) -> Result<Completed, String> {
         .stderr(std::process::Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("`{program}` not found in PATH"),
-        std::io::ErrorKind::PermissionDenied => format!("`{program}` is not executable"),
-        _ => format!("cannot start `{program}`: {e}"),
-    })?;
+    let mut child = cmd.spawn().map_err(|e| spawn_error(program, e))?;
     let mut guard = GroupGuard(child.id());
     if let (Some(text), Some(mut stdin)) = (inv.stdin.clone(), child.stdin.take()) {
         tokio::spawn(async move {
@@ -115,27 +116,62 @@ pub async fn run(inv: &Invocation) -> Result<Completed, String> {
     };
     let (stdout, mut stderr) = (out.text().await, err.text().await);
     if timed_out {
-        let note = format!("killed after {}", humantime::format_duration(inv.timeout));
-        stderr = if stderr.trim().is_empty() { note } else { format!("{}\n{note}", stderr.trim_end()) };
+        stderr = killed_note(&stderr, inv.timeout);
     }
     Ok(Completed { code, stdout, stderr, duration: started.elapsed(), timed_out })
 }
 
-/// `run` from synchronous code that may or may not be inside a runtime (ssh's master starts,
-/// `token_command`).
-pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
-    // On a thread with a runtime of its own, which drives the child's pipes itself. Blocking
-    // on the process's shared runtime instead was tried for a fleet's master starts: a cold
-    // 100-host run used no less CPU.
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start a runtime for the command: {e}"))?;
-        runtime.block_on(run(&inv))
-    })
-    .join()
-    .map_err(|_| "the command runner panicked".to_string())?
+/// Why `program` could not be started, in the words both runners use.
+fn spawn_error(program: &str, e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => format!("`{program}` not found in PATH"),
+        std::io::ErrorKind::PermissionDenied => format!("`{program}` is not executable"),
+        _ => format!("cannot start `{program}`: {e}"),
+    }
+}
+
+/// What a command killed at its timeout printed on stderr, followed by why it ended.
+fn killed_note(stderr: &str, timeout: Duration) -> String {
+    let note = format!("killed after {}", humantime::format_duration(timeout));
+    if stderr.trim().is_empty() { note } else { format!("{}\n{note}", stderr.trim_end()) }
+}
+
+/// A pidfd for process `pid` (readable once it exits), or `None` when it is gone already or
+/// the kernel has none (Linux before 5.3).
+pub(crate) fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a non-negative result is a descriptor we now own.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as std::os::fd::RawFd) })
+}
+
+/// Waits at most `limit` for process `pid` (not necessarily our child) to exit, asleep in the
+/// kernel; true when it has (or was gone already). Where there is no pidfd, looks every 5 ms.
+pub fn wait_for_exit(pid: u32, limit: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let deadline = Instant::now() + limit;
+    let pidfd = pidfd_open(pid);
+    loop {
+        // SAFETY: kill(2) with signal 0 only checks that the process exists.
+        if pidfd.is_none() && unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let Some(fd) = &pidfd else {
+            std::thread::sleep(left.min(Duration::from_millis(5)));
+            continue;
+        };
+        let mut poll = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let millis = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one live pollfd for the duration of the call.
+        if unsafe { libc::poll(&mut poll, 1, millis) } > 0 {
+            return true;
+        }
+    }
 }
 
 /// SIGKILL to the process group led by `pid`.

@@ -1,8 +1,8 @@
 //! Where a host's shared ssh connection keeps its control socket, and what a lasting one
 //! remembers between runs.
 //!
-//! A connection is either for this run alone (`Control::private`: a fresh 0700 directory,
-//! removed at the end) or lasting (`Control::lasting`): like Ansible's ControlPersist, the
+//! A connection is either for this run alone (`Control::private`: a fresh 0700 directory in the
+//! user's runtime directory, removed at the end) or lasting (`Control::lasting`): like Ansible's ControlPersist, the
 //! master stays a while after the run, so the next run to the same host — an operator's next
 //! command, a serve job's next round — skips the TCP and key exchange. A lasting control
 //! socket lives in one 0700 directory of ours, named by a hash of everything that makes the
@@ -257,11 +257,9 @@ fn fnv1a(text: &str) -> u64 {
 fn shared_dir() -> Result<PathBuf, String> {
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
-    let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(runtime) if runtime.is_absolute() && runtime.is_dir() && runtime.as_os_str().len() < 60 => {
-            runtime.join("opsbook-ssh")
-        }
-        _ => PathBuf::from(format!("/tmp/opsbook-ssh-{uid}")),
+    let dir = match runtime_dir() {
+        Some(runtime) => runtime.join("opsbook-ssh"),
+        None => PathBuf::from(format!("/tmp/opsbook-ssh-{uid}")),
     };
     match DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
@@ -280,12 +278,24 @@ fn shared_dir() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// A fresh 0700 directory for one control socket. Socket paths are limited to about 100
-/// bytes, so it lives directly under the temporary directory (or `/tmp` when that is long).
+/// The user's runtime directory (`$XDG_RUNTIME_DIR`, `/run/user/UID`: theirs alone, in
+/// memory, emptied at logout), where sockets belong; `None` when unset, not a directory, or too
+/// long for a socket path (about 100 bytes) under it.
+fn runtime_dir() -> Option<PathBuf> {
+    let runtime = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
+    (runtime.is_absolute() && runtime.as_os_str().len() < 60 && runtime.is_dir()).then_some(runtime)
+}
+
+/// A fresh 0700 directory for one control socket, directly under the runtime directory, else
+/// the temporary one (`/tmp` when that is too long for socket paths). The runtime directory
+/// comes first also for cost: on a disk-backed `/tmp`, making and removing a directory and its
+/// sockets per host was most of a cold fleet run's own CPU (inode allocation).
 fn private_dir() -> Result<PathBuf, String> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let base = std::env::temp_dir();
-    let base = if base.as_os_str().len() > 60 { PathBuf::from("/tmp") } else { base };
+    let base = runtime_dir().unwrap_or_else(|| {
+        let temp = std::env::temp_dir();
+        if temp.as_os_str().len() > 60 { PathBuf::from("/tmp") } else { temp }
+    });
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     for _ in 0..20 {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);

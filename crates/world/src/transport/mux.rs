@@ -35,6 +35,9 @@ const STREAMLOCAL: u32 = -2i32 as u32;
 /// Replies are a few bytes; anything longer is not a master speaking.
 const MAX_REPLY: usize = 64 << 10;
 
+/// What a request says when the master closed the connection instead of answering.
+const CLOSED: &str = "the ssh master closed the control connection";
+
 /// One conversation with a master, after both hellos.
 pub struct Mux {
     stream: UnixStream,
@@ -65,9 +68,14 @@ impl Mux {
         }
     }
 
-    /// Asks the master to exit at once, ending every session and forward on it.
+    /// Asks the master to exit at once, ending every session and forward on it. OpenSSH exits
+    /// before its yes reaches us (its mux.c says as much), so the connection closing without an
+    /// answer is a yes too; a refusal is still an error.
     pub fn terminate(&mut self) -> Result<(), String> {
-        self.expect_ok(Message::new(TERMINATE))
+        match self.expect_ok(Message::new(TERMINATE)) {
+            Err(e) if e == CLOSED => Ok(()),
+            other => other,
+        }
     }
 
     /// Has the master listen on `forward.local` and connect each connection to `forward.remote`.
@@ -126,7 +134,7 @@ impl Mux {
 fn io(e: std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => "the ssh master did not answer in time".into(),
-        std::io::ErrorKind::UnexpectedEof => "the ssh master closed the control connection".into(),
+        std::io::ErrorKind::UnexpectedEof => CLOSED.into(),
         _ => format!("control connection: {e}"),
     }
 }
@@ -201,7 +209,8 @@ mod tests {
     use super::*;
 
     /// A master on a socket of a temporary directory: answers the hello, then each request
-    /// with what `answer` makes of its body; what it was asked is returned at the end.
+    /// with what `answer` makes of its body (nothing: it closes the connection, as OpenSSH
+    /// does on `TERMINATE`); what it was asked is returned at the end.
     fn master(answer: fn(&[u8]) -> Vec<u8>) -> (tempfile::TempDir, PathBuf, std::thread::JoinHandle<Vec<Vec<u8>>>) {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("cm");
@@ -218,10 +227,15 @@ mod tests {
                 }
                 let mut body = vec![0u8; u32::from_be_bytes(length) as usize];
                 s.read_exact(&mut body).unwrap();
-                if body[..4] != [0, 0, 0, 1] {
-                    s.write_all(&packet(&answer(&body))).unwrap();
-                }
+                let hello = body[..4] == [0, 0, 0, 1];
                 asked.push(body);
+                if !hello {
+                    let answer = answer(asked.last().unwrap());
+                    if answer.is_empty() {
+                        return asked;
+                    }
+                    s.write_all(&packet(&answer)).unwrap();
+                }
             }
         });
         (dir, socket, served)
@@ -260,6 +274,14 @@ mod tests {
         let mut mux = Mux::connect(&socket, Duration::from_secs(2)).unwrap();
         assert_eq!(mux.pid(), Ok(4242));
         assert_eq!(mux.terminate(), Err("the ssh master failed: no way!".into()));
+    }
+
+    #[test]
+    fn a_master_that_exits_before_answering_terminate_has_said_yes() {
+        let (_dir, socket, served) = master(|_| Vec::new());
+        let mut mux = Mux::connect(&socket, Duration::from_secs(2)).unwrap();
+        assert_eq!(mux.terminate(), Ok(()));
+        assert_eq!(served.join().unwrap()[1], [TERMINATE.to_be_bytes(), 1u32.to_be_bytes()].concat());
     }
 
     #[test]

@@ -351,16 +351,28 @@ impl Ssh {
         if !self.keeper.close() {
             return;
         }
-        if self.control.lasting.is_none()
-            && let Err(e) = self.mux().and_then(|mut m| m.terminate().map_err(|e| self.mux_error("exit", e)))
-        {
-            tracing::debug!("{e}");
-        }
+        let ended = if self.control.lasting.is_none() { self.end_master() } else { None };
         if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
             self.trim();
         }
         self.keeper.end(CONTROL_TIMEOUT);
+        // Its directory goes once the master is gone: removing it while the master still
+        // holds its sockets there had the kernel busy-wait for them (a few ms of CPU per host).
+        if let Some(pid) = ended
+            && !process::wait_for_exit(pid, CONTROL_TIMEOUT)
+        {
+            tracing::debug!("the ssh master of {} (pid {pid}) had not exited", self.target.name);
+        }
         self.control.remove_private();
+    }
+
+    /// Asks a master of this run alone to exit; its pid when it agreed.
+    fn end_master(&self) -> Option<u32> {
+        let ended = self.mux().and_then(|mut m| {
+            let pid = m.pid().map_err(|e| self.mux_error("tell its pid", e))?;
+            m.terminate().map_err(|e| self.mux_error("exit", e)).map(|()| pid)
+        });
+        ended.map_err(|e| tracing::debug!("{e}")).ok()
     }
 
     /// Has the keeper (`keeper`) start once the run has lasted a quarter of the master's
