@@ -59,13 +59,21 @@ pub fn run(
             }
         },
     );
+    // Every host is done: this run's own ssh masters are all asked to end now, and end while
+    // the report is written (each host's connection is closed, waiting for its master, when
+    // the targets drop).
+    for target in &targets {
+        if let Some(ssh) = target.session.as_ref().ok().and_then(|s| s.context.world().connection.clone()) {
+            ssh.let_go();
+        }
+    }
     let runs: Vec<HostRun> = targets
         .iter()
         .zip(reports)
         .map(|(target, report)| HostRun {
             roles: target.roles.clone(),
             report,
-            ssh_reused: target.session.as_ref().ok().and_then(|s| s.context.world().ssh_reused),
+            ssh_reused: target.session.as_ref().ok().and_then(|s| s.context.world().ssh_reused()),
         })
         .collect();
     let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());

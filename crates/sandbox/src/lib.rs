@@ -252,7 +252,7 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         net: Arc::new(crate::world::net::LocalNet),
         files: Arc::new(crate::world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),
         endpoints: crate::world::endpoints::Endpoints::default(),
-        ssh_reused: None,
+        connection: None,
         sandbox: true,
     })
 }

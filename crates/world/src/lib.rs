@@ -51,9 +51,8 @@ pub struct World {
     pub files: Arc<dyn files::Files>,
     /// Endpoints reached through sockets forwarded to the host (none on this machine).
     pub endpoints: endpoints::Endpoints,
-    /// Over ssh: whether the run found the host's lasting connection (`true`) or opened one;
-    /// `None` on this machine and in the sandbox.
-    pub ssh_reused: Option<bool>,
+    /// Over ssh: the host's shared connection; `None` on this machine and in the sandbox.
+    pub connection: Option<Arc<transport::Ssh>>,
     /// Under `--sandbox`: verbs with no simulation there (user accounts) refuse, rather than
     /// act on this machine.
     pub sandbox: bool,
@@ -85,9 +84,15 @@ impl World {
             net: Arc::new(net::LocalNet),
             files: Arc::new(local_files::LocalFiles { root: None }),
             endpoints: endpoints::Endpoints::default(),
-            ssh_reused: None,
+            connection: None,
             sandbox: false,
         }
+    }
+
+    /// Over ssh: whether the run found the host's lasting connection (`true`) or opened one;
+    /// `None` on this machine and in the sandbox.
+    pub fn ssh_reused(&self) -> Option<bool> {
+        self.connection.as_ref().map(|ssh| ssh.reused())
     }
 
     /// Opens this machine's connection to its service manager in the background, so a run

@@ -88,7 +88,7 @@ impl World {
             }),
             net: Arc::new(net::CommandNet { commands }),
             endpoints,
-            ssh_reused: Some(ssh.reused()),
+            connection: Some(ssh),
             sandbox: false,
         })
     }

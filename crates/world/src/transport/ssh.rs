@@ -22,7 +22,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 mod bus;
@@ -171,6 +171,8 @@ pub struct Ssh {
     in_use: Mutex<Option<super::control::InUse>>,
     /// Whether the lasting master an earlier run left was found (no new connection).
     reused: bool,
+    /// Once a master of this run alone was asked to exit: its pid when it agreed.
+    ended: OnceLock<Option<u32>>,
 }
 
 impl fmt::Debug for Ssh {
@@ -240,6 +242,7 @@ impl Ssh {
             held: Mutex::new(Vec::new()),
             in_use: Mutex::new(None),
             reused: false,
+            ended: OnceLock::new(),
         }
     }
 
@@ -351,7 +354,7 @@ impl Ssh {
         if !self.keeper.close() {
             return;
         }
-        let ended = if self.control.lasting.is_none() { self.end_master() } else { None };
+        let ended = if self.control.lasting.is_none() { *self.ended.get_or_init(|| self.end_master()) } else { None };
         if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
             self.trim();
         }
@@ -364,6 +367,16 @@ impl Ssh {
             tracing::debug!("the ssh master of {} (pid {pid}) had not exited", self.target.name);
         }
         self.control.remove_private();
+    }
+
+    /// Asks a master of this run alone to exit now, without waiting for it; `close` (or drop)
+    /// then waits for it to be gone and removes its directory. For a run over many hosts that
+    /// is done with all of them: every master ends at once, not one after another. Nothing may
+    /// use the connection after this. A lasting master stays for its persist time.
+    pub fn let_go(&self) {
+        if self.control.lasting.is_none() {
+            self.ended.get_or_init(|| self.end_master());
+        }
     }
 
     /// Asks a master of this run alone to exit; its pid when it agreed.
