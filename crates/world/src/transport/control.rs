@@ -279,11 +279,18 @@ fn shared_dir() -> Result<PathBuf, String> {
 }
 
 /// The user's runtime directory (`$XDG_RUNTIME_DIR`, `/run/user/UID`: theirs alone, in
-/// memory, emptied at logout), where sockets belong; `None` when unset, not a directory, or too
-/// long for a socket path (about 100 bytes) under it.
+/// memory, emptied at logout), where sockets belong; `None` when unset, too long for a socket
+/// path (about 100 bytes) under it, or not a directory of this user (`sudo -E` keeps the
+/// invoking user's).
 fn runtime_dir() -> Option<PathBuf> {
-    let runtime = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
-    (runtime.is_absolute() && runtime.as_os_str().len() < 60 && runtime.is_dir()).then_some(runtime)
+    usable_runtime_dir(PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?))
+}
+
+fn usable_runtime_dir(runtime: PathBuf) -> Option<PathBuf> {
+    let meta = std::fs::metadata(&runtime).ok()?;
+    // SAFETY: geteuid has no preconditions.
+    let ours = meta.uid() == unsafe { libc::geteuid() };
+    (runtime.is_absolute() && runtime.as_os_str().len() < 60 && meta.is_dir() && ours).then_some(runtime)
 }
 
 /// A fresh 0700 directory for one control socket, directly under the runtime directory, else
@@ -321,6 +328,27 @@ mod tests {
         a.remove_private();
         b.remove_private();
         assert!(!a.dir.exists());
+    }
+
+    #[test]
+    fn the_runtime_directory_is_used_only_when_it_is_this_users_and_short() {
+        let dir = tempfile::tempdir_in("/tmp").unwrap();
+        assert_eq!(usable_runtime_dir(dir.path().to_path_buf()), Some(dir.path().to_path_buf()));
+        assert_eq!(usable_runtime_dir(PathBuf::from("relative/dir")), None);
+        assert_eq!(usable_runtime_dir(dir.path().join("missing")), None);
+        let long = dir.path().join("x".repeat(60));
+        std::fs::create_dir(&long).unwrap();
+        assert_eq!(usable_runtime_dir(long), None, "too long for socket paths under it");
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(usable_runtime_dir(file), None);
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            assert_eq!(usable_runtime_dir(theirs), None, "another user's (sudo -E)");
+        }
     }
 
     #[test]
