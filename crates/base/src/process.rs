@@ -186,20 +186,30 @@ pub(crate) fn kill_group(pid: u32) {
 mod tests {
     use super::*;
 
-    fn inv(a: &[&str], timeout: Duration) -> Invocation {
+    pub(in crate::process) fn inv(a: &[&str], timeout: Duration) -> Invocation {
         Invocation { argv: a.iter().map(|s| s.to_string()).collect(), timeout, ..Invocation::default() }
+    }
+
+    /// Runs `i` with both runners, which keep one contract: what they report must agree
+    /// (the time taken aside); the blocking runner's report is returned.
+    pub(in crate::process) fn both(i: Invocation) -> Result<Completed, String> {
+        let blocking = run_blocking(i.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let in_runtime = runtime.block_on(run(&i));
+        let timeless = |r: &Result<Completed, String>| r.clone().map(|c| Completed { duration: Duration::ZERO, ..c });
+        assert_eq!(timeless(&blocking), timeless(&in_runtime), "the two runners disagree");
+        blocking
     }
 
     #[test]
     fn captures_output_and_status() {
-        let f = run_blocking(inv(&["sh", "-c", "echo out; echo err >&2; exit 3"], Duration::from_secs(5))).unwrap();
+        let f = both(inv(&["sh", "-c", "echo out; echo err >&2; exit 3"], Duration::from_secs(5))).unwrap();
         assert_eq!((f.code, f.stdout.as_str(), f.stderr.as_str(), f.timed_out), (Some(3), "out\n", "err\n", false));
     }
 
     #[test]
     fn timeout_kills_the_whole_group_and_keeps_what_was_printed() {
-        let f =
-            run_blocking(inv(&["sh", "-c", "echo started; sleep 30 & sleep 30"], Duration::from_millis(200))).unwrap();
+        let f = both(inv(&["sh", "-c", "echo started; sleep 30 & sleep 30"], Duration::from_millis(200))).unwrap();
         assert_eq!(
             (f.code, f.stdout.as_str(), f.stderr.as_str(), f.timed_out),
             (None, "started\n", "killed after 200ms", true)
@@ -209,7 +219,7 @@ mod tests {
 
     #[test]
     fn missing_program_is_named() {
-        let e = run_blocking(inv(&["no-such-program-xyz"], Duration::from_secs(1))).unwrap_err();
+        let e = both(inv(&["no-such-program-xyz"], Duration::from_secs(1))).unwrap_err();
         assert_eq!(e, "`no-such-program-xyz` not found in PATH");
     }
 }

@@ -214,11 +214,8 @@ fn nonblocking(fd: OwnedFd) -> OwnedFd {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{both, inv};
     use super::*;
-
-    fn inv(a: &[&str], timeout: Duration) -> Invocation {
-        Invocation { argv: a.iter().map(|s| s.to_string()).collect(), timeout, ..Invocation::default() }
-    }
 
     #[test]
     fn input_larger_than_a_pipe_is_fed_while_output_larger_than_a_pipe_is_read() {
@@ -227,7 +224,7 @@ mod tests {
         let text = "0123456789abcdef".repeat(65536);
         let mut i = inv(&["sh", "-c", "cat; echo done >&2"], Duration::from_secs(20));
         i.stdin = Some(text.clone());
-        let f = run_blocking(i).unwrap();
+        let f = both(i).unwrap();
         assert_eq!((f.code, f.stdout.len(), f.stderr.as_str(), f.timed_out), (Some(0), text.len(), "done\n", false));
         assert!(f.stdout == text);
     }
@@ -236,14 +233,13 @@ mod tests {
     fn a_child_that_does_not_read_its_input_still_ends() {
         let mut i = inv(&["true"], Duration::from_secs(10));
         i.stdin = Some("x".repeat(1 << 20));
-        let f = run_blocking(i).unwrap();
+        let f = both(i).unwrap();
         assert_eq!((f.code, f.timed_out), (Some(0), false));
     }
 
     #[test]
     fn a_grandchild_holding_the_pipes_does_not_hold_the_caller_past_the_grace() {
-        let f =
-            run_blocking(inv(&["sh", "-c", "echo parent; (sleep 5; echo late) &"], Duration::from_secs(10))).unwrap();
+        let f = both(inv(&["sh", "-c", "echo parent; (sleep 5; echo late) &"], Duration::from_secs(10))).unwrap();
         assert_eq!((f.code, f.stdout.as_str(), f.timed_out), (Some(0), "parent\n", false));
         assert!(f.duration < Duration::from_secs(3), "{:?}", f.duration);
     }
@@ -252,6 +248,6 @@ mod tests {
     fn the_environment_given_reaches_the_child() {
         let mut i = inv(&["sh", "-c", "printf %s \"$OPSBOOK_X\""], Duration::from_secs(5));
         i.env = vec![("OPSBOOK_X".into(), "given".into())];
-        assert_eq!(run_blocking(i).unwrap().stdout, "given");
+        assert_eq!(both(i).unwrap().stdout, "given");
     }
 }

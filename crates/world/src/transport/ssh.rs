@@ -52,6 +52,10 @@ pub const DEFAULT_MAX_MASTERS: usize = 64;
 /// the lasting masters past `max_masters` are asked to end (`Ssh::trim`).
 static LASTING_IN_USE: AtomicUsize = AtomicUsize::new(0);
 
+/// A master of this run alone that agreed to exit is gone within milliseconds; one still there
+/// after this is killed (its directory is removed only once it is gone).
+const MASTER_EXIT: Duration = Duration::from_secs(2);
+
 /// Requests to a master (forward, cancel, exit) answer at once; this bounds a stuck master.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -362,9 +366,12 @@ impl Ssh {
         // Its directory goes once the master is gone: removing it while the master still
         // holds its sockets there had the kernel busy-wait for them (a few ms of CPU per host).
         if let Some(pid) = ended
-            && !process::wait_for_exit(pid, CONTROL_TIMEOUT)
+            && !process::wait_for_exit(pid, MASTER_EXIT)
         {
-            tracing::debug!("the ssh master of {} (pid {pid}) had not exited", self.target.name);
+            tracing::debug!("the ssh master of {} (pid {pid}) had not exited: killed", self.target.name);
+            // SAFETY: kill(2) on the pid of this run's own master, which agreed to exit.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            process::wait_for_exit(pid, MASTER_EXIT);
         }
         self.control.remove_private();
     }
