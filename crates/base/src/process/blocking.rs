@@ -2,10 +2,10 @@
 //! over ssh from synchronous code, `token_command`), with no async runtime: the caller's
 //! thread watches the child's pipes and its exit with one `poll(2)` (the exit through a pidfd).
 //!
-//! Why not a small tokio runtime per call, as before: every runtime that can wait for a child
-//! registers the process-wide SIGCHLD pipe, so with a hundred ssh masters starting at once each
-//! child's exit woke every runtime (a cold 100-host run spent its CPU there). Same contract as
-//! `run`: own process group, killed whole on timeout; both pipes read as the child writes;
+//! Why not a thread with a small tokio runtime per call, as before: a cold 100-host run starts
+//! a hundred ssh masters at once, and without the thread and runtime each it used about 15 %
+//! less of its own CPU (README's performance section). Same contract as `run` (the tests run
+//! both): own process group, killed whole on timeout; both pipes read as the child writes;
 //! after the child exits, its pipes are read for at most `GRACE` more (a grandchild may hold
 //! them open).
 

@@ -2,9 +2,10 @@
 //! remembers between runs.
 //!
 //! A connection is either for this run alone (`Control::private`: a fresh 0700 directory in the
-//! user's runtime directory, removed at the end) or lasting (`Control::lasting`): like Ansible's ControlPersist, the
-//! master stays a while after the run, so the next run to the same host — an operator's next
-//! command, a serve job's next round — skips the TCP and key exchange. A lasting control
+//! user's runtime directory, removed at the end) or lasting (`Control::lasting`): like
+//! Ansible's ControlPersist, the master stays a while after the run, so the next run to the
+//! same host — an operator's next command, a serve job's next round — skips the TCP and key
+//! exchange. A lasting control
 //! socket lives in one 0700 directory of ours, named by a hash of everything that makes the
 //! connection (user, address, port, key, options), so another key or user never shares it.
 //!

@@ -352,13 +352,15 @@ impl Ssh {
     }
 
     /// Ends this run's use of the connection: the keeper, and a master of this run alone (with
-    /// every forward and session on it, and its private directory). A lasting master stays
-    /// for its persist time. Done once; later calls do nothing.
+    /// every forward and session on it), waiting for it to be gone before its private
+    /// directory is removed. A lasting master stays for its persist time. Done once; later
+    /// calls do nothing.
     pub fn close(&self) {
         if !self.keeper.close() {
             return;
         }
-        let ended = if self.control.lasting.is_none() { *self.ended.get_or_init(|| self.end_master()) } else { None };
+        self.let_go();
+        let ended = self.ended.get().copied().flatten();
         if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
             self.trim();
         }
