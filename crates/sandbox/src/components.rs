@@ -198,6 +198,9 @@ pub(crate) struct AgentComponent {
     pub common: Common,
     pub config: PathBuf,
     pub not_writing: bool,
+    /// The `missing-bucket` and `wrong-token` faults: what its writes carry instead.
+    pub write_bucket: Option<String>,
+    pub write_token: Option<String>,
     pub agent: Mutex<Option<Arc<Agent>>>,
     /// The host's `/`, under which the agent's `logfile` lands.
     pub(crate) root: PathBuf,
@@ -216,6 +219,8 @@ impl Component for AgentComponent {
             })?;
             let agent = Agent::new(config, Some(self.config.clone()), self.common.voice.sink());
             agent.faults.not_writing.store(self.not_writing, Ordering::Relaxed);
+            set(&agent.faults.bucket, self.write_bucket.clone());
+            set(&agent.faults.token, self.write_token.clone());
             agent.set_file_root(self.root.clone());
             *self.agent.lock().unwrap_or_else(|e| e.into_inner()) = Some(agent.clone());
             // Logged before logging is set up: in the journal even with a logfile.
@@ -260,6 +265,8 @@ pub(crate) struct ShipperComponent {
     pub journal: Arc<MemJournal>,
     pub addr: SocketAddr,
     pub reload_fails: bool,
+    /// The `push-dead` and `push-refused` faults: where its pushes go instead.
+    pub push_to: Option<String>,
     pub shipper: Mutex<Option<Arc<Shipper>>>,
     /// The host's `/`: positions are kept under its `var/lib/alloy/data`, as the package's
     /// `--storage.path` puts them, so a restart resumes where the last run stopped.
@@ -287,6 +294,7 @@ impl Component for ShipperComponent {
             let journal: Arc<dyn Journal> = self.journal.clone();
             let shipper = Shipper::new(config, Some(self.config.clone()), journal, self.common.voice.sink());
             shipper.faults.reload_fails.store(self.reload_fails, Ordering::Relaxed);
+            set(&shipper.faults.push_to, self.push_to.clone());
             *self.shipper.lock().unwrap_or_else(|e| e.into_inner()) = Some(shipper.clone());
             let following = self.journal.followers();
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
@@ -318,4 +326,9 @@ impl Component for ShipperComponent {
             Ok(())
         })
     }
+}
+
+/// Sets a fault knob the twin reads on every delivery.
+fn set(knob: &std::sync::RwLock<Option<String>>, value: Option<String>) {
+    *knob.write().unwrap_or_else(|e| e.into_inner()) = value;
 }

@@ -18,6 +18,10 @@
 //! | `metrics-agent:logfile` | the agent logs to the file its `logfile` names; the journal gets only its first line |
 //! | `metrics-agent:reload-exits` | a reload (SIGHUP) makes the agent exit about 1 s later, as with a broken file in telegraf.d |
 //! | `metrics-agent:not-writing` | the agent runs but writes nothing (and wrote nothing before: no history) |
+//! | `metrics-agent:missing-bucket` | the agent writes to a bucket the database lacks (404 `bucket not found`, every flush) while it runs and its configuration tests clean |
+//! | `metrics-agent:wrong-token` | the agent's writes carry a token the database refuses (401, every flush) |
+//! | `log-shipper:push-dead` | the shipper pushes to a port nothing listens on (connection refused, retried with back-off, logged at warn) |
+//! | `log-shipper:push-refused` | the log store answers the shipper's pushes 404 (not retried: dropped, logged at error) |
 //! | `log-shipper:bad-config` | the shipper's configuration does not validate |
 //! | `log-shipper:reload-fails` | the shipper's reload endpoint answers 400 |
 //! | `C:no-reload` | the unit has no reload support (systemd refuses the job) |
@@ -44,6 +48,10 @@ pub enum Fault {
     Logfile,
     ReloadExits,
     NotWriting,
+    MissingBucket,
+    WrongToken,
+    PushDead,
+    PushRefused,
     BadConfig,
     ReloadFails,
     NoReload,
@@ -129,6 +137,10 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
         "logfile" if component == "metrics-agent" => Fault::Logfile,
         "reload-exits" if component == "metrics-agent" => Fault::ReloadExits,
         "not-writing" if component == "metrics-agent" => Fault::NotWriting,
+        "missing-bucket" if component == "metrics-agent" => Fault::MissingBucket,
+        "wrong-token" if component == "metrics-agent" => Fault::WrongToken,
+        "push-dead" if component == "log-shipper" => Fault::PushDead,
+        "push-refused" if component == "log-shipper" => Fault::PushRefused,
         "bad-config" if component == "log-shipper" => Fault::BadConfig,
         "reload-fails" if component == "log-shipper" => Fault::ReloadFails,
         "no-reload" => Fault::NoReload,
@@ -146,6 +158,10 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
                 "logfile",
                 "reload-exits",
                 "not-writing",
+                "missing-bucket",
+                "wrong-token",
+                "push-dead",
+                "push-refused",
                 "bad-config",
                 "reload-fails",
                 "no-reload",

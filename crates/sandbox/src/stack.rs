@@ -178,6 +178,14 @@ impl SimHost {
                 common: agent_common,
                 config: files.agent_config.clone(),
                 not_writing: self.faults.has("metrics-agent", |f| *f == Fault::NotWriting),
+                write_bucket: self
+                    .faults
+                    .has("metrics-agent", |f| *f == Fault::MissingBucket)
+                    .then(|| format!("{}-missing", config.text(keys::METRICS_DB_BUCKET))),
+                write_token: self
+                    .faults
+                    .has("metrics-agent", |f| *f == Fault::WrongToken)
+                    .then(|| "a-token-the-database-never-made".to_string()),
                 agent: Mutex::default(),
                 root: files.root.clone(),
                 reload_exits: self
@@ -198,6 +206,7 @@ impl SimHost {
             journal: self.journal.clone(),
             addr: files.shipper,
             reload_fails: self.faults.has("log-shipper", |f| *f == Fault::ReloadFails),
+            push_to: self.push_to(config),
             shipper: Mutex::default(),
             root: files.root.clone(),
         });
@@ -210,6 +219,19 @@ impl SimHost {
         );
         self.shipper = Some(shipper);
         self.roles.extend(["metrics-agent".to_string(), "log-shipper".to_string()]);
+    }
+
+    /// Where the `push-dead` and `push-refused` faults send the shipper's pushes: a loopback
+    /// port nothing listens on, or the log store's address without Loki's API path (the
+    /// commonest wrong push URL: the store answers 404).
+    fn push_to(&self, config: &Config) -> Option<String> {
+        if self.faults.has("log-shipper", |f| *f == Fault::PushDead) {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_or(9, |a| a.port());
+            return Some(format!("http://127.0.0.1:{port}/loki/api/v1/push"));
+        }
+        self.faults
+            .has("log-shipper", |f| *f == Fault::PushRefused)
+            .then(|| format!("{}/push", config.text(keys::LOG_STORE_URL).trim_end_matches('/')))
     }
 
     /// Starts the host's units in the stack's order (servers, then clients); a `down` unit

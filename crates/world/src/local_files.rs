@@ -15,8 +15,11 @@ pub struct LocalFiles {
 }
 
 impl LocalFiles {
+    /// Where `path` is: under `root` when there is one, unless it names a place inside the
+    /// root already (a path the sandbox itself handed out, as its clients' configuration).
     fn at(&self, path: &str) -> PathBuf {
         match &self.root {
+            Some(root) if Path::new(path).starts_with(root) => PathBuf::from(path),
             Some(root) => root.join(path.trim_start_matches('/')),
             None => PathBuf::from(path),
         }

@@ -60,7 +60,47 @@ pub(crate) fn module() -> Module {
         "agent::watch_reload(#{ pid: unit::status(config.metrics_agent.unit).main_pid, since: \"1 min ago\", timeout: \"1s\" })",
         |call: NativeCallContext, options: Map| super::agent_log::watch_reload(&context(&call), &options)
     );
+    register!(
+        &mut m,
+        "timing",
+        Reads,
+        ["Map"],
+        "/// The agent's own clock, from the `[agent]` table of the files its unit loads: `#{interval,\n\
+         /// flush_interval, collection_jitter, flush_jitter}` in seconds (Telegraf's defaults 10, 10,\n\
+         /// 0, 0 where a file sets none) and `files`, the files read. How long a point made after a\n\
+         /// change takes to reach the database is the runbook's arithmetic over these.",
+        "agent::timing().flush_interval",
+        |call: NativeCallContext| timing(&context(&call))
+    );
     m
+}
+
+/// The agent's collection and flush timing, as `agent::timing` returns it.
+#[derive(Serialize)]
+struct Timing {
+    interval: f64,
+    flush_interval: f64,
+    collection_jitter: f64,
+    flush_jitter: f64,
+    files: Vec<String>,
+}
+
+fn timing(cx: &Context) -> VerbResult<Map> {
+    let command = super::agent_unit::agent_command(cx)?;
+    let target = super::agent_unit::log_target(cx, &command)?.map_err(super::fail)?;
+    let seconds = |key: &str, default: f64| -> VerbResult<f64> {
+        let Some(text) = target.agent.get(key) else { return Ok(default) };
+        crate::config::parse_duration(text).map(|d| d.as_secs_f64()).ok_or_else(|| {
+            super::fail(format!("the agent's [agent] {key} = \"{text}\" is not a duration (in {})", target.read.join(", ")))
+        })
+    };
+    record(&Timing {
+        interval: seconds("interval", 10.0)?,
+        flush_interval: seconds("flush_interval", 10.0)?,
+        collection_jitter: seconds("collection_jitter", 0.0)?,
+        flush_jitter: seconds("flush_jitter", 0.0)?,
+        files: target.read.clone(),
+    })
 }
 
 /// One metric the test printed.

@@ -211,6 +211,9 @@ pub(super) struct LogTarget {
     pub read: Vec<String>,
     /// Files that could not be read (unreadable or missing), with why.
     pub unread: Vec<String>,
+    /// The `[agent]` table's string settings (`interval`, `flush_interval`, …), the last
+    /// file's winning, as Telegraf merges them.
+    pub agent: BTreeMap<String, String>,
 }
 
 /// The agent's log target from its files, read over the host's commands (one round trip).
@@ -256,7 +259,10 @@ pub(super) fn target_of(printed: &str, env: &BTreeMap<String, String>) -> LogTar
         match toml_string(line) {
             Some(("logfile", v)) => logfile = Some(substitute(v, env)),
             Some(("logtarget", v)) => logtarget = Some(v.to_string()),
-            _ => {}
+            Some((key, v)) => {
+                target.agent.insert(key.to_string(), substitute(v, env));
+            }
+            None => {}
         }
     }
     target.file = match logtarget.as_deref() {

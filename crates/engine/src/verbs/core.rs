@@ -201,6 +201,40 @@ fn parameters_and_facts(m: &mut Module) {
     );
     register!(
         m,
+        "moment",
+        Reads,
+        ["Map"],
+        "/// This instant, to the microsecond, in the forms a check after a change needs: `#{us,\n\
+         /// journal, rfc3339, text}` — microseconds since the epoch, `@SECONDS.MICROS` (what\n\
+         /// `journal::errors` and `--since` take), RFC 3339 (a Flux `range(start:)`) and `now()`'s\n\
+         /// text. Evidence stamped after it was made after the change.",
+        "moment().rfc3339",
+        || -> VerbResult<Map> { Ok(moment(std::time::SystemTime::now())) }
+    );
+    register!(
+        m,
+        "age",
+        Reads,
+        ["time: ?", "f64"],
+        "/// Seconds from `time` to now: an RFC 3339 text (a row's `_time`, a line's `time`) or\n\
+         /// nanoseconds since the epoch (a line's `time_ns`). How old the newest evidence is.",
+        "age(\"2026-11-28T00:00:00Z\")",
+        |time: Dynamic| -> VerbResult<f64> {
+            let now_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            let ns = match time.as_int() {
+                Ok(ns) => ns.max(0) as u128,
+                Err(_) => {
+                    let shown = text(&time);
+                    let us = crate::world::log_level::rfc3339_us(&shown)
+                        .ok_or_else(|| fail(format!("age: `{shown}` is not an RFC 3339 time")))?;
+                    u128::from(us) * 1000
+                }
+            };
+            Ok((now_ns as f64 - ns as f64) / 1e9)
+        }
+    );
+    register!(
+        m,
         "now",
         Reads,
         ["String"],
@@ -219,6 +253,17 @@ pub fn hostname() -> String {
         .map(|h| h.trim().to_string())
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| "localhost".to_string())
+}
+
+/// `moment()`'s forms of `t`.
+fn moment(t: std::time::SystemTime) -> Map {
+    let us = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros()) as i64;
+    let mut m = Map::new();
+    m.insert("us".into(), us.into());
+    m.insert("journal".into(), format!("@{}.{:06}", us / 1_000_000, us % 1_000_000).into());
+    m.insert("rfc3339".into(), crate::wire::flux_csv::time_text(us * 1000).into());
+    m.insert("text".into(), time_text(t).into());
+    m
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for now.

@@ -85,10 +85,11 @@ pub(crate) fn module() -> Module {
         |call: NativeCallContext| storage(&context(&call))
     );
     super::influx_setup::add(&mut m);
+    super::influx_write::add(&mut m);
     m
 }
 
-fn token(cx: &Context) -> VerbResult<Secret> {
+pub(super) fn token(cx: &Context) -> VerbResult<Secret> {
     match cx.config().token().map_err(|e| fail(e.to_string()))? {
         Some(t) => Ok(t),
         None => Err(fail(
@@ -158,7 +159,7 @@ fn ping(cx: &Context) -> VerbResult<Map> {
     Probe::new(ok, Some(r.status), detail, Some(r.elapsed)).with(facts).into_map()
 }
 
-fn authed(cx: &Context, request: Request<'_>) -> VerbResult<Response> {
+pub(super) fn authed(cx: &Context, request: Request<'_>) -> VerbResult<Response> {
     let token = token(cx)?;
     let what = format!("{} {}", request.method, request.url);
     match cx.send(request.token(Some(&token)))? {
@@ -215,7 +216,7 @@ fn buckets(cx: &Context) -> VerbResult<Array> {
     all.iter().map(|b| record(&bucket_of(b)).map(Dynamic::from_map)).collect()
 }
 
-fn bucket(cx: &Context, name: &str) -> VerbResult<Dynamic> {
+pub(super) fn bucket(cx: &Context, name: &str) -> VerbResult<Dynamic> {
     let path = influx_api::by_name_path(&cx.config().text(keys::METRICS_DB_ORG), name);
     let token = token(cx)?;
     let r = match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, &path)).token(Some(&token)))? {

@@ -76,8 +76,8 @@ fn query_verbs(m: &mut Module) {
         Reads,
         ["query: &str", "options: Map", "Array"],
         "/// Log lines for a selector (`{hostname=\"h1\"} |= \"x\"`), newest first:\n\
-         /// `[#{time, time_ns, line, labels}]`. Options: `limit` (100), `since` (\"1h\"), `direction`\n\
-         /// (\"backward\"). A metric query (`count_over_time(…)`) returns `[#{time, value, labels}]`.",
+         /// `[#{time, time_ns, line, labels}]`. Options: `limit` (100), `since` (\"1h\"), `start_us`\n\
+         /// (a moment's `us`: from then on, instead of `since`), `direction` (\"backward\"). A metric query (`count_over_time(…)`) returns `[#{time, value, labels}]`.",
         "loki::query(`{unit=\"loki.service\"}`, #{ since: \"10m\", limit: 5 })",
         |call: NativeCallContext, q: &str, options: Map| query(&context(&call), q, &options)
     );
@@ -187,6 +187,7 @@ fn query(cx: &Context, q: &str, options: &Map) -> VerbResult<Array> {
     let mut limit: i64 = 100;
     let mut since = Duration::from_secs(3600);
     let mut direction = "backward".to_string();
+    let mut start_us = None;
     for (k, v) in options {
         match k.as_str() {
             "limit" => {
@@ -196,12 +197,20 @@ fn query(cx: &Context, q: &str, options: &Map) -> VerbResult<Array> {
                 }
             }
             "since" => since = positive_duration_arg(v, "since")?,
+            "start_us" => {
+                let us = v.as_int().map_err(|_| fail("loki::query: `start_us` must be an integer (moment().us)"))?;
+                start_us = Some(us.max(0) as u128);
+            }
             "direction" => direction = super::values::text(v),
-            other => return Err(fail(format!("loki::query: unknown option `{other}` (limit, since, direction)"))),
+            other => {
+                return Err(fail(format!(
+                    "loki::query: unknown option `{other}` (limit, since, start_us, direction)"
+                )));
+            }
         }
     }
     let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let start_ns = now_ns.saturating_sub(since.as_nanos());
+    let start_ns = start_us.map_or_else(|| now_ns.saturating_sub(since.as_nanos()), |us| us * 1000);
     let log_query = q.trim_start().starts_with('{');
     let path = if log_query {
         format!(

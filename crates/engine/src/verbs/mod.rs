@@ -31,6 +31,7 @@ pub mod http;
 pub mod influx;
 pub mod influx_api;
 mod influx_setup;
+mod influx_write;
 pub mod journal;
 pub mod loki;
 pub mod package;

@@ -1,5 +1,6 @@
 //! `shipper::` — the log shipper's offline validation (`alloy validate PATH`) and its
-//! experimental live reload (`POST /-/reload` on its local endpoint).
+//! experimental live reload (`POST /-/reload` on its local endpoint), and its own clock
+//! (`batch_wait`, the first retry's back-off) read from its configuration.
 
 use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
@@ -34,6 +35,18 @@ pub(crate) fn module() -> Module {
          /// detail, elapsed_ms}`. Reload is experimental: on failure, restart the unit instead.",
         "shipper::reload()",
         |call: NativeCallContext| reload(&context(&call))
+    );
+    register!(
+        &mut m,
+        "timing",
+        Reads,
+        ["Map"],
+        "/// The shipper's own clock from its configuration file: `#{batch_wait, min_backoff, file,\n\
+         /// set}` in seconds (Alloy's defaults 1 and 0.5 where the file sets none; `set` says whether\n\
+         /// it sets `batch_wait`). How long a line takes to reach the log store is the runbook's\n\
+         /// arithmetic over these.",
+        "shipper::timing().batch_wait",
+        |call: NativeCallContext| timing(&context(&call))
     );
     m
 }
@@ -89,6 +102,47 @@ fn diagnostics(output: &str) -> Vec<String> {
         return output.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect();
     }
     found.into_iter().map(|(text, _)| text).collect()
+}
+
+/// The shipper's own clock, as `shipper::timing` returns it.
+#[derive(Serialize)]
+struct Timing {
+    /// Seconds a batch waits after its first entry before it is sent (the largest of its
+    /// endpoints'; Alloy's default 1 s).
+    batch_wait: f64,
+    /// Seconds before the first retry of a failed push (Alloy's `min_backoff_period`, 0.5 s).
+    min_backoff: f64,
+    /// The file read, and whether it sets `batch_wait` itself.
+    file: String,
+    set: bool,
+}
+
+/// `batch_wait` and `min_backoff_period` (`min_backoff` in the twin's TOML) from the
+/// configuration file: every `KEY = "DURATION"` line, the largest winning.
+fn timing(cx: &Context) -> VerbResult<Map> {
+    let path = cx.config().text(keys::LOG_SHIPPER_CONFIG);
+    let files = cx.world().files.clone();
+    let asked = path.clone();
+    let text = match cx.block_on(|| async move { files.read(&asked).await })? {
+        Ok(Some((text, _))) => text,
+        Ok(None) => return Err(super::fail(format!("the shipper's configuration {path} is not there"))),
+        Err(e) => return Err(super::fail(format!("cannot read the shipper's configuration {path}: {e}"))),
+    };
+    let largest = |keys: &[&str]| -> Option<f64> {
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .filter(|(k, _)| keys.contains(&k.trim()))
+            .filter_map(|(_, v)| crate::config::parse_duration(v.split("//").next()?.split('#').next()?.trim().trim_matches('"')))
+            .map(|d| d.as_secs_f64())
+            .reduce(f64::max)
+    };
+    let batch_wait = largest(&["batch_wait"]);
+    record(&Timing {
+        batch_wait: batch_wait.unwrap_or(1.0),
+        min_backoff: largest(&["min_backoff_period", "min_backoff"]).unwrap_or(0.5),
+        file: path,
+        set: batch_wait.is_some(),
+    })
 }
 
 fn reload(cx: &Context) -> VerbResult<Map> {

@@ -49,6 +49,10 @@ pub(crate) const VERSION: &str = "1.32.0";
 pub struct AgentFaults {
     /// The agent gathers but never writes (a stuck output).
     pub not_writing: AtomicBool,
+    /// Writes name this bucket instead of the configured one (one the database lacks).
+    pub bucket: RwLock<Option<String>>,
+    /// Writes carry this token instead of the configured one (one the database refuses).
+    pub token: RwLock<Option<String>>,
 }
 
 /// A running agent's state; share it with `Arc`.
@@ -237,6 +241,19 @@ impl Agent {
         self.log.log(Level::Debug, Some(PLUGIN), &fullness);
     }
 
+    /// The output as the faults change it: another bucket, another token.
+    fn faulted(&self, out: &config::Output) -> config::Output {
+        let read = |f: &RwLock<Option<String>>| f.read().map(|v| v.clone()).unwrap_or_else(|e| e.into_inner().clone());
+        let mut out = out.clone();
+        if let Some(bucket) = read(&self.faults.bucket) {
+            out.bucket = bucket;
+        }
+        if let Some(token) = read(&self.faults.token) {
+            out.token = crate::secret::Secret::new(token);
+        }
+        out
+    }
+
     /// One batch to every output (`writeMetrics`): the overflow warning first, then the
     /// write, then `D! Wrote batch of N metrics in …`.
     async fn write_batch(&self, c: &AgentConfig, batch: &[Point]) -> Result<(), String> {
@@ -252,6 +269,7 @@ impl Agent {
         let started = Instant::now();
         for out in &c.outputs {
             let retries = self.retries.load(Ordering::Relaxed);
+            let out = &self.faulted(out);
             if let Err(e) = output::write(&self.client, out, &body, retries, &self.log).await {
                 self.retries.fetch_add(1, Ordering::Relaxed);
                 return Err(e);

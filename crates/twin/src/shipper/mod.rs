@@ -54,6 +54,9 @@ pub struct ShipperFaults {
     pub reload_fails: AtomicBool,
     /// `/-/ready` answers 503.
     pub(crate) not_ready: AtomicBool,
+    /// Pushes go here instead of the configured URL (a dead port, a path the store refuses):
+    /// delivery broken while the unit runs and its configuration validates.
+    pub push_to: RwLock<Option<String>>,
 }
 
 /// A running shipper's state; share it with `Arc`.
@@ -157,8 +160,14 @@ impl Shipper {
         }
     }
 
+    /// Where pushes go: the configured URL, unless a fault sends them elsewhere.
+    fn push_url(&self, cfg: &ShipperConfig) -> String {
+        let redirected = self.faults.push_to.read().map(|u| u.clone()).unwrap_or_else(|e| e.into_inner().clone());
+        redirected.unwrap_or_else(|| cfg.url.clone())
+    }
+
     fn host_label(&self) -> String {
-        let url = self.config().url;
+        let url = self.push_url(&self.config());
         let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
         rest.split('/').next().unwrap_or(rest).to_string()
     }
@@ -224,9 +233,10 @@ impl Shipper {
         content_type: &str,
     ) -> Result<(), (String, String, bool)> {
         let started = Instant::now();
+        let url = self.push_url(cfg);
         let result = self
             .client
-            .post(&cfg.url)
+            .post(&url)
             .timeout(cfg.timeout)
             .header("content-type", content_type)
             .body(body.to_vec())
@@ -258,7 +268,7 @@ impl Shipper {
                     reason = format!("{reason}: {s}");
                     source = s.source();
                 }
-                Err(("-1".to_string(), format!("Post {:?}: {reason}", cfg.url), true))
+                Err(("-1".to_string(), format!("Post {url:?}: {reason}"), true))
             }
         }
     }
