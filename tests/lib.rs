@@ -9,6 +9,7 @@ mod bad_state;
 mod cli;
 mod config;
 mod debian13;
+mod delivery;
 mod fleet;
 mod fleet_failures;
 mod fleet_masters;

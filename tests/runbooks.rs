@@ -539,14 +539,14 @@ fn parameters_take_the_stdlib_defaults_and_an_unknown_option_is_named() {
         "//! An option misspelt.\nimport \"verify\" as verify;\nverify::metrics_db(#{ windw: \"5m\" });\n",
     );
     crate::support::run_in(t.path(), &["show", "restart-all"], None).code(0).stdout_has(
-        "Parameters (set with --set NAME=VALUE):\n  settle    5s   a duration like 5s or 2m\n  deadline  60s  a duration \
-         like 5s or 2m\n  startup   20s  a duration like 5s or 2m\n",
+        "Parameters (set with --set NAME=VALUE):\n  settle    5s    a duration like 5s or 2m\n  deadline  60s   a duration \
+         like 5s or 2m\n  startup   20s   a duration like 5s or 2m\n  verify    true  true or false\n",
     );
     crate::support::run_in(t.path(), &["run", "verify-metrics-db", "--sandbox", "--set", "window=soon"], None)
         .code(2)
         .stderr_has("error: parameter `window` expects a duration like 5s or 2m, got `soon`\n");
     crate::support::run_in(t.path(), &["run", "typo", "--sandbox"], None).code(1).stdout_has(
-        "aborted: verify::metrics_db: unknown option `windw` (options: chunk_deadline, data_deadline, scrape_gap, \
+        "aborted: verify::metrics_db: unknown option `windw` (options: chunk_deadline, data_deadline, recent, scrape_gap, \
          since, startup, stream, window)",
     );
 }

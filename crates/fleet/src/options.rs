@@ -91,6 +91,10 @@ limits the fault to one host, else it applies wherever the component runs.\n\
 - metrics-agent:logfile — the agent logs to its logfile, not the journal\n\
 - metrics-agent:reload-exits — a reload makes the agent exit a second later\n\
 - metrics-agent:not-writing — the agent runs but writes nothing\n\
+- metrics-agent:missing-bucket — the agent writes to a bucket the database lacks (404 every flush)\n\
+- metrics-agent:wrong-token — the database refuses the agent's token (401 every flush)\n\
+- log-shipper:push-dead — the shipper pushes to a port nothing listens on (retried, logged at warn)\n\
+- log-shipper:push-refused — the log store answers the shipper's pushes 404 (dropped, logged at error)\n\
 - log-shipper:bad-config — the shipper's configuration file no longer validates\n\
 - log-shipper:reload-fails — the shipper's reload fails";
 

@@ -18,8 +18,8 @@
 //! | `metrics-agent:logfile` | the agent logs to the file its `logfile` names; the journal gets only its first line |
 //! | `metrics-agent:reload-exits` | a reload (SIGHUP) makes the agent exit about 1 s later, as with a broken file in telegraf.d |
 //! | `metrics-agent:not-writing` | the agent runs but writes nothing (and wrote nothing before: no history) |
-//! | `metrics-agent:missing-bucket` | the agent writes to a bucket the database lacks (404 `bucket not found`, every flush) while it runs and its configuration tests clean |
-//! | `metrics-agent:wrong-token` | the agent's writes carry a token the database refuses (401, every flush) |
+//! | `metrics-agent:missing-bucket` | the agent writes to a bucket the database lacks (404 `bucket not found`, every flush) while it runs and its configuration tests clean; its history in the database ends 6 minutes before the run |
+//! | `metrics-agent:wrong-token` | the agent's writes carry a token the database refuses (401, every flush); its history ends 6 minutes before the run |
 //! | `log-shipper:push-dead` | the shipper pushes to a port nothing listens on (connection refused, retried with back-off, logged at warn) |
 //! | `log-shipper:push-refused` | the log store answers the shipper's pushes 404 (not retried: dropped, logged at error) |
 //! | `log-shipper:bad-config` | the shipper's configuration does not validate |

@@ -102,7 +102,10 @@ impl SimHost {
         apply_server_faults(&self.faults, &db, &store);
         // A fresh database has no bucket to hold a history.
         if !fresh && !self.faults.has("metrics-agent", |f| *f == Fault::NotWriting) {
-            seed_history(&db, servers.bucket);
+            // An agent whose writes are refused stopped delivering before the run, longer ago
+            // than the recent window (5 minutes): its history ends there.
+            let broken = self.faults.has("metrics-agent", |f| matches!(f, Fault::MissingBucket | Fault::WrongToken));
+            seed_history(&db, servers.bucket, if broken { 360 } else { 0 });
         }
         self.manager.add(
             &db_unit,
@@ -292,10 +295,11 @@ fn apply_server_faults(faults: &Faults, db: &metrics_db::MetricsDb, store: &log_
     }
 }
 
-/// Ten minutes of plausible samples every 10 s, so "recent data" checks find some at once.
-fn seed_history(db: &metrics_db::MetricsDb, bucket: &str) {
+/// Ten minutes of plausible samples every 10 s, so "recent data" checks find some at once,
+/// ending `ended_ago` seconds before now.
+fn seed_history(db: &metrics_db::MetricsDb, bucket: &str, ended_ago: i64) {
     let host = crate::twin::hostname();
-    let now_s = crate::twin::now_ns() / 1_000_000_000;
+    let now_s = crate::twin::now_ns() / 1_000_000_000 - ended_ago;
     let mut lines = String::new();
     for i in (1..=60).rev() {
         let t = now_s - i * 10;
