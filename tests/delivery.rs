@@ -26,12 +26,15 @@ fn verdicts(args: &[&str]) -> String {
         .map(|c| {
             let name = c["name"].as_str().unwrap_or_default();
             let outcome = c["outcome"].as_str().unwrap_or_default();
-            let outcome = if name.contains(" logged no errors since ") && outcome != "fail" { "pass|warn" } else { outcome };
+            let outcome =
+                if name.contains(" logged no errors since ") && outcome != "fail" { "pass|warn" } else { outcome };
             format!("{outcome} {name}")
         })
         .collect();
     let text = format!("exit {}\n{}\n", report["exit_code"], lines.join("\n"));
-    settled(&text.replace(&format!("\"{}\"", host.trim()), "\"[HOST]\"").replace(&format!(" {} ", host.trim()), " [HOST] "))
+    settled(
+        &text.replace(&format!("\"{}\"", host.trim()), "\"[HOST]\"").replace(&format!(" {} ", host.trim()), " [HOST] "),
+    )
 }
 
 /// The shipper's evidence after a change when its pushes fail.
@@ -104,7 +107,11 @@ fail alloy.service logged no failed delivery in the last 5m
                 assert_eq!(verdicts(&["restart", "--set", "component=log-shipper", "--fault", fault]), expected, "{fault}");
             });
             s.spawn(move || {
-                assert_eq!(verdicts(&["restart-all", "--fault", fault]), restart_all(SHIPPER_FAILS, agent_delivers), "{fault}");
+                assert_eq!(
+                    verdicts(&["restart-all", "--fault", fault]),
+                    restart_all(SHIPPER_FAILS, agent_delivers),
+                    "{fault}"
+                );
             });
         }
     });
@@ -148,7 +155,11 @@ fail telegraf.service logged no failed delivery in the last 5m
                 assert_eq!(verdicts(&["restart", "--set", "component=metrics-agent", "--fault", fault]), expected, "{fault}");
             });
             s.spawn(move || {
-                assert_eq!(verdicts(&["restart-all", "--fault", fault]), restart_all(shipper_delivers, AGENT_FAILS), "{fault}");
+                assert_eq!(
+                    verdicts(&["restart-all", "--fault", fault]),
+                    restart_all(shipper_delivers, AGENT_FAILS),
+                    "{fault}"
+                );
             });
             // quick-check reads units and endpoints, not delivery: it passes, as documented.
             s.spawn(move || {

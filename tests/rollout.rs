@@ -53,7 +53,7 @@ fn restarted(host: &str, faults: &str, dry: &str, plan: &str) -> String {
     let evidence = if dry.is_empty() {
         format!(
             "  ok    a line written after the change reached the log store in {{hostname=\"{host}\"}} — after [DUR]
-  ok    alloy.service logged no failed delivery since the change — read 0 warning/error line(s) since the change
+  ok    alloy.service logged no failed delivery since the change — read 0 warning/error line(s)
   ok    sent counter grew since the change — loki_write_sent_entries_total [N] → [N]
   ok    no push retried or dropped since the change — retried 0 → 0, dropped 0 → 0
 
@@ -325,7 +325,7 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 2: 1
   FAIL  a cpu point of c2 stamped after the change is in telegraf
           expected: a point (interval [DUR] + flush_interval [DUR] + jitter [DUR] + margin [DUR]) within [DUR]
           actual:   0 point(s)
-  ok    telegraf.service logged no failed delivery since the change — read 0 warning/error line(s) since the change
+  ok    telegraf.service logged no failed delivery since the change — read 0 warning/error line(s)
 
 3 passed, 1 failed  ([DUR])
 

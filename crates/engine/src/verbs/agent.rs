@@ -91,7 +91,10 @@ fn timing(cx: &Context) -> VerbResult<Map> {
     let seconds = |key: &str, default: f64| -> VerbResult<f64> {
         let Some(text) = target.agent.get(key) else { return Ok(default) };
         crate::config::parse_duration(text).map(|d| d.as_secs_f64()).ok_or_else(|| {
-            super::fail(format!("the agent's [agent] {key} = \"{text}\" is not a duration (in {})", target.read.join(", ")))
+            super::fail(format!(
+                "the agent's [agent] {key} = \"{text}\" is not a duration (in {})",
+                target.read.join(", ")
+            ))
         })
     };
     record(&Timing {

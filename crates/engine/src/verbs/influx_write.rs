@@ -73,7 +73,9 @@ fn ensure_bucket(cx: &Context, name: &str, options: &Map) -> VerbResult<Map> {
         match k.as_str() {
             "retention" => retention = positive_duration_arg(v, "retention").map(|d| d.as_secs())?,
             "description" => description = super::values::text(v),
-            other => return Err(fail(format!("influx::ensure_bucket: unknown option `{other}` (retention, description)"))),
+            other => {
+                return Err(fail(format!("influx::ensure_bucket: unknown option `{other}` (retention, description)")));
+            }
         }
     }
     let mut out = Map::new();
@@ -115,5 +117,9 @@ fn org_id(cx: &Context, org: &str) -> VerbResult<String> {
 
 /// A retention as an operator reads it.
 fn kept(seconds: u64) -> String {
-    if seconds == 0 { "forever".to_string() } else { humantime::format_duration(std::time::Duration::from_secs(seconds)).to_string() }
+    if seconds == 0 {
+        "forever".to_string()
+    } else {
+        humantime::format_duration(std::time::Duration::from_secs(seconds)).to_string()
+    }
 }

@@ -203,9 +203,7 @@ fn query(cx: &Context, q: &str, options: &Map) -> VerbResult<Array> {
             }
             "direction" => direction = super::values::text(v),
             other => {
-                return Err(fail(format!(
-                    "loki::query: unknown option `{other}` (limit, since, start_us, direction)"
-                )));
+                return Err(fail(format!("loki::query: unknown option `{other}` (limit, since, start_us, direction)")));
             }
         }
     }

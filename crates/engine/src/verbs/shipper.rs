@@ -132,7 +132,9 @@ fn timing(cx: &Context) -> VerbResult<Map> {
         text.lines()
             .filter_map(|l| l.split_once('='))
             .filter(|(k, _)| keys.contains(&k.trim()))
-            .filter_map(|(_, v)| crate::config::parse_duration(v.split("//").next()?.split('#').next()?.trim().trim_matches('"')))
+            .filter_map(|(_, v)| {
+                crate::config::parse_duration(v.split("//").next()?.split('#').next()?.trim().trim_matches('"'))
+            })
             .map(|d| d.as_secs_f64())
             .reduce(f64::max)
     };
