@@ -14,7 +14,7 @@ fn a_bad_option_to_a_stdlib_call_names_the_runbook_s_line() {
         "badopt (runbooks/badopt.rhai)
   ok    first
 
-aborted: verify::metrics_agent: unknown option `sinse` (options: chunk_deadline, data_deadline, scrape_gap, since, startup, stream, window) (at runbooks/badopt.rhai:3:9; thrown at <built-in>/stdlib/options.rhai:24:13)
+aborted: verify::metrics_agent: unknown option `sinse` (options: chunk_deadline, data_deadline, recent, scrape_gap, since, startup, stream, window) (at runbooks/badopt.rhai:3:9; thrown at <built-in>/stdlib/options.rhai:24:13)
 
 1 passed, 0 failed  ([DUR])
 ",

@@ -10,6 +10,7 @@ mod cli;
 mod config;
 mod debian13;
 mod delivery;
+mod delivery_hosts;
 mod fleet;
 mod fleet_failures;
 mod fleet_masters;

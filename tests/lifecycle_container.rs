@@ -146,7 +146,10 @@ fn expected_deploy(said: &str) -> String {
   ok    log store /ready says ready — ready
   ok    storage backend — local disk: filesystem (schema periods: filesystem)
 
-6 passed, 0 failed  ([DUR])
+== log-store: evidence made after the change
+  skip  log-store delivers after the change — a dry run changes nothing: nothing to prove
+
+6 passed, 0 failed, 1 skipped  ([DUR])
 
 HOST    ROLES                  PASSED  FAILED  TIME
 server  metrics-db, log-store  6       0       [DUR]
@@ -176,7 +179,10 @@ fn expected_redeploy(said: &str) -> String {
   ok    log store /ready says ready — ready
   ok    storage backend — local disk: filesystem (schema periods: filesystem)
 
-6 passed, 0 failed  ([DUR])
+== log-store: evidence made after the change
+  skip  log-store delivers after the change — a dry run changes nothing: nothing to prove
+
+6 passed, 0 failed, 1 skipped  ([DUR])
 
 HOST    ROLES                  PASSED  FAILED  TIME
 server  metrics-db, log-store  6       0       [DUR]
@@ -238,10 +244,15 @@ const DB_VERIFIED: &str = "
   ok    authenticated bucket listing
   ok    storage backend — local disk: engine at /var/lib/influxdb/engine
 
-6 passed, 0 failed, 1 skipped  ([DUR])
+== metrics-db: evidence made after the change
+  make bucket opsbook_probe in org opsbook (retention 1h)
+  ok    a point written after the change is taken — written (204)
+  ok    the point is read back from opsbook_probe — after [DUR]
+
+8 passed, 0 failed, 1 skipped  ([DUR])
 
 HOST    ROLES                  PASSED  FAILED  TIME
-server  metrics-db, log-store  6       0       [DUR]
+server  metrics-db, log-store  8       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 ssh connections: № reused, № new

@@ -318,13 +318,15 @@ fn the_flux_builder_emits_the_three_spec_shapes() {
     let src = r#"
 import "flux" as flux;
 let r = flux::recent("telegraf", "5m");
-check("recent", r.contains(`from(bucket: "telegraf")`) && r.contains("range(start: -5m)") && r.contains("limit(n: 1)"), r);
+check("recent", r.contains(`from(bucket: "telegraf")`) && r.contains("range(start: -5m)") && r.contains("last()"), r);
 let c = flux::cpu_count("telegraf");
 check("count", c.contains(`r._measurement == "cpu"`) && c.contains("count()") && c.contains("-5m"), c);
 let m = flux::cpu_system_max("telegraf");
 check("max", m.contains(`r._field == "usage_system"`) && m.contains(`r.cpu == "cpu-total"`) && m.contains("max()") && m.contains("-1m"), m);
+let n = flux::cpu_newest_of("telegraf", "c1", "5m");
+check("newest", n.contains(`r.host == "c1"`) && n.contains(`r._field == "usage_idle"`) && n.contains("last()") && n.contains("-5m"), n);
 "#;
-    Test::new().runbook("f", src).args(["run", "f"]).run().code(0).stdout_has("3 passed");
+    Test::new().runbook("f", src).args(["run", "f"]).run().code(0).stdout_has("4 passed");
 }
 
 #[test]

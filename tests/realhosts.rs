@@ -68,7 +68,7 @@ fn debian_mirror(host: &Debian13Host, repos: &AptRepos) {
 }
 
 /// A runbook run by the operator against `host` (the config in `t`), its output.
-fn run(t: &Test, args: &[&str]) -> Output {
+pub(crate) fn run(t: &Test, args: &[&str]) -> Output {
     run_in(t.path(), args, None)
 }
 

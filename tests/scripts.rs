@@ -87,7 +87,7 @@ fn verify_server(sandbox: &str) -> String {
   ok    influxdb.service active — active (running)
   ok    metrics database /health answers 200 — HTTP 200, ready for queries and writes (v2.7.11)
   ok    authenticated bucket listing
-  ok    recent data in telegraf (last 5m)
+  ok    recent data in telegraf (last 5m) — the newest point [DUR] old
   ok    storage backend — local disk: engine at /var/lib/influxdb2/engine
 
 5 passed, 0 failed  ([DUR])
@@ -143,7 +143,10 @@ restart on server (<built-in>/runbooks/restart.rhai)  [sandbox: in-process stack
 == logs since the restart
   ok    loki.service logged no errors since [WHEN]
 
-3 passed, 0 failed  ([DUR])
+== log-store: evidence made after the change
+  skip  log-store delivers after the change — a dry run changes nothing: nothing to prove
+
+3 passed, 0 failed, 1 skipped  ([DUR])
 
 HOST    ROLES                  PASSED  FAILED  TIME
 server  metrics-db, log-store  3       0       [DUR]
@@ -176,10 +179,14 @@ fn a_restart_shows_its_plan_is_refused_without_a_terminal_and_applied_with_yes()
 == logs since the restart
   ok    loki.service logged no errors since [WHEN]
 
-3 passed, 0 failed  ([DUR])
+== log-store: evidence made after the change
+  ok    a line pushed after the change is taken — accepted
+  ok    the line is read back from {opsbook_probe=\"server\"} — after [DUR]
+
+5 passed, 0 failed  ([DUR])
 
 HOST    ROLES                  PASSED  FAILED  TIME
-server  metrics-db, log-store  3       0       [DUR]
+server  metrics-db, log-store  5       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 ";
@@ -415,20 +422,36 @@ fn on_the_fleet_over_ssh_a_restart_is_applied_with_yes_and_a_verify_passes() {
     crate::support::run_in(t.path(), &["run", "start", "--hosts", "log-shipper"], None).code(0);
     let bin = installed(&t);
     let ran = script(&t, &bin, "svc-exec.sh", &["-y", "restart", "server:loki"]);
-    let on_server = |dry: &str, plan: &str, connections: &str| {
+    let on_server = |dry: &str, plan: &str, evidence: &str, passed: &str, connections: &str| {
         format!(
             "restart on server (<built-in>/runbooks/restart.rhai){dry}\n\n== restart loki.service\n{plan}  ok    \
              loki.service active — active (running)\n  ok    loki.service ready — after [DUR]\n\n== logs since the \
-             restart\n  ok    loki.service logged no errors since [WHEN]\n\n3 passed, 0 failed  ([DUR])\n\nHOST    \
-             ROLES                  PASSED  FAILED  TIME\nserver  metrics-db, log-store  3       0       [DUR]\n\n1 \
-             host(s): all passed  ([DUR])\nssh connections: {connections}\n"
+             restart\n  ok    loki.service logged no errors since [WHEN]\n\n== log-store: evidence made after the \
+             change\n{evidence}\n{passed}  ([DUR])\n\nHOST    ROLES                  PASSED  FAILED  TIME\nserver  \
+             metrics-db, log-store  {}       0       [DUR]\n\n1 host(s): all passed  ([DUR])\nssh connections: \
+             {connections}\n",
+            &passed[..1]
         )
     };
-    // The dry run opens the connection; the run itself reuses it.
+    // The dry run opens the connection; the run itself reuses it, and proves the log store
+    // takes and gives back a line pushed after the restart.
     let expected = format!(
         "plan: restart of log-store on server (the same run with --dry-run; nothing changes yet)\n{}{}",
-        on_server("  (dry run: nothing will be changed)", "  plan: would restart loki.service\n", "0 reused, 1 new"),
-        on_server("", "", "1 reused, 0 new")
+        on_server(
+            "  (dry run: nothing will be changed)",
+            "  plan: would restart loki.service\n",
+            "  skip  log-store delivers after the change — a dry run changes nothing: nothing to prove\n",
+            "3 passed, 0 failed, 1 skipped",
+            "0 reused, 1 new"
+        ),
+        on_server(
+            "",
+            "",
+            "  ok    a line pushed after the change is taken — accepted\n  ok    the line is read back from \
+             {opsbook_probe=\"server\"} — after [DUR]\n",
+            "5 passed, 0 failed",
+            "1 reused, 0 new"
+        )
     );
     assert_eq!((ran.code, masked(&ran.stdout), ran.stderr.as_str()), (0, expected, ""));
     let ran = script(&t, &bin, "svc-exec.sh", &["-h", "server", "influxdb", "verify"]);

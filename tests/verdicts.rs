@@ -243,7 +243,9 @@ fn a_reload_is_confirmed_once_it_settled_with_the_same_process() {
     let t = agent_host(&host, &[], "");
     host.systemctl(&["start", "telegraf"]);
     let pid = host.systemctl(&["show", "telegraf", "-p", "MainPID", "--value"]);
-    let out = host.opsbook(t.path(), &["run", "reload-agent"]).code(0);
+    // The stand-in writes nowhere: the evidence after the reload is tests/delivery*.rs's; this
+    // one judges the reload's settling alone.
+    let out = host.opsbook(t.path(), &["run", "reload-agent", "--set", "verify=false"]).code(0);
     let shown = masked(&out.stdout);
     assert!(shown.contains("ok    configuration test passes"), "{shown}");
     assert!(shown.contains(&format!("ok    telegraf.service reloaded — main PID {pid} still running")), "{shown}");

@@ -25,6 +25,8 @@ pub struct SimHost {
     runtime: tokio::runtime::Handle,
     store: Option<Arc<log_store::LogStore>>,
     shipper: Option<Arc<ShipperComponent>>,
+    /// Ports held bound and never listening (the `push-dead` fault's), released with the host.
+    held_ports: Vec<tokio::net::TcpSocket>,
 }
 
 /// The servers' side of the sandbox, shared by every host that talks to it.
@@ -47,6 +49,7 @@ impl SimHost {
             runtime,
             store: None,
             shipper: None,
+            held_ports: Vec::new(),
         }
     }
 
@@ -225,11 +228,15 @@ impl SimHost {
     }
 
     /// Where the `push-dead` and `push-refused` faults send the shipper's pushes: a loopback
-    /// port nothing listens on, or the log store's address without Loki's API path (the
-    /// commonest wrong push URL: the store answers 404).
-    fn push_to(&self, config: &Config) -> Option<String> {
+    /// port nothing listens on (held bound, never listening, for the sandbox's life: no other
+    /// program can take it and answer), or the log store's address without Loki's API path
+    /// (the commonest wrong push URL: the store answers 404).
+    fn push_to(&mut self, config: &Config) -> Option<String> {
         if self.faults.has("log-shipper", |f| *f == Fault::PushDead) {
-            let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_or(9, |a| a.port());
+            let held = tokio::net::TcpSocket::new_v4()
+                .and_then(|s| s.bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).map(|()| s));
+            let port = held.as_ref().ok().and_then(|s| s.local_addr().ok()).map_or(9, |a| a.port());
+            self.held_ports.extend(held.ok());
             return Some(format!("http://127.0.0.1:{port}/loki/api/v1/push"));
         }
         self.faults
