@@ -147,12 +147,13 @@ fn expected_deploy(said: &str) -> String {
   ok    storage backend — local disk: filesystem (schema periods: filesystem)
 
 == log-store: evidence made after the change
-  skip  log-store delivers after the change — a dry run changes nothing: nothing to prove
+  ok    a line pushed after the change is taken — accepted
+  ok    the line is read back from {{opsbook_probe=\"server\"}} — after [DUR]⏱
 
-6 passed, 0 failed, 1 skipped  ([DUR])
+8 passed, 0 failed  ([DUR])
 
 HOST    ROLES                  PASSED  FAILED  TIME
-server  metrics-db, log-store  6       0       [DUR]
+server  metrics-db, log-store  8       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 ssh connections: № reused, № new
@@ -180,12 +181,13 @@ fn expected_redeploy(said: &str) -> String {
   ok    storage backend — local disk: filesystem (schema periods: filesystem)
 
 == log-store: evidence made after the change
-  skip  log-store delivers after the change — a dry run changes nothing: nothing to prove
+  ok    a line pushed after the change is taken — accepted
+  ok    the line is read back from {{opsbook_probe=\"server\"}} — after [DUR]⏱
 
-6 passed, 0 failed, 1 skipped  ([DUR])
+8 passed, 0 failed  ([DUR])
 
 HOST    ROLES                  PASSED  FAILED  TIME
-server  metrics-db, log-store  6       0       [DUR]
+server  metrics-db, log-store  8       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 ssh connections: № reused, № new
@@ -247,7 +249,7 @@ const DB_VERIFIED: &str = "
 == metrics-db: evidence made after the change
   make bucket opsbook_probe in org opsbook (retention 1h)
   ok    a point written after the change is taken — written (204)
-  ok    the point is read back from opsbook_probe — after [DUR]
+  ok    the point is read back from opsbook_probe — after [DUR]⏱
 
 8 passed, 0 failed, 1 skipped  ([DUR])
 

@@ -87,8 +87,12 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 1: 1
         "{}",
         out.stdout
     );
-    // The gate is deploy's own verification: the shipper sends nothing.
-    assert!(text.contains("gate: local metrics show write operations"), "{}", out.stdout);
+    // The gate is deploy's own verification: a line written after the change never arrives.
+    assert!(
+        text.contains("gate: a line written after the change reached the log store in {hostname=\"c1\"} — absent"),
+        "{}",
+        out.stdout
+    );
     // c1 is back on its file, running and verified (the rollback's report passed); the
     // replaced file is kept for inspection.
     let c1 = clients[0];
@@ -97,7 +101,10 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 1: 1
     assert_eq!(c1.ok(&["systemctl", "--user", "is-active", "alloy"]), "active\n");
     let rollback = out.stdout.split("rollback on c1 ").nth(1).unwrap_or_else(|| panic!("{}", out.stdout));
     let rollback = rollback.split("\n\nrollout of ").next().unwrap();
-    assert!(rollback.contains("\n  ok    local metrics show write operations"), "{rollback}");
+    assert!(
+        rollback.contains("\n  ok    a line written after the change reached the log store in {hostname=\"c1\"}"),
+        "{rollback}"
+    );
     assert!(!rollback.contains("FAIL"), "{rollback}");
     // The others keep their file and their process.
     for (h, (file, pid)) in clients.iter().zip(&before).skip(1) {

@@ -81,6 +81,9 @@ for e in journal::warnings("shapes", "1 hour ago") {{ print(`W|${{e.message}}`);
 /// to stderr), and reloads on SIGHUP (failing a second later when `reload-fails` exists).
 /// Each invocation's flags are appended to `argv.log` beside it.
 const FAKE_TELEGRAF: &str = r#"#!/bin/sh
+# A reload signal from the first instant on is a reload, never the shell's default (exit).
+reload=0
+trap 'reload=1' HUP
 here=$(dirname "$0")
 echo "$*" >> "$here/argv.log"
 configs=""; dirs=""; test=0
@@ -121,8 +124,6 @@ start() {
 }
 start
 [ -f "$here/error-at-start" ] && log "E! [outputs.influxdb_v2] When writing to [http://127.0.0.1:8086/api/v2/write]: failed to write metric to telegraf (401 Unauthorized): unauthorized: unauthorized access"
-reload=0
-trap 'reload=1' HUP
 while :; do
   if [ $reload = 1 ]; then
     reload=0
@@ -159,6 +160,23 @@ fn agent_host(host: &PrivateHost, extra: &[(&str, &str)], runbook: &str) -> Test
     host.install_unit("telegraf.service", &unit);
     t.config(&format!("[metrics_agent]\nunit = \"telegraf.service\"\nconfig = \"{d}/telegraf.conf\"\n"))
         .runbook("t", runbook)
+}
+
+/// Starts the stand-in agent and waits until it has read its files (`Loading config`, logged to
+/// the journal whatever its `logfile`): `systemctl start` returns once the process is forked
+/// (Type=simple), so a file changed right after could still be read by the starting agent —
+/// which, broken, exits (what made these tests fail under load).
+fn start_agent(host: &PrivateHost) {
+    host.systemctl(&["start", "telegraf"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let out = host.exec(&["journalctl", "--user", "-u", "telegraf", "-o", "cat", "--no-pager"]);
+        if String::from_utf8_lossy(&out.stdout).contains("I! Loading config") {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the stand-in agent never read its files");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Masks the durations a slow check shows.
@@ -200,7 +218,7 @@ fn errors_go_to_the_file_the_agents_config_directory_names_and_are_read_there() 
     let logging = "[agent]\n  logfile = \"{dir}/telegraf.log\"\n";
     let t = agent_host(&host, &[("telegraf.d/logging.conf", logging), ("error-at-start", "")], LOGFILE_CHECK);
     let log = t.path().join("agent/telegraf.log").display().to_string();
-    host.systemctl(&["start", "telegraf"]);
+    start_agent(&host);
     let out = host.opsbook(t.path(), &["run", "t"]).code(1);
     let shown = masked(&out.stdout);
     // The journal holds only the line logged before logging was set up: it passes, and the
@@ -220,7 +238,7 @@ fn an_agent_log_file_that_cannot_be_read_is_a_skip_saying_why_never_a_pass() {
     let Some(host) = boot() else { return };
     let logging = "[agent]\n  logfile = \"/nonexistent/telegraf/telegraf.log\"\n";
     let t = agent_host(&host, &[("telegraf.d/logging.conf", logging)], LOGFILE_CHECK);
-    host.systemctl(&["start", "telegraf"]);
+    start_agent(&host);
     let out = host.opsbook(t.path(), &["run", "t"]).code(0);
     out.stdout_has(
         "skip  telegraf's log file has no errors since 1 hour ago — logs to /nonexistent/telegraf/telegraf.log, which",
@@ -231,7 +249,7 @@ fn an_agent_log_file_that_cannot_be_read_is_a_skip_saying_why_never_a_pass() {
 fn an_agent_logging_to_the_journal_has_no_log_file_check() {
     let Some(host) = boot() else { return };
     let t = agent_host(&host, &[], LOGFILE_CHECK);
-    host.systemctl(&["start", "telegraf"]);
+    start_agent(&host);
     let out = host.opsbook(t.path(), &["run", "t"]).code(0);
     assert!(!out.stdout.contains("log file"), "{}", out.stdout);
     out.stdout_has("1 passed, 0 failed");
@@ -241,7 +259,7 @@ fn an_agent_logging_to_the_journal_has_no_log_file_check() {
 fn a_reload_is_confirmed_once_it_settled_with_the_same_process() {
     let Some(host) = boot() else { return };
     let t = agent_host(&host, &[], "");
-    host.systemctl(&["start", "telegraf"]);
+    start_agent(&host);
     let pid = host.systemctl(&["show", "telegraf", "-p", "MainPID", "--value"]);
     // The stand-in writes nowhere: the evidence after the reload is tests/delivery*.rs's; this
     // one judges the reload's settling alone.
@@ -257,7 +275,7 @@ fn a_reload_is_confirmed_once_it_settled_with_the_same_process() {
 fn a_reload_that_makes_the_agent_exit_a_moment_later_fails_quoting_its_last_lines() {
     let Some(host) = boot() else { return };
     let t = agent_host(&host, &[("reload-fails", "")], "");
-    host.systemctl(&["start", "telegraf"]);
+    start_agent(&host);
     let out = host.opsbook(t.path(), &["run", "reload-agent"]).code(1);
     let shown = masked(&out.stdout);
     assert!(shown.contains("ok    configuration test passes"), "{shown}");
@@ -269,7 +287,7 @@ fn a_reload_that_makes_the_agent_exit_a_moment_later_fails_quoting_its_last_line
 fn a_broken_file_in_the_config_directory_stops_the_reload_before_the_signal() {
     let Some(host) = boot() else { return };
     let t = agent_host(&host, &[], "");
-    host.systemctl(&["start", "telegraf"]);
+    start_agent(&host);
     let pid = host.systemctl(&["show", "telegraf", "-p", "MainPID", "--value"]);
     std::fs::write(t.path().join("agent/telegraf.d/cpu.conf"), "[[inputs.cpu]]\n  percpu_typo = true\n").unwrap();
     let out = host.opsbook(t.path(), &["run", "reload-agent"]).code(1);
