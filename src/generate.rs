@@ -5,7 +5,7 @@
 //! - `man`: `opsbook.1` and one page per subcommand (`opsbook-run.1`, `opsbook-twin-metrics-db.1`,
 //!   …; hidden subcommands and clap's `help` have none), with clap_mangen.
 //! - `completions`: `opsbook.bash`, `_opsbook` (zsh) and `opsbook.fish`, the scripts
-//!   `opsbook completions SHELL` prints.
+//!   `opsbook completions SHELL` prints, without what the command line hides (`generate`).
 //!
 //! packaging/build-deb.sh runs both before `cargo deb`; each file is written whole and its
 //! path printed, one a line.
@@ -38,9 +38,30 @@ pub fn run(args: &GenerateArgs) -> Result<u8, Error> {
     Ok(0)
 }
 
-/// The completion script for `shell`, as `opsbook completions SHELL` prints it.
+/// The completion script for `shell`, as `opsbook completions SHELL` prints it: what an
+/// operator may type, so neither hidden subcommands (`generate`) nor hidden options.
 pub fn completion(shell: Shell, out: &mut dyn Write) {
-    clap_complete::generate(shell, &mut Arguments::command(), "opsbook", out);
+    let mut command = Arguments::command();
+    command.build();
+    clap_complete::generate(shell, &mut visible(&command), "opsbook", out);
+}
+
+/// A built command with what it hides left out, at every depth (clap_complete offers
+/// everything it is given, hidden or not). Its help and version options are the ones the
+/// build made, copied as they are.
+fn visible(command: &clap::Command) -> clap::Command {
+    let mut copy = clap::Command::new(command.get_name().to_string())
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .disable_help_subcommand(true)
+        .about(command.get_about().cloned())
+        .visible_aliases(command.get_visible_aliases().map(str::to_string).collect::<Vec<_>>())
+        .groups(command.get_groups().cloned())
+        .args(command.get_arguments().filter(|a| !a.is_hide_set()).cloned());
+    if let Some(version) = command.get_version() {
+        copy = copy.version(version.to_string());
+    }
+    copy.subcommands(command.get_subcommands().filter(|s| !s.is_hide_set()).map(visible))
 }
 
 fn completions(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
