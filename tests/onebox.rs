@@ -132,7 +132,9 @@ fn prepare_without_a_group_is_refused_in_words_when_the_inventory_names_other_ho
     // Planned only (`--dry-run`): the refusal comes before any step, and nothing here changes.
     let inventory = "[hosts.monitor1]\naddress = \"10.9.9.1\"\nroles = [\"metrics-db\", \"log-store\"]\n";
     let clients: String = (2..=6)
-        .map(|i| format!("[hosts.monitor{i}]\naddress = \"10.9.9.{i}\"\nroles = [\"metrics-agent\", \"log-shipper\"]\n"))
+        .map(|i| {
+            format!("[hosts.monitor{i}]\naddress = \"10.9.9.{i}\"\nroles = [\"metrics-agent\", \"log-shipper\"]\n")
+        })
         .collect();
     let out = Test::new().config(&format!("{inventory}{clients}")).args(["run", "prepare", "--dry-run"]).run().code(1);
     assert_eq!(

@@ -178,7 +178,9 @@ Run them from /usr/share/opsbook/scripts: `/usr/share/opsbook/scripts/SCRIPT --h
 ";
 
 /// `/healthz` of the shipped configuration's job on a host without the stack.
-const FIRST_DAY_HEALTHZ: &str = "failing:\nTO BE SEEN\n";
+const FIRST_DAY_HEALTHZ: &str = "failing:\nquick-check: failed (run N): units › influxdb.service active; units › \
+                                  loki.service active; units › telegraf.service active; units › alloy.service active; \
+                                  servers › metrics database /health answers 200; servers › log store /ready says ready\n";
 
 /// Which of the package's places exist on `host`, one `present PATH` / `absent PATH` a line.
 fn places(host: &Debian13Host) -> String {
@@ -238,8 +240,9 @@ fn on_debian_13_the_package_installs_runs_its_service_as_opsbook_and_removes_and
         )
     );
 
-    // The orchestrator scripts: the package's copies, named where they are.
-    assert_eq!(host.ok(&["opsbook", "scripts"]), SCRIPTS_INSTALLED);
+    // The orchestrator scripts: the package's copies, named where they are (the package's
+    // opsbook: the one under test is at /usr/local/bin, first in PATH).
+    assert_eq!(host.ok(&["/usr/bin/opsbook", "scripts"]), SCRIPTS_INSTALLED);
 
     // The first day: enabled as it comes, the service watches this machine with the shipped
     // job (quick-check every minute) and serves /healthz, saying what fails on a host without
@@ -251,8 +254,12 @@ fn on_debian_13_the_package_installs_runs_its_service_as_opsbook_and_removes_and
     let healthz = curl_until(host, "http://127.0.0.1:9464/healthz", "503", limit);
     assert_eq!(run.replace_all(&healthz, "(run N)"), FIRST_DAY_HEALTHZ);
     assert_eq!(
-        host.ok(&["systemctl", "show", "-P", "ActiveState", "-P", "UnitFileState", "-P", "NRestarts", "opsbook-serve"]),
-        "active\nenabled\n0\n"
+        host.ok(&[
+            "sh",
+            "-c",
+            "for p in ActiveState UnitFileState NRestarts; do echo $p=$(systemctl show -P $p opsbook-serve); done"
+        ]),
+        "ActiveState=active\nUnitFileState=enabled\nNRestarts=0\n"
     );
 
     // A job, as an operator adds one to the conffile, running a runbook of /etc/opsbook.

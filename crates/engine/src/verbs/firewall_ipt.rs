@@ -259,10 +259,15 @@ mod tests {
     fn the_host_s_own_connections_arrive_on_loopback() {
         let rules = "*filter\n:INPUT DROP [0:0]\n-A INPUT -i lo -j ACCEPT\n-A INPUT -p tcp -m tcp --dport 3100 -j DROP\nCOMMIT\n";
         let judge = |source: &str| {
-            Rules::parse(rules).unwrap().judge(&Packet { port: 3100, source: Some(source.parse().unwrap()) }, "iptables-save")
+            Rules::parse(rules)
+                .unwrap()
+                .judge(&Packet { port: 3100, source: Some(source.parse().unwrap()) }, "iptables-save")
         };
         assert_eq!(judge("127.0.0.1"), Judgement::Admitted("iptables-save: -A INPUT -i lo -j ACCEPT".into()));
-        assert_eq!(judge("10.0.0.2"), Judgement::Refused("iptables-save: -A INPUT -p tcp -m tcp --dport 3100 -j DROP".into()));
+        assert_eq!(
+            judge("10.0.0.2"),
+            Judgement::Refused("iptables-save: -A INPUT -p tcp -m tcp --dport 3100 -j DROP".into())
+        );
         // Another interface is not loopback's: the host's own connection passes it by.
         assert_eq!(
             Rules::parse("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -i eth0 -j DROP\n-A INPUT -i l+ -j ACCEPT\nCOMMIT\n")

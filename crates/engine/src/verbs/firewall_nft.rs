@@ -435,7 +435,10 @@ mod tests {
         // nft 1.0.6 lists it): loopback admitted, every other source dropped.
         let lone = Ruleset::parse(include_str!("../../../../tests/fixtures/firewall/opsbook-loopback.json")).unwrap();
         let judge = |source: &str| lone.judge(&Packet { port: 8086, source: Some(source.parse().unwrap()) }, false);
-        assert_eq!(judge("127.0.0.1"), Judgement::Admitted("inet opsbook input: iifname lo tcp dport 8086 accept".into()));
+        assert_eq!(
+            judge("127.0.0.1"),
+            Judgement::Admitted("inet opsbook input: iifname lo tcp dport 8086 accept".into())
+        );
         assert_eq!(judge("10.0.0.3"), Judgement::Refused("inet opsbook input: tcp dport 8086 drop".into()));
         assert_eq!(
             lone.judge(&Packet { port: 8086, source: None }, false),
