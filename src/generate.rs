@@ -5,13 +5,14 @@
 //! - `man`: `opsbook.1` and one page per subcommand (`opsbook-run.1`, `opsbook-twin-metrics-db.1`,
 //!   …; hidden subcommands and clap's `help` have none), with clap_mangen.
 //! - `completions`: `opsbook.bash`, `_opsbook` (zsh) and `opsbook.fish`, the scripts
-//!   `opsbook completions SHELL` prints.
+//!   `opsbook completions SHELL` prints, without what the command line hides (`generate`).
 //!
 //! packaging/build-deb.sh runs both before `cargo deb`; each file is written whole and its
 //! path printed, one a line.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use clap::CommandFactory;
 use clap_complete::Shell;
@@ -38,9 +39,54 @@ pub fn run(args: &GenerateArgs) -> Result<u8, Error> {
     Ok(0)
 }
 
-/// The completion script for `shell`, as `opsbook completions SHELL` prints it.
+/// The completion script for `shell`, as `opsbook completions SHELL` prints it: what an
+/// operator may type, so neither hidden subcommands (`generate`) nor hidden options.
 pub fn completion(shell: Shell, out: &mut dyn Write) {
-    clap_complete::generate(shell, &mut Arguments::command(), "opsbook", out);
+    clap_complete::generate(shell, &mut visible(built()), "opsbook", out);
+}
+
+/// The command line, built (its help and version options made), kept for the process's life:
+/// clap takes names as `&'static str`, and the copy `visible` makes borrows them from here.
+fn built() -> &'static clap::Command {
+    static BUILT: OnceLock<clap::Command> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut command = Arguments::command();
+        command.build();
+        command
+    })
+}
+
+/// `command` with what it hides left out, at every depth (clap_complete offers everything it
+/// is given, hidden or not). The help and version options the build made are copied as they
+/// are; the `help` subcommand is made again, so that it lists only the visible ones.
+fn visible(command: &'static clap::Command) -> clap::Command {
+    let own_help = !command.is_disable_help_subcommand_set();
+    let mut copy = clap::Command::new(command.get_name())
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .disable_help_subcommand(!own_help)
+        .visible_aliases(command.get_visible_aliases())
+        .groups(command.get_groups().map(|group| without_hidden(command, group)))
+        .args(command.get_arguments().filter(|a| !a.is_hide_set()).cloned());
+    if let Some(about) = command.get_about() {
+        copy = copy.about(about.clone());
+    }
+    if let Some(version) = command.get_version() {
+        copy = copy.version(version);
+    }
+    let made_by_clap = |s: &clap::Command| own_help && s.get_name() == "help";
+    copy.subcommands(command.get_subcommands().filter(|s| !s.is_hide_set() && !made_by_clap(s)).map(visible))
+}
+
+/// `group` of `command` with its hidden arguments left out (clap's derive groups every
+/// argument of a struct, hidden or not).
+fn without_hidden(command: &clap::Command, group: &clap::ArgGroup) -> clap::ArgGroup {
+    let shown = |id: &clap::Id| command.get_arguments().any(|a| a.get_id() == id && !a.is_hide_set());
+    let mut copy = group.clone();
+    clap::ArgGroup::new(group.get_id().clone())
+        .args(group.get_args().filter(|id| shown(id)).cloned())
+        .multiple(copy.is_multiple())
+        .required(group.is_required_set())
 }
 
 fn completions(dir: &Path) -> std::io::Result<Vec<PathBuf>> {

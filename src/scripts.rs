@@ -3,8 +3,10 @@
 //! and `lib/opsbook-scripts.sh`, the body both source.
 //!
 //! They ship inside the binary (the repository's `scripts/`), so the scripts and the opsbook
-//! they call are always of one version. `opsbook scripts` says what they are and whether they
-//! are installed beside this opsbook; `--install DIR` writes them, each atomically (a
+//! they call are always of one version. `opsbook scripts` says what they are and where they
+//! are installed — beside this opsbook, or where its package put them
+//! (`PREFIX/share/opsbook/scripts`, /usr/share/opsbook/scripts for the Debian package's
+//! /usr/bin/opsbook); `--install DIR` writes them, each atomically (a
 //! temporary file renamed over the old one), the scripts mode 0755 and the sourced body 0644,
 //! and never replaces a file that differs without `--force` — an operator's edited copy is
 //! not lost by accident.
@@ -93,25 +95,54 @@ pub fn run(args: &ScriptsArgs) -> Result<u8, Error> {
     }
 }
 
+/// Where copies of the scripts may be for the opsbook at `exe`: beside it (where `--install`
+/// is best pointed), then where a package puts them, `PREFIX/share/opsbook/scripts` for
+/// `PREFIX/bin/opsbook` (the Debian package: /usr/share/opsbook/scripts).
+fn places(exe: &Path) -> Vec<PathBuf> {
+    let Some(beside) = exe.parent() else { return Vec::new() };
+    let mut places = vec![beside.to_path_buf()];
+    if let Some(prefix) = beside.parent() {
+        places.push(prefix.join("share/opsbook/scripts"));
+    }
+    places
+}
+
+/// What is known of one script's copies in `places`: where it is installed, where a
+/// different one is; nothing beside opsbook said so.
+fn copies(name: &str, text: &str, places: &[PathBuf]) -> String {
+    let seen: Vec<String> = places
+        .iter()
+        .filter_map(|dir| match found(&dir.join(name), text) {
+            Found::Same => Some(format!("installed in {}", dir.display())),
+            Found::Different => Some(format!("a different {name} is in {}", dir.display())),
+            Found::Missing => None,
+        })
+        .collect();
+    match (seen.is_empty(), places.first()) {
+        (false, _) => seen.join("; "),
+        (true, Some(beside)) => format!("not installed beside opsbook ({})", beside.display()),
+        (true, None) => "where opsbook runs from is unknown".to_string(),
+    }
+}
+
 fn describe() -> Result<u8, Error> {
-    let beside = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf));
+    let places = std::env::current_exe().map(|exe| places(&exe)).unwrap_or_default();
+    let width = SCRIPTS.iter().map(|(name, _, _)| name.len()).max().unwrap_or(0);
     let mut out = crate::secret::stdout();
     writeln!(out, "The orchestrator scripts, shipped inside this opsbook:").ok();
     for (name, what, text) in SCRIPTS {
-        let state = match &beside {
-            Some(dir) => match found(&dir.join(name), text) {
-                Found::Same => format!("installed in {}", dir.display()),
-                Found::Different => format!("a different {name} is in {}", dir.display()),
-                Found::Missing => format!("not installed beside opsbook ({})", dir.display()),
-            },
-            None => "where opsbook runs from is unknown".to_string(),
-        };
-        writeln!(out, "  {name:13}  {what}\n  {:13}  {state}", "").ok();
+        writeln!(out, "  {name:width$}  {what}\n  {:width$}  {}", "", copies(name, text, &places)).ok();
     }
-    writeln!(
-        out,
-        "Install them with `opsbook scripts --install DIR` (beside opsbook is best); `SCRIPT --help` explains each."
-    )
+    // A place holding this opsbook's copy of every one: where to run them from.
+    let complete =
+        places.iter().find(|dir| SCRIPTS.iter().all(|(name, _, text)| found(&dir.join(name), text) == Found::Same));
+    match complete {
+        Some(dir) => writeln!(out, "Run them from {0}: `{0}/SCRIPT --help` explains each.", dir.display()),
+        None => writeln!(
+            out,
+            "Install them with `opsbook scripts --install DIR` (beside opsbook is best); `SCRIPT --help` explains each."
+        ),
+    }
     .ok();
     Ok(0)
 }

@@ -31,8 +31,14 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn completions_for_shells() {
-    Test::new().args(["completions", "bash"]).run().code(0).stdout_has("_opsbook");
-    Test::new().args(["completions", "zsh"]).run().code(0).stdout_has("#compdef opsbook");
+    let bash = Test::new().args(["completions", "bash"]).run().code(0).stdout_has("_opsbook");
+    let zsh = Test::new().args(["completions", "zsh"]).run().code(0).stdout_has("#compdef opsbook");
+    let fish = Test::new().args(["completions", "fish"]).run().code(0).stdout_has("complete -c opsbook");
+    // What an operator may type: every visible subcommand, nothing hidden (`generate`, the
+    // scripts' own `--role`/`--roles`).
+    for out in [bash, zsh, fish] {
+        out.stdout_has("completions").stdout_has("--install").stdout_lacks("generate").stdout_lacks("--role");
+    }
 }
 
 #[test]

@@ -23,6 +23,7 @@ mod lifecycle;
 mod lifecycle_container;
 mod lifecycle_verbs;
 mod onboarding;
+mod onebox;
 mod package;
 mod probes;
 mod prometheus;

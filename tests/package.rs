@@ -1,9 +1,11 @@
 //! The Debian package (packaging/build-deb.sh, run by .ci/run before `cargo test`): lintian
 //! finds no error in it; it holds every file it should and nothing else, its man pages and
-//! completions are the ones this opsbook generates (so a stale package fails too); and on a
-//! fresh Debian 13 host it installs with `dpkg -i`, leaves the service disabled and stopped,
-//! runs it as the user `opsbook` (reading the system journal and units) when started, and
-//! `dpkg -r` / `dpkg --purge` take away what each should. Nothing is built here: without a
+//! completions are the ones this opsbook generates (so a stale package fails too) and offer
+//! nothing hidden; and on a fresh Debian 13 host it installs with `dpkg -i`, leaves the
+//! service disabled and stopped, names its copies of the orchestrator scripts, serves
+//! /healthz once enabled with the shipped configuration (its job watching this machine), runs
+//! it as the user `opsbook` (reading the system journal and units), and `dpkg -r` /
+//! `dpkg --purge` take away what each should. Nothing is built here: without a
 //! package, or without lintian, dpkg-deb or the Debian 13 root, the test skips, saying why.
 
 use std::path::{Path, PathBuf};
@@ -147,7 +149,12 @@ fn assert_generated_files_match(deb: &Path, root: &Path, generated: &Path, pages
         ("usr/share/fish/vendor_completions.d/opsbook.fish", "opsbook.fish"),
     ] {
         let made = std::fs::read_to_string(generated.join("completions").join(made)).unwrap();
-        assert_eq!(std::fs::read_to_string(root.join(packed)).unwrap(), made, "{packed} is stale: rebuild the package");
+        let packed_text = std::fs::read_to_string(root.join(packed)).unwrap();
+        assert_eq!(packed_text, made, "{packed} is stale: rebuild the package");
+        // What an operator may type only: not the hidden `generate` (nor the scripts' own options).
+        for hidden in ["generate", "--roles", "--role"] {
+            assert!(!packed_text.contains(hidden), "{packed} offers the hidden {hidden}");
+        }
     }
 }
 
@@ -158,6 +165,22 @@ check(\"ssh.service is active\", unit::is_active(\"ssh\"), \"\");
 let lines = journal::read(#{unit: \"ssh\", lines: 5});
 check(\"the system journal of ssh.service is readable\", lines.len() > 0, `${lines.len()} lines`);
 ";
+
+/// `opsbook scripts` of the installed package: its copies in /usr/share/opsbook/scripts.
+const SCRIPTS_INSTALLED: &str = "The orchestrator scripts, shipped inside this opsbook:
+  manage-svc.sh           deploy or remove one service (HOST:ROLE); prepare the hosts of an environment
+                          installed in /usr/share/opsbook/scripts
+  svc-exec.sh             verify, restart or reconfigure one service (HOST:ROLE)
+                          installed in /usr/share/opsbook/scripts
+  lib/opsbook-scripts.sh  what both scripts share (sourced)
+                          installed in /usr/share/opsbook/scripts
+Run them from /usr/share/opsbook/scripts: `/usr/share/opsbook/scripts/SCRIPT --help` explains each.
+";
+
+/// `/healthz` of the shipped configuration's job on a host without the stack.
+const FIRST_DAY_HEALTHZ: &str = "failing:\nquick-check: failed (run N): units › influxdb.service active; units › \
+                                  loki.service active; units › telegraf.service active; units › alloy.service active; \
+                                  servers › metrics database /health answers 200; servers › log store /ready says ready\n";
 
 /// Which of the package's places exist on `host`, one `present PATH` / `absent PATH` a line.
 fn places(host: &Debian13Host) -> String {
@@ -217,6 +240,28 @@ fn on_debian_13_the_package_installs_runs_its_service_as_opsbook_and_removes_and
         )
     );
 
+    // The orchestrator scripts: the package's copies, named where they are (the package's
+    // opsbook: the one under test is at /usr/local/bin, first in PATH).
+    assert_eq!(host.ok(&["/usr/bin/opsbook", "scripts"]), SCRIPTS_INSTALLED);
+
+    // The first day: enabled as it comes, the service watches this machine with the shipped
+    // job (quick-check every minute) and serves /healthz, saying what fails on a host without
+    // the stack; it keeps running (no restart).
+    host.ok(&["systemctl", "enable", "--now", "opsbook-serve.service"]);
+    let limit = Duration::from_secs(60);
+    assert_eq!(curl_until(host, "http://127.0.0.1:9464/readyz", "200", limit), "ready: every job ran\n");
+    let run = regex::Regex::new(r"\(run \d+\)").unwrap();
+    let healthz = curl_until(host, "http://127.0.0.1:9464/healthz", "503", limit);
+    assert_eq!(run.replace_all(&healthz, "(run N)"), FIRST_DAY_HEALTHZ);
+    assert_eq!(
+        host.ok(&[
+            "sh",
+            "-c",
+            "for p in ActiveState UnitFileState NRestarts; do echo $p=$(systemctl show -P $p opsbook-serve); done"
+        ]),
+        "ActiveState=active\nUnitFileState=enabled\nNRestarts=0\n"
+    );
+
     // A job, as an operator adds one to the conffile, running a runbook of /etc/opsbook.
     host.ok(&[
         "sh",
@@ -226,10 +271,11 @@ fn on_debian_13_the_package_installs_runs_its_service_as_opsbook_and_removes_and
              printf '\\n[[serve.job]]\\nrunbook = \"package-smoke\"\\nevery = \"5s\"\\n' >> /etc/opsbook/config.toml"
         ),
     ]);
-    host.ok(&["systemctl", "start", "opsbook-serve.service"]);
-    let limit = Duration::from_secs(60);
-    curl_until(host, "http://127.0.0.1:9464/readyz", "200", limit);
-    assert_eq!(curl_until(host, "http://127.0.0.1:9464/healthz", "200", limit), "ok: the latest run of 1 job passed\n");
+    host.ok(&["systemctl", "restart", "opsbook-serve.service"]);
+    assert_eq!(curl_until(host, "http://127.0.0.1:9464/readyz", "200", limit), "ready: every job ran\n");
+    // The smoke job passes: only the shipped quick-check fails, as before.
+    let healthz = curl_until(host, "http://127.0.0.1:9464/healthz", "503", limit);
+    assert_eq!(run.replace_all(&healthz, "(run N)"), FIRST_DAY_HEALTHZ);
     assert_eq!(
         host.ok(&[
             "sh",

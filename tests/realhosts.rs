@@ -177,7 +177,7 @@ check("purged once", !pkg::remove("alloy", #{{ purge: true }}).changed);
 /// `seen` equals tests/fixtures/realhosts/NAME; with `OPSBOOK_BLESS=1` the file is written
 /// from what was seen instead (review the change with `git diff`).
 #[track_caller]
-fn fixture(name: &str, seen: &str) {
+pub(crate) fn fixture(name: &str, seen: &str) {
     let path = crate::support::repo_dir().join("tests/fixtures/realhosts").join(name);
     if std::env::var_os("OPSBOOK_BLESS").is_some() {
         std::fs::write(&path, seen).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -194,7 +194,7 @@ fn fixture(name: &str, seen: &str) {
 /// A run's output with what varies masked: temporary paths (`support::mask`), durations
 /// (left out: a check shows one only when it took a while), the repositories' address
 /// (`[REPO]`), key fingerprints (`[FPR]`) and where in a runbook an error was raised.
-fn masked(text: &str, repos: &AptRepos) -> String {
+pub(crate) fn masked(text: &str, repos: &AptRepos) -> String {
     let text = crate::support::mask(text).replace("  ([DUR])", "").replace(&repos.url(""), "[REPO]/");
     let text = regex::Regex::new("[0-9A-F]{40}").expect("a pattern").replace_all(&text, "[FPR]").into_owned();
     // Where in the runbook the error was raised: another change to it must not fail a test.
@@ -205,7 +205,7 @@ fn masked(text: &str, repos: &AptRepos) -> String {
 pub(crate) const ROLES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
 
 /// Whether a fleet report's verdict (`N host(s): …`, before the connections line) says all passed.
-fn all_passed(stdout: &str) -> bool {
+pub(crate) fn all_passed(stdout: &str) -> bool {
     stdout.lines().rev().find(|l| l.contains(" host(s): ")).is_some_and(|l| l.contains("all passed"))
 }
 
@@ -242,7 +242,7 @@ pub(crate) fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) ->
 }
 
 /// What the stack's units on `hosts` say of themselves: their status and their last entries.
-fn units_said(site: &Site, hosts: &[&str]) -> String {
+pub(crate) fn units_said(site: &Site, hosts: &[&str]) -> String {
     let mut said = String::new();
     for name in hosts {
         let seen = site.fleet.host(name).ssh(

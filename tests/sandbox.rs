@@ -63,6 +63,8 @@ fn lifecycle_runbooks_rehearse_with_dry_run_and_refuse_to_act() {
         &["configure", "--dry-run", "--set", "service=localhost:telegraf"],
         &["remove", "--dry-run", "--set", "service=localhost:loki"],
         &["prepare", "--dry-run", "--set", "environment=all"],
+        // No inventory: the one host is this machine, and prepare needs no group.
+        &["prepare", "--dry-run"],
     ]);
     sandbox(&["run", "deploy", "--set", "service=localhost:loki"]).code(1).stdout_matches(
         r"deploy \(<built-in>/runbooks/deploy\.rhai\)  \[sandbox: in-process stack\]\n\naborted: the lifecycle runbooks install real programs, which the sandbox only simulates: rehearse with --dry-run, or run against a host \(--host NAME\) \(at <built-in>/runbooks/deploy\.rhai:\d+:\d+; thrown at <built-in>/stdlib/lifecycle\.rhai:\d+:\d+\)\n\n0 passed, 0 failed  \(\[DUR\]\)\n",

@@ -364,13 +364,15 @@ fn scripts_install_refuses_to_overwrite_a_different_script_without_force() {
     assert_eq!(
         listing.stdout,
         format!(
-            "The orchestrator scripts, shipped inside this opsbook:\n  manage-svc.sh  deploy or remove one service \
-             (HOST:ROLE); prepare the hosts of an environment\n                 not installed beside opsbook \
-             ({dir})\n  svc-exec.sh    verify, restart or reconfigure one service (HOST:ROLE)\n                 not \
-             installed beside opsbook ({dir})\n  lib/opsbook-scripts.sh  what both scripts share (sourced)\n{:17}not \
-             installed beside opsbook ({dir})\nInstall them with `opsbook scripts --install DIR` (beside \
-             opsbook is best); `SCRIPT --help` explains each.\n",
-            ""
+            "The orchestrator scripts, shipped inside this opsbook:
+  manage-svc.sh           deploy or remove one service (HOST:ROLE); prepare the hosts of an environment
+                          not installed beside opsbook ({dir})
+  svc-exec.sh             verify, restart or reconfigure one service (HOST:ROLE)
+                          not installed beside opsbook ({dir})
+  lib/opsbook-scripts.sh  what both scripts share (sourced)
+                          not installed beside opsbook ({dir})
+Install them with `opsbook scripts --install DIR` (beside opsbook is best); `SCRIPT --help` explains each.
+"
         )
     );
 }

@@ -44,7 +44,8 @@ pub(crate) fn module() -> Module {
         "admits",
         Reads,
         ["port: i64", "sources: ?", "Map"],
-        "/// The same from a source address, or from each of an array of them (`ok` when all are).",
+        "/// The same from a source address, or from each of an array of them (`ok` when all are).\n\
+         /// A loopback address (`127.0.0.1`, `::1`) is the host's own connection, on `lo`.",
         "firewall::admits(8086, [\"10.0.0.0/24\"])",
         |call: NativeCallContext, port: i64, sources: Dynamic| admits(&context(&call), port, &sources_arg(&sources)?)
     );

@@ -1,7 +1,8 @@
 //! Reads `iptables-save` (or `ip6tables-save`) output and judges whether its `filter`
 //! table's INPUT chain admits a new TCP connection to a port, for hosts whose firewall is
 //! iptables rather than nftables. Like the nftables reader it evaluates only simple matches
-//! (`-p`, `--dport`/`--dports`, `-s`, `-i lo`, conntrack/state) and says plainly when a
+//! (`-p`, `--dport`/`--dports`, `-s`, `-i` (a loopback source arrives on `lo`, any other
+//! not), conntrack/state) and says plainly when a
 //! deciding rule depends on anything else.
 
 use super::firewall_packet::{Judgement, Packet, Truth, in_net, parse_net};
@@ -142,6 +143,8 @@ fn evaluate(words: &[String], packet: &Packet) -> (Truth, Option<String>, bool) 
                 },
                 negate,
             ),
+            // The host's own connection comes on the loopback interface, any other does not.
+            "-i" | "--in-interface" if packet.loopback() => note(Truth::from_bool(names_lo(arg)), negate),
             "-i" | "--in-interface" if arg == "lo" => note(Truth::No, negate),
             "-i" | "--in-interface" => note(Truth::Unknown("the incoming interface".into()), negate),
             "--ctstate" | "--state" => note(Truth::from_bool(arg.split(',').any(|s| s == "NEW")), negate),
@@ -156,6 +159,14 @@ fn evaluate(words: &[String], packet: &Packet) -> (Truth, Option<String>, bool) 
         negate = false;
     }
     (truth, target, goto)
+}
+
+/// Whether iptables' `-i NAME` matches the loopback interface (`lo`, or a wildcard like `l+`).
+fn names_lo(name: &str) -> bool {
+    match name.strip_suffix('+') {
+        Some(prefix) => "lo".starts_with(prefix),
+        None => name == "lo",
+    }
 }
 
 /// Whether `spec` (`3100` or `8000:8100`) holds `port`.
@@ -242,6 +253,28 @@ mod tests {
             Judgement::Unknown("`iptables-save: -A EXTRA -i eth0 -j ACCEPT` depends on the incoming interface".into())
         );
         assert_eq!(judge(5432, Some("192.0.2.1")), Judgement::Refused("iptables-save: policy DROP of INPUT".into()));
+    }
+
+    #[test]
+    fn the_host_s_own_connections_arrive_on_loopback() {
+        let rules = "*filter\n:INPUT DROP [0:0]\n-A INPUT -i lo -j ACCEPT\n-A INPUT -p tcp -m tcp --dport 3100 -j DROP\nCOMMIT\n";
+        let judge = |source: &str| {
+            Rules::parse(rules)
+                .unwrap()
+                .judge(&Packet { port: 3100, source: Some(source.parse().unwrap()) }, "iptables-save")
+        };
+        assert_eq!(judge("127.0.0.1"), Judgement::Admitted("iptables-save: -A INPUT -i lo -j ACCEPT".into()));
+        assert_eq!(
+            judge("10.0.0.2"),
+            Judgement::Refused("iptables-save: -A INPUT -p tcp -m tcp --dport 3100 -j DROP".into())
+        );
+        // Another interface is not loopback's: the host's own connection passes it by.
+        assert_eq!(
+            Rules::parse("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -i eth0 -j DROP\n-A INPUT -i l+ -j ACCEPT\nCOMMIT\n")
+                .unwrap()
+                .judge(&Packet { port: 3100, source: Some("::1".parse().unwrap()) }, "ip6tables-save"),
+            Judgement::Admitted("ip6tables-save: -A INPUT -i l+ -j ACCEPT".into())
+        );
     }
 
     #[test]

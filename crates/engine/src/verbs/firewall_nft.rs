@@ -5,7 +5,7 @@
 //!
 //! Only simple matches are evaluated — `tcp dport`, `ip saddr`/`ip6 saddr` (addresses,
 //! prefixes, ranges, anonymous and named sets), `ct state`, `meta l4proto`/`nfproto`,
-//! `iifname "lo"`. A rule that also depends on anything else (another interface, a rate
+//! `iifname` (a loopback source arrives on `lo`, any other not). A rule that also depends on anything else (another interface, a rate
 //! limit, an iptables extension) and would decide the packet makes the answer "cannot tell",
 //! naming the rule, rather than a guess.
 
@@ -253,7 +253,9 @@ impl Ruleset {
                 "l4proto" => Ok(Val::Word("tcp")),
                 "nfproto" => Ok(Val::Word(if v6 { "ipv6" } else { "ipv4" })),
                 "pkttype" => Ok(Val::Word("host")),
-                // The connection comes from the network: not the loopback interface.
+                // The host's own connection comes on the loopback interface, any other from
+                // the network: not on it.
+                "iifname" | "iif" if packet.loopback() => Ok(Val::Word("lo")),
                 "iifname" | "iif" if right.as_str() == Some("lo") => Ok(Val::Word("not-lo")),
                 "iifname" | "iif" => Err(Truth::Unknown(format!("the incoming interface ({key})"))),
                 other => Err(Truth::Unknown(format!("meta {other}"))),
@@ -423,6 +425,25 @@ mod tests {
         );
         assert_eq!(judge(8086, Some("192.0.2.9")), judge(22, None));
         assert_eq!(judge(5432, Some("192.0.2.9")), Judgement::Refused("policy drop of chain inet filter input".into()));
+    }
+
+    #[test]
+    fn the_host_s_own_connections_arrive_on_loopback() {
+        assert_eq!(judge(5432, Some("127.0.0.1")), Judgement::Admitted("inet filter input: iifname lo accept".into()));
+        assert_eq!(judge(9000, Some("::1")), judge(5432, Some("127.0.0.1")));
+        // opsbook's table for a host whose clients are its own (`firewall::admit(8086, [])`, as
+        // nft 1.0.6 lists it): loopback admitted, every other source dropped.
+        let lone = Ruleset::parse(include_str!("../../../../tests/fixtures/firewall/opsbook-loopback.json")).unwrap();
+        let judge = |source: &str| lone.judge(&Packet { port: 8086, source: Some(source.parse().unwrap()) }, false);
+        assert_eq!(
+            judge("127.0.0.1"),
+            Judgement::Admitted("inet opsbook input: iifname lo tcp dport 8086 accept".into())
+        );
+        assert_eq!(judge("10.0.0.3"), Judgement::Refused("inet opsbook input: tcp dport 8086 drop".into()));
+        assert_eq!(
+            lone.judge(&Packet { port: 8086, source: None }, false),
+            Judgement::Refused("inet opsbook input: tcp dport 8086 drop".into())
+        );
     }
 
     #[test]

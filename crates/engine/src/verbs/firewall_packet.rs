@@ -1,21 +1,28 @@
 //! What the firewall checks ask about and what they conclude: a new TCP connection to a
-//! port (from a source address, or from anywhere), and the judgement of one ruleset —
+//! port (from a source address, or from anywhere; from a loopback address, the host's own
+//! connection on the loopback interface), and the judgement of one ruleset —
 //! admitted, refused by a named rule, or not decidable here (and why). Shared by the
 //! nftables and the iptables readers (firewall_nft.rs, firewall_ipt.rs).
 
 use std::net::IpAddr;
 
-/// A new TCP connection arriving from the network (not the loopback interface).
+/// A new TCP connection: from the network, or — from a loopback address (127.0.0.0/8, ::1) —
+/// the host's own, arriving on the loopback interface `lo`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Packet {
     pub port: u16,
-    /// `None`: any source (a rule that depends on it cannot be judged).
+    /// `None`: any source on the network (a rule that depends on it cannot be judged).
     pub source: Option<IpAddr>,
 }
 
 impl Packet {
     pub(crate) fn ipv6(&self) -> bool {
         matches!(self.source, Some(IpAddr::V6(_)))
+    }
+
+    /// Whether it arrives on `lo`: a connection the host makes to itself, as its own clients do.
+    pub(crate) fn loopback(&self) -> bool {
+        self.source.is_some_and(|ip| ip.is_loopback())
     }
 }
 
