@@ -20,6 +20,7 @@ mod journal;
 mod lifecycle;
 mod lifecycle_container;
 mod lifecycle_verbs;
+mod module_cycles;
 mod onboarding;
 mod package;
 mod probes;
