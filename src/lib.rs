@@ -15,7 +15,7 @@ pub mod subcommand;
 
 // The layers, under the names the code here uses for them (see ARCHITECTURE.md); those the
 // integration tests and benchmarks reach are public.
-use opsbook_base::{cancel, error, progress, suggest};
+use opsbook_base::{cancel, error, input, progress, suggest};
 pub use opsbook_base::{config, report, secret};
 pub use opsbook_engine::catalog;
 use opsbook_engine::{engine, functions, prefetch, runbook, syntax, verbs};

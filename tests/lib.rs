@@ -6,6 +6,7 @@ mod bad_input;
 mod bad_messages;
 mod bad_sources;
 mod bad_state;
+mod bounded_reads;
 mod cli;
 mod config;
 mod debian13;

@@ -294,10 +294,12 @@ impl Repl {
                 }
             }
             ":load" => match args.first() {
-                Some(file) => match std::fs::read_to_string(file) {
-                    Ok(text) => self.eval(&text, file),
-                    Err(e) => eprintln!("error: cannot read `{file}`: {e}"),
-                },
+                Some(file) => {
+                    match crate::input::read_text_or_explain(std::path::Path::new(file), crate::input::SCRIPT) {
+                        Ok(text) => self.eval(&text, file),
+                        Err(e) => eprintln!("error: {e}"),
+                    }
+                }
                 None => eprintln!("usage: :load FILE"),
             },
             ":run" => self.run_runbook(&args),

@@ -6,6 +6,8 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use opsbook_base::input;
+
 use super::BoxFuture;
 use super::files::{BACKUP_SUFFIX, Files, Meta, Wanted};
 
@@ -53,8 +55,11 @@ impl Files for LocalFiles {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(io_error("read", path)(e)),
             };
-            let bytes = std::fs::read(&at).map_err(io_error("read", path))?;
-            let text = String::from_utf8(bytes).map_err(|_| format!("cannot read {path}: it is not UTF-8 text"))?;
+            // Regular files only, up to a size: a FIFO, a device or a huge file is refused.
+            let text = input::read_text(&at, input::FILE).map_err(|refused| match refused {
+                input::Refused::Io(e) => io_error("read", path)(e),
+                other => other.explain(input::FILE, Path::new(path)),
+            })?;
             Ok(Some((text, meta)))
         })
     }
