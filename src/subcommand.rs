@@ -201,6 +201,10 @@ fn selection(global: &GlobalOptions, run: &RunArgs) -> Option<(Option<String>, O
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(&args.name)?;
     crate::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
+    let limit = args.timeout.unwrap_or_else(|| session.config.duration(crate::config::keys::LIMITS_RUN_TIMEOUT));
+    if !limit.is_zero() {
+        session.context.cancel.time_out_after(session.context.runtime(), limit);
+    }
     let report = session.run(&compiled, &args.params, format)?;
     if let Some(path) = &args.save_json {
         crate::report::json::save(path, &crate::report::json::document(&report))?;

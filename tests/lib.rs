@@ -33,6 +33,7 @@ mod repl;
 mod rollout;
 mod rollout_fleet;
 mod run;
+mod run_timeout;
 mod runbooks;
 mod sandbox;
 mod sandbox_fleet;

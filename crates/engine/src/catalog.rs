@@ -212,7 +212,7 @@ impl Catalog {
     }
 
     /// The text of a source handed out earlier, for quoting in diagnostics.
-    pub(crate) fn text_of(&self, source: &str) -> Option<Arc<str>> {
+    pub fn text_of(&self, source: &str) -> Option<Arc<str>> {
         self.texts.lock().unwrap_or_else(|e| e.into_inner()).get(source).cloned()
     }
 }

@@ -475,7 +475,7 @@ pub fn validate(key: &Key, value: &Value) -> Result<(), String> {
 
 /// Durations for which zero means something (no persisting connection, no settling watch);
 /// every other duration is a time limit or an age, and zero of it makes no sense.
-const ZERO_IS_A_CHOICE: &[&str] = &["ssh.persist", "units.settle"];
+const ZERO_IS_A_CHOICE: &[&str] = &["ssh.persist", "units.settle", "limits.run_timeout"];
 
 /// What is wrong with an http(s) address, in words, with how to write one; `None` for a
 /// usable one.

@@ -93,6 +93,7 @@ impl Formatter for Human {
             End::Aborted(message) => writeln!(out, "{} {message}\n", self.paint("1;31", "aborted:"))?,
             End::ScriptError(_) => writeln!(out, "{}\n", self.paint("1;31", "stopped by a script error (see stderr)"))?,
             End::Interrupted => writeln!(out, "{}\n", self.paint("1;33", "interrupted"))?,
+            End::TimedOut(message) => writeln!(out, "{} {message}\n", self.paint("1;33", "timed out:"))?,
         }
         let summary = report.summary();
         let line = summary.line();

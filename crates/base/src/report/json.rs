@@ -59,6 +59,7 @@ pub fn document(report: &Report) -> Value {
         End::Aborted(m) => json!({"kind": "aborted", "message": m}),
         End::ScriptError(m) => json!({"kind": "script", "message": m}),
         End::Interrupted => json!({"kind": "interrupted", "message": "interrupted"}),
+        End::TimedOut(m) => json!({"kind": "timed_out", "message": m}),
         End::Completed => Value::Null,
     };
     json!({

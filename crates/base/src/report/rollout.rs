@@ -283,6 +283,7 @@ pub fn why_failed(report: &Report) -> String {
         End::Aborted(message) => return format!("aborted: {}", first_line(message)),
         End::ScriptError(message) => return format!("script error: {}", first_line(message)),
         End::Interrupted => return "interrupted".to_string(),
+        End::TimedOut(message) => return format!("timed out: {}", first_line(message)),
         End::Completed => {}
     }
     let failed: Vec<String> = report

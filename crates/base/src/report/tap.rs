@@ -92,6 +92,7 @@ impl Tap {
             End::Completed => return Ok(()),
             End::Aborted(m) | End::ScriptError(m) => one_line(m),
             End::Interrupted => "interrupted".to_string(),
+            End::TimedOut(m) => format!("timed out: {}", one_line(m)),
         };
         if bail { writeln!(out, "Bail out! {why}") } else { writeln!(out, "# {}stopped: {why}", self.prefix) }
     }
