@@ -14,6 +14,8 @@ use crate::session::{Reach, Session};
 pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
     refuse_prometheus(global.format, &args.command)?;
+    // A folder the operator named that is not one: never the built-in runbook in its place.
+    crate::catalog::check_named_folders(&global.runbook_dirs)?;
     let session = |reach| Session::open(&global, reach);
     match args.command {
         Command::Run(run) => {

@@ -28,6 +28,7 @@ mod probes;
 mod prometheus;
 mod realhosts;
 mod realhosts_bench;
+mod refusals;
 mod remote_world;
 mod repl;
 mod rollout;

@@ -135,11 +135,18 @@ impl ModuleResolver for CatalogResolver {
             self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), m.clone());
             return Ok(m);
         }
-        let entry = self
-            .catalog
-            .find(Kind::Module, path)
-            .map_err(|_| Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos)))?;
         let in_module = |e: Box<EvalAltResult>| Box::new(EvalAltResult::ErrorInModule(path.to_string(), e, pos));
+        let entry = self.catalog.find(Kind::Module, path).map_err(|e| match e {
+            crate::error::Error::UnknownModule { .. } => {
+                Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos))
+            }
+            // There, yet no file to read (a folder, FIFO or device): said as such.
+            other => {
+                let message = other.to_string();
+                let message = message.strip_prefix("error: ").unwrap_or(&message).to_string();
+                in_module(EvalAltResult::ErrorSystem(String::new(), message.into()).into())
+            }
+        })?;
         let _importing = self
             .enter(path)
             .map_err(|cycle| in_module(EvalAltResult::ErrorSystem(String::new(), cycle.into()).into()))?;
