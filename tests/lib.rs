@@ -45,5 +45,6 @@ mod serve_fleet;
 mod tools;
 mod twin;
 mod units;
+mod url_credentials;
 mod verbs;
 mod verdicts;

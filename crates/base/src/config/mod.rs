@@ -173,6 +173,10 @@ impl Config {
         {
             self.on_host.entry(key.name).or_insert_with(|| before.value.clone());
         }
+        if let Value::Text(text) = &value {
+            // A password in a URL, from a file, the environment or an inventory.
+            crate::secret::learn_url_passwords(text);
+        }
         self.settings.insert(key.name, Setting { value, origin });
         if key.name.starts_with("metrics_db.token") {
             self.token = TokenCache::default();
