@@ -47,7 +47,8 @@ pub fn run() -> ExitCode {
     match subcommand::execute(args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            opsbook_base::say!("{e}");
+            // An error may quote an argument or a file: its control characters are escaped.
+            opsbook_base::say!("{}", opsbook_base::shown::escaped(&e.to_string()));
             ExitCode::from(if matches!(e, error::Error::Interrupted(_)) { 130 } else { 2 })
         }
     }

@@ -23,6 +23,7 @@ mod lifecycle_container;
 mod lifecycle_verbs;
 mod module_cycles;
 mod onboarding;
+mod outside_text;
 mod package;
 mod probes;
 mod prometheus;

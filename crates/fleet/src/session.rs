@@ -215,7 +215,8 @@ impl Session {
                 End::Aborted(format!("{}{place}", explained.message))
             }
             Class::Script => {
-                eprint!("{}", crate::secret::redact(&explained.diagnostic.to_string()));
+                let diagnostic = crate::secret::redact(&explained.diagnostic.to_string()).into_owned();
+                eprint!("{}", opsbook_base::shown::escaped(&diagnostic));
                 End::ScriptError(explained.message)
             }
         }

@@ -20,8 +20,9 @@ impl Tap {
     }
 }
 
+/// `text` on one line, `#` escaped, control characters written visibly (`crate::shown`).
 fn one_line(text: &str) -> String {
-    text.replace('\n', " ").replace('#', "\\#")
+    crate::shown::escaped(&text.replace('\n', " ")).replace('#', "\\#")
 }
 
 fn yaml_string(text: &str) -> String {
