@@ -38,6 +38,7 @@ mod run;
 mod run_timeout;
 mod runbooks;
 mod sandbox;
+mod sandbox_confined;
 mod sandbox_fleet;
 mod scripts;
 mod secrets;

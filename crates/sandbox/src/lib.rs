@@ -23,7 +23,7 @@
 //! machine every second and the shipper ships the sandbox journal.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{cancel, config, error, secret, suggest};
+use opsbook_base::{cancel, config, error, input, secret, suggest};
 use opsbook_twin as twin;
 use opsbook_world as world;
 
@@ -153,11 +153,13 @@ impl Sandbox {
             let files = if !fleet || i > 0 {
                 let folder = if fleet { sandbox.dir.join(name) } else { sandbox.dir.clone() };
                 let label = if fleet { name.as_str() } else { "" };
+                // Inside the host's `/`, where its files are: the verbs read them there too.
+                let root = sandbox.dir.join(name).join("root");
                 let files = ClientFiles {
-                    agent_config: folder.join("telegraf.conf"),
-                    shipper_config: folder.join("alloy.toml"),
+                    agent_config: root.join("etc/telegraf/telegraf.conf"),
+                    shipper_config: root.join("etc/alloy/alloy.toml"),
                     shipper: ports[2 + i],
-                    root: sandbox.dir.join(name).join("root"),
+                    root,
                 };
                 write_client_files(&folder, &files, &side, label)?;
                 point_at_clients(&mut config, &files)?;
@@ -229,6 +231,11 @@ fn write_client_files(
     label: &str,
 ) -> Result<(), Error> {
     std::fs::create_dir_all(folder).map_err(io("cannot create the sandbox's host directory"))?;
+    for file in [&files.agent_config, &files.shipper_config] {
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(io("cannot create the sandbox's host directory"))?;
+        }
+    }
     let agent = files::agent_config(side.addresses.db, side.token, side.org, side.bucket, label);
     files::write_private(&files.agent_config, &agent).map_err(io("cannot write the sandbox agent's configuration"))?;
     let shipper = files::shipper_config(files.shipper, side.addresses.logs, label);
@@ -247,7 +254,7 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         hostname: Some(name.to_string()),
         units: sim.manager.clone(),
         journal: sim.journal.clone(),
-        commands: Arc::new(commands::SimCommands { processes: crate::world::commands::Processes }),
+        commands: Arc::new(commands::SimCommands { root: root.to_path_buf() }),
         containers: Arc::new(containers::NoContainers),
         net: Arc::new(crate::world::net::LocalNet),
         files: Arc::new(crate::world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),
