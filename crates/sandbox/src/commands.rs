@@ -50,6 +50,12 @@ fn is_cpu_load(argv: &[String]) -> bool {
     argv.len() == 6 && argv[..4] == ["sh", "-c", CPU_LOAD, "sh"] && argv[4..].iter().all(number)
 }
 
+/// `podman --version` (or docker's), the one question a rehearsed deploy asks the runtime.
+fn is_runtime_version(argv: &[String]) -> bool {
+    let program = argv.first().and_then(|p| p.rsplit('/').next()).unwrap_or_default();
+    argv.len() == 2 && matches!(program, "podman" | "docker") && argv[1] == "--version"
+}
+
 /// Why any other command is not run.
 fn refusal(argv: &[String]) -> String {
     format!(
@@ -62,7 +68,7 @@ fn refusal(argv: &[String]) -> String {
 impl Commands for SimCommands {
     fn run<'a>(&'a self, invocation: &'a Invocation) -> BoxFuture<'a, Result<Completed, String>> {
         Box::pin(async move {
-            if is_cpu_load(&invocation.argv) {
+            if is_cpu_load(&invocation.argv) || is_runtime_version(&invocation.argv) {
                 return Processes.run(invocation).await;
             }
             let Some(tool) = tool(&invocation.argv) else { return Err(refusal(&invocation.argv)) };
@@ -152,6 +158,8 @@ mod tests {
         assert_eq!(tool(&argv(&["sh", "-c", "touch /tmp/x", "sh"])), None);
         assert!(is_cpu_load(&argv(&["sh", "-c", CPU_LOAD, "sh", "2", "3.5"])));
         assert!(!is_cpu_load(&argv(&["sh", "-c", CPU_LOAD, "sh", "2", "1; touch /tmp/x"])));
+        assert!(is_runtime_version(&argv(&["/usr/bin/podman", "--version"])));
+        assert!(!is_runtime_version(&argv(&["podman", "rm", "-f", "loki"])));
         assert_eq!(
             tool(&argv(&["sh", "-c", AGENT_CONFIG_FILES, "sh", "f:/etc/telegraf/telegraf.conf"])),
             Some(Tool::AgentConfigFiles(argv(&["f:/etc/telegraf/telegraf.conf"])))
