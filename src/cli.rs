@@ -140,6 +140,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub save_json: Option<PathBuf>,
 
+    /// Stop the run after DURATION (`30s`, `10m`) with its partial report, saying where it
+    /// was; exit 124. Default: `limits.run_timeout` (none).
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub timeout: Option<std::time::Duration>,
+
     /// Over several hosts: in batches, each gated, a failed host rolled back.
     #[command(flatten, next_help_heading = "Rollout (a change over several hosts)")]
     pub rollout: opsbook_fleet::options::RolloutOptions,
@@ -149,6 +154,15 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
         _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+    }
+}
+
+/// `--timeout`: a duration more than zero.
+fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match crate::config::parse_duration(text) {
+        Some(d) if d.is_zero() => Err("the time limit must be more than zero".to_string()),
+        Some(d) => Ok(d),
+        None => Err(format!("`{text}` is not a duration like `30s` or `10m`")),
     }
 }
 

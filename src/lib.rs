@@ -15,7 +15,7 @@ pub mod subcommand;
 
 // The layers, under the names the code here uses for them (see ARCHITECTURE.md); those the
 // integration tests and benchmarks reach are public.
-use opsbook_base::{cancel, error, progress, suggest};
+use opsbook_base::{cancel, error, input, progress, suggest};
 pub use opsbook_base::{config, report, secret};
 pub use opsbook_engine::catalog;
 use opsbook_engine::{engine, functions, prefetch, runbook, syntax, verbs};
@@ -47,7 +47,8 @@ pub fn run() -> ExitCode {
     match subcommand::execute(args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            opsbook_base::say!("{e}");
+            // An error may quote an argument or a file: its control characters are escaped.
+            opsbook_base::say!("{}", opsbook_base::shown::escaped(&e.to_string()));
             ExitCode::from(if matches!(e, error::Error::Interrupted(_)) { 130 } else { 2 })
         }
     }

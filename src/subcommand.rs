@@ -14,6 +14,8 @@ use crate::session::{Reach, Session};
 pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
     refuse_prometheus(global.format, &args.command)?;
+    // A folder the operator named that is not one: never the built-in runbook in its place.
+    crate::catalog::check_named_folders(&global.runbook_dirs)?;
     let session = |reach| Session::open(&global, reach);
     match args.command {
         Command::Run(run) => {
@@ -201,6 +203,10 @@ fn selection(global: &GlobalOptions, run: &RunArgs) -> Option<(Option<String>, O
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(&args.name)?;
     crate::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
+    let limit = args.timeout.unwrap_or_else(|| session.config.duration(crate::config::keys::LIMITS_RUN_TIMEOUT));
+    if !limit.is_zero() {
+        session.context.cancel.time_out_after(session.context.runtime(), limit);
+    }
     let report = session.run(&compiled, &args.params, format)?;
     if let Some(path) = &args.save_json {
         crate::report::json::save(path, &crate::report::json::document(&report))?;
@@ -365,6 +371,7 @@ fn check(session: &Session, names: &[String]) -> Result<u8, Error> {
             }
         }
     }
+    errors.extend(import_cycles(session, checked_modules.keys()));
     if errors.is_empty() {
         let s = |n: usize| if n == 1 { "" } else { "s" };
         println!("checked {n_runbooks} runbook{} and {n_modules} module{}: no errors", s(n_runbooks), s(n_modules));
@@ -372,6 +379,28 @@ fn check(session: &Session, names: &[String]) -> Result<u8, Error> {
     } else {
         Err(Error::Many(errors))
     }
+}
+
+/// Each circle of imports among `modules` (and what they import), once.
+fn import_cycles<'a>(session: &Session, modules: impl Iterator<Item = &'a String>) -> Vec<Error> {
+    let mut imports: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // A module that does not compile is reported by `check` already: here it imports nothing.
+    let mut imports_of = |name: &str| {
+        let compiled = || session.catalog.find(Kind::Module, name).and_then(|m| session.compile_entry(m));
+        imports.entry(name.to_string()).or_insert_with(|| compiled().map(|c| c.imports).unwrap_or_default()).clone()
+    };
+    let mut seen: Vec<std::collections::BTreeSet<String>> = Vec::new();
+    let mut errors = Vec::new();
+    for module in modules {
+        if let Some(cycle) = opsbook_engine::import_cycle::find(module, &mut imports_of) {
+            let members = cycle.0.iter().cloned().collect();
+            if !seen.contains(&members) {
+                seen.push(members);
+                errors.push(Error::Usage(cycle.to_string()));
+            }
+        }
+    }
+    errors
 }
 
 fn fns(

@@ -2,7 +2,8 @@
 //!
 //! One table, one row per run: the job, the host it ran on, the runbook, when it started, how long it took, its
 //! outcome, a note (late, timed out, refused) and the whole JSON report (the `--format json`
-//! document). The database lives in the state directory (`state_dir`) as `history.sqlite`.
+//! document). The database lives in the state directory (`state_dir`) as `history.sqlite`,
+//! readable by its user alone (0600, and so are SQLite's `-wal` and `-shm` beside it).
 //! Each write is one transaction that also applies the retention (older than the retention
 //! period, or beyond the last N runs of the job). A database that cannot be opened or
 //! written (corrupt, locked, read-only disk) is not fatal: the error is kept for the service
@@ -146,6 +147,9 @@ fn open(path: &Path, create: bool) -> Result<Connection, String> {
     if create && let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
     }
+    if create {
+        keep_private(path)?;
+    }
     let flags = if create {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
     } else {
@@ -165,6 +169,25 @@ fn open(path: &Path, create: bool) -> Result<Connection, String> {
             .map_err(|e| format!("`{}` is not a usable history database: {e}", path.display()))?;
     }
     Ok(conn)
+}
+
+/// Creates the database file readable by this user alone (0600) before SQLite opens it, so
+/// its `-wal` and `-shm` files, which SQLite gives the database's mode, are too; an existing
+/// one readable by others loses that (its group, the service's, keeps what it has).
+fn keep_private(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot open `{}`: {e}", path.display()))?;
+    let mode = file.metadata().map_err(|e| format!("cannot read `{}`: {e}", path.display()))?.permissions().mode();
+    if mode & 0o007 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o770))
+            .map_err(|e| format!("cannot make `{}` private: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 fn row(r: &rusqlite::Row) -> rusqlite::Result<Run> {

@@ -21,7 +21,6 @@ use crate::catalog::Kind;
 use crate::config::keys;
 use crate::error::Error;
 use crate::report::Format;
-use crate::secret::redact;
 use crate::session::Session;
 use helper::{ReplHelper, Vocabulary};
 
@@ -214,7 +213,10 @@ impl Repl {
         let mut ast = match self.session.engine().compile_with_scope(&self.scope, input) {
             Ok(ast) => ast,
             Err(e) => {
-                eprint!("{}", redact(&crate::engine::parse_diagnostic(&e, source, &self.session.catalog).to_string()));
+                eprint!(
+                    "{}",
+                    printable(&crate::engine::parse_diagnostic(&e, source, &self.session.catalog).to_string())
+                );
                 return;
             }
         };
@@ -231,14 +233,14 @@ impl Repl {
             Ok(value) => {
                 let shown = pretty::show(&value);
                 if !shown.is_empty() {
-                    println!("{}", redact(&shown));
+                    println!("{}", printable(&shown));
                 }
             }
             Err(e) => {
                 let explained = crate::engine::explain(&e, source, &self.session.catalog, Some(&self.session.context));
                 match explained.class {
                     crate::engine::Class::Interrupted => eprintln!("interrupted"),
-                    _ => eprint!("{}", redact(&explained.diagnostic.to_string())),
+                    _ => eprint!("{}", printable(&explained.diagnostic.to_string())),
                 }
             }
         }
@@ -267,7 +269,7 @@ impl Repl {
             ":vars" => {
                 for (name, constant, value) in self.scope.iter() {
                     let shown = pretty::show(&value).replace('\n', " ");
-                    println!("{}{name} = {}", if constant { "const " } else { "" }, redact(&shown));
+                    println!("{}{name} = {}", if constant { "const " } else { "" }, printable(&shown));
                 }
                 for (module, alias) in &self.imports {
                     println!("import \"{module}\" as {alias}");
@@ -294,10 +296,12 @@ impl Repl {
                 }
             }
             ":load" => match args.first() {
-                Some(file) => match std::fs::read_to_string(file) {
-                    Ok(text) => self.eval(&text, file),
-                    Err(e) => eprintln!("error: cannot read `{file}`: {e}"),
-                },
+                Some(file) => {
+                    match crate::input::read_text_or_explain(std::path::Path::new(file), crate::input::SCRIPT) {
+                        Ok(text) => self.eval(&text, file),
+                        Err(e) => eprintln!("error: {e}"),
+                    }
+                }
                 None => eprintln!("usage: :load FILE"),
             },
             ":run" => self.run_runbook(&args),
@@ -359,7 +363,7 @@ impl Repl {
         }
         let compiled = match self.session.compile(name) {
             Ok(compiled) => compiled,
-            Err(e) => return eprintln!("{}", redact(&e.to_string())),
+            Err(e) => return eprintln!("{}", printable(&e.to_string())),
         };
         self.session.context.cancel.reset();
         self.evaluating.store(true, Ordering::SeqCst);
@@ -371,7 +375,12 @@ impl Repl {
                 eprintln!("(runbook ended with exit status {})", report.exit_code())
             }
             Ok(_) => {}
-            Err(e) => eprintln!("{}", redact(&e.to_string())),
+            Err(e) => eprintln!("{}", printable(&e.to_string())),
         }
     }
+}
+
+/// `text` as the REPL prints it: secrets redacted, control characters escaped.
+fn printable(text: &str) -> String {
+    opsbook_base::shown::escaped(&crate::secret::redact(text)).into_owned()
 }

@@ -12,6 +12,8 @@ struct Inner {
     // The atomic is what the engine polls after every operation; the channel wakes waiters.
     flag: AtomicBool,
     tx: watch::Sender<bool>,
+    /// Set when the run's time limit cancelled it (`time_out`), not an operator.
+    limit: std::sync::Mutex<Option<std::time::Duration>>,
 }
 
 /// A cloneable flag that async code can wait on.
@@ -20,7 +22,7 @@ pub struct Cancel(Arc<Inner>);
 
 impl Default for Cancel {
     fn default() -> Self {
-        Cancel(Arc::new(Inner { flag: AtomicBool::new(false), tx: watch::channel(false).0 }))
+        Cancel(Arc::new(Inner { flag: AtomicBool::new(false), tx: watch::channel(false).0, limit: Default::default() }))
     }
 }
 
@@ -30,8 +32,29 @@ impl Cancel {
         self.0.tx.send_replace(true);
     }
 
+    /// Cancels because the run reached its time limit `limit` (`timed_out` then says so).
+    pub fn time_out(&self, limit: std::time::Duration) {
+        *self.0.limit.lock().unwrap_or_else(|e| e.into_inner()) = Some(limit);
+        self.cancel();
+    }
+
+    /// The time limit that cancelled the run, when that is what did.
+    pub fn timed_out(&self) -> Option<std::time::Duration> {
+        *self.0.limit.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Times the run out once `limit` has passed (on `runtime`, from now).
+    pub fn time_out_after(&self, runtime: &tokio::runtime::Runtime, limit: std::time::Duration) {
+        let cancel = self.clone();
+        runtime.spawn(async move {
+            tokio::time::sleep(limit).await;
+            cancel.time_out(limit);
+        });
+    }
+
     /// Clears the flag (the REPL cancels one statement, then goes on).
     pub fn reset(&self) {
+        *self.0.limit.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.0.flag.store(false, Ordering::SeqCst);
         self.0.tx.send_replace(false);
     }

@@ -18,8 +18,15 @@ pub const CONFIG: Kind = Kind { what: "configuration file", max_bytes: 4 << 20 }
 /// Large enough for a generated inventory of tens of thousands of hosts.
 pub const INVENTORY: Kind = Kind { what: "inventory", max_bytes: 256 << 20 };
 pub const RUNBOOK: Kind = Kind { what: "runbook", max_bytes: 4 << 20 };
+pub const MODULE: Kind = Kind { what: "module", max_bytes: 4 << 20 };
 pub const TEMPLATE: Kind = Kind { what: "template", max_bytes: 4 << 20 };
 pub const TOKEN: Kind = Kind { what: "token file", max_bytes: 64 << 10 };
+/// A script the REPL's `:load` runs.
+pub const SCRIPT: Kind = Kind { what: "script", max_bytes: 4 << 20 };
+/// `http.ca_file`: a few PEM certificates.
+pub const CA_FILE: Kind = Kind { what: "CA file", max_bytes: 1 << 20 };
+/// What a runbook reads with `file::read` (configuration files, for the most part).
+pub const FILE: Kind = Kind { what: "file", max_bytes: 16 << 20 };
 
 /// Why a file could not be read as text of its kind.
 #[derive(Debug)]

@@ -1,7 +1,8 @@
 //! opsbook-base: what every layer of opsbook shares.
 //!
 //! The effective configuration and its keys, errors and rustc-style diagnostics, the secret
-//! token and the redactor every output passes through, the records and formats of a report,
+//! token and the redactor every output passes through, control characters from outside shown
+//! escaped, the records and formats of a report,
 //! cancellation, child processes with timeouts, and the syntax of host patterns.
 //!
 //! Architecture invariant: this crate never touches the world (no D-Bus, journal, network or
@@ -19,4 +20,5 @@ pub mod progress;
 pub mod report;
 pub mod runtime;
 pub mod secret;
+pub mod shown;
 pub mod suggest;

@@ -35,10 +35,22 @@ pub struct Completed {
     pub timed_out: bool,
 }
 
+/// The most a command may print on each of stdout and stderr: more, and it is stopped and
+/// refused (`too_much`) rather than held in memory — a `token_command` printing a gigabyte.
+pub const MAX_OUTPUT: usize = 16 << 20;
+
+/// Why a command's output was refused, in the words both runners use.
+fn too_much(program: &str, pipe: &str) -> String {
+    format!("`{program}` printed more than {} MiB on {pipe}: it was stopped", MAX_OUTPUT >> 20)
+}
+
 /// A pipe read to its end in the background; what arrived so far is readable at any time.
+/// Past `MAX_OUTPUT` it stops reading and says so (`overflowed`).
 struct Collected {
     bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
     done: tokio::task::JoinHandle<()>,
+    overflow: std::sync::Arc<tokio::sync::Notify>,
+    overflowed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Collected {
@@ -47,15 +59,28 @@ impl Collected {
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
     {
         let bytes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = bytes.clone();
+        let overflow = std::sync::Arc::new(tokio::sync::Notify::new());
+        let overflowed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (sink, tell, flag) = (bytes.clone(), overflow.clone(), overflowed.clone());
         let done = tokio::spawn(async move {
             let Some(mut pipe) = pipe else { return };
             let mut chunk = [0u8; 8192];
             while let Ok(n @ 1..) = tokio::io::AsyncReadExt::read(&mut pipe, &mut chunk).await {
-                sink.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&chunk[..n]);
+                let mut bytes = sink.lock().unwrap_or_else(|e| e.into_inner());
+                bytes.extend_from_slice(&chunk[..n]);
+                if bytes.len() > MAX_OUTPUT {
+                    bytes.truncate(MAX_OUTPUT);
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    tell.notify_one();
+                    return;
+                }
             }
         });
-        Collected { bytes, done }
+        Collected { bytes, done, overflow, overflowed }
+    }
+
+    fn overflowed(&self) -> bool {
+        self.overflowed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Waits a moment for the end of the pipe (a grandchild may still hold it open), then
@@ -102,7 +127,20 @@ pub async fn run(inv: &Invocation) -> Result<Completed, String> {
     // what it printed (often the best clue to why it hung).
     let out = Collected::start(child.stdout.take());
     let err = Collected::start(child.stderr.take());
-    let waited = tokio::time::timeout(inv.timeout, child.wait()).await;
+    let (out_overflow, err_overflow) = (out.overflow.clone(), err.overflow.clone());
+    let waited = tokio::time::timeout(inv.timeout, async {
+        tokio::select! {
+            status = child.wait() => Some(status),
+            _ = out_overflow.notified() => None,
+            _ = err_overflow.notified() => None,
+        }
+    })
+    .await;
+    if matches!(waited, Ok(None)) || out.overflowed() || err.overflowed() {
+        drop(guard); // printed too much: the group is killed
+        let pipe = if out.overflowed() { "stdout" } else { "stderr" };
+        return Err(too_much(program, pipe));
+    }
     let timed_out = waited.is_err();
     if timed_out {
         drop(guard); // kill the group now: the pipes close and the readers finish
@@ -110,9 +148,9 @@ pub async fn run(inv: &Invocation) -> Result<Completed, String> {
         guard.0 = None;
     }
     let code = match waited {
-        Ok(Ok(status)) => status.code(),
-        Ok(Err(e)) => return Err(format!("waiting for `{program}`: {e}")),
-        Err(_) => None,
+        Ok(Some(Ok(status))) => status.code(),
+        Ok(Some(Err(e))) => return Err(format!("waiting for `{program}`: {e}")),
+        _ => None,
     };
     let (stdout, mut stderr) = (out.text().await, err.text().await);
     if timed_out {
@@ -215,6 +253,15 @@ mod tests {
             (None, "started\n", "killed after 200ms", true)
         );
         assert!(f.duration < Duration::from_secs(5), "{:?}", f.duration);
+    }
+
+    #[test]
+    fn a_command_printing_too_much_is_stopped_and_refused() {
+        let flood = format!("head -c {} /dev/zero", MAX_OUTPUT * 4);
+        let e = both(inv(&["sh", "-c", &flood], Duration::from_secs(20))).unwrap_err();
+        assert_eq!(e, "`sh` printed more than 16 MiB on stdout: it was stopped");
+        let e = both(inv(&["sh", "-c", &format!("{flood} >&2")], Duration::from_secs(20))).unwrap_err();
+        assert_eq!(e, "`sh` printed more than 16 MiB on stderr: it was stopped");
     }
 
     #[test]

@@ -158,7 +158,8 @@ impl Catalog {
         // A path (`./try.rhai`, `drafts/x.rhai`) runs that file: handy while writing one.
         if kind == Kind::Runbook && name.contains('/') {
             let path = Path::new(name);
-            if path.is_file() {
+            // Anything there is read (a folder, FIFO or device refused naming it), not passed over.
+            if path.exists() {
                 let stem = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
                 return self.load_file(&stem, kind, path.parent().unwrap_or(Path::new(".")), path);
             }
@@ -168,7 +169,7 @@ impl Catalog {
         if valid_name(name) {
             for dir in self.folders(kind) {
                 let path = dir.join(format!("{name}.rhai"));
-                if path.is_file() {
+                if path.exists() {
                     return self.load_file(name, kind, dir, &path);
                 }
             }
@@ -185,7 +186,11 @@ impl Catalog {
     }
 
     fn load_file(&self, name: &str, kind: Kind, dir: &Path, path: &Path) -> Result<Entry, Error> {
-        let text: Arc<str> = crate::input::read_text_or(path, crate::input::RUNBOOK, |source| Error::Io {
+        let what = match kind {
+            Kind::Runbook => crate::input::RUNBOOK,
+            Kind::Module => crate::input::MODULE,
+        };
+        let text: Arc<str> = crate::input::read_text_or(path, what, |source| Error::Io {
             context: format!("cannot read `{}`", path.display()),
             source,
         })?
@@ -212,9 +217,33 @@ impl Catalog {
     }
 
     /// The text of a source handed out earlier, for quoting in diagnostics.
-    pub(crate) fn text_of(&self, source: &str) -> Option<Arc<str>> {
+    pub fn text_of(&self, source: &str) -> Option<Arc<str>> {
         self.texts.lock().unwrap_or_else(|e| e.into_inner()).get(source).cloned()
     }
+}
+
+/// Refuses `--runbooks` folders that are missing, not folders, unreadable or a loop of
+/// links: running the built-in runbook in their place would pass for the operator's own.
+pub fn check_named_folders(dirs: &[PathBuf]) -> Result<(), Error> {
+    for dir in dirs {
+        let shown = dir.display();
+        let refused = |why: String| Err(Error::Usage(format!("--runbooks `{shown}`: {why}")));
+        match std::fs::metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return refused("no such folder".into()),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return refused("a loop of symbolic links, not a folder".into());
+            }
+            Err(e) => return refused(format!("cannot be read: {e}")),
+            Ok(meta) if !meta.is_dir() => {
+                return refused("is not a folder: give the folder holding NAME.rhai files".into());
+            }
+            Ok(_) => {}
+        }
+        if let Err(e) = std::fs::read_dir(dir) {
+            return refused(format!("cannot be read: {e}"));
+        }
+    }
+    Ok(())
 }
 
 /// Names are file stems: no path separators, no leading dot.

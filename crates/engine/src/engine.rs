@@ -19,6 +19,7 @@ type SharedModule = Shared<Module>;
 use crate::catalog::{Catalog, Kind};
 use crate::config::keys;
 use crate::diagnostic::Diagnostic;
+use crate::import_cycle::ImportCycle;
 use crate::report::Level;
 use crate::suggest::did_you_mean;
 use crate::verbs::{self, Context};
@@ -65,7 +66,11 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
     #[allow(deprecated)] // on_var is marked volatile, not deprecated
     engine.on_var(move |name, _, _| Ok((name == "config").then(|| h.config_view())));
 
-    engine.set_module_resolver(CatalogResolver { catalog: catalog.clone(), cache: Mutex::default() });
+    engine.set_module_resolver(CatalogResolver {
+        catalog: catalog.clone(),
+        cache: Mutex::default(),
+        importing: Mutex::default(),
+    });
 
     verbs::register_all(&mut engine, cx, catalog);
     engine
@@ -73,10 +78,46 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
 
 /// Resolves `import "name"` through the catalog, compiling each module once per engine — or
 /// once for every engine of the catalog, when its top level only declares (no call, no
-/// `config`: nothing that depends on the host an engine acts on).
+/// `config`: nothing that depends on the host an engine acts on). An import closing a circle
+/// (`a` importing `b` importing `a`) is refused, naming it, instead of recursing for ever.
 struct CatalogResolver {
     catalog: Arc<Catalog>,
     cache: Mutex<HashMap<String, SharedModule>>,
+    /// The modules being evaluated now, outermost first, by the thread evaluating them.
+    importing: Mutex<HashMap<std::thread::ThreadId, Vec<String>>>,
+}
+
+impl CatalogResolver {
+    /// Marks `path` as being evaluated by this thread until the guard drops, or names the
+    /// circle importing it would close.
+    fn enter(&self, path: &str) -> Result<Importing<'_>, ImportCycle> {
+        let thread = std::thread::current().id();
+        let mut importing = self.importing.lock().unwrap_or_else(|e| e.into_inner());
+        let stack = importing.entry(thread).or_default();
+        if let Some(cycle) = ImportCycle::closed_by(stack, path) {
+            return Err(cycle);
+        }
+        stack.push(path.to_string());
+        Ok(Importing { resolver: self, thread })
+    }
+}
+
+/// A module being evaluated: leaves the resolver's stack when dropped (an error included).
+struct Importing<'a> {
+    resolver: &'a CatalogResolver,
+    thread: std::thread::ThreadId,
+}
+
+impl Drop for Importing<'_> {
+    fn drop(&mut self) {
+        let mut importing = self.resolver.importing.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stack) = importing.get_mut(&self.thread) {
+            stack.pop();
+            if stack.is_empty() {
+                importing.remove(&self.thread);
+            }
+        }
+    }
 }
 
 impl ModuleResolver for CatalogResolver {
@@ -94,11 +135,21 @@ impl ModuleResolver for CatalogResolver {
             self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), m.clone());
             return Ok(m);
         }
-        let entry = self
-            .catalog
-            .find(Kind::Module, path)
-            .map_err(|_| Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos)))?;
         let in_module = |e: Box<EvalAltResult>| Box::new(EvalAltResult::ErrorInModule(path.to_string(), e, pos));
+        let entry = self.catalog.find(Kind::Module, path).map_err(|e| match e {
+            crate::error::Error::UnknownModule { .. } => {
+                Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos))
+            }
+            // There, yet no file to read (a folder, FIFO or device): said as such.
+            other => {
+                let message = other.to_string();
+                let message = message.strip_prefix("error: ").unwrap_or(&message).to_string();
+                in_module(EvalAltResult::ErrorSystem(String::new(), message.into()).into())
+            }
+        })?;
+        let _importing = self
+            .enter(path)
+            .map_err(|cycle| in_module(EvalAltResult::ErrorSystem(String::new(), cycle.into()).into()))?;
         let parsed = crate::prefetch::take(path, &entry.text).unwrap_or_else(|| engine.compile(&*entry.text));
         let mut ast = parsed.map_err(|e| in_module(e.into()))?;
         ast.set_source(entry.source.as_str());

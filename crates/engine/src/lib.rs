@@ -19,6 +19,7 @@ pub mod connect;
 pub mod engine;
 pub mod functions;
 pub mod gathering;
+pub mod import_cycle;
 pub mod prefetch;
 pub mod runbook;
 pub mod syntax;

@@ -80,7 +80,10 @@ impl Param {
                 Dynamic::from(text.to_string())
             }
             ParamKind::Int => Dynamic::from(text.trim().parse::<i64>().map_err(|_| bad())?),
-            ParamKind::Float => Dynamic::from(text.trim().parse::<f64>().map_err(|_| bad())?),
+            // `NaN` and `inf` parse as floats yet are no margin or ratio anyone means.
+            ParamKind::Float => {
+                Dynamic::from(text.trim().parse::<f64>().ok().filter(|f| f.is_finite()).ok_or_else(bad)?)
+            }
             ParamKind::Bool => Dynamic::from(match text.trim().to_ascii_lowercase().as_str() {
                 "true" | "yes" | "on" | "1" => true,
                 "false" | "no" | "off" | "0" => false,

@@ -175,11 +175,33 @@ impl Session {
         Ok(recorder.finish(end))
     }
 
+    /// What a run stopped at its time limit was doing: the runbook's line (and the module's,
+    /// when it was inside one), quoted.
+    fn timed_out_at(&self, limit: std::time::Duration, explained: &engine::Explained) -> String {
+        let d = &explained.diagnostic;
+        let quoted = self
+            .catalog
+            .text_of(&d.file)
+            .and_then(|text| text.lines().nth(d.line.saturating_sub(1)).map(|l| l.trim().to_string()))
+            .filter(|line| d.line > 0 && !line.is_empty())
+            .map(|line| format!(": `{line}`"))
+            .unwrap_or_default();
+        let inner = format!("{}:{}:{}", d.file, d.line, d.column);
+        let place = match &explained.called_at {
+            Some(call) if *call != inner => format!("{call} (in {inner}{quoted})"),
+            _ => format!("{inner}{quoted}"),
+        };
+        format!("the run's time limit of {} passed while it was at {place}", humantime::format_duration(limit))
+    }
+
     /// How an evaluation error ends a run.
     fn end_of(&self, err: &rhai::EvalAltResult, source: &str) -> End {
         let explained = engine::explain(err, source, &self.catalog, Some(&self.context));
         match explained.class {
-            Class::Interrupted => End::Interrupted,
+            Class::Interrupted => match self.context.cancel.timed_out() {
+                Some(limit) => End::TimedOut(self.timed_out_at(limit, &explained)),
+                None => End::Interrupted,
+            },
             Class::Aborted => {
                 let d = &explained.diagnostic;
                 let inner = format!("{}:{}:{}", d.file, d.line, d.column);
@@ -193,7 +215,8 @@ impl Session {
                 End::Aborted(format!("{}{place}", explained.message))
             }
             Class::Script => {
-                eprint!("{}", crate::secret::redact(&explained.diagnostic.to_string()));
+                let diagnostic = crate::secret::redact(&explained.diagnostic.to_string()).into_owned();
+                eprint!("{}", opsbook_base::shown::escaped(&diagnostic));
                 End::ScriptError(explained.message)
             }
         }

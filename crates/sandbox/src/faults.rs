@@ -121,6 +121,10 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
         None => (fault.trim(), None),
     };
     let server = matches!(component, "metrics-db" | "log-store");
+    // Only `slow-ready` takes a value: `down=5` would otherwise silently mean `down`.
+    if let Some(value) = value.filter(|_| name != "slow-ready") {
+        return Err(format!("fault `{spec}`: `{name}` takes no value (remove `={value}`)"));
+    }
     let fault = match name {
         "down" => Fault::Down,
         "fail-start" => Fault::FailStart,

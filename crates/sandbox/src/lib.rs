@@ -23,7 +23,7 @@
 //! machine every second and the shipper ships the sandbox journal.
 
 // Paths of the layers below, as the code here names them.
-use opsbook_base::{cancel, config, error, secret, suggest};
+use opsbook_base::{cancel, config, error, input, secret, suggest};
 use opsbook_twin as twin;
 use opsbook_world as world;
 
@@ -254,7 +254,7 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         hostname: Some(name.to_string()),
         units: sim.manager.clone(),
         journal: sim.journal.clone(),
-        commands: Arc::new(commands::SimCommands { processes: crate::world::commands::Processes }),
+        commands: Arc::new(commands::SimCommands { root: root.to_path_buf() }),
         containers: Arc::new(containers::NoContainers),
         net: Arc::new(crate::world::net::LocalNet),
         files: Arc::new(crate::world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),

@@ -96,11 +96,17 @@ pub(crate) struct CommandFiles {
     pub timeout: Duration,
 }
 
-/// Prints `absent`, or the metadata line `MODE:OWNER:GROUP:TYPE` and then the file's text.
+/// Prints `absent`, or the metadata line `MODE:OWNER:GROUP:TYPE` and then the file's text;
+/// what is read is a regular file of at most 16 MiB (`input::FILE`), never a FIFO or a device.
 const READ: &str = r#"p=$1
 if [ ! -e "$p" ]; then echo absent; exit 0; fi
 stat -L -c '%a:%U:%G:%F' "$p" || exit 1
-if [ "$2" = read ] && [ ! -d "$p" ]; then cat "$p"; fi"#;
+if [ "$2" = read ] && [ ! -d "$p" ]; then
+  [ -f "$p" ] || { echo "it is a $(stat -L -c %F "$p"), not a regular file" >&2; exit 1; }
+  n=$(wc -c < "$p") || exit 1
+  [ "$n" -le 16777216 ] || { echo "it is $n bytes, more than the 16 MiB a file read may be" >&2; exit 1; }
+  cat "$p"
+fi"#;
 
 /// $1 path, $2 mode, $3 chown spec (empty: keep), $4 `1` to keep a backup, $5 the content's
 /// size in bytes; content on stdin. The trap removes the temporary file on any failure, and a
@@ -127,7 +133,9 @@ const LOOK_ALL: &str = r#"for p in "$@"; do
   if [ ! -e "$p" ]; then echo absent; continue; fi
   m=$(stat -L -c '%a:%U:%G:%F' "$p") || exit 1
   if [ -d "$p" ]; then echo "$m:0"; continue; fi
+  [ -f "$p" ] || { echo "$p is a $(stat -L -c %F "$p"), not a regular file" >&2; exit 1; }
   n=$(wc -c < "$p") || exit 1
+  [ "$n" -le 16777216 ] || { echo "$p is $n bytes, more than the 16 MiB a file read may be" >&2; exit 1; }
   echo "$m:$((n))"
   cat "$p" || exit 1
   echo

@@ -171,7 +171,12 @@ impl Http {
         }
         if !self.ca_file.is_empty() {
             let ca_file = &self.ca_file;
-            let pem = std::fs::read(ca_file).map_err(|e| format!("cannot read http.ca_file `{ca_file}`: {e}"))?;
+            let pem = opsbook_base::input::read_text(Path::new(ca_file), opsbook_base::input::CA_FILE)
+                .map_err(|refused| match refused {
+                    opsbook_base::input::Refused::Io(e) => format!("cannot read http.ca_file `{ca_file}`: {e}"),
+                    other => format!("http.ca_file: {}", other.explain(opsbook_base::input::CA_FILE, ca_file.as_ref())),
+                })?
+                .into_bytes();
             let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("http.ca_file `{ca_file}`: {e}"))?;
             builder = builder.tls_certs_merge([cert]);
         }

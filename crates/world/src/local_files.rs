@@ -1,10 +1,13 @@
 //! This machine's file system as the files seam (`super::files::Files`): std::fs and libc's
 //! chown, or, with a root folder, that folder standing for `/` (the sandbox's private
-//! directory). Replacing a file is atomic (a temporary file beside it, synced, renamed).
+//! directory), every path confined to it (`confined`). Replacing a file is atomic (a temporary
+//! file beside it, synced, renamed).
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use opsbook_base::input;
 
 use super::BoxFuture;
 use super::files::{BACKUP_SUFFIX, Files, Meta, Wanted};
@@ -15,15 +18,32 @@ pub struct LocalFiles {
 }
 
 impl LocalFiles {
-    /// Where `path` is: under `root` when there is one, unless it names a place inside the
-    /// root already (a path the sandbox itself handed out, as its clients' configuration).
+    /// Where `path` is: with a root, confined to it (`confined`); else as given.
     fn at(&self, path: &str) -> PathBuf {
         match &self.root {
-            Some(root) if Path::new(path).starts_with(root) => PathBuf::from(path),
-            Some(root) => root.join(path.trim_start_matches('/')),
+            Some(root) => confined(root, path),
             None => PathBuf::from(path),
         }
     }
+}
+
+/// Where `path` is on a host whose `/` is the folder `root`: the path normalised (`.` dropped,
+/// each `..` taking back one folder, never above `/`), then kept as it is when it lies inside
+/// `root` already (a path the sandbox itself handed out, as its clients' configuration files),
+/// else joined under `root`. So no path, however many `..` it holds, names a place outside.
+pub fn confined(root: &Path, path: &str) -> PathBuf {
+    use std::path::Component;
+    let mut normal = PathBuf::from("/");
+    for part in Path::new(path).components() {
+        match part {
+            Component::Normal(name) => normal.push(name),
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    if normal.starts_with(root) { normal } else { root.join(normal.strip_prefix("/").unwrap_or(&normal)) }
 }
 
 /// The error as an operator reads it: what was done, to which path (as the script named it).
@@ -56,8 +76,11 @@ impl Files for LocalFiles {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(io_error("read", path)(e)),
             };
-            let bytes = std::fs::read(&at).map_err(io_error("read", path))?;
-            let text = String::from_utf8(bytes).map_err(|_| format!("cannot read {path}: it is not UTF-8 text"))?;
+            // Regular files only, up to a size: a FIFO, a device or a huge file is refused.
+            let text = input::read_text(&at, input::FILE).map_err(|refused| match refused {
+                input::Refused::Io(e) => io_error("read", path)(e),
+                other => other.explain(input::FILE, Path::new(path)),
+            })?;
             Ok(Some((text, meta)))
         })
     }
@@ -262,6 +285,29 @@ mod tests {
 
     use super::*;
     use crate::files::CommandFiles;
+
+    #[test]
+    fn every_path_is_confined_to_the_root_and_one_inside_it_stays() {
+        let root = Path::new("/tmp/opsbook-sandbox-1/h1/root");
+        let cases = [
+            ("/etc/alloy/alloy.toml", "/tmp/opsbook-sandbox-1/h1/root/etc/alloy/alloy.toml"),
+            ("/../../../../../../tmp/x", "/tmp/opsbook-sandbox-1/h1/root/tmp/x"),
+            ("../proc/./self/environ", "/tmp/opsbook-sandbox-1/h1/root/proc/self/environ"),
+            (
+                "/tmp/opsbook-sandbox-1/h1/root/etc/telegraf/telegraf.conf",
+                "/tmp/opsbook-sandbox-1/h1/root/etc/telegraf/telegraf.conf",
+            ),
+            ("/tmp/opsbook-sandbox-1/h1/root/../../../../etc/shadow", "/tmp/opsbook-sandbox-1/h1/root/etc/shadow"),
+            (
+                "/tmp/opsbook-sandbox-1/h1/rootless/x",
+                "/tmp/opsbook-sandbox-1/h1/root/tmp/opsbook-sandbox-1/h1/rootless/x",
+            ),
+            ("/", "/tmp/opsbook-sandbox-1/h1/root"),
+        ];
+        for (path, at) in cases {
+            assert_eq!(confined(root, path), Path::new(at), "{path}");
+        }
+    }
 
     /// Several paths in one call: the shell's answer, framed by sizes, is what the local
     /// files say one by one, whatever the texts end with.

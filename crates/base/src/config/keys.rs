@@ -206,6 +206,12 @@ keys! {
         "50000000",
         "operations a runbook may execute before it is stopped as runaway",
     );
+    LIMITS_RUN_TIMEOUT = key(
+        "limits.run_timeout",
+        Kind::Duration,
+        "0s",
+        "how long one `opsbook run` may take before it is stopped with its partial report, exit 124 (0: no limit; `--timeout` overrides)",
+    );
     LIMITS_TOKEN_COMMAND_TIMEOUT = key("limits.token_command_timeout", Kind::Duration, "10s", "how long token_command may run");
 }
 

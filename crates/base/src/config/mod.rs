@@ -173,6 +173,10 @@ impl Config {
         {
             self.on_host.entry(key.name).or_insert_with(|| before.value.clone());
         }
+        if let Value::Text(text) = &value {
+            // A password in a URL, from a file, the environment or an inventory.
+            crate::secret::learn_url_passwords(text);
+        }
         self.settings.insert(key.name, Setting { value, origin });
         if key.name.starts_with("metrics_db.token") {
             self.token = TokenCache::default();
@@ -475,7 +479,7 @@ pub fn validate(key: &Key, value: &Value) -> Result<(), String> {
 
 /// Durations for which zero means something (no persisting connection, no settling watch);
 /// every other duration is a time limit or an age, and zero of it makes no sense.
-const ZERO_IS_A_CHOICE: &[&str] = &["ssh.persist", "units.settle"];
+const ZERO_IS_A_CHOICE: &[&str] = &["ssh.persist", "units.settle", "limits.run_timeout"];
 
 /// What is wrong with an http(s) address, in words, with how to write one; `None` for a
 /// usable one.

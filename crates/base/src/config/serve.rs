@@ -193,7 +193,12 @@ fn job_of(at: &At, offset: usize, table: &DeTable) -> Result<Job, Error> {
         match key {
             "name" => job.name = text(at, offset, &name, value)?,
             "runbook" => job.runbook = text(at, offset, &name, value)?,
-            "every" => job.every = duration(at, offset, &name, value)?,
+            "every" => {
+                job.every = duration(at, offset, &name, value)?;
+                if job.every < MIN_EVERY {
+                    return Err(at.error(offset, too_often(&name, &text(at, offset, &name, value)?)));
+                }
+            }
             "timeout" => job.timeout = Some(duration(at, offset, &name, value)?),
             "mutating" => match value {
                 DeValue::Boolean(b) => job.mutating = *b,
@@ -263,6 +268,14 @@ fn hosts_of(at: &At, offset: usize, name: &str, value: &DeValue<'_>) -> Result<S
     Ok(pattern)
 }
 
+/// The shortest interval a job may have: more often, runs would follow each other without
+/// pause (`quick-check@1ms` ran 2,679 times in 8 s).
+pub const MIN_EVERY: Duration = Duration::from_secs(1);
+
+fn too_often(what: &str, every: &str) -> String {
+    format!("`{what}`: `{every}` is too often: a job runs at most once a second (`1s`)")
+}
+
 /// A job given on the command line: `RUNBOOK@EVERY`, e.g. `quick-check@1m`.
 pub fn job_from_arg(arg: &str) -> Result<Job, Error> {
     let (runbook, every) = arg
@@ -270,6 +283,7 @@ pub fn job_from_arg(arg: &str) -> Result<Job, Error> {
         .ok_or_else(|| Error::Usage(format!("`{arg}`: expected RUNBOOK@INTERVAL, e.g. `quick-check@1m`")))?;
     let every = match super::parse_duration(every) {
         Some(d) if d.is_zero() => return Err(Error::Usage(format!("`{arg}`: the interval must be more than zero"))),
+        Some(d) if d < MIN_EVERY => return Err(Error::Usage(too_often(arg, every))),
         Some(d) => d,
         None => return Err(Error::Usage(format!("`{arg}`: `{every}` is not an interval like `30s` or `5m`"))),
     };

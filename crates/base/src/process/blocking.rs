@@ -16,7 +16,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Completed, GroupGuard, Invocation, killed_note, pidfd_open, spawn_error};
+use super::{Completed, GroupGuard, Invocation, MAX_OUTPUT, killed_note, pidfd_open, spawn_error, too_much};
 
 /// How long the pipes are read after the child exited, as `run` waits for them.
 const GRACE: Duration = Duration::from_millis(200);
@@ -48,6 +48,11 @@ pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
     };
     let exited =
         watch.until_exit(&mut child, started + inv.timeout).map_err(|e| format!("waiting for `{program}`: {e}"))?;
+    if let Some(pipe) = watch.overflowed() {
+        drop(guard); // printed too much: the group is killed
+        let _ = child.wait();
+        return Err(too_much(program, pipe));
+    }
     let status = match exited {
         Some(status) => {
             guard.0 = None;
@@ -86,11 +91,22 @@ impl Watch {
                 return Ok(Some(status));
             }
             let now = Instant::now();
-            if now >= deadline {
+            if now >= deadline || self.overflowed().is_some() {
                 return Ok(None);
             }
             let wait = if self.exit.is_some() { deadline - now } else { (deadline - now).min(EXIT_POLL) };
             self.poll_once(wait, true)?;
+        }
+    }
+
+    /// The pipe that printed more than `MAX_OUTPUT`, if one did.
+    fn overflowed(&self) -> Option<&'static str> {
+        if self.out.overflowed {
+            Some("stdout")
+        } else if self.err.overflowed {
+            Some("stderr")
+        } else {
+            None
         }
     }
 
@@ -138,15 +154,17 @@ impl Watch {
     }
 }
 
-/// One output pipe: what arrived, and the pipe while it is open.
+/// One output pipe: what arrived, and the pipe while it is open; closed once more than
+/// `MAX_OUTPUT` arrived (`overflowed`).
 struct Pipe {
     fd: Option<File>,
     bytes: Vec<u8>,
+    overflowed: bool,
 }
 
 impl Pipe {
     fn open(fd: Option<OwnedFd>) -> Pipe {
-        Pipe { fd: fd.map(nonblocking).map(File::from), bytes: Vec::new() }
+        Pipe { fd: fd.map(nonblocking).map(File::from), bytes: Vec::new(), overflowed: false }
     }
 
     fn raw(&self) -> Option<RawFd> {
@@ -160,7 +178,14 @@ impl Pipe {
         loop {
             match file.read(&mut chunk) {
                 Ok(0) => break,
-                Ok(n) => self.bytes.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    self.bytes.extend_from_slice(&chunk[..n]);
+                    if self.bytes.len() > MAX_OUTPUT {
+                        self.bytes.truncate(MAX_OUTPUT);
+                        self.overflowed = true;
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(_) => break,

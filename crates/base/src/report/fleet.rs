@@ -81,6 +81,9 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
             ]
         })
         .collect();
+    // A host's name and roles come from an inventory: shown with control characters escaped.
+    let rows: Vec<[String; 5]> =
+        rows.into_iter().map(|r| r.map(|cell| crate::shown::escaped(&cell).into_owned())).collect();
     let header = ["HOST", "ROLES", "PASSED", "FAILED", "TIME"];
     let widths: Vec<usize> =
         (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();

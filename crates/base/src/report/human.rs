@@ -1,9 +1,12 @@
 //! The human format: one line per check as it happens, details indented below a failure,
 //! log lines in between, and a closing `N passed, N failed` line. Colour only when asked.
+//! Every text that may have come from outside (a detail, a log line, a name, an error) is shown
+//! with its control characters escaped (`crate::shown`).
 
 use std::io::Write;
 
 use super::{End, Event, Formatter, Level, Outcome, Report};
+use crate::shown::escaped;
 
 pub(super) struct Human {
     colour: bool,
@@ -37,23 +40,27 @@ impl Formatter for Human {
         if report.dry_run {
             mode.push_str("  (dry run: nothing will be changed)");
         }
-        let on = report.host.as_ref().map(|h| format!(" on {}", self.paint("1", h))).unwrap_or_default();
+        let on = report.host.as_ref().map(|h| format!(" on {}", self.paint("1", &escaped(h)))).unwrap_or_default();
         writeln!(
             out,
-            "{}{on} {}{mode}",
-            self.paint("1", &report.runbook),
-            self.paint("2", &format!("({})", report.source))
+            "{}{on} {}{}",
+            self.paint("1", &escaped(&report.runbook)),
+            self.paint("2", &format!("({})", escaped(&report.source))),
+            escaped(&mode)
         )
     }
 
     fn event(&mut self, out: &mut dyn Write, event: &Event) -> std::io::Result<()> {
         match event {
-            Event::Section(name) => writeln!(out, "\n{}", self.paint("1", &format!("== {name}"))),
-            Event::Log(line) => match line.level {
-                Level::Info => writeln!(out, "  {}", line.message),
-                Level::Warn => writeln!(out, "  {} {}", self.paint("33", "warning:"), line.message),
-                Level::Plan => writeln!(out, "  {} {}", self.paint("36", "plan:"), line.message),
-            },
+            Event::Section(name) => writeln!(out, "\n{}", self.paint("1", &format!("== {}", escaped(name)))),
+            Event::Log(line) => {
+                let message = escaped(&line.message);
+                match line.level {
+                    Level::Info => writeln!(out, "  {message}"),
+                    Level::Warn => writeln!(out, "  {} {message}", self.paint("33", "warning:")),
+                    Level::Plan => writeln!(out, "  {} {message}", self.paint("36", "plan:")),
+                }
+            }
             Event::Record(r) => {
                 let tag = match r.outcome {
                     Outcome::Pass => self.paint("32", "ok  "),
@@ -65,20 +72,20 @@ impl Formatter for Human {
                 let detail = if r.detail.is_empty() {
                     String::new()
                 } else {
-                    format!(" — {}", r.detail.replace('\n', "\n          "))
+                    format!(" — {}", escaped(&r.detail).replace('\n', "\n          "))
                 };
                 let took = if r.duration.as_millis() >= 100 {
                     self.paint("2", &format!("  ({})", millis(r.duration)))
                 } else {
                     String::new()
                 };
-                writeln!(out, "  {tag}  {}{detail}{took}", r.name)?;
+                writeln!(out, "  {tag}  {}{detail}{took}", escaped(&r.name))?;
                 if r.outcome != Outcome::Pass {
                     if let Some(e) = &r.expected {
-                        writeln!(out, "          expected: {e}")?;
+                        writeln!(out, "          expected: {}", escaped(e))?;
                     }
                     if let Some(a) = &r.actual {
-                        writeln!(out, "          actual:   {a}")?;
+                        writeln!(out, "          actual:   {}", escaped(a))?;
                     }
                 }
                 Ok(())
@@ -90,9 +97,10 @@ impl Formatter for Human {
         writeln!(out)?;
         match &report.end {
             End::Completed => {}
-            End::Aborted(message) => writeln!(out, "{} {message}\n", self.paint("1;31", "aborted:"))?,
+            End::Aborted(message) => writeln!(out, "{} {}\n", self.paint("1;31", "aborted:"), escaped(message))?,
             End::ScriptError(_) => writeln!(out, "{}\n", self.paint("1;31", "stopped by a script error (see stderr)"))?,
             End::Interrupted => writeln!(out, "{}\n", self.paint("1;33", "interrupted"))?,
+            End::TimedOut(message) => writeln!(out, "{} {}\n", self.paint("1;33", "timed out:"), escaped(message))?,
         }
         let summary = report.summary();
         let line = summary.line();

@@ -13,10 +13,13 @@ pub struct Json;
 /// on the run and every check, and the fleet document).
 pub const SCHEMA: u32 = 2;
 
-/// Writes `document` to `path` (`--save-json`), through the secret redactor as stdout is.
+/// Writes `document` to `path` (`--save-json`), through the secret redactor as stdout is; a
+/// new file is readable by this user alone (0600).
 pub fn save(path: &std::path::Path, document: &Value) -> Result<(), crate::error::Error> {
+    use std::os::unix::fs::OpenOptionsExt;
     let write = || -> std::io::Result<()> {
-        let mut out = crate::secret::RedactingWriter::new(std::io::BufWriter::new(std::fs::File::create(path)?));
+        let file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+        let mut out = crate::secret::RedactingWriter::new(std::io::BufWriter::new(file));
         serde_json::to_writer_pretty(&mut out, document)?;
         writeln!(out)?;
         out.flush()
@@ -59,6 +62,7 @@ pub fn document(report: &Report) -> Value {
         End::Aborted(m) => json!({"kind": "aborted", "message": m}),
         End::ScriptError(m) => json!({"kind": "script", "message": m}),
         End::Interrupted => json!({"kind": "interrupted", "message": "interrupted"}),
+        End::TimedOut(m) => json!({"kind": "timed_out", "message": m}),
         End::Completed => Value::Null,
     };
     json!({

@@ -110,6 +110,8 @@ pub enum End {
     ScriptError(String),
     /// Ctrl-C (exit 130).
     Interrupted,
+    /// Stopped at its time limit (`--timeout`, `limits.run_timeout`): where it was (exit 124).
+    TimedOut(String),
 }
 
 /// Something that happened during a run, in order.
@@ -178,10 +180,11 @@ impl Report {
         s
     }
 
-    /// `passed`, `failed`, `error` or `interrupted`.
+    /// `passed`, `failed`, `error`, `interrupted` or `timed out`.
     pub fn outcome(&self) -> &'static str {
         match &self.end {
             End::Interrupted => "interrupted",
+            End::TimedOut(_) => "timed out",
             End::ScriptError(_) => "error",
             End::Aborted(_) => "failed",
             End::Completed if self.summary().failed > 0 => "failed",
@@ -189,11 +192,13 @@ impl Report {
         }
     }
 
-    /// 0 all checks passed; 1 a check failed or the run aborted; 2 script error; 130 interrupted.
+    /// 0 all checks passed; 1 a check failed or the run aborted; 2 script error; 124 timed
+    /// out (as `timeout(1)`); 130 interrupted.
     pub fn exit_code(&self) -> u8 {
         match self.outcome() {
             "passed" => 0,
             "failed" => 1,
+            "timed out" => 124,
             "interrupted" => 130,
             _ => 2,
         }

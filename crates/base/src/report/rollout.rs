@@ -256,7 +256,10 @@ fn verdict(rollout: &Rollout) -> String {
 }
 
 /// Rows under a header, columns as wide as their widest cell; the last column unpadded.
+/// Cells (host names, reasons) are shown with their control characters escaped.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|r| r.iter().map(|cell| crate::shown::escaped(cell).into_owned()).collect()).collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
         .collect();
@@ -271,7 +274,7 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         text.trim_end().to_string() + "\n"
     };
     let mut text = line(header.to_vec());
-    for row in rows {
+    for row in &rows {
         text.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     text
@@ -283,6 +286,7 @@ pub fn why_failed(report: &Report) -> String {
         End::Aborted(message) => return format!("aborted: {}", first_line(message)),
         End::ScriptError(message) => return format!("script error: {}", first_line(message)),
         End::Interrupted => return "interrupted".to_string(),
+        End::TimedOut(message) => return format!("timed out: {}", first_line(message)),
         End::Completed => {}
     }
     let failed: Vec<String> = report

@@ -20,8 +20,9 @@ impl Tap {
     }
 }
 
+/// `text` on one line, `#` escaped, control characters written visibly (`crate::shown`).
 fn one_line(text: &str) -> String {
-    text.replace('\n', " ").replace('#', "\\#")
+    crate::shown::escaped(&text.replace('\n', " ")).replace('#', "\\#")
 }
 
 fn yaml_string(text: &str) -> String {
@@ -92,6 +93,7 @@ impl Tap {
             End::Completed => return Ok(()),
             End::Aborted(m) | End::ScriptError(m) => one_line(m),
             End::Interrupted => "interrupted".to_string(),
+            End::TimedOut(m) => format!("timed out: {}", one_line(m)),
         };
         if bail { writeln!(out, "Bail out! {why}") } else { writeln!(out, "# {}stopped: {why}", self.prefix) }
     }

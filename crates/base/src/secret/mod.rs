@@ -13,8 +13,10 @@
 //! `learn_assignments` before a file is parsed), in any letter case.
 
 mod token;
+mod url_password;
 
 pub use token::{TokenSource, random as random_token, write_file as write_token_file};
+pub use url_password::learn as learn_url_passwords;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -68,8 +70,16 @@ fn known() -> &'static Mutex<Vec<String>> {
 }
 
 /// `text` with every known secret replaced by `<redacted>`, in any letter case (ssh, for one,
-/// lowers a host name before quoting it).
+/// lowers a host name before quoting it), and the password of every URL in it too, known or
+/// not (`http://bob:<redacted>@host`).
 pub fn redact(text: &str) -> Cow<'_, str> {
+    match url_password::blank(text, REDACTED) {
+        Cow::Borrowed(text) => redact_known(text),
+        Cow::Owned(blanked) => Cow::Owned(redact_known(&blanked).into_owned()),
+    }
+}
+
+fn redact_known(text: &str) -> Cow<'_, str> {
     let known = known().lock().unwrap_or_else(|e| e.into_inner());
     let lower = text.to_ascii_lowercase();
     let mut cuts: Vec<(usize, usize)> = Vec::new();
@@ -106,9 +116,11 @@ pub fn learn_environment() {
     }
 }
 
-/// Learns the value of every `token = …` assignment in a configuration's text, before it is
-/// parsed: a syntax error quoting that line cannot show it.
+/// Learns the value of every `token = …` assignment in a configuration's text, and the
+/// password of every URL in it, before it is parsed: a syntax error quoting that line cannot
+/// show them.
 pub fn learn_assignments(text: &str) {
+    url_password::learn(text);
     for line in text.lines() {
         let Some((key, value)) = line.split_once('=') else { continue };
         let key = key.trim().trim_matches(|c| c == '"' || c == '\'');

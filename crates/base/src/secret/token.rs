@@ -40,7 +40,8 @@ fn read_file(path: &Path) -> Result<Secret, String> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read token_file `{}`: {e}", path.display()))?;
     let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
+    // A device or FIFO (a link to /dev/zero) is refused as one: `chmod` would change the device.
+    if meta.is_file() && mode & 0o077 != 0 {
         return Err(format!(
             "token_file `{}` is readable by group or others (mode {mode:04o})\n  help: run `chmod 600 {}`",
             path.display(),
@@ -76,6 +77,10 @@ fn run_command(argv: &[String], timeout: Duration) -> Result<Secret, String> {
             out.code.map_or("a signal".to_string(), |c| format!("status {c}")),
             out.stderr.trim()
         ));
+    }
+    let max = crate::input::TOKEN.max_bytes;
+    if out.stdout.len() as u64 > max {
+        return Err(format!("token_command (`{}`) printed more than the {} KiB a token may be", argv[0], max >> 10));
     }
     let token = out.stdout.trim().to_string();
     if token.is_empty() {

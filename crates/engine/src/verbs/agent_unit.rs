@@ -184,23 +184,8 @@ pub(super) fn agent_command(cx: &Context) -> VerbResult<AgentCommand> {
     Ok(AgentCommand { program, flags: vec![("config".into(), path)], from: keys::METRICS_AGENT_CONFIG.name.into() })
 }
 
-/// Prints each file Telegraf would load, in its order: `\x01F PATH` then the text, or
-/// `\x01U PATH` (unreadable) / `\x01M PATH` (missing). Arguments `f:FILE` and `d:DIR`; a
-/// directory is walked as `config.WalkDirectory` walks it (`/` sorts first, as in a walk).
-const CONFIG_FILES: &str = r#"show() {
-  if [ -r "$1" ]; then printf '\001F %s\n' "$1"; cat "$1"; echo
-  elif [ -e "$1" ]; then printf '\001U %s\n' "$1"
-  else printf '\001M %s\n' "$1"; fi
-}
-for spec do
-  case $spec in
-    f:*) show "${spec#f:}" ;;
-    d:*) d=${spec#d:}
-      [ -d "$d" ] || { printf '\001M %s\n' "$d"; continue; }
-      find "$d" -type d -name '..*' -prune -o ! -type d -name '?*.conf' -print | tr '/' '\001' | LC_ALL=C sort | tr '\001' '/' |
-        while IFS= read -r f; do show "$f"; done ;;
-  esac
-done"#;
+// The script printing each file Telegraf would load (the sandbox answers it in-process).
+use crate::world::commands::AGENT_CONFIG_FILES as CONFIG_FILES;
 
 /// Where the agent logs, as its configuration says.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -171,14 +171,8 @@ struct Load {
     wall: f64,
 }
 
-/// `$1` workers, each `timeout $2 dd …`, between two readings of the host's CPU counters.
-/// `timeout` bounds each process on the host itself, so a lost connection leaves no load
-/// behind; the clock ticks per second come first, to turn the counters into seconds.
-const LOAD: &str = r#"getconf CLK_TCK; head -n 1 /proc/stat
-i=0
-while [ "$i" -lt "$1" ]; do timeout "$2" dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null & i=$((i + 1)); done
-wait
-head -n 1 /proc/stat"#;
+// The load script (the sandbox runs it too: it burns CPU time and writes nothing).
+use crate::world::commands::CPU_LOAD as LOAD;
 
 /// The host's CPU time between the two `cpu` lines the load script printed (user includes
 /// nice, as `top` shows it; system is the kernel's own time, Telegraf's `usage_system`).

@@ -1,0 +1,44 @@
+//! Text from outside made safe to show on a terminal: what a server answered, a journal line,
+//! a file a runbook read or an argument may hold control characters (ESC, BEL, a carriage
+//! return) that would retitle, clear or rewrite the operator's terminal. Human output passes
+//! such text through `escaped`, which writes each one visibly (`\x1b`, `\x07`, `\u{9b}`);
+//! line breaks and tabs stay as they are. JSON output needs nothing: JSON escapes them itself.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// `text` with every control character but a line break or a tab written as an escape.
+pub fn escaped(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !needs_escape(c) => out.push(c),
+            c if (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_written_visibly_and_nothing_else_changes() {
+        assert_eq!(escaped("\u{1b}]0;PWNED\u{7}\u{1b}[2J"), "\\x1b]0;PWNED\\x07\\x1b[2J");
+        assert_eq!(escaped("over\rwritten \u{7f} \u{9b}31m"), "over\\x0dwritten \\x7f \\u{9b}31m");
+        assert!(matches!(escaped("two\n\tlines — ünïcode"), Cow::Borrowed("two\n\tlines — ünïcode")));
+    }
+}
