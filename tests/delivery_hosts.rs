@@ -134,7 +134,10 @@ fn a_change_that_stops_delivery_fails_its_gate_is_rolled_back_and_stops_the_roll
     assert_eq!(out.code, 1, "{}", out.stdout);
     let failed: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("  FAIL")).collect();
     assert_eq!(
-        failed.iter().map(|l| l.split(" — ").next().unwrap_or_default()).collect::<Vec<_>>(),
+        failed
+            .iter()
+            .map(|l| l.split(" — ").next().unwrap_or_default().split("  (").next().unwrap_or_default())
+            .collect::<Vec<_>>(),
         [
             "  FAIL  a cpu point of d13c2 stamped after the change is in telegraf",
             "  FAIL  telegraf.service logged no failed delivery since the change"

@@ -170,7 +170,7 @@ fn start_agent(host: &PrivateHost) {
     host.systemctl(&["start", "telegraf"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let out = host.exec(&["journalctl", "--user", "-u", "telegraf", "-o", "cat", "--no-pager"]);
+        let out = host.exec(&["journalctl", "--no-pager", "-o", "cat"]);
         if String::from_utf8_lossy(&out.stdout).contains("I! Loading config") {
             return;
         }
