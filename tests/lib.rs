@@ -36,6 +36,7 @@ mod rollout;
 mod rollout_fleet;
 mod run;
 mod run_timeout;
+mod runbook_exit;
 mod runbooks;
 mod sandbox;
 mod sandbox_confined;
