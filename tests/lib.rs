@@ -45,6 +45,7 @@ mod scripts;
 mod secrets;
 mod serve;
 mod serve_fleet;
+mod serve_idle;
 mod tools;
 mod twin;
 mod units;
