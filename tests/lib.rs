@@ -50,5 +50,6 @@ mod tools;
 mod twin;
 mod units;
 mod url_credentials;
+mod vars_files;
 mod verbs;
 mod verdicts;
