@@ -35,6 +35,7 @@ mod repl;
 mod rollout;
 mod rollout_fleet;
 mod run;
+mod run_hangup;
 mod run_timeout;
 mod runbook_exit;
 mod runbooks;
