@@ -12,6 +12,7 @@ mod config;
 mod debian13;
 mod fleet;
 mod fleet_failures;
+mod fleet_interrupted;
 mod fleet_masters;
 mod fleet_order;
 mod fleet_runs;
