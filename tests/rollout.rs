@@ -35,8 +35,8 @@ const RESTART: [&str; 9] =
 const BAD_START: &str = "failed (now failed (failed), result exit-code, exit status 1)
   its last log lines:
     Starting Vendor-agnostic OpenTelemetry Collector distribution with programmable pipelines...
-    Error: [TMP]/c2/alloy.toml: error: unknown key `batchwait` in [write]; did you mean `batch_wait`?
- --> [TMP]/c2/alloy.toml:3:1
+    Error: [TMP]/c2/root/etc/alloy/alloy.toml: error: unknown key `batchwait` in [write]; did you mean `batch_wait`?
+ --> [TMP]/c2/root/etc/alloy/alloy.toml:3:1
   |
 3 | batchwait = \"[DUR]\"
   | ^
