@@ -15,6 +15,7 @@ mod fleet_failures;
 mod fleet_interrupted;
 mod fleet_masters;
 mod fleet_order;
+mod fleet_pipe;
 mod fleet_runs;
 mod fuzz_readers;
 mod inventory;
