@@ -99,7 +99,7 @@ ok 8 - [c1] log store /ready says ready
             &true.into(),
             &"failed".into(),
             &1.into(),
-            &serde_json::json!({"hosts": 2, "passed": 1, "failed": 1})
+            &serde_json::json!({"hosts": 2, "passed": 1, "failed": 1, "interrupted": 0})
         )
     );
     let hosts: Vec<_> = json["hosts"]

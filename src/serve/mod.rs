@@ -15,6 +15,7 @@
 
 mod capture;
 mod http;
+mod idle;
 mod job_run;
 mod metrics;
 mod page;
@@ -319,7 +320,7 @@ fn listen_and_serve(
         let listener = tokio::net::TcpListener::from_std(listener)
             .map_err(|source| Error::Io { context: format!("cannot listen on `{address}`"), source })?;
         let app = http::router(state.clone());
-        runtime.spawn(async move { axum::serve(listener, app).await })
+        runtime.spawn(async move { axum::serve(idle::ClosingIdle(listener), app).await })
     };
     Ok((runtime, server, address))
 }

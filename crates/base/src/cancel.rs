@@ -1,4 +1,4 @@
-//! Cancellation of a run: set by Ctrl-C (or SIGTERM), seen by the engine between script
+//! Cancellation of a run: set by Ctrl-C (or SIGTERM, or SIGHUP when the terminal closes), seen by the engine between script
 //! operations and by every host call that waits, so a run ends within a second even while
 //! blocked on I/O or a sleep.
 
@@ -70,10 +70,20 @@ impl Cancel {
     }
 }
 
-/// The signal (SIGINT or SIGTERM) that arrived while a set-up was catching them; 0: none.
+/// The signals that end a run with its partial report: Ctrl-C, SIGTERM, and SIGHUP (the
+/// terminal the run was started from closed — without this the run would die reportless).
+const STOPPING: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// A line on stderr that may be gone (SIGHUP: the terminal closed): never a panic.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The signal (of `STOPPING`) that arrived while a set-up was catching them; 0: none.
 static SET_UP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-/// What SIGINT and SIGTERM did before `catch_set_up`, restored by `end_set_up`.
+/// What the `STOPPING` signals did before `catch_set_up`, restored by `end_set_up`.
 static BEFORE_SET_UP: std::sync::Mutex<Vec<(libc::c_int, libc::sigaction)>> = std::sync::Mutex::new(Vec::new());
 
 extern "C" fn note_signal(signal: libc::c_int) {
@@ -82,7 +92,7 @@ extern "C" fn note_signal(signal: libc::c_int) {
 }
 
 /// From now until the run's own handling is in place (`on_signals`, which calls
-/// `end_set_up`), Ctrl-C and SIGTERM are noted instead of killing the process: a long set-up
+/// `end_set_up`), Ctrl-C, SIGTERM and SIGHUP are noted instead of killing the process: a long set-up
 /// (a sandbox's fleet) stops between two steps and says how far it got
 /// (`set_up_interrupted`), and a run that was about to start ends at once with its report.
 pub fn catch_set_up() {
@@ -91,7 +101,7 @@ pub fn catch_set_up() {
         return;
     }
     SET_UP_SIGNAL.store(0, Ordering::SeqCst);
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in STOPPING {
         // SAFETY: zeroed sigaction structs are valid; the handler only stores an atomic.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
@@ -104,7 +114,7 @@ pub fn catch_set_up() {
     }
 }
 
-/// Gives SIGINT and SIGTERM back what they did before `catch_set_up` (nothing when it was not
+/// Gives the `STOPPING` signals back what they did before `catch_set_up` (nothing when it was not
 /// called); the signal noted meanwhile, if any.
 pub fn end_set_up() -> Option<&'static str> {
     let mut before = BEFORE_SET_UP.lock().unwrap_or_else(|e| e.into_inner());
@@ -123,53 +133,59 @@ pub fn set_up_interrupted() -> Option<&'static str> {
     match SET_UP_SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         libc::SIGINT => Some("Ctrl-C (SIGINT)"),
+        libc::SIGHUP => Some("SIGHUP (the terminal closed)"),
         _ => Some("SIGTERM"),
     }
 }
 
-/// Ctrl-C or SIGTERM cancels every run in `cancels` (each ends with a partial report, exit
+/// Ctrl-C, SIGTERM or SIGHUP cancels every run in `cancels` (each ends with a partial report, exit
 /// 130); a second quits at once. Registered before it returns (an early Ctrl-C must not kill
 /// the process), in `runtime`'s context.
 pub fn on_signals(runtime: &tokio::runtime::Runtime, cancels: Vec<Cancel>, what: &'static str) {
     use tokio::signal::unix::{SignalKind, signal};
     let noted = end_set_up();
     let _context = runtime.enter();
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+    else {
         return;
     };
     // A signal during the set-up: the run ends at once, with its report.
     if let Some(signal) = noted {
-        eprintln!("\ninterrupted by {signal} while {what} was being set up");
+        say(&format!("\ninterrupted by {signal} while {what} was being set up"));
         cancels.iter().for_each(Cancel::cancel);
     }
     runtime.spawn(async move {
         loop {
-            tokio::select! {
-                _ = int.recv() => {},
-                _ = term.recv() => {},
-            }
+            let by = tokio::select! {
+                _ = int.recv() => "",
+                _ = term.recv() => " by SIGTERM",
+                _ = hup.recv() => " by SIGHUP (the terminal closed)",
+            };
             if cancels.iter().any(Cancel::is_cancelled) {
                 std::process::exit(130);
             }
-            eprintln!("\ninterrupted: stopping {what} (Ctrl-C again to quit at once)");
+            say(&format!("\ninterrupted{by}: stopping {what} (Ctrl-C again to quit at once)"));
             cancels.iter().for_each(Cancel::cancel);
         }
     });
 }
 
-/// For a rollout: the first Ctrl-C or SIGTERM sets `drain` — the hosts in flight finish
+/// For a rollout: the first Ctrl-C, SIGTERM or SIGHUP sets `drain` — the hosts in flight finish
 /// (their gate passes, or they are rolled back) and no new one starts; the second cancels the
 /// runs in `cancels` (their hosts are then rolled back); a third quits at once.
 pub fn on_signals_draining(runtime: &tokio::runtime::Runtime, drain: Cancel, cancels: Vec<Cancel>) {
     use tokio::signal::unix::{SignalKind, signal};
     let noted = end_set_up();
     let _context = runtime.enter();
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+    else {
         return;
     };
     // A signal during the set-up: nothing starts.
     if let Some(signal) = noted {
-        eprintln!("\ninterrupted by {signal} while the rollout was being set up: no batch starts");
+        say(&format!("\ninterrupted by {signal} while the rollout was being set up: no batch starts"));
         drain.cancel();
     }
     runtime.spawn(async move {
@@ -179,18 +195,19 @@ pub fn on_signals_draining(runtime: &tokio::runtime::Runtime, drain: Cancel, can
             tokio::select! {
                 _ = int.recv() => {},
                 _ = term.recv() => {},
+                _ = hup.recv() => {},
             }
             seen += 1;
             match seen {
                 1 => {
-                    eprintln!(
+                    say(
                         "\ninterrupted: finishing the hosts in flight (their gate, or their rollback); no new host \
-                         starts (Ctrl-C again to stop them and roll them back)"
+                         starts (Ctrl-C again to stop them and roll them back)",
                     );
                     drain.cancel();
                 }
                 2 => {
-                    eprintln!("\ninterrupted again: stopping the hosts in flight and rolling them back (Ctrl-C again to quit at once)");
+                    say("\ninterrupted again: stopping the hosts in flight and rolling them back (Ctrl-C again to quit at once)");
                     cancels.iter().for_each(Cancel::cancel);
                 }
                 _ => std::process::exit(130),

@@ -17,6 +17,8 @@ pub struct Kind {
 pub const CONFIG: Kind = Kind { what: "configuration file", max_bytes: 4 << 20 };
 /// Large enough for a generated inventory of tens of thousands of hosts.
 pub const INVENTORY: Kind = Kind { what: "inventory", max_bytes: 256 << 20 };
+/// An Ansible inventory's `group_vars/` or `host_vars/` file.
+pub const VARS: Kind = Kind { what: "vars file", max_bytes: 256 << 20 };
 pub const RUNBOOK: Kind = Kind { what: "runbook", max_bytes: 4 << 20 };
 pub const MODULE: Kind = Kind { what: "module", max_bytes: 4 << 20 };
 pub const TEMPLATE: Kind = Kind { what: "template", max_bytes: 4 << 20 };

@@ -200,6 +200,8 @@ pub enum Class {
     Script,
     /// Ctrl-C.
     Interrupted,
+    /// The script called `exit(code)`: the run stops there with that exit status.
+    Stopped(u8),
 }
 
 /// An explained evaluation error.
@@ -297,6 +299,10 @@ fn classify(current: &EvalAltResult, catalog: &Catalog, cx: Option<&Context>) ->
     let max_ops = cx.map_or(0, |h| h.config().int(keys::LIMITS_MAX_OPERATIONS));
     match current {
         EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, verbs::core::text(value)),
+        EvalAltResult::ErrorTerminated(value, _) if value.is::<verbs::Stop>() => {
+            let code = value.clone_cast::<verbs::Stop>().0;
+            (Class::Stopped(code), format!("stopped by exit({code})"))
+        }
         EvalAltResult::ErrorTerminated(..) if cancelled => (Class::Interrupted, "interrupted".to_string()),
         EvalAltResult::ErrorTerminated(value, _) => (Class::Aborted, verbs::core::text(value)),
         EvalAltResult::ErrorTooManyOperations(_) => (

@@ -2,7 +2,8 @@
 //! runner (`runner`), each host's report kept until it is done and then written whole,
 //! followed by the fleet's summary (`report::fleet`); a line on stderr says when each host is
 //! done, when stderr is a terminal. A host's failure stays that host's: it is reported for it
-//! and never stops the others.
+//! and never stops the others. The `--save-json` file is written before stdout, and a reader
+//! that goes away (`| head -1`) ends the writing quietly, as with a single run.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -76,11 +77,16 @@ pub fn run(
             ssh_reused: target.session.as_ref().ok().and_then(|s| s.context.world().ssh_reused()),
         })
         .collect();
-    let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
-    fleet::write(&mut out, format, &runs, started.elapsed())
-        .map_err(|source| Error::Io { context: "cannot write the report".into(), source })?;
+    // The saved report first: it must not depend on who reads stdout (`| head -1`).
+    let took = started.elapsed();
     if let Some(path) = save_json {
-        crate::report::json::save(path, &fleet::document(&runs, started.elapsed()))?;
+        crate::report::json::save(path, &fleet::document(&runs, took))?;
+    }
+    let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
+    match fleet::write(&mut out, format, &runs, took) {
+        // The reader went away (`| head`): what it wanted it has; the run's status stands.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        written => written.map_err(|source| Error::Io { context: "cannot write the report".into(), source })?,
     }
     Ok(fleet::exit_code(&runs))
 }

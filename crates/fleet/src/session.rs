@@ -202,6 +202,7 @@ impl Session {
                 Some(limit) => End::TimedOut(self.timed_out_at(limit, &explained)),
                 None => End::Interrupted,
             },
+            Class::Stopped(code) => End::Stopped { code, at: place_of(&explained) },
             Class::Aborted => {
                 let d = &explained.diagnostic;
                 let inner = format!("{}:{}:{}", d.file, d.line, d.column);
@@ -220,5 +221,16 @@ impl Session {
                 End::ScriptError(explained.message)
             }
         }
+    }
+}
+
+/// Where a run stopped: the runbook's own line, and the module's line when it was inside one
+/// (`runbooks/r.rhai:3:4 (in stdlib/m.rhai:2:3)`).
+fn place_of(explained: &engine::Explained) -> String {
+    let d = &explained.diagnostic;
+    let inner = format!("{}:{}:{}", d.file, d.line, d.column);
+    match &explained.called_at {
+        Some(call) if *call != inner => format!("{call} (in {inner})"),
+        _ => inner,
     }
 }

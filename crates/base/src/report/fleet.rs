@@ -6,13 +6,15 @@
 //! summary. JUnit: one `testsuite` per host. TAP: one stream and one plan, each line's
 //! description starting with `[host]`. The exit status is the worst of the hosts'. Where hosts
 //! were reached over ssh, the summary says how many connections were reused and how many new.
+//! A host whose run was interrupted (Ctrl-C, SIGTERM, SIGHUP) is counted and named as
+//! interrupted, not as failed.
 
 use std::io::Write;
 use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Format, Formatter, Report, colour_wanted, formatter, human, json, junit, seconds, tap};
+use super::{End, Format, Formatter, Report, colour_wanted, formatter, human, json, junit, seconds, tap};
 
 /// A host's finished run, with the roles it plays there.
 pub struct HostRun {
@@ -28,6 +30,16 @@ pub fn connections(runs: &[HostRun]) -> Option<(usize, usize)> {
     let reused = runs.iter().filter(|r| r.ssh_reused == Some(true)).count();
     let new = runs.iter().filter(|r| r.ssh_reused == Some(false)).count();
     (reused + new > 0).then_some((reused, new))
+}
+
+/// Whether the host's run was stopped by an operator's signal.
+fn interrupted(run: &HostRun) -> bool {
+    run.report.end == End::Interrupted
+}
+
+/// The hosts that failed (not counting the interrupted ones) and those interrupted.
+fn failed_and_interrupted(runs: &[HostRun]) -> (Vec<&HostRun>, Vec<&HostRun>) {
+    runs.iter().filter(|r| r.report.exit_code() != 0).partition(|r| !interrupted(r))
 }
 
 /// 0 when every host passed; else the highest of the hosts' statuses (1 failed, 2 script
@@ -76,7 +88,10 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
                 r.report.host.clone().unwrap_or_default(),
                 if r.roles.is_empty() { "-".into() } else { r.roles.join(", ") },
                 s.passed.to_string(),
-                (s.failed + usize::from(r.report.outcome() != "passed" && s.failed == 0)).to_string(),
+                match &r.report.end {
+                    End::Interrupted | End::TimedOut(_) => format!("{}, {}", s.failed, r.report.outcome()),
+                    _ => (s.failed + usize::from(r.report.outcome() != "passed" && s.failed == 0)).to_string(),
+                },
                 human::millis(r.report.duration),
             ]
         })
@@ -102,10 +117,17 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
     for row in &rows {
         writeln!(out, "{}", line([&row[0], &row[1], &row[2], &row[3], &row[4]]))?;
     }
-    let failed = runs.iter().filter(|r| r.report.exit_code() != 0).count();
-    let verdict = match failed {
-        0 => format!("{} host(s): all passed", runs.len()),
-        n => format!("{} host(s): {n} failed ({})", runs.len(), failed_hosts(runs)),
+    let (failed, stopped) = failed_and_interrupted(runs);
+    let mut parts = Vec::new();
+    if !failed.is_empty() {
+        parts.push(format!("{} failed ({})", failed.len(), names(&failed)));
+    }
+    if !stopped.is_empty() {
+        parts.push(format!("{} interrupted ({})", stopped.len(), names(&stopped)));
+    }
+    let verdict = match parts.is_empty() {
+        true => format!("{} host(s): all passed", runs.len()),
+        false => format!("{} host(s): {}", runs.len(), parts.join(", ")),
     };
     writeln!(out, "\n{verdict}  ({})", human::millis(took))?;
     match connections(runs) {
@@ -114,12 +136,8 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
     }
 }
 
-fn failed_hosts(runs: &[HostRun]) -> String {
-    runs.iter()
-        .filter(|r| r.report.exit_code() != 0)
-        .map(|r| r.report.host.clone().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join(", ")
+fn names(runs: &[&HostRun]) -> String {
+    runs.iter().map(|r| r.report.host.clone().unwrap_or_default()).collect::<Vec<_>>().join(", ")
 }
 
 fn write_tap(out: &mut dyn Write, runs: &[HostRun]) -> std::io::Result<()> {
@@ -133,8 +151,9 @@ fn write_tap(out: &mut dyn Write, runs: &[HostRun]) -> std::io::Result<()> {
         tap.end(out, &run.report, false)?;
     }
     tap.plan(out)?;
-    let failed = runs.iter().filter(|r| r.report.exit_code() != 0).count();
-    writeln!(out, "# {} host(s), {failed} failed", runs.len())?;
+    let (failed, stopped) = failed_and_interrupted(runs);
+    let stopped = if stopped.is_empty() { String::new() } else { format!(", {} interrupted", stopped.len()) };
+    writeln!(out, "# {} host(s), {} failed{stopped}", runs.len(), failed.len())?;
     match connections(runs) {
         Some((reused, new)) => writeln!(out, "# ssh connections: {reused} reused, {new} new"),
         None => Ok(()),
@@ -154,9 +173,17 @@ pub fn document(runs: &[HostRun], took: Duration) -> serde_json::Value {
             })
         })
         .collect();
-    let failed = runs.iter().filter(|r| r.report.exit_code() != 0).count();
+    let (failed, stopped) = failed_and_interrupted(runs);
+    let (failed, stopped) = (failed.len(), stopped.len());
     let code = exit_code(runs);
-    let mut summary = json!({"hosts": runs.len(), "passed": runs.len() - failed, "failed": failed});
+    let outcome = match code {
+        0 => "passed",
+        _ if stopped > 0 => "interrupted",
+        _ => "failed",
+    };
+    let mut summary = json!({
+        "hosts": runs.len(), "passed": runs.len() - failed - stopped, "failed": failed, "interrupted": stopped,
+    });
     if let Some((reused, new)) = connections(runs) {
         summary["ssh_connections"] = json!({"reused": reused, "new": new});
     }
@@ -165,7 +192,7 @@ pub fn document(runs: &[HostRun], took: Duration) -> serde_json::Value {
         "opsbook": env!("CARGO_PKG_VERSION"),
         "fleet": true,
         "runbook": runs.first().map(|r| r.report.runbook.clone()),
-        "outcome": if code == 0 { "passed" } else { "failed" },
+        "outcome": outcome,
         "exit_code": code,
         "duration_s": seconds(took),
         "summary": summary,

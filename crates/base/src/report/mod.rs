@@ -112,6 +112,16 @@ pub enum End {
     Interrupted,
     /// Stopped at its time limit (`--timeout`, `limits.run_timeout`): where it was (exit 124).
     TimedOut(String),
+    /// The runbook called `exit(code)`, at `at`: the run's exit status is `code` (1 when a
+    /// check failed and the code is 0: a failure is never hidden).
+    Stopped { code: u8, at: String },
+}
+
+impl End {
+    /// What a stop by `exit(code)` says, for every format.
+    pub fn stopped_message(code: u8, at: &str) -> String {
+        format!("the runbook called exit({code}) at {at}")
+    }
 }
 
 /// Something that happened during a run, in order.
@@ -180,10 +190,11 @@ impl Report {
         s
     }
 
-    /// `passed`, `failed`, `error`, `interrupted` or `timed out`.
+    /// `passed`, `failed`, `error`, `interrupted`, `timed out` or `stopped`.
     pub fn outcome(&self) -> &'static str {
         match &self.end {
             End::Interrupted => "interrupted",
+            End::Stopped { .. } => "stopped",
             End::TimedOut(_) => "timed out",
             End::ScriptError(_) => "error",
             End::Aborted(_) => "failed",
@@ -193,8 +204,12 @@ impl Report {
     }
 
     /// 0 all checks passed; 1 a check failed or the run aborted; 2 script error; 124 timed
-    /// out (as `timeout(1)`); 130 interrupted.
+    /// out (as `timeout(1)`); 130 interrupted; the code `exit(code)` gave (1 for `exit(0)`
+    /// after a failed check).
     pub fn exit_code(&self) -> u8 {
+        if let End::Stopped { code, .. } = self.end {
+            return if code == 0 && self.summary().failed > 0 { 1 } else { code };
+        }
         match self.outcome() {
             "passed" => 0,
             "failed" => 1,

@@ -16,6 +16,7 @@ const SECRET_VARS: &[&str] = &["INFLUX_TOKEN"];
 pub(crate) fn module() -> Module {
     let mut m = Module::new();
     flags(&mut m);
+    stopping(&mut m);
     records(&mut m);
     parameters_and_facts(&mut m);
     m
@@ -145,6 +146,35 @@ fn records(m: &mut Module) {
         "/// How many checks have failed so far in this run (for a closing verdict).",
         "if failed_checks() > 0 { log(\"something failed\") }",
         |call: NativeCallContext| context(&call).failed_checks() as i64
+    );
+}
+
+/// `exit(code)` and `exit()`, in place of Rhai's own (which would end the run as if it had run
+/// to its end): the run stops there and reports it, with `code` as its exit status.
+fn stopping(m: &mut Module) {
+    register!(
+        m,
+        "exit",
+        Reads,
+        ["code: i64", "()"],
+        "/// Stops the run here: the report says so, and `code` (0 to 255) is the run's exit status\n\
+         /// (1 for `exit(0)` after a failed check). No `catch` stops it.",
+        "if false { exit(3) }",
+        |code: i64| -> VerbResult<()> {
+            let code = u8::try_from(code).map_err(|_| {
+                fail(format!("exit takes a whole number from 0 to 255 (the run's exit status), not {code}"))
+            })?;
+            Err(super::stop(code))
+        }
+    );
+    register!(
+        m,
+        "exit",
+        Reads,
+        ["()"],
+        "/// Stops the run here with exit status 0 (1 when a check failed). No `catch` stops it.",
+        "if false { exit() }",
+        || -> VerbResult<()> { Err(super::stop(0)) }
     );
 }
 

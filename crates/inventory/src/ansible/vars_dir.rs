@@ -1,6 +1,8 @@
 //! `group_vars/` and `host_vars/` beside an inventory, as Ansible's `host_group_vars` plugin
 //! reads them: `NAME`, `NAME.yml`, `NAME.yaml` or `NAME.json`, or a directory `NAME/` whose
-//! files are read in name order (later files win).
+//! files are read in name order (later files win). Whatever stands where a vars file is meant
+//! and is no regular file (a folder named `all.yml`, a folder inside `NAME/`, a FIFO, a device)
+//! is refused naming it, never skipped: the hosts would run without their variables.
 
 use std::path::{Path, PathBuf};
 
@@ -14,21 +16,23 @@ pub(super) fn read(dir: &Path, name: &str) -> Result<Vars, Error> {
     let mut files: Vec<PathBuf> = Vec::new();
     for ext in EXTENSIONS {
         let candidate = dir.join(format!("{name}{ext}"));
-        if candidate.is_file() {
-            files.push(candidate);
-        } else if ext.is_empty() && candidate.is_dir() {
+        // `metadata` follows links and never blocks; what is not there is no vars file.
+        let Ok(meta) = std::fs::metadata(&candidate) else { continue };
+        if ext.is_empty() && meta.is_dir() {
             let mut inside: Vec<PathBuf> = std::fs::read_dir(&candidate)
                 .map_err(|source| Error::Io { context: format!("cannot list `{}`", candidate.display()), source })?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_file() && vars_file(p))
+                .filter(|p| vars_file(p))
                 .collect();
             inside.sort();
             files.extend(inside);
+        } else {
+            files.push(candidate);
         }
     }
     let mut vars = Vars::new();
     for file in files {
-        let text = crate::input::read_text_or(&file, crate::input::INVENTORY, |source| Error::Io {
+        let text = crate::input::read_text_or(&file, crate::input::VARS, |source| Error::Io {
             context: format!("cannot read `{}`", file.display()),
             source,
         })?;
