@@ -243,6 +243,18 @@ fn parameters_and_facts(m: &mut Module) {
     );
     register!(
         m,
+        "moment",
+        Reads,
+        ["us: i64", "Map"],
+        "/// The instant `us` microseconds after the epoch (a run's `started_us`, a moment's `us`),\n\
+         /// in `moment()`'s forms.",
+        "moment(moment().us).journal",
+        |us: i64| -> VerbResult<Map> {
+            Ok(moment(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us.max(0) as u64)))
+        }
+    );
+    register!(
+        m,
         "age",
         Reads,
         ["time: ?", "f64"],
