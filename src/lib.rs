@@ -54,8 +54,21 @@ pub fn run() -> ExitCode {
     }
 }
 
+/// How a diagnostic's fields are written: a field's value may hold text from outside (a
+/// server's answer, a journal line), so its control characters are written visibly, as in every
+/// other human output (`shown::escaped`).
+fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static {
+    let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let text = format!("{value:?}");
+        let shown = opsbook_base::shown::escaped(&text);
+        if field.name() == "message" { write!(w, "{shown}") } else { write!(w, "{}={shown}", field.name()) }
+    });
+    tracing_subscriber::field::MakeExt::delimited(fields, " ")
+}
+
 /// Diagnostics on stderr: warnings by default, `-v` debug, `-vv` trace, or the level in
-/// `$RUST_LOG`. Every line passes through the secret redactor.
+/// `$RUST_LOG`. Every line passes through the secret redactor; control characters in its
+/// fields are written visibly.
 fn init_logging(verbose: u8) {
     use tracing_subscriber::filter::LevelFilter;
     let from_env = std::env::var("RUST_LOG").ok().and_then(|v| v.trim().parse::<LevelFilter>().ok());
@@ -69,6 +82,44 @@ fn init_logging(verbose: u8) {
         .with_max_level(level)
         .with_ansi(colour)
         .with_target(false)
+        .fmt_fields(log_fields())
         .with_writer(|| secret::RedactingWriter::new(std::io::stderr()))
         .try_init();
+}
+
+#[cfg(test)]
+mod log_tests {
+    /// A diagnostic quoting a hostile answer shows its control characters, never sends them.
+    #[test]
+    fn control_characters_in_a_diagnostic_are_written_visibly() {
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_target(false)
+            .without_time()
+            .with_level(false)
+            .fmt_fields(super::log_fields())
+            .with_writer(move || Sink(sink.clone()))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(body = "\u{1b}]0;PWNED\u{7}", "the server said \u{1b}[2J");
+        });
+        let written = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        // A text field is quoted and escaped by its Debug already; the message is not, until here.
+        assert_eq!(written.trim_start(), "the server said \\x1b[2J body=\"\\u{1b}]0;PWNED\\u{7}\"\n");
+        assert!(!written.contains('\u{1b}') && !written.contains('\u{7}'), "{written:?}");
+    }
+
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
 }
