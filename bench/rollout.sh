@@ -22,13 +22,13 @@ trap 'python3 "$repo/bench/fleet_boot.py" down "$d" || true' EXIT
 python3 bench/fleet_boot.py up "$d" 2 "$bin"
 cd "$d"
 for b in "$bin" "$old"; do
-  "$b" run restart --hosts clients --set component=log-shipper --serial 1 >/dev/null ||
+  "$b" run restart --hosts log-shipper --set component=log-shipper --serial 1 >/dev/null ||
     { echo "$b: the shipper's rollout does not pass" >&2; exit 1; }
 done
 hyperfine -N -i --runs "$runs" --export-json "$d/rollout.json" \
-  -n "this build: restart log-shipper, 2 clients, --serial 1" "$bin run restart --hosts clients --set component=log-shipper --serial 1" \
-  -n "old build: restart log-shipper, 2 clients, --serial 1" "$old run restart --hosts clients --set component=log-shipper --serial 1" \
-  -n "this build: restart metrics-agent, 2 clients, --serial 1" "$bin run restart --hosts clients --set component=metrics-agent --serial 1" \
-  -n "old build: restart metrics-agent, 2 clients, --serial 1" "$old run restart --hosts clients --set component=metrics-agent --serial 1" >/dev/null
+  -n "this build: restart log-shipper, 2 clients, --serial 1" "$bin run restart --hosts log-shipper --set component=log-shipper --serial 1" \
+  -n "old build: restart log-shipper, 2 clients, --serial 1" "$old run restart --hosts log-shipper --set component=log-shipper --serial 1" \
+  -n "this build: restart metrics-agent, 2 clients, --serial 1" "$bin run restart --hosts metrics-agent --set component=metrics-agent --serial 1" \
+  -n "old build: restart metrics-agent, 2 clients, --serial 1" "$old run restart --hosts metrics-agent --set component=metrics-agent --serial 1" >/dev/null
 python3 "$repo/bench/medians.py" "$d/rollout.json"
-"$bin" run restart --hosts clients --set component=metrics-agent --serial 1 | grep -E "^(BATCH|[0-9] )|host\(s\)" || true
+"$bin" run restart --hosts metrics-agent --set component=metrics-agent --serial 1 | grep -E "^(BATCH|[0-9] )|host\(s\)" || true
