@@ -97,6 +97,39 @@ impl Faults {
     }
 }
 
+/// Every fault's name, for the refusal of one that is unknown or not this component's.
+const FAULT_NAMES: [&str; 19] = [
+    "down",
+    "fail-start",
+    "slow-ready",
+    "error-500",
+    "garbage",
+    "refuse-token",
+    "fresh",
+    "all-access-token",
+    "json-errors",
+    "logfile",
+    "reload-exits",
+    "not-writing",
+    "missing-bucket",
+    "wrong-token",
+    "push-dead",
+    "push-refused",
+    "bad-config",
+    "reload-fails",
+    "no-reload",
+];
+
+/// Why `name` is no fault of `component`: not one at all, or another component's.
+fn not_applicable(spec: &str, component: &str, name: &str) -> String {
+    let why = if FAULT_NAMES.contains(&name) {
+        format!("`{name}` does not apply to {component}")
+    } else {
+        format!("unknown fault `{name}`")
+    };
+    format!("fault `{spec}`: {why} (see `opsbook run --help`)")
+}
+
 fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
     let usage = "expected [HOST:]COMPONENT:FAULT, e.g. `log-store:down`, `c2:log-shipper:down` or \
                  `metrics-db:slow-ready=15s`";
@@ -148,35 +181,7 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
         "bad-config" if component == "log-shipper" => Fault::BadConfig,
         "reload-fails" if component == "log-shipper" => Fault::ReloadFails,
         "no-reload" => Fault::NoReload,
-        other => {
-            let known = [
-                "down",
-                "fail-start",
-                "slow-ready",
-                "error-500",
-                "garbage",
-                "refuse-token",
-                "fresh",
-                "all-access-token",
-                "json-errors",
-                "logfile",
-                "reload-exits",
-                "not-writing",
-                "missing-bucket",
-                "wrong-token",
-                "push-dead",
-                "push-refused",
-                "bad-config",
-                "reload-fails",
-                "no-reload",
-            ];
-            let why = if known.contains(&other) {
-                format!("`{other}` does not apply to {component}")
-            } else {
-                format!("unknown fault `{other}`")
-            };
-            return Err(format!("fault `{spec}`: {why} (see `opsbook run --help`)"));
-        }
+        other => return Err(not_applicable(spec, component, other)),
     };
     Ok((host, component.to_string(), fault))
 }

@@ -1,5 +1,5 @@
 //! Global functions every runbook uses: recording checks, sections and log lines, reading
-//! parameters, the environment and the host name.
+//! parameters, the environment, the host name and the clock (`now`, `moment`, `age`).
 
 use rhai::{Dynamic, Map, Module, NativeCallContext};
 
@@ -19,6 +19,7 @@ pub(crate) fn module() -> Module {
     stopping(&mut m);
     records(&mut m);
     parameters_and_facts(&mut m);
+    clock(&mut m);
     m
 }
 
@@ -229,6 +230,11 @@ fn parameters_and_facts(m: &mut Module) {
         "hostname()",
         |call: NativeCallContext| context(&call).hostname()
     );
+}
+
+/// The clock: `now()`, `moment()` (an instant in the forms a check after a change needs) and
+/// `age()` (how old a piece of evidence is).
+fn clock(m: &mut Module) {
     register!(
         m,
         "moment",

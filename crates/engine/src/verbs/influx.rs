@@ -85,7 +85,6 @@ pub(crate) fn module() -> Module {
         |call: NativeCallContext| storage(&context(&call))
     );
     super::influx_setup::add(&mut m);
-    super::influx_write::add(&mut m);
     m
 }
 

@@ -20,7 +20,8 @@ use crate::config::keys;
 use crate::http_client::Request;
 use crate::register;
 
-/// Adds `influx::write` and `influx::ensure_bucket` to the `influx::` module.
+/// Adds `influx::write` and `influx::ensure_bucket` to the `influx::` module (the registry
+/// puts them there: this file builds on influx.rs, which does not know it).
 pub(super) fn add(m: &mut Module) {
     register!(
         m,

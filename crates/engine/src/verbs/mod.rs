@@ -373,6 +373,10 @@ fn modules() -> &'static Modules {
         // One `unit::` namespace from two files: jobs and states, and unit file installation.
         let mut units = unit::module();
         unit_files::add(&mut units);
+        // One `influx::` namespace: reading (influx.rs, influx_setup.rs) and the round trip's
+        // writes (influx_write.rs, built on influx.rs's requests).
+        let mut influx = influx::module();
+        influx_write::add(&mut influx);
         let namespaces = vec![
             ("wait", wait::module()),
             ("unit", units),
@@ -382,7 +386,7 @@ fn modules() -> &'static Modules {
             ("shipper", shipper::module()),
             ("container", container::module()),
             ("http", http::module()),
-            ("influx", influx::module()),
+            ("influx", influx),
             ("loki", loki::module()),
             ("prom", prom::module()),
             ("firewall", firewall::module()),
