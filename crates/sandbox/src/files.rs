@@ -21,6 +21,19 @@ pub(crate) struct ClientFiles {
     pub(crate) root: PathBuf,
 }
 
+impl ClientFiles {
+    /// A client host's files inside its `/` (`root`), where the package puts them: the verbs
+    /// read them there too. `shipper` is its shipper's address.
+    pub(crate) fn inside(root: PathBuf, shipper: SocketAddr) -> ClientFiles {
+        ClientFiles {
+            agent_config: root.join("etc/telegraf/telegraf.conf"),
+            shipper_config: root.join("etc/alloy/alloy.toml"),
+            shipper,
+            root,
+        }
+    }
+}
+
 /// Where the `metrics-agent:logfile` fault has the agent log, as the host sees it.
 pub(crate) const AGENT_LOGFILE: &str = "/var/log/telegraf/telegraf.log";
 

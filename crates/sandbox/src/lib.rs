@@ -153,14 +153,7 @@ impl Sandbox {
             let files = if !fleet || i > 0 {
                 let folder = if fleet { sandbox.dir.join(name) } else { sandbox.dir.clone() };
                 let label = if fleet { name.as_str() } else { "" };
-                // Inside the host's `/`, where its files are: the verbs read them there too.
-                let root = sandbox.dir.join(name).join("root");
-                let files = ClientFiles {
-                    agent_config: root.join("etc/telegraf/telegraf.conf"),
-                    shipper_config: root.join("etc/alloy/alloy.toml"),
-                    shipper: ports[2 + i],
-                    root,
-                };
+                let files = ClientFiles::inside(sandbox.dir.join(name).join("root"), ports[2 + i]);
                 write_client_files(&folder, &files, &side, label)?;
                 point_at_clients(&mut config, &files)?;
                 sim.add_clients(&config, &files);
