@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use opsbook::wire::{exposition, flux_csv};
+use opsbook_wire::{exposition, flux_csv};
 
 fn median(mut runs: Vec<Duration>) -> Duration {
     runs.sort();

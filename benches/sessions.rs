@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opsbook::catalog::Catalog;
-use opsbook::config::Config;
-use opsbook::report::Mode;
-use opsbook::session::Session;
-use opsbook::world::World;
+use opsbook_base::config::Config;
+use opsbook_base::report::Mode;
+use opsbook_engine::catalog::Catalog;
+use opsbook_fleet::session::Session;
+use opsbook_world::World;
 
 const HOSTS: u32 = 200;
 

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opsbook::twin::{self, log_store, logger, metrics_db};
-use opsbook::wire::loki_push;
+use opsbook_twin::{log_store, logger, metrics_db};
+use opsbook_wire::loki_push;
 
 fn median(mut runs: Vec<Duration>) -> Duration {
     runs.sort();
@@ -30,14 +30,14 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let client = reqwest::Client::new();
     let options = metrics_db::Options { max_points: 2_000_000, ..Default::default() };
-    let db = metrics_db::MetricsDb::new(options, opsbook::secret::Secret::new("bench"), logger::discard());
-    let listener = rt.block_on(twin::loopback()).unwrap();
+    let db = metrics_db::MetricsDb::new(options, opsbook_base::secret::Secret::new("bench"), logger::discard());
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
     let db_url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(twin::serve(db.clone(), Some(listener), std::future::pending()));
+    rt.spawn(opsbook_twin::serve(db.clone(), Some(listener), std::future::pending()));
 
     // 1,000,000 points: 100 hosts × 10 cpu series (cpu-total + 9 cores) × 1,000 timestamps a
     // second apart ending now, one usage_system field each.
-    let now_s = twin::now_ns() / 1_000_000_000;
+    let now_s = opsbook_twin::now_ns() / 1_000_000_000;
     let mut bodies = Vec::new();
     let mut body = String::new();
     let mut lines = 0;
@@ -116,10 +116,10 @@ fn main() {
         log_store::Options { ready_delay: Duration::ZERO, ..Default::default() },
         logger::discard(),
     );
-    let listener = rt.block_on(twin::loopback()).unwrap();
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
     let store_url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(twin::serve(Arc::clone(&store), Some(listener), std::future::pending()));
-    let now = twin::now_ns();
+    rt.spawn(opsbook_twin::serve(Arc::clone(&store), Some(listener), std::future::pending()));
+    let now = opsbook_twin::now_ns();
     let pushes: Vec<Vec<u8>> = (0..100)
         .map(|batch| {
             let streams: Vec<loki_push::PushStream> = (0..10)

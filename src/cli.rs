@@ -108,7 +108,7 @@ pub enum Command {
 
     /// Run one stand-in of the stack in the foreground (metrics-db, log-store, metrics-agent,
     /// log-shipper), logging to stdout, on the stack's usual ports (8086, 3100, 12345).
-    Twin(crate::twin::TwinArgs),
+    Twin(opsbook_twin::TwinArgs),
 
     /// The orchestrator scripts (manage-svc.sh, svc-exec.sh): what they are, and where they
     /// are installed; `--install DIR` writes them.
@@ -159,7 +159,7 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
 
 /// `--timeout`: a duration more than zero.
 fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
-    match crate::config::parse_duration(text) {
+    match opsbook_base::config::parse_duration(text) {
         Some(d) if d.is_zero() => Err("the time limit must be more than zero".to_string()),
         Some(d) => Ok(d),
         None => Err(format!("`{text}` is not a duration like `30s` or `10m`")),

@@ -18,7 +18,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::{Arguments, GenerateArgs, What};
-use crate::error::Error;
+use opsbook_base::error::Error;
 
 /// The shells a package installs completions for, in the order written.
 const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
@@ -32,7 +32,7 @@ pub fn run(args: &GenerateArgs) -> Result<u8, Error> {
         What::Man => man_pages(dir).map_err(io)?,
         What::Completions => completions(dir).map_err(io)?,
     };
-    let mut out = crate::secret::stdout();
+    let mut out = opsbook_base::secret::stdout();
     for path in written {
         writeln!(out, "{}", path.display()).ok();
     }

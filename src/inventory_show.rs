@@ -12,9 +12,9 @@ use std::io::Write;
 
 use serde_json::json;
 
-use crate::error::Error;
-use crate::inventory::{Fact, Host, Inventory, Source};
-use crate::report::Format;
+use opsbook_base::error::Error;
+use opsbook_base::report::Format;
+use opsbook_inventory::{Fact, Host, Inventory, Source};
 
 /// Prints the hosts `pattern` selects (all when `None`); 1 when a shown host has a value
 /// that could not be resolved, or was left out of the Prometheus targets.
@@ -36,7 +36,7 @@ pub(crate) fn hosts(inventory: &Inventory, pattern: Option<&str>, format: Format
         }
         _ => table(&hosts),
     };
-    crate::secret::stdout().write_all(text.as_bytes()).ok();
+    opsbook_base::secret::stdout().write_all(text.as_bytes()).ok();
     Ok(u8::from(!left_out.is_empty() || hosts.iter().any(|h| !h.problems.is_empty())))
 }
 
@@ -99,7 +99,7 @@ fn or_dash<T: ToString>(f: &Option<Fact<T>>) -> String {
 fn columns(rows: &[Vec<String>]) -> String {
     // Measured as they will be shown: a token's value is `<redacted>` on the way out.
     let rows: Vec<Vec<String>> =
-        rows.iter().map(|r| r.iter().map(|c| crate::secret::redact(c).into_owned()).collect()).collect();
+        rows.iter().map(|r| r.iter().map(|c| opsbook_base::secret::redact(c).into_owned()).collect()).collect();
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..n).map(|i| rows.iter().map(|r| r.get(i).map_or(0, |c| c.chars().count())).max().unwrap_or(0)).collect();
@@ -164,7 +164,7 @@ fn table(hosts: &[&Host]) -> String {
 }
 
 /// A setting's value as shown: secrets (a per-host API token) never are.
-fn shown_value(h: &Host, o: &crate::inventory::Override) -> String {
+fn shown_value(h: &Host, o: &opsbook_inventory::Override) -> String {
     if o.key.secret { "<redacted>".into() } else { h.config().text(o.key) }
 }
 

@@ -13,20 +13,6 @@ pub mod scripts;
 pub mod serve;
 pub mod subcommand;
 
-// The layers, under the names the code here uses for them (see ARCHITECTURE.md); those the
-// integration tests and benchmarks reach are public.
-use opsbook_base::{cancel, error, input, progress, suggest};
-pub use opsbook_base::{config, report, secret};
-pub use opsbook_engine::catalog;
-use opsbook_engine::{engine, functions, prefetch, runbook, syntax, verbs};
-pub use opsbook_fleet::session;
-use opsbook_fleet::{rollout, run as fleet_run, runner, targets};
-pub use opsbook_inventory as inventory;
-use opsbook_sandbox as sandbox;
-pub use opsbook_twin as twin;
-pub use opsbook_wire as wire;
-pub use opsbook_world::{self as world, transport};
-
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -35,8 +21,8 @@ use clap::Parser;
 /// 0 passed, 1 a check failed, 2 usage/config/script error, 130 interrupted.
 pub fn run() -> ExitCode {
     // The tokens this process can see are known to the redactor before anything is printed.
-    secret::learn_environment();
-    let args = match cli::Arguments::try_parse_from(twin::argv::translate(std::env::args_os().collect())) {
+    opsbook_base::secret::learn_environment();
+    let args = match cli::Arguments::try_parse_from(opsbook_twin::argv::translate(std::env::args_os().collect())) {
         Ok(args) => args,
         Err(e) => {
             let _ = e.print();
@@ -49,7 +35,7 @@ pub fn run() -> ExitCode {
         Err(e) => {
             // An error may quote an argument or a file: its control characters are escaped.
             opsbook_base::say!("{}", opsbook_base::shown::escaped(&e.to_string()));
-            ExitCode::from(if matches!(e, error::Error::Interrupted(_)) { 130 } else { 2 })
+            ExitCode::from(if matches!(e, opsbook_base::error::Error::Interrupted(_)) { 130 } else { 2 })
         }
     }
 }
@@ -83,7 +69,7 @@ fn init_logging(verbose: u8) {
         .with_ansi(colour)
         .with_target(false)
         .fmt_fields(log_fields())
-        .with_writer(|| secret::RedactingWriter::new(std::io::stderr()))
+        .with_writer(|| opsbook_base::secret::RedactingWriter::new(std::io::stderr()))
         .try_init();
 }
 

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::error::Error;
-use crate::inventory::Role;
+use opsbook_base::error::Error;
+use opsbook_inventory::Role;
 
 /// Each file: its path under the directory installed to, what it does, its text.
 pub(crate) const SCRIPTS: [(&str, &str, &str); 3] = [
@@ -128,7 +128,7 @@ fn copies(name: &str, text: &str, places: &[PathBuf]) -> String {
 fn describe() -> Result<u8, Error> {
     let places = std::env::current_exe().map(|exe| places(&exe)).unwrap_or_default();
     let width = SCRIPTS.iter().map(|(name, _, _)| name.len()).max().unwrap_or(0);
-    let mut out = crate::secret::stdout();
+    let mut out = opsbook_base::secret::stdout();
     writeln!(out, "The orchestrator scripts, shipped inside this opsbook:").ok();
     for (name, what, text) in SCRIPTS {
         writeln!(out, "  {name:width$}  {what}\n  {:width$}  {}", "", copies(name, text, &places)).ok();
@@ -160,7 +160,7 @@ fn install(dir: &Path, force: bool) -> Result<u8, Error> {
             dir.join(name).display()
         )));
     }
-    let mut out = crate::secret::stdout();
+    let mut out = opsbook_base::secret::stdout();
     for ((name, _, text), state) in SCRIPTS.iter().zip(states) {
         let path = dir.join(name);
         let mode = mode_of(name);

@@ -4,24 +4,24 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 
-use crate::catalog::{Catalog, Kind};
 use crate::cli::{Arguments, Command, GlobalOptions, RunArgs};
-use crate::error::Error;
-use crate::report::Format;
-use crate::session::{Reach, Session};
+use opsbook_base::error::Error;
+use opsbook_base::report::Format;
+use opsbook_engine::catalog::{Catalog, Kind};
+use opsbook_fleet::session::{Reach, Session};
 
 /// Builds the session the subcommand needs (if any) and executes it.
 pub fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global;
     refuse_prometheus(global.format, &args.command)?;
     // A folder the operator named that is not one: never the built-in runbook in its place.
-    crate::catalog::check_named_folders(&global.runbook_dirs)?;
+    opsbook_engine::catalog::check_named_folders(&global.runbook_dirs)?;
     let session = |reach| Session::open(&global, reach);
     match args.command {
         Command::Run(run) => {
             // Built and parsed on other threads while this one reads the configuration.
-            crate::engine::prepare_in_background();
-            crate::prefetch::modules_of(Catalog::new(&global.runbook_dirs), &run.name);
+            opsbook_engine::engine::prepare_in_background();
+            opsbook_engine::prefetch::modules_of(Catalog::new(&global.runbook_dirs), &run.name);
             run_command(&global, &run)
         }
         // Listing reads only the catalog: it works with a broken configuration file too.
@@ -41,10 +41,10 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
             let pattern = pattern.or_else(|| global.hosts.clone()).or_else(|| global.host.clone());
             crate::inventory_show::hosts(&inventory, pattern.as_deref(), global.format)
         }
-        Command::Twin(args) => crate::twin::run(args),
+        Command::Twin(args) => opsbook_twin::run(args),
         Command::Serve(args) => crate::serve::run(&global, &args),
         Command::History(args) => {
-            let settings = crate::config::Config::load(&crate::config::Sources {
+            let settings = opsbook_base::config::Config::load(&opsbook_base::config::Sources {
                 explicit: global.config.clone(),
                 user_scope: global.user,
             })?
@@ -73,8 +73,9 @@ fn run_command(global: &GlobalOptions, run: &RunArgs) -> Result<u8, Error> {
     }
     match global.fleet {
         Some(clients) => {
-            let (targets, inventory, _sandbox) = crate::targets::sandbox_targets(global, clients)?;
-            let targets = crate::targets::select(targets, &inventory, global.host.as_deref(), global.hosts.as_deref())?;
+            let (targets, inventory, _sandbox) = opsbook_fleet::targets::sandbox_targets(global, clients)?;
+            let targets =
+                opsbook_fleet::targets::select(targets, &inventory, global.host.as_deref(), global.hosts.as_deref())?;
             fleet_run(targets, inventory, global, run)
         }
         // The sandbox is one simulated machine: acting on an inventory host instead would
@@ -88,7 +89,7 @@ fn run_command(global: &GlobalOptions, run: &RunArgs) -> Result<u8, Error> {
             Some((host, hosts)) => {
                 let inventory = Arc::new(global.inventory()?);
                 let selected = inventory.targets(host.as_deref(), hosts.as_deref())?.unwrap_or_default();
-                let targets = crate::targets::inventory_targets(global, &selected);
+                let targets = opsbook_fleet::targets::inventory_targets(global, &selected);
                 fleet_run(targets, inventory.clone(), global, run)
             }
             None if run.rollout.wanted() => Err(Error::Usage(
@@ -114,14 +115,14 @@ fn run_command(global: &GlobalOptions, run: &RunArgs) -> Result<u8, Error> {
 /// A run over several hosts: rolled out batch by batch when `--serial`/`--canary` ask, else on
 /// every host at once.
 fn fleet_run(
-    targets: Vec<crate::targets::Target>,
-    inventory: Arc<crate::inventory::Inventory>,
+    targets: Vec<opsbook_fleet::targets::Target>,
+    inventory: Arc<opsbook_inventory::Inventory>,
     global: &GlobalOptions,
     run: &RunArgs,
 ) -> Result<u8, Error> {
     let save = run.save_json.as_deref();
     if run.rollout.wanted() {
-        let job = crate::rollout::Job {
+        let job = opsbook_fleet::rollout::Job {
             runbook: &run.name,
             params: &run.params,
             forks: global.forks,
@@ -129,9 +130,9 @@ fn fleet_run(
             save_json: save,
             dry_run: global.dry_run,
         };
-        return crate::rollout::run(targets, inventory, &job, &run.rollout);
+        return opsbook_fleet::rollout::run(targets, inventory, &job, &run.rollout);
     }
-    crate::fleet_run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+    opsbook_fleet::run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
 }
 
 /// `opsbook repl --host NAME`: the REPL acting on one inventory host.
@@ -145,8 +146,8 @@ fn repl_on_host(global: &GlobalOptions) -> Result<u8, Error> {
             names.join(", ")
         )));
     };
-    let session = crate::targets::host_session(global, crate::inventory::Inventory::resolved(host)?)?;
-    session.context.set_place(crate::verbs::fleet::Place::with_inventory(Arc::new(inventory.clone())));
+    let session = opsbook_fleet::targets::host_session(global, opsbook_inventory::Inventory::resolved(host)?)?;
+    session.context.set_place(opsbook_engine::verbs::fleet::Place::with_inventory(Arc::new(inventory.clone())));
     crate::repl::run(session, false)
 }
 
@@ -202,21 +203,21 @@ fn selection(global: &GlobalOptions, run: &RunArgs) -> Option<(Option<String>, O
 
 fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(&args.name)?;
-    crate::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
-    let limit = args.timeout.unwrap_or_else(|| session.config.duration(crate::config::keys::LIMITS_RUN_TIMEOUT));
+    opsbook_base::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
+    let limit = args.timeout.unwrap_or_else(|| session.config.duration(opsbook_base::config::keys::LIMITS_RUN_TIMEOUT));
     if !limit.is_zero() {
         session.context.cancel.time_out_after(session.context.runtime(), limit);
     }
     let report = session.run(&compiled, &args.params, format)?;
     if let Some(path) = &args.save_json {
-        crate::report::json::save(path, &crate::report::json::document(&report))?;
+        opsbook_base::report::json::save(path, &opsbook_base::report::json::document(&report))?;
     }
     Ok(report.exit_code())
 }
 
 fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
     let entries = catalog.all(Kind::Runbook)?;
-    let mut out = crate::secret::stdout();
+    let mut out = opsbook_base::secret::stdout();
     if format == Format::Json {
         let rows: Vec<_> = entries
             .iter()
@@ -247,8 +248,8 @@ fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
 
 /// `opsbook templates [NAME]`: every template with where the winning copy is, or one's text.
 fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8, Error> {
-    use crate::verbs::template;
-    let mut out = crate::secret::stdout();
+    use opsbook_engine::verbs::template;
+    let mut out = opsbook_base::secret::stdout();
     if let Some(name) = name {
         let found = template::find(catalog, name).map_err(Error::Usage)?;
         let found =
@@ -286,7 +287,7 @@ fn templates(catalog: &Catalog, name: Option<&str>, format: Format) -> Result<u8
 fn show(session: &Session, name: &str, format: Format) -> Result<u8, Error> {
     let compiled = session.compile(name)?;
     let e = &compiled.entry;
-    let mut out = crate::secret::stdout();
+    let mut out = opsbook_base::secret::stdout();
     if format == Format::Json {
         let params: Vec<_> = compiled
             .params
@@ -359,8 +360,9 @@ fn check(session: &Session, names: &[String]) -> Result<u8, Error> {
                             }
                         }
                         Err(Error::UnknownModule { name, suggestions }) => {
-                            let hint = crate::suggest::did_you_mean(&name, suggestions.iter().map(String::as_str))
-                                .unwrap_or_default();
+                            let hint =
+                                opsbook_base::suggest::did_you_mean(&name, suggestions.iter().map(String::as_str))
+                                    .unwrap_or_default();
                             errors.push(Error::Usage(format!(
                                 "{source} imports `{name}`, which is not a stdlib module{hint}"
                             )));
@@ -420,7 +422,7 @@ fn fns(
         println!("wrote Rhai definition files into {}", dir.display());
         return Ok(0);
     }
-    let mut functions = crate::functions::list(engine);
+    let mut functions = opsbook_engine::functions::list(engine);
     if let Some(filter) = filter {
         let f = filter.to_lowercase();
         functions.retain(|d| {
@@ -429,13 +431,14 @@ fn fns(
                 || d.doc.to_lowercase().contains(&f)
         });
     }
-    let mut out = crate::secret::stdout();
+    let mut out = opsbook_base::secret::stdout();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&functions).unwrap_or_default()).ok();
         return Ok(0);
     }
     for d in &functions {
-        let effect = if d.effect == Some(crate::verbs::verb::Effect::Changes) { "  [changes the host]" } else { "" };
+        let effect =
+            if d.effect == Some(opsbook_engine::verbs::verb::Effect::Changes) { "  [changes the host]" } else { "" };
         writeln!(out, "{}{effect}", d.signature).ok();
         for line in d.doc.lines() {
             writeln!(out, "    {line}").ok();
@@ -454,7 +457,7 @@ fn fns(
 fn config(session: &Session, format: Format) -> Result<u8, Error> {
     let (config, catalog) = (&session.config, &session.catalog);
     let rows = config.describe();
-    let mut out = crate::secret::stdout();
+    let mut out = opsbook_base::secret::stdout();
     if format == Format::Json {
         let values: serde_json::Map<String, serde_json::Value> = rows
             .iter()

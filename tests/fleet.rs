@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
-use opsbook::transport::{BusRoute, BusScope, Ssh};
+use opsbook_world::transport::{BusRoute, BusScope, Ssh};
 
 use crate::support::fleet::{Fleet, FleetHost};
 use crate::support::wait_until;

@@ -104,9 +104,9 @@ fn a_master_starts_holding_its_forwards_and_is_spoken_to_on_its_control_socket()
     use std::io::{Read, Write};
     use std::time::Duration;
 
-    use opsbook::transport::Ssh;
-    use opsbook::transport::control::Remote;
-    use opsbook::transport::mux::Mux;
+    use opsbook_world::transport::Ssh;
+    use opsbook_world::transport::control::Remote;
+    use opsbook_world::transport::mux::Mux;
 
     let fleet = match Fleet::boot(&["c1"]) {
         Ok(f) => f,

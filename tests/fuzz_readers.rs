@@ -14,9 +14,9 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as Cases, TestRunner};
 
-use opsbook::catalog::{Catalog, Kind};
-use opsbook::config::{Config, Sources};
-use opsbook::inventory::Inventory;
+use opsbook_base::config::{Config, Sources};
+use opsbook_engine::catalog::{Catalog, Kind};
+use opsbook_inventory::Inventory;
 
 /// Cases per reader: enough to reach every branch the seeds open, few enough for CI
 /// (`OPSBOOK_FUZZ_CASES=N` runs more, to fuzz for longer by hand).
@@ -243,9 +243,9 @@ fn the_runbook_reader_compiles_or_refuses_arbitrary_text_naming_the_runbook() {
     let path = dir.path().join("runbooks/fuzz.rhai");
     let catalog = Arc::new(Catalog::new(&[dir.path().join("runbooks")]));
     let config = Config::defaults();
-    let world = opsbook::world::World::real(&config);
-    let mode = opsbook::report::Mode { dry_run: true, ..Default::default() };
-    let session = opsbook::session::Session::new(config, world, catalog.clone(), mode);
+    let world = opsbook_world::World::real(&config);
+    let mode = opsbook_base::report::Mode { dry_run: true, ..Default::default() };
+    let session = opsbook_fleet::session::Session::new(config, world, catalog.clone(), mode);
     runner()
         .run(&inputs(RUNBOOK_SEEDS), |bytes| {
             std::fs::write(&path, &bytes).unwrap();

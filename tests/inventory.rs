@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use opsbook::inventory::ansible::AnsibleInventory;
+use opsbook_inventory::ansible::AnsibleInventory;
 use serde_json::Value as Json;
 
 use crate::support::{Test, repo_dir, skip};

@@ -155,8 +155,8 @@ fn names_a_circle_of(message: &str, graph: &[Vec<usize>]) -> Result<(), TestCase
 
 #[test]
 fn random_import_graphs_either_import_or_name_a_real_circle() {
-    use opsbook::catalog::{Catalog, Kind};
-    use opsbook::report::{End, Format, Mode, Recorder, formatter};
+    use opsbook_base::report::{End, Format, Mode, Recorder, formatter};
+    use opsbook_engine::catalog::{Catalog, Kind};
     let dir = tempfile::tempdir().unwrap();
     for folder in ["runbooks", "stdlib"] {
         std::fs::create_dir_all(dir.path().join(folder)).unwrap();
@@ -185,9 +185,9 @@ fn random_import_graphs_either_import_or_name_a_real_circle() {
             }
             // What a run does: a fresh session (no module cached from the last case).
             let catalog = Arc::new(Catalog::new(&[dir.path().join("runbooks")]));
-            let config = opsbook::config::Config::defaults();
-            let world = opsbook::world::World::real(&config);
-            let session = opsbook::session::Session::new(config, world, catalog.clone(), Mode::default());
+            let config = opsbook_base::config::Config::defaults();
+            let world = opsbook_world::World::real(&config);
+            let session = opsbook_fleet::session::Session::new(config, world, catalog.clone(), Mode::default());
             let compiled = catalog.find(Kind::Runbook, "r").and_then(|e| session.compile_entry(e)).unwrap();
             let report = session
                 .run_recorded(&compiled, &[], |name, source, shown, mode| {

@@ -7,13 +7,13 @@
 use std::os::unix::fs::FileTypeExt;
 use std::sync::Arc;
 
-use opsbook::catalog::Catalog;
-use opsbook::config::{Config, Origin, Value, keys};
-use opsbook::report::{Format, Mode, Outcome, Recorder};
-use opsbook::session::Session;
-use opsbook::transport::Ssh;
-use opsbook::world::World;
-use opsbook::world::remote::{endpoints_from_host, routes};
+use opsbook_base::config::{Config, Origin, Value, keys};
+use opsbook_base::report::{Format, Mode, Outcome, Recorder};
+use opsbook_engine::catalog::Catalog;
+use opsbook_fleet::session::Session;
+use opsbook_world::World;
+use opsbook_world::remote::{endpoints_from_host, routes};
+use opsbook_world::transport::Ssh;
 
 use crate::support::fleet::Fleet;
 
@@ -82,7 +82,7 @@ fn a_session_acts_on_a_remote_host_through_its_world() {
     let compiled = session.compile("remote").unwrap();
     let report = session
         .run_recorded(&compiled, &[], |name, source, params, mode| {
-            let quiet = opsbook::report::formatter(Format::Json, false);
+            let quiet = opsbook_base::report::formatter(Format::Json, false);
             Recorder::with_output(name, source, params, mode, quiet, Box::new(std::io::sink()))
         })
         .unwrap();

@@ -437,14 +437,14 @@ struct HostCommands {
     seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
 }
 
-impl opsbook::world::commands::Commands for HostCommands {
+impl opsbook_world::commands::Commands for HostCommands {
     fn run<'a>(
         &'a self,
-        invocation: &'a opsbook::world::commands::Invocation,
-    ) -> opsbook::world::BoxFuture<'a, Result<opsbook::world::commands::Completed, String>> {
+        invocation: &'a opsbook_world::commands::Invocation,
+    ) -> opsbook_world::BoxFuture<'a, Result<opsbook_world::commands::Completed, String>> {
         self.seen.lock().unwrap().push(invocation.argv.clone());
         Box::pin(async {
-            Ok(opsbook::world::commands::Completed {
+            Ok(opsbook_world::commands::Completed {
                 code: Some(0),
                 stdout: "100\ncpu  100 5 200 1000 0 0 0 0 0 0\ncpu  300 5 700 1200 0 0 0 0 0 0\n".into(),
                 stderr: String::new(),
@@ -457,20 +457,20 @@ impl opsbook::world::commands::Commands for HostCommands {
 
 /// Runs `src` as a runbook in a session acting on `world`: each check's name, outcome, detail.
 fn run_on(
-    world: opsbook::world::World,
-    config: opsbook::config::Config,
+    world: opsbook_world::World,
+    config: opsbook_base::config::Config,
     src: &str,
-) -> Vec<(String, opsbook::report::Outcome, String)> {
-    use opsbook::report::{Format, Recorder};
+) -> Vec<(String, opsbook_base::report::Outcome, String)> {
+    use opsbook_base::report::{Format, Recorder};
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
     std::fs::write(dir.path().join("runbooks/load.rhai"), src).unwrap();
-    let catalog = std::sync::Arc::new(opsbook::catalog::Catalog::new(&[dir.path().join("runbooks")]));
-    let session = opsbook::session::Session::new(config, world, catalog, opsbook::report::Mode::default());
+    let catalog = std::sync::Arc::new(opsbook_engine::catalog::Catalog::new(&[dir.path().join("runbooks")]));
+    let session = opsbook_fleet::session::Session::new(config, world, catalog, opsbook_base::report::Mode::default());
     let compiled = session.compile("load").unwrap();
     let report = session
         .run_recorded(&compiled, &[], |name, source, params, mode| {
-            let quiet = opsbook::report::formatter(Format::Json, false);
+            let quiet = opsbook_base::report::formatter(Format::Json, false);
             Recorder::with_output(name, source, params, mode, quiet, Box::new(std::io::sink()))
         })
         .unwrap();
@@ -479,15 +479,15 @@ fn run_on(
 
 #[test]
 fn the_cpu_load_runs_through_the_hosts_commands_and_reports_that_hosts_usage() {
-    let config = opsbook::config::Config::defaults();
+    let config = opsbook_base::config::Config::defaults();
     let seen = std::sync::Arc::default();
-    let mut world = opsbook::world::World::real(&config);
+    let mut world = opsbook_world::World::real(&config);
     world.commands = std::sync::Arc::new(HostCommands { seen: std::sync::Arc::clone(&seen) });
     let src =
         "let r = host::cpu_load(3, \"1s\");\ncheck(\"the host's usage\", r.user == 2.0 && r.system == 5.0, `${r}`);\n";
     let records = run_on(world, config, src);
     assert_eq!(records.len(), 1, "{records:#?}");
-    assert_eq!(records[0].1, opsbook::report::Outcome::Pass, "{records:#?}");
+    assert_eq!(records[0].1, opsbook_base::report::Outcome::Pass, "{records:#?}");
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1, "one round trip: {seen:?}");
     let argv = seen[0].join(" ");
@@ -501,12 +501,13 @@ fn over_ssh_the_cpu_load_runs_on_the_remote_host_and_reads_its_counters() {
         Err(why) => return crate::support::skip(why),
     };
     let host = fleet.host("c1");
-    let ssh =
-        std::sync::Arc::new(opsbook::transport::Ssh::connect(host.ssh_target()).unwrap_or_else(|e| panic!("{e}")));
-    let mut config = opsbook::config::Config::defaults();
-    let user = opsbook::config::Value::Text("user".into());
-    config.set(opsbook::config::keys::SCOPE, user, opsbook::config::Origin::Flag("test")).unwrap();
-    let world = opsbook::world::World::over_ssh(&config, ssh, true, Default::default()).unwrap();
+    let ssh = std::sync::Arc::new(
+        opsbook_world::transport::Ssh::connect(host.ssh_target()).unwrap_or_else(|e| panic!("{e}")),
+    );
+    let mut config = opsbook_base::config::Config::defaults();
+    let user = opsbook_base::config::Value::Text("user".into());
+    config.set(opsbook_base::config::keys::SCOPE, user, opsbook_base::config::Origin::Flag("test")).unwrap();
+    let world = opsbook_world::World::over_ssh(&config, ssh, true, Default::default()).unwrap();
     let src = "let r = host::cpu_load(2, \"3s\");\ncheck(\"the host's kernel time\", r.system > 0.5 && r.wall >= 3.0, `${r}`);\n";
     let run = std::thread::spawn(move || run_on(world, config, src));
     // The workers are processes of c1: its own PID namespace sees them.
@@ -519,7 +520,7 @@ fn over_ssh_the_cpu_load_runs_on_the_remote_host_and_reads_its_counters() {
     let records = run.join().unwrap();
     assert_eq!(seen.lines().count(), 2, "dd workers seen in c1: {seen:?}");
     assert_eq!(records.len(), 1, "{records:#?}");
-    assert_eq!(records[0].1, opsbook::report::Outcome::Pass, "{records:#?}");
+    assert_eq!(records[0].1, opsbook_base::report::Outcome::Pass, "{records:#?}");
 }
 
 #[test]

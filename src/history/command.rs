@@ -11,8 +11,8 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::{Filter, History, Run, flapping::flapping};
-use crate::error::Error;
-use crate::report::Format;
+use opsbook_base::error::Error;
+use opsbook_base::report::Format;
 
 /// Arguments of `opsbook history`.
 #[derive(Debug, Args)]
@@ -47,7 +47,7 @@ pub struct HistoryArgs {
 }
 
 fn parse_since(text: &str) -> Result<Duration, String> {
-    crate::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration like `1h` or `30m`"))
+    opsbook_base::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration like `1h` or `30m`"))
 }
 
 /// The text of a time, as RFC 3339 with milliseconds.
@@ -94,7 +94,7 @@ pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format, sandbox: bool
     };
     let flaps = flapping(&window, args.flap);
     let several_hosts = window.iter().any(|r| r.host != window[0].host);
-    let mut out = crate::secret::stdout();
+    let mut out = opsbook_base::secret::stdout();
     if format == Format::Json {
         let runs: Vec<Value> = runs.iter().map(run_json).collect();
         let doc = json!({

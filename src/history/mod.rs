@@ -58,7 +58,7 @@ impl Run {
 /// Where state lives unless configured: `/var/lib/opsbook` for root, else
 /// `$XDG_STATE_HOME/opsbook`, else `~/.local/state/opsbook`; with none of these known (no
 /// `HOME` in the environment) it is refused, never guessed relative to where opsbook started.
-pub(crate) fn default_state_dir() -> Result<PathBuf, crate::error::Error> {
+pub(crate) fn default_state_dir() -> Result<PathBuf, opsbook_base::error::Error> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         return Ok(PathBuf::from("/var/lib/opsbook"));
@@ -69,7 +69,7 @@ pub(crate) fn default_state_dir() -> Result<PathBuf, crate::error::Error> {
         .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".local/state")))
         .map(|base| base.join("opsbook"))
         .ok_or_else(|| {
-            crate::error::Error::Usage(
+            opsbook_base::error::Error::Usage(
                 "no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path\n  \
                  help: pass --state-dir DIR (or set serve.state_dir), e.g. --state-dir /var/lib/opsbook"
                     .into(),
@@ -138,7 +138,9 @@ fn upgrade(conn: &Connection) -> Result<(), String> {
         return Ok(());
     }
     conn.execute_batch("ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT ''")
-        .and_then(|()| conn.execute("UPDATE runs SET host = ?1", params![crate::verbs::core::hostname()]).map(drop))
+        .and_then(|()| {
+            conn.execute("UPDATE runs SET host = ?1", params![opsbook_engine::verbs::core::hostname()]).map(drop)
+        })
         .map_err(|e| format!("cannot add the host column: {e}"))
 }
 
@@ -212,7 +214,7 @@ fn columns(conn: &Connection) -> Result<String, String> {
     if has_host(conn)? {
         return Ok(COLUMNS.to_string());
     }
-    let here = crate::verbs::core::hostname().replace('\'', "''");
+    let here = opsbook_engine::verbs::core::hostname().replace('\'', "''");
     Ok(COLUMNS.replace(", host", &format!(", '{here}' AS host")))
 }
 
@@ -406,7 +408,7 @@ mod tests {
             )
             .unwrap();
         }
-        let here = crate::verbs::core::hostname();
+        let here = opsbook_engine::verbs::core::hostname();
         // Read-only, it is read as it is; opened by the service, it is upgraded.
         let old = History::open_read_only(path.clone()).unwrap();
         assert_eq!(old.get(1).unwrap().unwrap().host, here);

@@ -9,7 +9,7 @@ use rustyline::hint::Hinter;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Context, Helper};
 
-use crate::functions::Function;
+use opsbook_engine::functions::Function;
 
 /// What completion draws from; refreshed by `:reload`.
 #[derive(Default, Clone)]

@@ -17,12 +17,12 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
 
-use crate::catalog::Kind;
-use crate::config::keys;
-use crate::error::Error;
-use crate::report::Format;
-use crate::session::Session;
 use helper::{ReplHelper, Vocabulary};
+use opsbook_base::config::keys;
+use opsbook_base::error::Error;
+use opsbook_base::report::Format;
+use opsbook_engine::catalog::Kind;
+use opsbook_fleet::session::Session;
 
 const COMMANDS: &[&str] =
     &[":help", ":fns", ":doc", ":vars", ":reset", ":reload", ":history", ":run", ":load", ":host", ":quit"];
@@ -65,7 +65,7 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     session.install_interrupt();
 
     let mut parser = Engine::new_raw();
-    crate::syntax::parse_settings(&mut parser);
+    opsbook_engine::syntax::parse_settings(&mut parser);
     let mut editor: rustyline::Editor<ReplHelper, DefaultHistory> =
         rustyline::Editor::new().map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
     editor.set_helper(Some(ReplHelper { vocabulary: session.vocabulary(), parser }));
@@ -175,7 +175,7 @@ impl Repl {
             .map(|k| self.session.config.text(k))
             .collect();
         Vocabulary {
-            functions: crate::functions::list(self.session.engine()),
+            functions: opsbook_engine::functions::list(self.session.engine()),
             runbooks: names(Kind::Runbook),
             modules: names(Kind::Module),
             units,
@@ -215,7 +215,7 @@ impl Repl {
             Err(e) => {
                 eprint!(
                     "{}",
-                    printable(&crate::engine::parse_diagnostic(&e, source, &self.session.catalog).to_string())
+                    printable(&opsbook_engine::engine::parse_diagnostic(&e, source, &self.session.catalog).to_string())
                 );
                 return;
             }
@@ -228,7 +228,7 @@ impl Repl {
         self.evaluating.store(true, Ordering::SeqCst);
         let result = self.session.engine().eval_ast_with_scope::<Dynamic>(&mut self.scope, &program);
         self.evaluating.store(false, Ordering::SeqCst);
-        crate::progress::clear();
+        opsbook_base::progress::clear();
         match result {
             Ok(value) => {
                 let shown = pretty::show(&value);
@@ -237,9 +237,10 @@ impl Repl {
                 }
             }
             Err(e) => {
-                let explained = crate::engine::explain(&e, source, &self.session.catalog, Some(&self.session.context));
+                let explained =
+                    opsbook_engine::engine::explain(&e, source, &self.session.catalog, Some(&self.session.context));
                 match explained.class {
-                    crate::engine::Class::Interrupted => eprintln!("interrupted"),
+                    opsbook_engine::engine::Class::Interrupted => eprintln!("interrupted"),
                     _ => eprint!("{}", printable(&explained.diagnostic.to_string())),
                 }
             }
@@ -256,7 +257,7 @@ impl Repl {
             ":help" | ":h" => println!("{HELP}"),
             ":fns" => {
                 let filter = args.first().map(|f| f.to_lowercase());
-                for f in crate::functions::list(self.session.engine()) {
+                for f in opsbook_engine::functions::list(self.session.engine()) {
                     if filter
                         .as_ref()
                         .is_none_or(|x| f.signature.to_lowercase().contains(x) || f.doc.to_lowercase().contains(x))
@@ -297,7 +298,10 @@ impl Repl {
             }
             ":load" => match args.first() {
                 Some(file) => {
-                    match crate::input::read_text_or_explain(std::path::Path::new(file), crate::input::SCRIPT) {
+                    match opsbook_base::input::read_text_or_explain(
+                        std::path::Path::new(file),
+                        opsbook_base::input::SCRIPT,
+                    ) {
                         Ok(text) => self.eval(&text, file),
                         Err(e) => eprintln!("error: {e}"),
                     }
@@ -307,7 +311,7 @@ impl Repl {
             ":run" => self.run_runbook(&args),
             ":host" => self.switch_host(args.first().copied()),
             other => {
-                let hint = crate::suggest::did_you_mean(other, COMMANDS.iter().copied()).unwrap_or_default();
+                let hint = opsbook_base::suggest::did_you_mean(other, COMMANDS.iter().copied()).unwrap_or_default();
                 eprintln!("error: unknown command `{other}`{hint} (:help lists them)");
             }
         }
@@ -319,7 +323,7 @@ impl Repl {
             return eprintln!("usage: :doc NAME (a host function such as unit::status, or a runbook)");
         }
         let (ns, fname) = name.rsplit_once("::").unwrap_or(("", name));
-        let found: Vec<_> = crate::functions::list(self.session.engine())
+        let found: Vec<_> = opsbook_engine::functions::list(self.session.engine())
             .into_iter()
             .filter(|f| f.name == fname && (ns.is_empty() || f.namespace == ns))
             .collect();
@@ -340,13 +344,13 @@ impl Repl {
             let here = self.session.mode().host.clone().unwrap_or_else(|| self.session.context.hostname());
             return println!("acting on {here}");
         };
-        match crate::verbs::fleet::reach(&self.session.context, name) {
+        match opsbook_engine::verbs::fleet::reach(&self.session.context, name) {
             Ok(ground) => {
                 self.session.context.move_to(ground);
                 self.session.set_host_name(name);
             }
             Err(e) => match *e {
-                rhai::EvalAltResult::ErrorRuntime(why, _) => eprintln!("{}", crate::verbs::core::text(&why)),
+                rhai::EvalAltResult::ErrorRuntime(why, _) => eprintln!("{}", opsbook_engine::verbs::core::text(&why)),
                 other => eprintln!("error: {other}"),
             },
         }
@@ -382,5 +386,5 @@ impl Repl {
 
 /// `text` as the REPL prints it: secrets redacted, control characters escaped.
 fn printable(text: &str) -> String {
-    opsbook_base::shown::escaped(&crate::secret::redact(text)).into_owned()
+    opsbook_base::shown::escaped(&opsbook_base::secret::redact(text)).into_owned()
 }

@@ -7,9 +7,9 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use crate::report::{End, Event, Format, Formatter, Mode, Outcome, Recorder, Report, formatter};
-use crate::runbook::Compiled;
-use crate::session::Session;
+use opsbook_base::report::{End, Event, Format, Formatter, Mode, Outcome, Recorder, Report, formatter};
+use opsbook_engine::runbook::Compiled;
+use opsbook_fleet::session::Session;
 
 /// A writer into shared memory.
 #[derive(Clone, Default)]
@@ -71,5 +71,5 @@ pub(super) fn run(
         Recorder::with_output(name, source, shown, mode, Box::new(Quiet(formatter(Format::Json, false))), Box::new(out))
     });
     let bytes = std::mem::take(&mut *buffer.0.lock().unwrap_or_else(|e| e.into_inner()));
-    (bytes, result.map(|_| ()).map_err(|e| crate::secret::redact(&e.to_string()).into_owned()))
+    (bytes, result.map(|_| ()).map_err(|e| opsbook_base::secret::redact(&e.to_string()).into_owned()))
 }

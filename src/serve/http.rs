@@ -84,7 +84,7 @@ async fn readyz(Shared(state): Shared<Arc<State>>) -> Response {
 
 async fn metrics(Shared(state): Shared<Arc<State>>) -> Response {
     let body = tokio::task::spawn_blocking(move || super::metrics::render(&state)).await.unwrap_or_default();
-    (StatusCode::OK, [(header::CONTENT_TYPE, crate::wire::exposition::CONTENT_TYPE)], body).into_response()
+    (StatusCode::OK, [(header::CONTENT_TYPE, opsbook_wire::exposition::CONTENT_TYPE)], body).into_response()
 }
 
 async fn page(Shared(state): Shared<Arc<State>>) -> Response {

@@ -10,10 +10,10 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use super::capture;
-use crate::cancel::Cancel;
-use crate::config::serve::Job;
-use crate::runbook::Compiled;
-use crate::session::Session;
+use opsbook_base::cancel::Cancel;
+use opsbook_base::config::serve::Job;
+use opsbook_engine::runbook::Compiled;
+use opsbook_fleet::session::Session;
 
 /// The cancel flags of a job's current run: its session's, or its hosts' sessions' while a
 /// run over them goes on.
@@ -66,7 +66,7 @@ pub(super) fn execute(spec: &Job, session: &Session, compiled: &Compiled) -> (Va
 /// The report of a run that could not start (its parameters no longer bind, …).
 pub(super) fn error_document(spec: &Job, message: &str) -> Value {
     json!({
-        "schema": crate::report::json::SCHEMA,
+        "schema": opsbook_base::report::json::SCHEMA,
         "opsbook": env!("CARGO_PKG_VERSION"),
         "runbook": spec.runbook,
         "source": "",

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::state::{JobView, Key, State};
 use crate::history::now_ms;
-use crate::wire::exposition::Writer;
+use opsbook_wire::exposition::Writer;
 
 const OUTCOMES: &[&str] = &["passed", "failed", "error", "interrupted"];
 

@@ -27,17 +27,17 @@ mod state;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::catalog::Catalog;
 use crate::cli::{GlobalOptions, ServeArgs};
-use crate::config::serve::{Job, Serve, job_from_arg};
-use crate::config::{Config, Sources};
-use crate::error::Error;
 use crate::history::{History, Retention, database_path, default_state_dir, rehearsals_path};
-use crate::inventory::Inventory;
-use crate::report::Mode;
-use crate::sandbox::Sandbox;
-use crate::session::Session;
-use crate::world::World;
+use opsbook_base::config::serve::{Job, Serve, job_from_arg};
+use opsbook_base::config::{Config, Sources};
+use opsbook_base::error::Error;
+use opsbook_base::report::Mode;
+use opsbook_engine::catalog::Catalog;
+use opsbook_fleet::session::Session;
+use opsbook_inventory::Inventory;
+use opsbook_sandbox::Sandbox;
+use opsbook_world::World;
 use scheduler::{Place, Ready, Running};
 use state::State;
 
@@ -93,7 +93,7 @@ impl Stage {
         self.inventory = jobs.iter().any(|j| j.hosts.is_some()).then(|| {
             Inventory::load(&self.config, self.global.inventory.as_deref())
                 .map(Arc::new)
-                .map_err(|e| crate::secret::redact(&e.to_string()).into_owned())
+                .map_err(|e| opsbook_base::secret::redact(&e.to_string()).into_owned())
         });
     }
 
@@ -135,7 +135,7 @@ fn jobs_of(args: &ServeArgs, settings: &Serve) -> Result<Vec<Job>, Error> {
 }
 
 /// Refuses a watching job whose runbook (or a module it imports) changes the stack.
-fn refuse_mutating(session: &Session, spec: &Job, compiled: &crate::runbook::Compiled) -> Result<(), Error> {
+fn refuse_mutating(session: &Session, spec: &Job, compiled: &opsbook_engine::runbook::Compiled) -> Result<(), Error> {
     let found = scan::mutating_calls(session, compiled)?;
     if found.is_empty() {
         return Ok(());
@@ -177,7 +177,7 @@ fn prepare(jobs: Vec<Job>, stage: &Stage, catalog: &Arc<Catalog>, here: &str) ->
                 ready.push(Ready { spec, place: Place::Hosts(hosts) });
             }
             Err(e) => {
-                let text = crate::secret::redact(&e.to_string()).into_owned();
+                let text = opsbook_base::secret::redact(&e.to_string()).into_owned();
                 let problem = text.strip_prefix("error: ").unwrap_or(&text).to_string();
                 let host = spec.hosts.clone().unwrap_or_else(|| here.to_string());
                 views.push((spec, host, Some(problem)));
@@ -211,8 +211,8 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
     // A rehearsal is recorded under a name that says so, in a database of its own.
     let here = match global.sandbox {
-        true => format!("{} (sandbox)", crate::verbs::core::hostname()),
-        false => crate::verbs::core::hostname(),
+        true => format!("{} (sandbox)", opsbook_engine::verbs::core::hostname()),
+        false => opsbook_engine::verbs::core::hostname(),
     };
     let (ready, views) = prepare(jobs, &stage, &catalog, &here);
     let refused = problems(&views);
@@ -285,7 +285,7 @@ fn reread(sources: &Sources, args: &ServeArgs) -> Option<(Config, Vec<Job>)> {
         Err(e) => {
             opsbook_base::say!(
                 "{}\nopsbook serve: the configuration is unchanged",
-                crate::secret::redact(&e.to_string())
+                opsbook_base::secret::redact(&e.to_string())
             );
             return None;
         }

@@ -15,15 +15,15 @@ use serde_json::{Value, json};
 use super::capture;
 use super::job_run::{Cancels, error_document, execute};
 use crate::cli::GlobalOptions;
-use crate::config::serve::Job;
-use crate::targets::Target;
+use opsbook_base::config::serve::Job;
+use opsbook_fleet::targets::Target;
 
 /// The hosts a job watches, and how to reach them.
 pub(super) struct Hosts {
     /// The selected inventory hosts, in the inventory's order.
-    pub hosts: Vec<crate::inventory::Host>,
+    pub hosts: Vec<opsbook_inventory::Host>,
     /// The inventory they were selected from (runbooks on them see it through `inventory::`).
-    pub inventory: std::sync::Arc<crate::inventory::Inventory>,
+    pub inventory: std::sync::Arc<opsbook_inventory::Inventory>,
     /// The command line's options: runbook directories and `--dry-run` for each host's session.
     pub global: GlobalOptions,
 }
@@ -32,12 +32,12 @@ impl Hosts {
     /// One run on every host: (host, JSON report, note) each, in the inventory's order.
     /// While it goes on, `cancels` holds the hosts' cancel flags (the service's stop uses them).
     pub(super) fn run(&self, spec: &Job, cancels: &Cancels) -> Vec<(String, Value, Option<String>)> {
-        let selected: Vec<&crate::inventory::Host> = self.hosts.iter().collect();
-        let targets = crate::targets::inventory_targets(&self.global, &selected);
+        let selected: Vec<&opsbook_inventory::Host> = self.hosts.iter().collect();
+        let targets = opsbook_fleet::targets::inventory_targets(&self.global, &selected);
         *cancels.lock().unwrap_or_else(|e| e.into_inner()) =
             targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| s.context.cancel.clone()).collect();
         // At most `--forks` hosts run at a time (10 by default), as `opsbook run --hosts`.
-        let results = crate::runner::each(
+        let results = opsbook_fleet::runner::each(
             &targets,
             &self.inventory,
             self.global.forks,
@@ -62,7 +62,7 @@ fn one(spec: &Job, target: &Target) -> (String, Value, Option<String>) {
     let session = match &target.session {
         Ok(session) => session,
         Err(absent) => {
-            let why = crate::secret::redact(&absent.why).into_owned();
+            let why = opsbook_base::secret::redact(&absent.why).into_owned();
             // ssh's words are the run's error already: no note repeating them.
             return (name.clone(), unreachable(spec, &name, &absent.check, &why), None);
         }
@@ -73,7 +73,7 @@ fn one(spec: &Job, target: &Target) -> (String, Value, Option<String>) {
             (name, document, note)
         }
         Err(e) => {
-            let message = crate::secret::redact(&e.to_string()).into_owned();
+            let message = opsbook_base::secret::redact(&e.to_string()).into_owned();
             (name, error_document(spec, &message), Some(message))
         }
     }

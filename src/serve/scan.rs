@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 
 use rhai::{ASTNode, Expr, Stmt};
 
-use crate::catalog::Kind;
-use crate::error::Error;
-use crate::runbook::Compiled;
-use crate::session::Session;
+use opsbook_base::error::Error;
+use opsbook_engine::catalog::Kind;
+use opsbook_engine::runbook::Compiled;
+use opsbook_fleet::session::Session;
 
 /// One mutating call found: the function and where it is (`file:line:column`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ fn calls(compiled: &Compiled, changing: &BTreeSet<String>, found: &mut Vec<Findi
 
 /// The mutating calls of a runbook and of the modules it imports, in source order.
 pub(crate) fn mutating_calls(session: &Session, compiled: &Compiled) -> Result<Vec<Finding>, Error> {
-    let changing = crate::functions::changing(session.engine());
+    let changing = opsbook_engine::functions::changing(session.engine());
     let mut found = Vec::new();
     calls(compiled, &changing, &mut found);
     let mut pending: Vec<String> = compiled.imports.clone();
@@ -75,10 +75,10 @@ mod tests {
     #[test]
     fn finds_mutating_calls_in_runbooks_and_their_modules() {
         let session = Session::new(
-            crate::config::Config::defaults(),
-            crate::world::World::real(&crate::config::Config::defaults()),
-            std::sync::Arc::new(crate::catalog::Catalog::new(&[])),
-            crate::report::Mode::default(),
+            opsbook_base::config::Config::defaults(),
+            opsbook_world::World::real(&opsbook_base::config::Config::defaults()),
+            std::sync::Arc::new(opsbook_engine::catalog::Catalog::new(&[])),
+            opsbook_base::report::Mode::default(),
         );
         // The verifications change nothing (their module does not import the evidence made
         // after a change, which writes markers): serve may schedule them.

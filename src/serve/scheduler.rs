@@ -15,10 +15,10 @@ use std::time::{Duration, Instant, SystemTime};
 use super::job_run::{Cancels, execute};
 use super::remote::Hosts;
 use super::state::State;
-use crate::cancel::Cancel;
-use crate::config::serve::Job;
-use crate::runbook::Compiled;
-use crate::session::Session;
+use opsbook_base::cancel::Cancel;
+use opsbook_base::config::serve::Job;
+use opsbook_engine::runbook::Compiled;
+use opsbook_fleet::session::Session;
 
 /// Wakes sleeping job threads when the service stops or reloads.
 #[derive(Default)]
@@ -231,13 +231,13 @@ fn round(d: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::verbs::Context;
+    use opsbook_base::config::Config;
+    use opsbook_engine::verbs::Context;
 
     #[test]
     fn a_watch_only_host_refuses_a_mutating_call_and_stops_the_run() {
         let config = Config::defaults();
-        let world = crate::world::World::real(&config);
+        let world = opsbook_world::World::real(&config);
         let host = Context::new(Arc::new(config), world, false);
         assert!(!host.plan("nothing yet") || host.dry_run);
         host.set_watch_only(true);
@@ -255,9 +255,9 @@ mod tests {
 
     #[test]
     fn jitter_is_a_tenth_of_the_interval_at_most_thirty_seconds() {
-        let job = crate::config::serve::job_from_arg("q@10s").unwrap();
+        let job = opsbook_base::config::serve::job_from_arg("q@10s").unwrap();
         assert_eq!(jitter(&job, None), Duration::from_secs(1));
-        let job = crate::config::serve::job_from_arg("q@1h").unwrap();
+        let job = opsbook_base::config::serve::job_from_arg("q@1h").unwrap();
         assert_eq!(jitter(&job, None), Duration::from_secs(30));
         assert_eq!(jitter(&job, Some(Duration::from_secs(2))), Duration::from_secs(2));
         assert!(random_below(Duration::from_secs(1)) < Duration::from_secs(1));

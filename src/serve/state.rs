@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use crate::config::serve::Job;
 use crate::history::{Filter, History, Retention, Run, now_ms};
+use opsbook_base::config::serve::Job;
 
 /// Runs kept in memory per job: what the page's strip and chart show, and `/api/runs` without
 /// a database.

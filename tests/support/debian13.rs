@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use opsbook::transport::SshTarget;
+use opsbook_world::transport::SshTarget;
 
 /// Where debian13-root.sh puts the root (`.ci/run` runs it).
 pub(crate) const ROOT: &str = "/opt/opsbook-test-tools/trixie";

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use opsbook::transport::SshTarget;
+use opsbook_world::transport::SshTarget;
 
 use super::private_host::ENV;
 

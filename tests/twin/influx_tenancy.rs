@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{client, header, mask_line, runtime, start_fresh_metrics_db, start_metrics_db, upstream_lines};
 use crate::support::Test;
-use opsbook::twin::logger::Kept;
+use opsbook_twin::logger::Kept;
 
 const UNAUTHORIZED: &str = r#"{"code":"unauthorized","message":"unauthorized access"}"#;
 
@@ -154,12 +154,15 @@ fn org_id(url: &str, token: &str) -> String {
 #[test]
 fn config_takes_the_operator_token_and_refuses_an_all_access_one() {
     let rt = runtime();
-    let (sink, kept) = opsbook::twin::logger::memory();
-    let db =
-        opsbook::twin::metrics_db::MetricsDb::new(Default::default(), opsbook::secret::Secret::new("op-token"), sink);
-    let listener = rt.block_on(opsbook::twin::loopback()).unwrap();
+    let (sink, kept) = opsbook_twin::logger::memory();
+    let db = opsbook_twin::metrics_db::MetricsDb::new(
+        Default::default(),
+        opsbook_base::secret::Secret::new("op-token"),
+        sink,
+    );
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(opsbook::twin::serve(db.clone(), Some(listener), std::future::pending()));
+    rt.spawn(opsbook_twin::serve(db.clone(), Some(listener), std::future::pending()));
     let c = client();
     let all = all_access_token(&url, "op-token", &org_id(&url, "op-token"));
     let config = |token: &str| {

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use opsbook::twin::{self, Shutdown, log_store, logger};
-use opsbook::wire::loki_push;
+use opsbook_twin::{Shutdown, log_store, logger};
+use opsbook_wire::loki_push;
 use regex::Regex;
 use serde_json::{Value, json};
 
@@ -108,7 +108,7 @@ fn loki_captures_are_reproduced() {
 
     // /metrics: the captured families, with the same label names, and the chunk counter.
     let metrics = c.get(format!("{url}/metrics")).send().unwrap().text().unwrap();
-    let ours = opsbook::wire::exposition::parse(&metrics).unwrap();
+    let ours = opsbook_wire::exposition::parse(&metrics).unwrap();
     let excerpt = capture("loki-3.4.6/metrics-excerpt.txt");
     for line in excerpt.lines().filter(|l| l.starts_with("# TYPE")) {
         assert!(metrics.contains(line), "missing `{line}`");
@@ -128,9 +128,9 @@ fn loki_captures_are_reproduced() {
 
     // /config: YAML naming the backend as Loki's does.
     let yaml = c.get(format!("{url}/config")).send().unwrap().text().unwrap();
-    assert_eq!(opsbook::wire::loki_config::object_stores(&yaml), vec!["filesystem".to_string()]);
+    assert_eq!(opsbook_wire::loki_config::object_stores(&yaml), vec!["filesystem".to_string()]);
     let real = capture("loki-3.4.6/config.yaml");
-    assert_eq!(opsbook::wire::loki_config::object_stores(&real), vec!["filesystem".to_string()]);
+    assert_eq!(opsbook_wire::loki_config::object_stores(&real), vec!["filesystem".to_string()]);
     stop.trigger();
 }
 
@@ -140,7 +140,7 @@ fn log_store_pushes_in_every_encoding_and_selects_like_loki() {
     let (url, _store, _stop) =
         start_log_store(&rt, log_store::Options { ready_delay: Duration::ZERO, ..Default::default() });
     let c = client();
-    let now = twin::now_ns();
+    let now = opsbook_twin::now_ns();
     let stream = |unit: &str, lines: &[&str], at: i64| loki_push::PushStream {
         labels: vec![("hostname".into(), "h1".into()), ("unit".into(), unit.into())],
         entries: lines
@@ -274,9 +274,9 @@ pub(super) fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
     let store =
         log_store::LogStore::new(log_store::Options { ready_delay: Duration::ZERO, ..Default::default() }, sink);
     let stop = Shutdown::new();
-    let listener = rt.block_on(twin::loopback()).unwrap();
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let server = rt.spawn(twin::serve(store.clone(), Some(listener), stop.signal()));
+    let server = rt.spawn(opsbook_twin::serve(store.clone(), Some(listener), stop.signal()));
     let c = client();
     // What the store said at warn or error level, so far.
     let said = || -> Vec<String> {
@@ -297,7 +297,7 @@ pub(super) fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
     assert_lines_match(&said().iter().map(String::as_str).collect::<Vec<_>>(), &start);
 
     // Two range queries whose limit=1 is met, as in the capture: the querier's cancellations.
-    let now = twin::now_ns();
+    let now = opsbook_twin::now_ns();
     let body = loki_push::encode_json(&[loki_push::PushStream {
         labels: vec![("hostname".into(), "h1".into()), ("service_type".into(), "test".into())],
         entries: (0..3)

@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use opsbook::twin;
 use serde_json::{Value, json};
 
 use super::{client, header, runtime, start_metrics_db};
@@ -38,7 +37,7 @@ fn influx_captures_and_api_answers() {
     let config: Value = c.get(format!("{url}/api/v2/config")).header(auth.0, auth.1).send().unwrap().json().unwrap();
     assert_eq!(config["config"]["engine-path"], "/var/lib/influxdb2/engine");
 
-    let now = twin::now_ns();
+    let now = opsbook_twin::now_ns();
     let body = format!(
         "cpu,cpu=cpu-total,host=h1 usage_system=42.5,usage_idle=50 {now}\ncpu,cpu=cpu0,host=h1 usage_system=7 {now}\n"
     );
@@ -84,9 +83,9 @@ fn influx_captures_and_api_answers() {
         .text()
         .unwrap();
     assert!(annotated.starts_with("#datatype,string,long,dateTime:RFC3339,dateTime:RFC3339,dateTime:RFC3339,double,string,string,string,string\r\n#group,false,false,true,true,false,false,true,true,true,true\r\n#default,_result,"), "{annotated}");
-    let rows = opsbook::wire::flux_csv::parse(&annotated).unwrap();
+    let rows = opsbook_wire::flux_csv::parse(&annotated).unwrap();
     assert_eq!(rows.len(), 1);
-    assert!(rows[0].contains(&("_value".to_string(), opsbook::wire::flux_csv::Value::Double(42.5))));
+    assert!(rows[0].contains(&("_value".to_string(), opsbook_wire::flux_csv::Value::Double(42.5))));
 
     let r = c
         .post(format!("{url}/api/v2/query?org=opsbook"))

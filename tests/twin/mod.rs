@@ -16,7 +16,7 @@ mod upstream_logs;
 use std::sync::Arc;
 use std::time::Duration;
 
-use opsbook::twin::{self, Shutdown, log_store as store, logger, metrics_db as db};
+use opsbook_twin::{Shutdown, log_store as store, logger, metrics_db as db};
 use serde_json::{Value, json};
 
 use crate::support::wire::capture;
@@ -49,17 +49,17 @@ pub(super) fn start_log_store(
 ) -> (String, Arc<store::LogStore>, Shutdown) {
     let store = store::LogStore::new(options, logger::discard());
     let stop = Shutdown::new();
-    let listener = rt.block_on(twin::loopback()).unwrap();
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(twin::serve(store.clone(), Some(listener), stop.signal()));
+    rt.spawn(opsbook_twin::serve(store.clone(), Some(listener), stop.signal()));
     (url, store, stop)
 }
 
 pub(super) fn start_metrics_db(rt: &tokio::runtime::Runtime, token: &str) -> (String, Arc<db::MetricsDb>) {
-    let db = db::MetricsDb::new(db::Options::default(), opsbook::secret::Secret::new(token), logger::discard());
-    let listener = rt.block_on(twin::loopback()).unwrap();
+    let db = db::MetricsDb::new(db::Options::default(), opsbook_base::secret::Secret::new(token), logger::discard());
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(twin::serve(db.clone(), Some(listener), std::future::pending()));
+    rt.spawn(opsbook_twin::serve(db.clone(), Some(listener), std::future::pending()));
     (url, db)
 }
 
@@ -80,9 +80,9 @@ pub(super) fn captured_body(path: &str) -> String {
 pub(super) fn start_fresh_metrics_db(rt: &tokio::runtime::Runtime) -> (String, Arc<db::MetricsDb>, logger::Kept) {
     let (sink, kept) = logger::memory();
     let db = db::MetricsDb::fresh(db::Options::default(), sink);
-    let listener = rt.block_on(twin::loopback()).unwrap();
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(twin::serve(db.clone(), Some(listener), std::future::pending()));
+    rt.spawn(opsbook_twin::serve(db.clone(), Some(listener), std::future::pending()));
     (url, db, kept)
 }
 

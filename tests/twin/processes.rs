@@ -93,7 +93,7 @@ fn agent_test_mode_prints_line_protocol_like_telegraf() {
     let mut measurements = std::collections::BTreeSet::new();
     for line in out.stdout.lines() {
         let lp = line.strip_prefix("> ").unwrap_or_else(|| panic!("not `> ` + line protocol: {line}"));
-        for p in opsbook::wire::line_protocol::parse(lp).unwrap() {
+        for p in opsbook_wire::line_protocol::parse(lp).unwrap() {
             assert!(p.tags.contains(&("host".into(), "twin-host".into())));
             if p.measurement == "cpu" && p.tags.contains(&("cpu".into(), "cpu-total".into())) {
                 assert!(p.fields.iter().any(|(k, _)| k == "usage_system"));
@@ -126,7 +126,7 @@ fn agent_process_writes_to_the_db_and_reloads_on_sighup() {
         t.env("AGENT_TOKEN", "agent-token").args(["twin", "metrics-agent", &conf.display().to_string()]).spawn();
     let count = |flux: &str| -> usize {
         let csv = db.query(flux, &Default::default()).unwrap();
-        opsbook::wire::flux_csv::parse(&csv).unwrap().len()
+        opsbook_wire::flux_csv::parse(&csv).unwrap().len()
     };
     let deadline = Instant::now() + Duration::from_secs(15);
     while count(

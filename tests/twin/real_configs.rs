@@ -179,13 +179,13 @@ fn loki_twin_listens_where_its_file_says_and_shows_the_file_in_config() {
 #[test]
 fn a_loki_twin_with_auth_enabled_wants_a_tenant() {
     let rt = super::runtime();
-    let file = opsbook::twin::log_store::loki_file::parse(
+    let file = opsbook_twin::log_store::loki_file::parse(
         "loki.yaml",
         &LOKI_YAML.replace("auth_enabled: false", "auth_enabled: true"),
         false,
     )
     .unwrap();
-    let options = opsbook::twin::log_store::Options { ready_delay: Duration::ZERO, file, ..Default::default() };
+    let options = opsbook_twin::log_store::Options { ready_delay: Duration::ZERO, file, ..Default::default() };
     let (url, _store, stop) = super::start_log_store(&rt, options);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     let body = format!(r#"{{"streams":[{{"stream":{{"job":"t"}},"values":[["{now}","hello"]]}}]}}"#);
@@ -406,7 +406,7 @@ fn the_agent_takes_telegrafs_config_flag() {
     assert_whole(&format!("({metric})+"), &out.stdout);
     let mut measurements = std::collections::BTreeSet::new();
     for line in out.stdout.lines() {
-        for p in opsbook::wire::line_protocol::parse(&line[2..]).unwrap() {
+        for p in opsbook_wire::line_protocol::parse(&line[2..]).unwrap() {
             assert!(p.tags.contains(&("environment".into(), "test".into())), "{line}");
             assert!(p.tags.contains(&("host".into(), "c1".into())), "{line}");
             measurements.insert(p.measurement);

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opsbook::twin::{self, Shutdown, log_store, logger, shipper};
-use opsbook::world::BoxFuture;
-use opsbook::world::journal::{Entry, Feed, Journal, Query};
+use opsbook_twin::{Shutdown, log_store, logger, shipper};
+use opsbook_world::BoxFuture;
+use opsbook_world::journal::{Entry, Feed, Journal, Query};
 use serde_json::Value;
 
 use super::{client, runtime, start_log_store};
@@ -48,11 +48,11 @@ fn shipper_pushes_are_accepted_by_the_log_store_in_json_and_protobuf() {
         let journal = Arc::new(FedJournal { feed: std::sync::Mutex::new(Some(rx)) });
         let (sink, logged) = logger::memory();
         let s = shipper::Shipper::new(config, None, journal, sink);
-        let listener = rt.block_on(twin::loopback()).unwrap();
+        let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
         let shipper_url = format!("http://{}", listener.local_addr().unwrap());
         let stop = Shutdown::new();
-        let server = rt.spawn(twin::serve(s.clone(), Some(listener), stop.signal()));
-        let now_us = (twin::now_ns() / 1000) as u64;
+        let server = rt.spawn(opsbook_twin::serve(s.clone(), Some(listener), stop.signal()));
+        let now_us = (opsbook_twin::now_ns() / 1000) as u64;
         for (i, unit) in ["loki.service", "sshd.service", "telegraf.service"].iter().enumerate() {
             let entry = Entry {
                 realtime_us: now_us + i as u64,
@@ -83,7 +83,7 @@ fn shipper_pushes_are_accepted_by_the_log_store_in_json_and_protobuf() {
         assert!(units.contains(&"loki.service") && units.contains(&"telegraf.service"));
         assert!(streams.iter().all(|s| s["stream"]["hostname"] == "h1"));
         let metrics = c.get(format!("{shipper_url}/metrics")).send().unwrap().text().unwrap();
-        let parsed = opsbook::wire::exposition::parse(&metrics).unwrap();
+        let parsed = opsbook_wire::exposition::parse(&metrics).unwrap();
         assert_eq!(parsed.sum("loki_write_sent_entries_total", &[]), Some(2.0), "{metrics}");
         assert!(metrics.contains("loki_write_request_duration_seconds_count{"));
         assert_eq!(c.get(format!("{shipper_url}/-/ready")).send().unwrap().text().unwrap(), "Alloy is ready.\n");

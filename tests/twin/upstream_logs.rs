@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opsbook::twin::agent::{self, Agent};
-use opsbook::twin::{self, Shutdown, logger, shipper};
-use opsbook::world::BoxFuture;
-use opsbook::world::journal::{Entry, Feed, Journal, Query};
+use opsbook_twin::agent::{self, Agent};
+use opsbook_twin::{Shutdown, logger, shipper};
+use opsbook_world::BoxFuture;
+use opsbook_world::journal::{Entry, Feed, Journal, Query};
 use serde_json::Value;
 
 use super::{client, mask_line, runtime, start_fresh_metrics_db, upstream_lines};
@@ -158,9 +158,9 @@ fn ship(
     let (sink, _kept) = logger::memory();
     let s = shipper::Shipper::new(config, None, journal, sink);
     let before = s.metrics_text();
-    let listener = rt.block_on(twin::loopback()).unwrap();
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
     let stop = Shutdown::new();
-    let server = rt.spawn(twin::serve(s.clone(), Some(listener), stop.signal()));
+    let server = rt.spawn(opsbook_twin::serve(s.clone(), Some(listener), stop.signal()));
     let deadline = Instant::now() + Duration::from_secs(10);
     while s.sent_entries() < want {
         assert!(Instant::now() < deadline, "sent {} of {want}", s.sent_entries());
@@ -177,10 +177,10 @@ fn the_shipper_reads_max_age_back_then_resumes_from_its_positions_file() {
     let rt = runtime();
     let (store_url, _store, _stop) = super::start_log_store(
         &rt,
-        opsbook::twin::log_store::Options { ready_delay: Duration::ZERO, ..Default::default() },
+        opsbook_twin::log_store::Options { ready_delay: Duration::ZERO, ..Default::default() },
     );
     let dir = tempfile::tempdir().unwrap();
-    let now = (twin::now_ns() / 1000) as u64;
+    let now = (opsbook_twin::now_ns() / 1000) as u64;
     let hour = 3_600_000_000;
     let journal = Arc::new(Backlog(
         std::sync::Mutex::new(vec![
@@ -280,13 +280,13 @@ fn the_shippers_final_error_is_alloys_in_logfmt_and_in_json() {
         let config = shipper::config::parse("s.toml", &text).unwrap();
         let (sink, kept) = logger::memory();
         let journal = Arc::new(Backlog(
-            std::sync::Mutex::new(vec![entry((twin::now_ns() / 1000) as u64, "x")]),
+            std::sync::Mutex::new(vec![entry((opsbook_twin::now_ns() / 1000) as u64, "x")]),
             Default::default(),
         ));
         let s = shipper::Shipper::new(config, None, journal, sink);
-        let listener = rt.block_on(twin::loopback()).unwrap();
+        let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
         let stop = Shutdown::new();
-        let server = rt.spawn(twin::serve(s.clone(), Some(listener), stop.signal()));
+        let server = rt.spawn(opsbook_twin::serve(s.clone(), Some(listener), stop.signal()));
         let deadline = Instant::now() + Duration::from_secs(10);
         let seen = loop {
             let lines = masked(&kept);

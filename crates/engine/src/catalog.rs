@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::error::Error;
-use crate::suggest::suggest;
+use opsbook_base::error::Error;
+use opsbook_base::suggest::suggest;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
@@ -99,7 +99,7 @@ impl Catalog {
             );
         }
         dirs.push((PathBuf::from("runbooks"), "working directory"));
-        if let Some(config) = crate::config::xdg_config_home() {
+        if let Some(config) = opsbook_base::config::xdg_config_home() {
             dirs.push((config.join("opsbook/runbooks"), "$XDG_CONFIG_HOME"));
         }
         dirs.push((PathBuf::from("/etc/opsbook/runbooks"), "system"));
@@ -187,10 +187,10 @@ impl Catalog {
 
     fn load_file(&self, name: &str, kind: Kind, dir: &Path, path: &Path) -> Result<Entry, Error> {
         let what = match kind {
-            Kind::Runbook => crate::input::RUNBOOK,
-            Kind::Module => crate::input::MODULE,
+            Kind::Runbook => opsbook_base::input::RUNBOOK,
+            Kind::Module => opsbook_base::input::MODULE,
         };
-        let text: Arc<str> = crate::input::read_text_or(path, what, |source| Error::Io {
+        let text: Arc<str> = opsbook_base::input::read_text_or(path, what, |source| Error::Io {
             context: format!("cannot read `{}`", path.display()),
             source,
         })?

@@ -1,17 +1,17 @@
 //! Reaching one inventory host: its configuration and the world calls act on.
 //!
 //! A host with no address is this machine (`World::real`). Any other is reached over one
-//! shared OpenSSH connection (`crate::transport::Ssh`): its service manager, journal, commands
+//! shared OpenSSH connection (`opsbook_world::transport::Ssh`): its service manager, journal, commands
 //! and files over that connection, and its endpoints through sockets forwarded over it, so they
 //! are asked from the host itself (`world::remote::endpoints_from_host`). Used by fleet runs (a
 //! session per host), the REPL's `--host`, and `fleet::on` (a block acting on another host).
 
 use std::sync::Arc;
 
-use crate::config::{Config, keys};
-use crate::inventory::Host;
-use crate::transport::{BusScope, Ssh, SshTarget};
-use crate::world::{World, remote};
+use opsbook_base::config::{Config, keys};
+use opsbook_inventory::Host;
+use opsbook_world::transport::{BusScope, Ssh, SshTarget};
+use opsbook_world::{World, remote};
 
 /// The configuration and world of `h`; `Err` quotes why it cannot be reached (ssh's words).
 pub fn open(h: &Host) -> Result<(Config, World), String> {
@@ -21,7 +21,7 @@ pub fn open(h: &Host) -> Result<(Config, World), String> {
     target.user = h.user.as_ref().map(|u| u.value.clone());
     target.port = h.port.as_ref().map(|p| p.value);
     target.key = h.key.as_ref().map(|k| std::path::PathBuf::from(&k.value));
-    target.options = crate::config::list(&config.text(keys::SSH_OPTIONS));
+    target.options = opsbook_base::config::list(&config.text(keys::SSH_OPTIONS));
     target.persist = Some(config.duration(keys::SSH_PERSIST));
     let max_masters = config.int(keys::SSH_MAX_MASTERS);
     if max_masters < 1 {

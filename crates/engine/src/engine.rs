@@ -17,12 +17,12 @@ use rhai::{Dynamic, Engine, EvalAltResult, Module, ParseError, Position, Scope, 
 type SharedModule = Shared<Module>;
 
 use crate::catalog::{Catalog, Kind};
-use crate::config::keys;
-use crate::diagnostic::Diagnostic;
 use crate::import_cycle::ImportCycle;
-use crate::report::Level;
-use crate::suggest::did_you_mean;
 use crate::verbs::{self, Context};
+use opsbook_base::config::keys;
+use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::report::Level;
+use opsbook_base::suggest::did_you_mean;
 
 /// Rhai's standard library, built once for the process and shared by every engine (each
 /// host of a fleet run has its own engine; `Engine::new` would build the library for each).
@@ -137,7 +137,7 @@ impl ModuleResolver for CatalogResolver {
         }
         let in_module = |e: Box<EvalAltResult>| Box::new(EvalAltResult::ErrorInModule(path.to_string(), e, pos));
         let entry = self.catalog.find(Kind::Module, path).map_err(|e| match e {
-            crate::error::Error::UnknownModule { .. } => {
+            opsbook_base::error::Error::UnknownModule { .. } => {
                 Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos))
             }
             // There, yet no file to read (a folder, FIFO or device): said as such.

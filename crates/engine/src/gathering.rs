@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::cancel::Cancel;
+use opsbook_base::cancel::Cancel;
 
 /// The hosts of a run, where each stands, and the permits to act.
 pub struct Gathering {

@@ -8,12 +8,6 @@
 //! runbook never sees which transport it runs on; this crate never builds a sandbox or a twin
 //! and never parses the command line.
 
-// Paths of the layers below, as the code here names them.
-use opsbook_base::{cancel, config, diagnostic, error, input, progress, report, secret, suggest};
-use opsbook_inventory as inventory;
-use opsbook_wire as wire;
-use opsbook_world::{self as world, http_client, transport};
-
 pub mod catalog;
 pub mod connect;
 pub mod engine;

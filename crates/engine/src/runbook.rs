@@ -13,8 +13,8 @@ use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Stmt};
 
 use crate::catalog::{Catalog, Entry};
 use crate::engine;
-use crate::error::Error;
-use crate::suggest::suggest;
+use opsbook_base::error::Error;
+use opsbook_base::suggest::suggest;
 
 /// What a parameter accepts, from the kind of its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +76,7 @@ impl Param {
         Ok(match self.kind {
             ParamKind::Text | ParamKind::Required => Dynamic::from(text.to_string()),
             ParamKind::Duration => {
-                crate::config::parse_duration(text).ok_or_else(bad)?;
+                opsbook_base::config::parse_duration(text).ok_or_else(bad)?;
                 Dynamic::from(text.to_string())
             }
             ParamKind::Int => Dynamic::from(text.trim().parse::<i64>().map_err(|_| bad())?),
@@ -115,7 +115,7 @@ fn kind_of(default: &Dynamic) -> ParamKind {
         ParamKind::List
     } else if let Some(s) = default.read_lock::<ImmutableString>()
         && s.trim().parse::<f64>().is_err()
-        && crate::config::parse_duration(&s).is_some()
+        && opsbook_base::config::parse_duration(&s).is_some()
     {
         ParamKind::Duration
     } else {

@@ -7,13 +7,6 @@
 //! Architecture invariant: a host's failure is that host's: nothing here lets one host stop
 //! the others; this crate parses no command line (its options are plain data).
 
-// Paths of the layers below, as the code here names them.
-use opsbook_base::{cancel, config, error, report, secret};
-use opsbook_engine::{catalog, connect, engine, gathering, runbook, verbs};
-use opsbook_inventory as inventory;
-use opsbook_sandbox as sandbox;
-use opsbook_world as world;
-
 pub mod options;
 pub mod rollout;
 pub mod run;

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::config::{Config, Sources};
-use crate::error::Error;
-use crate::inventory::Inventory;
-use crate::report::Format;
+use opsbook_base::config::{Config, Sources};
+use opsbook_base::error::Error;
+use opsbook_base::report::Format;
+use opsbook_inventory::Inventory;
 
 /// Options accepted anywhere on the command line.
 #[derive(Debug, Args, Clone, Default)]

@@ -20,15 +20,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cancel::Cancel;
-use crate::error::Error;
-use crate::inventory::Inventory;
 use crate::options::RolloutOptions;
-use crate::report::Format;
-use crate::report::rollout::{self, Batch, HostOutcome, HostResult, Plan, Rollout, why_failed};
 use crate::run::run_one;
 use crate::session::Session;
 use crate::targets::Target;
+use opsbook_base::cancel::Cancel;
+use opsbook_base::error::Error;
+use opsbook_base::report::Format;
+use opsbook_base::report::rollout::{self, Batch, HostOutcome, HostResult, Plan, Rollout, why_failed};
+use opsbook_inventory::Inventory;
 
 /// The runbook that keeps, restores and drops what a host had (its `step` parameter).
 const ROLLBACK: &str = "rollback";
@@ -59,7 +59,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
         first.compile(job.runbook)?.bind(job.params)?;
         first.compile(ROLLBACK)?.bind(&rollback_params(job.params, "save"))?;
         let cancels = sessions.iter().map(|s| s.context.cancel.clone()).collect();
-        crate::cancel::on_signals_draining(first.context.runtime(), drain.clone(), cancels);
+        opsbook_base::cancel::on_signals_draining(first.context.runtime(), drain.clone(), cancels);
     }
     let ranges = batches(targets.len(), options);
     let mut rollout = Rollout {
@@ -72,7 +72,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
         dry_run: job.dry_run,
     };
     let started = Instant::now();
-    let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
+    let mut out = opsbook_base::secret::RedactingWriter::new(std::io::stdout().lock());
     let written = |e| Error::Io { context: "cannot write the report".into(), source: e };
     if job.dry_run {
         plan_all(&targets, &inventory, job, &ranges, &mut rollout);
@@ -97,7 +97,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
     rollout.interrupted = drain.is_cancelled();
     rollout::write(&mut out, job.format, &rollout, started.elapsed()).map_err(written)?;
     if let Some(path) = job.save_json {
-        crate::report::json::save(path, &rollout::document(&rollout, started.elapsed()))?;
+        opsbook_base::report::json::save(path, &rollout::document(&rollout, started.elapsed()))?;
     }
     Ok(rollout.exit_code())
 }

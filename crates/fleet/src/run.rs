@@ -9,14 +9,14 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cancel::Cancel;
-use crate::error::Error;
-use crate::inventory::Inventory;
-use crate::report::Mode;
-use crate::report::fleet::{self, HostRun};
-use crate::report::{Format, Formatter, Outcome, Recorder, Report};
 use crate::session::Session;
 use crate::targets::Target;
+use opsbook_base::cancel::Cancel;
+use opsbook_base::error::Error;
+use opsbook_base::report::Mode;
+use opsbook_base::report::fleet::{self, HostRun};
+use opsbook_base::report::{Format, Formatter, Outcome, Recorder, Report};
+use opsbook_inventory::Inventory;
 
 /// Runs `runbook` with `params` on every target, `forks` acting at a time, writes the fleet's
 /// report to stdout (and its JSON document to `save_json` when given, `--save-json`) and
@@ -43,7 +43,7 @@ pub fn run(
         once.bind(params)?;
         compiled = Some(once);
         let cancels: Vec<Cancel> = sessions.iter().map(|s| s.context.cancel.clone()).collect();
-        crate::cancel::on_signals(first.context.runtime(), cancels, "the runbook on every host");
+        opsbook_base::cancel::on_signals(first.context.runtime(), cancels, "the runbook on every host");
     }
 
     let started = Instant::now();
@@ -80,9 +80,9 @@ pub fn run(
     // The saved report first: it must not depend on who reads stdout (`| head -1`).
     let took = started.elapsed();
     if let Some(path) = save_json {
-        crate::report::json::save(path, &fleet::document(&runs, took))?;
+        opsbook_base::report::json::save(path, &fleet::document(&runs, took))?;
     }
-    let mut out = crate::secret::RedactingWriter::new(std::io::stdout().lock());
+    let mut out = opsbook_base::secret::RedactingWriter::new(std::io::stdout().lock());
     match fleet::write(&mut out, format, &runs, took) {
         // The reader went away (`| head`): what it wanted it has; the run's status stands.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
@@ -101,7 +101,7 @@ pub(crate) fn run_one(target: &Target, runbook: &str, params: &[(String, String)
 fn run_compiled(
     target: &Target,
     runbook: &str,
-    compiled: Option<&crate::runbook::Compiled>,
+    compiled: Option<&opsbook_engine::runbook::Compiled>,
     params: &[(String, String)],
 ) -> Report {
     let quiet = |name: &str, source: &str, shown, mode| {
@@ -113,7 +113,7 @@ fn run_compiled(
             let mode = Mode { host: Some(target.name.clone()), ..Mode::default() };
             let mut recorder = quiet(runbook, runbook, Default::default(), mode);
             recorder.record(&absent.check, Outcome::Fail, &absent.why, None, None);
-            return recorder.finish(crate::report::End::Completed);
+            return recorder.finish(opsbook_base::report::End::Completed);
         }
     };
     let result = match compiled {
@@ -125,7 +125,7 @@ fn run_compiled(
         // Compiled and bound once already: what fails here is this host's own (its catalog).
         Err(e) => {
             let recorder = quiet(runbook, runbook, Default::default(), session.mode().clone());
-            recorder.finish(crate::report::End::ScriptError(e.to_string()))
+            recorder.finish(opsbook_base::report::End::ScriptError(e.to_string()))
         }
     }
 }

@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::gathering::Gathering;
-use crate::inventory::Inventory;
 use crate::targets::Target;
-use crate::verbs::Ground;
-use crate::verbs::fleet::Place;
+use opsbook_engine::gathering::Gathering;
+use opsbook_engine::verbs::Ground;
+use opsbook_engine::verbs::fleet::Place;
+use opsbook_inventory::Inventory;
 
 /// Runs `each` on every target (`done` is told of each as it ends, with how many have), at
 /// most `forks` at a time, and returns the results in the targets' order. Runbooks on the

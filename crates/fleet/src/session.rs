@@ -16,18 +16,18 @@ use std::sync::{Arc, OnceLock};
 
 use rhai::{Engine, Scope};
 
-use crate::catalog::{Catalog, Kind};
-use crate::config::{Config, Sources};
-use crate::engine::{self, Class};
-use crate::error::Error;
-use crate::inventory::Inventory;
 use crate::options::GlobalOptions;
-use crate::report::{End, Format, Mode, Recorder, Report};
-use crate::runbook::{self, Compiled};
-use crate::sandbox::Sandbox;
-use crate::verbs::Context;
-use crate::verbs::fleet::Place;
-use crate::world::World;
+use opsbook_base::config::{Config, Sources};
+use opsbook_base::error::Error;
+use opsbook_base::report::{End, Format, Mode, Recorder, Report};
+use opsbook_engine::catalog::{Catalog, Kind};
+use opsbook_engine::engine::{self, Class};
+use opsbook_engine::runbook::{self, Compiled};
+use opsbook_engine::verbs::Context;
+use opsbook_engine::verbs::fleet::Place;
+use opsbook_inventory::Inventory;
+use opsbook_sandbox::Sandbox;
+use opsbook_world::World;
 
 /// What a subcommand needs of the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,7 @@ impl Session {
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
                 let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
-                let roles = crate::inventory::Role::ALL.iter().map(|r| r.name().to_string()).collect();
+                let roles = opsbook_inventory::Role::ALL.iter().map(|r| r.name().to_string()).collect();
                 let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
                 let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
                 let own = Arc::new([("localhost".to_string(), session.context.ground())].into());
@@ -139,7 +139,7 @@ impl Session {
     }
 
     /// Compiles any catalog entry (a runbook or a stdlib module).
-    pub fn compile_entry(&self, entry: crate::catalog::Entry) -> Result<Compiled, Error> {
+    pub fn compile_entry(&self, entry: opsbook_engine::catalog::Entry) -> Result<Compiled, Error> {
         runbook::compile(self.engine(), &self.catalog, entry)
     }
 
@@ -216,7 +216,7 @@ impl Session {
                 End::Aborted(format!("{}{place}", explained.message))
             }
             Class::Script => {
-                let diagnostic = crate::secret::redact(&explained.diagnostic.to_string()).into_owned();
+                let diagnostic = opsbook_base::secret::redact(&explained.diagnostic.to_string()).into_owned();
                 eprint!("{}", opsbook_base::shown::escaped(&diagnostic));
                 End::ScriptError(explained.message)
             }

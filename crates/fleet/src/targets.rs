@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use crate::catalog::Catalog;
-use crate::config::{Config, Sources};
-use crate::error::Error;
-use crate::inventory::Inventory;
 use crate::options::GlobalOptions;
-use crate::report::Mode;
-use crate::sandbox::Sandbox;
 use crate::session::Session;
+use opsbook_base::config::{Config, Sources};
+use opsbook_base::error::Error;
+use opsbook_base::report::Mode;
+use opsbook_engine::catalog::Catalog;
+use opsbook_inventory::Inventory;
+use opsbook_sandbox::Sandbox;
 
 /// A host of the run: its name, the roles it plays, and its session — or why there is none
 /// (an unreachable host is a failed check naming it, never a stop for the others).
@@ -50,7 +50,7 @@ pub fn sandbox_targets(
     let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
     // Setting up hundreds of hosts takes a while: Ctrl-C or SIGTERM meanwhile ends it, saying
     // how far it got (exit status 130), instead of killing the process without a word.
-    crate::cancel::catch_set_up();
+    opsbook_base::cancel::catch_set_up();
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) || clients >= 50 {
         eprintln!("setting up the sandbox: a server and {clients} client hosts…");
     }
@@ -71,7 +71,7 @@ pub fn sandbox_targets(
             }
         })
         .collect();
-    if let Some(signal) = crate::cancel::set_up_interrupted() {
+    if let Some(signal) = opsbook_base::cancel::set_up_interrupted() {
         return Err(Error::Interrupted(format!(
             "{signal} while the sandbox was set up: {n} of its {n} simulated hosts were ready; nothing was run",
             n = clients + 1
@@ -96,7 +96,7 @@ pub fn select(
 /// The targets an inventory selection names: this machine for a local host, the host's world
 /// over one shared ssh connection for a remote one, connected `--forks` at a time (so a run
 /// over thousands of hosts never starts thousands of ssh clients at once).
-pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Host]) -> Vec<Target> {
+pub fn inventory_targets(global: &GlobalOptions, hosts: &[&opsbook_inventory::Host]) -> Vec<Target> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let slots: Vec<std::sync::Mutex<Option<Target>>> = hosts.iter().map(|_| Default::default()).collect();
@@ -119,7 +119,7 @@ pub fn inventory_targets(global: &GlobalOptions, hosts: &[&crate::inventory::Hos
 }
 
 /// One host of the selection, with its session or why it has none.
-fn open_target(global: &GlobalOptions, h: &crate::inventory::Host, catalog: Arc<Catalog>) -> Target {
+fn open_target(global: &GlobalOptions, h: &opsbook_inventory::Host, catalog: Arc<Catalog>) -> Target {
     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
     let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
     // A value the inventory could not resolve is this host's failure, not the run's.
@@ -128,7 +128,7 @@ fn open_target(global: &GlobalOptions, h: &crate::inventory::Host, catalog: Arc<
             check: format!("{} resolved from the inventory", h.name),
             why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
         }),
-        None => crate::connect::open(h)
+        None => opsbook_engine::connect::open(h)
             .map(|(config, world)| Session::new(config, world, catalog, mode))
             .map_err(|why| Absent::unreachable(&h.name, why)),
     };
@@ -136,9 +136,9 @@ fn open_target(global: &GlobalOptions, h: &crate::inventory::Host, catalog: Arc<
 }
 
 /// The session of one inventory host (the REPL's `--host`); an unreachable host is an error.
-pub fn host_session(global: &GlobalOptions, host: &crate::inventory::Host) -> Result<Session, Error> {
+pub fn host_session(global: &GlobalOptions, host: &opsbook_inventory::Host) -> Result<Session, Error> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let (config, world) = crate::connect::open(host).map_err(Error::Usage)?;
+    let (config, world) = opsbook_engine::connect::open(host).map_err(Error::Usage)?;
     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(host.name.clone()) };
     Ok(Session::new(config, world, catalog, mode))
 }

@@ -18,9 +18,9 @@ use super::ansible::{AnsibleInventory, HostVar};
 use super::template::Resolver;
 use super::toml_source::{self, At, Setting, TomlGroup, TomlHost, TomlInventory};
 use super::{ADDRESS_VAR, Fact, Host, Inventory, Override, Problem, Role, Source, did_you_mean, json_text};
-use crate::config::{self, Config, KEYS, Origin, Value, keys};
-use crate::diagnostic::Diagnostic;
-use crate::error::Error;
+use opsbook_base::config::{self, Config, KEYS, Origin, Value, keys};
+use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::error::Error;
 
 /// The host variable holding a host's roles (a list, or a comma-separated string).
 pub(crate) const ROLES_VAR: &str = "opsbook_roles";
@@ -313,7 +313,7 @@ fn overrides(
             && !t.trim().is_empty()
         {
             // Known to the redactor before anything could print it.
-            crate::secret::Secret::new(t.clone());
+            opsbook_base::secret::Secret::new(t.clone());
         }
         overrides.push(Override { key, value, from: fact.from });
     }

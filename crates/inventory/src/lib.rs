@@ -15,9 +15,6 @@
 //!
 //! Every fact remembers where it came from (`Source`), for `opsbook hosts`.
 
-// Paths of the layers below, as the code here names them.
-use opsbook_base::{config, diagnostic, error, input, secret, suggest};
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,15 +23,14 @@ use serde_json::Value as Json;
 
 pub mod ansible;
 mod build;
-pub use opsbook_base::pattern;
 pub(crate) mod role;
 pub mod template;
 pub(crate) mod toml_source;
 
-use crate::config::{Config, keys};
-use crate::error::Error;
-use crate::suggest::did_you_mean;
 use ansible::{Level, Place};
+use opsbook_base::config::{Config, keys};
+use opsbook_base::error::Error;
+use opsbook_base::suggest::did_you_mean;
 pub use role::{COMPONENTS, Component, Reload, Repository, Role, Tier};
 
 /// The Ansible variable holding a host's address.
@@ -84,7 +80,7 @@ pub struct Fact<T> {
 #[derive(Debug, Clone)]
 pub struct Override {
     pub key: &'static keys::Key,
-    pub value: crate::config::Value,
+    pub value: opsbook_base::config::Value,
     pub from: Source,
 }
 
@@ -188,16 +184,17 @@ impl Inventory {
     /// The hosts an Ansible-style pattern selects (see `pattern.rs`): a name is a group, else
     /// a host, else a role. A name that is none of these is an error with a suggestion.
     pub fn select(&self, pattern: &str) -> Result<Vec<&Host>, Error> {
-        let parsed = pattern::Pattern::parse(pattern).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
+        let parsed =
+            opsbook_base::pattern::Pattern::parse(pattern).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
         let selected = parsed.evaluate(|m| self.matching(m))?;
         Ok(selected.into_iter().map(|i| &self.hosts[i]).collect())
     }
 
-    fn matching(&self, matcher: &pattern::Matcher) -> Result<BTreeSet<usize>, Error> {
+    fn matching(&self, matcher: &opsbook_base::pattern::Matcher) -> Result<BTreeSet<usize>, Error> {
         let index = |names: &BTreeSet<String>| -> BTreeSet<usize> {
             self.hosts.iter().enumerate().filter(|(_, h)| names.contains(&h.name)).map(|(i, _)| i).collect()
         };
-        if let pattern::Matcher::Name(name) = matcher {
+        if let opsbook_base::pattern::Matcher::Name(name) = matcher {
             if let Some(members) = self.groups.get(name) {
                 return Ok(index(members));
             }
@@ -287,7 +284,7 @@ fn configured_path(config: &Config) -> Option<PathBuf> {
     }
     let path = PathBuf::from(text);
     match &setting.origin {
-        crate::config::Origin::File { path: file, .. } if path.is_relative() => {
+        opsbook_base::config::Origin::File { path: file, .. } if path.is_relative() => {
             Some(file.parent().unwrap_or(Path::new(".")).join(path))
         }
         _ => Some(path),
@@ -307,7 +304,7 @@ fn json_text(value: &Json) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Sources;
+    use opsbook_base::config::Sources;
 
     /// Three clients in an INI inventory, a server only opsbook.toml knows, roles by group.
     fn fleet() -> (tempfile::TempDir, Inventory) {

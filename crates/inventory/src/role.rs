@@ -16,7 +16,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::suggest::did_you_mean;
+use opsbook_base::suggest::did_you_mean;
 
 /// A component of the stack a host runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -219,7 +219,7 @@ impl fmt::Display for Role {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::keys::{self, Kind};
+    use opsbook_base::config::keys::{self, Kind};
 
     #[test]
     fn names_and_aliases_parse_to_the_same_role() {

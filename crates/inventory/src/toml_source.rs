@@ -25,10 +25,10 @@ use toml::de::{DeTable, DeValue};
 
 use super::Role;
 use super::ansible::Place;
-use crate::config::{self, Key, Value};
-use crate::diagnostic::Diagnostic;
-use crate::error::Error;
-use crate::suggest::did_you_mean;
+use opsbook_base::config::{self, Key, Value};
+use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::error::Error;
+use opsbook_base::suggest::did_you_mean;
 
 /// A value with the place it was written.
 #[derive(Debug, Clone)]
@@ -79,9 +79,8 @@ const GROUP_FIELDS: [&str; 3] = ["hosts", "roles", "config"];
 pub(crate) fn read(files: &[PathBuf]) -> Result<TomlInventory, Error> {
     let mut out = TomlInventory::default();
     for path in files {
-        let text = crate::input::read_text_or(path, crate::input::CONFIG, |e| Error::ConfigFileMissing {
-            path: path.clone(),
-            reason: e.to_string(),
+        let text = opsbook_base::input::read_text_or(path, opsbook_base::input::CONFIG, |e| {
+            Error::ConfigFileMissing { path: path.clone(), reason: e.to_string() }
         })?;
         // The config loader parsed this file already; a parse error here cannot be new.
         let Ok(table) = DeTable::parse(&text) else { continue };
@@ -257,7 +256,7 @@ impl File<'_> {
                 && !t.trim().is_empty()
             {
                 // Known to the redactor before anything could print it.
-                crate::secret::Secret::new(t.clone());
+                opsbook_base::secret::Secret::new(t.clone());
             }
             out.push(Setting { key, value, place: self.place(offset) });
         }

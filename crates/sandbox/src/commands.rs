@@ -9,10 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::twin::{agent, shipper};
-use crate::world::BoxFuture;
-use crate::world::commands::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
-use crate::world::local_files::confined;
+use opsbook_twin::{agent, shipper};
+use opsbook_world::BoxFuture;
+use opsbook_world::commands::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
+use opsbook_world::local_files::confined;
 
 /// The sandbox's `Commands` for one simulated host, whose `/` is `root`.
 pub(crate) struct SimCommands {
@@ -128,7 +128,7 @@ fn walk(at: &Path, shown: &str, found: &mut Vec<String>) {
 
 fn show(root: &Path, path: &str, out: &mut String) {
     let at = confined(root, path);
-    match crate::input::read_text(&at, crate::input::FILE) {
+    match opsbook_base::input::read_text(&at, opsbook_base::input::FILE) {
         Ok(text) => out.push_str(&format!("\u{1}F {path}\n{text}\n")),
         Err(_) if at.exists() => out.push_str(&format!("\u{1}U {path}\n")),
         Err(_) => out.push_str(&format!("\u{1}M {path}\n")),

@@ -1,5 +1,5 @@
 //! The four twin components as the simulated units run them: starting a unit binds its
-//! loopback port and serves (through `twin::serve`, as `opsbook twin` does) (so a stopped server's port refuses connections, as a real one
+//! loopback port and serves (through `opsbook_twin::serve`, as `opsbook twin` does) (so a stopped server's port refuses connections, as a real one
 //! does), stopping it closes the port. Each component re-reads its configuration file at
 //! start, as the real process would; its log lines go to the sandbox journal under its unit.
 //! Faults that belong to a process (fail at start, slow to listen, not writing, reload
@@ -17,14 +17,14 @@ use tokio::task::JoinHandle;
 
 use super::journal::MemJournal;
 use super::units::Component;
-use crate::twin::agent::{self, Agent};
-use crate::twin::log_store::LogStore;
-use crate::twin::logger::{Level, Sink};
-use crate::twin::metrics_db::MetricsDb;
-use crate::twin::shipper::{self, Shipper};
-use crate::twin::{self, Shutdown, logger};
-use crate::world::BoxFuture;
-use crate::world::journal::Journal;
+use opsbook_twin::agent::{self, Agent};
+use opsbook_twin::log_store::LogStore;
+use opsbook_twin::logger::{Level, Sink};
+use opsbook_twin::metrics_db::MetricsDb;
+use opsbook_twin::shipper::{self, Shipper};
+use opsbook_twin::{Shutdown, logger};
+use opsbook_world::BoxFuture;
+use opsbook_world::journal::Journal;
 
 /// A component's log sink: its lines in the sandbox journal, under its unit and current PID.
 pub(crate) struct Voice {
@@ -144,7 +144,7 @@ impl Component for MetricsDbComponent {
                     }
                 };
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = twin::serve(db, Some(l), shutdown.signal()).await;
+                    let _ = opsbook_twin::serve(db, Some(l), shutdown.signal()).await;
                 }
             });
             Ok(())
@@ -177,7 +177,7 @@ impl Component for LogStoreComponent {
             let store = self.store.clone();
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = twin::serve(store, Some(l), shutdown.signal()).await;
+                    let _ = opsbook_twin::serve(store, Some(l), shutdown.signal()).await;
                 }
             });
             Ok(())
@@ -226,7 +226,7 @@ impl Component for AgentComponent {
             // Logged before logging is set up: in the journal even with a logfile.
             agent.say_early(Level::Info, &format!("Loading config: {}", self.config.display()));
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
-                let _ = twin::serve(agent, None, shutdown.signal()).await;
+                let _ = opsbook_twin::serve(agent, None, shutdown.signal()).await;
             });
             Ok(())
         })
@@ -299,7 +299,7 @@ impl Component for ShipperComponent {
             let following = self.journal.followers();
             self.common.running.spawn(&self.common.runtime, move |shutdown| async move {
                 if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
-                    let _ = twin::serve(shipper, Some(l), shutdown.signal()).await;
+                    let _ = opsbook_twin::serve(shipper, Some(l), shutdown.signal()).await;
                 }
             });
             // Started once its pipeline follows the journal, so no line logged after the

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use crate::world::BoxFuture;
-use crate::world::containers::{Container, Containers, Row, Stats};
+use opsbook_world::BoxFuture;
+use opsbook_world::containers::{Container, Containers, Row, Stats};
 
 /// No containers.
 pub(crate) struct NoContainers;

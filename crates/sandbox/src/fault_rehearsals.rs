@@ -7,9 +7,9 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use super::Sandbox;
-use crate::config::{Config, keys};
-use crate::world::journal::Entry;
-use crate::world::units::full_name;
+use opsbook_base::config::{Config, keys};
+use opsbook_world::journal::Entry;
+use opsbook_world::units::full_name;
 
 /// One sandbox at a time: a sandbox's private directory is named after the process.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -27,7 +27,7 @@ fn start(fault: &str) -> (std::sync::MutexGuard<'static, ()>, Sandbox, Config) {
 fn lines_until(
     sandbox: &Sandbox,
     config: &Config,
-    key: &crate::config::Key,
+    key: &opsbook_base::config::Key,
     manager: bool,
     done: impl Fn(&str) -> bool,
 ) -> Vec<String> {

@@ -28,7 +28,7 @@
 
 use std::time::Duration;
 
-use crate::suggest::did_you_mean;
+use opsbook_base::suggest::did_you_mean;
 
 /// The four components, in the order the stack module lists them.
 pub(crate) const COMPONENTS: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
@@ -162,7 +162,7 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
         "down" => Fault::Down,
         "fail-start" => Fault::FailStart,
         "slow-ready" if server => {
-            let d = value.map_or(Some(Duration::from_secs(15)), crate::config::parse_duration);
+            let d = value.map_or(Some(Duration::from_secs(15)), opsbook_base::config::parse_duration);
             Fault::SlowReady(d.ok_or_else(|| format!("fault `{spec}`: `{}` is not a duration", value.unwrap_or("")))?)
         }
         "error-500" if server => Fault::Error500,

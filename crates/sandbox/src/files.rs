@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use crate::secret::Secret;
+use opsbook_base::secret::Secret;
 
 /// Where the servers of a sandbox listen.
 pub(crate) struct Servers {
@@ -83,7 +83,7 @@ pub(crate) fn random_token() -> String {
     use std::io::Read;
     let mut bytes = [0u8; 24];
     if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_err() {
-        let seed = crate::twin::now_ns() as u64 ^ u64::from(std::process::id());
+        let seed = opsbook_twin::now_ns() as u64 ^ u64::from(std::process::id());
         bytes.iter_mut().enumerate().for_each(|(i, b)| *b = (seed >> ((i % 8) * 8)) as u8 ^ i as u8);
     }
     format!("sandbox-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())

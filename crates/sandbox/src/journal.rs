@@ -7,9 +7,9 @@ use std::sync::Mutex;
 use tokio::sync::{broadcast, mpsc};
 
 use super::when;
-use crate::world::BoxFuture;
-use crate::world::journal::{Entry, Feed, Journal, Query};
-use crate::world::units::full_name;
+use opsbook_world::BoxFuture;
+use opsbook_world::journal::{Entry, Feed, Journal, Query};
+use opsbook_world::units::full_name;
 
 /// The journal itself.
 pub struct MemJournal {

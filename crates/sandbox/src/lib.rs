@@ -22,11 +22,6 @@
 //! when the agent is `not-writing`); from then on the agent writes real samples of this
 //! machine every second and the shipper ships the sandbox journal.
 
-// Paths of the layers below, as the code here names them.
-use opsbook_base::{cancel, config, error, input, secret, suggest};
-use opsbook_twin as twin;
-use opsbook_world as world;
-
 pub(crate) mod commands;
 pub(crate) mod components;
 pub(crate) mod containers;
@@ -42,13 +37,13 @@ pub(crate) mod when;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::config::{Config, Origin, Value, keys};
-use crate::error::Error;
-use crate::secret::Secret;
-use crate::suggest::did_you_mean;
-use crate::world::World;
 use faults::Faults;
 use files::{ClientFiles, Servers};
+use opsbook_base::config::{Config, Origin, Value, keys};
+use opsbook_base::error::Error;
+use opsbook_base::secret::Secret;
+use opsbook_base::suggest::did_you_mean;
+use opsbook_world::World;
 use stack::{ServerSide, SimHost};
 
 /// A running sandbox: one simulated host, or a fleet of them. Dropping it stops the runtime
@@ -132,7 +127,7 @@ impl Sandbox {
 
         // A signal while a large fleet is set up stops it between two hosts (`cancel::catch_set_up`).
         let interrupted = |done: usize, what: &str| {
-            cancel::set_up_interrupted().map(|signal| {
+            opsbook_base::cancel::set_up_interrupted().map(|signal| {
                 Error::Interrupted(format!(
                     "{signal} while the sandbox was set up: {done} of its {} simulated hosts {what}; nothing was run",
                     names.len()
@@ -194,7 +189,7 @@ fn boot_in_order(runtime: &tokio::runtime::Runtime, hosts: &[Host]) -> usize {
                 tokio::select! {
                     _ = &mut boot => break,
                     _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
-                        if cancel::set_up_interrupted().is_some() {
+                        if opsbook_base::cancel::set_up_interrupted().is_some() {
                             return i;
                         }
                     }
@@ -249,9 +244,9 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         journal: sim.journal.clone(),
         commands: Arc::new(commands::SimCommands { root: root.to_path_buf() }),
         containers: Arc::new(containers::NoContainers),
-        net: Arc::new(crate::world::net::LocalNet),
-        files: Arc::new(crate::world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),
-        endpoints: crate::world::endpoints::Endpoints::default(),
+        net: Arc::new(opsbook_world::net::LocalNet),
+        files: Arc::new(opsbook_world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),
+        endpoints: opsbook_world::endpoints::Endpoints::default(),
         connection: None,
         sandbox: true,
     })

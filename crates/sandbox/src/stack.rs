@@ -10,9 +10,9 @@ use super::faults::{Fault, Faults};
 use super::files::{ClientFiles, Servers};
 use super::journal::MemJournal;
 use super::units::SimManager;
-use crate::config::{Config, Key, keys};
-use crate::secret::Secret;
-use crate::twin::{log_store, metrics_db};
+use opsbook_base::config::{Config, Key, keys};
+use opsbook_base::secret::Secret;
+use opsbook_twin::{log_store, metrics_db};
 
 /// A simulated host.
 pub struct SimHost {
@@ -54,7 +54,7 @@ impl SimHost {
     }
 
     fn unit(config: &Config, key: &Key) -> String {
-        crate::world::units::full_name(&config.text(key))
+        opsbook_world::units::full_name(&config.text(key))
     }
 
     fn common(&self, component: &str, unit: &str, identifier: &str, failure: &str) -> Common {
@@ -305,8 +305,8 @@ fn apply_server_faults(faults: &Faults, db: &metrics_db::MetricsDb, store: &log_
 /// Ten minutes of plausible samples every 10 s, so "recent data" checks find some at once,
 /// ending `ended_ago` seconds before now.
 fn seed_history(db: &metrics_db::MetricsDb, bucket: &str, ended_ago: i64) {
-    let host = crate::twin::hostname();
-    let now_s = crate::twin::now_ns() / 1_000_000_000 - ended_ago;
+    let host = opsbook_twin::hostname();
+    let now_s = opsbook_twin::now_ns() / 1_000_000_000 - ended_ago;
     let mut lines = String::new();
     for i in (1..=60).rev() {
         let t = now_s - i * 10;

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::journal::MemJournal;
-use crate::world::BoxFuture;
-use crate::world::units::{Job, JobOutcome, UnitError, UnitStatus, Units};
+use opsbook_world::BoxFuture;
+use opsbook_world::units::{Job, JobOutcome, UnitError, UnitStatus, Units};
 
 /// What a simulated unit runs.
 pub trait Component: Send + Sync {

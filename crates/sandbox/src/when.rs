@@ -41,8 +41,8 @@ pub(crate) fn parse(text: &str, now_us: u64) -> Result<u64, String> {
 /// "1 hour", "5min", "2h 30m", "90s".
 fn span(text: &str) -> Option<u64> {
     let compact: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::config::parse_duration(&compact)
-        .or_else(|| crate::config::parse_duration(&compact.replace(' ', "")))
+    opsbook_base::config::parse_duration(&compact)
+        .or_else(|| opsbook_base::config::parse_duration(&compact.replace(' ', "")))
         .or_else(|| humantime::parse_duration(&compact).ok())
         .map(|d: Duration| d.as_micros() as u64)
 }

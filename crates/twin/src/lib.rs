@@ -1,5 +1,5 @@
 //! The stack twin: faithful stand-ins for the four components, speaking the real wire
-//! formats (each written and read by `crate::wire`), usable as processes (`opsbook twin
+//! formats (each written and read by `opsbook_wire`), usable as processes (`opsbook twin
 //! SERVICE`, e.g. as systemd units under the stack's names and ports; see `process`) and
 //! in-process (the `--sandbox`, see `crate::sandbox::components`). Both start a twin the same
 //! way: its state from options, then `twin::serve(state, listener, stop)` (each component
@@ -22,11 +22,6 @@
 //! the twins accept: Loki's single-dash flags, Telegraf's `--config`). Each process logs to stdout in its
 //! counterpart's style, so under systemd the journal holds its lines.
 
-// Paths of the layers below, as the code here names them.
-use opsbook_base::{config, diagnostic, error, secret, suggest};
-use opsbook_wire as wire;
-use opsbook_world as world;
-
 pub mod agent;
 pub mod argv;
 pub(crate) mod faults;
@@ -45,7 +40,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::net::TcpListener;
 
-use crate::world::BoxFuture;
+use opsbook_world::BoxFuture;
 pub use process::{Service, TwinArgs, run};
 
 /// How a running twin is told to stop: SIGINT/SIGTERM for a process (`stop_signal`), its
@@ -155,7 +150,7 @@ impl Shutdown {
 
 /// The `PROGRAM_build_info` gauge every Go server of the stack exposes (Prometheus' version
 /// collector), as the log store's and the shipper's `/metrics` carry it.
-pub(crate) fn build_info(w: &mut crate::wire::exposition::Writer, program: &str, version: &str, go: &str, tags: &str) {
+pub(crate) fn build_info(w: &mut opsbook_wire::exposition::Writer, program: &str, version: &str, go: &str, tags: &str) {
     let name = format!("{program}_build_info");
     w.family(
         &name,

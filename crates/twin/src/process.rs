@@ -2,7 +2,7 @@
 //! logging to stdout (so under systemd its lines land in the journal). The command line of
 //! each service is here; each service is then started the one way every twin starts — its
 //! state built from options, then its `serve` (or the agent's `run`) with a shutdown future,
-//! here the stop signals, in the sandbox a `Shutdown` handle (`crate::sandbox::components`).
+//! here the stop signals, in the sandbox a `Shutdown` handle (`opsbook-sandbox`'s `components.rs`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 
 use super::logger::Level;
 use super::{agent, log_store, logger, metrics_db, shipper, stop_signal};
-use crate::error::Error;
+use opsbook_base::error::Error;
 
 /// `opsbook twin SERVICE …`
 #[derive(Debug, Args)]
@@ -188,7 +188,7 @@ pub enum ShipperAction {
 }
 
 fn duration(text: &str) -> Result<Duration, String> {
-    crate::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration (e.g. 15s, 1h)"))
+    opsbook_base::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration (e.g. 15s, 1h)"))
 }
 
 /// Runs one twin in the foreground until SIGINT/SIGTERM; returns the exit status.
@@ -401,7 +401,7 @@ async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
         setup_file: bolt_path.clone(),
     };
     let db = match a.token.filter(|t| !t.trim().is_empty()) {
-        Some(token) => metrics_db::MetricsDb::new(options, crate::secret::Secret::new(token), logger::stdout()),
+        Some(token) => metrics_db::MetricsDb::new(options, opsbook_base::secret::Secret::new(token), logger::stdout()),
         None => metrics_db::MetricsDb::fresh(options, logger::stdout()),
     };
     if let Some(path) = &bolt_path

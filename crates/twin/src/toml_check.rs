@@ -1,7 +1,7 @@
 //! Reading the twins' TOML config files with located diagnostics: every problem — a syntax
 //! error, an unknown key, a value of the wrong type, a bad duration or address — is reported
 //! at its `file:line:col`, all of them at once, in the same rustc-like form as opsbook's own
-//! config errors (`crate::diagnostic`).
+//! config errors (`opsbook_base::diagnostic`).
 
 use std::ops::Range;
 use std::time::Duration;
@@ -9,8 +9,8 @@ use std::time::Duration;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::diagnostic::Diagnostic;
-use crate::suggest::did_you_mean;
+use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::suggest::did_you_mean;
 
 /// Collects diagnostics while reading one file.
 pub(crate) struct Checker<'a> {
@@ -140,7 +140,7 @@ impl<'a> Checker<'a> {
     pub(crate) fn duration(&mut self, table: &DeTable<'a>, key: &str) -> Option<Duration> {
         let (_, v) = Self::find(table, key)?;
         let parsed = match v.get_ref() {
-            DeValue::String(s) => crate::config::parse_duration(s),
+            DeValue::String(s) => opsbook_base::config::parse_duration(s),
             DeValue::Integer(i) => i.as_str().parse::<u64>().ok().map(Duration::from_secs),
             _ => None,
         };

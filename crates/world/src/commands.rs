@@ -1,9 +1,9 @@
 //! The process seam: running a command (argv, no shell) with a deadline. The real
-//! implementation is the one process runner (`crate::process`): its own process group, killed
+//! implementation is the one process runner (`opsbook_base::process`): its own process group, killed
 //! whole on timeout or when the caller gives up, so nothing it started lingers.
 
 use super::BoxFuture;
-pub use crate::process::{Completed, Invocation};
+pub use opsbook_base::process::{Completed, Invocation};
 
 /// The agent's verbs read its configuration files with this script (`sh -c`, arguments `f:FILE`
 /// and `d:DIR`): it prints each file Telegraf would load, in its order: `\x01F PATH` then the text, or
@@ -43,6 +43,6 @@ pub struct Processes;
 
 impl Commands for Processes {
     fn run<'a>(&'a self, inv: &'a Invocation) -> BoxFuture<'a, Result<Completed, String>> {
-        Box::pin(crate::process::run(inv))
+        Box::pin(opsbook_base::process::run(inv))
     }
 }

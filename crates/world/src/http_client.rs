@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::config::Config;
-use crate::config::keys;
-use crate::secret::Secret;
+use opsbook_base::config::Config;
+use opsbook_base::config::keys;
+use opsbook_base::secret::Secret;
 
 /// What both clients share: no redirects (a probe reports a 30x), a connect deadline.
 fn builder() -> reqwest::ClientBuilder {
@@ -120,7 +120,7 @@ impl Response {
 
     /// `HTTP 503: Ingester not ready…` — the status and the start of the body.
     pub fn summary(&self) -> String {
-        let body = crate::wire::excerpt(&self.body, 160);
+        let body = opsbook_wire::excerpt(&self.body, 160);
         if body.is_empty() { format!("HTTP {}", self.status) } else { format!("HTTP {}: {body}", self.status) }
     }
 }

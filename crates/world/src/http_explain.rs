@@ -77,7 +77,7 @@ pub(crate) async fn first_bytes(url: &reqwest::Url, timeout: Duration) -> String
     };
     match tokio::time::timeout(limit, read).await {
         Ok(Some(bytes)) if !bytes.is_empty() => {
-            format!("\"{}\"", crate::wire::excerpt(&String::from_utf8_lossy(&bytes), 80))
+            format!("\"{}\"", opsbook_wire::excerpt(&String::from_utf8_lossy(&bytes), 80))
         }
         _ => "nothing it could read".into(),
     }

@@ -271,13 +271,13 @@ impl Journal for Journalctl {
             let Some(ssh) = &self.via else { return native_send(identifier, message, priority) };
             // journald's socket is the host's: its own `systemd-cat` writes there.
             let argv = ["systemd-cat", "-t", identifier, "-p", &priority.to_string()].map(str::to_string);
-            let invocation = crate::process::Invocation {
+            let invocation = opsbook_base::process::Invocation {
                 argv: ssh.command(&argv),
                 timeout: self.timeout,
                 stdin: Some(message.to_string()),
                 ..Default::default()
             };
-            let done = crate::process::run(&invocation).await?;
+            let done = opsbook_base::process::run(&invocation).await?;
             match done.code {
                 Some(0) => Ok(()),
                 _ => Err(format!("systemd-cat on host {} failed: {}", ssh.target().name, done.stderr.trim())),

@@ -6,10 +6,6 @@
 //! `journalctl -o json`, child processes, podman, std::fs), one for another host reached over
 //! its shared ssh connection (`remote`), and, for `--sandbox`, an in-process twin.
 
-// Paths of the layers below, as the code here names them.
-use opsbook_base::{config, error, process, secret};
-use opsbook_wire as wire;
-
 pub mod commands;
 pub mod containers;
 pub mod endpoints;
@@ -30,8 +26,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::config::Config;
-use crate::config::keys;
+use opsbook_base::config::Config;
+use opsbook_base::config::keys;
 
 /// What trait methods that do I/O return: verbs await it through `Context::block_on`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -10,10 +10,10 @@ use std::time::Duration;
 use super::commands::{Commands, Completed, Invocation};
 use super::endpoints::{Endpoints, destination};
 use super::{BoxFuture, World, containers, files, journal, net, systemd_dbus};
-use crate::config::{Config, Origin, Value, keys};
-use crate::error::Error;
 use crate::transport::control::Remote;
 use crate::transport::{BusScope, Ssh};
+use opsbook_base::config::{Config, Origin, Value, keys};
+use opsbook_base::error::Error;
 
 /// What a remote command may take beyond its own timeout before ssh is given up on.
 const SSH_MARGIN: Duration = Duration::from_secs(5);
@@ -39,7 +39,7 @@ impl Commands for SshCommands {
                 env: Vec::new(),
                 stdin: inv.stdin.clone(),
             };
-            let mut done = crate::process::run(&local).await?;
+            let mut done = opsbook_base::process::run(&local).await?;
             // 255 is ssh's own failure (the connection, not the command); 124 is `timeout`'s.
             match done.code {
                 Some(255) => {

@@ -9,10 +9,10 @@ use rhai::{Map, Module, NativeCallContext};
 use super::file::Changed;
 use super::values::{record, text};
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
 use crate::register;
-use crate::report::Level;
-use crate::world::commands::Invocation;
+use opsbook_base::config::keys;
+use opsbook_base::report::Level;
+use opsbook_world::commands::Invocation;
 
 /// The `account::` namespace.
 pub(crate) fn module() -> Module {

@@ -12,9 +12,9 @@ use serde::Serialize;
 use super::tools::{command, run_tool, tail};
 use super::values::record;
 use super::{Context, VerbResult, context};
-use crate::config::keys;
 use crate::register;
-use crate::wire::line_protocol::{self as lineproto, FieldValue};
+use opsbook_base::config::keys;
+use opsbook_wire::line_protocol::{self as lineproto, FieldValue};
 
 /// The `agent::` namespace.
 pub(crate) fn module() -> Module {
@@ -90,7 +90,7 @@ fn timing(cx: &Context) -> VerbResult<Map> {
     let target = super::agent_unit::log_target(cx, &command)?.map_err(super::fail)?;
     let seconds = |key: &str, default: f64| -> VerbResult<f64> {
         let Some(text) = target.agent.get(key) else { return Ok(default) };
-        crate::config::parse_duration(text).map(|d| d.as_secs_f64()).ok_or_else(|| {
+        opsbook_base::config::parse_duration(text).map(|d| d.as_secs_f64()).ok_or_else(|| {
             super::fail(format!(
                 "the agent's [agent] {key} = \"{text}\" is not a duration (in {})",
                 target.read.join(", ")

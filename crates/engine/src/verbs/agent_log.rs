@@ -22,10 +22,10 @@ use super::agent_unit::{self, LogTarget};
 use super::time::positive_duration_arg;
 use super::values::{record, text, time_text};
 use super::{Context, VerbResult, fail};
-use crate::config::keys;
-use crate::world::journal::Query;
-use crate::world::log_level::{Level, classify, line_time_us, rfc3339_us};
-use crate::world::units::{UnitStatus, full_name};
+use opsbook_base::config::keys;
+use opsbook_world::journal::Query;
+use opsbook_world::log_level::{Level, classify, line_time_us, rfc3339_us};
+use opsbook_world::units::{UnitStatus, full_name};
 
 /// What Telegraf logs when it receives SIGHUP (`cmd/telegraf/telegraf.go` `reloadLoop`).
 const RELOADING: &str = "Reloading Telegraf config";
@@ -37,8 +37,8 @@ fn now_us() -> u64 {
 /// "1 hour", "5min", "2h 30m" in microseconds.
 fn span_us(text: &str) -> Option<u64> {
     let compact = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::config::parse_duration(&compact)
-        .or_else(|| crate::config::parse_duration(&compact.replace(' ', "")))
+    opsbook_base::config::parse_duration(&compact)
+        .or_else(|| opsbook_base::config::parse_duration(&compact.replace(' ', "")))
         .or_else(|| humantime::parse_duration(&compact).ok())
         .map(|d| d.as_micros() as u64)
 }

@@ -17,9 +17,9 @@
 use std::collections::BTreeMap;
 
 use super::{Context, VerbResult};
-use crate::config::keys;
-use crate::world::commands::Invocation;
-use crate::world::units::full_name;
+use opsbook_base::config::keys;
+use opsbook_world::commands::Invocation;
+use opsbook_world::units::full_name;
 
 /// The flags that decide which configuration Telegraf loads, as its CLI names them.
 const LOADING_FLAGS: [&str; 7] = [
@@ -185,7 +185,7 @@ pub(super) fn agent_command(cx: &Context) -> VerbResult<AgentCommand> {
 }
 
 // The script printing each file Telegraf would load (the sandbox answers it in-process).
-use crate::world::commands::AGENT_CONFIG_FILES as CONFIG_FILES;
+use opsbook_world::commands::AGENT_CONFIG_FILES as CONFIG_FILES;
 
 /// Where the agent logs, as its configuration says.
 #[derive(Debug, Default, PartialEq, Eq)]

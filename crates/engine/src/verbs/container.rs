@@ -8,12 +8,12 @@ use serde::Serialize;
 
 use super::values::record;
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
 use crate::register;
-use crate::report::Level;
-use crate::world::commands::Invocation;
-use crate::world::containers::{Container, parse_version};
-use crate::world::units::full_name;
+use opsbook_base::config::keys;
+use opsbook_base::report::Level;
+use opsbook_world::commands::Invocation;
+use opsbook_world::containers::{Container, parse_version};
+use opsbook_world::units::full_name;
 
 /// Podman makes units from Quadlet files (`NAME.container`) from this version on.
 const QUADLET_SINCE: (u64, u64, u64) = (4, 4, 0);
@@ -307,7 +307,7 @@ fn logs(cx: &Context, name: &str, options: &Map) -> VerbResult<Array> {
 #[cfg(test)]
 mod tests {
     use super::{has_quadlet, of_unit};
-    use crate::world::containers::{Container, parse_version};
+    use opsbook_world::containers::{Container, parse_version};
 
     #[test]
     fn quadlet_from_podman_4_4_on() {

@@ -7,7 +7,7 @@ use super::{VerbResult, context, fail};
 // Other parts of opsbook read values the way reports show them.
 pub use super::values::{text, time_text};
 use crate::register;
-use crate::report::{Level, Outcome};
+use opsbook_base::report::{Level, Outcome};
 
 /// Environment variables scripts may not read: they hold the secret.
 const SECRET_VARS: &[&str] = &["INFLUX_TOKEN"];
@@ -217,7 +217,7 @@ fn parameters_and_facts(m: &mut Module) {
         "parse_json(\"{\\\"status\\\": \\\"pass\\\"}\").status",
         |text: &str| -> VerbResult<Dynamic> {
             let value: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| fail(format!("not JSON ({e}): {}", crate::wire::excerpt(text, 160))))?;
+                .map_err(|e| fail(format!("not JSON ({e}): {}", opsbook_wire::excerpt(text, 160))))?;
             rhai::serde::to_dynamic(value)
         }
     );
@@ -273,7 +273,7 @@ fn clock(m: &mut Module) {
                 Ok(ns) => ns.max(0) as u128,
                 Err(_) => {
                     let shown = text(&time);
-                    let us = crate::world::log_level::rfc3339_us(&shown)
+                    let us = opsbook_world::log_level::rfc3339_us(&shown)
                         .ok_or_else(|| fail(format!("age: `{shown}` is not an RFC 3339 time")))?;
                     u128::from(us) * 1000
                 }
@@ -309,7 +309,7 @@ fn moment(t: std::time::SystemTime) -> Map {
     let mut m = Map::new();
     m.insert("us".into(), us.into());
     m.insert("journal".into(), format!("@{}.{:06}", us / 1_000_000, us % 1_000_000).into());
-    m.insert("rfc3339".into(), crate::wire::flux_csv::time_text(us * 1000).into());
+    m.insert("rfc3339".into(), opsbook_wire::flux_csv::time_text(us * 1000).into());
     m.insert("text".into(), time_text(t).into());
     m
 }

@@ -11,9 +11,9 @@ use serde::Serialize;
 use super::values::{record, text};
 use super::{Context, VerbResult, context, diff, fail};
 use crate::register;
-use crate::report::Level;
-use crate::world::commands::Invocation;
-use crate::world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
+use opsbook_base::report::Level;
+use opsbook_world::commands::Invocation;
+use opsbook_world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
 
 /// The `file::` namespace.
 pub(crate) fn module() -> Module {
@@ -242,7 +242,7 @@ fn write_options(options: &Map) -> VerbResult<WriteOptions> {
 /// The API token and the caller's secrets; the caller's are also kept out of every log line.
 fn secrets(cx: &Context, given: &[String]) -> Vec<String> {
     for s in given.iter().filter(|s| s.len() >= 4) {
-        crate::secret::Secret::new(s.clone());
+        opsbook_base::secret::Secret::new(s.clone());
     }
     let token = cx.config().token().ok().flatten().map(|t| t.expose().to_string());
     given.iter().cloned().chain(token).collect()
@@ -339,7 +339,7 @@ fn check_candidate(cx: &Context, path: &str, content: &str, argv: &Array, option
     if argv.is_empty() {
         return Err(fail("file::check_candidate: empty argv"));
     }
-    let mut timeout = cx.config().duration(crate::config::keys::HOST_EXEC_TIMEOUT);
+    let mut timeout = cx.config().duration(opsbook_base::config::keys::HOST_EXEC_TIMEOUT);
     for (k, v) in options {
         match k.as_str() {
             "timeout" => timeout = super::time::positive_duration_arg(v, "timeout")?,

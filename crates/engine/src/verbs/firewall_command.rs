@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Context, VerbResult};
-use crate::world::commands::{Completed, Invocation};
+use opsbook_world::commands::{Completed, Invocation};
 
 /// What reading or changing the ruleset may take on the host.
 const NFT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -22,9 +22,9 @@ use super::time::positive_duration_arg;
 use super::values::record;
 use super::{Context, Ground, VerbResult, context, fail};
 use crate::gathering::{Gathering, Left};
-use crate::inventory::{Inventory, Role};
 use crate::register;
-use crate::report::Level;
+use opsbook_base::report::Level;
+use opsbook_inventory::{Inventory, Role};
 
 /// How long a host waits at a barrier unless the runbook says otherwise.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
@@ -105,7 +105,7 @@ struct Member {
 }
 
 impl Member {
-    fn of(h: &crate::inventory::Host) -> Member {
+    fn of(h: &opsbook_inventory::Host) -> Member {
         Member {
             name: h.name.clone(),
             address: h.address.as_ref().map(|a| a.value.clone()).unwrap_or_default(),
@@ -182,7 +182,7 @@ pub(crate) fn inventory_module() -> Module {
          /// units and files are this host's configuration's, under `config[section]`: see `stack::components()`.",
         "inventory::roles().map(|r| r.alias)",
         || -> VerbResult<Array> {
-            crate::inventory::COMPONENTS.iter().map(|c| record(c).map(Dynamic::from_map)).collect()
+            opsbook_inventory::COMPONENTS.iter().map(|c| record(c).map(Dynamic::from_map)).collect()
         }
     );
     register!(

@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::time::positive_duration_arg;
 use super::values::{Probe, record};
 use super::{Context, VerbResult, context, fail};
-use crate::http_client::{Request, Response};
 use crate::register;
+use opsbook_world::http_client::{Request, Response};
 
 /// The `http::` namespace.
 pub(crate) fn module() -> Module {

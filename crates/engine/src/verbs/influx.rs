@@ -10,11 +10,11 @@ use serde_json::Value as Json;
 
 use super::values::{Probe, record, text};
 use super::{Context, VerbResult, context, fail, influx_api};
-use crate::config::keys;
-use crate::http_client::{Request, Response};
 use crate::register;
-use crate::secret::Secret;
-use crate::wire::flux_csv::{self, Value};
+use opsbook_base::config::keys;
+use opsbook_base::secret::Secret;
+use opsbook_wire::flux_csv::{self, Value};
+use opsbook_world::http_client::{Request, Response};
 
 /// The `influx::` namespace.
 pub(crate) fn module() -> Module {
@@ -273,7 +273,7 @@ fn query(cx: &Context, flux: &str) -> VerbResult<Array> {
         return Err(fail(format!("the metrics database's answer is not annotated CSV: {}", r.summary())));
     }
     let rows = flux_csv::parse(&r.body)
-        .map_err(|e| fail(format!("metrics database: {e}; it answered {}", crate::wire::excerpt(&r.body, 160))))?;
+        .map_err(|e| fail(format!("metrics database: {e}; it answered {}", opsbook_wire::excerpt(&r.body, 160))))?;
     Ok(rows
         .into_iter()
         .map(|row| {

@@ -16,8 +16,8 @@
 use serde_json::Value as Json;
 
 use super::{Context, VerbResult, fail};
-use crate::config::keys;
-use crate::http_client::{Request, Response};
+use opsbook_base::config::keys;
+use opsbook_world::http_client::{Request, Response};
 
 /// What an operator reads when the server is not set up yet.
 pub(super) const NOT_SET_UP: &str = "the metrics database is not set up yet (run deploy, or `influx setup`): \
@@ -54,11 +54,11 @@ pub(super) fn refusal_of(cx: &Context, r: &Response) -> VerbResult<String> {
 /// A bucket listing page: its buckets and the `links.next` to follow, if any.
 pub(super) fn page(body: &str) -> Result<(Vec<Json>, Option<String>), String> {
     let json: Json = serde_json::from_str(body)
-        .map_err(|_| format!("bucket listing is not JSON: {}", crate::wire::excerpt(body, 120)))?;
+        .map_err(|_| format!("bucket listing is not JSON: {}", opsbook_wire::excerpt(body, 120)))?;
     let list = match json.get("buckets") {
         Some(Json::Array(list)) => list.clone(),
         Some(Json::Null) => Vec::new(),
-        _ => return Err(format!("bucket listing has no `buckets` array: {}", crate::wire::excerpt(body, 120))),
+        _ => return Err(format!("bucket listing has no `buckets` array: {}", opsbook_wire::excerpt(body, 120))),
     };
     let next = json.pointer("/links/next").and_then(Json::as_str).filter(|n| !n.is_empty()).map(str::to_string);
     Ok((list, next))
@@ -72,7 +72,7 @@ pub(super) fn all_buckets(cx: &Context, get: impl Fn(&str) -> VerbResult<Respons
     let mut next = Some(format!("/api/v2/buckets?limit={PAGE}"));
     while let Some(path) = next.take() {
         if seen.len() == MAX_PAGES || seen.contains(&path) {
-            cx.log(crate::report::Level::Warn, &format!("bucket listing: stopped following pages at {path}"));
+            cx.log(opsbook_base::report::Level::Warn, &format!("bucket listing: stopped following pages at {path}"));
             break;
         }
         let r = get(&path)?;

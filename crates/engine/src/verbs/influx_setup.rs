@@ -15,9 +15,9 @@ use serde_json::json;
 use super::influx_api::{awaits_setup, refusal, url};
 use super::values::text;
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
-use crate::http_client::Request;
 use crate::register;
+use opsbook_base::config::keys;
+use opsbook_world::http_client::Request;
 
 /// Adds `influx::onboard` to the `influx::` module.
 pub(super) fn add(m: &mut Module) {
@@ -69,9 +69,9 @@ fn onboard(cx: &Context, options: &Map) -> VerbResult<Map> {
         out.insert("dry_run".into(), true.into());
         return Ok(out);
     }
-    let token = crate::secret::random_token().map_err(fail)?;
-    let password = crate::secret::random_token().map_err(fail)?;
-    crate::secret::write_token_file(&file, &token).map_err(fail)?;
+    let token = opsbook_base::secret::random_token().map_err(fail)?;
+    let password = opsbook_base::secret::random_token().map_err(fail)?;
+    opsbook_base::secret::write_token_file(&file, &token).map_err(fail)?;
     let body = json!({
         "username": username, "password": password.expose(), "org": org, "bucket": bucket,
         "retentionPeriodSeconds": retention, "token": token.expose(),

@@ -16,9 +16,9 @@ use super::influx_api::{form_encode, refusal, url};
 use super::time::positive_duration_arg;
 use super::values::Probe;
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
-use crate::http_client::Request;
 use crate::register;
+use opsbook_base::config::keys;
+use opsbook_world::http_client::Request;
 
 /// Adds `influx::write` and `influx::ensure_bucket` to the `influx::` module (the registry
 /// puts them there: this file builds on influx.rs, which does not know it).
@@ -107,7 +107,7 @@ fn org_id(cx: &Context, org: &str) -> VerbResult<String> {
     let path = format!("/api/v2/orgs?org={}", form_encode(org));
     let r = authed(cx, Request::new(reqwest::Method::GET, url(cx, &path)))?;
     let v: serde_json::Value = serde_json::from_str(&r.body)
-        .map_err(|e| fail(format!("GET {path}: not JSON ({e}): {}", crate::wire::excerpt(&r.body, 160))))?;
+        .map_err(|e| fail(format!("GET {path}: not JSON ({e}): {}", opsbook_wire::excerpt(&r.body, 160))))?;
     v["orgs"]
         .as_array()
         .and_then(|orgs| orgs.iter().find(|o| o["name"] == org))

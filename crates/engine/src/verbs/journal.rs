@@ -12,9 +12,9 @@ use super::time::positive_duration_arg;
 use super::values::{record, time_text};
 use super::{Context, VerbResult, context, fail};
 use crate::register;
-use crate::world::journal::{Entry, PRIORITIES, Query, priority_number};
-use crate::world::log_level::{Level, classify};
-use crate::world::units::{Run, full_name};
+use opsbook_world::journal::{Entry, PRIORITIES, Query, priority_number};
+use opsbook_world::log_level::{Level, classify};
+use opsbook_world::units::{Run, full_name};
 
 /// The `journal::` namespace.
 pub(crate) fn module() -> Module {
@@ -303,7 +303,7 @@ fn emit(host: &Context, tag: &str, message: &str, priority: &str) -> VerbResult<
 #[cfg(test)]
 mod tests {
     use super::LEVEL_CANDIDATES;
-    use crate::world::log_level::{Level, classify};
+    use opsbook_world::log_level::{Level, classify};
 
     /// journalctl's `--grep` must let through every line the classifier calls a warning or
     /// an error (the fixture: real shapes of Telegraf v1.32/v1.39, Alloy v1.9/v1.18, InfluxDB

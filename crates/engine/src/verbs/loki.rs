@@ -12,11 +12,11 @@ use super::influx_api::form_encode;
 use super::time::positive_duration_arg;
 use super::values::{Probe, record};
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
-use crate::http_client::{Request, Response};
 use crate::register;
-use crate::wire::loki_config;
-use crate::wire::loki_json::{self, QueryResult};
+use opsbook_base::config::keys;
+use opsbook_wire::loki_config;
+use opsbook_wire::loki_json::{self, QueryResult};
+use opsbook_world::http_client::{Request, Response};
 
 /// The `loki::` namespace.
 pub(crate) fn module() -> Module {
@@ -126,7 +126,7 @@ fn ready(cx: &Context) -> VerbResult<Map> {
         Ok(r) if r.status == 503 => Probe::new(
             false,
             Some(503),
-            format!("not ready yet: {}", crate::wire::excerpt(&r.body, 160)),
+            format!("not ready yet: {}", opsbook_wire::excerpt(&r.body, 160)),
             Some(r.elapsed),
         ),
         Ok(r) => Probe::new(false, Some(r.status), format!("expected `ready`, got {}", r.summary()), Some(r.elapsed)),

@@ -59,11 +59,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rhai::{Dynamic, Engine, EvalAltResult, Module, NativeCallContext, Position, Shared};
 
-use crate::cancel::Cancel;
 use crate::catalog::Catalog;
-use crate::config::Config;
-use crate::report::{Level, Outcome, Recorder};
-use crate::world::World;
+use opsbook_base::cancel::Cancel;
+use opsbook_base::config::Config;
+use opsbook_base::report::{Level, Outcome, Recorder};
+use opsbook_world::World;
 
 type SharedModule = Shared<Module>;
 
@@ -100,7 +100,7 @@ pub struct Context {
     ground: Mutex<Ground>,
     pub dry_run: bool,
     pub cancel: Cancel,
-    http: OnceLock<Result<Arc<crate::http_client::Http>, String>>,
+    http: OnceLock<Result<Arc<opsbook_world::http_client::Http>, String>>,
     recorder: Mutex<Option<Recorder>>,
     /// `--set` overrides, already checked against the runbook's declared parameters.
     params: Mutex<BTreeMap<String, Dynamic>>,
@@ -180,8 +180,11 @@ impl Context {
     }
 
     /// The run's HTTP client, built on first use.
-    pub fn http(&self) -> VerbResult<Arc<crate::http_client::Http>> {
-        self.http.get_or_init(|| crate::http_client::Http::new(&self.config()).map(Arc::new)).clone().map_err(fail)
+    pub fn http(&self) -> VerbResult<Arc<opsbook_world::http_client::Http>> {
+        self.http
+            .get_or_init(|| opsbook_world::http_client::Http::new(&self.config()).map(Arc::new))
+            .clone()
+            .map_err(fail)
     }
 
     /// Sends one request from the script thread: the response, or the reason there is none
@@ -189,8 +192,8 @@ impl Context {
     /// to the ground's host is reached through its socket.
     pub fn send(
         &self,
-        request: crate::http_client::Request<'_>,
-    ) -> VerbResult<Result<crate::http_client::Response, String>> {
+        request: opsbook_world::http_client::Request<'_>,
+    ) -> VerbResult<Result<opsbook_world::http_client::Response, String>> {
         Ok(self.send_answer(request)?.and_then(|r| match r.too_large {
             Some(why) => Err(why),
             None => Ok(r),
@@ -201,8 +204,8 @@ impl Context {
     /// status and headers, `too_large` saying why its body is empty).
     pub fn send_answer(
         &self,
-        request: crate::http_client::Request<'_>,
-    ) -> VerbResult<Result<crate::http_client::Response, String>> {
+        request: opsbook_world::http_client::Request<'_>,
+    ) -> VerbResult<Result<opsbook_world::http_client::Response, String>> {
         let http = self.http()?;
         let world = self.world();
         let through = world.endpoints.socket_for(&request.url);
@@ -270,7 +273,7 @@ impl Context {
 
     pub fn log(&self, level: Level, message: &str) {
         if self.with_recorder(|r| r.log(level, message)).is_none() {
-            let message = crate::secret::redact(message);
+            let message = opsbook_base::secret::redact(message);
             eprintln!("{message}");
         }
     }
@@ -279,8 +282,8 @@ impl Context {
     /// `Err` inside when it could not start. Raced against cancellation like all host work.
     pub fn run_command(
         &self,
-        invocation: crate::world::commands::Invocation,
-    ) -> VerbResult<Result<crate::world::commands::Completed, String>> {
+        invocation: opsbook_world::commands::Invocation,
+    ) -> VerbResult<Result<opsbook_world::commands::Completed, String>> {
         let commands = self.world().commands.clone();
         self.block_on(|| async move { commands.run(&invocation).await })
     }

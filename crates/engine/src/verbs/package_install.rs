@@ -14,9 +14,9 @@ use super::package_manager::{
 };
 use super::values::{record, text};
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
 use crate::register;
-use crate::report::Level;
+use opsbook_base::config::keys;
+use opsbook_base::report::Level;
 
 /// Adds `install` and `remove` to the `pkg` module.
 pub(crate) fn add(m: &mut Module) {

@@ -9,7 +9,7 @@
 
 use super::package_manager::{Failure, Ran, classify, run_argv, tidy};
 use super::{Context, VerbResult, fail};
-use crate::config::keys;
+use opsbook_base::config::keys;
 
 /// Where apt looks for keyrings named by `signed-by=` (apt 2.4 and later make it).
 pub(crate) const KEYRINGS: &str = "/etc/apt/keyrings";

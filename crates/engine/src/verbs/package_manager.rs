@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{Context, VerbResult, fail};
-use crate::config::keys;
-use crate::world::commands::Invocation;
+use opsbook_base::config::keys;
+use opsbook_world::commands::Invocation;
 
 /// A host's package manager.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

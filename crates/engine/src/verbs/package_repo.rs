@@ -16,10 +16,10 @@ use super::package_key::{self, KEYRINGS};
 use super::package_manager::{Failure, Family, classify, family, run_argv};
 use super::values::{record, text};
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
 use crate::register;
-use crate::report::Level;
-use crate::world::files::Wanted;
+use opsbook_base::config::keys;
+use opsbook_base::report::Level;
+use opsbook_world::files::Wanted;
 
 /// Adds the repository verbs to the `package` module.
 pub(crate) fn add(m: &mut Module) {

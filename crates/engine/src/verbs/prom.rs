@@ -10,9 +10,9 @@ use serde::Serialize;
 
 use super::values::{Probe, record, text};
 use super::{Context, VerbResult, context, fail};
-use crate::http_client::Request;
 use crate::register;
-use crate::wire::exposition::{self, Exposition};
+use opsbook_wire::exposition::{self, Exposition};
+use opsbook_world::http_client::Request;
 
 /// One scrape: the probe's outcome, and what the endpoint exposed when it worked.
 #[derive(Debug, Clone)]

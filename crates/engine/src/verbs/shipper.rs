@@ -8,9 +8,9 @@ use serde::Serialize;
 use super::tools::{command, run_tool, tail};
 use super::values::{Probe, record};
 use super::{Context, VerbResult, context};
-use crate::config::keys;
-use crate::http_client::Request;
 use crate::register;
+use opsbook_base::config::keys;
+use opsbook_world::http_client::Request;
 
 /// The `shipper::` namespace.
 pub(crate) fn module() -> Module {
@@ -133,7 +133,7 @@ fn timing(cx: &Context) -> VerbResult<Map> {
             .filter_map(|l| l.split_once('='))
             .filter(|(k, _)| keys.contains(&k.trim()))
             .filter_map(|(_, v)| {
-                crate::config::parse_duration(v.split("//").next()?.split('#').next()?.trim().trim_matches('"'))
+                opsbook_base::config::parse_duration(v.split("//").next()?.split('#').next()?.trim().trim_matches('"'))
             })
             .map(|d| d.as_secs_f64())
             .reduce(f64::max)
@@ -154,7 +154,7 @@ fn reload(cx: &Context) -> VerbResult<Map> {
     }
     match cx.send(Request::new(reqwest::Method::POST, &url))? {
         Err(reason) => Probe::unanswered(reason),
-        Ok(r) if r.status == 200 => Probe::new(true, Some(200), crate::wire::excerpt(&r.body, 120), Some(r.elapsed)),
+        Ok(r) if r.status == 200 => Probe::new(true, Some(200), opsbook_wire::excerpt(&r.body, 120), Some(r.elapsed)),
         Ok(r) => Probe::new(false, Some(r.status), r.summary(), Some(r.elapsed)),
     }
     .into_map()

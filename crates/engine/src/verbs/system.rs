@@ -10,10 +10,10 @@ use serde::Serialize;
 use super::time::duration_arg;
 use super::values::{Probe, record};
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
 use crate::register;
-use crate::world::commands::{Completed, Invocation};
-use crate::world::net::Reach;
+use opsbook_base::config::keys;
+use opsbook_world::commands::{Completed, Invocation};
+use opsbook_world::net::Reach;
 
 /// The `host::` namespace.
 pub(crate) fn module() -> Module {
@@ -172,7 +172,7 @@ struct Load {
 }
 
 // The load script (the sandbox runs it too: it burns CPU time and writes nothing).
-use crate::world::commands::CPU_LOAD as LOAD;
+use opsbook_world::commands::CPU_LOAD as LOAD;
 
 /// The host's CPU time between the two `cpu` lines the load script printed (user includes
 /// nice, as `top` shows it; system is the kernel's own time, Telegraf's `usage_system`).
@@ -218,11 +218,11 @@ fn cpu_load(cx: &Context, workers: i64, duration: Duration) -> VerbResult<Map> {
         loop {
             tokio::select! {
                 done = &mut run => break done,
-                _ = tick.tick() => crate::progress::show("generating CPU load", started.elapsed(), duration),
+                _ = tick.tick() => opsbook_base::progress::show("generating CPU load", started.elapsed(), duration),
             }
         }
     });
-    crate::progress::clear();
+    opsbook_base::progress::clear();
     let done = done?.map_err(|e| fail(format!("host::cpu_load: {e}")))?;
     let load = load_from(&done.stdout, done.duration).map_err(|e| {
         let said = super::tools::tail(&format!("{}\n{}", done.stdout, done.stderr), 3);

@@ -18,9 +18,9 @@ use serde::Serialize;
 use super::values::record;
 use super::{VerbResult, catalog, context, fail};
 use crate::catalog::Catalog;
-use crate::diagnostic::Diagnostic;
 use crate::register;
-use crate::suggest::did_you_mean;
+use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::suggest::did_you_mean;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/templates.rs"));
@@ -102,7 +102,7 @@ pub fn find(catalog: &Catalog, name: &str) -> Result<Option<Found>, String> {
         let path = dir.join(name);
         // Anything there is this template (a directory or a FIFO is refused, not passed over).
         if path.exists() {
-            let text = crate::input::read_text_or_explain(&path, crate::input::TEMPLATE)?;
+            let text = opsbook_base::input::read_text_or_explain(&path, opsbook_base::input::TEMPLATE)?;
             return Ok(Some(Found { name: name.to_string(), source: path.display().to_string(), text }));
         }
     }
@@ -204,7 +204,7 @@ pub fn render(catalog: &Arc<Catalog>, name: &str, vars: &Map) -> Result<String, 
 
 /// Renders `text` under `name`, with `sources` for what it includes.
 fn render_text(sources: &Sources, name: &str, text: &str, vars: &Map) -> Result<String, String> {
-    let mut env = crate::inventory::template::environment();
+    let mut env = opsbook_inventory::template::environment();
     // As Ansible's template module: a configuration file keeps its last newline, and the
     // newline after a `{% … %}` block tag is dropped, so control lines leave no blank lines.
     let syntax = minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).trim_blocks(true).build();

@@ -43,12 +43,12 @@ pub fn sleep(cx: &Context, total: Duration) -> VerbResult<()> {
             tokio::select! {
                 _ = tokio::time::sleep_until(end) => break,
                 _ = tick.tick() => if total >= Duration::from_secs(2) {
-                    crate::progress::show("sleeping", started.elapsed(), total);
+                    opsbook_base::progress::show("sleeping", started.elapsed(), total);
                 },
             }
         }
     });
-    crate::progress::clear();
+    opsbook_base::progress::clear();
     result
 }
 
@@ -66,7 +66,7 @@ pub(crate) fn positive_duration_arg(value: &Dynamic, what: &str) -> VerbResult<D
 pub(crate) fn duration_arg(value: &Dynamic) -> VerbResult<Duration> {
     let bad = |shown: String| fail(format!("`{shown}` is not a duration (try \"5s\", \"2m\" or a number of seconds)"));
     if let Some(s) = value.read_lock::<ImmutableString>() {
-        return crate::config::parse_duration(&s).ok_or_else(|| bad(s.to_string()));
+        return opsbook_base::config::parse_duration(&s).ok_or_else(|| bad(s.to_string()));
     }
     let secs = if let Ok(i) = value.as_int() {
         i as f64

@@ -3,8 +3,8 @@
 //! `agent::` and `shipper::` modules.
 
 use super::{Context, VerbResult, fail};
-use crate::config::{Key, keys};
-use crate::world::commands::{Completed, Invocation};
+use opsbook_base::config::{Key, keys};
+use opsbook_world::commands::{Completed, Invocation};
 
 /// The command configured under `key`, else `default`, with `{config}` filled in.
 pub fn command(cx: &Context, key: &Key, default: &[&str], config_path: &str) -> Vec<String> {

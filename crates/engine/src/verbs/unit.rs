@@ -12,9 +12,9 @@ use serde::Serialize;
 use super::time::positive_duration_arg;
 use super::values::record;
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
 use crate::register;
-use crate::world::units::{Job, UnitError, UnitStatus, full_name};
+use opsbook_base::config::keys;
+use opsbook_world::units::{Job, UnitError, UnitStatus, full_name};
 
 /// The `unit::` functions that read and run jobs (`verbs::modules` adds the
 /// installation verbs of `unit_files` to the same namespace).
@@ -155,7 +155,10 @@ fn reload_and_list_verbs(m: &mut Module) {
             }
             let units = h.world().units.clone();
             h.block_on(|| async move { units.daemon_reload().await })?.map_err(|e| fail(e.to_string()))?;
-            h.log(crate::report::Level::Info, "changed: the service manager re-read its unit files (daemon-reload)");
+            h.log(
+                opsbook_base::report::Level::Info,
+                "changed: the service manager re-read its unit files (daemon-reload)",
+            );
             Ok(())
         }
     );
@@ -362,7 +365,7 @@ fn failure(cx: &Context, job: Job, unit: &str, result: &str, began: std::time::S
 /// could read its metadata leaves lines attributed to no unit: those are found by the main
 /// process's PID since the job began, as `systemctl status` finds them by invocation.
 fn last_lines(cx: &Context, unit: &str, pid: u32, began: std::time::SystemTime) -> Vec<String> {
-    use crate::world::journal::Query;
+    use opsbook_world::journal::Query;
     let by_unit = Query { unit: Some(unit.to_string()), lines: Some(5), ..Default::default() };
     let since = super::values::time_text(began - Duration::from_secs(1));
     let by_pid = (pid > 0).then(|| Query { pid: Some(pid), since: Some(since), lines: Some(5), ..Default::default() });
@@ -466,7 +469,7 @@ fn reload_or_restart(cx: &Context, name: &str) -> VerbResult<Map> {
     match run_one(cx, Job::Reload, &unit, timeout)? {
         Ok(r) => record(&JobRecord { action: Some("reloaded"), ..r }),
         Err((r, message)) if r.result == "not-applicable" => {
-            cx.log(crate::report::Level::Info, &format!("{unit} cannot reload ({message}); restarting it"));
+            cx.log(opsbook_base::report::Level::Info, &format!("{unit} cannot reload ({message}); restarting it"));
             let r = run_one(cx, Job::Restart, &unit, timeout)?.map_err(|(_, e)| fail(e))?;
             record(&JobRecord { action: Some("restarted"), ..r })
         }

@@ -13,11 +13,11 @@ use super::file::{Changed, WriteOptions, Written, mkdir_with, remove_path, write
 use super::unit::{enabled_state, jobs, names, status};
 use super::values::record;
 use super::{Context, VerbResult, context, fail};
-use crate::config::keys;
 use crate::register;
-use crate::report::Level;
-use crate::world::files::Wanted;
-use crate::world::units::{Job, full_name};
+use opsbook_base::config::keys;
+use opsbook_base::report::Level;
+use opsbook_world::files::Wanted;
+use opsbook_world::units::{Job, full_name};
 
 /// Adds the installation verbs to the `unit` module.
 pub fn add(m: &mut Module) {

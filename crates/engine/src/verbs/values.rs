@@ -6,7 +6,7 @@ use rhai::{Dynamic, ImmutableString, Map};
 use serde::Serialize;
 
 use super::{VerbResult, fail};
-use crate::world::units::UnitStatus;
+use opsbook_world::units::UnitStatus;
 
 /// Facts a probe adds to its record; none by default.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::values::record;
 use super::{Context, VerbResult, fail};
-use crate::world::commands::Invocation;
+use opsbook_world::commands::Invocation;
 
 /// What `wg` may take on the host.
 const WG_TIMEOUT: Duration = Duration::from_secs(10);

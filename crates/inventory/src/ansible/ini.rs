@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use super::{AnsibleInventory, Place, Var, literal};
-use crate::diagnostic::Diagnostic;
-use crate::error::Error;
+use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::error::Error;
 
 enum Section {
     Hosts(String),

@@ -36,9 +36,9 @@ use std::time::Duration;
 
 use super::log::{LogFormat, LogSettings};
 use super::sampler::{CpuInput, DiskInput, Inputs};
-use crate::diagnostic::Diagnostic;
-use crate::secret::Secret;
 use crate::toml_check::{self, Checker};
+use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::secret::Secret;
 
 /// A complete config, shown by `opsbook twin metrics-agent --help` (and tested to load).
 pub const EXAMPLE: &str = r#"# Config file: a subset of Telegraf's TOML.
@@ -138,7 +138,7 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
     let mut global_tags = Vec::new();
     if let Some((t, _)) = c.table(root, "global_tags") {
         for (k, v, span) in c.string_map(t) {
-            if !crate::wire::loki_push::valid_label_name(&k) {
+            if !opsbook_wire::loki_push::valid_label_name(&k) {
                 c.error(span, format!("tag name `{k}` is not valid"));
             }
             global_tags.push((k, toml_check::expand_env(&v)));

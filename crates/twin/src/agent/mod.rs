@@ -36,9 +36,9 @@ use self::log::TelegrafLog;
 use self::output::PLUGIN;
 use super::logger::{self, Level, Sink};
 use super::{Stop, Twin, now_ns};
-use crate::error::Error;
-use crate::wire::line_protocol::Point;
-use crate::world::BoxFuture;
+use opsbook_base::error::Error;
+use opsbook_wire::line_protocol::Point;
+use opsbook_world::BoxFuture;
 use sampler::Sampler;
 
 /// The version the twin calls itself in logs and its User-Agent.
@@ -249,7 +249,7 @@ impl Agent {
             out.bucket = bucket;
         }
         if let Some(token) = read(&self.faults.token) {
-            out.token = crate::secret::Secret::new(token);
+            out.token = opsbook_base::secret::Secret::new(token);
         }
         out
     }
@@ -336,7 +336,7 @@ async fn run(agent: Arc<Agent>, shutdown: Stop) {
     agent.say(Level::Info, "[agent] Stopping running outputs");
 }
 
-fn diagnostics_text(path: &Path, diagnostics: &[crate::diagnostic::Diagnostic]) -> String {
+fn diagnostics_text(path: &Path, diagnostics: &[opsbook_base::diagnostic::Diagnostic]) -> String {
     let mut text = format!("{} E! error loading config file {}:\n", logger::now_rfc3339(0), path.display());
     for d in diagnostics {
         text.push_str(&d.to_string());
@@ -344,7 +344,7 @@ fn diagnostics_text(path: &Path, diagnostics: &[crate::diagnostic::Diagnostic]) 
     text
 }
 
-fn print_diagnostics(path: &Path, diagnostics: &[crate::diagnostic::Diagnostic]) {
+fn print_diagnostics(path: &Path, diagnostics: &[opsbook_base::diagnostic::Diagnostic]) {
     eprint!("{}", diagnostics_text(path, diagnostics));
 }
 

@@ -110,7 +110,7 @@ async fn send(
             let desc = json
                 .as_ref()
                 .map(|j| format!("{}: {}", j["code"].as_str().unwrap_or(""), j["message"].as_str().unwrap_or("")))
-                .unwrap_or_else(|| crate::wire::excerpt(&text, 200));
+                .unwrap_or_else(|| opsbook_wire::excerpt(&text, 200));
             refused(status, &desc, &output.bucket, retries, log)
         }
         Err(e) => {

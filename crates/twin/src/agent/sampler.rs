@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::wire::line_protocol::{FieldValue, Point};
+use opsbook_wire::line_protocol::{FieldValue, Point};
 
 /// Which inputs to gather and how.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,7 @@
 //! records in /var/run/utmp can be read), `uptime` in seconds, and `uptime_format` as text
 //! (`3 days, 4:05`).
 
-use crate::wire::line_protocol::FieldValue;
+use opsbook_wire::line_protocol::FieldValue;
 
 /// The fields of the three `system` metrics, read from /proc (and /var/run/utmp).
 pub(super) fn gather() -> Result<Vec<Vec<(String, FieldValue)>>, String> {

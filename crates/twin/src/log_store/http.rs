@@ -1,6 +1,6 @@
 //! The log-store twin's HTTP side: routes, parameters as Loki reads them (the query string,
 //! and on POST a form body too; times in every form Loki accepts; default look-backs), and
-//! answers in Loki's JSON (written by `crate::wire::loki_json`) and plain-text errors.
+//! answers in Loki's JSON (written by `opsbook_wire::loki_json`) and plain-text errors.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -18,8 +18,8 @@ use serde_json::json;
 use super::logql::{self, Query};
 use super::stats::stats;
 use super::{LogStore, VERSION};
-use crate::wire::{content_encoding, exposition, loki_json, loki_push};
 use crate::{faults, now_ns};
+use opsbook_wire::{content_encoding, exposition, loki_json, loki_push};
 
 /// A 400 (or other) answer in Loki's plain-text style. Query errors come without a final
 /// newline (as captured from Loki 3.4); `/ready` and push errors, written by Go's

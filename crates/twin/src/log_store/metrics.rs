@@ -1,11 +1,11 @@
 //! The log-store twin's `GET /metrics`: Loki's ingestion counters in Prometheus exposition
-//! text (written by `crate::wire::exposition::Writer`), with the names, help texts and labels
+//! text (written by `opsbook_wire::exposition::Writer`), with the names, help texts and labels
 //! of Loki 3.4.6 (`metrics-excerpt.txt`), plus two of the twin's own.
 
 use std::sync::atomic::Ordering;
 
 use super::{LogStore, VERSION};
-use crate::wire::exposition::Writer;
+use opsbook_wire::exposition::Writer;
 
 impl LogStore {
     /// The `/metrics` exposition text.

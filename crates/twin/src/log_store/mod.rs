@@ -43,7 +43,7 @@ use tokio::net::TcpListener;
 use super::faults::Faults;
 use super::logger::Sink;
 use super::{Stop, Twin, listener_of};
-use crate::world::BoxFuture;
+use opsbook_world::BoxFuture;
 
 /// Loki's version, as `/loki/api/v1/status/buildinfo` and `loki_build_info` report it.
 pub(crate) const VERSION: &str = "3.4.6";
@@ -198,7 +198,7 @@ mod test_support {
 
     use super::{Labels, LogStore, Options};
     use crate::logger;
-    use crate::wire::loki_push::PushEntry;
+    use opsbook_wire::loki_push::PushEntry;
 
     pub(super) fn entry(ts: i64, line: &str) -> PushEntry {
         PushEntry { ts, line: line.into(), metadata: vec![] }

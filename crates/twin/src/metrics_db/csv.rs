@@ -1,9 +1,9 @@
 //! The metrics-db twin's query answers in InfluxDB's CSV: each Flux result table handed to
-//! the one CSV writer (`crate::wire::flux_csv::Writer`), with its columns' types and group
+//! the one CSV writer (`opsbook_wire::flux_csv::Writer`), with its columns' types and group
 //! key, and its cells as the wire's typed values.
 
 use super::flux::{Results, Value};
-use crate::wire::flux_csv::{self, Column, Dialect, Writer};
+use opsbook_wire::flux_csv::{self, Column, Dialect, Writer};
 
 fn cell(v: &Value) -> flux_csv::Value {
     match v {
@@ -43,7 +43,7 @@ mod tests {
     use super::*;
     use crate::metrics_db::flux;
     use crate::metrics_db::store::Bucket;
-    use crate::wire::line_protocol;
+    use opsbook_wire::line_protocol;
 
     const NOW: i64 = 1_795_338_900_000_000_000;
 
@@ -103,10 +103,10 @@ mod tests {
             &Dialect::default(),
         );
         assert!(csv.contains(",\"a, \"\"b\"\"\",msg,"), "{csv}");
-        let rows = crate::wire::flux_csv::parse(&csv).unwrap();
+        let rows = opsbook_wire::flux_csv::parse(&csv).unwrap();
         assert_eq!(rows.len(), 1);
         assert!(
-            rows[0].iter().any(|(k, v)| k == "_value" && *v == crate::wire::flux_csv::Value::Str("a, \"b\"".into()))
+            rows[0].iter().any(|(k, v)| k == "_value" && *v == opsbook_wire::flux_csv::Value::Str("a, \"b\"".into()))
         );
     }
 }

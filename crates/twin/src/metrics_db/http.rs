@@ -20,8 +20,8 @@ use super::tenant::Authorization;
 use super::{COMMIT, MetricsDb, VERSION, internal, invalid, onboarding, tenant_http};
 use crate::faults;
 use crate::logger::Level;
-use crate::wire::content_encoding;
-use crate::wire::flux_csv::Dialect;
+use opsbook_wire::content_encoding;
+use opsbook_wire::flux_csv::Dialect;
 
 /// The token check of every `/api/v2` route but setup: without a known token in
 /// `Authorization: Token …`, InfluxDB's 401 and the handler never runs; with one, its

@@ -46,9 +46,9 @@ use tokio::net::TcpListener;
 use super::faults::Faults;
 use super::logger::{self, Level, Sink};
 use super::{Stop, Twin, listener_of, now_ns};
-use crate::secret::Secret;
-use crate::wire::flux_csv::Dialect;
-use crate::world::BoxFuture;
+use opsbook_base::secret::Secret;
+use opsbook_wire::flux_csv::Dialect;
+use opsbook_world::BoxFuture;
 use store::{Bucket, WriteError};
 use tenant::{Authorization, Tenant};
 
@@ -248,7 +248,7 @@ impl MetricsDb {
                 return Err(invalid(&format!("invalid precision \"{other}\": must be one of ns, us, ms or s")));
             }
         };
-        let mut points = crate::wire::line_protocol::parse(text).map_err(|e| {
+        let mut points = opsbook_wire::line_protocol::parse(text).map_err(|e| {
             let line = text.lines().nth(e.line.saturating_sub(1)).unwrap_or("");
             (
                 StatusCode::BAD_REQUEST,

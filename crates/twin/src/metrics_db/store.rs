@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::wire::line_protocol::{FieldValue, Point};
+use opsbook_wire::line_protocol::{FieldValue, Point};
 
 /// A series' values, all of one type.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,7 +225,7 @@ impl Bucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::line_protocol;
+    use opsbook_wire::line_protocol;
 
     fn points(text: &str) -> Vec<Point> {
         line_protocol::parse(text).unwrap()

@@ -14,7 +14,7 @@
 
 use serde_json::{Value, json};
 
-use crate::secret::Secret;
+use opsbook_base::secret::Secret;
 
 /// The resource types of InfluxDB v2.7.12 (`authz.go` `AllResourceTypes`), `instance` last.
 pub(super) const RESOURCE_TYPES: [&str; 23] = [

@@ -38,9 +38,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::diagnostic::Diagnostic;
 use crate::logger::Level;
 use crate::toml_check::{self, Checker};
+use opsbook_base::diagnostic::Diagnostic;
 
 /// A complete config, shown by `opsbook twin log-shipper --help` (and tested to load).
 pub const EXAMPLE: &str = r#"# Config file (TOML); every key is optional.
@@ -180,7 +180,7 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
     if let Some((labels, _)) = c.table(root, "labels") {
         let mut found = Vec::new();
         for (k, v, span) in c.string_map(labels) {
-            if !crate::wire::loki_push::valid_label_name(&k) {
+            if !opsbook_wire::loki_push::valid_label_name(&k) {
                 c.error(
                     span.clone(),
                     format!("label name `{k}` is not valid (letters, digits and _, not first a digit)"),

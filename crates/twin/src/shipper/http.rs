@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::Shipper;
-use crate::wire::exposition;
+use opsbook_wire::exposition;
 
 fn text(status: StatusCode, body: impl Into<String>) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body.into()).into_response()

@@ -1,7 +1,7 @@
 //! The shipper twin's `/metrics`: Alloy's own gauges and the `loki.source.journal` and
 //! `loki.write` families (`loki_write_sent_entries_total`, `…_dropped_entries_total` by
 //! reason, the request-duration histogram) with Alloy v1.9.0's labels, written by
-//! `crate::wire::exposition::Writer`.
+//! `opsbook_wire::exposition::Writer`.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::{Shipper, VERSION};
-use crate::wire::exposition::Writer;
+use opsbook_wire::exposition::Writer;
 
 /// The request-duration histogram's upper bounds, in seconds.
 const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];

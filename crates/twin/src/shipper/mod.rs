@@ -1,7 +1,7 @@
 //! The log-shipper twin: an Alloy-like agent that follows the journal and pushes its entries
 //! to the log store.
 //!
-//! Entries come from the `Journal` seam (`crate::world::journal`): the real one follows
+//! Entries come from the `Journal` seam (`opsbook_world::journal`): the real one follows
 //! `journalctl -o json --follow` (starting at now, killed when the shipper stops); the
 //! sandbox plugs its in-process journal into the same trait. Each entry becomes a line of
 //! the stream labelled with the config's static labels (`hostname`, `service_type`, …) and
@@ -38,11 +38,11 @@ mod positions;
 use self::config::{Format, ShipperConfig};
 use super::logger::{self, Level, Sink};
 use super::{Stop, Twin, listener_of, now_ns};
-use crate::error::Error;
-use crate::wire::loki_push::{self, PushEntry, PushStream};
-use crate::world::BoxFuture;
-use crate::world::journal::{Entry, Journal, Journalctl, Query};
 use metrics::Metrics;
+use opsbook_base::error::Error;
+use opsbook_wire::loki_push::{self, PushEntry, PushStream};
+use opsbook_world::BoxFuture;
+use opsbook_world::journal::{Entry, Journal, Journalctl, Query};
 
 /// The Alloy version the twin reports.
 pub(crate) const VERSION: &str = "v1.9.0";
@@ -255,7 +255,7 @@ impl Shipper {
                     "server returned HTTP status {} ({}): {}",
                     status,
                     status.as_u16(),
-                    crate::wire::excerpt(&text, 300)
+                    opsbook_wire::excerpt(&text, 300)
                 );
                 Err((status.as_u16().to_string(), error, status.is_server_error() || status.as_u16() == 429))
             }

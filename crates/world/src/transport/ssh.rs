@@ -37,7 +37,7 @@ use super::control::{Control, Forward, Remote};
 use super::mux::Mux;
 use super::shell_quote;
 use super::ssh_error::SshError;
-use crate::process::{self, Completed, Invocation};
+use opsbook_base::process::{self, Completed, Invocation};
 
 /// How long a master of this run alone stays after its last session ends: long enough that
 /// runs under a minute never need the keeper (its session would be one more process per

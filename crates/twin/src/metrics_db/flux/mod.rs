@@ -183,7 +183,7 @@ pub(super) fn run<'a>(program: &Program, buckets: &dyn Fn(&str) -> Option<&'a Bu
 mod tests {
     use super::lexer::{Tok, number_literal};
     use super::*;
-    use crate::wire::line_protocol;
+    use opsbook_wire::line_protocol;
 
     const NOW: i64 = 1_795_338_900_000_000_000;
 
