@@ -1,7 +1,7 @@
 //! The stack twin: faithful stand-ins for the four components, speaking the real wire
 //! formats (each written and read by `opsbook_wire`), usable as processes (`opsbook twin
 //! SERVICE`, e.g. as systemd units under the stack's names and ports; see `process`) and
-//! in-process (the `--sandbox`, see `crate::sandbox::components`). Both start a twin the same
+//! in-process (the `--sandbox`, see `opsbook-sandbox`'s `components.rs`). Both start a twin the same
 //! way: its state from options, then `twin::serve(state, listener, stop)` (each component
 //! implements `Twin`), stopped by SIGINT/SIGTERM or by a `Shutdown` handle.
 //!
