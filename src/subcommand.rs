@@ -147,7 +147,7 @@ fn repl_on_host(global: &GlobalOptions) -> Result<u8, Error> {
         )));
     };
     let session = opsbook_fleet::targets::host_session(global, opsbook_inventory::Inventory::resolved(host)?)?;
-    session.context.set_place(opsbook_engine::verbs::fleet::Place::with_inventory(Arc::new(inventory.clone())));
+    session.context.set_place(opsbook_engine::verbs::place::Place::with_inventory(Arc::new(inventory.clone())));
     crate::repl::run(session, false)
 }
 

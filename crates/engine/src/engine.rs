@@ -18,7 +18,8 @@ type SharedModule = Shared<Module>;
 
 use crate::catalog::{Catalog, Kind};
 use crate::import_cycle::ImportCycle;
-use crate::verbs::{self, Context};
+use crate::verbs;
+use crate::verbs::context::Context;
 use opsbook_base::config::keys;
 use opsbook_base::diagnostic::Diagnostic;
 use opsbook_base::report::Level;
@@ -39,7 +40,7 @@ pub fn prepare_in_background() {
     // Without the thread (none left to start), the first engine builds them itself.
     let _ = std::thread::Builder::new().name("opsbook-prepare".into()).spawn(|| {
         standard_library();
-        verbs::prepare();
+        verbs::registry::prepare();
     });
 }
 
@@ -72,7 +73,7 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
         importing: Mutex::default(),
     });
 
-    verbs::register_all(&mut engine, cx, catalog);
+    verbs::registry::register_all(&mut engine, cx, catalog);
     engine
 }
 
@@ -299,8 +300,8 @@ fn classify(current: &EvalAltResult, catalog: &Catalog, cx: Option<&Context>) ->
     let max_ops = cx.map_or(0, |h| h.config().int(keys::LIMITS_MAX_OPERATIONS));
     match current {
         EvalAltResult::ErrorRuntime(value, _) => (Class::Aborted, verbs::core::text(value)),
-        EvalAltResult::ErrorTerminated(value, _) if value.is::<verbs::Stop>() => {
-            let code = value.clone_cast::<verbs::Stop>().0;
+        EvalAltResult::ErrorTerminated(value, _) if value.is::<verbs::result::Stop>() => {
+            let code = value.clone_cast::<verbs::result::Stop>().0;
             (Class::Stopped(code), format!("stopped by exit({code})"))
         }
         EvalAltResult::ErrorTerminated(..) if cancelled => (Class::Interrupted, "interrupted".to_string()),

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::targets::Target;
 use opsbook_engine::gathering::Gathering;
-use opsbook_engine::verbs::Ground;
-use opsbook_engine::verbs::fleet::Place;
+use opsbook_engine::verbs::ground::Ground;
+use opsbook_engine::verbs::place::Place;
 use opsbook_inventory::Inventory;
 
 /// Runs `each` on every target (`done` is told of each as it ends, with how many have), at

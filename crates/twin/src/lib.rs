@@ -76,17 +76,6 @@ pub fn now_ns() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
 }
 
-/// This machine's host name.
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
-        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-        return String::from_utf8_lossy(&buf[..end]).into_owned();
-    }
-    "localhost".into()
-}
-
 /// A `reqwest` client for the twins' own requests (agent writes, shipper pushes), sent as
 /// `user_agent`. Each request sets its own timeout; connecting is bounded here. On a host
 /// without CA certificates (a minimal Debian has no ca-certificates) it still sends over

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod containers;
 pub mod endpoints;
 pub mod files;
+pub mod hostname;
 pub mod http_client;
 mod http_explain;
 pub mod journal;

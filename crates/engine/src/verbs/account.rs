@@ -6,9 +6,10 @@
 
 use rhai::{Map, Module, NativeCallContext};
 
+use super::context::{Context, context};
 use super::file::Changed;
+use super::result::{VerbResult, fail};
 use super::values::{record, text};
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_base::report::Level;

@@ -1,17 +1,21 @@
 //! `agent::` — the metrics agent: its configuration test, run with the flags its unit really
 //! uses (`telegraf -config … -config-directory … --test` gathers once and prints each metric
-//! as `> ` + line protocol without sending anything; agent_unit.rs reads the flags), the
+//! as `> ` + line protocol without sending anything; agent/unit.rs reads the flags), the
 //! errors of the log file its configuration may send its log to, and a reload watched until
-//! it settled (agent_log.rs). Checked against Telegraf v1.32.0 and v1.39.3.
+//! it settled (agent/log.rs). Checked against Telegraf v1.32.0 and v1.39.3.
+
+pub mod log;
+pub mod unit;
 
 use std::collections::BTreeMap;
 
 use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::VerbResult;
 use super::tools::{command, run_tool, tail};
 use super::values::record;
-use super::{Context, VerbResult, context};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_wire::line_protocol::{self as lineproto, FieldValue};
@@ -45,7 +49,7 @@ pub(crate) fn module() -> Module {
          /// detail}`. `logs_to` is `journal` (nothing to read here), `file` or `unknown`; `looked`\n\
          /// false says why in `detail`. `errors` are `#{time, message, after_start}`.",
         "agent::logfile_errors(\"1 hour ago\")",
-        |call: NativeCallContext, since: &str| super::agent_log::logfile_errors(&context(&call), since)
+        |call: NativeCallContext, since: &str| self::log::logfile_errors(&context(&call), since)
     );
     register!(
         &mut m,
@@ -58,7 +62,7 @@ pub(crate) fn module() -> Module {
          /// a time (`now()`) taken before the signal. Returns a check record `#{ok, detail, pid,\n\
          /// reloaded, lines}`; a process that exits fails it, quoting its last lines.",
         "agent::watch_reload(#{ pid: unit::status(config.metrics_agent.unit).main_pid, since: \"1 min ago\", timeout: \"1s\" })",
-        |call: NativeCallContext, options: Map| super::agent_log::watch_reload(&context(&call), &options)
+        |call: NativeCallContext, options: Map| self::log::watch_reload(&context(&call), &options)
     );
     register!(
         &mut m,
@@ -86,12 +90,12 @@ struct Timing {
 }
 
 fn timing(cx: &Context) -> VerbResult<Map> {
-    let command = super::agent_unit::agent_command(cx)?;
-    let target = super::agent_unit::log_target(cx, &command)?.map_err(super::fail)?;
+    let command = self::unit::agent_command(cx)?;
+    let target = self::unit::log_target(cx, &command)?.map_err(super::result::fail)?;
     let seconds = |key: &str, default: f64| -> VerbResult<f64> {
         let Some(text) = target.agent.get(key) else { return Ok(default) };
         opsbook_base::config::parse_duration(text).map(|d| d.as_secs_f64()).ok_or_else(|| {
-            super::fail(format!(
+            super::result::fail(format!(
                 "the agent's [agent] {key} = \"{text}\" is not a duration (in {})",
                 target.read.join(", ")
             ))
@@ -157,7 +161,7 @@ fn config_test(cx: &Context) -> VerbResult<Map> {
     let path = cx.config().text(keys::METRICS_AGENT_CONFIG);
     let argv = match cx.config().command(keys::METRICS_AGENT_TEST_COMMAND) {
         Some(_) => command(cx, keys::METRICS_AGENT_TEST_COMMAND, &[], &path),
-        None => super::agent_unit::agent_command(cx)?.argv(&["--test"]),
+        None => self::unit::agent_command(cx)?.argv(&["--test"]),
     };
     let done = run_tool(cx, argv.clone(), keys::METRICS_AGENT_TEST_COMMAND)?;
     let mut records = Vec::new();

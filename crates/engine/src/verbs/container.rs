@@ -6,8 +6,9 @@
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::values::record;
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_base::report::Level;

@@ -3,7 +3,8 @@
 
 use rhai::{Dynamic, Map, Module, NativeCallContext};
 
-use super::{VerbResult, context, fail};
+use super::context::context;
+use super::result::{VerbResult, fail};
 // Other parts of opsbook read values the way reports show them.
 pub use super::values::{text, time_text};
 use crate::register;
@@ -165,7 +166,7 @@ fn stopping(m: &mut Module) {
             let code = u8::try_from(code).map_err(|_| {
                 fail(format!("exit takes a whole number from 0 to 255 (the run's exit status), not {code}"))
             })?;
-            Err(super::stop(code))
+            Err(super::result::stop(code))
         }
     );
     register!(
@@ -175,7 +176,7 @@ fn stopping(m: &mut Module) {
         ["()"],
         "/// Stops the run here with exit status 0 (1 when a check failed). No `catch` stops it.",
         "if false { exit() }",
-        || -> VerbResult<()> { Err(super::stop(0)) }
+        || -> VerbResult<()> { Err(super::result::stop(0)) }
     );
 }
 
@@ -294,13 +295,6 @@ fn clock(m: &mut Module) {
 
 fn outcome(ok: bool) -> Outcome {
     if ok { Outcome::Pass } else { Outcome::Fail }
-}
-
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "localhost".to_string())
 }
 
 /// `moment()`'s forms of `t`.

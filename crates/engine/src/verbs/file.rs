@@ -8,8 +8,10 @@
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::diff;
+use super::result::{VerbResult, fail};
 use super::values::{record, text};
-use super::{Context, VerbResult, context, diff, fail};
 use crate::register;
 use opsbook_base::report::Level;
 use opsbook_world::commands::Invocation;

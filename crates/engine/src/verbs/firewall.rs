@@ -1,12 +1,18 @@
 //! `firewall::` — whether the host's firewall admits a port, and opsbook's own nftables table
-//! that opens a port to some sources only (firewall_table.rs). Everything runs on the host
+//! that opens a port to some sources only (firewall/table.rs). Everything runs on the host
 //! through the world's commands, so on a fleet host it is that host's firewall.
 //!
-//! Reading: `nft -j list ruleset` (firewall_nft.rs); where nftables has no ruleset,
-//! `iptables-save` (firewall_ipt.rs); where the nft ruleset holds iptables-nft's extension
+//! Reading: `nft -j list ruleset` (firewall/nft.rs); where nftables has no ruleset,
+//! `iptables-save` (firewall/ipt.rs); where the nft ruleset holds iptables-nft's extension
 //! matches, iptables-save judges those tables and nft the others. A ruleset too complex to
 //! judge (a deciding rule that depends on an interface, a rate, an extension) is said so,
 //! naming the rule: `judged` is false then, and a checklist skips rather than guesses.
+
+pub mod command;
+pub mod ipt;
+pub mod nft;
+pub mod packet;
+pub mod table;
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -14,12 +20,13 @@ use std::time::Duration;
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::firewall_command::{late, refused, run};
-use super::firewall_ipt::Rules;
-use super::firewall_nft::Ruleset;
-use super::firewall_packet::{Judgement, Packet};
+use self::command::{late, refused, run};
+use self::ipt::Rules;
+use self::nft::Ruleset;
+use self::packet::{Judgement, Packet};
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::values::record;
-use super::{Context, VerbResult, context, fail, firewall_table};
 use crate::register;
 
 /// How long resolving a source's host name may take.
@@ -60,7 +67,7 @@ pub(crate) fn module() -> Module {
          /// Idempotent: `#{changed}`. Needs root;\n\
          /// honours --dry-run. It cannot open what another table drops: see `admits`.",
         "firewall::admit(8086, [\"10.0.0.0/24\"])",
-        |call: NativeCallContext, port: i64, sources: Dynamic| firewall_table::admit(
+        |call: NativeCallContext, port: i64, sources: Dynamic| table::admit(
             &context(&call),
             port_arg(port)?,
             &sources_arg(&sources)?
@@ -73,7 +80,7 @@ pub(crate) fn module() -> Module {
         ["port: i64", "Map"],
         "/// Removes opsbook's rules for `port` from its table: `#{changed}`.",
         "firewall::revoke(8086)",
-        |call: NativeCallContext, port: i64| firewall_table::revoke(&context(&call), port_arg(port)?)
+        |call: NativeCallContext, port: i64| table::revoke(&context(&call), port_arg(port)?)
     );
     register!(
         &mut m,
@@ -82,7 +89,7 @@ pub(crate) fn module() -> Module {
         ["Map"],
         "/// Deletes opsbook's table `inet opsbook` (never the operator's rules): `#{changed}`.",
         "firewall::remove_table()",
-        |call: NativeCallContext| firewall_table::remove_table(&context(&call))
+        |call: NativeCallContext| table::remove_table(&context(&call))
     );
     m
 }

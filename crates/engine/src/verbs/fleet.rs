@@ -11,86 +11,25 @@
 //! The inventory is read on first use, so a runbook that never asks never pays for it and a
 //! broken inventory only fails the runbooks that need it.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rhai::{Array, Dynamic, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::ground::Ground;
+use super::place::Source;
+use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::record;
-use super::{Context, Ground, VerbResult, context, fail};
-use crate::gathering::{Gathering, Left};
+use crate::gathering::Left;
 use crate::register;
 use opsbook_base::report::Level;
 use opsbook_inventory::{Inventory, Role};
 
 /// How long a host waits at a barrier unless the runbook says otherwise.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Where a host stands among others: the inventory runbooks see, the fleet run (with its
-/// name there) when the runbook runs on several hosts at once, and the other hosts a block
-/// can act on (`fleet::on`).
-#[derive(Default)]
-pub struct Place {
-    inventory: Source,
-    run: Option<(Arc<Gathering>, String)>,
-    /// The run's own hosts, by name: one map shared by every host of the run.
-    shared: Arc<BTreeMap<String, Ground>>,
-    /// Hosts a block reached beyond those (kept, with their connections, until the host's
-    /// session ends).
-    reached: BTreeMap<String, Ground>,
-    /// Whether a host not yet reached may be (not in the sandbox, whose hosts are simulated).
-    may_connect: bool,
-}
-
-/// Loads the inventory when a runbook first asks for it.
-pub(crate) type Loader = Box<dyn FnOnce() -> Result<Inventory, String> + Send>;
-
-#[derive(Default)]
-enum Source {
-    #[default]
-    Absent,
-    Pending(Loader),
-    Ready(Arc<Inventory>),
-    Failed(String),
-}
-
-impl Place {
-    /// A place on real machines: `fleet::on` connects to hosts of `inventory`.
-    pub fn with_inventory(inventory: Arc<Inventory>) -> Place {
-        Place { inventory: Source::Ready(inventory), may_connect: true, ..Place::default() }
-    }
-
-    /// The same, with the inventory read on first use.
-    pub fn loading(loader: Loader) -> Place {
-        Place { inventory: Source::Pending(loader), may_connect: true, ..Place::default() }
-    }
-
-    /// A place among simulated hosts: `fleet::on` reaches only `grounds`.
-    pub fn simulated(inventory: Arc<Inventory>, grounds: Arc<BTreeMap<String, Ground>>) -> Place {
-        Place { inventory: Source::Ready(inventory), shared: grounds, may_connect: false, ..Place::default() }
-    }
-
-    /// The hosts of the run, reached already: `fleet::on` acts on them through their own
-    /// connections.
-    pub fn sharing(mut self, grounds: Arc<BTreeMap<String, Ground>>) -> Place {
-        self.shared = grounds;
-        self
-    }
-
-    /// A host reached already, the run's or a block's.
-    fn ground(&self, name: &str) -> Option<&Ground> {
-        self.shared.get(name).or_else(|| self.reached.get(name))
-    }
-
-    /// This host runs as `name` among the hosts of `gathering`.
-    pub fn in_run(mut self, gathering: Arc<Gathering>, name: String) -> Place {
-        self.run = Some((gathering, name));
-        self
-    }
-}
 
 /// A host of the inventory, as runbooks see it.
 #[derive(Serialize)]
@@ -329,7 +268,7 @@ fn barrier(cx: &Context, name: &str, timeout: Duration) -> VerbResult<Map> {
             out.insert("elapsed".into(), Dynamic::from(waited.elapsed.as_secs_f64()));
             Ok(out)
         }
-        Err(Left::Cancelled) => Err(super::interrupted()),
+        Err(Left::Cancelled) => Err(super::result::interrupted()),
         Err(Left::TimedOut(missing)) => Err(fail(format!(
             "waited {} at `{name}` for {}: they neither reached it nor ended",
             humantime::format_duration(timeout),
@@ -365,20 +304,4 @@ pub fn reach(cx: &Context, name: &str) -> VerbResult<Ground> {
     let ground = Ground::new(Arc::new(config), world);
     cx.place().reached.insert(name.to_string(), ground.clone());
     Ok(ground)
-}
-
-impl Context {
-    fn place(&self) -> std::sync::MutexGuard<'_, Place> {
-        self.place.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Sets what `inventory::` and `fleet::` see for the runs that follow.
-    pub fn set_place(&self, place: Place) {
-        *self.place() = place;
-    }
-}
-
-/// A place with nothing in it (kept per host; `Mutex` so the runner can set it).
-pub fn nowhere() -> Mutex<Place> {
-    Mutex::new(Place::default())
 }

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::{Probe, record};
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 use opsbook_world::http_client::{Request, Response};
 

@@ -2,14 +2,19 @@
 //! bucket listing (every page) and one bucket by name, Flux queries with typed rows, and the
 //! storage backend. The base address, org and token come from the configuration; the token is
 //! added to requests here and never reaches the script. How InfluxDB OSS v2.7.12 answers a
-//! fresh server, an all-access token and a long bucket list: influx_api.rs.
+//! fresh server, an all-access token and a long bucket list: influx/api.rs.
+
+pub mod api;
+mod setup;
+mod write;
 
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::values::{Probe, record, text};
-use super::{Context, VerbResult, context, fail, influx_api};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_base::secret::Secret;
@@ -84,7 +89,8 @@ pub(crate) fn module() -> Module {
         "influx::storage()",
         |call: NativeCallContext| storage(&context(&call))
     );
-    super::influx_setup::add(&mut m);
+    setup::add(&mut m);
+    write::add(&mut m);
     m
 }
 
@@ -127,7 +133,7 @@ fn health_answer(r: &Response) -> Probe<Health> {
 }
 
 fn health(cx: &Context) -> VerbResult<Map> {
-    match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, "/health")))? {
+    match cx.send(Request::new(reqwest::Method::GET, api::url(cx, "/health")))? {
         Ok(r) => health_answer(&r).into_map(),
         Err(reason) => Probe::unanswered(reason)
             .with(Health { state: String::new(), version: String::new(), message: String::new() })
@@ -143,7 +149,7 @@ struct Ping {
 }
 
 fn ping(cx: &Context) -> VerbResult<Map> {
-    let r = match cx.send(Request::new(reqwest::Method::HEAD, influx_api::url(cx, "/ping")))? {
+    let r = match cx.send(Request::new(reqwest::Method::HEAD, api::url(cx, "/ping")))? {
         Ok(r) => r,
         Err(reason) => {
             return Probe::unanswered(reason).with(Ping { version: String::new(), build: String::new() }).into_map();
@@ -163,7 +169,7 @@ pub(super) fn authed(cx: &Context, request: Request<'_>) -> VerbResult<Response>
     let what = format!("{} {}", request.method, request.url);
     match cx.send(request.token(Some(&token)))? {
         Ok(r) if (200..300).contains(&r.status) => Ok(r),
-        Ok(r) => Err(fail(influx_api::refusal_of(cx, &r)?)),
+        Ok(r) => Err(fail(api::refusal_of(cx, &r)?)),
         Err(reason) => Err(fail(format!("{what}: {reason}"))),
     }
 }
@@ -197,39 +203,36 @@ fn bucket_of(b: &Json) -> Bucket {
 /// (an error quoting the answer).
 #[cfg(test)]
 fn buckets_answer(body: &str) -> Result<Vec<Bucket>, String> {
-    Ok(influx_api::page(body)?.0.iter().map(bucket_of).collect())
+    Ok(api::page(body)?.0.iter().map(bucket_of).collect())
 }
 
 /// `GET` of a path (a link the server gave, or one of ours) with the token.
 fn get(cx: &Context, path: &str) -> VerbResult<Response> {
-    let target = if path.starts_with("http://") || path.starts_with("https://") {
-        path.to_string()
-    } else {
-        influx_api::url(cx, path)
-    };
+    let target =
+        if path.starts_with("http://") || path.starts_with("https://") { path.to_string() } else { api::url(cx, path) };
     authed(cx, Request::new(reqwest::Method::GET, target))
 }
 
 fn buckets(cx: &Context) -> VerbResult<Array> {
-    let all = influx_api::all_buckets(cx, |path| get(cx, path))?;
+    let all = api::all_buckets(cx, |path| get(cx, path))?;
     all.iter().map(|b| record(&bucket_of(b)).map(Dynamic::from_map)).collect()
 }
 
 pub(super) fn bucket(cx: &Context, name: &str) -> VerbResult<Dynamic> {
-    let path = influx_api::by_name_path(&cx.config().text(keys::METRICS_DB_ORG), name);
+    let path = api::by_name_path(&cx.config().text(keys::METRICS_DB_ORG), name);
     let token = token(cx)?;
-    let r = match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, &path)).token(Some(&token)))? {
+    let r = match cx.send(Request::new(reqwest::Method::GET, api::url(cx, &path)).token(Some(&token)))? {
         Ok(r) => r,
-        Err(reason) if reason.contains(&influx_api::url(cx, &path)) => return Err(fail(reason)),
-        Err(reason) => return Err(fail(format!("GET {}: {reason}", influx_api::url(cx, &path)))),
+        Err(reason) if reason.contains(&api::url(cx, &path)) => return Err(fail(reason)),
+        Err(reason) => return Err(fail(format!("GET {}: {reason}", api::url(cx, &path)))),
     };
-    if influx_api::bucket_absent(&r) {
+    if api::bucket_absent(&r) {
         return Ok(Dynamic::UNIT);
     }
     if !(200..300).contains(&r.status) {
-        return Err(fail(influx_api::refusal_of(cx, &r)?));
+        return Err(fail(api::refusal_of(cx, &r)?));
     }
-    let (found, _) = influx_api::page(&r.body).map_err(fail)?;
+    let (found, _) = api::page(&r.body).map_err(fail)?;
     match found.iter().map(bucket_of).find(|b| b.name == name) {
         Some(b) => record(&b).map(Dynamic::from_map),
         None => Ok(Dynamic::UNIT),
@@ -257,8 +260,8 @@ fn query(cx: &Context, flux: &str) -> VerbResult<Array> {
         "type": "flux",
         "dialect": {"header": true, "annotations": ["datatype", "group", "default"], "delimiter": ","},
     });
-    let path = format!("/api/v2/query?org={}", influx_api::form_encode(&org));
-    let request = Request::new(reqwest::Method::POST, influx_api::url(cx, &path))
+    let path = format!("/api/v2/query?org={}", api::form_encode(&org));
+    let request = Request::new(reqwest::Method::POST, api::url(cx, &path))
         .header("content-type", "application/json")
         .header("accept", "application/csv")
         .body(body.to_string());
@@ -307,16 +310,15 @@ fn storage(cx: &Context) -> VerbResult<Map> {
         Ok(t) => t,
         Err(e) => return Probe::unanswered(text(&Dynamic::from(e.to_string()))).with(none()).into_map(),
     };
-    let r =
-        match cx.send(Request::new(reqwest::Method::GET, influx_api::url(cx, "/api/v2/config")).token(Some(&token)))? {
-            Ok(r) => r,
-            Err(reason) => return Probe::unanswered(reason).with(none()).into_map(),
-        };
-    if influx_api::needs_operator(&r) {
+    let r = match cx.send(Request::new(reqwest::Method::GET, api::url(cx, "/api/v2/config")).token(Some(&token)))? {
+        Ok(r) => r,
+        Err(reason) => return Probe::unanswered(reason).with(none()).into_map(),
+    };
+    if api::needs_operator(&r) {
         return storage_without_operator(cx, &r);
     }
     if r.status != 200 {
-        let refused = influx_api::refusal_of(cx, &r)?;
+        let refused = api::refusal_of(cx, &r)?;
         return Probe::new(false, Some(r.status), refused, Some(r.elapsed)).with(none()).into_map();
     }
     let path = engine_path(&r.body);
@@ -337,7 +339,7 @@ fn storage_without_operator(cx: &Context, r: &Response) -> VerbResult<Map> {
         .unwrap_or_default();
     let why = format!("/api/v2/config needs an operator token (the configured one is not: {message})");
     let elapsed = Some(r.elapsed);
-    match influx_api::engine_path_from_file(cx, &why)? {
+    match api::engine_path_from_file(cx, &why)? {
         Ok((path, file)) => {
             let detail = format!("local disk: engine at {path} (from {file}; {why})");
             let facts = Storage { backend: Some("local".into()), path: Some(path), skipped: None };

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rhai::{Array, Dynamic, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::{record, time_text};
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 use opsbook_world::journal::{Entry, PRIORITIES, Query, priority_number};
 use opsbook_world::log_level::{Level, classify};

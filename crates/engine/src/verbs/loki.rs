@@ -8,10 +8,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::influx_api::form_encode;
+use super::context::{Context, context};
+use super::influx::api::form_encode;
+use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::{Probe, record};
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_wire::loki_config;

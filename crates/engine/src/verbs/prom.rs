@@ -8,8 +8,9 @@ use std::sync::Arc;
 use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::values::{Probe, record, text};
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 use opsbook_wire::exposition::{self, Exposition};
 use opsbook_world::http_client::Request;

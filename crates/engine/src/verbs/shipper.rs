@@ -5,9 +5,10 @@
 use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::VerbResult;
 use super::tools::{command, run_tool, tail};
 use super::values::{Probe, record};
-use super::{Context, VerbResult, context};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_world::http_client::Request;
@@ -125,8 +126,8 @@ fn timing(cx: &Context) -> VerbResult<Map> {
     let asked = path.clone();
     let text = match cx.block_on(|| async move { files.read(&asked).await })? {
         Ok(Some((text, _))) => text,
-        Ok(None) => return Err(super::fail(format!("the shipper's configuration {path} is not there"))),
-        Err(e) => return Err(super::fail(format!("cannot read the shipper's configuration {path}: {e}"))),
+        Ok(None) => return Err(super::result::fail(format!("the shipper's configuration {path} is not there"))),
+        Err(e) => return Err(super::result::fail(format!("cannot read the shipper's configuration {path}: {e}"))),
     };
     let largest = |keys: &[&str]| -> Option<f64> {
         text.lines()

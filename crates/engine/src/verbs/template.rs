@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{catalog, context};
+use super::result::{VerbResult, fail};
 use super::values::record;
-use super::{VerbResult, catalog, context, fail};
 use crate::catalog::Catalog;
 use crate::register;
 use opsbook_base::diagnostic::Diagnostic;

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use rhai::{Dynamic, ImmutableString, Module, NativeCallContext};
 
-use super::{Context, VerbResult, context, fail};
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use crate::register;
 
 /// These functions as global ones (no namespace).

@@ -2,7 +2,8 @@
 //! `sh -c`) with `{config}` replaced by the component's configuration path. Shared by the
 //! `agent::` and `shipper::` modules.
 
-use super::{Context, VerbResult, fail};
+use super::context::Context;
+use super::result::{VerbResult, fail};
 use opsbook_base::config::{Key, keys};
 use opsbook_world::commands::{Completed, Invocation};
 

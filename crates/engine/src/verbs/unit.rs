@@ -4,25 +4,29 @@
 //! namespace. Mutating calls honour `--dry-run`: they are recorded as "would …" and never
 //! sent. Short names work: `loki` is `loki.service`.
 
+pub mod files;
+
 use std::time::Duration;
 
 use rhai::{Array, Dynamic, Engine, Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::record;
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_world::units::{Job, UnitError, UnitStatus, full_name};
 
-/// The `unit::` functions that read and run jobs (`verbs::modules` adds the
-/// installation verbs of `unit_files` to the same namespace).
+/// The `unit::` namespace: the functions that read and run jobs, and the installation verbs
+/// of `files.rs`.
 pub fn module() -> Module {
     let mut m = Module::new();
     state_verbs(&mut m);
     job_verbs(&mut m);
     reload_and_list_verbs(&mut m);
+    files::add(&mut m);
     m
 }
 

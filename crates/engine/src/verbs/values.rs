@@ -5,7 +5,7 @@
 use rhai::{Dynamic, ImmutableString, Map};
 use serde::Serialize;
 
-use super::{VerbResult, fail};
+use super::result::{VerbResult, fail};
 use opsbook_world::units::UnitStatus;
 
 /// Facts a probe adds to its record; none by default.

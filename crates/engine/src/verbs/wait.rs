@@ -5,9 +5,10 @@ use std::time::{Duration, Instant};
 use rhai::{Dynamic, EvalAltResult, FnPtr, Map, Module, NativeCallContext};
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::record;
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 
 /// The `wait::` namespace.

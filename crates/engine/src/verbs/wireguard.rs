@@ -15,8 +15,9 @@ use std::time::Duration;
 use rhai::Map;
 use serde::Serialize;
 
+use super::context::Context;
+use super::result::{VerbResult, fail};
 use super::values::record;
-use super::{Context, VerbResult, fail};
 use opsbook_world::commands::Invocation;
 
 /// What `wg` may take on the host.

@@ -7,9 +7,10 @@ use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 
 use serde::Serialize;
 
+use super::context::{Context, context};
+use super::result::{VerbResult, fail};
 use super::time::duration_arg;
 use super::values::{Probe, record};
-use super::{Context, VerbResult, context, fail};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_world::commands::{Completed, Invocation};

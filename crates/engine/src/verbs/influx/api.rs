@@ -15,7 +15,8 @@
 
 use serde_json::Value as Json;
 
-use super::{Context, VerbResult, fail};
+use crate::verbs::context::Context;
+use crate::verbs::result::{VerbResult, fail};
 use opsbook_base::config::keys;
 use opsbook_world::http_client::{Request, Response};
 

@@ -7,8 +7,9 @@
 //! commands seam as base64 (the files seam carries text), written beside the target and
 //! renamed, so a keyring is never half written.
 
-use super::package_manager::{Failure, Ran, classify, run_argv, tidy};
-use super::{Context, VerbResult, fail};
+use super::manager::{Failure, Ran, classify, run_argv, tidy};
+use crate::verbs::context::Context;
+use crate::verbs::result::{VerbResult, fail};
 use opsbook_base::config::keys;
 
 /// Where apt looks for keyrings named by `signed-by=` (apt 2.4 and later make it).

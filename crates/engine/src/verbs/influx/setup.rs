@@ -12,10 +12,11 @@
 use rhai::{Map, Module, NativeCallContext};
 use serde_json::json;
 
-use super::influx_api::{awaits_setup, refusal, url};
-use super::values::text;
-use super::{Context, VerbResult, context, fail};
+use super::api::{awaits_setup, refusal, url};
 use crate::register;
+use crate::verbs::context::{Context, context};
+use crate::verbs::result::{VerbResult, fail};
+use crate::verbs::values::text;
 use opsbook_base::config::keys;
 use opsbook_world::http_client::Request;
 
@@ -97,7 +98,7 @@ fn onboard_options(options: &Map) -> VerbResult<(String, u64)> {
     for (k, v) in options {
         match k.as_str() {
             "username" => username = text(v),
-            "retention" => retention = super::time::duration_arg(v)?.as_secs(),
+            "retention" => retention = crate::verbs::time::duration_arg(v)?.as_secs(),
             other => {
                 return Err(fail(format!("influx::onboard: unknown option `{other}` (username, retention)")));
             }

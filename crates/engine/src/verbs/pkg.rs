@@ -2,8 +2,8 @@
 //! Debian and Ubuntu, dnf on the RHEL family and Fedora), the version of a package installed,
 //! the versions its repositories offer, installing one (optionally a pinned version) and
 //! removing or purging one. Vendor repositories are added in the same namespace by
-//! `package_repo.rs`, their keys by `package_key.rs`; what they all ask of the host's package
-//! manager is in `package_manager.rs`.
+//! `pkg/repo.rs`, their keys by `pkg/key.rs`; what they all ask of the host's package
+//! manager is in `pkg/manager.rs`.
 //!
 //! Every command goes through the `Commands` world seam with a timeout (`package.timeout` for
 //! what downloads or installs, `tools.timeout` for questions), so on an ssh host it is that
@@ -12,19 +12,24 @@
 //! package manager: there every verb refuses. (The namespace is `pkg`: `package` is a reserved
 //! word in Rhai.)
 
+pub mod install;
+pub mod key;
+pub mod manager;
+pub mod repo;
+
 use rhai::{Array, Dynamic, Module, NativeCallContext};
 
-use super::package_manager::{available, installed, os};
+use self::manager::{available, installed, os};
+use super::context::context;
 use super::values::record;
-use super::{context, package_install, package_repo};
 use crate::register;
 
 /// The `pkg::` namespace.
 pub(crate) fn module() -> Module {
     let mut m = Module::new();
     read_verbs(&mut m);
-    package_install::add(&mut m);
-    package_repo::add(&mut m);
+    install::add(&mut m);
+    repo::add(&mut m);
     m
 }
 

@@ -1,6 +1,6 @@
 //! `pkg::add_repository`, `refresh` and `remove_repository`: a vendor's repository on a
 //! host, as the vendor documents adding it. On apt: its key in `/etc/apt/keyrings/NAME.gpg`
-//! (`package_key.rs`) and its sources line with `signed-by=` in
+//! (`pkg/key.rs`) and its sources line with `signed-by=` in
 //! `/etc/apt/sources.list.d/NAME.list`, then `apt-get update` of that source only (the host's
 //! other sources are neither fetched nor judged). On dnf: `/etc/yum.repos.d/NAME.repo` with
 //! `gpgcheck=1` and `gpgkey=`, then `dnf makecache` of that repository only. A repository whose
@@ -11,12 +11,13 @@
 use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::file::{Changed, WriteOptions, read_file, remove_path, stat, write_with};
-use super::package_key::{self, KEYRINGS};
-use super::package_manager::{Failure, Family, classify, family, run_argv};
-use super::values::{record, text};
-use super::{Context, VerbResult, context, fail};
+use super::key::{self, KEYRINGS};
+use super::manager::{Failure, Family, classify, family, run_argv};
 use crate::register;
+use crate::verbs::context::{Context, context};
+use crate::verbs::file::{Changed, WriteOptions, read_file, remove_path, stat, write_with};
+use crate::verbs::result::{VerbResult, fail};
+use crate::verbs::values::{record, text};
 use opsbook_base::config::keys;
 use opsbook_base::report::Level;
 use opsbook_world::files::Wanted;
@@ -187,10 +188,10 @@ fn add_repository(cx: &Context, name: &str, given: &Map) -> VerbResult<Map> {
     }
     let mut before = Before { source: old, keyring: None };
     if family == Family::Apt {
-        let key = package_key::fetch(cx, &repo.key)?;
-        let existing = package_key::read(cx, &keyring(name))?;
+        let key = key::fetch(cx, &repo.key)?;
+        let existing = key::read(cx, &keyring(name))?;
         if existing.as_deref() != Some(key.as_slice()) {
-            package_key::write(cx, &keyring(name), &key)?;
+            key::write(cx, &keyring(name), &key)?;
             cx.log(Level::Info, &format!("changed {}: key from {}", keyring(name), repo.key));
             before.keyring = Some(existing);
         }
@@ -219,7 +220,7 @@ fn put_back(cx: &Context, family: Family, name: &str, before: Before) -> VerbRes
         }
     }
     match before.keyring {
-        Some(Some(key)) => package_key::write(cx, &keyring(name), &key)?,
+        Some(Some(key)) => key::write(cx, &keyring(name), &key)?,
         Some(None) => {
             remove_path(cx, &keyring(name), false)?;
         }

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
-use super::firewall_packet::{Judgement, Packet, Truth, in_net, parse_net};
+use super::packet::{Judgement, Packet, Truth, in_net, parse_net};
 
 /// How deep jumps may nest before the ruleset is called too complex.
 const MAX_DEPTH: usize = 16;
@@ -410,7 +410,7 @@ mod tests {
     use super::*;
 
     /// Captured from nft 1.0.6 with tests/fixtures/firewall/input-drop.nft loaded.
-    const CAPTURE: &str = include_str!("../../../../tests/fixtures/firewall/input-drop.json");
+    const CAPTURE: &str = include_str!("../../../../../tests/fixtures/firewall/input-drop.json");
 
     fn judge(port: u16, source: Option<&str>) -> Judgement {
         let packet = Packet { port, source: source.map(|s| s.parse().unwrap()) };
@@ -433,7 +433,8 @@ mod tests {
         assert_eq!(judge(9000, Some("::1")), judge(5432, Some("127.0.0.1")));
         // opsbook's table for a host whose clients are its own (`firewall::admit(8086, [])`, as
         // nft 1.0.6 lists it): loopback admitted, every other source dropped.
-        let lone = Ruleset::parse(include_str!("../../../../tests/fixtures/firewall/opsbook-loopback.json")).unwrap();
+        let lone =
+            Ruleset::parse(include_str!("../../../../../tests/fixtures/firewall/opsbook-loopback.json")).unwrap();
         let judge = |source: &str| lone.judge(&Packet { port: 8086, source: Some(source.parse().unwrap()) }, false);
         assert_eq!(
             judge("127.0.0.1"),

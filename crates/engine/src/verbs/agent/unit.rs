@@ -16,7 +16,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Context, VerbResult};
+use crate::verbs::context::Context;
+use crate::verbs::result::VerbResult;
 use opsbook_base::config::keys;
 use opsbook_world::commands::Invocation;
 use opsbook_world::units::full_name;
@@ -209,7 +210,9 @@ pub(super) fn log_target(cx: &Context, command: &AgentCommand) -> VerbResult<Res
     let timeout = cx.config().duration(keys::TOOLS_TIMEOUT);
     let done = match cx.run_command(Invocation { argv, timeout, ..Invocation::default() })? {
         Ok(done) if done.code == Some(0) => done,
-        Ok(done) => return Ok(Err(format!("reading its files failed: {}", super::tools::tail(&done.stderr, 3)))),
+        Ok(done) => {
+            return Ok(Err(format!("reading its files failed: {}", crate::verbs::tools::tail(&done.stderr, 3))));
+        }
         Err(e) => return Ok(Err(format!("reading its files failed: {e}"))),
     };
     let env = agent_environment(cx, &command.program)?;

@@ -9,18 +9,19 @@
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::file::{Changed, WriteOptions, Written, mkdir_with, remove_path, write_with};
-use super::unit::{enabled_state, jobs, names, status};
-use super::values::record;
-use super::{Context, VerbResult, context, fail};
+use super::{enabled_state, jobs, names, status};
 use crate::register;
+use crate::verbs::context::{Context, context};
+use crate::verbs::file::{Changed, WriteOptions, Written, mkdir_with, remove_path, write_with};
+use crate::verbs::result::{VerbResult, fail};
+use crate::verbs::values::record;
 use opsbook_base::config::keys;
 use opsbook_base::report::Level;
 use opsbook_world::files::Wanted;
 use opsbook_world::units::{Job, full_name};
 
 /// Adds the installation verbs to the `unit` module.
-pub fn add(m: &mut Module) {
+pub(super) fn add(m: &mut Module) {
     register!(
         m,
         "install",

@@ -2,7 +2,7 @@
 //! port (from a source address, or from anywhere; from a loopback address, the host's own
 //! connection on the loopback interface), and the judgement of one ruleset —
 //! admitted, refused by a named rule, or not decidable here (and why). Shared by the
-//! nftables and the iptables readers (firewall_nft.rs, firewall_ipt.rs).
+//! nftables and the iptables readers (firewall/nft.rs, firewall/ipt.rs).
 
 use std::net::IpAddr;
 

@@ -17,10 +17,11 @@ use rhai::Map;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::firewall_command::{late, refused, run};
-use super::firewall_packet::parse_net;
-use super::values::record;
-use super::{Context, VerbResult, fail};
+use super::command::{late, refused, run};
+use super::packet::parse_net;
+use crate::verbs::context::Context;
+use crate::verbs::result::{VerbResult, fail};
+use crate::verbs::values::record;
 
 /// The table's family and name, as nft commands take them.
 pub const TABLE: &str = "inet opsbook";

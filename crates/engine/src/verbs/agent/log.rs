@@ -18,10 +18,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rhai::Map;
 use serde::Serialize;
 
-use super::agent_unit::{self, LogTarget};
-use super::time::positive_duration_arg;
-use super::values::{record, text, time_text};
-use super::{Context, VerbResult, fail};
+use super::unit::{self, LogTarget};
+use crate::verbs::context::Context;
+use crate::verbs::result::{VerbResult, fail};
+use crate::verbs::time::positive_duration_arg;
+use crate::verbs::values::{record, text, time_text};
 use opsbook_base::config::keys;
 use opsbook_world::journal::Query;
 use opsbook_world::log_level::{Level, classify, line_time_us, rfc3339_us};
@@ -150,8 +151,8 @@ fn unlooked(logs_to: &'static str, path: Option<String>, detail: String) -> Verb
 
 /// The agent's log target, or why it cannot be told.
 fn target(cx: &Context) -> VerbResult<Result<LogTarget, String>> {
-    let command = agent_unit::agent_command(cx)?;
-    Ok(match agent_unit::log_target(cx, &command)? {
+    let command = unit::agent_command(cx)?;
+    Ok(match unit::log_target(cx, &command)? {
         Ok(t) if t.file.is_none() && !t.unread.is_empty() => Err(format!("cannot read {}", t.unread.join(", "))),
         other => other,
     })
@@ -241,7 +242,7 @@ fn agent_lines(cx: &Context, unit: &str, since: &str, file: Option<&str>) -> Ver
     }
     let query =
         Query { unit: Some(unit.to_string()), since: Some(since.to_string()), lines: Some(200), ..Query::default() };
-    Ok(super::journal::read_entries(cx, query)?.into_iter().map(|e| e.message).collect())
+    Ok(crate::verbs::journal::read_entries(cx, query)?.into_iter().map(|e| e.message).collect())
 }
 
 /// The lines from the last reload on (all of them when none was logged), and whether the
@@ -326,7 +327,7 @@ pub(super) fn watch_reload(cx: &Context, options: &Map) -> VerbResult<Map> {
             };
             return record(&Watched { ok: false, detail, pid, reloaded, lines: last(after, 10) });
         }
-        super::time::sleep(cx, Duration::from_millis(250))?;
+        crate::verbs::time::sleep(cx, Duration::from_millis(250))?;
     }
 }
 
@@ -336,7 +337,7 @@ fn exited(cx: &Context, unit: &str, since: &str, file: Option<&str>, pid: i64, s
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut lines = agent_lines(cx, unit, since, file)?;
     while !after_reload(&lines).0.iter().any(|l| classify(l, None) == Level::Error) && Instant::now() < deadline {
-        super::time::sleep(cx, Duration::from_millis(100))?;
+        crate::verbs::time::sleep(cx, Duration::from_millis(100))?;
         lines = agent_lines(cx, unit, since, file)?;
     }
     let (after, reloaded, _) = after_reload(&lines);

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use super::{Context, VerbResult};
+use crate::verbs::context::Context;
+use crate::verbs::result::VerbResult;
 use opsbook_world::commands::{Completed, Invocation};
 
 /// What reading or changing the ruleset may take on the host.

@@ -11,12 +11,13 @@
 use rhai::{Map, Module, NativeCallContext};
 use serde_json::json;
 
-use super::influx::{authed, bucket, token};
-use super::influx_api::{form_encode, refusal, url};
-use super::time::positive_duration_arg;
-use super::values::Probe;
-use super::{Context, VerbResult, context, fail};
+use super::api::{form_encode, refusal, url};
+use super::{authed, bucket, token};
 use crate::register;
+use crate::verbs::context::{Context, context};
+use crate::verbs::result::{VerbResult, fail};
+use crate::verbs::time::positive_duration_arg;
+use crate::verbs::values::Probe;
 use opsbook_base::config::keys;
 use opsbook_world::http_client::Request;
 
@@ -73,7 +74,7 @@ fn ensure_bucket(cx: &Context, name: &str, options: &Map) -> VerbResult<Map> {
     for (k, v) in options {
         match k.as_str() {
             "retention" => retention = positive_duration_arg(v, "retention").map(|d| d.as_secs())?,
-            "description" => description = super::values::text(v),
+            "description" => description = crate::verbs::values::text(v),
             other => {
                 return Err(fail(format!("influx::ensure_bucket: unknown option `{other}` (retention, description)")));
             }

@@ -1,6 +1,6 @@
 //! `pkg::install` and `pkg::remove`: a package installed (its newest version, or a pinned
 //! one, upgraded or downgraded to it) or removed (purged with its configuration files), in the
-//! `pkg` namespace beside the questions of `package.rs`. Installing waits for another apt's
+//! `pkg` namespace beside the questions of `pkg.rs`. Installing waits for another apt's
 //! lock, keeps a configuration file the operator (or opsbook) changed, and says in words why
 //! it failed: a version the repositories lack (listing those they offer), a package none
 //! offers, a repository that does not answer or whose signature does not verify.
@@ -8,13 +8,14 @@
 use rhai::{Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::file::Changed;
-use super::package_manager::{
+use super::manager::{
     Failure, Family, Ran, available, classify, family, installed, lister, run_argv, valid_name, valid_version,
 };
-use super::values::{record, text};
-use super::{Context, VerbResult, context, fail};
 use crate::register;
+use crate::verbs::context::{Context, context};
+use crate::verbs::file::Changed;
+use crate::verbs::result::{VerbResult, fail};
+use crate::verbs::values::{record, text};
 use opsbook_base::config::keys;
 use opsbook_base::report::Level;
 

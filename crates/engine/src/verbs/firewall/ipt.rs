@@ -5,7 +5,7 @@
 //! not), conntrack/state) and says plainly when a
 //! deciding rule depends on anything else.
 
-use super::firewall_packet::{Judgement, Packet, Truth, in_net, parse_net};
+use super::packet::{Judgement, Packet, Truth, in_net, parse_net};
 
 /// How deep jumps may nest before the rules are called too complex.
 const MAX_DEPTH: usize = 16;
@@ -217,7 +217,7 @@ mod tests {
     use super::*;
 
     /// Captured from iptables-save 1.8.9 with the rules of the nftables fixture's kind.
-    const CAPTURE: &str = include_str!("../../../../tests/fixtures/firewall/input-drop.iptables");
+    const CAPTURE: &str = include_str!("../../../../../tests/fixtures/firewall/input-drop.iptables");
 
     fn judge(port: u16, source: Option<&str>) -> Judgement {
         let packet = Packet { port, source: source.map(|s| s.parse().unwrap()) };

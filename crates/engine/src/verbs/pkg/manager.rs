@@ -2,14 +2,15 @@
 //! on Debian and Ubuntu, dnf on the RHEL family), the version of a package installed, the
 //! versions its repositories offer, running its commands through the `Commands` world seam with
 //! a timeout, and what it says of a failure put in words (`Failure`, `classify`). The verbs
-//! themselves are registered by `package.rs` (questions), `package_install.rs`,
-//! `package_repo.rs` and `package_key.rs`, which all build on this one.
+//! themselves are registered by `pkg.rs` (questions), `pkg/install.rs`,
+//! `pkg/repo.rs` and `pkg/key.rs`, which all build on this one.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Context, VerbResult, fail};
+use crate::verbs::context::Context;
+use crate::verbs::result::{VerbResult, fail};
 use opsbook_base::config::keys;
 use opsbook_world::commands::Invocation;
 
