@@ -73,6 +73,38 @@ pub struct Component {
     pub packaged_config: &'static str,
     /// Further groups the vendor's package puts its account in (to read the logs).
     pub account_groups: &'static [&'static str],
+    /// What it does that the others do not, as the stdlib functions doing it (each called by
+    /// name through this table, so no script switches on a component's name) and as data.
+    #[serde(flatten)]
+    pub behaviour: Behaviour,
+}
+
+/// A component's behaviour: the functions scripts call for it by name, and the facts those
+/// functions and the lifecycle read. `{config}` in a word stands for its configuration file.
+#[derive(Debug, Serialize)]
+pub struct Behaviour {
+    /// `stdlib/verify.rhai`: its whole verification, given the options (`verify::component`).
+    pub verify: &'static str,
+    /// `stdlib/stack.rhai`: whether it answers as ready now, a probe record (`stack::ready`).
+    pub ready: &'static str,
+    /// `stdlib/evidence.rhai`: it serves after a change (unit, readiness, its new run's errors).
+    pub serving: &'static str,
+    /// `stdlib/evidence.rhai`: evidence made after a change (`evidence::evidence_after`).
+    pub evidence: &'static str,
+    /// `stdlib/lifecycle.rhai`: what deploy does once it first answers (empty: nothing).
+    pub set_up: &'static str,
+    /// The key in its section of the command that checks a file offline (empty: none).
+    pub check_key: &'static str,
+    /// That check when the key is left empty, as an argv; a first word `{exec}` stands for the
+    /// words of its `exec` line (empty: it has no offline check; its health after start is it).
+    pub check: &'static [&'static str],
+    /// The check's arguments after the program of the vendor's unit, when that unit is run.
+    pub packaged_check: &'static [&'static str],
+    /// Run as a container: the environment (`NAME=VALUE`) and arguments it is given its file by.
+    pub container_env: &'static [&'static str],
+    pub container_args: &'static [&'static str],
+    /// It reads the host's journal: deploy's record of a change is written until it counted one.
+    pub reads_journal: bool,
 }
 
 /// A vendor's package repository, as the vendor documents adding it: apt's sources line and
@@ -124,6 +156,12 @@ pub const COMPONENTS: [Component; 4] = [
         repository: &INFLUXDATA,
         packaged_config: "/etc/influxdb/config.toml",
         account_groups: &[],
+        behaviour: Behaviour {
+            verify: "metrics_db", ready: "metrics_db_ready", serving: "metrics_db_serving",
+            evidence: "metrics_db_round_trip", set_up: "metrics_db_set_up", check_key: "", check: &[],
+            packaged_check: &[], container_env: &["INFLUXD_CONFIG_PATH={config}"], container_args: &[],
+            reads_journal: false,
+        },
     },
     Component {
         name: "log-store",
@@ -138,6 +176,12 @@ pub const COMPONENTS: [Component; 4] = [
         repository: &GRAFANA,
         packaged_config: "/etc/loki/config.yml",
         account_groups: &[],
+        behaviour: Behaviour {
+            verify: "log_store", ready: "log_store_ready", serving: "log_store_serving",
+            evidence: "log_store_round_trip", set_up: "", check_key: "verify_command",
+            check: &["{exec}", "-verify-config"], packaged_check: &["-config.file={config}", "-verify-config"],
+            container_env: &[], container_args: &["-config.file={config}"], reads_journal: false,
+        },
     },
     Component {
         name: "metrics-agent",
@@ -152,6 +196,12 @@ pub const COMPONENTS: [Component; 4] = [
         repository: &INFLUXDATA,
         packaged_config: "/etc/telegraf/telegraf.conf",
         account_groups: &[],
+        behaviour: Behaviour {
+            verify: "metrics_agent", ready: "unit_active", serving: "agent_serving",
+            evidence: "agent_delivers", set_up: "", check_key: "test_command",
+            check: &["telegraf", "--config", "{config}", "--test"], packaged_check: &[], container_env: &[],
+            container_args: &[], reads_journal: false,
+        },
     },
     Component {
         name: "log-shipper",
@@ -166,6 +216,12 @@ pub const COMPONENTS: [Component; 4] = [
         repository: &GRAFANA,
         packaged_config: "/etc/alloy/config.alloy",
         account_groups: &["systemd-journal", "adm"],
+        behaviour: Behaviour {
+            verify: "log_shipper", ready: "log_shipper_ready", serving: "shipper_serving",
+            evidence: "shipper_delivers", set_up: "", check_key: "validate_command",
+            check: &["alloy", "validate", "{config}"], packaged_check: &[], container_env: &[],
+            container_args: &[], reads_journal: true,
+        },
     },
 ];
 

@@ -117,7 +117,8 @@ pub(crate) fn inventory_module() -> Module {
         Reads,
         ["Array"],
         "/// The stack's components, servers first, as opsbook describes them (`inventory::COMPONENTS`):\n\
-         /// `#{name, alias, label, description, tier, section, template, port, reload}` each. Their\n\
+         /// `#{name, alias, label, description, tier, section, template, port, reload, …}` each, with\n\
+         /// its behaviour (`verify`, `ready`, `serving`, `evidence`: the stdlib functions called for it). Their\n\
          /// units and files are this host's configuration's, under `config[section]`: see `stack::components()`.",
         "inventory::roles().map(|r| r.alias)",
         || -> VerbResult<Array> {
