@@ -3,6 +3,9 @@
 //! modules are built once for the process, so the first host pays for them and the others
 //! only register them. Run with `cargo bench --bench sessions`; prints medians per host.
 
+// Tests and benchmarks report to the developer running them (`skipped: why`).
+#![allow(clippy::disallowed_macros)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -99,7 +99,7 @@ fn completions(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
             Shell::Zsh => "_opsbook".to_string(),
             other => format!("opsbook.{other}"),
         });
-        std::fs::write(&path, text)?;
+        opsbook_base::atomic::write(&path, &text, 0o644)?;
         written.push(path);
     }
     Ok(written)

@@ -16,7 +16,6 @@
 //! operators use, or fails naming the roles; `--roles` lists them for the usage.
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -82,11 +81,11 @@ fn found(path: &Path, text: &str) -> Found {
 pub fn run(args: &ScriptsArgs) -> Result<u8, Error> {
     if let Some(name) = &args.role {
         let role = Role::parse_or_explain(name).map_err(Error::Usage)?;
-        println!("{role}");
+        opsbook_base::tell!("{role}");
         return Ok(0);
     }
     if args.roles {
-        println!("{}", Role::listed());
+        opsbook_base::tell!("{}", Role::listed());
         return Ok(0);
     }
     match &args.install {
@@ -178,17 +177,6 @@ fn install(dir: &Path, force: bool) -> Result<u8, Error> {
 /// Writes `text` to a temporary file beside `path`, with `mode`, then renames it over `path`:
 /// a reader sees the old script or the new one, never half of one.
 fn write_atomically(path: &Path, text: &str, mode: u32) -> Result<(), Error> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)
-    };
-    write().map_err(|source| {
-        let _ = std::fs::remove_file(&temporary);
-        Error::Io { context: format!("cannot write `{}`", path.display()), source }
-    })
+    opsbook_base::atomic::write(path, text.as_bytes(), mode)
+        .map_err(|source| Error::Io { context: format!("cannot write `{}`", path.display()), source })
 }

@@ -376,7 +376,11 @@ fn check(session: &Session, names: &[String]) -> Result<u8, Error> {
     errors.extend(import_cycles(session, checked_modules.keys()));
     if errors.is_empty() {
         let s = |n: usize| if n == 1 { "" } else { "s" };
-        println!("checked {n_runbooks} runbook{} and {n_modules} module{}: no errors", s(n_runbooks), s(n_modules));
+        opsbook_base::tell!(
+            "checked {n_runbooks} runbook{} and {n_modules} module{}: no errors",
+            s(n_runbooks),
+            s(n_modules)
+        );
         Ok(0)
     } else {
         Err(Error::Many(errors))
@@ -419,7 +423,7 @@ fn fns(
                 context: format!("cannot write definitions into `{}`", dir.display()),
                 source,
             })?;
-        println!("wrote Rhai definition files into {}", dir.display());
+        opsbook_base::tell!("wrote Rhai definition files into {}", dir.display());
         return Ok(0);
     }
     let mut functions = opsbook_engine::functions::list(engine);

@@ -1,5 +1,8 @@
 //! Integration tests: one binary that drives the real `opsbook` executable.
 
+// Tests and benchmarks report to the developer running them (`skipped: why`).
+#![allow(clippy::disallowed_macros)]
+
 mod support;
 
 mod bad_input;
@@ -52,6 +55,7 @@ mod secrets;
 mod serve;
 mod serve_fleet;
 mod serve_idle;
+mod tidy;
 mod tools;
 mod twin;
 mod units;

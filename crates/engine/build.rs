@@ -2,6 +2,9 @@
 //! binary, so an installed opsbook works from any directory. Files on the search path still
 //! override these copies.
 
+// A build script talks to cargo through its stdout (`cargo:rerun-if-changed=…`).
+#![allow(clippy::disallowed_macros)]
+
 use std::fmt::Write;
 use std::path::Path;
 

@@ -74,7 +74,7 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
         let _ = editor.load_history(path);
     }
     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        println!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
+        opsbook_base::tell!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
     }
     // Lines that could not be read (not UTF-8): each is said and skipped, and the exit
     // status says some input was lost.
@@ -112,10 +112,10 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
             Err(ReadlineError::Eof) => break,
             Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData && unreadable < 100 => {
                 unreadable += 1;
-                eprintln!("error: input line {read} is not UTF-8 text: it was skipped");
+                opsbook_base::say!("error: input line {read} is not UTF-8 text: it was skipped");
             }
             Err(e) => {
-                eprintln!("error: cannot read the next line: {e}");
+                opsbook_base::say!("error: cannot read the next line: {e}");
                 unreadable += 1;
                 break;
             }
@@ -213,7 +213,7 @@ impl Repl {
         let mut ast = match self.session.engine().compile_with_scope(&self.scope, input) {
             Ok(ast) => ast,
             Err(e) => {
-                eprint!(
+                opsbook_base::say_part!(
                     "{}",
                     printable(&opsbook_engine::engine::parse_diagnostic(&e, source, &self.session.catalog).to_string())
                 );
@@ -233,15 +233,15 @@ impl Repl {
             Ok(value) => {
                 let shown = pretty::show(&value);
                 if !shown.is_empty() {
-                    println!("{}", printable(&shown));
+                    opsbook_base::tell!("{}", printable(&shown));
                 }
             }
             Err(e) => {
                 let explained =
                     opsbook_engine::engine::explain(&e, source, &self.session.catalog, Some(&self.session.context));
                 match explained.class {
-                    opsbook_engine::engine::Class::Interrupted => eprintln!("interrupted"),
-                    _ => eprint!("{}", printable(&explained.diagnostic.to_string())),
+                    opsbook_engine::engine::Class::Interrupted => opsbook_base::say!("interrupted"),
+                    _ => opsbook_base::say_part!("{}", printable(&explained.diagnostic.to_string())),
                 }
             }
         }
@@ -254,7 +254,7 @@ impl Repl {
         let args: Vec<&str> = words.collect();
         match command {
             ":quit" | ":q" | ":exit" => return Flow::Quit,
-            ":help" | ":h" => println!("{HELP}"),
+            ":help" | ":h" => opsbook_base::tell!("{HELP}"),
             ":fns" => {
                 let filter = args.first().map(|f| f.to_lowercase());
                 for f in opsbook_engine::functions::list(self.session.engine()) {
@@ -262,7 +262,7 @@ impl Repl {
                         .as_ref()
                         .is_none_or(|x| f.signature.to_lowercase().contains(x) || f.doc.to_lowercase().contains(x))
                     {
-                        println!("{}", f.signature);
+                        opsbook_base::tell!("{}", f.signature);
                     }
                 }
             }
@@ -270,16 +270,16 @@ impl Repl {
             ":vars" => {
                 for (name, constant, value) in self.scope.iter() {
                     let shown = pretty::show(&value).replace('\n', " ");
-                    println!("{}{name} = {}", if constant { "const " } else { "" }, printable(&shown));
+                    opsbook_base::tell!("{}{name} = {}", if constant { "const " } else { "" }, printable(&shown));
                 }
                 for (module, alias) in &self.imports {
-                    println!("import \"{module}\" as {alias}");
+                    opsbook_base::tell!("import \"{module}\" as {alias}");
                 }
             }
             ":reset" => {
                 self.scope.clear();
                 self.functions = AST::empty();
-                println!("variables and functions forgotten");
+                opsbook_base::tell!("variables and functions forgotten");
             }
             ":reload" => {
                 // A new engine forgets compiled modules; imports are resolved again.
@@ -288,12 +288,12 @@ impl Repl {
                 for (module, alias) in imports {
                     self.eval(&format!("import \"{module}\" as {alias};"), "<reload>");
                 }
-                println!("runbooks and stdlib re-read");
+                opsbook_base::tell!("runbooks and stdlib re-read");
                 return Flow::Reloaded;
             }
             ":history" => {
                 for (i, entry) in history.iter().enumerate() {
-                    println!("{:4}  {entry}", i + 1);
+                    opsbook_base::tell!("{:4}  {entry}", i + 1);
                 }
             }
             ":load" => match args.first() {
@@ -303,16 +303,16 @@ impl Repl {
                         opsbook_base::input::SCRIPT,
                     ) {
                         Ok(text) => self.eval(&text, file),
-                        Err(e) => eprintln!("error: {e}"),
+                        Err(e) => opsbook_base::say!("error: {e}"),
                     }
                 }
-                None => eprintln!("usage: :load FILE"),
+                None => opsbook_base::say!("usage: :load FILE"),
             },
             ":run" => self.run_runbook(&args),
             ":host" => self.switch_host(args.first().copied()),
             other => {
                 let hint = opsbook_base::suggest::did_you_mean(other, COMMANDS.iter().copied()).unwrap_or_default();
-                eprintln!("error: unknown command `{other}`{hint} (:help lists them)");
+                opsbook_base::say!("error: unknown command `{other}`{hint} (:help lists them)");
             }
         }
         Flow::Continue
@@ -320,7 +320,7 @@ impl Repl {
 
     fn doc(&self, name: &str) {
         if name.is_empty() {
-            return eprintln!("usage: :doc NAME (a host function such as unit::status, or a runbook)");
+            return opsbook_base::say!("usage: :doc NAME (a host function such as unit::status, or a runbook)");
         }
         let (ns, fname) = name.rsplit_once("::").unwrap_or(("", name));
         let found: Vec<_> = opsbook_engine::functions::list(self.session.engine())
@@ -328,12 +328,12 @@ impl Repl {
             .filter(|f| f.name == fname && (ns.is_empty() || f.namespace == ns))
             .collect();
         for f in &found {
-            println!("{}\n    {}\n", f.signature, f.doc.replace('\n', "\n    "));
+            opsbook_base::tell!("{}\n    {}\n", f.signature, f.doc.replace('\n', "\n    "));
         }
         if let Ok(entry) = self.session.catalog.find(Kind::Runbook, name) {
-            println!("runbook {} ({})\n{}", entry.name, entry.source, entry.doc());
+            opsbook_base::tell!("runbook {} ({})\n{}", entry.name, entry.source, entry.doc());
         } else if found.is_empty() {
-            eprintln!("error: no host function or runbook named `{name}`");
+            opsbook_base::say!("error: no host function or runbook named `{name}`");
         }
     }
 
@@ -342,7 +342,7 @@ impl Repl {
     fn switch_host(&mut self, name: Option<&str>) {
         let Some(name) = name else {
             let here = self.session.mode().host.clone().unwrap_or_else(|| self.session.context.hostname());
-            return println!("acting on {here}");
+            return opsbook_base::tell!("acting on {here}");
         };
         match opsbook_engine::verbs::fleet::reach(&self.session.context, name) {
             Ok(ground) => {
@@ -350,24 +350,26 @@ impl Repl {
                 self.session.set_host_name(name);
             }
             Err(e) => match *e {
-                rhai::EvalAltResult::ErrorRuntime(why, _) => eprintln!("{}", opsbook_engine::verbs::core::text(&why)),
-                other => eprintln!("error: {other}"),
+                rhai::EvalAltResult::ErrorRuntime(why, _) => {
+                    opsbook_base::say!("{}", opsbook_engine::verbs::core::text(&why))
+                }
+                other => opsbook_base::say!("error: {other}"),
             },
         }
     }
 
     fn run_runbook(&mut self, args: &[&str]) {
-        let Some(name) = args.first() else { return eprintln!("usage: :run NAME [key=value]...") };
+        let Some(name) = args.first() else { return opsbook_base::say!("usage: :run NAME [key=value]...") };
         let mut pairs = Vec::new();
         for a in &args[1..] {
             match a.split_once('=') {
                 Some((k, v)) => pairs.push((k.to_string(), v.to_string())),
-                None => return eprintln!("error: expected key=value, got `{a}`"),
+                None => return opsbook_base::say!("error: expected key=value, got `{a}`"),
             }
         }
         let compiled = match self.session.compile(name) {
             Ok(compiled) => compiled,
-            Err(e) => return eprintln!("{}", printable(&e.to_string())),
+            Err(e) => return opsbook_base::say!("{}", printable(&e.to_string())),
         };
         self.session.context.cancel.reset();
         self.evaluating.store(true, Ordering::SeqCst);
@@ -376,10 +378,10 @@ impl Repl {
         self.session.context.cancel.reset();
         match report {
             Ok(report) if report.exit_code() != 0 => {
-                eprintln!("(runbook ended with exit status {})", report.exit_code())
+                opsbook_base::say!("(runbook ended with exit status {})", report.exit_code())
             }
             Ok(_) => {}
-            Err(e) => eprintln!("{}", printable(&e.to_string())),
+            Err(e) => opsbook_base::say!("{}", printable(&e.to_string())),
         }
     }
 }

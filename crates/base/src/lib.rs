@@ -9,6 +9,7 @@
 //! host commands beyond running a configured token command) and knows nothing of Rhai, the
 //! twin or the fleet; everything above may depend on it.
 
+pub mod atomic;
 pub mod cancel;
 pub mod config;
 pub mod diagnostic;

@@ -271,3 +271,17 @@ impl Entry {
         self.doc().lines().next().unwrap_or("").to_string()
     }
 }
+
+/// The names of the files under `dir` (with `prefix`, folders joined by `/`), hidden ones
+/// left out: the templates a folder of the catalog holds.
+pub(crate) fn file_names(dir: &std::path::Path, prefix: &str, names: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+        if e.path().is_dir() {
+            file_names(&e.path(), &format!("{name}/"), names);
+        } else if !name.rsplit('/').next().is_some_and(|n| n.starts_with('.')) {
+            names.push(name);
+        }
+    }
+}

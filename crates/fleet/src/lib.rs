@@ -7,8 +7,10 @@
 //! Architecture invariant: a host's failure is that host's: nothing here lets one host stop
 //! the others; this crate parses no command line (its options are plain data).
 
+pub mod hosts_report;
 pub mod options;
 pub mod rollout;
+pub mod rollout_report;
 pub mod run;
 pub mod runner;
 pub mod session;

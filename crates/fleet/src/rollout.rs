@@ -21,13 +21,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::options::RolloutOptions;
+use crate::rollout_report::{self, Batch, HostOutcome, HostResult, Plan, Rollout, why_failed};
 use crate::run::run_one;
 use crate::session::Session;
 use crate::targets::Target;
 use opsbook_base::cancel::Cancel;
 use opsbook_base::error::Error;
 use opsbook_base::report::Format;
-use opsbook_base::report::rollout::{self, Batch, HostOutcome, HostResult, Plan, Rollout, why_failed};
 use opsbook_inventory::Inventory;
 
 /// The runbook that keeps, restores and drops what a host had (its `step` parameter).
@@ -77,7 +77,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
     if job.dry_run {
         plan_all(&targets, &inventory, job, &ranges, &mut rollout);
         let all: Vec<&HostResult> = rollout.hosts.iter().collect();
-        rollout::write_batch(&mut out, job.format, &all).map_err(written)?;
+        rollout_report::write_batch(&mut out, job.format, &all).map_err(written)?;
     } else {
         for (i, range) in ranges.iter().enumerate() {
             if let Some((stopped, why)) = stop_before(&rollout, i, &drain) {
@@ -90,14 +90,14 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
             let results = run_batch(batch, &inventory, job, i + 1, ranges.len(), !options.no_rollback);
             rollout.batches[i].started = Some(begun);
             rollout.batches[i].took = Some(started.elapsed() - begun);
-            rollout::write_batch(&mut out, job.format, &results.iter().collect::<Vec<_>>()).map_err(written)?;
+            rollout_report::write_batch(&mut out, job.format, &results.iter().collect::<Vec<_>>()).map_err(written)?;
             rollout.hosts.extend(results);
         }
     }
     rollout.interrupted = drain.is_cancelled();
-    rollout::write(&mut out, job.format, &rollout, started.elapsed()).map_err(written)?;
+    rollout_report::write(&mut out, job.format, &rollout, started.elapsed()).map_err(written)?;
     if let Some(path) = job.save_json {
-        opsbook_base::report::json::save(path, &rollout::document(&rollout, started.elapsed()))?;
+        opsbook_base::report::json::save(path, &rollout_report::document(&rollout, started.elapsed()))?;
     }
     Ok(rollout.exit_code())
 }
@@ -203,7 +203,7 @@ fn run_batch(
 ) -> Vec<HostResult> {
     let tell = std::io::stderr().is_terminal();
     if tell {
-        eprintln!("batch {number}/{of}: {}", names(batch).join(", "));
+        opsbook_base::say!("batch {number}/{of}: {}", names(batch).join(", "));
     }
     crate::runner::each(
         batch,
@@ -212,7 +212,7 @@ fn run_batch(
         |target| one_host(target, job, number, rollback),
         |target, result, finished| {
             if tell {
-                eprintln!("  {} done: {} ({finished}/{})", target.name, result.outcome.as_str(), batch.len());
+                opsbook_base::say!("  {} done: {} ({finished}/{})", target.name, result.outcome.as_str(), batch.len());
             }
         },
     )

@@ -9,12 +9,12 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::hosts_report::{self, HostRun};
 use crate::session::Session;
 use crate::targets::Target;
 use opsbook_base::cancel::Cancel;
 use opsbook_base::error::Error;
 use opsbook_base::report::Mode;
-use opsbook_base::report::fleet::{self, HostRun};
 use opsbook_base::report::{Format, Formatter, Outcome, Recorder, Report};
 use opsbook_inventory::Inventory;
 
@@ -56,7 +56,7 @@ pub fn run(
         |target| run_compiled(target, runbook, compiled.as_ref(), params),
         |target, report, finished| {
             if tell {
-                eprintln!("  {} done: {} ({finished}/{total})", target.name, report.outcome());
+                opsbook_base::say!("  {} done: {} ({finished}/{total})", target.name, report.outcome());
             }
         },
     );
@@ -80,15 +80,15 @@ pub fn run(
     // The saved report first: it must not depend on who reads stdout (`| head -1`).
     let took = started.elapsed();
     if let Some(path) = save_json {
-        opsbook_base::report::json::save(path, &fleet::document(&runs, took))?;
+        opsbook_base::report::json::save(path, &hosts_report::document(&runs, took))?;
     }
     let mut out = opsbook_base::secret::RedactingWriter::new(std::io::stdout().lock());
-    match fleet::write(&mut out, format, &runs, took) {
+    match hosts_report::write(&mut out, format, &runs, took) {
         // The reader went away (`| head`): what it wanted it has; the run's status stands.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         written => written.map_err(|source| Error::Io { context: "cannot write the report".into(), source })?,
     }
-    Ok(fleet::exit_code(&runs))
+    Ok(hosts_report::exit_code(&runs))
 }
 
 /// One host's run, its report kept in memory (the fleet writes it when the host is done).

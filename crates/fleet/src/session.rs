@@ -217,7 +217,7 @@ impl Session {
             }
             Class::Script => {
                 let diagnostic = opsbook_base::secret::redact(&explained.diagnostic.to_string()).into_owned();
-                eprint!("{}", opsbook_base::shown::escaped(&diagnostic));
+                opsbook_base::say_part!("{}", opsbook_base::shown::escaped(&diagnostic));
                 End::ScriptError(explained.message)
             }
         }

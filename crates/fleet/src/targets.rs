@@ -52,7 +52,7 @@ pub fn sandbox_targets(
     // how far it got (exit status 130), instead of killing the process without a word.
     opsbook_base::cancel::catch_set_up();
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) || clients >= 50 {
-        eprintln!("setting up the sandbox: a server and {clients} client hosts…");
+        opsbook_base::say!("setting up the sandbox: a server and {clients} client hosts…");
     }
     let sandbox = Sandbox::start_fleet(config.clone(), clients, &global.faults)?;
     let members: Vec<(String, Vec<String>)> =

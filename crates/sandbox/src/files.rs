@@ -117,8 +117,5 @@ pub(crate) fn private_dir() -> std::io::Result<PathBuf> {
 }
 
 pub(crate) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
-    f.write_all(text.as_bytes())
+    opsbook_base::atomic::write(path, text.as_bytes(), 0o600)
 }

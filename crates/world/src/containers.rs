@@ -284,6 +284,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_macros, reason = "a test says why it skipped")]
     fn ps_style_tables_keep_the_command_whole() {
         let out =
             std::process::Command::new("ps").args(["-o", "user,pid,ppid,pcpu,etime,tty,time,args", "-p", "1"]).output();

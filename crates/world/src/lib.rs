@@ -15,6 +15,7 @@ pub mod http_client;
 mod http_explain;
 pub mod journal;
 pub mod local_files;
+pub mod local_time;
 pub mod log_level;
 pub mod net;
 pub mod remote;

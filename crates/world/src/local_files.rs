@@ -7,6 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use opsbook_base::atomic::Atomic;
 use opsbook_base::input;
 
 use super::BoxFuture;
@@ -148,42 +149,18 @@ impl Files for LocalFiles {
     }
 }
 
-/// A temporary name in the target's directory: `.NAME.opsbook-PID-N`.
-fn temporary(path: &Path) -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.opsbook-{}-{n}", std::process::id()))
-}
-
 fn write_local(path: &Path, content: &str, wanted: &Wanted, backup: bool) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     let (uid, gid) = ids(wanted).map_err(std::io::Error::other)?;
-    let temp = temporary(path);
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
-    let done = (|| {
-        file.write_all(content.as_bytes())?;
-        // chown first: it clears set-id bits that the mode may ask for.
-        if uid.is_some() || gid.is_some() {
-            std::os::unix::fs::fchown(&file, uid, gid)?;
-        }
-        file.set_permissions(std::fs::Permissions::from_mode(wanted.mode.unwrap_or(0o644)))?;
-        file.sync_all()?;
-        if backup && path.is_file() {
-            keep_backup(path)?;
-        }
-        std::fs::rename(&temp, path)?;
-        // The rename is durable once the directory is synced.
-        if let Some(dir) = path.parent().and_then(|d| std::fs::File::open(d).ok()) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if done.is_err() {
-        let _ = std::fs::remove_file(&temp);
+    let mut file = Atomic::create(path)?;
+    file.file().write_all(content.as_bytes())?;
+    // chown first: it clears set-id bits that the mode may ask for.
+    if uid.is_some() || gid.is_some() {
+        std::os::unix::fs::fchown(file.file(), uid, gid)?;
     }
-    done
+    if backup && path.is_file() {
+        keep_backup(path)?;
+    }
+    file.commit(wanted.mode.unwrap_or(0o644))
 }
 
 /// `PATH.opsbook-backup` becomes the file about to be replaced: a hard link (the same bytes,
@@ -192,7 +169,7 @@ fn keep_backup(path: &Path) -> std::io::Result<()> {
     let mut backup = path.as_os_str().to_owned();
     backup.push(BACKUP_SUFFIX);
     let backup = PathBuf::from(backup);
-    let temp = temporary(&backup);
+    let temp = opsbook_base::atomic::temporary(&backup);
     if std::fs::hard_link(path, &temp).is_err() {
         std::fs::copy(path, &temp)?;
     }

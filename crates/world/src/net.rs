@@ -1,7 +1,8 @@
 //! The network seam: what a host reaches and which interfaces it has, seen *from that host*
 //! (a client's reach of the server's ports is a connect from the client, not from the
 //! operator's machine). Here: a socket and `/sys/class/net`. On another host: the same
-//! questions asked through its commands (bash's `/dev/tcp`, `cat` of `/sys/class/net`).
+//! questions asked through its commands (bash's `/dev/tcp`, `cat` of `/sys/class/net`). And names
+//! resolved through this machine's resolver (`resolve`: the firewall names hosts as the inventory does).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,5 +125,22 @@ mod tests {
             ),
             "No route to host"
         );
+    }
+}
+
+/// What a name resolved to through this machine's resolver (`resolve`).
+pub enum Resolved {
+    To(std::net::IpAddr),
+    Nothing,
+    Failed(String),
+    TimedOut,
+}
+
+/// The first address `name` resolves to through this machine's resolver, within `limit`.
+pub async fn resolve(name: &str, limit: std::time::Duration) -> Resolved {
+    match tokio::time::timeout(limit, tokio::net::lookup_host(format!("{name}:0"))).await {
+        Ok(Ok(mut addresses)) => addresses.next().map_or(Resolved::Nothing, |a| Resolved::To(a.ip())),
+        Ok(Err(e)) => Resolved::Failed(e.to_string()),
+        Err(_) => Resolved::TimedOut,
     }
 }

@@ -8,12 +8,12 @@ use std::io::Write;
 use super::{End, Event, Formatter, Level, Outcome, Report};
 use crate::shown::escaped;
 
-pub(super) struct Human {
+pub struct Human {
     colour: bool,
 }
 
 impl Human {
-    pub(super) fn new(colour: bool) -> Human {
+    pub fn new(colour: bool) -> Human {
         Human { colour }
     }
 
@@ -22,7 +22,7 @@ impl Human {
     }
 }
 
-pub(super) fn millis(d: std::time::Duration) -> String {
+pub fn millis(d: std::time::Duration) -> String {
     if d.as_millis() >= 1000 { format!("{:.1}s", d.as_secs_f64()) } else { format!("{}ms", d.as_millis()) }
 }
 

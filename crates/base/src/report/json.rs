@@ -1,5 +1,5 @@
 //! The JSON format: one document per run (schema version 2, documented in README); a run
-//! over several hosts nests one such document per host (`report::fleet`).
+//! over several hosts nests one such document per host (`opsbook_fleet::hosts_report`).
 
 use std::io::Write;
 
@@ -13,16 +13,17 @@ pub struct Json;
 /// on the run and every check, and the fleet document).
 pub const SCHEMA: u32 = 2;
 
-/// Writes `document` to `path` (`--save-json`), through the secret redactor as stdout is; a
-/// new file is readable by this user alone (0600).
+/// Writes `document` to `path` (`--save-json`), through the secret redactor as stdout is,
+/// whole or not at all (`atomic`), readable by this user alone (0600).
 pub fn save(path: &std::path::Path, document: &Value) -> Result<(), crate::error::Error> {
-    use std::os::unix::fs::OpenOptionsExt;
     let write = || -> std::io::Result<()> {
-        let file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
-        let mut out = crate::secret::RedactingWriter::new(std::io::BufWriter::new(file));
+        let mut file = crate::atomic::Atomic::create(path)?;
+        let mut out = crate::secret::RedactingWriter::new(std::io::BufWriter::new(file.file()));
         serde_json::to_writer_pretty(&mut out, document)?;
         writeln!(out)?;
-        out.flush()
+        out.flush()?;
+        drop(out);
+        file.commit(0o600)
     };
     write().map_err(|source| crate::error::Error::Io {
         context: format!("cannot write the JSON report to `{}`", path.display()),

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use super::{End, Event, Formatter, Outcome, Report, seconds};
 
-pub(super) struct Junit;
+pub struct Junit;
 
 /// Text made safe for XML attributes and content (control characters dropped).
 fn esc(text: &str) -> String {
@@ -40,7 +40,7 @@ fn counts(report: &Report) -> (usize, usize, usize, usize) {
 }
 
 /// The whole XML document: one `testsuite` per run (per host, in a run over several hosts).
-pub(super) fn document(out: &mut dyn Write, reports: &[Report]) -> std::io::Result<()> {
+pub fn document(out: &mut dyn Write, reports: &[Report]) -> std::io::Result<()> {
     let (mut tests, mut failures, mut errors, mut skipped, mut time) = (0, 0, 0, 0, 0.0);
     for r in reports {
         let (t, f, e, s) = counts(r);

@@ -5,12 +5,10 @@
 //! `Format` as it happens (so the human format streams progress) and the whole report at the
 //! end (so JSON and JUnit are one document). The report decides the exit status.
 
-pub mod fleet;
-mod human;
+pub mod human;
 pub mod json;
-mod junit;
-pub mod rollout;
-mod tap;
+pub mod junit;
+pub mod tap;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -262,7 +260,7 @@ pub fn formatter(format: Format, colour: bool) -> Box<dyn Formatter> {
 }
 
 /// Whether stdout should get colour: a terminal, and `NO_COLOR` unset.
-pub(crate) fn colour_wanted() -> bool {
+pub fn colour_wanted() -> bool {
     use std::io::IsTerminal;
     std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
@@ -377,6 +375,6 @@ impl Recorder {
 }
 
 /// Seconds with millisecond precision, as the machine formats want them.
-pub(crate) fn seconds(d: Duration) -> f64 {
+pub fn seconds(d: Duration) -> f64 {
     (d.as_millis() as f64) / 1000.0
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use super::{End, Event, Formatter, Outcome, Report};
 
 #[derive(Default)]
-pub(super) struct Tap {
+pub struct Tap {
     count: usize,
     /// `[host] ` before each description in a run over several hosts.
     prefix: String,
@@ -14,7 +14,7 @@ pub(super) struct Tap {
 
 impl Tap {
     /// Starts a host's part of a fleet's stream: its lines carry `[host]`.
-    pub(super) fn begin_host(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+    pub fn begin_host(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
         self.prefix = report.host.as_ref().map(|h| format!("[{}] ", one_line(h))).unwrap_or_default();
         writeln!(out, "# {}opsbook run {} ({})", self.prefix, report.runbook, report.source)
     }
@@ -88,7 +88,7 @@ impl Formatter for Tap {
 impl Tap {
     /// How a host's run ended: `Bail out!` stops a TAP consumer, so a fleet (`bail` false)
     /// says it in a comment and goes on with the next host.
-    pub(super) fn end(&mut self, out: &mut dyn Write, report: &Report, bail: bool) -> std::io::Result<()> {
+    pub fn end(&mut self, out: &mut dyn Write, report: &Report, bail: bool) -> std::io::Result<()> {
         let why = match &report.end {
             End::Completed => return Ok(()),
             End::Aborted(m) | End::ScriptError(m) => one_line(m),
@@ -100,7 +100,7 @@ impl Tap {
     }
 
     /// The plan line, once every host's lines are out.
-    pub(super) fn plan(&self, out: &mut dyn Write) -> std::io::Result<()> {
+    pub fn plan(&self, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "1..{}", self.count)
     }
 }

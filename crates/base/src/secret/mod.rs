@@ -157,6 +157,27 @@ macro_rules! say {
     }};
 }
 
+/// Prints a line on stdout through the redactor (what `println!` would print). With `say!`,
+/// the only way opsbook's own code prints (`clippy.toml` refuses the print macros elsewhere).
+#[macro_export]
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = $crate::secret::stdout();
+        let _ = writeln!(out, $($arg)*);
+    }};
+}
+
+/// Prints on stderr through the redactor without ending the line (what `eprint!` would print).
+#[macro_export]
+macro_rules! say_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut err = $crate::secret::stderr();
+        let _ = write!(err, $($arg)*);
+    }};
+}
+
 /// A writer that redacts secrets line by line; used for stdout reports and stderr logs.
 ///
 /// Text is held until its line is complete (or the writer is flushed or dropped), so a

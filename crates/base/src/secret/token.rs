@@ -93,8 +93,7 @@ fn run_command(argv: &[String], timeout: Duration) -> Result<Secret, String> {
 /// beside the file and renamed into place (the old file or the new one, never half), its
 /// folder made (0700) when missing. The token is never shown, not even in an error.
 pub fn write_file(path: &Path, token: &Secret) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     let shown = path.display();
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()
@@ -102,17 +101,7 @@ pub fn write_file(path: &Path, token: &Secret) -> Result<(), String> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot make the folder of token_file `{shown}`: {e}"))?;
-    let temporary =
-        dir.join(format!(".{}.opsbook-new", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temporary)
-        .and_then(|mut f| f.write_all(token.expose().as_bytes()).and_then(|_| f.sync_all()));
-    if let Err(e) = written.and_then(|_| std::fs::rename(&temporary, path)) {
-        let _ = std::fs::remove_file(&temporary);
+    if let Err(e) = crate::atomic::write(path, token.expose().as_bytes(), 0o600) {
         return Err(format!("cannot write token_file `{shown}`: {e}"));
     }
     Ok(())

@@ -185,7 +185,7 @@ impl Context {
         let done = self.with_recorder(|r| r.record(name, outcome, detail, expected.clone(), actual.clone()));
         if done.is_none() {
             let detail = if detail.is_empty() { String::new() } else { format!(" — {detail}") };
-            eprintln!("{} {name}{detail}", outcome.as_str());
+            opsbook_base::say!("{} {name}{detail}", outcome.as_str());
         }
     }
 
@@ -196,14 +196,14 @@ impl Context {
 
     pub fn section(&self, name: &str) {
         if self.with_recorder(|r| r.section(name)).is_none() {
-            eprintln!("== {name}");
+            opsbook_base::say!("== {name}");
         }
     }
 
     pub fn log(&self, level: Level, message: &str) {
         if self.with_recorder(|r| r.log(level, message)).is_none() {
             let message = opsbook_base::secret::redact(message);
-            eprintln!("{message}");
+            opsbook_base::say!("{message}");
         }
     }
 

@@ -15,6 +15,8 @@ pub mod packet;
 pub mod table;
 
 use std::net::IpAddr;
+
+use opsbook_world::net::{self, Resolved};
 use std::time::Duration;
 
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
@@ -172,16 +174,13 @@ fn address_of(cx: &Context, text: &str) -> VerbResult<Result<IpAddr, String>> {
     if let Ok(ip) = text.parse::<IpAddr>() {
         return Ok(Ok(ip));
     }
-    let name = format!("{text}:0");
-    let found =
-        cx.block_on(|| async move { tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host(name)).await })?;
+    let name = text.to_string();
+    let found = cx.block_on(|| async move { net::resolve(&name, RESOLVE_TIMEOUT).await })?;
     Ok(match found {
-        Ok(Ok(mut addresses)) => addresses
-            .next()
-            .map(|a| a.ip())
-            .ok_or_else(|| format!("`{text}` resolves to no address, and rules match addresses")),
-        Ok(Err(e)) => Err(format!("`{text}` is not an IP address and does not resolve ({e})")),
-        Err(_) => Err(format!("resolving `{text}` took longer than {}s", RESOLVE_TIMEOUT.as_secs())),
+        Resolved::To(ip) => Ok(ip),
+        Resolved::Nothing => Err(format!("`{text}` resolves to no address, and rules match addresses")),
+        Resolved::Failed(e) => Err(format!("`{text}` is not an IP address and does not resolve ({e})")),
+        Resolved::TimedOut => Err(format!("resolving `{text}` took longer than {}s", RESOLVE_TIMEOUT.as_secs())),
     })
 }
 

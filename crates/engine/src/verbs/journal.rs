@@ -290,7 +290,9 @@ fn emit(host: &Context, tag: &str, message: &str, priority: &str) -> VerbResult<
     let p = priority_number(priority)
         .ok_or_else(|| fail(format!("journal::emit: priority `{priority}`: use one of {}", PRIORITIES.join(", "))))?;
     let nanos = std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let marker = format!("opsbook-{}-{nanos:x}", std::process::id());
+    static EMITTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = EMITTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let marker = format!("opsbook-{nanos:x}-{n}");
     let line = format!("{message} [{marker}]");
     if host.plan(&format!("write `{line}` to the journal as {tag}")) {
         return Ok(marker);

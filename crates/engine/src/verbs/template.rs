@@ -129,23 +129,11 @@ pub fn unreadable(catalog: &Catalog) -> Vec<String> {
 fn names(catalog: &Catalog) -> Vec<String> {
     let mut names: Vec<String> = embedded::TEMPLATES.iter().map(|(n, _)| n.to_string()).collect();
     for dir in folders(catalog) {
-        collect(&dir, "", &mut names);
+        crate::catalog::file_names(&dir, "", &mut names);
     }
     names.sort();
     names.dedup();
     names
-}
-
-fn collect(dir: &std::path::Path, prefix: &str, names: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
-        if e.path().is_dir() {
-            collect(&e.path(), &format!("{name}/"), names);
-        } else if !name.rsplit('/').next().is_some_and(|n| n.starts_with('.')) {
-            names.push(name);
-        }
-    }
 }
 
 /// What `template::list` shows of one template.

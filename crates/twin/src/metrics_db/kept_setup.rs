@@ -17,16 +17,10 @@ pub(super) fn keep(path: &str, username: &str, org: &str, bucket: &str, retentio
     let kept =
         json!({"username": username, "org": org, "bucket": bucket, "retentionSeconds": retention_s, "token": token});
     let written = (|| {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         if let Some(dir) = Path::new(path).parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let temporary = format!("{path}.twin-new");
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temporary)?;
-        file.write_all(kept.to_string().as_bytes())?;
-        std::fs::rename(&temporary, path)
+        opsbook_base::atomic::write(Path::new(path), kept.to_string().as_bytes(), 0o600)
     })();
     if let Err(e) = written {
         tracing::warn!("the metrics-db twin could not keep its setup in {path}: {e}");

@@ -77,18 +77,13 @@ impl Positions {
 
     /// Writes the file (mode 0600, as Alloy's `positionFileMode`), when there is one.
     pub(super) fn save(&self) -> std::io::Result<()> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let (Some(file), Some(cursor)) = (&self.file, *self.cursor.lock().unwrap_or_else(|e| e.into_inner())) else {
             return Ok(());
         };
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let tmp = file.with_extension("yml.tmp");
-        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
-        f.write_all(render(&self.key, &cursor_text(cursor)).as_bytes())?;
-        std::fs::rename(tmp, file)
+        opsbook_base::atomic::write(file, render(&self.key, &cursor_text(cursor)).as_bytes(), 0o600)
     }
 
     /// The file, when positions are kept in one.

@@ -25,6 +25,7 @@ use crate::verbs::time::positive_duration_arg;
 use crate::verbs::values::{record, text, time_text};
 use opsbook_base::config::keys;
 use opsbook_world::journal::Query;
+use opsbook_world::local_time;
 use opsbook_world::log_level::{Level, classify, line_time_us, rfc3339_us};
 use opsbook_world::units::{UnitStatus, full_name};
 
@@ -44,26 +45,6 @@ fn span_us(text: &str) -> Option<u64> {
         .map(|d| d.as_micros() as u64)
 }
 
-/// A local wall-clock time as microseconds since the epoch (the machine's time zone, as
-/// journalctl reads times without `UTC`).
-fn local_us(date: [i32; 3], time: [i32; 3]) -> Option<u64> {
-    // SAFETY: an all-zero tm is valid; mktime reads and normalises the one we pass.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    (tm.tm_year, tm.tm_mon, tm.tm_mday) = (date[0] - 1900, date[1] - 1, date[2]);
-    (tm.tm_hour, tm.tm_min, tm.tm_sec, tm.tm_isdst) = (time[0], time[1], time[2], -1);
-    let t = unsafe { libc::mktime(&mut tm) };
-    u64::try_from(t).ok().map(|s| s * 1_000_000)
-}
-
-/// Today's date in the machine's time zone.
-fn today() -> [i32; 3] {
-    let now = (now_us() / 1_000_000) as libc::time_t;
-    // SAFETY: localtime_r writes the tm we pass.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    unsafe { libc::localtime_r(&now, &mut tm) };
-    [tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday]
-}
-
 /// Microseconds since the epoch for the time texts runbooks pass as `since`: `now()`'s
 /// `2026-11-22 09:31:05 UTC`, "1 hour ago", "-5min", "@1700000000", RFC 3339, a local
 /// `YYYY-MM-DD[ HH:MM[:SS]]`, "now", "today"; `None` for others.
@@ -71,8 +52,10 @@ pub(super) fn since_us(text: &str, now: u64) -> Option<u64> {
     let t = text.trim().to_ascii_lowercase();
     match t.as_str() {
         "now" => return Some(now),
-        "today" => return local_us(today(), [0, 0, 0]),
-        "yesterday" => return local_us(today(), [0, 0, 0]).map(|m| m.saturating_sub(86_400_000_000)),
+        "today" => return local_time::micros(local_time::today(now), [0, 0, 0]),
+        "yesterday" => {
+            return local_time::micros(local_time::today(now), [0, 0, 0]).map(|m| m.saturating_sub(86_400_000_000));
+        }
         _ => {}
     }
     if let Some(ago) = t.strip_suffix(" ago").or_else(|| t.strip_prefix('-')) {
@@ -95,7 +78,7 @@ pub(super) fn since_us(text: &str, now: u64) -> Option<u64> {
     let d: Vec<i32> = date.split('-').map(number).collect::<Option<_>>()?;
     let h: Vec<i32> = time.split('.').next()?.split(':').map(number).collect::<Option<_>>()?;
     match (d.as_slice(), h.as_slice()) {
-        ([y, mo, day], [hh, mm, ss]) => local_us([*y, *mo, *day], [*hh, *mm, *ss]),
+        ([y, mo, day], [hh, mm, ss]) => local_time::micros([*y, *mo, *day], [*hh, *mm, *ss]),
         _ => None,
     }
 }

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{End, Format, Formatter, Report, colour_wanted, formatter, human, json, junit, seconds, tap};
+use opsbook_base::report::{
+    End, Format, Formatter, Report, colour_wanted, formatter, human, json, junit, seconds, tap,
+};
 
 /// A host's finished run, with the roles it plays there.
 pub struct HostRun {
@@ -98,7 +100,7 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
         .collect();
     // A host's name and roles come from an inventory: shown with control characters escaped.
     let rows: Vec<[String; 5]> =
-        rows.into_iter().map(|r| r.map(|cell| crate::shown::escaped(&cell).into_owned())).collect();
+        rows.into_iter().map(|r| r.map(|cell| opsbook_base::shown::escaped(&cell).into_owned())).collect();
     let header = ["HOST", "ROLES", "PASSED", "FAILED", "TIME"];
     let widths: Vec<usize> =
         (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();

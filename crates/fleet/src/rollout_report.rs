@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::fleet::{self, HostRun};
-use super::{End, Format, Outcome, Report, colour_wanted, formatter, human, seconds};
+use crate::hosts_report::{self as fleet, HostRun};
+use opsbook_base::report::{End, Format, Outcome, Report, colour_wanted, formatter, human, seconds};
 
 /// What became of one host of a rollout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,7 +259,7 @@ fn verdict(rollout: &Rollout) -> String {
 /// Cells (host names, reasons) are shown with their control characters escaped.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> =
-        rows.iter().map(|r| r.iter().map(|cell| crate::shown::escaped(cell).into_owned()).collect()).collect();
+        rows.iter().map(|r| r.iter().map(|cell| opsbook_base::shown::escaped(cell).into_owned()).collect()).collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
         .collect();
@@ -345,7 +345,7 @@ pub fn document(rollout: &Rollout, took: Duration) -> serde_json::Value {
                 "host": h.host, "roles": h.roles, "batch": h.batch, "outcome": h.outcome.as_str(),
                 "reason": h.reason, "duration_s": h.took.map(seconds),
                 "rollback": h.rollback.as_ref().map(|r| json!({
-                    "outcome": r.outcome(), "exit_code": r.exit_code(), "run": super::json::document(r),
+                    "outcome": r.outcome(), "exit_code": r.exit_code(), "run": opsbook_base::report::json::document(r),
                 })),
             })
         })
