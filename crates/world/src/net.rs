@@ -111,23 +111,6 @@ fn last_line(text: &str) -> String {
     line.rsplit(": ").next().unwrap_or(line).trim().to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn links_and_errors_read_as_the_kernel_and_bash_say_them() {
-        assert_eq!(parse_link(Some("up\n"), Some("0x1003\n")), Link { state: Some("up".into()), flags: Some(0x1003) });
-        assert_eq!(parse_link(None, None), Link::default());
-        assert_eq!(
-            last_line(
-                "bash: line 1: connect: No route to host\nbash: line 1: /dev/tcp/10.0.0.9/3100: No route to host\n"
-            ),
-            "No route to host"
-        );
-    }
-}
-
 /// What a name resolved to through this machine's resolver (`resolve`).
 pub enum Resolved {
     To(std::net::IpAddr),
@@ -142,5 +125,22 @@ pub async fn resolve(name: &str, limit: std::time::Duration) -> Resolved {
         Ok(Ok(mut addresses)) => addresses.next().map_or(Resolved::Nothing, |a| Resolved::To(a.ip())),
         Ok(Err(e)) => Resolved::Failed(e.to_string()),
         Err(_) => Resolved::TimedOut,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_and_errors_read_as_the_kernel_and_bash_say_them() {
+        assert_eq!(parse_link(Some("up\n"), Some("0x1003\n")), Link { state: Some("up".into()), flags: Some(0x1003) });
+        assert_eq!(parse_link(None, None), Link::default());
+        assert_eq!(
+            last_line(
+                "bash: line 1: connect: No route to host\nbash: line 1: /dev/tcp/10.0.0.9/3100: No route to host\n"
+            ),
+            "No route to host"
+        );
     }
 }
