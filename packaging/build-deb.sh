@@ -24,18 +24,23 @@ command -v cargo-deb >/dev/null || {
 target=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 [ -n "$target" ] || { echo "build-deb.sh: cannot tell the target directory" >&2; exit 1; }
 
-# OPSBOOK_DEB_PROFILE=deb-ci builds faster (CI, which checks the package, not its speed).
+# OPSBOOK_DEB_PROFILE=dev packages the build the tests use (CI, which checks the package, not
+# its speed: no second build of every crate; cargo-deb strips the binary).
 profile=${OPSBOOK_DEB_PROFILE:-release}
-cargo build --profile "$profile" --locked -p opsbook --bin opsbook
+# OPSBOOK_DEB_PREBUILT=1: the binary is built already (CI's `cargo build --workspace --tests`,
+# whose features the tests' build shares; building `-p opsbook` alone would build it again).
+[ -n "${OPSBOOK_DEB_PREBUILT:-}" ] || cargo build --profile "$profile" --locked -p opsbook --bin opsbook
+# Cargo keeps the dev profile's output in `debug` (CI packages the build its tests use).
+[ "$profile" = dev ] && profile_dir=debug || profile_dir=$profile
 
 # Made afresh: a page of a subcommand that no longer exists must not be packaged, nor an
 # older .deb picked up instead of this one.
-rm -rf "$target/$profile/man" "$target/$profile/completions" "$target"/debian/opsbook_*.deb
-"$target/$profile/opsbook" generate man "$target/$profile/man" >/dev/null
+rm -rf "$target/$profile_dir/man" "$target/$profile_dir/completions" "$target"/debian/opsbook_*.deb
+"$target/$profile_dir/opsbook" generate man "$target/$profile_dir/man" >/dev/null
 # Debian installs man pages compressed (cargo-deb leaves them as they are); -n keeps the
 # name and time out of the file, so the same pages make the same package.
-gzip -9n "$target"/$profile/man/*.1
-"$target/$profile/opsbook" generate completions "$target/$profile/completions" >/dev/null
+gzip -9n "$target"/$profile_dir/man/*.1
+"$target/$profile_dir/opsbook" generate completions "$target/$profile_dir/completions" >/dev/null
 
 cargo deb --no-build --profile "$profile" -p opsbook
 echo "build-deb.sh: $(ls "$target"/debian/opsbook_*.deb) in $(($(date +%s) - started)) s"
