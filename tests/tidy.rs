@@ -177,8 +177,8 @@ fn one_atomic_writer_for_every_file() {
     assert!(found.is_empty(), "whole files written beside the atomic writer:\n{}", found.join("\n"));
 }
 
-/// The component table is the one place a role's name is written: stdlib modules and the
-/// runbooks dispatch through it (`stack::component`, `verify::component`, the table's
+/// The component table (`opsbook_base::components`) is the one place a role's name is written:
+/// Rust derives its lists from it; stdlib modules and the runbooks dispatch through it (`stack::component`, `verify::component`, the table's
 /// functions) instead of naming a role. A runbook about one component (its name says which)
 /// names it; `benign.rhai` is the operators' list of forgiven lines, keyed by component.
 #[test]
@@ -208,6 +208,20 @@ fn role_names_only_in_the_table() {
                 let code = line.split("//").next().unwrap_or("");
                 for role in roles.iter().filter(|r| code.contains(**r)) {
                     found.push(format!("{}:{}: {role}", shown(&path), i + 1));
+                }
+            }
+        }
+    }
+    // In Rust: the table itself, and the stand-ins that simulate each component one by one (the
+    // twin and the sandbox's faults and boot of each twin) are the only places.
+    let table = Path::new(ROOT).join("crates/base/src/components.rs");
+    let crates = std::fs::read_dir(Path::new(ROOT).join("crates")).unwrap().flatten().map(|e| e.path().join("src"));
+    let simulations = [Path::new(ROOT).join("crates/twin"), Path::new(ROOT).join("crates/sandbox")];
+    for dir in crates.chain([Path::new(ROOT).join("src")]).filter(|d| !simulations.iter().any(|s| d.starts_with(s))) {
+        for path in rust_files(&dir).into_iter().filter(|p| *p != table) {
+            for (n, code) in code_lines(&path) {
+                for role in roles.iter().filter(|r| code.contains(**r)) {
+                    found.push(format!("{}:{n}: {role}", shown(&path)));
                 }
             }
         }

@@ -170,9 +170,9 @@ impl Repl {
         let names = |kind| {
             self.session.catalog.all(kind).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default()
         };
-        let units = [keys::METRICS_DB_UNIT, keys::LOG_STORE_UNIT, keys::METRICS_AGENT_UNIT, keys::LOG_SHIPPER_UNIT]
-            .into_iter()
-            .map(|k| self.session.config.text(k))
+        let units = opsbook_base::components::COMPONENTS
+            .iter()
+            .map(|c| self.session.config.text(keys::of(c, "unit")))
             .collect();
         Vocabulary {
             functions: opsbook_engine::functions::list(self.session.engine()),

@@ -11,6 +11,7 @@
 
 pub mod atomic;
 pub mod cancel;
+pub mod components;
 pub mod config;
 pub mod diagnostic;
 pub mod error;

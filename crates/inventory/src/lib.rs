@@ -28,10 +28,11 @@ pub mod template;
 pub(crate) mod toml_source;
 
 use ansible::{Level, Place};
+pub use opsbook_base::components::{COMPONENTS, Component, Reload, Repository, Tier};
 use opsbook_base::config::{Config, keys};
 use opsbook_base::error::Error;
 use opsbook_base::suggest::did_you_mean;
-pub use role::{COMPONENTS, Component, Reload, Repository, Role, Tier};
+pub use role::Role;
 
 /// The Ansible variable holding a host's address.
 pub(crate) const ADDRESS_VAR: &str = "ansible_host";

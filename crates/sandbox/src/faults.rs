@@ -28,10 +28,8 @@
 
 use std::time::Duration;
 
+use opsbook_base::components::{Component, NAMES, Tier};
 use opsbook_base::suggest::did_you_mean;
-
-/// The four components, in the order the stack module lists them.
-pub(crate) const COMPONENTS: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
 
 /// One injected fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,24 +134,21 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
     let (first, rest) = spec.split_once(':').ok_or_else(|| format!("fault `{spec}`: {usage}"))?;
     // `c2:log-shipper:down`: a host first, when the first part is no component and more follows.
     let (host, component, fault) = match rest.split_once(':') {
-        Some((component, fault)) if !COMPONENTS.contains(&first.trim()) => {
+        Some((component, fault)) if !NAMES.contains(&first.trim()) => {
             (Some(first.trim().to_string()), component, fault)
         }
         _ => (None, first, rest),
     };
     let component = component.trim();
-    if !COMPONENTS.contains(&component) {
-        let hint = did_you_mean(component, COMPONENTS).unwrap_or_default();
-        return Err(format!(
-            "fault `{spec}`: unknown component `{component}` (one of {}){hint}",
-            COMPONENTS.join(", ")
-        ));
+    if !NAMES.contains(&component) {
+        let hint = did_you_mean(component, NAMES).unwrap_or_default();
+        return Err(format!("fault `{spec}`: unknown component `{component}` (one of {}){hint}", NAMES.join(", ")));
     }
     let (name, value) = match fault.split_once('=') {
         Some((n, v)) => (n.trim(), Some(v.trim())),
         None => (fault.trim(), None),
     };
-    let server = matches!(component, "metrics-db" | "log-store");
+    let server = Component::named(component).is_some_and(|c| c.tier == Tier::Server);
     // Only `slow-ready` takes a value: `down=5` would otherwise silently mean `down`.
     if let Some(value) = value.filter(|_| name != "slow-ready") {
         return Err(format!("fault `{spec}`: `{name}` takes no value (remove `={value}`)"));

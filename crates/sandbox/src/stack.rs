@@ -249,15 +249,10 @@ impl SimHost {
     /// sandbox's log store: the shipper's first push (its units' start lines) lands before any
     /// runbook runs, when the store is up (`store` is `None` when its unit is not active).
     pub async fn boot(&self, config: &Config, store: Option<&Arc<log_store::LogStore>>) {
-        let order = [
-            ("metrics-db", keys::METRICS_DB_UNIT),
-            ("log-store", keys::LOG_STORE_UNIT),
-            ("metrics-agent", keys::METRICS_AGENT_UNIT),
-            ("log-shipper", keys::LOG_SHIPPER_UNIT),
-        ];
-        for (component, key) in order {
-            if self.roles.iter().any(|r| r == component) && !self.faults.has(component, |f| *f == Fault::Down) {
-                let _ = self.manager.start(&Self::unit(config, key)).await;
+        // The table's order: servers first.
+        for c in &opsbook_base::components::COMPONENTS {
+            if self.roles.iter().any(|r| r == c.name) && !self.faults.has(c.name, |f| *f == Fault::Down) {
+                let _ = self.manager.start(&Self::unit(config, keys::of(c, "unit"))).await;
             }
         }
         let Some(store) = store.filter(|s| !s.faults.any()) else { return };

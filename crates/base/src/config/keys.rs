@@ -4,6 +4,8 @@
 //! take, so a misspelt key does not compile; `KEYS` lists them all in declaration order for
 //! `opsbook config`, the files' validation and the scripts' `config` view.
 
+use crate::components::{Component, NAMES};
+
 /// What a key accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -39,9 +41,6 @@ const fn env_key(name: &'static str, kind: Kind, default: &'static str, env: &'s
     Key { name, kind, default, env: Some(env), secret: false, help }
 }
 
-/// The four roles a host can play, servers first.
-pub(crate) const ROLE_NAMES: [&str; 4] = ["metrics-db", "log-store", "metrics-agent", "log-shipper"];
-
 /// Declares each key as a constant and `KEYS` as the list of all of them.
 macro_rules! keys {
     ($($id:ident = $key:expr;)*) => {
@@ -60,7 +59,7 @@ keys! {
     );
     ROLES = key(
         "roles",
-        Kind::Subset(&ROLE_NAMES),
+        Kind::Subset(&NAMES),
         "metrics-db,log-store,metrics-agent,log-shipper",
         "the components this host runs: servers, clients or all four (an inventory sets it per host)",
     );
@@ -220,6 +219,13 @@ pub fn lookup(name: &str) -> Option<&'static Key> {
     KEYS.iter().copied().find(|k| k.name == name)
 }
 
+/// A component's configuration key `SECTION.leaf` (`unit`, `url`, `config`, …). Every component
+/// has the keys the stdlib reads (a test holds it); another leaf is a programming error.
+pub fn of(component: &Component, leaf: &str) -> &'static Key {
+    let name = format!("{}.{leaf}", component.section);
+    lookup(&name).unwrap_or_else(|| panic!("no configuration key `{name}`"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +237,28 @@ mod tests {
         }
         assert_eq!(LOG_STORE_URL.name, "log_store.url");
         assert_eq!(METRICS_DB_TOKEN_COMMAND.name, "metrics_db.token_command");
+    }
+}
+
+#[cfg(test)]
+mod component_tests {
+    use super::*;
+    use crate::components::COMPONENTS;
+
+    #[test]
+    fn the_component_table_agrees_with_the_configuration_keys() {
+        let Kind::Subset(accepted) = ROLES.kind else { panic!("roles is a subset") };
+        assert_eq!(accepted, NAMES);
+        assert_eq!(ROLES.default, NAMES.join(","));
+        // Each section has the keys the stdlib and the derived lists read.
+        for c in &COMPONENTS {
+            for leaf in ["unit", "config", "exec", "account", "package", "install"] {
+                assert!(lookup(&format!("{}.{leaf}", c.section)).is_some(), "{}.{leaf}", c.section);
+            }
+            assert_eq!(lookup(&format!("{}.url", c.section)).is_some(), c.serves(), "{}.url", c.section);
+            if !c.behaviour.check_key.is_empty() {
+                assert!(lookup(&format!("{}.{}", c.section, c.behaviour.check_key)).is_some(), "{}", c.name);
+            }
+        }
     }
 }

@@ -323,7 +323,7 @@ impl Config {
         // `config.on_host.log_store_url`: the addresses as the host itself reaches them (this
         // view's own may lead through a port forwarded over ssh).
         let mut on_host = serde_json::Map::new();
-        for k in [keys::METRICS_DB_URL, keys::LOG_STORE_URL, keys::LOG_SHIPPER_URL] {
+        for k in crate::components::COMPONENTS.iter().filter(|c| c.serves()).map(|c| keys::of(c, "url")) {
             let value = match self.on_host.get(k.name) {
                 Some(Value::Text(t)) => t.clone(),
                 _ => self.text(k),

@@ -3,7 +3,7 @@
 //! `inventory::hosts("log-shipper")` lists the hosts of the inventory a pattern selects (a
 //! role, a group, a host, `all`, Ansible's combinations), each as a record with its address,
 //! roles and groups; `inventory::service("monitor3:alloy")` reads a service the way operators
-//! write it; `inventory::roles()` is the stack's four components as `inventory::COMPONENTS`
+//! write it; `inventory::roles()` is the stack's four components as `opsbook_base::components::COMPONENTS`
 //! describes them once. `fleet::barrier(name)` is the stack's order across machines: in a run
 //! over many hosts it waits until every host reached the same point or ended (see
 //! `crate::gathering`).
@@ -116,7 +116,7 @@ pub(crate) fn inventory_module() -> Module {
         "roles",
         Reads,
         ["Array"],
-        "/// The stack's components, servers first, as opsbook describes them (`inventory::COMPONENTS`):\n\
+        "/// The stack's components, servers first, as opsbook describes them (`opsbook_base::components`):\n\
          /// `#{name, alias, label, description, tier, section, template, port, reload, …}` each, with\n\
          /// its behaviour (`verify`, `ready`, `serving`, `evidence`: the stdlib functions called for it). Their\n\
          /// units and files are this host's configuration's, under `config[section]`: see `stack::components()`.",
