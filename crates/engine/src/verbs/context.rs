@@ -286,3 +286,15 @@ fn engine_tag<'a>(call: &'a NativeCallContext) -> rhai::DynamicReadLock<'a, Engi
         .and_then(|tag| tag.read_lock::<EngineTag>())
         .expect("the verbs are registered only by `register_all`, which tags the engine")
 }
+
+/// Where this host stands among others (`place.rs`), as the runner sets it.
+impl Context {
+    pub(super) fn place(&self) -> std::sync::MutexGuard<'_, Place> {
+        self.place.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets what `inventory::` and `fleet::` see for the runs that follow.
+    pub fn set_place(&self, place: Place) {
+        *self.place() = place;
+    }
+}

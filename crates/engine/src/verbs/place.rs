@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use super::context::Context;
 use super::ground::Ground;
 use crate::gathering::Gathering;
 use opsbook_inventory::Inventory;
@@ -70,17 +69,6 @@ impl Place {
     pub fn in_run(mut self, gathering: Arc<Gathering>, name: String) -> Place {
         self.run = Some((gathering, name));
         self
-    }
-}
-
-impl Context {
-    pub(super) fn place(&self) -> std::sync::MutexGuard<'_, Place> {
-        self.place.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Sets what `inventory::` and `fleet::` see for the runs that follow.
-    pub fn set_place(&self, place: Place) {
-        *self.place() = place;
     }
 }
 
