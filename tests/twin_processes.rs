@@ -1,29 +1,46 @@
-//! The twins as processes (`opsbook twin SERVICE`): serving, logging to stdout, stopping on
-//! SIGTERM/SIGINT, the agent's `--test` and its SIGHUP reload.
+//! The twins as processes (`opsbook twin SERVICE`), the binary's end of the twin: serving,
+//! logging to stdout, stopping on SIGTERM/SIGINT, the agent's `--test` and its SIGHUP reload,
+//! influxd's `--log-level`, the shipper's `validate`. The twins themselves, in one process,
+//! are tested in their crate (crates/twin/tests/); the real programs' command lines and config
+//! files are in twin_real_configs.
 
 use std::net::TcpListener as StdListener;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use regex::Regex;
 
-use super::log_store::{Phase, assert_lines_match, loki_life};
-use super::{client, runtime, start_metrics_db};
-use crate::support::Test;
+use crate::support::{Test, wait_until};
+use loki_life::{Phase, assert_lines_match, loki_life};
 
-fn free_port() -> u16 {
+#[path = "../crates/twin/tests/twin/loki_life.rs"]
+mod loki_life;
+
+pub(crate) fn client() -> reqwest::blocking::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::blocking::Client::builder().timeout(Duration::from_secs(10)).build().unwrap()
+}
+
+pub(crate) fn free_port() -> u16 {
     StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn wait_http(url: &str) {
+/// Waits until `url` answers at all (a twin process has bound its port).
+#[track_caller]
+pub(crate) fn wait_http(url: &str) {
     let c = client();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if c.get(url).send().is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("{url} did not answer");
+    wait_until(&format!("{url} answering"), Duration::from_secs(10), || c.get(url).send().map(drop));
+}
+
+/// A metrics database twin in this process (on a runtime of its own threads), for a twin
+/// process to write to: its URL and state.
+fn start_metrics_db(rt: &tokio::runtime::Runtime, token: &str) -> (String, Arc<opsbook_twin::metrics_db::MetricsDb>) {
+    use opsbook_twin::{logger, metrics_db as db};
+    let db = db::MetricsDb::new(db::Options::default(), opsbook_base::secret::Secret::new(token), logger::discard());
+    let listener = rt.block_on(opsbook_twin::loopback()).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(opsbook_twin::serve(db.clone(), Some(listener), std::future::pending()));
+    (url, db)
 }
 
 #[test]
@@ -35,14 +52,14 @@ fn twin_processes_serve_log_to_stdout_and_stop_on_sigterm() {
     wait_http(&format!("http://127.0.0.1:{port}/ready"));
     assert_eq!(client().get(format!("http://127.0.0.1:{port}/ready")).send().unwrap().text().unwrap(), "ready\n");
     // Past the ring's forming, so the process has said all a starting Loki says.
-    std::thread::sleep(Duration::from_millis(1200));
+    running.wait_for_output("err=\"empty ring\"", Duration::from_secs(10));
     running.signal(libc::SIGTERM);
     let (out, _) = running.wait(Duration::from_secs(10));
     let out = out.code(0).stdout_has("msg=\"Starting Loki\"").stdout_has("msg=\"Loki stopped\"");
     // Its errors and warnings over this life are the real one's at start and at stop.
     let said: Vec<&str> =
         out.stdout.lines().filter(|l| l.contains("level=error") || l.contains("level=warn")).collect();
-    let captured = loki_life();
+    let captured = loki_life(&crate::support::wire::capture("loki-3.4.6/log-levels-one-life.txt"));
     let expected: Vec<&Regex> = captured.iter().filter(|(phase, _)| *phase != Phase::Queries).map(|(_, r)| r).collect();
     assert_lines_match(&said, &expected);
 
@@ -118,7 +135,7 @@ fn agent_test_mode_prints_line_protocol_like_telegraf() {
 
 #[test]
 fn agent_process_writes_to_the_db_and_reloads_on_sighup() {
-    let rt = runtime();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let (url, db) = start_metrics_db(&rt, "agent-token");
     let t = Test::new().file("telegraf.conf", &AGENT_CONFIG.replace("URL", &url));
     let conf = t.path().join("telegraf.conf");
@@ -128,23 +145,21 @@ fn agent_process_writes_to_the_db_and_reloads_on_sighup() {
         let csv = db.query(flux, &Default::default()).unwrap();
         opsbook_wire::flux_csv::parse(&csv).unwrap().len()
     };
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while count(
-        r#"from(bucket:"telegraf")|>range(start:-1m)|>filter(fn:(r)=>r._measurement=="cpu" and r.cpu=="cpu-total")"#,
-    ) == 0
-    {
-        assert!(Instant::now() < deadline, "no cpu points written");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let cpu =
+        r#"from(bucket:"telegraf")|>range(start:-1m)|>filter(fn:(r)=>r._measurement=="cpu" and r.cpu=="cpu-total")"#;
+    wait_until("cpu points written", Duration::from_secs(15), || match count(cpu) {
+        0 => Err("none yet"),
+        _ => Ok(()),
+    });
     // A changed config takes effect on SIGHUP: the global tag shows on later points.
     std::fs::write(&conf, format!("[global_tags]\n  reloaded = \"yes\"\n{}", AGENT_CONFIG.replace("URL", &url)))
         .unwrap();
     running.signal(libc::SIGHUP);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while count(r#"from(bucket:"telegraf")|>range(start:-1m)|>filter(fn:(r)=>r.reloaded=="yes")"#) == 0 {
-        assert!(Instant::now() < deadline, "reloaded config not in effect");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let reloaded = r#"from(bucket:"telegraf")|>range(start:-1m)|>filter(fn:(r)=>r.reloaded=="yes")"#;
+    wait_until("the reloaded config in effect", Duration::from_secs(15), || match count(reloaded) {
+        0 => Err("no point with its global tag yet"),
+        _ => Ok(()),
+    });
     // A broken config on SIGHUP stops the agent with exit 1, as Telegraf does.
     std::fs::write(&conf, "[agent\n").unwrap();
     running.signal(libc::SIGHUP);
@@ -155,4 +170,50 @@ fn agent_process_writes_to_the_db_and_reloads_on_sighup() {
         .stdout_has("I! Reloading Telegraf config")
         .stdout_has("E! [telegraf] Error running agent")
         .stdout_lacks("agent-token");
+}
+
+#[test]
+fn influxd_log_level_takes_zaps_levels() {
+    Test::new()
+        .args(["twin", "metrics-db", "--listen", "127.0.0.1:0", "--log-level", "warning"])
+        .run()
+        .code(1)
+        .stderr_is("Error: invalid argument \"warning\" for \"--log-level\" flag: unknown log level; supported levels are debug, info, warn, error\n");
+    // A bad level in the config file is ignored: the server starts at info.
+    let t = Test::new().file("influxd.toml", "log-level = \"warning\"\n");
+    let conf = t.path().join("influxd.toml").display().to_string();
+    let welcome = welcome_line(t.env("INFLUXD_CONFIG_PATH", &conf), &[]);
+    assert!(welcome.ends_with(" log_level=info"), "{welcome}");
+    let welcome = welcome_line(Test::new(), &["--log-level", "WARN"]);
+    assert!(welcome.ends_with(" log_level=warn"), "{welcome}");
+}
+
+/// The welcome line of a metrics-db process started with `args`, once it answers, then stopped.
+fn welcome_line(t: Test, args: &[&str]) -> String {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let running = t.args(["twin", "metrics-db", "--listen", &listen]).args(args).spawn();
+    wait_http(&format!("http://{listen}/health"));
+    running.signal(libc::SIGTERM);
+    let (out, _) = running.wait(Duration::from_secs(10));
+    out.code(0).stdout.lines().find(|l| l.contains("Welcome to InfluxDB")).unwrap_or_default().to_string()
+}
+
+#[test]
+fn shipper_validate_is_silent_on_success_and_locates_problems() {
+    let t = Test::new()
+        .file("ok.toml", "[labels]\nservice_type = \"x\"\n")
+        .file("bad.toml", "[server]\nlisten = \"nowhere\"\n[write]\nformat = \"xml\"\n");
+    let ok = t.path().join("ok.toml").display().to_string();
+    let bad = t.path().join("bad.toml").display().to_string();
+    let out = Test::new().args(["twin", "log-shipper", "validate", &ok]).run().code(0);
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    Test::new()
+        .args(["twin", "log-shipper", "validate", &bad])
+        .run()
+        .code(1)
+        .stderr_has(&format!("{bad}:2:10"))
+        .stderr_has(&format!("{bad}:4:10"))
+        .stderr_has("is invalid (2 problems)");
+    // A process refuses to start on an invalid config.
+    Test::new().args(["twin", "log-shipper", &bad]).run().code(1).stderr_has("`listen` must be an address");
 }
