@@ -19,7 +19,6 @@ mod fleet_masters;
 mod fleet_order;
 mod fleet_pipe;
 mod fleet_runs;
-mod fuzz_readers;
 mod inventory;
 mod journal;
 mod lifecycle;
