@@ -217,3 +217,39 @@ fn shipper_validate_is_silent_on_success_and_locates_problems() {
     // A process refuses to start on an invalid config.
     Test::new().args(["twin", "log-shipper", &bad]).run().code(1).stderr_has("`listen` must be an address");
 }
+
+/// The agent and the shipper tell a `Type=notify` service manager they are ready only once a
+/// reload would be taken: SIGHUP sent the instant `READY=1` arrives (as `systemctl reload`
+/// right after `systemctl start` does) reloads them, never ends them. (They said ready before
+/// their reload handler existed, and a reload at that moment was the signal's default: the end.)
+#[test]
+fn a_reload_the_instant_the_agent_and_the_shipper_said_ready_is_a_reload() {
+    let t = Test::new()
+        .file("telegraf.conf", &AGENT_CONFIG.replace("URL", "http://127.0.0.1:9"))
+        .file("alloy.toml", &format!("[server]\nlisten = \"127.0.0.1:{}\"\n", free_port()));
+    let conf = |name: &str| t.path().join(name).display().to_string();
+    let services: [(&[&str], &str); 2] = [
+        (&["metrics-agent", &conf("telegraf.conf")], "I! Reloading Telegraf config"),
+        (&["log-shipper", &conf("alloy.toml")], "msg=\"config reloaded\""),
+    ];
+    for (args, reloaded) in services {
+        let dir = tempfile::tempdir().unwrap();
+        let socket_path = dir.path().join("notify");
+        let manager = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+        manager.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let running = Test::new()
+            .args(["twin"])
+            .args(args)
+            .env("NOTIFY_SOCKET", &socket_path.display().to_string())
+            .env("AGENT_TOKEN", "t")
+            .spawn();
+        let mut said = [0u8; 64];
+        let n = manager.recv(&mut said).unwrap_or_else(|e| panic!("{args:?} never said it was ready: {e}"));
+        assert_eq!(&said[..n], b"READY=1");
+        running.signal(libc::SIGHUP);
+        running.wait_for_output(reloaded, Duration::from_secs(10));
+        running.signal(libc::SIGTERM);
+        let (out, _) = running.wait(Duration::from_secs(20));
+        out.code(0);
+    }
+}

@@ -559,6 +559,9 @@ pub async fn run_command(
     storage: Option<&Path>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Error> {
+    // SIGHUP is a reload from the first instant on, never its default (the end of the
+    // process): a reload sent while the config loads is taken once the shipper runs.
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
     let config = match path.map(|p| initial_load(p, listen)).transpose() {
         Ok(c) => c.unwrap_or_default(),
         Err(()) => return Ok(1),
@@ -574,11 +577,13 @@ pub async fn run_command(
     let shipper = Shipper::new(config, path.map(Path::to_path_buf), journal, logger::stdout());
     let reloader = shipper.clone();
     tokio::spawn(async move {
-        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
+        let Ok(mut hup) = hangups else { return };
         while hup.recv().await.is_some() {
             let _ = reloader.reload();
         }
     });
+    // Ready once it listens and a reload would be taken, as Alloy tells systemd.
+    crate::notify::ready();
     super::serve(shipper, Some(listener), shutdown)
         .await
         .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
