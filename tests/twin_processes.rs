@@ -1,6 +1,7 @@
 //! The twins as processes (`opsbook twin SERVICE`), the binary's end of the twin: serving,
 //! logging to stdout, stopping on SIGTERM/SIGINT, the agent's `--test` and its SIGHUP reload,
-//! influxd's `--log-level`, the shipper's `validate`. The twins themselves, in one process,
+//! the readiness told to a `Type=notify` manager, influxd's `--log-level`, the shipper's
+//! `validate`. The twins themselves, in one process,
 //! are tested in their crate (crates/twin/tests/); the real programs' command lines and config
 //! files are in twin_real_configs.
 
