@@ -5,10 +5,10 @@
 //! naming the file (a syntax error with its line and column).
 //!
 //! Runs in-process through the libraries (no process per case), with a bounded number of
-//! cases and no failure files written: a few seconds in all. Here, in the fleet crate, as the
-//! top of the crates it reads through (base's configuration, inventory, engine's templates
-//! and catalog, the fleet session's compiler): `cargo test -p opsbook-fleet --test fuzz_readers`. A failure prints the input
-//! proptest shrank it to.
+//! cases and no failure files written: a few seconds in all. A failure prints the input
+//! proptest shrank it to. It lives in the fleet crate, the top of the crates it reads through
+//! (base's configuration, the inventory, engine's templates and catalog, the fleet session's
+//! compiler): `cargo test -p opsbook-fleet --test fuzz_readers`.
 
 use std::path::Path;
 use std::sync::Arc;
