@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
-use crate::support::{Test, mask};
+use crate::support::wire::WireServer;
+use crate::support::{Test, mask, wait_until};
 
-const SLOW: &str = "check(\"before\", true);\nprint(\"long part next\");\nsleep(\"1m\");\ncheck(\"after\", true);\n";
+/// Each host tells the test it is about to sleep (a request to `URL`, silent in the report).
+const SLOW: &str = "check(\"before\", true);\nprint(\"long part next\");\nhttp::get(\"URL/asleep\");\nsleep(\"1m\");\ncheck(\"after\", true);\n";
 
 fn host_report(host: &str) -> String {
     format!(
@@ -24,12 +26,16 @@ interrupted
 
 #[test]
 fn sigterm_during_a_fleet_run_reports_the_hosts_as_interrupted() {
-    let t = Test::new().runbook("slow", SLOW);
+    let Some(server) = WireServer::start(serde_json::json!({"GET /asleep": {"body": ""}})) else { return };
+    let t = Test::new().runbook("slow", &SLOW.replace("URL", &server.url()));
     let saved = t.path().join("fleet.json");
     let running = t.args(["--sandbox", "run", "slow", "--fleet", "2", "--save-json", "fleet.json"]).spawn();
-    // The fleet keeps each host's lines until the host is done: nothing shows that the three
-    // are asleep, so give the sandbox's set-up (well under a second) ample time.
-    std::thread::sleep(Duration::from_secs(5));
+    // The fleet keeps each host's lines until the host is done: the hosts' requests say that
+    // the three are asleep (however long the sandbox's set-up took).
+    wait_until("the three hosts asleep", Duration::from_secs(60), || match server.requests().len() {
+        3 => Ok(()),
+        n => Err(format!("{n} of 3 asleep")),
+    });
     running.signal(libc::SIGTERM);
     let (out, _) = running.wait(Duration::from_secs(20));
     let expected = format!(

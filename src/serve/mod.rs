@@ -261,20 +261,31 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
                 running = Running::start(ready, state.clone(), settings.parallel, settings.jitter);
             }
             Signal::Stop => {
-                opsbook_base::say!(
-                    "opsbook serve: stopping: running jobs get {} to finish",
-                    humantime::format_duration(settings.stop_timeout)
-                );
-                let interrupted = running.finish(settings.stop_timeout);
-                if interrupted > 0 {
-                    opsbook_base::say!("opsbook serve: interrupted {interrupted} job(s) still running at the deadline");
-                }
-                server.abort();
-                runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+                stop(running, settings.stop_timeout, server, runtime);
                 return Ok(0);
             }
         }
     }
+}
+
+/// The end of `opsbook serve` on SIGTERM or SIGINT: the running jobs get `stop_timeout` to
+/// finish (those still running then are interrupted), then the HTTP server and the runtime stop.
+fn stop(
+    running: Running,
+    stop_timeout: std::time::Duration,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    runtime: tokio::runtime::Runtime,
+) {
+    opsbook_base::say!(
+        "opsbook serve: stopping: running jobs get {} to finish",
+        humantime::format_duration(stop_timeout)
+    );
+    let interrupted = running.finish(stop_timeout);
+    if interrupted > 0 {
+        opsbook_base::say!("opsbook serve: interrupted {interrupted} job(s) still running at the deadline");
+    }
+    server.abort();
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
 }
 
 /// The configuration and jobs read again on SIGHUP, or `None` (said on stderr) when they

@@ -42,7 +42,7 @@ pub(crate) struct Debian13Fleet {
     subnet: u8,
     dir: tempfile::TempDir,
     /// Held while the hosts are up: no container starts meanwhile (`support::cgroups_shared`).
-    _cgroups: Option<std::sync::RwLockReadGuard<'static, ()>>,
+    _cgroups: Option<crate::support::CgroupsShared>,
 }
 
 /// One booted Debian 13 host.

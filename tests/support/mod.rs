@@ -504,14 +504,23 @@ pub(crate) fn raise_inotify_instances() {
 /// use too: while a container starts or goes, a manager may fail to spawn a process (status
 /// 219). So tests that run containers hold the cgroups alone (`cgroups_exclusive`), and every
 /// private host holds them shared while it is up (`cgroups_shared`, kept by `Fleet` and
-/// `PrivateHost`): hosts run side by side, never beside a container. One test binary: a lock
-/// in the process is enough.
+/// `PrivateHost`): hosts run side by side, never beside a container. The cgroups are the
+/// machine's, not this test binary's: besides the lock in the process, each holder takes the
+/// same lock on a file every test binary of the machine opens (`MACHINE_LOCK`, flock(2)), so
+/// another suite running at the same time (another worktree's, another crate's) keeps the rule
+/// too.
 static CGROUPS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The file whose flock(2) is the machine-wide half of `CGROUPS`.
+const MACHINE_LOCK: &str = "/tmp/opsbook-tests-cgroups.lock";
 
 thread_local!(static HOLDS_CGROUPS_ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
 
 /// Held by a test that runs containers, for its whole run (its own hosts boot under it).
-pub(crate) struct CgroupsAlone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>);
+pub(crate) struct CgroupsAlone(
+    #[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>,
+    #[allow(dead_code)] Option<std::fs::File>,
+);
 
 impl Drop for CgroupsAlone {
     fn drop(&mut self) {
@@ -519,13 +528,51 @@ impl Drop for CgroupsAlone {
     }
 }
 
+/// What a private host keeps while it is up.
+pub(crate) struct CgroupsShared(
+    #[allow(dead_code)] std::sync::RwLockReadGuard<'static, ()>,
+    #[allow(dead_code)] Option<std::fs::File>,
+);
+
 pub(crate) fn cgroups_exclusive() -> CgroupsAlone {
     let guard = CGROUPS.write().unwrap_or_else(|e| e.into_inner());
+    let machine = lock_machine(libc::LOCK_EX);
     HOLDS_CGROUPS_ALONE.set(true);
-    CgroupsAlone(guard)
+    CgroupsAlone(guard, machine)
 }
 
 /// What a private host keeps while it is up (nothing in a test holding the cgroups alone).
-pub(crate) fn cgroups_shared() -> Option<std::sync::RwLockReadGuard<'static, ()>> {
-    if HOLDS_CGROUPS_ALONE.get() { None } else { Some(CGROUPS.read().unwrap_or_else(|e| e.into_inner())) }
+pub(crate) fn cgroups_shared() -> Option<CgroupsShared> {
+    if HOLDS_CGROUPS_ALONE.get() {
+        return None;
+    }
+    let guard = CGROUPS.read().unwrap_or_else(|e| e.into_inner());
+    Some(CgroupsShared(guard, lock_machine(libc::LOCK_SH)))
+}
+
+/// `MACHINE_LOCK` locked `how` (shared or exclusive; waits its turn), held until the file is
+/// closed. None when the file cannot be opened or locked (said on stderr): the lock in the
+/// process still holds.
+fn lock_machine(how: i32) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new().create(true).append(true).mode(0o666).open(MACHINE_LOCK);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("{MACHINE_LOCK}: {e}: the cgroups are held in this test binary only");
+            return None;
+        }
+    };
+    loop {
+        // SAFETY: flock(2) on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+            return Some(file);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            eprintln!("{MACHINE_LOCK}: {e}: the cgroups are held in this test binary only");
+            return None;
+        }
+    }
 }

@@ -12,7 +12,7 @@ pub(crate) struct PrivateHost {
     init: u32,
     _state: tempfile::TempDir,
     /// Held while the host is up: no container starts meanwhile (`support::cgroups_shared`).
-    _cgroups: Option<std::sync::RwLockReadGuard<'static, ()>>,
+    _cgroups: Option<crate::support::CgroupsShared>,
 }
 
 pub(crate) const ENV: [(&str, &str); 3] = [

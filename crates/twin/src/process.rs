@@ -231,10 +231,7 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
         match args.service {
             Service::MetricsDb(a) => run_metrics_db(a).await,
             Service::LogStore(a) => run_log_store(a).await,
-            Service::MetricsAgent(a) => {
-                super::notify::ready();
-                agent::run_command(&a.config, a.once, stop_signal()).await
-            }
+            Service::MetricsAgent(a) => agent::run_command(&a.config, a.once, stop_signal()).await,
             Service::LogShipper(ShipperArgs {
                 action: Some(ShipperAction::Run { config, listen, storage_path, .. }),
                 ..
@@ -243,11 +240,9 @@ pub fn run(args: TwinArgs) -> Result<u8, Error> {
                     context: format!("cannot create the storage path `{}`", storage_path.display()),
                     source,
                 })?;
-                super::notify::ready();
                 shipper::run_command(Some(&config), Some(&listen), Some(&storage_path), stop_signal()).await
             }
             Service::LogShipper(a) => {
-                super::notify::ready();
                 shipper::run_command(a.config.as_deref(), a.listen.as_deref(), None, stop_signal()).await
             }
         }
@@ -353,8 +348,10 @@ async fn run_log_store(a: LogStoreArgs) -> Result<u8, Error> {
     let listener = bind(&listen).await?;
     options.listen = listener.local_addr().map(|x| x.to_string()).unwrap_or(listen);
     let store = log_store::LogStore::new(options, log);
+    // Ready once a stop would be taken as one (its last lines logged).
+    let stop = stop_signal();
     super::notify::ready();
-    super::serve(store, Some(listener), stop_signal())
+    super::serve(store, Some(listener), stop)
         .await
         .map_err(|source| Error::Io { context: "log store server failed".into(), source })?;
     Ok(0)
@@ -409,8 +406,10 @@ async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
     {
         db.restore_setup(path);
     }
+    // Ready once a stop would be taken as one (its last lines logged).
+    let stop = stop_signal();
     super::notify::ready();
-    super::serve(db, Some(listener), stop_signal())
+    super::serve(db, Some(listener), stop)
         .await
         .map_err(|source| Error::Io { context: "metrics database server failed".into(), source })?;
     Ok(0)

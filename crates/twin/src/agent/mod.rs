@@ -386,6 +386,9 @@ pub async fn run_command(
     once: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Error> {
+    // SIGHUP is a reload from the first instant on, never its default (the end of the
+    // process): a reload sent while the config loads is taken once the agent runs.
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
     let config = match config::load(path) {
         Ok(c) => c,
         Err(d) => {
@@ -396,6 +399,7 @@ pub async fn run_command(
     let agent = Agent::new(config, Some(path.to_path_buf()), logger::stdout());
     agent.say_early(Level::Info, &format!("Loading config: {}", path.display()));
     if once {
+        crate::notify::ready();
         agent.gather();
         tokio::time::sleep(Duration::from_millis(500)).await;
         agent.tick().await;
@@ -405,7 +409,7 @@ pub async fn run_command(
     let (failed_tx, mut failed_rx) = tokio::sync::mpsc::channel::<String>(1);
     let reloader = agent.clone();
     tokio::spawn(async move {
-        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
+        let Ok(mut hup) = hangups else { return };
         while hup.recv().await.is_some() {
             if let Err(e) = reloader.reload() {
                 let _ = failed_tx.send(e).await;
@@ -413,6 +417,8 @@ pub async fn run_command(
             }
         }
     });
+    // Ready once its config is read and a reload would be taken, as Telegraf tells systemd.
+    crate::notify::ready();
     let reload_failed = Arc::new(Mutex::new(None::<String>));
     let failed = reload_failed.clone();
     let stop = async move {

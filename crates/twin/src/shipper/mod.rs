@@ -42,7 +42,7 @@ use metrics::Metrics;
 use opsbook_base::error::Error;
 use opsbook_wire::loki_push::{self, PushEntry, PushStream};
 use opsbook_world::BoxFuture;
-use opsbook_world::journal::{Entry, Journal, Journalctl, Query};
+use opsbook_world::journal::{Entry, Feed, Journal, Journalctl, Query};
 
 /// The Alloy version the twin reports.
 pub(crate) const VERSION: &str = "v1.9.0";
@@ -331,51 +331,64 @@ impl Shipper {
                 "journal target started",
                 &[("component_id", cfg.source_id.as_str()), ("units", &cfg.units.join(","))],
             );
-            let mut streams: BTreeMap<Vec<(String, String)>, Vec<PushEntry>> = BTreeMap::new();
-            let mut size = 0usize;
-            let mut first_at: Option<Instant> = None;
-            let mut s = stop.clone();
-            let restart = loop {
-                let deadline = first_at.map(|t| t + cfg.batch_wait);
-                tokio::select! {
-                    entry = feed.recv() => match entry {
-                        Some(Ok(e)) => {
-                            if !cfg.units.is_empty() && !cfg.units.contains(&e.unit) {
-                                continue;
-                            }
-                            self.metrics.lines_read.fetch_add(1, Ordering::Relaxed);
-                            self.metrics.seen_entry.store(true, Ordering::Relaxed);
-                            self.positions.put(e.realtime_us);
-                            let ts = if e.realtime_us > 0 { e.realtime_us as i64 * 1000 } else { now_ns() };
-                            size += e.message.len();
-                            streams.entry(Self::labels_for(&cfg, &e)).or_default().push(PushEntry { ts, line: e.message, metadata: Vec::new() });
-                            first_at.get_or_insert_with(Instant::now);
-                            if size >= cfg.batch_size {
-                                self.ship(&mut streams, &mut size, &mut first_at, &stop).await;
-                            }
-                        }
-                        Some(Err(e)) => {
-                            self.metrics.parse_errors.fetch_add(1, Ordering::Relaxed);
-                            self.say(Level::Warn, "could not read a journal entry", &[("err", &e)]);
-                        }
-                        None => {
-                            self.say(Level::Warn, "journal follow ended; restarting", &[("component_id", cfg.source_id.as_str())]);
-                            break true;
-                        }
-                    },
-                    _ = sleep_until(deadline) => self.ship(&mut streams, &mut size, &mut first_at, &stop).await,
-                    _ = generation.changed() => break true,
-                    _ = stopped(&mut s) => break false,
-                }
-            };
-            // Whatever was read goes out before the follower is replaced or the shipper stops.
-            self.ship(&mut streams, &mut size, &mut first_at, &stop).await;
+            let restart = self.ship_feed(&cfg, &mut feed, &stop, &mut generation).await;
             drop(feed);
             if !restart {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// Ships what `feed` gives, in batches (by size, or `batch_wait` after a batch's first
+    /// entry), until the feed ends or the config changes (`true`: follow again) or the shipper
+    /// stops (`false`); what was read goes out first either way.
+    async fn ship_feed(
+        &self,
+        cfg: &ShipperConfig,
+        feed: &mut Feed,
+        stop: &tokio::sync::watch::Receiver<bool>,
+        generation: &mut tokio::sync::watch::Receiver<u64>,
+    ) -> bool {
+        let mut streams: BTreeMap<Vec<(String, String)>, Vec<PushEntry>> = BTreeMap::new();
+        let mut size = 0usize;
+        let mut first_at: Option<Instant> = None;
+        let mut s = stop.clone();
+        let restart = loop {
+            let deadline = first_at.map(|t| t + cfg.batch_wait);
+            tokio::select! {
+                entry = feed.recv() => match entry {
+                    Some(Ok(e)) => {
+                        if !cfg.units.is_empty() && !cfg.units.contains(&e.unit) {
+                            continue;
+                        }
+                        self.metrics.lines_read.fetch_add(1, Ordering::Relaxed);
+                        self.metrics.seen_entry.store(true, Ordering::Relaxed);
+                        self.positions.put(e.realtime_us);
+                        let ts = if e.realtime_us > 0 { e.realtime_us as i64 * 1000 } else { now_ns() };
+                        size += e.message.len();
+                        streams.entry(Self::labels_for(cfg, &e)).or_default().push(PushEntry { ts, line: e.message, metadata: Vec::new() });
+                        first_at.get_or_insert_with(Instant::now);
+                        if size >= cfg.batch_size {
+                            self.ship(&mut streams, &mut size, &mut first_at, stop).await;
+                        }
+                    }
+                    Some(Err(e)) => {
+                        self.metrics.parse_errors.fetch_add(1, Ordering::Relaxed);
+                        self.say(Level::Warn, "could not read a journal entry", &[("err", &e)]);
+                    }
+                    None => {
+                        self.say(Level::Warn, "journal follow ended; restarting", &[("component_id", cfg.source_id.as_str())]);
+                        break true;
+                    }
+                },
+                _ = sleep_until(deadline) => self.ship(&mut streams, &mut size, &mut first_at, stop).await,
+                _ = generation.changed() => break true,
+                _ = stopped(&mut s) => break false,
+            }
+        };
+        self.ship(&mut streams, &mut size, &mut first_at, stop).await;
+        restart
     }
 
     async fn ship(
@@ -546,6 +559,9 @@ pub async fn run_command(
     storage: Option<&Path>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<u8, Error> {
+    // SIGHUP is a reload from the first instant on, never its default (the end of the
+    // process): a reload sent while the config loads is taken once the shipper runs.
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
     let config = match path.map(|p| initial_load(p, listen)).transpose() {
         Ok(c) => c.unwrap_or_default(),
         Err(()) => return Ok(1),
@@ -561,11 +577,13 @@ pub async fn run_command(
     let shipper = Shipper::new(config, path.map(Path::to_path_buf), journal, logger::stdout());
     let reloader = shipper.clone();
     tokio::spawn(async move {
-        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
+        let Ok(mut hup) = hangups else { return };
         while hup.recv().await.is_some() {
             let _ = reloader.reload();
         }
     });
+    // Ready once it listens and a reload would be taken, as Alloy tells systemd.
+    crate::notify::ready();
     super::serve(shipper, Some(listener), shutdown)
         .await
         .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;

@@ -173,26 +173,7 @@ pub(super) fn apply_agg<'a>(tables: Vec<Table<'a>>, agg: Agg) -> Result<Vec<Tabl
                 let mut row: Vec<Value> = cols.iter().map(|(n, _)| t.key_value(n)).collect();
                 let value = match agg {
                     Agg::Count => (ColType::Int, Value::Int(t.len() as i64)),
-                    _ => {
-                        let (mut sum_f, mut sum_i, mut sum_u, mut n) = (0f64, 0i64, 0u64, 0usize);
-                        for r in t.rows(&columns) {
-                            match &r[vi] {
-                                Value::Float(f) => sum_f += f,
-                                Value::Int(i) => sum_i = sum_i.wrapping_add(*i),
-                                Value::UInt(u) => sum_u = sum_u.wrapping_add(*u),
-                                _ => continue,
-                            }
-                            n += 1;
-                        }
-                        let total = sum_f + sum_i as f64 + sum_u as f64;
-                        match (agg, value_type) {
-                            (Agg::Mean, _) if n == 0 => (ColType::Float, Value::Null),
-                            (Agg::Mean, _) => (ColType::Float, Value::Float(total / n as f64)),
-                            (_, Some(ColType::Int)) => (ColType::Int, Value::Int(sum_i)),
-                            (_, Some(ColType::UInt)) => (ColType::UInt, Value::UInt(sum_u)),
-                            _ => (ColType::Float, Value::Float(sum_f)),
-                        }
-                    }
+                    _ => sum_or_mean(t.rows(&columns), vi, agg, value_type),
                 };
                 cols.push(("_value".into(), value.0));
                 row.push(value.1);
@@ -228,6 +209,35 @@ pub(super) fn apply_agg<'a>(tables: Vec<Table<'a>>, agg: Agg) -> Result<Vec<Tabl
         }
     }
     Ok(out)
+}
+
+/// The `_value` of `sum()` or `mean()` over `rows` (`vi` is the `_value` column, of
+/// `value_type`) and its type: a sum keeps the column's type, a mean is a float (null over no
+/// value).
+fn sum_or_mean(
+    rows: impl Iterator<Item = Vec<Value>>,
+    vi: usize,
+    agg: Agg,
+    value_type: Option<ColType>,
+) -> (ColType, Value) {
+    let (mut sum_f, mut sum_i, mut sum_u, mut n) = (0f64, 0i64, 0u64, 0usize);
+    for r in rows {
+        match &r[vi] {
+            Value::Float(f) => sum_f += f,
+            Value::Int(i) => sum_i = sum_i.wrapping_add(*i),
+            Value::UInt(u) => sum_u = sum_u.wrapping_add(*u),
+            _ => continue,
+        }
+        n += 1;
+    }
+    let total = sum_f + sum_i as f64 + sum_u as f64;
+    match (agg, value_type) {
+        (Agg::Mean, _) if n == 0 => (ColType::Float, Value::Null),
+        (Agg::Mean, _) => (ColType::Float, Value::Float(total / n as f64)),
+        (_, Some(ColType::Int)) => (ColType::Int, Value::Int(sum_i)),
+        (_, Some(ColType::UInt)) => (ColType::UInt, Value::UInt(sum_u)),
+        _ => (ColType::Float, Value::Float(sum_f)),
+    }
 }
 
 pub(super) fn apply_limit<'a>(tables: Vec<Table<'a>>, n: usize, offset: usize) -> Vec<Table<'a>> {
@@ -279,31 +289,8 @@ pub(super) fn apply_group<'a>(
     let (start, stop) = tables.first().map_or((0, 0), |t| (t.start, t.stop));
     let all_segments = tables.iter().all(|t| matches!(t.body, Body::Segments(_)));
     let by_constant_columns = !except && !columns.iter().any(|c| c == "_time" || c == "_value");
-    let mut order: Vec<Vec<String>> = Vec::new();
     if all_segments && by_constant_columns {
-        // Regroup the views without building rows.
-        let mut groups: HashMap<Vec<String>, Vec<Segment<'a>>> = HashMap::new();
-        for t in tables {
-            let Body::Segments(segs) = t.body else { continue };
-            for seg in segs {
-                let k: Vec<String> =
-                    columns.iter().map(|c| key_text(&segment_constant(&seg, c, t.start, t.stop))).collect();
-                if !groups.contains_key(&k) {
-                    order.push(k.clone());
-                }
-                groups.entry(k).or_default().push(seg);
-            }
-        }
-        return Ok(order
-            .into_iter()
-            .filter_map(|k| groups.remove(&k))
-            .map(|segs| {
-                let mut t = Table { key: Vec::new(), start, stop, body: Body::Segments(segs) };
-                let cols = t.columns().unwrap_or_default();
-                t.key = cols.iter().map(|(n, _)| n.clone()).filter(|n| columns.contains(n)).collect();
-                t
-            })
-            .collect());
+        return Ok(regroup_segments(tables, columns, (start, stop)));
     }
     // General case: rows regrouped by the key columns' values; columns are the union.
     let mut union: Vec<(String, ColType)> = Vec::new();
@@ -331,6 +318,7 @@ pub(super) fn apply_group<'a>(
         .map(|(n, _)| n.clone())
         .filter(|n| if except { !columns.contains(n) } else { columns.contains(n) })
         .collect();
+    let mut order: Vec<Vec<String>> = Vec::new();
     let mut groups: HashMap<Vec<String>, Vec<Vec<Value>>> = HashMap::new();
     for (cols, rows) in materialized {
         for row in rows {
@@ -353,4 +341,33 @@ pub(super) fn apply_group<'a>(
         .filter_map(|k| groups.remove(&k))
         .map(|rows| Table { key: key_cols.clone(), start, stop, body: Body::Rows { columns: union.clone(), rows } })
         .collect())
+}
+
+/// `group(columns:)` by columns constant in each series (tags, `_field`, `_measurement`, the
+/// window): the series views regrouped without building rows, in the order their keys first
+/// appear; each table's key is the grouping columns it has.
+fn regroup_segments<'a>(tables: Vec<Table<'a>>, columns: &[String], (start, stop): (i64, i64)) -> Vec<Table<'a>> {
+    let mut order: Vec<Vec<String>> = Vec::new();
+    let mut groups: HashMap<Vec<String>, Vec<Segment<'a>>> = HashMap::new();
+    for t in tables {
+        let Body::Segments(segs) = t.body else { continue };
+        for seg in segs {
+            let k: Vec<String> =
+                columns.iter().map(|c| key_text(&segment_constant(&seg, c, t.start, t.stop))).collect();
+            if !groups.contains_key(&k) {
+                order.push(k.clone());
+            }
+            groups.entry(k).or_default().push(seg);
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|k| groups.remove(&k))
+        .map(|segs| {
+            let mut t = Table { key: Vec::new(), start, stop, body: Body::Segments(segs) };
+            let cols = t.columns().unwrap_or_default();
+            t.key = cols.iter().map(|(n, _)| n.clone()).filter(|n| columns.contains(n)).collect();
+            t
+        })
+        .collect()
 }

@@ -238,42 +238,48 @@ impl Parser {
                     e
                 }
             }
-            Tok::Ident(name) => match name.as_str() {
-                "true" => Expr::Bool(true),
-                "false" => Expr::Bool(false),
-                "now" if self.peek().tok == Tok::Punct("(") => {
-                    self.expect("(")?;
-                    self.expect(")")?;
-                    Expr::Now
-                }
-                _ if self.eat(".") => {
-                    let p = self.next();
-                    let Tok::Ident(prop) = p.tok else {
-                        return Err(Self::error_at(&p, "expected a property name after `.`"));
-                    };
-                    if self.peek().tok == Tok::Punct("(") {
-                        return Err(Self::error_at(&t, &format!("unsupported by the twin: function `{name}.{prop}`")));
-                    }
-                    Expr::Column { record: name, name: prop }
-                }
-                _ if self.peek().tok == Tok::Punct("[") => {
-                    self.pos += 1;
-                    let p = self.next();
-                    let Tok::Str(prop) = p.tok else {
-                        return Err(Self::error_at(&p, "expected a string index like r[\"cpu\"]"));
-                    };
-                    self.expect("]")?;
-                    Expr::Column { record: name, name: prop }
-                }
-                _ if self.peek().tok == Tok::Punct("(") => {
-                    return Err(Self::error_at(
-                        &t,
-                        &format!("unsupported by the twin: function `{name}()` in an expression"),
-                    ));
-                }
-                _ => Expr::Ident(name),
-            },
+            Tok::Ident(name) => self.named_operand(&t, name)?,
             other => return Err(Self::error_at(&t, &format!("unexpected {}", Self::describe(&other)))),
+        })
+    }
+
+    /// An operand that starts with the name in `t`: `true`/`false`, `now()`, a record's column
+    /// (`r.cpu`, `r["cpu"]`) or a bare identifier; other function calls are refused.
+    fn named_operand(&mut self, t: &Token, name: String) -> Result<Expr, String> {
+        Ok(match name.as_str() {
+            "true" => Expr::Bool(true),
+            "false" => Expr::Bool(false),
+            "now" if self.peek().tok == Tok::Punct("(") => {
+                self.expect("(")?;
+                self.expect(")")?;
+                Expr::Now
+            }
+            _ if self.eat(".") => {
+                let p = self.next();
+                let Tok::Ident(prop) = p.tok else {
+                    return Err(Self::error_at(&p, "expected a property name after `.`"));
+                };
+                if self.peek().tok == Tok::Punct("(") {
+                    return Err(Self::error_at(t, &format!("unsupported by the twin: function `{name}.{prop}`")));
+                }
+                Expr::Column { record: name, name: prop }
+            }
+            _ if self.peek().tok == Tok::Punct("[") => {
+                self.pos += 1;
+                let p = self.next();
+                let Tok::Str(prop) = p.tok else {
+                    return Err(Self::error_at(&p, "expected a string index like r[\"cpu\"]"));
+                };
+                self.expect("]")?;
+                Expr::Column { record: name, name: prop }
+            }
+            _ if self.peek().tok == Tok::Punct("(") => {
+                return Err(Self::error_at(
+                    t,
+                    &format!("unsupported by the twin: function `{name}()` in an expression"),
+                ));
+            }
+            _ => Expr::Ident(name),
         })
     }
 }

@@ -1,13 +1,13 @@
 //! The metrics-db twin's tenancy against what InfluxDB v2.7.12's source shows
 //! (docs/upstream-checked.md §5–§8): a fresh server is not set up until `POST /api/v2/setup`,
 //! the operator token from setup differs from an all-access token at `/api/v2/config`, buckets
-//! and orgs come in pages, `/ready` and a query's unknown org answer as influxd does, and
-//! influxd's `--log-level` takes zap's levels. Bodies are compared whole.
+//! and orgs come in pages, and `/ready` and a query's unknown org answer as influxd does.
+//! Bodies are compared whole. (influxd's `--log-level`, a flag of the process, is tested with
+//! the binary in the root tests/twin_processes.rs.)
 
 use serde_json::{Value, json};
 
 use super::{client, header, mask_line, runtime, start_fresh_metrics_db, start_metrics_db, upstream_lines};
-use crate::support::Test;
 use opsbook_twin::logger::Kept;
 
 const UNAUTHORIZED: &str = r#"{"code":"unauthorized","message":"unauthorized access"}"#;
@@ -318,35 +318,4 @@ fn ready_and_an_unknown_org_on_query_answer_as_influxd() {
         let expected = format!(r#"{{"code":"invalid","message":"{message}"}}"#);
         assert_eq!((r.status().as_u16(), r.text().unwrap()), (400, expected), "{query}");
     }
-}
-
-#[test]
-fn influxd_log_level_takes_zaps_levels() {
-    Test::new()
-        .args(["twin", "metrics-db", "--listen", "127.0.0.1:0", "--log-level", "warning"])
-        .run()
-        .code(1)
-        .stderr_is("Error: invalid argument \"warning\" for \"--log-level\" flag: unknown log level; supported levels are debug, info, warn, error\n");
-    // A bad level in the config file is ignored: the server starts at info.
-    let t = Test::new().file("influxd.toml", "log-level = \"warning\"\n");
-    let conf = t.path().join("influxd.toml").display().to_string();
-    let welcome = welcome_line(t.env("INFLUXD_CONFIG_PATH", &conf), &[]);
-    assert!(welcome.ends_with(" log_level=info"), "{welcome}");
-    let welcome = welcome_line(Test::new(), &["--log-level", "WARN"]);
-    assert!(welcome.ends_with(" log_level=warn"), "{welcome}");
-}
-
-/// The welcome line of a metrics-db process started with `args`, once it answers, then stopped.
-fn welcome_line(t: Test, args: &[&str]) -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let listen = format!("127.0.0.1:{port}");
-    let running = t.args(["twin", "metrics-db", "--listen", &listen]).args(args).spawn();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while client().get(format!("http://{listen}/health")).send().is_err() {
-        assert!(std::time::Instant::now() < deadline, "the metrics-db twin did not answer");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    running.signal(libc::SIGTERM);
-    let (out, _) = running.wait(std::time::Duration::from_secs(10));
-    out.code(0).stdout.lines().find(|l| l.contains("Welcome to InfluxDB")).unwrap_or_default().to_string()
 }

@@ -3,48 +3,17 @@
 //! influxd's flags and `INFLUXD_CONFIG_PATH` — with the files the deploy runbook renders, and
 //! broken ones answered with the real programs' errors.
 
-use std::net::TcpListener as StdListener;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::client;
 use crate::support::private_host::PrivateHost;
-use crate::support::{Test, mask, opsbook};
+use crate::support::{Test, mask, opsbook, wait_until};
+use crate::twin_processes::{client, free_port, wait_http};
 
-/// The Loki config the deploy runbook renders.
-const LOKI_YAML: &str = r#"auth_enabled: false
-server:
-  http_listen_address: 0.0.0.0
-  http_listen_port: 3100
-  grpc_listen_port: 9096
-  log_level: info
-common:
-  instance_addr: 127.0.0.1
-  path_prefix: /var/lib/loki
-  storage:
-    filesystem:
-      chunks_directory: /var/lib/loki/chunks
-      rules_directory: /var/lib/loki/rules
-  replication_factor: 1
-  ring:
-    kvstore:
-      store: inmemory
-schema_config:
-  configs:
-    - from: "2024-01-01"
-      store: tsdb
-      object_store: filesystem
-      schema: v13
-      index:
-        prefix: index_
-        period: 24h
-limits_config:
-  retention_period: 744h
-analytics:
-  reporting_enabled: false
-"#;
+/// The Loki config the deploy runbook renders (shared with the twin crate's tests).
+const LOKI_YAML: &str = include_str!("../crates/twin/tests/fixtures/loki.yaml");
 
 /// The Alloy config the deploy runbook renders.
 const ALLOY: &str = r#"// Alloy
@@ -69,19 +38,6 @@ loki.write "default" {
   }
 }
 "#;
-
-fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn wait_http(url: &str) {
-    let c = client();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while c.get(url).send().is_err() {
-        assert!(Instant::now() < deadline, "{url} did not answer");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// The whole masked text matches `pattern` (anchored).
 fn assert_whole(pattern: &str, text: &str) {
@@ -174,34 +130,6 @@ fn loki_twin_listens_where_its_file_says_and_shows_the_file_in_config() {
     running.signal(libc::SIGTERM);
     let (out, _) = running.wait(Duration::from_secs(10));
     out.code(0).stdout_has("msg=\"Starting Loki\"");
-}
-
-#[test]
-fn a_loki_twin_with_auth_enabled_wants_a_tenant() {
-    let rt = super::runtime();
-    let file = opsbook_twin::log_store::loki_file::parse(
-        "loki.yaml",
-        &LOKI_YAML.replace("auth_enabled: false", "auth_enabled: true"),
-        false,
-    )
-    .unwrap();
-    let options = opsbook_twin::log_store::Options { ready_delay: Duration::ZERO, file, ..Default::default() };
-    let (url, _store, stop) = super::start_log_store(&rt, options);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let body = format!(r#"{{"streams":[{{"stream":{{"job":"t"}},"values":[["{now}","hello"]]}}]}}"#);
-    let push = |tenant: Option<&str>| {
-        let mut r = client().post(format!("{url}/loki/api/v1/push")).header("content-type", "application/json");
-        if let Some(t) = tenant {
-            r = r.header("X-Scope-OrgID", t);
-        }
-        let r = r.body(body.clone()).send().unwrap();
-        (r.status().as_u16(), r.text().unwrap())
-    };
-    assert_eq!(push(None), (401, "no org id\n".to_string()));
-    assert_eq!(push(Some("tenant-1")), (204, String::new()));
-    // What is not the API answers without one, as Loki's do.
-    assert_eq!(client().get(format!("{url}/ready")).send().unwrap().status(), 200);
-    stop.trigger();
 }
 
 const ALLOY_BROKEN: &str = r#"logging {
@@ -342,8 +270,17 @@ fn the_alloy_twin_ships_the_journal_to_the_loki_twin_as_real_units() {
     host.systemctl(&["start", "loki", "alloy"]);
     let wait = "for p in 3100 12345; do for i in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done; done";
     host.exec(&["bash", "-c", wait]);
-    // The shipper follows from now: give journalctl a moment to start following.
-    std::thread::sleep(Duration::from_millis(700));
+    // The line goes to the journal once the shipper follows it (its journalctl started).
+    wait_until("the shipper following the journal", Duration::from_secs(20), || {
+        let log = host.exec(&["journalctl", "--no-pager", "-o", "cat"]);
+        let log = String::from_utf8_lossy(&log.stdout).into_owned();
+        let tail = log.lines().rev().take(20).collect::<Vec<_>>().join("\n");
+        if log.contains("msg=\"journal target started\"") {
+            Ok(())
+        } else {
+            Err(format!("the journal's last lines (newest first):\n{tail}"))
+        }
+    });
     assert!(host.exec(&["systemd-cat", "-t", "e2e", "echo", "a line through Alloy's pipeline"]).status.success());
     let query = "curl -sS -G http://127.0.0.1:3100/loki/api/v1/query_range \
                  --data-urlencode 'query={hostname=\"c1\"} |= \"through Alloy\"' --data-urlencode 'limit=10'";

@@ -4,9 +4,11 @@
 //! turns on, and random bytes — and must never panic: each reads, or refuses with an error
 //! naming the file (a syntax error with its line and column).
 //!
-//! Runs in-process through the library (no process per case), with a bounded number of
+//! Runs in-process through the libraries (no process per case), with a bounded number of
 //! cases and no failure files written: a few seconds in all. A failure prints the input
-//! proptest shrank it to.
+//! proptest shrank it to. It lives in the fleet crate, the top of the crates it reads through
+//! (base's configuration, the inventory, engine's templates and catalog, the fleet session's
+//! compiler): `cargo test -p opsbook-fleet --test fuzz_readers`.
 
 use std::path::Path;
 use std::sync::Arc;

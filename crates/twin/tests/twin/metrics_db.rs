@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{client, header, runtime, start_metrics_db};
-use crate::support::skip;
-use crate::support::wire::capture;
+use super::{capture, client, header, runtime, skip, start_metrics_db};
 
 #[test]
 fn influx_captures_and_api_answers() {

@@ -1,5 +1,6 @@
-//! The shipper twin: its pushes (protobuf and JSON) accepted by the log-store twin, its own
-//! endpoint and metrics, and `validate`.
+//! The shipper twin: its pushes (protobuf and JSON) accepted by the log-store twin, and its
+//! own endpoint and metrics. (Its `validate`, a command of the process, is tested with the
+//! binary in the root tests/twin_processes.rs.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +11,6 @@ use opsbook_world::journal::{Entry, Feed, Journal, Query};
 use serde_json::Value;
 
 use super::{client, runtime, start_log_store};
-use crate::support::Test;
 
 /// A journal fed by the test: what the sandbox's in-process journal will be.
 struct FedJournal {
@@ -98,24 +98,4 @@ fn shipper_pushes_are_accepted_by_the_log_store_in_json_and_protobuf() {
 
 fn metrics_after(c: &reqwest::blocking::Client, url: &str) -> String {
     c.get(format!("{url}/metrics")).send().unwrap().text().unwrap()
-}
-
-#[test]
-fn shipper_validate_is_silent_on_success_and_locates_problems() {
-    let t = Test::new()
-        .file("ok.toml", "[labels]\nservice_type = \"x\"\n")
-        .file("bad.toml", "[server]\nlisten = \"nowhere\"\n[write]\nformat = \"xml\"\n");
-    let ok = t.path().join("ok.toml").display().to_string();
-    let bad = t.path().join("bad.toml").display().to_string();
-    let out = Test::new().args(["twin", "log-shipper", "validate", &ok]).run().code(0);
-    assert!(out.stdout.is_empty() && out.stderr.is_empty());
-    Test::new()
-        .args(["twin", "log-shipper", "validate", &bad])
-        .run()
-        .code(1)
-        .stderr_has(&format!("{bad}:2:10"))
-        .stderr_has(&format!("{bad}:4:10"))
-        .stderr_has("is invalid (2 problems)");
-    // A process refuses to start on an invalid config.
-    Test::new().args(["twin", "log-shipper", &bad]).run().code(1).stderr_has("`listen` must be an address");
 }

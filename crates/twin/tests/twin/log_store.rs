@@ -1,5 +1,6 @@
 //! The log-store twin against Loki 3.4.6's captures: answers (bodies, headers, empty forms),
-//! pushes in every encoding, selection, and the lines it logs over one life.
+//! pushes in every encoding, selection, the lines it logs over one life, and the tenant it wants
+//! when the deploy runbook's config file (this crate's tests/fixtures/loki.yaml) enables auth.
 
 use std::time::Duration;
 
@@ -8,8 +9,8 @@ use opsbook_wire::loki_push;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::{captured_body, client, header, runtime, shape, start_log_store};
-use crate::support::wire::capture;
+use super::loki_life::{Phase, assert_lines_match, loki_life};
+use super::{capture, captured_body, client, header, runtime, shape, start_log_store, wait_until};
 
 #[test]
 fn loki_captures_are_reproduced() {
@@ -25,9 +26,11 @@ fn loki_captures_are_reproduced() {
     assert_eq!(header(&r, "content-type"), "text/plain; charset=utf-8");
     assert_eq!(r.text().unwrap(), captured_body("loki-3.4.6/ready-starting.txt"));
     assert_eq!(c.head(format!("{url}/ready")).send().unwrap().status(), 405);
-    std::thread::sleep(Duration::from_millis(700));
-    let r = c.get(format!("{url}/ready")).send().unwrap();
-    assert_eq!((r.status().as_u16(), header(&r, "x-content-type-options")), (200, "nosniff".to_string()));
+    let r = wait_until("/ready answering 200", Duration::from_secs(10), || {
+        let r = c.get(format!("{url}/ready")).send().unwrap();
+        if r.status() == 200 { Ok(r) } else { Err(r.status()) }
+    });
+    assert_eq!(header(&r, "x-content-type-options"), "nosniff");
     assert_eq!(r.text().unwrap(), captured_body("loki-3.4.6/ready.txt"));
 
     // The captured push (its timestamp is within Loki's one-week window): 204, no body.
@@ -225,50 +228,8 @@ fn log_store_pushes_in_every_encoding_and_selects_like_loki() {
     assert!(r.text().unwrap().contains("unsupported by the twin: pipeline stage `| json`"));
 }
 
-/// The phases of the captured Loki life (`log-levels-one-life.txt`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
-    Start,
-    Queries,
-    Stop,
-}
-
-/// Each warn/error line Loki 3.4.6 logged over one life, as a regex over the whole line with
-/// its timestamp and trace ID masked, and the phase it belongs to (from the capture's times:
-/// start at :00, two `limit=1` queries at :20, SIGTERM at :25).
-pub(super) fn loki_life() -> Vec<(Phase, Regex)> {
-    let ts = Regex::new(r"ts=2026-11-23T14:46:(\d\d)\.\d+Z").unwrap();
-    capture("loki-3.4.6/log-levels-one-life.txt")
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|line| {
-            let second = &ts.captures(line).expect("a timestamp in each captured line")[1];
-            let phase = match second {
-                "00" => Phase::Start,
-                "20" => Phase::Queries,
-                _ => Phase::Stop,
-            };
-            // Mask the timestamp and trace ID first, then escape the rest of the line.
-            let masked = ts.replace_all(line, "ts=TIMESTAMP");
-            let masked = Regex::new(r"traceID=[0-9a-f]{16}").unwrap().replace_all(&masked, "traceID=TRACE").to_string();
-            let pattern = regex::escape(&masked)
-                .replace("TIMESTAMP", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z")
-                .replace("TRACE", "[0-9a-f]{16}");
-            (phase, Regex::new(&format!("^{pattern}$")).unwrap())
-        })
-        .collect()
-}
-
-/// The lines, one for one, each matching its pattern as a whole.
-pub(super) fn assert_lines_match(lines: &[&str], patterns: &[&Regex]) {
-    assert_eq!(lines.len(), patterns.len(), "lines: {lines:#?}\nexpected: {patterns:#?}");
-    for (line, pattern) in lines.iter().zip(patterns) {
-        assert!(pattern.is_match(line), "`{line}`\ndoes not match\n`{pattern}`");
-    }
-}
-
 #[test]
-pub(super) fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
+fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
     let rt = runtime();
     let (sink, kept) = logger::memory();
     let store =
@@ -287,13 +248,16 @@ pub(super) fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
             .map(|(_, l)| l)
             .collect()
     };
-    let life = loki_life();
+    let life = loki_life(&capture("loki-3.4.6/log-levels-one-life.txt"));
     let phase = |p: Phase| -> Vec<&Regex> { life.iter().filter(|(q, _)| *q == p).map(|(_, r)| r).collect() };
 
     // Start: nothing at once, then `empty ring` while the ring forms.
     assert!(said().is_empty(), "{:?}", said());
-    std::thread::sleep(Duration::from_millis(1200));
     let start = phase(Phase::Start);
+    wait_until("the lines of the ring's forming", Duration::from_secs(10), || {
+        let so_far = said();
+        if so_far.len() >= start.len() { Ok(()) } else { Err(format!("{so_far:?}")) }
+    });
     assert_lines_match(&said().iter().map(String::as_str).collect::<Vec<_>>(), &start);
 
     // Two range queries whose limit=1 is met, as in the capture: the querier's cancellations.
@@ -333,7 +297,7 @@ pub(super) fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
 }
 
 #[test]
-pub(super) fn log_store_empty_answers_are_loki_3_4s() {
+fn log_store_empty_answers_are_loki_3_4s() {
     let rt = runtime();
     let (url, _store, stop) =
         start_log_store(&rt, log_store::Options { ready_delay: Duration::ZERO, ..Default::default() });
@@ -387,5 +351,33 @@ pub(super) fn log_store_empty_answers_are_loki_3_4s() {
         .send()
         .unwrap();
     assert_eq!(r.text().unwrap(), capture("loki-3.4.6/labels.json").trim_end());
+    stop.trigger();
+}
+
+#[test]
+fn a_loki_twin_with_auth_enabled_wants_a_tenant() {
+    let rt = runtime();
+    let file = opsbook_twin::log_store::loki_file::parse(
+        "loki.yaml",
+        &include_str!("../fixtures/loki.yaml").replace("auth_enabled: false", "auth_enabled: true"),
+        false,
+    )
+    .unwrap();
+    let options = opsbook_twin::log_store::Options { ready_delay: Duration::ZERO, file, ..Default::default() };
+    let (url, _store, stop) = start_log_store(&rt, options);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let body = format!(r#"{{"streams":[{{"stream":{{"job":"t"}},"values":[["{now}","hello"]]}}]}}"#);
+    let push = |tenant: Option<&str>| {
+        let mut r = client().post(format!("{url}/loki/api/v1/push")).header("content-type", "application/json");
+        if let Some(t) = tenant {
+            r = r.header("X-Scope-OrgID", t);
+        }
+        let r = r.body(body.clone()).send().unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    assert_eq!(push(None), (401, "no org id\n".to_string()));
+    assert_eq!(push(Some("tenant-1")), (204, String::new()));
+    // What is not the API answers without one, as Loki's do.
+    assert_eq!(client().get(format!("{url}/ready")).send().unwrap().status(), 200);
     stop.trigger();
 }
