@@ -202,7 +202,6 @@ impl Context {
 
     pub fn log(&self, level: Level, message: &str) {
         if self.with_recorder(|r| r.log(level, message)).is_none() {
-            let message = opsbook_base::secret::redact(message);
             opsbook_base::say!("{message}");
         }
     }

@@ -292,7 +292,7 @@ fn emit(host: &Context, tag: &str, message: &str, priority: &str) -> VerbResult<
     let nanos = std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     static EMITTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = EMITTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let marker = format!("opsbook-{nanos:x}-{n}");
+    let marker = format!("opsbook-{n}-{nanos:x}");
     let line = format!("{message} [{marker}]");
     if host.plan(&format!("write `{line}` to the journal as {tag}")) {
         return Ok(marker);
