@@ -1,6 +1,6 @@
 //! `unit::` — the service manager: status, start/stop/restart/reload with job waiting,
 //! daemon-reload and listing, over the `Units` world seam (systemd over D-Bus, or the
-//! sandbox); installing unit files and enabling them are in `unit_files`, in the same
+//! sandbox); installing unit files and enabling them are in `unit/files.rs`, in the same
 //! namespace. Mutating calls honour `--dry-run`: they are recorded as "would …" and never
 //! sent. Short names work: `loki` is `loki.service`.
 
