@@ -2,7 +2,8 @@
 """Boots (and tears down) the fleet benchmark's private hosts, as tests/support/fleet.rs does
 for the tests: one server and N client hosts, each its own network namespace, hostname, sshd,
 `systemd --user` and journald (tests/support/fleet-host.sh), joined on the bridge `obb1`
-(10.232.1.0/24, or obbK and 10.232.K.0/24 with OPSBOOK_BENCH_NET=K; apart from the tests' 10.231.X.0/24). The server runs the twin metrics
+(10.232.1.0/24, or obbK and 10.232.K.0/24 with OPSBOOK_BENCH_NET=K; apart from the tests' 10.231.X.0/24;
+past 252 clients a /16, 10.(200 + K % 50).0.0/16). The server runs the twin metrics
 database and log store, the clients the twin agent and shipper writing to it, all as real
 user units under their usual names. It also writes, into DIR, what the three contenders need:
 opsbook.toml (the inventory), ansible.cfg + inventory.ini + playbook.yml, ssh_config and
@@ -32,6 +33,16 @@ import urllib.request
 NET = os.environ.get("OPSBOOK_BENCH_NET", "1")
 BRIDGE = f"obb{NET}"
 SUBNET = f"10.232.{NET}"
+# A /24 holds the server and 252 clients; a larger fleet gets a /16 of its own instead,
+# 10.(200 + K % 50).0.0/16 (clear of the tests' and the /24s' 10.231-232).
+WIDE = f"10.{200 + int(NET) % 50}"
+
+
+def address_of(i, n):
+    """The address (with its prefix) of host number `i` (0: the server) of a fleet of `n` clients."""
+    if n <= 252:
+        return f"{SUBNET}.{i + 2}", 24
+    return f"{WIDE}.{(i + 2) // 250}.{(i + 2) % 250 + 2}", 16
 TOKEN = "bench-fleet-token"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST_SCRIPT = os.path.join(REPO, "tests/support/fleet-host.sh")
@@ -105,7 +116,8 @@ def up(d, n, binary):
         with open(limit, "w") as f:
             f.write("8192")
     sh("ip", "link", "add", BRIDGE, "type", "bridge")
-    sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
+    bridge, prefix = (f"{SUBNET}.1", 24) if n <= 252 else (f"{WIDE}.0.1", 16)
+    sh("ip", "addr", "add", f"{bridge}/{prefix}", "dev", BRIDGE)
     sh("ip", "link", "set", BRIDGE, "up")
     names = ["server"] + [f"c{i}" for i in range(1, n + 1)]
     hosts = []
@@ -115,7 +127,7 @@ def up(d, n, binary):
     # not boot). A batch is started, then waited for, before the next.
     batch = int(os.environ.get("OPSBOOK_BENCH_BOOT_BATCH", "100"))
     for first in range(0, len(names), batch):
-        boot(d, authorized, list(enumerate(names))[first:first + batch], hosts, record)
+        boot(d, authorized, list(enumerate(names))[first:first + batch], hosts, record, n)
     server = hosts[0]["address"]
     write_configs(d, hosts, binary, server, key)
     s = hosts[0]
@@ -146,7 +158,7 @@ def up(d, n, binary):
         time.sleep(3)
 
 
-def boot(d, authorized, numbered, hosts, record):
+def boot(d, authorized, numbered, hosts, record, n):
     """Starts the hosts `numbered` ((index, name) each), adds them to `hosts` (and to `record`,
     so `down` finds them), and waits until each is ready."""
     started = []
@@ -156,10 +168,10 @@ def boot(d, authorized, numbered, hosts, record):
         sh("ip", "link", "set", outer, "master", BRIDGE, "up")
         state = os.path.join(d, f"{BRIDGE}-{name}")
         os.mkdir(state)
-        address = f"{SUBNET}.{i + 2}"
+        address, prefix = address_of(i, n)
         err = open(os.path.join(state, "boot.err"), "w")
         p = subprocess.Popen(["unshare", "--mount", "--net", "--pid", "--uts", "--fork", "--kill-child",
-                              "--mount-proc", "bash", HOST_SCRIPT, state, name, peer, f"{address}/24", authorized],
+                              "--mount-proc", "bash", HOST_SCRIPT, state, name, peer, f"{address}/{prefix}", authorized],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         started.append({"name": name, "address": address, "state": state, "unshare": p.pid, "init": 0, "peer": peer})
         with open(record, "w") as f:
