@@ -111,10 +111,16 @@ def up(d, n, binary):
     shutil.copy(key + ".pub", authorized)
     # Every host's systemd --user and journald take inotify instances from root's allowance
     # (128 by default): past it a new user manager exits at start, silently. Raised, never lowered.
-    limit = "/proc/sys/fs/inotify/max_user_instances"
-    if int(open(limit).read()) < 8192:
-        with open(limit, "w") as f:
-            f.write("8192")
+    # The kernel's ARP table is one for every network namespace (gc_thresh3, 1024 by default): a
+    # server and 300 clients each knowing the other side fill it, and past it some hosts'
+    # requests never reach the server ("neighbor table overflow"). Raised, never lowered.
+    raised = {"fs/inotify/max_user_instances": 8192, "net/ipv4/neigh/default/gc_thresh1": 2048,
+              "net/ipv4/neigh/default/gc_thresh2": 8192, "net/ipv4/neigh/default/gc_thresh3": 16384}
+    for name, least in raised.items():
+        limit = f"/proc/sys/{name}"
+        if int(open(limit).read()) < least:
+            with open(limit, "w") as f:
+                f.write(str(least))
     sh("ip", "link", "add", BRIDGE, "type", "bridge")
     bridge, prefix = (f"{SUBNET}.1", 24) if n <= 252 else (f"{WIDE}.0.1", 16)
     sh("ip", "addr", "add", f"{bridge}/{prefix}", "dev", BRIDGE)
