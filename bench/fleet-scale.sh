@@ -48,7 +48,8 @@ cleanup() {
   rm -rf "$current"
   current=""
 }
-trap cleanup EXIT
+# A size that fails stops the script: its hosts and this scratch directory go all the same.
+trap 'cleanup; rm -rf "$results"' EXIT
 # The medians so far, as JSON and as a table (written after each contender, so a size the
 # machine cannot boot or a contender that fails leaves what was measured before it).
 write_results() {
@@ -108,4 +109,3 @@ done
 write_results
 cat "$results/load.txt"
 echo "written: $out_dir/fleet-scale.json"
-rm -rf "$results"
