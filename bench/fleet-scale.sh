@@ -10,8 +10,8 @@
 #   - opsbook-cold: the same with `ssh.persist = "0"` (a new connection per host, ended at exit);
 #   - ssh-loop-warm / ssh-loop-cold: bench/fleet-loop.sh (one ssh per host in the background,
 #     over masters opened beforehand, or a new connection each);
-#   - ansible (at 100 hosts only): ansible-playbook with systemd_service and uri, forks 50,
-#     pipelining, ControlPersist.
+#   - ansible (at 100 hosts only; OPSBOOK_BENCH_ANSIBLE=0 skips it, for repeated runs): ansible-playbook
+#     with systemd_service and uri, forks 50, pipelining, ControlPersist.
 # Every contender checks the same: the host's two units active, the server's /health and
 # /ready answered from that host; all of them run at once (opsbook --forks N+1, like the loop).
 # Writes the medians to target/bench/fleet-scale.json (a list of {"hosts", "tool", "wall_ms",
@@ -48,7 +48,8 @@ cleanup() {
   rm -rf "$current"
   current=""
 }
-trap cleanup EXIT
+# A size that fails stops the script: its hosts and this scratch directory go all the same.
+trap 'cleanup; rm -rf "$results"' EXIT
 # The medians so far, as JSON and as a table (written after each contender, so a size the
 # machine cannot boot or a contender that fails leaves what was measured before it).
 write_results() {
@@ -99,7 +100,7 @@ for n in "${sizes[@]}"; do
 -o ControlPersist=600 -fN \$name; done < $d/hosts.txt"
   measure_setup ssh-loop-warm "$masters" bash "$repo/bench/fleet-loop.sh" "$d" warm
   measure ssh-loop-cold bash "$repo/bench/fleet-loop.sh" "$d" cold
-  if [ "$n" = 100 ]; then
+  if [ "$n" = 100 ] && [ "${OPSBOOK_BENCH_ANSIBLE:-1}" = 1 ]; then
     measure ansible env "ANSIBLE_CONFIG=$d/ansible.cfg" ansible-playbook playbook.yml
   fi
   echo "load after $n: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$results/load.txt"
@@ -108,4 +109,3 @@ done
 write_results
 cat "$results/load.txt"
 echo "written: $out_dir/fleet-scale.json"
-rm -rf "$results"

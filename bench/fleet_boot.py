@@ -2,7 +2,8 @@
 """Boots (and tears down) the fleet benchmark's private hosts, as tests/support/fleet.rs does
 for the tests: one server and N client hosts, each its own network namespace, hostname, sshd,
 `systemd --user` and journald (tests/support/fleet-host.sh), joined on the bridge `obb1`
-(10.232.1.0/24, or obbK and 10.232.K.0/24 with OPSBOOK_BENCH_NET=K; apart from the tests' 10.231.X.0/24). The server runs the twin metrics
+(10.232.1.0/24, or obbK and 10.232.K.0/24 with OPSBOOK_BENCH_NET=K; apart from the tests' 10.231.X.0/24;
+past 252 clients a /16, 10.(200 + K % 50).0.0/16). The server runs the twin metrics
 database and log store, the clients the twin agent and shipper writing to it, all as real
 user units under their usual names. It also writes, into DIR, what the three contenders need:
 opsbook.toml (the inventory), ansible.cfg + inventory.ini + playbook.yml, ssh_config and
@@ -14,6 +15,7 @@ hosts.txt (for the ssh loop).
 OPSBOOK_BENCH_LIGHT=1: the clients' units are light stand-ins under the same names (a
 sleeping process each), for checks that only read unit states (bench/fleet-scale.sh); the
 server still runs the twins. OPSBOOK_BENCH_ANSIBLE_FORKS sets Ansible's forks (20).
+OPSBOOK_BENCH_BOOT_BATCH: how many hosts boot at once (100; the next batch once they are ready).
 
 Needs root (namespaces, links). Every wait has a deadline.
 """
@@ -31,6 +33,16 @@ import urllib.request
 NET = os.environ.get("OPSBOOK_BENCH_NET", "1")
 BRIDGE = f"obb{NET}"
 SUBNET = f"10.232.{NET}"
+# A /24 holds the server and 252 clients; a larger fleet gets a /16 of its own instead,
+# 10.(200 + K % 50).0.0/16 (clear of the tests' and the /24s' 10.231-232).
+WIDE = f"10.{200 + int(NET) % 50}"
+
+
+def address_of(i, n):
+    """The address (with its prefix) of host number `i` (0: the server) of a fleet of `n` clients."""
+    if n <= 252:
+        return f"{SUBNET}.{i + 2}", 24
+    return f"{WIDE}.{(i + 2) // 250}.{(i + 2) % 250 + 2}", 16
 TOKEN = "bench-fleet-token"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST_SCRIPT = os.path.join(REPO, "tests/support/fleet-host.sh")
@@ -99,41 +111,29 @@ def up(d, n, binary):
     shutil.copy(key + ".pub", authorized)
     # Every host's systemd --user and journald take inotify instances from root's allowance
     # (128 by default): past it a new user manager exits at start, silently. Raised, never lowered.
-    limit = "/proc/sys/fs/inotify/max_user_instances"
-    if int(open(limit).read()) < 8192:
-        with open(limit, "w") as f:
-            f.write("8192")
+    # The kernel's ARP table is one for every network namespace (gc_thresh3, 1024 by default): a
+    # server and 300 clients each knowing the other side fill it, and past it some hosts'
+    # requests never reach the server ("neighbor table overflow"). Raised, never lowered.
+    raised = {"fs/inotify/max_user_instances": 8192, "net/ipv4/neigh/default/gc_thresh1": 2048,
+              "net/ipv4/neigh/default/gc_thresh2": 8192, "net/ipv4/neigh/default/gc_thresh3": 16384}
+    for name, least in raised.items():
+        limit = f"/proc/sys/{name}"
+        if int(open(limit).read()) < least:
+            with open(limit, "w") as f:
+                f.write(str(least))
     sh("ip", "link", "add", BRIDGE, "type", "bridge")
-    sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
+    bridge, prefix = (f"{SUBNET}.1", 24) if n <= 252 else (f"{WIDE}.0.1", 16)
+    sh("ip", "addr", "add", f"{bridge}/{prefix}", "dev", BRIDGE)
     sh("ip", "link", "set", BRIDGE, "up")
     names = ["server"] + [f"c{i}" for i in range(1, n + 1)]
     hosts = []
     record = os.path.join(d, "hosts.json")
-    for i, name in enumerate(names):
-        outer, peer = f"{BRIDGE}v{i}", f"{BRIDGE}p{i}"
-        sh("ip", "link", "add", outer, "type", "veth", "peer", "name", peer)
-        sh("ip", "link", "set", outer, "master", BRIDGE, "up")
-        state = os.path.join(d, f"{BRIDGE}-{name}")
-        os.mkdir(state)
-        address = f"{SUBNET}.{i + 2}"
-        err = open(os.path.join(state, "boot.err"), "w")
-        p = subprocess.Popen(["unshare", "--mount", "--net", "--pid", "--uts", "--fork", "--kill-child",
-                              "--mount-proc", "bash", HOST_SCRIPT, state, name, peer, f"{address}/24", authorized],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        hosts.append({"name": name, "address": address, "state": state, "unshare": p.pid, "init": 0, "peer": peer})
-        with open(record, "w") as f:
-            json.dump(hosts, f)
-    for h in hosts:
-        h["init"] = find_init(h["unshare"])
-        sh("ip", "link", "set", h["peer"], "netns", str(h["init"]))
-    with open(record, "w") as f:
-        json.dump(hosts, f)
-    for h in hosts:
-        deadline = time.time() + 60
-        while not os.path.exists(os.path.join(h["state"], "ready")):
-            if time.time() > deadline:
-                sys.exit(f"host {h['name']} did not boot within 60 s: see {h['state']}/boot.err")
-            time.sleep(0.01)
+    # In batches: hundreds of hosts booting at once each poll their systemd with systemctl
+    # until it runs, which on 2 cores is load enough that some never get there (300 at once did
+    # not boot). A batch is started, then waited for, before the next.
+    batch = int(os.environ.get("OPSBOOK_BENCH_BOOT_BATCH", "100"))
+    for first in range(0, len(names), batch):
+        boot(d, authorized, list(enumerate(names))[first:first + batch], hosts, record, n)
     server = hosts[0]["address"]
     write_configs(d, hosts, binary, server, key)
     s = hosts[0]
@@ -162,6 +162,38 @@ def up(d, n, binary):
     # Data has arrived from every client before anything is measured.
     if not light:
         time.sleep(3)
+
+
+def boot(d, authorized, numbered, hosts, record, n):
+    """Starts the hosts `numbered` ((index, name) each), adds them to `hosts` (and to `record`,
+    so `down` finds them), and waits until each is ready."""
+    started = []
+    for i, name in numbered:
+        outer, peer = f"{BRIDGE}v{i}", f"{BRIDGE}p{i}"
+        sh("ip", "link", "add", outer, "type", "veth", "peer", "name", peer)
+        sh("ip", "link", "set", outer, "master", BRIDGE, "up")
+        state = os.path.join(d, f"{BRIDGE}-{name}")
+        os.mkdir(state)
+        address, prefix = address_of(i, n)
+        err = open(os.path.join(state, "boot.err"), "w")
+        p = subprocess.Popen(["unshare", "--mount", "--net", "--pid", "--uts", "--fork", "--kill-child",
+                              "--mount-proc", "bash", HOST_SCRIPT, state, name, peer, f"{address}/{prefix}", authorized],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        started.append({"name": name, "address": address, "state": state, "unshare": p.pid, "init": 0, "peer": peer})
+        with open(record, "w") as f:
+            json.dump(hosts + started, f)
+    for h in started:
+        h["init"] = find_init(h["unshare"])
+        sh("ip", "link", "set", h["peer"], "netns", str(h["init"]))
+    hosts.extend(started)
+    with open(record, "w") as f:
+        json.dump(hosts, f)
+    for h in started:
+        deadline = time.time() + 60
+        while not os.path.exists(os.path.join(h["state"], "ready")):
+            if time.time() > deadline:
+                sys.exit(f"host {h['name']} did not boot within 60 s: see {h['state']}/boot.err")
+            time.sleep(0.01)
 
 
 def write_configs(d, hosts, binary, server, key):
