@@ -10,6 +10,9 @@
 //! (base's configuration, the inventory, engine's templates and catalog, the fleet session's
 //! compiler): `cargo test -p opsbook-fleet --test fuzz_readers`.
 
+// Tests report to the developer running them (`skipped: why`).
+#![allow(clippy::disallowed_macros)]
+
 use std::path::Path;
 use std::sync::Arc;
 

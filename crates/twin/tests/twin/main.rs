@@ -6,6 +6,9 @@
 //! they share are here. The twins as `opsbook twin SERVICE` processes (flags, config files,
 //! signals) are the binary's: the root tests/twin_processes.rs and tests/twin_real_configs.rs.
 
+// Tests report to the developer running them (`skipped: why`).
+#![allow(clippy::disallowed_macros)]
+
 mod influx_tenancy;
 mod log_store;
 mod loki_life;
