@@ -18,11 +18,11 @@
 //! diagnostics included, and its streams carry only the labels the file configures.
 //!
 //! This file holds the state and the pipeline (follow, batch, send); `http` the local
-//! endpoint, `metrics` its `/metrics`, `config` the TOML config and its checks.
+//! endpoint, `metrics` its `/metrics`, `config` the TOML config and its checks, `command` the
+//! shipper as a command (`run`, `validate`).
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -30,19 +30,21 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
 mod alloy;
+mod command;
 pub mod config;
 mod http;
 mod metrics;
 mod positions;
 
+use self::command::load;
+pub use self::command::{DEFAULT_LISTEN, run_command, validate_command, validate_output};
 use self::config::{Format, ShipperConfig};
 use super::logger::{self, Level, Sink};
 use super::{Stop, Twin, listener_of, now_ns};
 use metrics::Metrics;
-use opsbook_base::error::Error;
 use opsbook_wire::loki_push::{self, PushEntry, PushStream};
 use opsbook_world::BoxFuture;
-use opsbook_world::journal::{Entry, Feed, Journal, Journalctl, Query};
+use opsbook_world::journal::{Entry, Feed, Journal, Query};
 
 /// The Alloy version the twin reports.
 pub(crate) const VERSION: &str = "v1.9.0";
@@ -464,135 +466,10 @@ async fn serve(listener: TcpListener, shipper: Arc<Shipper>, shutdown: Stop) -> 
     result
 }
 
-/// Whether `path` is in Alloy's syntax (`.alloy`) rather than the twin's TOML.
-fn is_alloy(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "alloy")
-}
-
-/// Reads a config file of either syntax; the error in one line, as a reload reports it.
-fn load(path: &Path, listen: &str) -> Result<ShipperConfig, String> {
-    if is_alloy(path) {
-        return alloy::load(path, listen).map_err(|e| e.summary());
-    }
-    config::load(path)
-        .map(|c| ShipperConfig { listen: listen.to_string(), ..c })
-        .map_err(|d| d.iter().map(|d| d.to_string().trim_end().to_string()).collect::<Vec<_>>().join("\n"))
-}
-
-/// `alloy validate` of a `.alloy` file: the status, the diagnostics and the closing error.
-fn validate_alloy(path: &Path) -> (u8, String, String) {
-    match alloy::load(path, DEFAULT_LISTEN) {
-        Ok(_) => (0, String::new(), String::new()),
-        Err(alloy::Invalid::Unreadable(e)) => (1, String::new(), format!("Error: {e}\n")),
-        Err(invalid) => (1, invalid.report(), "Error: validation failed\n".into()),
-    }
-}
-
-/// Where Alloy serves its HTTP endpoint unless `--server.http.listen-addr` says otherwise.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:12345";
-
-/// What `validate` reports on stderr: exit status 0 and nothing, or 1 and the diagnostics.
-pub fn validate_output(path: &Path) -> (u8, String) {
-    if is_alloy(path) {
-        let (code, report, error) = validate_alloy(path);
-        return (code, report + error.as_str());
-    }
-    match config::load(path) {
-        Ok(_) => (0, String::new()),
-        Err(diagnostics) => {
-            let mut text: String = diagnostics.iter().map(|d| d.to_string()).collect();
-            text.push_str(&format!(
-                "Error: {} is invalid ({} problem{})\n",
-                path.display(),
-                diagnostics.len(),
-                if diagnostics.len() == 1 { "" } else { "s" }
-            ));
-            (1, text)
-        }
-    }
-}
-
-/// `opsbook twin log-shipper validate CONFIG`: exit 0 silently, or diagnostics and exit 1.
-/// For a `.alloy` file the streams are Alloy's: the diagnostics, a blank line on stdout,
-/// then `Error: validation failed`.
-pub fn validate_command(path: &Path) -> u8 {
-    if is_alloy(path) {
-        let (code, report, error) = validate_alloy(path);
-        if !report.is_empty() {
-            eprint!("{report}");
-            println!();
-        }
-        eprint!("{error}");
-        return code;
-    }
-    let (code, stderr) = validate_output(path);
-    eprint!("{stderr}");
-    code
-}
-
-/// The first load of a config file; its failure as the program reports it (exit 1).
-fn initial_load(path: &Path, listen: Option<&str>) -> Result<ShipperConfig, ()> {
-    if is_alloy(path) {
-        return alloy::load(path, listen.unwrap_or(DEFAULT_LISTEN)).map_err(|e| match e {
-            alloy::Invalid::Unreadable(e) => {
-                eprintln!("Error: reading config path {:?}: {e}", path.display().to_string())
-            }
-            invalid => {
-                eprint!("{}", invalid.report());
-                println!();
-                eprintln!("Error: could not perform the initial load successfully");
-            }
-        });
-    }
-    config::load(path).map_err(|diagnostics| {
-        for d in &diagnostics {
-            eprint!("{d}");
-        }
-    })
-}
-
-/// `opsbook twin log-shipper [run] [CONFIG] [--listen ADDR]`: runs until SIGINT/SIGTERM.
-/// With `storage` (`run --storage.path`), positions are kept under it.
-pub async fn run_command(
-    path: Option<&Path>,
-    listen: Option<&str>,
-    storage: Option<&Path>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<u8, Error> {
-    // SIGHUP is a reload from the first instant on, never its default (the end of the
-    // process): a reload sent while the config loads is taken once the shipper runs.
-    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
-    let config = match path.map(|p| initial_load(p, listen)).transpose() {
-        Ok(c) => c.unwrap_or_default(),
-        Err(()) => return Ok(1),
-    };
-    let addr = listen.map(str::to_string).unwrap_or_else(|| config.listen.clone());
-    let listener = TcpListener::bind(&addr)
-        .await
-        .map_err(|source| Error::Io { context: format!("cannot listen on `{addr}`"), source })?;
-    let storage_path = storage.map(Path::to_path_buf).or(config.storage_path.clone());
-    let config = ShipperConfig { listen: addr, storage_path, ..config };
-    let journal: Arc<dyn Journal> =
-        Arc::new(Journalctl { user: config.user, timeout: Duration::from_secs(30), via: None });
-    let shipper = Shipper::new(config, path.map(Path::to_path_buf), journal, logger::stdout());
-    let reloader = shipper.clone();
-    tokio::spawn(async move {
-        let Ok(mut hup) = hangups else { return };
-        while hup.recv().await.is_some() {
-            let _ = reloader.reload();
-        }
-    });
-    // Ready once it listens and a reload would be taken, as Alloy tells systemd.
-    crate::notify::ready();
-    super::serve(shipper, Some(listener), shutdown)
-        .await
-        .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
-    Ok(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opsbook_world::journal::Journalctl;
 
     #[test]
     fn own_lines_follow_the_logging_block() {
