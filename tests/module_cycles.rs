@@ -189,15 +189,25 @@ fn random_import_graphs_either_import_or_name_a_real_circle() {
             let world = opsbook_world::World::real(&config);
             let session = opsbook_fleet::session::Session::new(config, world, catalog.clone(), Mode::default());
             let compiled = catalog.find(Kind::Runbook, "r").and_then(|e| session.compile_entry(e)).unwrap();
-            let report = session
-                .run_recorded(&compiled, &[], |name, source, shown, mode| {
+            // What the run would show on stderr is kept, and read: the circle's diagnostic.
+            let (report, shown) = opsbook_base::secret::capturing_stderr(|| {
+                session.run_recorded(&compiled, &[], |name, source, shown, mode| {
                     let quiet = formatter(Format::Json, false);
                     Recorder::with_output(name, source, shown, mode, quiet, Box::new(std::io::sink()))
                 })
-                .unwrap();
+            });
+            let report = report.unwrap();
             match (&report.end, expected) {
-                (End::Completed, false) => prop_assert_eq!(report.summary().passed, 1),
-                (End::ScriptError(message), true) => names_a_circle_of(message, &graph)?,
+                (End::Completed, false) => {
+                    prop_assert_eq!(report.summary().passed, 1);
+                    prop_assert_eq!(shown, "");
+                }
+                (End::ScriptError(message), true) => {
+                    names_a_circle_of(message, &graph)?;
+                    let headline = shown.lines().next().unwrap_or_default();
+                    prop_assert_eq!(headline, format!("error: {message}"), "shown: {}", shown);
+                    prop_assert!(shown.contains(" --> "), "the diagnostic points at the import: {}", shown);
+                }
                 (end, _) => prop_assert!(false, "{:?} for {:?} (circle expected: {})", end, graph, expected),
             }
             Ok(())

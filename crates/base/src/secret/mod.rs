@@ -143,8 +143,39 @@ pub fn stdout() -> RedactingWriter<std::io::StdoutLock<'static>> {
 }
 
 /// The process's standard error through the redactor.
-pub fn stderr() -> RedactingWriter<std::io::StderrLock<'static>> {
-    RedactingWriter::new(std::io::stderr().lock())
+pub fn stderr() -> RedactingWriter<Stderr> {
+    RedactingWriter::new(Stderr)
+}
+
+thread_local! {
+    /// What this thread's `say!` wrote while `capturing_stderr` held it.
+    static CAPTURED: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Standard error, or this thread's capture while `capturing_stderr` runs.
+pub struct Stderr;
+
+impl std::io::Write for Stderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let captured = CAPTURED.with_borrow_mut(|captured| captured.as_mut().map(|c| c.extend_from_slice(buf)));
+        if captured.is_none() {
+            std::io::stderr().lock().write_all(buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Runs `f` with what this thread prints on stderr kept instead of printed, and returns it:
+/// an in-process caller (a test driving a session) reads the diagnostics a run would show.
+pub fn capturing_stderr<T>(f: impl FnOnce() -> T) -> (T, String) {
+    let before = CAPTURED.with_borrow_mut(|captured| captured.replace(Vec::new()));
+    let value = f();
+    let kept = CAPTURED.with_borrow_mut(|captured| std::mem::replace(captured, before)).unwrap_or_default();
+    (value, String::from_utf8_lossy(&kept).into_owned())
 }
 
 /// Prints a line on stderr through the redactor (what `eprintln!` would print).
