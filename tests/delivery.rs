@@ -196,7 +196,7 @@ fn a_refused_write_after_a_reload_is_reported_with_the_wait_and_the_agents_own_l
     assert_eq!(
         seen,
         "  FAIL  a cpu point of [HOST] stamped after the change is in telegraf
-          expected: a point (interval [DUR] + flush_interval [DUR] + jitter [DUR] + margin [DUR]) within [DUR]
+          expected: a point (2 × interval [DUR] + flush_interval [DUR] + jitter [DUR] + margin [DUR]) within [DUR]
           actual:   0 point(s)
   FAIL  telegraf.service logged no failed delivery since the change — [N] line(s), the last: [TS] E! [outputs.influxdb_v2] Failed to write metric to telegraf-missing (will be dropped: 404 Not Found): not found: bucket \"telegraf-missing\" not found
           expected: no failed push or write

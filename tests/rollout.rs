@@ -323,7 +323,7 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 2: 1
         c2.ends_with(
             "== metrics-agent: evidence made after the change
   FAIL  a cpu point of c2 stamped after the change is in telegraf
-          expected: a point (interval [DUR] + flush_interval [DUR] + jitter [DUR] + margin [DUR]) within [DUR]
+          expected: a point (2 × interval [DUR] + flush_interval [DUR] + jitter [DUR] + margin [DUR]) within [DUR]
           actual:   0 point(s)
   ok    telegraf.service logged no failed delivery since the change — read 0 warning/error line(s)
 

@@ -152,15 +152,38 @@ fn agent_process_writes_to_the_db_and_reloads_on_sighup() {
         0 => Err("none yet"),
         _ => Ok(()),
     });
-    // A changed config takes effect on SIGHUP: the global tag shows on later points.
+    // As Telegraf: no gather at start, and cpu usage only from the second gather — the first
+    // cpu point is an interval (1 s) after the first mem point.
+    let earliest = |measurement: &str, tag: &str| -> Option<String> {
+        let flux = format!(
+            r#"from(bucket:"telegraf")|>range(start:-1m)|>filter(fn:(r)=>r._measurement=="{measurement}"{tag})"#
+        );
+        let rows = opsbook_wire::flux_csv::parse(&db.query(&flux, &Default::default()).unwrap()).unwrap();
+        rows.iter()
+            .flat_map(|row| row.iter())
+            .filter_map(|(column, value)| match value {
+                opsbook_wire::flux_csv::Value::Time(t) if column == "_time" => Some(t.clone()),
+                _ => None,
+            })
+            .min()
+    };
+    let one_gather_apart = |tag: &str| {
+        let (mem, cpu) = (earliest("mem", tag).unwrap(), earliest("cpu", tag).unwrap());
+        assert_eq!(epoch_seconds(&cpu) - epoch_seconds(&mem), 1, "first mem point {mem}, first cpu point {cpu}");
+    };
+    one_gather_apart("");
+    // A changed config takes effect on SIGHUP: the global tag shows on later points; the
+    // inputs are made anew, so cpu usage waits for a second gather again.
     std::fs::write(&conf, format!("[global_tags]\n  reloaded = \"yes\"\n{}", AGENT_CONFIG.replace("URL", &url)))
         .unwrap();
     running.signal(libc::SIGHUP);
-    let reloaded = r#"from(bucket:"telegraf")|>range(start:-1m)|>filter(fn:(r)=>r.reloaded=="yes")"#;
+    let reloaded =
+        r#"from(bucket:"telegraf")|>range(start:-1m)|>filter(fn:(r)=>r.reloaded=="yes" and r._measurement=="cpu")"#;
     wait_until("the reloaded config in effect", Duration::from_secs(15), || match count(reloaded) {
-        0 => Err("no point with its global tag yet"),
+        0 => Err("no cpu point with its global tag yet"),
         _ => Ok(()),
     });
+    one_gather_apart(r#" and r.reloaded=="yes""#);
     // A broken config on SIGHUP stops the agent with exit 1, as Telegraf does.
     std::fs::write(&conf, "[agent\n").unwrap();
     running.signal(libc::SIGHUP);
@@ -187,6 +210,12 @@ fn influxd_log_level_takes_zaps_levels() {
     assert!(welcome.ends_with(" log_level=info"), "{welcome}");
     let welcome = welcome_line(Test::new(), &["--log-level", "WARN"]);
     assert!(welcome.ends_with(" log_level=warn"), "{welcome}");
+}
+
+/// Seconds since the epoch of an RFC 3339 time as InfluxDB writes it (UTC, `Z`).
+fn epoch_seconds(time: &str) -> i64 {
+    let parsed = humantime::parse_rfc3339(time).unwrap_or_else(|e| panic!("{time}: {e}"));
+    parsed.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
 }
 
 /// The welcome line of a metrics-db process started with `args`, once it answers, then stopped.

@@ -143,6 +143,8 @@ impl Agent {
                 if let Ok(mut current) = self.config.write() {
                     *current = c;
                 }
+                // Telegraf makes its inputs anew on a reload: cpu usage waits for two gathers again.
+                *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = Sampler::new();
                 self.reloaded.notify_waiters();
                 Ok(())
             }
@@ -301,14 +303,13 @@ impl Twin for Agent {
 }
 
 /// Runs the agent until `shutdown`: gathers every interval (aligned to the interval, as
-/// Telegraf's round_interval does) and flushes every flush interval.
+/// Telegraf's round_interval does) and flushes every flush interval. As in Telegraf
+/// (`agent/agent.go` gatherLoop, read at b272631) the first gather waits for the first tick,
+/// and the first cpu usage comes with the second (`Sampler`).
 async fn run(agent: Arc<Agent>, shutdown: Stop) {
     let c = agent.config();
     agent.say(Level::Info, &format!("Starting Telegraf {VERSION} brought to you by InfluxData the makers of InfluxDB"));
     agent.announce(&c);
-    // The first gather primes the CPU counters (Telegraf reports no cpu usage until the
-    // second), so sample at once and write from the next interval on.
-    agent.gather();
     tokio::pin!(shutdown);
     let mut since_flush = Duration::ZERO;
     loop {
