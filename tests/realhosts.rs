@@ -231,13 +231,18 @@ pub(crate) fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) ->
     if out.code == 0 && all_passed(&out.stdout) {
         return out;
     }
+    // The failed checks again at the end: a log cut to its last lines still shows them.
+    let failed: String =
+        out.stdout.lines().filter(|l| l.trim_start().starts_with("FAIL")).map(|l| format!("{l}\n")).collect();
     panic!(
-        "opsbook {} did not pass (exit {})\n{}{}\n{}",
+        "opsbook {} did not pass (exit {})\n{}{}\n{}\n--- opsbook {} failed (exit {}):\n{failed}",
         args.join(" "),
         out.code,
         out.stdout,
         out.stderr,
-        units_said(site, hosts)
+        units_said(site, hosts),
+        args.join(" "),
+        out.code,
     );
 }
 
