@@ -30,16 +30,36 @@ fn main_pid(host: &Debian13Host, unit: &str) -> String {
 /// The role's built-in template with `from` replaced by `to`, in `t`'s templates folder
 /// (where the operator's own templates override the built-in ones).
 fn template(t: &Test, path: &str, from: &str, to: &str) {
-    let built_in = std::fs::read_to_string(crate::support::repo_dir().join("templates").join(path)).unwrap();
-    assert!(built_in.contains(from), "{path} holds {from}");
-    let file = t.path().join("templates").join(path);
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(file, built_in.replace(from, to)).unwrap();
+    let base = base_text(path);
+    assert!(base.contains(from), "{path} holds {from}");
+    write_template(t, path, &base.replace(from, to));
 }
 
-/// The operator's own templates taken away again: the built-in ones apply.
-fn built_in_templates(t: &Test) {
+/// The operator's templates every step starts from: the built-in ones, the agent collecting
+/// and flushing every 2 s instead of 10 (its checks after a change wait two of its intervals
+/// and a flush: a failing gate then takes 16 s, not 40).
+fn base_templates(t: &Test) {
     let _ = std::fs::remove_dir_all(t.path().join("templates"));
+    write_template(t, AGENT_TEMPLATE, &base_text(AGENT_TEMPLATE));
+}
+
+const AGENT_TEMPLATE: &str = "metrics-agent/telegraf.conf.j2";
+
+/// A template as `base_templates` has it.
+fn base_text(path: &str) -> String {
+    let built_in = std::fs::read_to_string(crate::support::repo_dir().join("templates").join(path)).unwrap();
+    if path != AGENT_TEMPLATE {
+        return built_in;
+    }
+    let faster = built_in.replace("interval | default(\"10s\")", "interval | default(\"2s\")");
+    assert_ne!(faster, built_in, "the agent's template sets its interval");
+    faster
+}
+
+fn write_template(t: &Test, path: &str, text: &str) {
+    let file = t.path().join("templates").join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
 }
 
 /// A rollout's summary with the gate's reason masked, the reason returned apart.
@@ -104,6 +124,7 @@ fn a_change_that_stops_delivery_fails_its_gate_is_rolled_back_and_stops_the_roll
     };
     let config = operator_config(&site, t.path(), &urls, roles);
     let t = t.config(&config);
+    base_templates(&t);
     let hosts = ["d13srv", "d13c1", "d13c2"];
     passes_on(&t, &site, &hosts, &["run", "prepare", "--set", "environment=debian13"]);
     for role in ROLES {
@@ -118,14 +139,14 @@ fn a_change_that_stops_delivery_fails_its_gate_is_rolled_back_and_stops_the_roll
         why.starts_with("a line written after the change reached the log store in {hostname=\"d13c1\"} — absent"),
         "{why}"
     );
-    built_in_templates(&t);
+    base_templates(&t);
 
     // The agent's writes to a bucket the database lacks (404 every flush).
     template(&t, "metrics-agent/telegraf.conf.j2", "bucket = \"{{ bucket }}\"", "bucket = \"nowhere\"");
     let why = broken_configure_is_rolled_back(&t, clients, "metrics-agent", AGENT, "telegraf.service");
     // The agent reloads in place: its 404 lines count as errors of its current run too.
     assert!(why.contains("a cpu point of d13c1 stamped after the change is in telegraf — 0 point(s)"), "{why}");
-    built_in_templates(&t);
+    base_templates(&t);
 
     // restart-all over every host reports an agent that writes nowhere, on its host.
     let good = clients[1].ok(&["cat", AGENT]);
@@ -146,7 +167,7 @@ fn a_change_that_stops_delivery_fails_its_gate_is_rolled_back_and_stops_the_roll
         out.stdout
     );
 
-    // deploy reports it too: the built-in template puts the bucket back, a broken one does not.
+    // deploy reports it too: the operator's template puts the bucket back, a broken one does not.
     template(&t, "metrics-agent/telegraf.conf.j2", "bucket = \"{{ bucket }}\"", "bucket = \"nowhere\"");
     clients[1].ok(&["sh", "-c", &format!("cat > {AGENT} <<'EOF'\n{good}EOF")]);
     let out = run(&t, &["run", "deploy", "--set", "service=d13c1:metrics-agent"]);
@@ -156,7 +177,7 @@ fn a_change_that_stops_delivery_fails_its_gate_is_rolled_back_and_stops_the_roll
         "{}",
         out.stdout
     );
-    built_in_templates(&t);
+    base_templates(&t);
     passes_on(&t, &site, &hosts, &["run", "deploy", "--set", "service=d13c1:metrics-agent"]);
 
     // A healthy change passes every gate: the shipper's batch_wait, one host at a time.

@@ -118,6 +118,25 @@ fn prepare_deploy_verify_configure_and_remove_across_hosts() {
         let out = script(&t, &[&manage, "deploy", service, "-y"]);
         assert_eq!(out.code, 0, "deploy {service}:\n{}\n{}", out.stdout, out.stderr);
         assert!(out.stdout.contains("changed="), "deploy {service}:\n{}", out.stdout);
+        // The plan shown first starts nothing, so it judges neither readiness nor the component
+        // (it used to wait out the deadline for a component it had not started).
+        let role = match service.split(':').nth(1) {
+            Some("influxdb") => "metrics-db",
+            Some("loki") => "log-store",
+            Some("telegraf") => "metrics-agent",
+            _ => "log-shipper",
+        };
+        for skipped in [
+            format!(
+                "  skip  {role} ready — not answering now, and a dry run starts nothing: the real run waits up to 60s for it\n"
+            ),
+            format!(
+                "  skip  verification of {role} — a dry run starts nothing: the real run verifies it once it answers\n"
+            ),
+        ] {
+            assert!(out.stdout.contains(&skipped), "deploy {service}'s plan lacks {skipped:?}:\n{}", out.stdout);
+        }
+        assert!(!out.stdout.contains("  FAIL  "), "deploy {service}:\n{}", out.stdout);
     }
     // Deployed again with nothing changed: nothing written, nothing restarted.
     let again = opsbook(&t, &["run", "deploy", "--set", "service=c1:alloy"]).code(0);
