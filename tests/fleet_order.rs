@@ -80,14 +80,15 @@ fn servers_stop_only_once_every_client_host_stopped_its_clients() {
             opsbook(&t, &["run", "start", "--hosts", "all"]).code(0);
             continue;
         }
+        // Each failure says what went wrong after the run's output: a log cut to its last lines shows it.
         let first_server_stop =
-            *server_stops.iter().min().unwrap_or_else(|| panic!("no server unit noted its stop:\n{}", stop.stdout));
+            *server_stops.iter().min().unwrap_or_else(|| panic!("{}\n→ no server unit noted its stop", stop.stdout));
         for (client, stops) in clients {
-            assert!(!stops.is_empty(), "{client}: no client unit noted its stop:\n{}", stop.stdout);
+            assert!(!stops.is_empty(), "{}\n→ {client}: no client unit noted its stop", stop.stdout);
             for (unit, stopped) in stops {
                 assert!(
                     stopped < first_server_stop,
-                    "{client}'s {unit} stopped at {stopped}, after a server unit ({first_server_stop}):\n{}",
+                    "{}\n→ {client}'s {unit} stopped at {stopped}, after a server unit ({first_server_stop})",
                     stop.stdout
                 );
             }

@@ -281,8 +281,15 @@ impl Output {
         }
     }
 
+    /// The run's exit status and output, its failed checks again at the end: a log cut to its
+    /// last lines (CI's) still shows why.
     fn context(&self) -> String {
-        format!("\n--- exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+        let failed: String =
+            self.stdout.lines().filter(|l| l.trim_start().starts_with("FAIL ")).map(|l| format!("{l}\n")).collect();
+        format!(
+            "\n--- exit {}\n--- stdout\n{}\n--- stderr\n{}\n--- failed checks (exit {})\n{failed}",
+            self.code, self.stdout, self.stderr, self.code
+        )
     }
 
     #[track_caller]
