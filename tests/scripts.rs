@@ -360,7 +360,9 @@ fn scripts_install_refuses_to_overwrite_a_different_script_without_force() {
          bin/lib/opsbook-scripts.sh (mode 0644)\n"
     );
     let listing = crate::support::run_in(t.path(), &["scripts"], None).code(0);
-    let dir = Path::new(crate::support::opsbook()).parent().unwrap().display().to_string();
+    // Where opsbook really is (its target directory may be a link, as CI's cache is).
+    let real = std::fs::canonicalize(crate::support::opsbook()).unwrap();
+    let dir = real.parent().unwrap().display().to_string();
     assert_eq!(
         listing.stdout,
         format!(
