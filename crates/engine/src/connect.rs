@@ -26,12 +26,17 @@ pub fn open(h: &Host) -> Result<(Config, World), String> {
 /// other hosts'), `finish` makes its world once that start ended. This machine needs neither.
 pub struct Opening {
     config: Config,
-    how: How,
+    /// `None`: this machine.
+    over: Option<Box<Over>>,
 }
 
-enum How {
-    Here,
-    Over { connecting: Connecting, wanted: Vec<Remote>, endpoints: usize, user: bool },
+/// A host reached over ssh: its connection opening, and what the world is made with.
+struct Over {
+    connecting: Connecting,
+    /// The forwards wanted: the endpoints' first, then the bus.
+    wanted: Vec<Remote>,
+    endpoints: usize,
+    user: bool,
 }
 
 /// The first half of `open`: what `h` is reached with, its ssh master (if a new one is
@@ -39,7 +44,7 @@ enum How {
 /// holds a lasting master's lock.
 pub fn begin(h: &Host, contention: Contention) -> Result<Opening, String> {
     let config = h.config().clone();
-    let Some(address) = &h.address else { return Ok(Opening { config, how: How::Here }) };
+    let Some(address) = &h.address else { return Ok(Opening { config, over: None }) };
     let mut target = SshTarget::new(h.name.clone(), address.value.clone());
     target.user = h.user.as_ref().map(|u| u.value.clone());
     target.port = h.port.as_ref().map(|p| p.value);
@@ -60,26 +65,24 @@ pub fn begin(h: &Host, contention: Contention) -> Result<Opening, String> {
     let user = config.text(keys::SCOPE) == "user";
     wanted.extend(target.bus_socket(if user { BusScope::User } else { BusScope::System }));
     let connecting = Ssh::begin(target, &wanted, contention).map_err(|e| e.to_string())?;
-    Ok(Opening { config, how: How::Over { connecting, wanted, endpoints, user } })
+    Ok(Opening { config, over: Some(Box::new(Over { connecting, wanted, endpoints, user })) })
 }
 
 impl Opening {
     /// The ssh master starting for this host, to watch (`process::Children`) and hand back to
     /// `finish`; `None` when there is nothing to wait for.
     pub fn master(&mut self) -> Option<Running> {
-        match &mut self.how {
-            How::Over { connecting, .. } => connecting.master(),
-            How::Here => None,
-        }
+        self.over.as_mut().and_then(|over| over.connecting.master())
     }
 
     /// The second half of `open`: the host's configuration and world, given how its master's
     /// start ended (`None`: nothing was taken from `master`, so it is waited for here).
     pub fn finish(self, started: Option<Result<Completed, String>>) -> Result<(Config, World), String> {
-        let How::Over { connecting, wanted, endpoints, user } = self.how else {
+        let Some(over) = self.over else {
             let world = World::real(&self.config);
             return Ok((self.config, world));
         };
+        let Over { connecting, wanted, endpoints, user } = *over;
         let ssh = Arc::new(connecting.finish(started).map_err(|e| e.to_string())?);
         let endpoints = remote::routes(&ssh, &wanted[..endpoints]);
         let world = World::over_ssh(&self.config, ssh, user, endpoints).map_err(|e| e.to_string())?;

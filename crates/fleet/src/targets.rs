@@ -126,7 +126,7 @@ pub fn inventory_targets(global: &GlobalOptions, hosts: &[&opsbook_inventory::Ho
             }
             next += 1;
         }
-        let Some((i, started)) = masters.next() else { break };
+        let Some((i, started)) = masters.next_done() else { break };
         let o = opening[i].take().expect("a master watched is a host opening");
         targets[i] =
             Some(target(hosts[i], o.finish(Some(started)).map_err(|why| Absent::unreachable(&hosts[i].name, why))));

@@ -33,7 +33,7 @@ const EXIT_POLL: Duration = Duration::from_millis(10);
 pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
     let mut one = Children::new();
     one.add((), start(inv)?);
-    one.next().expect("one child was added").1
+    one.next_done().expect("one child was added").1
 }
 
 /// Starts `inv.argv` (no shell) in its own process group; `Children` watches it until it is

@@ -1,5 +1,5 @@
 //! Many children watched from one thread: `Children` holds the `Running` children `start`
-//! gave, each with a key of the caller's, and `next` waits (one `poll(2)` over all their pipes
+//! gave, each with a key of the caller's, and `next_done` waits (one `poll(2)` over all their pipes
 //! and exits) until one of them is done. A fleet run starts its hosts' ssh masters so, all at
 //! once, with no thread per host.
 
@@ -41,7 +41,7 @@ impl<K> Children<K> {
     /// Waits until one of the children is done (exited and its pipes read, or killed at its
     /// timeout), and gives its key and how it ended, as `run_blocking` would have; `None` when
     /// none is left.
-    pub fn next(&mut self) -> Option<(K, Result<Completed, String>)> {
+    pub fn next_done(&mut self) -> Option<(K, Result<Completed, String>)> {
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(self.running.len() * 3);
         let mut spans = Vec::with_capacity(self.running.len());
         loop {
@@ -104,7 +104,7 @@ mod tests {
             children.add(key, start(command.clone()).unwrap());
         }
         let mut ended = Vec::new();
-        while let Some((key, result)) = children.next() {
+        while let Some((key, result)) = children.next_done() {
             let alone = run_blocking(commands[key].clone());
             let timeless = |r: Result<Completed, String>| r.map(|c| Completed { duration: Duration::ZERO, ..c });
             assert_eq!(timeless(result), timeless(alone), "child {key}");

@@ -29,11 +29,19 @@ pub struct Connecting(Stage);
 enum Stage {
     /// A lasting master was found and holds every forward wanted.
     Ready(Ssh),
-    /// A new master is starting with `forwards`; `locked` is a lasting master's lock, held
-    /// until its forwards are remembered.
-    Starting { ssh: Ssh, master: Option<process::Running>, forwards: Vec<Forward>, locked: Option<Locked> },
+    /// A new master is starting.
+    Starting(Box<Starting>),
     /// Another connection held the lasting master's lock (`Contention::Defer`).
     Later { target: SshTarget, wanted: Vec<Remote> },
+}
+
+/// A connection whose new master is starting with `forwards`; `locked` is a lasting master's
+/// lock, held until its forwards are remembered.
+struct Starting {
+    ssh: Ssh,
+    master: Option<process::Running>,
+    forwards: Vec<Forward>,
+    locked: Option<Locked>,
 }
 
 /// How long a new master may take to connect and authenticate: the TCP connect timeout, and
@@ -57,7 +65,7 @@ impl Ssh {
         if ssh.control.lasting.is_none() {
             let forwards = ssh.forwards_to(wanted);
             let master = Some(ssh.start_master(limit, &forwards)?);
-            return Ok(Connecting(Stage::Starting { ssh, master, forwards, locked: None }));
+            return Ok(Connecting(Stage::Starting(Box::new(Starting { ssh, master, forwards, locked: None }))));
         }
         let locked = match contention {
             Contention::Wait => ssh.lock(limit)?,
@@ -86,7 +94,7 @@ impl Ssh {
         ssh.control.reset(&locked);
         let forwards = ssh.forwards_to(wanted);
         let master = Some(ssh.start_master(limit, &forwards)?);
-        Ok(Connecting(Stage::Starting { ssh, master, forwards, locked: Some(locked) }))
+        Ok(Connecting(Stage::Starting(Box::new(Starting { ssh, master, forwards, locked: Some(locked) }))))
     }
 }
 
@@ -96,7 +104,7 @@ impl Connecting {
     /// nothing to wait for.
     pub fn master(&mut self) -> Option<process::Running> {
         match &mut self.0 {
-            Stage::Starting { master, .. } => master.take(),
+            Stage::Starting(starting) => starting.master.take(),
             Stage::Ready(_) | Stage::Later { .. } => None,
         }
     }
@@ -105,18 +113,20 @@ impl Connecting {
     /// `master` gave ended), or why it could not be opened. One left for later is opened
     /// whole here, waiting for the lock another connection held.
     pub fn finish(self, started: Option<Result<Completed, String>>) -> Result<Ssh, SshError> {
-        let (ssh, forwards, locked) = match self.0 {
+        let Starting { ssh, master, forwards, locked } = match self.0 {
             Stage::Ready(ssh) => return Ok(ssh),
             Stage::Later { target, wanted } => return Ssh::connect_with(target, &wanted),
-            Stage::Starting { ssh, master: Some(running), forwards, locked } => {
+            Stage::Starting(starting) => *starting,
+        };
+        let started = match (started, master) {
+            (Some(started), _) => started,
+            (None, Some(running)) => {
                 let mut one = Children::new();
                 one.add((), running);
-                let started = one.next().map(|(_, ended)| ended);
-                return Connecting(Stage::Starting { ssh, master: None, forwards, locked }).finish(started);
+                one.next_done().expect("one child was added").1
             }
-            Stage::Starting { ssh, master: None, forwards, locked } => (ssh, forwards, locked),
+            (None, None) => Err("the master's ssh was never waited for".into()),
         };
-        let started = started.unwrap_or_else(|| Err("the master's ssh was never waited for".into()));
         ssh.expect_success("connecting", started, limit(&ssh.target))?;
         match &locked {
             Some(locked) => {
