@@ -2,7 +2,8 @@
 //! (tests/support/fleet.rs), a run over three hosts with a maximum of two leaves two masters,
 //! the next run reuses them and opens one, and the fleet's summary says how many connections
 //! were reused. Each run uses its own runtime directory, so no other test's masters count.
-//! And a connection is one process, its master, spoken to on its control socket.
+//! And a connection is one process, its master, spoken to on its control socket; two names
+//! for one host share one.
 //! Skipped, saying why, without root or sshd.
 
 use std::path::Path;
@@ -143,4 +144,49 @@ fn a_master_starts_holding_its_forwards_and_is_spoken_to_on_its_control_socket()
         },
     );
     assert!(!control.parent().unwrap().exists(), "its private directory is removed");
+}
+
+/// Two inventory names for one host share its lasting connection: the hosts' masters start
+/// together from one thread, so the second name finds the first's lock held, is left until
+/// the others have started, and then reuses the master the first started.
+#[test]
+fn two_names_for_one_host_share_its_lasting_connection() {
+    let fleet = match Fleet::boot(&["c1"]) {
+        Ok(f) => f,
+        Err(why) => return crate::support::skip(why),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::Builder::new().prefix("obm").tempdir_in("/tmp").unwrap();
+    let host = fleet.host("c1");
+    let mut config = String::from(
+        "scope = \"user\"\n[ssh]\noptions = \"StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR\"\n\
+         persist = \"60s\"\n",
+    );
+    for name in ["first", "second"] {
+        config.push_str(&format!(
+            "[hosts.{name}]\naddress = \"{}\"\nuser = \"root\"\nkey = \"{}\"\n",
+            host.address(),
+            host.key().display()
+        ));
+    }
+    std::fs::write(dir.path().join("opsbook.toml"), config).unwrap();
+    std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
+    std::fs::write(dir.path().join("runbooks/where.rhai"), RUNBOOK).unwrap();
+
+    let (code, out, err) =
+        opsbook(dir.path(), runtime.path(), &["--format", "tap", "run", "where", "--hosts", "all", "--forks", "2"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert_eq!(
+        out,
+        "TAP version 13\n# [first] opsbook run where (runbooks/where.rhai)\nok 1 - [first] ran on first\n\
+         # [second] opsbook run where (runbooks/where.rhai)\nok 2 - [second] ran on second\n1..2\n\
+         # 2 host(s), 0 failed\n# ssh connections: 1 reused, 1 new\n",
+        "{err}"
+    );
+    assert_eq!(live_masters(runtime.path()).len(), 1, "one master for both names");
+
+    for socket in live_masters(runtime.path()) {
+        let control = format!("ControlPath={socket}");
+        let _ = Command::new("ssh").args(["-o", &control, "-O", "exit", "x"]).output();
+    }
 }

@@ -1,6 +1,7 @@
 //! The one process runner: a child process with a deadline, for host commands (through the
 //! `Commands` seam) and for `token_command` alike — `run` for async callers, `run_blocking`
-//! (`blocking`) for synchronous ones, both with the same contract.
+//! (`blocking`) for synchronous ones, both with the same contract; `start` and `Children`
+//! for a synchronous caller with many at once (one thread watching them all).
 //!
 //! The child gets its own process group, so on timeout, or when the caller gives up (Ctrl-C
 //! drops the future), the whole group — the command and anything it started — is killed, not
@@ -12,8 +13,10 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 mod blocking;
+mod children;
 
-pub use blocking::run_blocking;
+pub use blocking::{Running, run_blocking, start};
+pub use children::Children;
 
 /// A command to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -95,11 +98,18 @@ impl Collected {
 /// Kills the process group unless disarmed: covers timeouts and abandoned futures alike.
 struct GroupGuard(Option<u32>);
 
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
+impl GroupGuard {
+    /// Kills the group now (and disarms the guard).
+    fn kill(&mut self) {
+        if let Some(pid) = self.0.take() {
             kill_group(pid);
         }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

@@ -5,18 +5,46 @@
 //! and files over that connection, and its endpoints through sockets forwarded over it, so they
 //! are asked from the host itself (`world::remote::endpoints_from_host`). Used by fleet runs (a
 //! session per host), the REPL's `--host`, and `fleet::on` (a block acting on another host).
+//! A fleet run opens its hosts in two halves (`begin`, `Opening::finish`), so one thread
+//! starts every host's ssh master and waits for them together.
 
 use std::sync::Arc;
 
 use opsbook_base::config::{Config, keys};
+use opsbook_base::process::{Completed, Running};
 use opsbook_inventory::Host;
-use opsbook_world::transport::{BusScope, Ssh, SshTarget};
+use opsbook_world::transport::control::Remote;
+use opsbook_world::transport::{BusScope, Connecting, Contention, Ssh, SshTarget};
 use opsbook_world::{World, remote};
 
 /// The configuration and world of `h`; `Err` quotes why it cannot be reached (ssh's words).
 pub fn open(h: &Host) -> Result<(Config, World), String> {
+    begin(h, Contention::Wait)?.finish(None)
+}
+
+/// A host being reached: `begin` started its connection's master (`master` to watch it with
+/// other hosts'), `finish` makes its world once that start ended. This machine needs neither.
+pub struct Opening {
+    config: Config,
+    /// `None`: this machine.
+    over: Option<Box<Over>>,
+}
+
+/// A host reached over ssh: its connection opening, and what the world is made with.
+struct Over {
+    connecting: Connecting,
+    /// The forwards wanted: the endpoints' first, then the bus.
+    wanted: Vec<Remote>,
+    endpoints: usize,
+    user: bool,
+}
+
+/// The first half of `open`: what `h` is reached with, its ssh master (if a new one is
+/// needed) started and not waited for; `contention` says what to do when another connection
+/// holds a lasting master's lock.
+pub fn begin(h: &Host, contention: Contention) -> Result<Opening, String> {
     let config = h.config().clone();
-    let Some(address) = &h.address else { return Ok((config.clone(), World::real(&config))) };
+    let Some(address) = &h.address else { return Ok(Opening { config, over: None }) };
     let mut target = SshTarget::new(h.name.clone(), address.value.clone());
     target.user = h.user.as_ref().map(|u| u.value.clone());
     target.port = h.port.as_ref().map(|p| p.value);
@@ -36,8 +64,28 @@ pub fn open(h: &Host) -> Result<(Config, World), String> {
     let endpoints = wanted.len();
     let user = config.text(keys::SCOPE) == "user";
     wanted.extend(target.bus_socket(if user { BusScope::User } else { BusScope::System }));
-    let ssh = Arc::new(Ssh::connect_with(target, &wanted).map_err(|e| e.to_string())?);
-    let endpoints = remote::routes(&ssh, &wanted[..endpoints]);
-    let world = World::over_ssh(&config, ssh, user, endpoints).map_err(|e| e.to_string())?;
-    Ok((config, world))
+    let connecting = Ssh::begin(target, &wanted, contention).map_err(|e| e.to_string())?;
+    Ok(Opening { config, over: Some(Box::new(Over { connecting, wanted, endpoints, user })) })
+}
+
+impl Opening {
+    /// The ssh master starting for this host, to watch (`process::Children`) and hand back to
+    /// `finish`; `None` when there is nothing to wait for.
+    pub fn master(&mut self) -> Option<Running> {
+        self.over.as_mut().and_then(|over| over.connecting.master())
+    }
+
+    /// The second half of `open`: the host's configuration and world, given how its master's
+    /// start ended (`None`: nothing was taken from `master`, so it is waited for here).
+    pub fn finish(self, started: Option<Result<Completed, String>>) -> Result<(Config, World), String> {
+        let Some(over) = self.over else {
+            let world = World::real(&self.config);
+            return Ok((self.config, world));
+        };
+        let Over { connecting, wanted, endpoints, user } = *over;
+        let ssh = Arc::new(connecting.finish(started).map_err(|e| e.to_string())?);
+        let endpoints = remote::routes(&ssh, &wanted[..endpoints]);
+        let world = World::over_ssh(&self.config, ssh, user, endpoints).map_err(|e| e.to_string())?;
+        Ok((self.config, world))
+    }
 }

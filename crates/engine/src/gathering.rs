@@ -8,7 +8,8 @@
 //! The run's `--forks` bound is kept here too, as permits: at most `forks` hosts *act* at a
 //! time, and a host waiting at a barrier gives its permit back. A plain thread pool of
 //! `forks` workers would deadlock as soon as a waiting host holds a slot that a host it waits
-//! for needs (twenty hosts, ten forks).
+//! for needs (twenty hosts, ten forks): the fleet's pool adds a worker for each host waiting
+//! at a barrier (`waiting_at_barriers`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -34,6 +35,8 @@ struct State {
     /// Hosts whose run is over.
     ended: BTreeSet<String>,
     permits: usize,
+    /// Hosts waiting at a barrier now.
+    waiting: usize,
 }
 
 /// How a wait at a barrier went.
@@ -90,6 +93,16 @@ impl Gathering {
         self.moved.notify_all();
     }
 
+    /// How many hosts wait at a barrier now; first waits (at most `limit`) while that is still
+    /// `seen` and no host reached a barrier or ended.
+    pub fn waiting_at_barriers(&self, seen: usize, limit: Duration) -> usize {
+        let state = self.lock();
+        if state.waiting != seen {
+            return state.waiting;
+        }
+        self.moved.wait_timeout(state, limit).unwrap_or_else(|e| e.into_inner()).0.waiting
+    }
+
     /// `host` reached `barrier`; waits (its permit given back meanwhile) until every host of
     /// the run reached it or ended, `deadline` passed, or `cancel` was raised.
     pub fn barrier(&self, host: &str, barrier: &str, deadline: Duration, cancel: &Cancel) -> Result<Waited, Left> {
@@ -111,6 +124,7 @@ impl Gathering {
             return Ok(Waited { for_hosts: Vec::new(), elapsed: started.elapsed() });
         }
         state.permits += 1;
+        state.waiting += 1;
         self.permit_returned.notify_one();
         self.moved.notify_all();
         let result = loop {
@@ -127,6 +141,7 @@ impl Gathering {
             }
             state = self.moved.wait_timeout(state, left.min(POLL)).unwrap_or_else(|e| e.into_inner()).0;
         };
+        state.waiting -= 1;
         // Act again only with a permit, as before the wait.
         while state.permits == 0 {
             state = self.permit_returned.wait(state).unwrap_or_else(|e| e.into_inner());
@@ -206,6 +221,31 @@ mod tests {
         g.acquire();
         let left = g.barrier("server", "clients stopped", Duration::from_millis(150), &Cancel::default());
         assert_eq!(left, Err(Left::TimedOut(names(&["c1"]))));
+    }
+
+    #[test]
+    fn hosts_waiting_at_a_barrier_are_counted_until_it_opens() {
+        let g = Arc::new(Gathering::new(names(&["a", "b", "c"]), 3));
+        let threads: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|h| {
+                let g = g.clone();
+                std::thread::spawn(move || {
+                    g.acquire();
+                    g.barrier(h, "x", Duration::from_secs(10), &Cancel::default()).unwrap();
+                    g.release();
+                    g.end(h);
+                })
+            })
+            .collect();
+        let mut seen = 0;
+        while seen < 2 {
+            seen = g.waiting_at_barriers(seen, Duration::from_secs(10));
+        }
+        g.acquire();
+        g.barrier("c", "x", Duration::from_secs(10), &Cancel::default()).unwrap();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(g.waiting_at_barriers(1, Duration::ZERO), 0);
     }
 
     #[test]

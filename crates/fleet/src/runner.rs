@@ -1,16 +1,33 @@
-//! The one fleet runner: a function run on every host of a run, each in its own thread, at
-//! most `forks` acting at a time, the hosts meeting at `fleet::barrier`s and reaching each
-//! other with `fleet::on`; the results in the order of the targets. `opsbook run --hosts`, the
-//! sandbox's simulated fleet and `serve`'s jobs over inventory hosts all run through here.
+//! The one fleet runner: a function run on every host of a run by a small pool of worker
+//! threads, at most `forks` hosts acting at a time, the hosts meeting at `fleet::barrier`s
+//! and reaching each other with `fleet::on`; the results in the order of the targets.
+//! `opsbook run --hosts`, the sandbox's simulated fleet and `serve`'s jobs over inventory
+//! hosts all run through here.
+//!
+//! The pool: a thread per host cost each host a new thread's stack and heap (the most of
+//! opsbook's own CPU per host on a cold run, README's "Issue #38"), so `workers` threads take
+//! the hosts in order, each host from its start to its end. A host waiting at a barrier holds
+//! its worker, so the pool grows by one for each host waiting (the calling thread watches the
+//! gathering for that): the hosts it waits for still get a worker.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::targets::Target;
 use opsbook_engine::gathering::Gathering;
 use opsbook_engine::verbs::ground::Ground;
 use opsbook_engine::verbs::place::Place;
 use opsbook_inventory::Inventory;
+
+/// The most worker threads a run keeps acting (hosts waiting at barriers aside): a host's run
+/// mostly waits on the network, so a few threads keep many hosts' requests in flight.
+const MAX_WORKERS: usize = 16;
+
+/// How often the calling thread looks again at the hosts waiting at barriers, when nothing
+/// woke it.
+const WATCH: Duration = Duration::from_millis(100);
 
 /// Runs `each` on every target (`done` is told of each as it ends, with how many have), at
 /// most `forks` at a time, and returns the results in the targets' order. Runbooks on the
@@ -27,20 +44,29 @@ pub fn each<R: Send>(
     let gathering = Arc::new(Gathering::new(names, forks));
     place(targets, inventory, &gathering);
     let results: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(targets.len()));
-    // A thread per host; the gathering's permits keep `forks` of them acting at a time (a pool
-    // of `forks` workers would deadlock when a host waiting at a barrier holds a slot).
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let index = next.fetch_add(1, Ordering::SeqCst);
+            let Some(target) = targets.get(index) else { break };
+            gathering.acquire();
+            let result = each(target);
+            gathering.release();
+            gathering.end(&target.name);
+            let mut results = results.lock().unwrap_or_else(|e| e.into_inner());
+            done(target, &result, results.len() + 1);
+            results.push((index, result));
+        }
+    };
+    let workers = forks.clamp(1, MAX_WORKERS).min(targets.len());
     std::thread::scope(|scope| {
-        for (index, target) in targets.iter().enumerate() {
-            let (gathering, results, each, done) = (&gathering, &results, &each, &done);
-            scope.spawn(move || {
-                gathering.acquire();
-                let result = each(target);
-                gathering.release();
-                gathering.end(&target.name);
-                let mut results = results.lock().unwrap_or_else(|e| e.into_inner());
-                done(target, &result, results.len() + 1);
-                results.push((index, result));
-            });
+        let (mut started, mut waiting) = (0, 0);
+        while next.load(Ordering::SeqCst) < targets.len() {
+            while started < (workers + waiting).min(targets.len()) {
+                scope.spawn(work);
+                started += 1;
+            }
+            waiting = gathering.waiting_at_barriers(waiting, WATCH);
         }
     });
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());

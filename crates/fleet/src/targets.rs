@@ -9,10 +9,13 @@ use crate::options::GlobalOptions;
 use crate::session::Session;
 use opsbook_base::config::{Config, Sources};
 use opsbook_base::error::Error;
+use opsbook_base::process::Children;
 use opsbook_base::report::Mode;
 use opsbook_engine::catalog::Catalog;
+use opsbook_engine::connect::Opening;
 use opsbook_inventory::Inventory;
 use opsbook_sandbox::Sandbox;
+use opsbook_world::transport::Contention;
 
 /// A host of the run: its name, the roles it plays, and its session — or why there is none
 /// (an unreachable host is a failed check naming it, never a stop for the others).
@@ -95,43 +98,68 @@ pub fn select(
 
 /// The targets an inventory selection names: this machine for a local host, the host's world
 /// over one shared ssh connection for a remote one, connected `--forks` at a time (so a run
-/// over thousands of hosts never starts thousands of ssh clients at once).
+/// over thousands of hosts never starts thousands of ssh clients at once). One thread opens
+/// them all: it starts each host's ssh master and watches every master starting at once.
 pub fn inventory_targets(global: &GlobalOptions, hosts: &[&opsbook_inventory::Host]) -> Vec<Target> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Target>>> = hosts.iter().map(|_| Default::default()).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..global.forks.clamp(1, hosts.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(h) = hosts.get(i) else { break };
-                    let target = open_target(global, h, catalog.clone());
-                    *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(target);
-                }
-            });
+    let target = |h: &opsbook_inventory::Host, reached| make_target(global, h, catalog.clone(), reached);
+    let mut targets: Vec<Option<Target>> = hosts.iter().map(|_| None).collect();
+    let mut opening: Vec<Option<Opening>> = hosts.iter().map(|_| None).collect();
+    // Those with no master to wait for, or whose lasting master another host of this run is
+    // starting: made once every master started.
+    let mut after: Vec<(usize, Opening)> = Vec::new();
+    let mut masters = Children::new();
+    let mut next = 0;
+    loop {
+        while masters.len() < global.forks.max(1)
+            && let Some(h) = hosts.get(next)
+        {
+            match begin(h) {
+                Err(absent) => targets[next] = Some(target(h, Err(absent))),
+                Ok(mut o) => match o.master() {
+                    Some(master) => {
+                        masters.add(next, master);
+                        opening[next] = Some(o);
+                    }
+                    None => after.push((next, o)),
+                },
+            }
+            next += 1;
         }
-    });
-    slots
-        .into_iter()
-        .map(|slot| slot.into_inner().unwrap_or_else(|p| p.into_inner()).expect("every host's connection was tried"))
-        .collect()
+        let Some((i, started)) = masters.next_done() else { break };
+        let o = opening[i].take().expect("a master watched is a host opening");
+        targets[i] =
+            Some(target(hosts[i], o.finish(Some(started)).map_err(|why| Absent::unreachable(&hosts[i].name, why))));
+    }
+    for (i, o) in after {
+        targets[i] = Some(target(hosts[i], o.finish(None).map_err(|why| Absent::unreachable(&hosts[i].name, why))));
+    }
+    targets.into_iter().map(|t| t.expect("every host's connection was tried")).collect()
 }
 
-/// One host of the selection, with its session or why it has none.
-fn open_target(global: &GlobalOptions, h: &opsbook_inventory::Host, catalog: Arc<Catalog>) -> Target {
-    let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
-    let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
+/// The first half of reaching one host of the selection (`connect::begin`), or why it has no
+/// session: a value the inventory could not resolve, an address ssh would misread.
+fn begin(h: &opsbook_inventory::Host) -> Result<Opening, Absent> {
     // A value the inventory could not resolve is this host's failure, not the run's.
-    let session = match h.problems.first() {
-        Some(p) => Err(Absent {
+    if let Some(p) = h.problems.first() {
+        return Err(Absent {
             check: format!("{} resolved from the inventory", h.name),
             why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
-        }),
-        None => opsbook_engine::connect::open(h)
-            .map(|(config, world)| Session::new(config, world, catalog, mode))
-            .map_err(|why| Absent::unreachable(&h.name, why)),
-    };
+        });
+    }
+    opsbook_engine::connect::begin(h, Contention::Defer).map_err(|why| Absent::unreachable(&h.name, why))
+}
+
+/// One host of the selection, with its session once reached, or why it has none.
+fn make_target(
+    global: &GlobalOptions,
+    h: &opsbook_inventory::Host,
+    catalog: Arc<Catalog>,
+    reached: Result<(Config, opsbook_world::World), Absent>,
+) -> Target {
+    let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
+    let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
+    let session = reached.map(|(config, world)| Session::new(config, world, catalog, mode));
     Target { name: h.name.clone(), roles, session }
 }
 

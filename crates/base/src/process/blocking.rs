@@ -1,6 +1,8 @@
 //! `run_blocking`: the process runner for synchronous callers (ssh master starts, commands
 //! over ssh from synchronous code, `token_command`), with no async runtime: the caller's
 //! thread watches the child's pipes and its exit with one `poll(2)` (the exit through a pidfd).
+//! `start` gives the child as a `Running`, so one thread can watch many at once (`Children`:
+//! a fleet's ssh masters, all starting together); `run_blocking` is one of them, waited for.
 //!
 //! Why not a thread with a small tokio runtime per call, as before: a cold 100-host run starts
 //! a hundred ssh masters at once, and without the thread and runtime each it used about 15 %
@@ -16,6 +18,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use super::children::Children;
 use super::{Completed, GroupGuard, Invocation, MAX_OUTPUT, killed_note, pidfd_open, spawn_error, too_much};
 
 /// How long the pipes are read after the child exited, as `run` waits for them.
@@ -28,6 +31,14 @@ const EXIT_POLL: Duration = Duration::from_millis(10);
 /// process group is killed and `timed_out` is set. A command that cannot be started is an
 /// `Err` naming it.
 pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
+    let mut one = Children::new();
+    one.add((), start(inv)?);
+    one.next_done().expect("one child was added").1
+}
+
+/// Starts `inv.argv` (no shell) in its own process group; `Children` watches it until it is
+/// done, at most `inv.timeout`. A command that cannot be started is an `Err` naming it.
+pub fn start(inv: Invocation) -> Result<Running, String> {
     let (program, args) = inv.argv.split_first().ok_or("empty command")?;
     let started = Instant::now();
     let mut cmd = std::process::Command::new(program);
@@ -38,65 +49,128 @@ pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = cmd.spawn().map_err(|e| spawn_error(program, e))?;
-    let mut guard = GroupGuard(Some(child.id()));
-    let mut watch = Watch {
+    let guard = GroupGuard(Some(child.id()));
+    Ok(Running {
+        program: program.clone(),
         out: Pipe::open(child.stdout.take().map(OwnedFd::from)),
         err: Pipe::open(child.stderr.take().map(OwnedFd::from)),
-        feed: child.stdin.take().zip(inv.stdin.clone()).map(|(pipe, text)| Feed::new(pipe.into(), text.into_bytes())),
+        feed: child.stdin.take().zip(inv.stdin).map(|(pipe, text)| Feed::new(pipe.into(), text.into_bytes())),
         // The child is not reaped before we wait for it, so its pid cannot have been reused.
         exit: pidfd_open(child.id()),
-    };
-    let exited =
-        watch.until_exit(&mut child, started + inv.timeout).map_err(|e| format!("waiting for `{program}`: {e}"))?;
-    if let Some(pipe) = watch.overflowed() {
-        drop(guard); // printed too much: the group is killed
-        let _ = child.wait();
-        return Err(too_much(program, pipe));
-    }
-    let status = match exited {
-        Some(status) => {
-            guard.0 = None;
-            status
-        }
-        None => {
-            drop(guard); // kill the group now: the pipes close and the rest is read below
-            child.wait().map_err(|e| format!("waiting for `{program}`: {e}"))?
-        }
-    };
-    watch.feed = None;
-    watch.drain(Instant::now() + GRACE);
-    let (stdout, mut stderr) = (watch.out.text(), watch.err.text());
-    let timed_out = exited.is_none();
-    if timed_out {
-        stderr = killed_note(&stderr, inv.timeout);
-    }
-    let code = if timed_out { None } else { status.code() };
-    Ok(Completed { code, stdout, stderr, duration: started.elapsed(), timed_out })
+        child,
+        guard,
+        started,
+        timeout: inv.timeout,
+        stage: Stage::Live,
+    })
 }
 
-/// The child's output pipes, its input, and its exit, watched together.
-struct Watch {
+/// A child started by `start`: its output pipes, its input and its exit, watched together
+/// until it is done (`advance`).
+pub struct Running {
+    program: String,
+    child: Child,
+    guard: GroupGuard,
     out: Pipe,
     err: Pipe,
     feed: Option<Feed>,
     /// A pidfd, readable once the child exited; `None` where the kernel has none.
     exit: Option<OwnedFd>,
+    started: Instant,
+    timeout: Duration,
+    stage: Stage,
 }
 
-impl Watch {
-    /// Reads and writes the pipes until the child exits (its status) or `deadline` (`None`).
-    fn until_exit(&mut self, child: &mut Child, deadline: Instant) -> std::io::Result<Option<ExitStatus>> {
-        loop {
-            if let Some(status) = child.try_wait()? {
-                return Ok(Some(status));
+/// Where a watched child stands.
+enum Stage {
+    /// Running: waiting for its exit, its deadline or too much output.
+    Live,
+    /// Exited (or killed at its deadline): its pipes are read until they close or `until`.
+    Draining { status: ExitStatus, timed_out: bool, until: Instant },
+}
+
+impl Running {
+    /// Adds the descriptors to watch now to `fds`, each with the events awaited.
+    pub(super) fn interest(&self, fds: &mut Vec<libc::pollfd>) {
+        let mut watch = |fd: Option<RawFd>, events| {
+            if let Some(fd) = fd {
+                fds.push(libc::pollfd { fd, events, revents: 0 });
             }
-            let now = Instant::now();
-            if now >= deadline || self.overflowed().is_some() {
-                return Ok(None);
-            }
-            let wait = if self.exit.is_some() { deadline - now } else { (deadline - now).min(EXIT_POLL) };
-            self.poll_once(wait, true)?;
+        };
+        let live = matches!(self.stage, Stage::Live);
+        watch(self.out.raw(), libc::POLLIN);
+        watch(self.err.raw(), libc::POLLIN);
+        watch(self.feed.as_ref().map(|f| f.pipe.as_raw_fd()), libc::POLLOUT);
+        watch(self.exit.as_ref().filter(|_| live).map(|fd| fd.as_raw_fd()), libc::POLLIN);
+    }
+
+    /// When this child needs looking at even if none of its descriptors is ready.
+    pub(super) fn due(&self, now: Instant) -> Instant {
+        match self.stage {
+            Stage::Live if self.exit.is_some() => self.started + self.timeout,
+            Stage::Live => (self.started + self.timeout).min(now + EXIT_POLL),
+            Stage::Draining { until, .. } => until,
         }
+    }
+
+    /// Serves what `polled` (its own descriptors, as `interest` gave them, after a `poll`)
+    /// says is ready, then moves on: how it ended, once it is done.
+    pub(super) fn advance(&mut self, polled: &[libc::pollfd]) -> Option<Result<Completed, String>> {
+        let ready = |fd: Option<RawFd>| fd.is_some_and(|fd| polled.iter().any(|p| p.fd == fd && p.revents != 0));
+        if ready(self.out.raw()) {
+            self.out.read_available();
+        }
+        if ready(self.err.raw()) {
+            self.err.read_available();
+        }
+        if ready(self.feed.as_ref().map(|f| f.pipe.as_raw_fd())) && self.feed.as_mut().is_some_and(Feed::write_some) {
+            self.feed = None; // all written, or the child closed its input: close ours
+        }
+        let exited = self.exit.is_none() || ready(self.exit.as_ref().map(|fd| fd.as_raw_fd()));
+        let now = Instant::now();
+        if let Stage::Live = self.stage
+            && let Err(e) = self.watch_live(exited, now)
+        {
+            return Some(Err(e));
+        }
+        match self.stage {
+            Stage::Draining { status, timed_out, until }
+                if now >= until || (self.out.fd.is_none() && self.err.fd.is_none()) =>
+            {
+                Some(Ok(self.completed(status, timed_out)))
+            }
+            _ => None,
+        }
+    }
+
+    /// A live child: drained once it exited, killed at its deadline, refused when it printed
+    /// too much.
+    fn watch_live(&mut self, exited: bool, now: Instant) -> Result<(), String> {
+        let waiting = |e| format!("waiting for `{}`: {e}", self.program);
+        let status = match exited.then(|| self.child.try_wait()).transpose().map_err(waiting)?.flatten() {
+            Some(status) => {
+                self.guard.0 = None;
+                Some(status)
+            }
+            None => None,
+        };
+        if let Some(pipe) = self.overflowed() {
+            self.guard.kill(); // printed too much: the group is killed
+            let _ = self.child.wait();
+            return Err(too_much(&self.program, pipe));
+        }
+        let timed_out = status.is_none() && now >= self.started + self.timeout;
+        let status = match status {
+            Some(status) => status,
+            None if timed_out => {
+                self.guard.kill(); // kill the group now: the pipes close and the rest is read
+                self.child.wait().map_err(waiting)?
+            }
+            None => return Ok(()),
+        };
+        self.feed = None;
+        self.stage = Stage::Draining { status, timed_out, until: Instant::now() + GRACE };
+        Ok(())
     }
 
     /// The pipe that printed more than `MAX_OUTPUT`, if one did.
@@ -110,47 +184,13 @@ impl Watch {
         }
     }
 
-    /// Reads the output pipes until both ended or `until` passed.
-    fn drain(&mut self, until: Instant) {
-        while self.out.fd.is_some() || self.err.fd.is_some() {
-            let now = Instant::now();
-            if now >= until || self.poll_once(until - now, false).is_err() {
-                return;
-            }
+    fn completed(&self, status: ExitStatus, timed_out: bool) -> Completed {
+        let (stdout, mut stderr) = (self.out.text(), self.err.text());
+        if timed_out {
+            stderr = killed_note(&stderr, self.timeout);
         }
-    }
-
-    /// One `poll` over what is still open (and the exit, when `exit` is asked), then every
-    /// ready pipe served.
-    fn poll_once(&mut self, wait: Duration, exit: bool) -> std::io::Result<()> {
-        let mut fds = Vec::with_capacity(4);
-        let mut watch = |fd: Option<RawFd>, events| {
-            if let Some(fd) = fd {
-                fds.push(libc::pollfd { fd, events, revents: 0 });
-            }
-        };
-        watch(self.out.raw(), libc::POLLIN);
-        watch(self.err.raw(), libc::POLLIN);
-        watch(self.feed.as_ref().map(|f| f.pipe.as_raw_fd()), libc::POLLOUT);
-        watch(self.exit.as_ref().filter(|_| exit).map(|fd| fd.as_raw_fd()), libc::POLLIN);
-        let millis = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: `fds` is a live, correctly sized array of pollfd for the duration of the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            return if e.kind() == ErrorKind::Interrupted { Ok(()) } else { Err(e) };
-        }
-        let ready = |fd: Option<RawFd>| fd.is_some_and(|fd| fds.iter().any(|p| p.fd == fd && p.revents != 0));
-        if ready(self.out.raw()) {
-            self.out.read_available();
-        }
-        if ready(self.err.raw()) {
-            self.err.read_available();
-        }
-        if ready(self.feed.as_ref().map(|f| f.pipe.as_raw_fd())) && self.feed.as_mut().is_some_and(Feed::write_some) {
-            self.feed = None; // all written, or the child closed its input: close ours
-        }
-        Ok(())
+        let code = if timed_out { None } else { status.code() };
+        Completed { code, stdout, stderr, duration: self.started.elapsed(), timed_out }
     }
 }
 

@@ -126,6 +126,18 @@ impl Control {
         }
     }
 
+    /// This connection's lock if nobody holds it now; `None` while another holds it (another
+    /// opsbook, or another connection of this run to the same host, still starting).
+    pub fn try_lock(&self) -> Result<Option<Locked>, String> {
+        let path = self.socket.with_extension("lock");
+        let file = Self::open_for_locking(&path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Locked(file))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+
     /// The forward to `remote`: its socket beside the control socket, named by the
     /// destination, so a lasting master's forward is found again by name.
     pub fn forward_to(&self, remote: &Remote) -> Forward {

@@ -13,5 +13,5 @@ pub mod shell_quote;
 pub mod ssh;
 pub mod ssh_error;
 
-pub use ssh::{BusRoute, BusScope, Ssh, SshTarget};
+pub use ssh::{BusRoute, BusScope, Connecting, Contention, Ssh, SshTarget};
 pub use ssh_error::SshError;

@@ -26,12 +26,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 mod bus;
+mod connecting;
 mod forwards;
 mod keeper;
 
 use keeper::Keeper;
 
 pub use bus::BusRoute;
+pub use connecting::{Connecting, Contention};
 
 use super::control::{Control, Forward, Remote};
 use super::mux::Mux;
@@ -194,48 +196,9 @@ impl Ssh {
 
     /// `connect`, with a forward to each of `wanted` held when it returns: given to a new
     /// master as it starts, asked of a lasting one that lacks some (`forward_socket` names
-    /// their sockets).
+    /// their sockets). `begin` does the same in two halves, for many hosts at once.
     pub fn connect_with(target: SshTarget, wanted: &[Remote]) -> Result<Ssh, SshError> {
-        target.check()?;
-        let control = match target.persist.filter(|p| !p.is_zero()) {
-            Some(persist) => Control::lasting(&target.identity(), persist),
-            None => Control::private(),
-        }
-        .map_err(|reason| SshError::ControlDir { host: target.name.clone(), reason })?;
-        let mut ssh = Ssh::unconnected(target, control);
-        // Authentication gets its own allowance beyond the TCP connect timeout.
-        let limit = ssh.target.connect_timeout * 2 + Duration::from_secs(5);
-        match ssh.control.lasting {
-            Some(_) => {
-                let locked = ssh.lock(limit)?;
-                let in_use = ssh.control.in_use(&locked).map_err(|reason| ssh.dir_error(reason))?;
-                *ssh.in_use.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(in_use);
-                // A master listens on its socket: connecting is the check (no ssh process to
-                // start), and as a client of it for a moment this also restarts the master's
-                // persist time, so it outlives this run's start.
-                ssh.reused = std::os::unix::net::UnixStream::connect(&ssh.control.socket).is_ok();
-                // Past `max_masters`, idle masters are asked to exit when a run ends with its
-                // own (`close`), not here: one this run is about to reuse may be among them.
-                if ssh.reused {
-                    ssh.open_missing(Some(&locked), wanted)?;
-                } else {
-                    ssh.control.reset(&locked);
-                    let forwards = ssh.forwards_to(wanted);
-                    ssh.start_master(limit, &forwards)?;
-                    for forward in &forwards {
-                        ssh.control.remember(&locked, forward).map_err(|reason| ssh.dir_error(reason))?;
-                    }
-                }
-                LASTING_IN_USE.fetch_add(1, Ordering::SeqCst);
-            }
-            None => {
-                let forwards = ssh.forwards_to(wanted);
-                ssh.start_master(limit, &forwards)?;
-                *ssh.held.get_mut().unwrap_or_else(|p| p.into_inner()) = forwards;
-            }
-        }
-        ssh.keep_when_long();
-        Ok(ssh)
+        Ssh::begin(target, wanted, Contention::Wait)?.wait()
     }
 
     fn unconnected(target: SshTarget, control: Control) -> Ssh {
@@ -281,10 +244,10 @@ impl Ssh {
         }
     }
 
-    /// `ssh -M -N -f`, with a `-L` for each of `forwards`: `-f` backgrounds the master once
-    /// authenticated (its exit status says whether it was) and detaches its stdio, so waiting
-    /// for our pipes to close does not hang.
-    fn start_master(&self, limit: Duration, forwards: &[Forward]) -> Result<(), SshError> {
+    /// `ssh -M -N -f`, with a `-L` for each of `forwards`, started (`Connecting` waits for it):
+    /// `-f` backgrounds the master once authenticated (its exit status says whether it was)
+    /// and detaches its stdio, so waiting for our pipes to close does not hang.
+    fn start_master(&self, limit: Duration, forwards: &[Forward]) -> Result<process::Running, SshError> {
         let persist = self.control.lasting.unwrap_or(RUN_PERSIST);
         let mut argv = vec!["ssh".to_string(), "-M".into(), "-N".into(), "-f".into()];
         argv.extend(self.control_options());
@@ -303,7 +266,7 @@ impl Ssh {
         }
         argv.extend(self.target.options());
         argv.push(self.target.destination());
-        self.expect_success("connecting", &argv, limit).map(drop)
+        process::start(Invocation { argv, timeout: limit, ..Invocation::default() }).map_err(|e| self.no_ssh(e))
     }
 
     fn lock(&self, limit: Duration) -> Result<super::control::Locked, SshError> {
@@ -404,14 +367,21 @@ impl Ssh {
         self.keeper.schedule(Instant::now() + after, self.command(&["exec".to_string(), "cat".to_string()]));
     }
 
-    /// Runs a local ssh invocation; anything but exit status 0 is an error quoting ssh.
-    fn expect_success(&self, what: &str, argv: &[String], limit: Duration) -> Result<Completed, SshError> {
+    /// Why ssh could not be started, in words.
+    fn no_ssh(&self, reason: String) -> SshError {
+        let reason = if reason.contains("not found") { "`ssh` is not installed or not in PATH".into() } else { reason };
+        SshError::NoSsh { host: self.target.name.clone(), reason }
+    }
+
+    /// How a local ssh invocation ended; anything but exit status 0 is an error quoting ssh.
+    fn expect_success(
+        &self,
+        what: &str,
+        ended: Result<Completed, String>,
+        limit: Duration,
+    ) -> Result<Completed, SshError> {
         let host = self.target.name.clone();
-        let invocation = Invocation { argv: argv.to_vec(), timeout: limit, ..Invocation::default() };
-        let out = process::run_blocking(invocation).map_err(|reason| SshError::NoSsh {
-            host: host.clone(),
-            reason: if reason.contains("not found") { "`ssh` is not installed or not in PATH".into() } else { reason },
-        })?;
+        let out = ended.map_err(|e| self.no_ssh(e))?;
         if out.timed_out {
             return Err(SshError::TimedOut { host, what: what.into(), after: limit });
         }
