@@ -15,8 +15,8 @@ use tokio::io::AsyncWriteExt;
 mod blocking;
 mod children;
 
-pub use blocking::{Running, run_blocking, start};
-pub use children::Children;
+pub use blocking::{Running, start};
+pub use children::{Children, run_blocking};
 
 /// A command to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,8 +1,8 @@
-//! `run_blocking`: the process runner for synchronous callers (ssh master starts, commands
-//! over ssh from synchronous code, `token_command`), with no async runtime: the caller's
-//! thread watches the child's pipes and its exit with one `poll(2)` (the exit through a pidfd).
-//! `start` gives the child as a `Running`, so one thread can watch many at once (`Children`:
-//! a fleet's ssh masters, all starting together); `run_blocking` is one of them, waited for.
+//! A process started for synchronous callers (ssh master starts, commands over ssh from
+//! synchronous code, `token_command`), with no async runtime: `start` gives the child as a
+//! `Running`, whose pipes and exit (through a pidfd) one thread watches with one `poll(2)` —
+//! many at once (`Children`: a fleet's ssh masters, all starting together), or one alone
+//! (`run_blocking`, in `children`).
 //!
 //! Why not a thread with a small tokio runtime per call, as before: a cold 100-host run starts
 //! a hundred ssh masters at once, and without the thread and runtime each it used about 15 %
@@ -18,7 +18,6 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::children::Children;
 use super::{Completed, GroupGuard, Invocation, MAX_OUTPUT, killed_note, pidfd_open, spawn_error, too_much};
 
 /// How long the pipes are read after the child exited, as `run` waits for them.
@@ -26,15 +25,6 @@ const GRACE: Duration = Duration::from_millis(200);
 
 /// Without a pidfd (Linux before 5.3), how often the child's exit is looked for.
 const EXIT_POLL: Duration = Duration::from_millis(10);
-
-/// Runs `inv.argv` (no shell) on this thread and waits at most `inv.timeout`; on timeout the
-/// process group is killed and `timed_out` is set. A command that cannot be started is an
-/// `Err` naming it.
-pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
-    let mut one = Children::new();
-    one.add((), start(inv)?);
-    one.next_done().expect("one child was added").1
-}
 
 /// Starts `inv.argv` (no shell) in its own process group; `Children` watches it until it is
 /// done, at most `inv.timeout`. A command that cannot be started is an `Err` naming it.

@@ -1,12 +1,21 @@
 //! Many children watched from one thread: `Children` holds the `Running` children `start`
 //! gave, each with a key of the caller's, and `next_done` waits (one `poll(2)` over all their pipes
 //! and exits) until one of them is done. A fleet run starts its hosts' ssh masters so, all at
-//! once, with no thread per host.
+//! once, with no thread per host; `run_blocking` is one child watched so, on the caller's thread.
 
 use std::time::{Duration, Instant};
 
-use super::Completed;
-use super::blocking::Running;
+use super::blocking::{Running, start};
+use super::{Completed, Invocation};
+
+/// Runs `inv.argv` (no shell) on this thread and waits at most `inv.timeout`; on timeout the
+/// process group is killed and `timed_out` is set. A command that cannot be started is an
+/// `Err` naming it.
+pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
+    let mut one = Children::new();
+    one.add((), start(inv)?);
+    one.next_done().expect("one child was added").1
+}
 
 /// Children started with `start`, each under a key of the caller's, watched together.
 pub struct Children<K> {
