@@ -232,8 +232,7 @@ pub(crate) fn passes_on(t: &Test, site: &Site, hosts: &[&str], args: &[&str]) ->
         return out;
     }
     // The failed checks again at the end: a log cut to its last lines still shows them.
-    let failed: String =
-        out.stdout.lines().filter(|l| l.trim_start().starts_with("FAIL")).map(|l| format!("{l}\n")).collect();
+    let failed = crate::support::failed_checks(&out.stdout);
     panic!(
         "opsbook {} did not pass (exit {})\n{}{}\n{}\n--- opsbook {} failed (exit {}):\n{failed}",
         args.join(" "),

@@ -284,11 +284,13 @@ impl Output {
     /// The run's exit status and output, its failed checks again at the end: a log cut to its
     /// last lines (CI's) still shows why.
     fn context(&self) -> String {
-        let failed: String =
-            self.stdout.lines().filter(|l| l.trim_start().starts_with("FAIL ")).map(|l| format!("{l}\n")).collect();
         format!(
-            "\n--- exit {}\n--- stdout\n{}\n--- stderr\n{}\n--- failed checks (exit {})\n{failed}",
-            self.code, self.stdout, self.stderr, self.code
+            "\n--- exit {}\n--- stdout\n{}\n--- stderr\n{}\n--- failed checks (exit {})\n{}",
+            self.code,
+            self.stdout,
+            self.stderr,
+            self.code,
+            failed_checks(&self.stdout)
         )
     }
 
@@ -582,4 +584,10 @@ fn lock_machine(how: i32) -> Option<std::fs::File> {
             return None;
         }
     }
+}
+
+/// The `FAIL` lines of a report, each with its newline: repeated at the end of a test's
+/// failure, where a log cut to its last lines still shows them.
+pub(crate) fn failed_checks(stdout: &str) -> String {
+    stdout.lines().filter(|l| l.trim_start().starts_with("FAIL ")).map(|l| format!("{l}\n")).collect()
 }
