@@ -11,7 +11,7 @@
 //! and never replaces a file that differs without `--force` — an operator's edited copy is
 //! not lost by accident.
 //!
-//! The scripts ask opsbook for the roles rather than naming them (`opsbook_base::components::COMPONENTS` is
+//! The scripts ask opsbook for the roles rather than naming them (`opsbook_base::components::all()` is
 //! their one description): `--role NAME` prints opsbook's name of a role given by any name
 //! operators use, or fails naming the roles; `--roles` lists them for the usage.
 

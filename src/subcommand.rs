@@ -16,6 +16,10 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
     refuse_prometheus(global.format, &args.command)?;
     // A folder the operator named that is not one: never the built-in runbook in its place.
     opsbook_engine::catalog::check_named_folders(&global.runbook_dirs)?;
+    // Before anything reads the component table: the components a `components.toml` adds.
+    if !matches!(args.command, Command::Twin(_) | Command::Completions { .. } | Command::Generate(_)) {
+        Catalog::new(&global.runbook_dirs).install_components()?;
+    }
     let session = |reach| Session::open(&global, reach);
     match args.command {
         Command::Run(run) => {

@@ -15,6 +15,7 @@ mod config;
 mod debian13;
 mod delivery;
 mod delivery_hosts;
+mod fifth_component;
 mod fleet;
 mod fleet_failures;
 mod fleet_interrupted;

@@ -170,7 +170,7 @@ impl Repl {
         let names = |kind| {
             self.session.catalog.all(kind).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default()
         };
-        let units = opsbook_base::components::COMPONENTS
+        let units = opsbook_base::components::all()
             .iter()
             .map(|c| self.session.config.text(keys::of(c, "unit")))
             .collect();

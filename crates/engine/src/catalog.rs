@@ -7,6 +7,9 @@
 //! runbook folders, in the same order, then among the built-in modules. The first file found
 //! wins, so an operator overrides a built-in by dropping a file of the same name higher up.
 //!
+//! Components added to the stack's four are read from the `components.toml` beside each of
+//! those runbook folders (`component_files`, `opsbook_base::components::file`).
+//!
 //! The catalog also remembers the text of every file it handed out, keyed by the source name
 //! the engine sees, so diagnostics can quote the offending line, and the modules whose top
 //! level only declares (constants, functions, imports): compiled and evaluated once, they
@@ -115,6 +118,18 @@ impl Catalog {
 
     pub fn search_path(&self) -> &[SearchDir] {
         &self.dirs
+    }
+
+    /// The `components.toml` beside each runbook folder, highest first (those that exist add
+    /// components to the table).
+    pub fn component_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.runbooks.parent().unwrap_or(Path::new("")).join("components.toml")).collect()
+    }
+
+    /// Adds the components of `component_files` to the table, once, before anything reads it.
+    pub fn install_components(&self) -> Result<(), Error> {
+        let added = opsbook_base::components::file::read(&self.component_files())?;
+        opsbook_base::components::install(added).map_err(Error::Usage)
     }
 
     fn folders(&self, kind: Kind) -> impl Iterator<Item = &Path> {

@@ -71,7 +71,7 @@ impl Session {
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
                 let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
-                let roles = opsbook_inventory::Role::ALL.iter().map(|r| r.name().to_string()).collect();
+                let roles = opsbook_inventory::Role::all().map(|r| r.name().to_string()).collect();
                 let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
                 let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
                 let own = Arc::new([("localhost".to_string(), session.context.ground())].into());

@@ -18,7 +18,7 @@ use super::ansible::{AnsibleInventory, HostVar};
 use super::template::Resolver;
 use super::toml_source::{self, At, Setting, TomlGroup, TomlHost, TomlInventory};
 use super::{ADDRESS_VAR, Fact, Host, Inventory, Override, Problem, Role, Source, did_you_mean, json_text};
-use opsbook_base::config::{self, Config, KEYS, Origin, Value, keys};
+use opsbook_base::config::{self, Config, Origin, Value, keys};
 use opsbook_base::diagnostic::Diagnostic;
 use opsbook_base::error::Error;
 
@@ -81,7 +81,7 @@ pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inve
 
 /// No inventory: this machine, playing every role, with the base configuration.
 fn local(config: &Config) -> Inventory {
-    let roles = Role::ALL.iter().map(|&r| Fact { value: r, from: Source::Default }).collect();
+    let roles = Role::all().map(|r| Fact { value: r, from: Source::Default }).collect();
     let host = on_this_machine("localhost", roles, config);
     let groups = [("all".to_string(), ["localhost".to_string()].into())].into();
     Inventory { hosts: vec![host], groups }
@@ -289,8 +289,8 @@ fn overrides(
     let wanted: Vec<String> =
         vars.raw.keys().filter(|k| k.starts_with(KEY_PREFIX) && k.as_str() != ROLES_VAR).cloned().collect();
     for var in wanted {
-        let Some(key) = KEYS.iter().copied().find(|k| var_name(k) == var) else {
-            let names: Vec<String> = KEYS.iter().map(|k| var_name(k)).collect();
+        let Some(key) = keys::all().iter().copied().find(|k| var_name(k) == var) else {
+            let names: Vec<String> = keys::all().iter().map(|k| var_name(k)).collect();
             let hint = did_you_mean(&var, names.iter().map(String::as_str))
                 .unwrap_or_else(|| format!("; `{ROLES_VAR}` or `opsbook_` + a config key"));
             return Err(var_error(
@@ -332,7 +332,7 @@ fn overrides(
     for o in overrides {
         last.insert(o.key.name, o);
     }
-    Ok(KEYS.iter().filter_map(|k| last.remove(k.name)).collect())
+    Ok(keys::all().iter().filter_map(|k| last.remove(k.name)).collect())
 }
 
 /// `opsbook_` + the key with dots as underscores: `opsbook_log_shipper_unit`.

@@ -28,7 +28,7 @@ pub mod template;
 pub(crate) mod toml_source;
 
 use ansible::{Level, Place};
-pub use opsbook_base::components::{COMPONENTS, Component, Reload, Repository, Tier};
+pub use opsbook_base::components::{Component, Reload, Repository, Tier};
 use opsbook_base::config::{Config, keys};
 use opsbook_base::error::Error;
 use opsbook_base::suggest::did_you_mean;
@@ -206,7 +206,7 @@ impl Inventory {
                 return Ok(self.hosts.iter().enumerate().filter(|(_, h)| h.has(role)).map(|(i, _)| i).collect());
             }
             let names = self.groups.keys().map(String::as_str).chain(self.hosts.iter().map(|h| h.name.as_str()));
-            let names = names.chain(Role::ALL.iter().map(|r| r.name()));
+            let names = names.chain(Role::all().map(|r| -> &str { r.name() }));
             let hint = did_you_mean(name, names).unwrap_or_default();
             return Err(Error::Usage(format!("`{name}` is no group, host or role of the inventory{hint}")));
         }

@@ -1,27 +1,31 @@
-//! The roles a host can play: one per component of the table (`opsbook_base::components`),
-//! read by opsbook's name or the operators' usual one (`telegraf` for `metrics-agent`).
+//! The roles a host can play: one per component of the table (`opsbook_base::components`,
+//! the built-in four and those a `components.toml` adds), read by opsbook's name or the
+//! operators' usual one (`telegraf` for `metrics-agent`).
 
 use std::fmt;
 
-use opsbook_base::components::{COMPONENTS, Component};
+use opsbook_base::components::{self, Component};
 use opsbook_base::suggest::did_you_mean;
 
-/// A component of the stack a host runs.
+/// A component of the stack a host runs: its place in the table, so roles order as the
+/// stack starts (servers first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Role {
-    MetricsDb,
-    LogStore,
-    MetricsAgent,
-    LogShipper,
-}
+pub struct Role(u16);
 
 impl Role {
     /// Every role, servers first (the order the stack starts in).
-    pub const ALL: [Role; 4] = [Role::MetricsDb, Role::LogStore, Role::MetricsAgent, Role::LogShipper];
+    pub fn all() -> impl Iterator<Item = Role> {
+        (0..components::all().len()).map(|i| Role(i as u16))
+    }
+
+    /// The role of the component named `name` (opsbook's name, exactly).
+    pub fn of(name: &str) -> Option<Role> {
+        Role::all().find(|r| r.name() == name)
+    }
 
     /// The component playing the role.
     pub fn component(self) -> &'static Component {
-        &COMPONENTS[self as usize]
+        &components::all()[usize::from(self.0)]
     }
 
     /// opsbook's name for the role.
@@ -37,13 +41,13 @@ impl Role {
     /// A role by its name or alias (case-insensitive; `_` taken as `-`).
     pub fn parse(text: &str) -> Option<Role> {
         let wanted = text.trim().to_ascii_lowercase().replace('_', "-");
-        Role::ALL.into_iter().find(|r| r.name() == wanted || r.alias() == wanted)
+        Role::all().find(|r| r.name() == wanted || r.alias() == wanted)
     }
 
     /// Like `parse`, with an operator's error naming the accepted names and the closest one.
     pub fn parse_or_explain(text: &str) -> Result<Role, String> {
         Role::parse(text).ok_or_else(|| {
-            let names = Role::ALL.iter().flat_map(|r| [r.name(), r.alias()]);
+            let names = Role::all().flat_map(|r| [r.name(), r.alias()]);
             let hint = did_you_mean(&text.to_ascii_lowercase(), names).unwrap_or_default();
             format!("unknown role `{text}`{hint} (roles: {})", Role::listed())
         })
@@ -51,7 +55,7 @@ impl Role {
 
     /// The roles as operators read them: `metrics-db (influxdb), log-store (loki), …`.
     pub fn listed() -> String {
-        let each: Vec<String> = Role::ALL.iter().map(|r| format!("{} ({})", r.name(), r.alias())).collect();
+        let each: Vec<String> = Role::all().map(|r| format!("{} ({})", r.name(), r.alias())).collect();
         each.join(", ")
     }
 }
@@ -68,9 +72,9 @@ mod tests {
 
     #[test]
     fn names_and_aliases_parse_to_the_same_role() {
-        assert_eq!(Role::parse("log-shipper"), Some(Role::LogShipper));
-        assert_eq!(Role::parse("Alloy"), Some(Role::LogShipper));
-        assert_eq!(Role::parse("metrics_db"), Some(Role::MetricsDb));
+        assert_eq!(Role::parse("log-shipper").map(Role::name), Some("log-shipper"));
+        assert_eq!(Role::parse("Alloy"), Role::of("log-shipper"));
+        assert_eq!(Role::parse("metrics_db"), Role::of("metrics-db"));
         assert_eq!(Role::parse("grafana"), None);
         assert_eq!(
             Role::parse_or_explain("log-shiper").unwrap_err(),
@@ -80,9 +84,9 @@ mod tests {
     }
 
     #[test]
-    fn every_component_has_a_role() {
-        // The table is in `Role::ALL` order, one role per component.
-        assert_eq!(Role::ALL.len(), COMPONENTS.len());
-        assert!(Role::ALL.iter().all(|&r| r.component().name == COMPONENTS[r as usize].name));
+    fn every_component_has_a_role_in_the_tables_order() {
+        let names: Vec<&str> = Role::all().map(Role::name).collect();
+        assert_eq!(names, components::names());
+        assert!(Role::of("metrics-db") < Role::of("log-shipper"));
     }
 }

@@ -28,7 +28,7 @@
 
 use std::time::Duration;
 
-use opsbook_base::components::{Component, NAMES, Tier};
+use opsbook_base::components::{self, Component, Tier};
 use opsbook_base::suggest::did_you_mean;
 
 /// One injected fault.
@@ -134,15 +134,15 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
     let (first, rest) = spec.split_once(':').ok_or_else(|| format!("fault `{spec}`: {usage}"))?;
     // `c2:log-shipper:down`: a host first, when the first part is no component and more follows.
     let (host, component, fault) = match rest.split_once(':') {
-        Some((component, fault)) if !NAMES.contains(&first.trim()) => {
+        Some((component, fault)) if !components::names().contains(&first.trim()) => {
             (Some(first.trim().to_string()), component, fault)
         }
         _ => (None, first, rest),
     };
     let component = component.trim();
-    if !NAMES.contains(&component) {
-        let hint = did_you_mean(component, NAMES).unwrap_or_default();
-        return Err(format!("fault `{spec}`: unknown component `{component}` (one of {}){hint}", NAMES.join(", ")));
+    if !components::names().contains(&component) {
+        let hint = did_you_mean(component, components::names().iter().copied()).unwrap_or_default();
+        return Err(format!("fault `{spec}`: unknown component `{component}` (one of {}){hint}", components::names().join(", ")));
     }
     let (name, value) = match fault.split_once('=') {
         Some((n, v)) => (n.trim(), Some(v.trim())),

@@ -257,9 +257,9 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
 fn point_at_servers(config: &mut Config, servers: &Servers, token: &Secret, org: &str) -> Result<(), Error> {
     let text = |s: &str| Value::Text(s.to_string());
     let settings = [
-        (keys::METRICS_DB_URL, text(&format!("http://{}", servers.db))),
+        (&**keys::METRICS_DB_URL, text(&format!("http://{}", servers.db))),
         (keys::METRICS_DB_ORG, text(org)),
-        (keys::LOG_STORE_URL, text(&format!("http://{}", servers.logs))),
+        (&**keys::LOG_STORE_URL, text(&format!("http://{}", servers.logs))),
         (keys::UNITS_SETTLE, text("0s")),
         (keys::HTTP_CA_FILE, text("")),
     ];

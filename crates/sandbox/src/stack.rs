@@ -250,7 +250,7 @@ impl SimHost {
     /// runbook runs, when the store is up (`store` is `None` when its unit is not active).
     pub async fn boot(&self, config: &Config, store: Option<&Arc<log_store::LogStore>>) {
         // The table's order: servers first.
-        for c in &opsbook_base::components::COMPONENTS {
+        for c in opsbook_base::components::all() {
             if self.roles.iter().any(|r| r == c.name) && !self.faults.has(c.name, |f| *f == Fault::Down) {
                 let _ = self.manager.start(&Self::unit(config, keys::of(c, "unit"))).await;
             }

@@ -110,7 +110,7 @@ impl World {
 pub fn endpoints_from_host(config: &Config, name: &str) -> Result<(Config, Vec<Remote>), Error> {
     let mut config = config.clone();
     let mut reached = Vec::new();
-    for key in opsbook_base::components::COMPONENTS.iter().filter(|c| c.serves()).map(|c| keys::of(c, "url")) {
+    for key in opsbook_base::components::all().iter().filter(|c| c.serves()).map(|c| keys::of(c, "url")) {
         let url = config.text(key);
         let Some((scheme, host, port)) = destination(&url) else { continue };
         let loopback = host == "localhost" || host == "::1" || host.starts_with("127.");

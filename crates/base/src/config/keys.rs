@@ -1,10 +1,18 @@
 //! Every configuration key, declared once: name, kind, default, environment variable, help.
 //!
-//! Each key is a constant (`keys::LOG_STORE_URL`) that `Config::text`, `int` and `duration`
-//! take, so a misspelt key does not compile; `KEYS` lists them all in declaration order for
-//! `opsbook config`, the files' validation and the scripts' `config` view.
+//! Most are opsbook's own (`scope`, `ssh.*`, `http.*`, …), declared here. Each component's
+//! (`SECTION.url`, `.unit`, `.config`, `.exec`, `.data_dir`, `.account`, `.package`,
+//! `.version`, `.repository`, `.repository_key`, `.install`, its offline check, `.run_as` and
+//! `.image`) are made from the component table (`components::all()`, its `settings`), so a
+//! component added to the table has its keys; the metrics database's organisation, bucket and
+//! token are its own, declared here. `all()` lists them in order for `opsbook config`, the
+//! files' validation and the scripts' `config` view; `KeyName` constants (`keys::LOG_STORE_URL`)
+//! name the keys Rust code reads, each found in the table (a test holds every one).
 
-use crate::components::{Component, NAMES};
+use std::ops::Deref;
+use std::sync::OnceLock;
+
+use crate::components::{self, Component};
 
 /// What a key accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,27 +49,59 @@ const fn env_key(name: &'static str, kind: Kind, default: &'static str, env: &'s
     Key { name, kind, default, env: Some(env), secret: false, help }
 }
 
-/// Declares each key as a constant and `KEYS` as the list of all of them.
+/// A key by its name, as Rust code reads it: `config.text(keys::LOG_STORE_URL)` reads the
+/// key of that name in `all()` (a key a component's settings make is not a constant).
+#[derive(Debug)]
+pub struct KeyName(pub &'static str);
+
+impl Deref for KeyName {
+    type Target = Key;
+
+    fn deref(&self) -> &Key {
+        lookup(self.0).unwrap_or_else(|| panic!("no configuration key `{}`", self.0))
+    }
+}
+
+/// Declares each key as a constant and the list of all of them, in declaration order.
 macro_rules! keys {
-    ($($id:ident = $key:expr;)*) => {
+    ($list:ident: $($id:ident = $key:expr;)*) => {
         $(#[allow(missing_docs)] pub const $id: &Key = &$key;)*
-        /// Every configuration key, in declaration order, with its default.
-        pub static KEYS: &[&Key] = &[$($id),*];
+        static $list: &[&Key] = &[$($id),*];
     };
 }
 
-keys! {
+/// Declares names of keys Rust code reads.
+macro_rules! names {
+    ($($id:ident = $name:literal;)*) => {
+        $(#[allow(missing_docs)] pub const $id: &KeyName = &KeyName($name);)*
+        /// Every `KeyName` constant (a test finds each in `all()`).
+        pub const NAMED: &[&KeyName] = &[$($id),*];
+    };
+}
+
+names! {
+    ROLES = "roles";
+    METRICS_DB_URL = "metrics_db.url";
+    METRICS_DB_UNIT = "metrics_db.unit";
+    METRICS_DB_CONFIG = "metrics_db.config";
+    LOG_STORE_URL = "log_store.url";
+    LOG_STORE_UNIT = "log_store.unit";
+    METRICS_AGENT_UNIT = "metrics_agent.unit";
+    METRICS_AGENT_CONFIG = "metrics_agent.config";
+    METRICS_AGENT_EXEC = "metrics_agent.exec";
+    METRICS_AGENT_TEST_COMMAND = "metrics_agent.test_command";
+    LOG_SHIPPER_UNIT = "log_shipper.unit";
+    LOG_SHIPPER_URL = "log_shipper.url";
+    LOG_SHIPPER_CONFIG = "log_shipper.config";
+    LOG_SHIPPER_VALIDATE_COMMAND = "log_shipper.validate_command";
+}
+
+keys! { GENERAL:
     SCOPE = key(
         "scope",
         Kind::Choice(&["system", "user"]),
         "system",
         "which service manager: system bus, or user bus for rootless units",
-    );
-    ROLES = key(
-        "roles",
-        Kind::Subset(&NAMES),
-        "metrics-db,log-store,metrics-agent,log-shipper",
-        "the components this host runs: servers, clients or all four (an inventory sets it per host)",
     );
     INVENTORY = key(
         "inventory",
@@ -105,14 +145,10 @@ keys! {
         "180s",
         "a WireGuard peer whose last handshake is older than this counts as gone (WireGuard rekeys every 2 min)",
     );
-    METRICS_DB_URL = env_key(
-        "metrics_db.url",
-        Kind::Url,
-        "http://127.0.0.1:8086",
-        "INFLUX_HOST",
-        "base address of the metrics database (InfluxDB 2 API)",
-    );
-    METRICS_DB_UNIT = key("metrics_db.unit", Kind::Text, "influxdb.service", "unit of the metrics database");
+}
+
+// The metrics database's own: what its API is used with.
+keys! { METRICS_DB_OWN:
     METRICS_DB_ORG = env_key("metrics_db.org", Kind::Text, "", "INFLUX_ORG", "organisation the token belongs to");
     METRICS_DB_BUCKET = key("metrics_db.bucket", Kind::Text, "telegraf", "bucket the metrics agent writes to");
     METRICS_DB_TOKEN = Key {
@@ -125,69 +161,9 @@ keys! {
     };
     METRICS_DB_TOKEN_FILE = key("metrics_db.token_file", Kind::Text, "", "file holding the API token; must not be readable by group or others");
     METRICS_DB_TOKEN_COMMAND = key("metrics_db.token_command", Kind::Command, "", "command printing the API token on stdout");
-    LOG_STORE_URL = env_key(
-        "log_store.url",
-        Kind::Url,
-        "http://127.0.0.1:3100",
-        "LOKI_ADDR",
-        "base address of the log store (Loki API)",
-    );
-    METRICS_DB_EXEC = key("metrics_db.exec", Kind::Text, "/usr/bin/influxd", "command line the deployed metrics database runs (its unit's ExecStart)");
-    METRICS_DB_CONFIG = key("metrics_db.config", Kind::Text, "/etc/influxdb/config.toml", "configuration file of the metrics database");
-    METRICS_DB_DATA_DIR = key("metrics_db.data_dir", Kind::Text, "/var/lib/influxdb", "data directory of the metrics database");
-    METRICS_DB_ACCOUNT = key("metrics_db.account", Kind::Text, "influxdb", "service account the metrics database runs as (system scope)");
-    METRICS_DB_PACKAGE = key("metrics_db.package", Kind::Text, "influxdb2", "package deploy installs when the program is missing (the vendor's name)");
-    METRICS_DB_VERSION = key("metrics_db.version", Kind::Text, "", "version of the package to install (empty: the newest the repository offers)");
-    METRICS_DB_REPOSITORY = key("metrics_db.repository", Kind::Text, "", "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: InfluxData's, as the vendor documents it)");
-    METRICS_DB_REPOSITORY_KEY = key("metrics_db.repository_key", Kind::Text, "", "URL of the repository's signing key (empty: InfluxData's)");
-    METRICS_DB_INSTALL = key("metrics_db.install", Kind::Bool, "true", "whether deploy installs the package when it is missing (false: the program is the operator's to provide)");
-    METRICS_DB_RUN_AS = key("metrics_db.run_as", Kind::Choice(&["native", "container"]), "native", "deploy the metrics database as a native unit or a container");
-    METRICS_DB_IMAGE = key("metrics_db.image", Kind::Text, "docker.io/library/influxdb:2.7", "container image of the metrics database");
-    LOG_STORE_UNIT = key("log_store.unit", Kind::Text, "loki.service", "unit of the log store");
-    LOG_STORE_EXEC = key("log_store.exec", Kind::Text, "/usr/bin/loki -config.file={config}", "command line the deployed log store runs (its unit's ExecStart)");
-    LOG_STORE_CONFIG = key("log_store.config", Kind::Text, "/etc/loki/config.yaml", "configuration file of the log store");
-    LOG_STORE_VERIFY_COMMAND = key("log_store.verify_command", Kind::Command, "", "offline validation; default: the exec line with -verify-config");
-    LOG_STORE_DATA_DIR = key("log_store.data_dir", Kind::Text, "/var/lib/loki", "data directory of the log store");
-    LOG_STORE_ACCOUNT = key("log_store.account", Kind::Text, "loki", "service account the log store runs as (system scope)");
-    LOG_STORE_PACKAGE = key("log_store.package", Kind::Text, "loki", "package deploy installs when the program is missing (the vendor's name)");
-    LOG_STORE_VERSION = key("log_store.version", Kind::Text, "", "version of the package to install (empty: the newest the repository offers)");
-    LOG_STORE_REPOSITORY = key("log_store.repository", Kind::Text, "", "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: Grafana's, as the vendor documents it)");
-    LOG_STORE_REPOSITORY_KEY = key("log_store.repository_key", Kind::Text, "", "URL of the repository's signing key (empty: Grafana's)");
-    LOG_STORE_INSTALL = key("log_store.install", Kind::Bool, "true", "whether deploy installs the package when it is missing (false: the program is the operator's to provide)");
-    LOG_STORE_RUN_AS = key("log_store.run_as", Kind::Choice(&["native", "container"]), "native", "deploy the log store as a native unit or a container");
-    LOG_STORE_IMAGE = key("log_store.image", Kind::Text, "docker.io/grafana/loki:3.4.6", "container image of the log store");
-    METRICS_AGENT_UNIT = key("metrics_agent.unit", Kind::Text, "telegraf.service", "unit of the metrics agent");
-    METRICS_AGENT_CONFIG = key("metrics_agent.config", Kind::Text, "/etc/telegraf/telegraf.conf", "configuration file of the metrics agent");
-    METRICS_AGENT_EXEC = key("metrics_agent.exec", Kind::Text, "/usr/bin/telegraf --config {config}", "command line the deployed metrics agent runs (its unit's ExecStart)");
-    METRICS_AGENT_ACCOUNT = key("metrics_agent.account", Kind::Text, "telegraf", "service account the metrics agent runs as (system scope)");
-    METRICS_AGENT_PACKAGE = key("metrics_agent.package", Kind::Text, "telegraf", "package deploy installs when the program is missing (the vendor's name)");
-    METRICS_AGENT_VERSION = key("metrics_agent.version", Kind::Text, "", "version of the package to install (empty: the newest the repository offers)");
-    METRICS_AGENT_REPOSITORY = key("metrics_agent.repository", Kind::Text, "", "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: InfluxData's, as the vendor documents it)");
-    METRICS_AGENT_REPOSITORY_KEY = key("metrics_agent.repository_key", Kind::Text, "", "URL of the repository's signing key (empty: InfluxData's)");
-    METRICS_AGENT_INSTALL = key("metrics_agent.install", Kind::Bool, "true", "whether deploy installs the package when it is missing (false: the program is the operator's to provide)");
-    METRICS_AGENT_TEST_COMMAND = key(
-        "metrics_agent.test_command",
-        Kind::Command,
-        "",
-        "configuration test; default: telegraf --config {config} --test",
-    );
-    LOG_SHIPPER_UNIT = key("log_shipper.unit", Kind::Text, "alloy.service", "unit of the log shipper");
-    LOG_SHIPPER_URL = key("log_shipper.url", Kind::Url, "http://127.0.0.1:12345", "local metrics endpoint of the log shipper");
-    LOG_SHIPPER_CONFIG = key("log_shipper.config", Kind::Text, "/etc/alloy/config.alloy", "configuration file of the log shipper");
-    LOG_SHIPPER_EXEC = key(
-        "log_shipper.exec",
-        Kind::Text,
-        "/usr/bin/alloy run --server.http.listen-addr=127.0.0.1:12345 --storage.path={data_dir} {config}",
-        "command line the deployed log shipper runs (its unit's ExecStart)",
-    );
-    LOG_SHIPPER_DATA_DIR = key("log_shipper.data_dir", Kind::Text, "/var/lib/alloy", "data directory of the log shipper");
-    LOG_SHIPPER_ACCOUNT = key("log_shipper.account", Kind::Text, "alloy", "service account the log shipper runs as (system scope)");
-    LOG_SHIPPER_PACKAGE = key("log_shipper.package", Kind::Text, "alloy", "package deploy installs when the program is missing (the vendor's name)");
-    LOG_SHIPPER_VERSION = key("log_shipper.version", Kind::Text, "", "version of the package to install (empty: the newest the repository offers)");
-    LOG_SHIPPER_REPOSITORY = key("log_shipper.repository", Kind::Text, "", "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: Grafana's, as the vendor documents it)");
-    LOG_SHIPPER_REPOSITORY_KEY = key("log_shipper.repository_key", Kind::Text, "", "URL of the repository's signing key (empty: Grafana's)");
-    LOG_SHIPPER_INSTALL = key("log_shipper.install", Kind::Bool, "true", "whether deploy installs the package when it is missing (false: the program is the operator's to provide)");
-    LOG_SHIPPER_VALIDATE_COMMAND = key("log_shipper.validate_command", Kind::Command, "", "offline validation; default: alloy validate {config}");
+}
+
+keys! { TAIL:
     CONTAINER_RUNTIME = key("container.runtime", Kind::Text, "podman", "container runtime program for container::");
     CONTAINER_RUN_OPTIONS = key("container.run_options", Kind::Text, "", "extra `podman run` options of deployed containers (e.g. --runtime runc)");
     TOOLS_TIMEOUT = key("tools.timeout", Kind::Duration, "30s", "how long the agent's and shipper's own tools may run");
@@ -214,9 +190,98 @@ keys! {
     LIMITS_TOKEN_COMMAND_TIMEOUT = key("limits.token_command_timeout", Kind::Duration, "10s", "how long token_command may run");
 }
 
+/// Every configuration key, in order: opsbook's own, each component's (in the table's order),
+/// then the tools' and limits'.
+pub fn all() -> &'static [&'static Key] {
+    static ALL: OnceLock<&'static [&'static Key]> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<&'static Key> = GENERAL[..1].to_vec();
+        all.push(leak(roles()));
+        all.extend(&GENERAL[1..]);
+        for c in components::all() {
+            all.extend(of_component(c).into_iter().map(leak));
+            all.extend(METRICS_DB_OWN.iter().filter(|k| in_section(k, c)));
+        }
+        all.extend(TAIL);
+        Vec::leak(all)
+    })
+}
+
+fn leak(key: Key) -> &'static Key {
+    Box::leak(Box::new(key))
+}
+
+fn in_section(key: &Key, c: &Component) -> bool {
+    key.name.split_once('.').is_some_and(|(section, _)| section == c.section)
+}
+
+/// `roles`: any of the table's components, all of them by default.
+fn roles() -> Key {
+    key(
+        "roles",
+        Kind::Subset(components::names()),
+        Box::leak(components::names().join(",").into_boxed_str()),
+        "the components this host runs: servers, clients or all of them (an inventory sets it per host)",
+    )
+}
+
+/// The keys a component's `settings` make, `SECTION.LEAF` each.
+fn of_component(c: &'static Component) -> Vec<Key> {
+    let s = &c.settings;
+    let label = c.label;
+    let name = |leaf: &str| -> &'static str { Box::leak(format!("{}.{leaf}", c.section).into_boxed_str()) };
+    let text = |leaf: &str, default: &'static str, help: String| key(name(leaf), Kind::Text, default, Box::leak(help.into_boxed_str()));
+    let mut keys = Vec::new();
+    if c.serves() {
+        let url: &'static str = Box::leak(format!("http://127.0.0.1:{}", c.port).into_boxed_str());
+        let env = (!s.address_env.is_empty()).then_some(s.address_env);
+        keys.push(Key { name: name("url"), kind: Kind::Url, default: url, env, secret: false, help: s.address });
+    }
+    keys.push(text("unit", s.unit, format!("unit of the {label}")));
+    keys.push(text("config", s.config, format!("configuration file of the {label}")));
+    keys.push(text("exec", s.exec, format!("command line the deployed {label} runs (its unit's ExecStart)")));
+    if !s.data_dir.is_empty() {
+        keys.push(text("data_dir", s.data_dir, format!("data directory of the {label}")));
+    }
+    keys.push(text("account", s.account, format!("service account the {label} runs as (system scope)")));
+    keys.extend(package_keys(c, &name));
+    if !c.behaviour.check_key.is_empty() {
+        keys.push(key(name(c.behaviour.check_key), Kind::Command, "", s.check_help));
+    }
+    if !s.image.is_empty() {
+        let help = format!("deploy the {label} as a native unit or a container");
+        keys.push(key(name("run_as"), Kind::Choice(&["native", "container"]), "native", Box::leak(help.into_boxed_str())));
+        keys.push(text("image", s.image, format!("container image of the {label}")));
+    }
+    keys
+}
+
+/// `package`, `version`, `repository`, `repository_key` and `install` of a component.
+fn package_keys(c: &'static Component, name: &dyn Fn(&str) -> &'static str) -> Vec<Key> {
+    let vendor = c.repository.vendor;
+    let help = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+    vec![
+        key(name("package"), Kind::Text, c.settings.package, "package deploy installs when the program is missing (the vendor's name)"),
+        key(name("version"), Kind::Text, "", "version of the package to install (empty: the newest the repository offers)"),
+        key(
+            name("repository"),
+            Kind::Text,
+            "",
+            help(format!("repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: {vendor}'s, as the vendor documents it)")),
+        ),
+        key(name("repository_key"), Kind::Text, "", help(format!("URL of the repository's signing key (empty: {vendor}'s)"))),
+        key(
+            name("install"),
+            Kind::Bool,
+            "true",
+            "whether deploy installs the package when it is missing (false: the program is the operator's to provide)",
+        ),
+    ]
+}
+
 /// The key named `name`, as files and scripts spell it.
 pub fn lookup(name: &str) -> Option<&'static Key> {
-    KEYS.iter().copied().find(|k| k.name == name)
+    all().iter().copied().find(|k| k.name == name)
 }
 
 /// A component's configuration key `SECTION.leaf` (`unit`, `url`, `config`, …). Every component
@@ -231,27 +296,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_constant_is_found_by_its_name() {
-        for k in KEYS {
+    fn every_name_is_a_key() {
+        for k in all() {
             assert_eq!(lookup(k.name).map(|found| found.name), Some(k.name));
         }
-        assert_eq!(LOG_STORE_URL.name, "log_store.url");
+        for named in NAMED {
+            assert_eq!(named.name, named.0);
+        }
         assert_eq!(METRICS_DB_TOKEN_COMMAND.name, "metrics_db.token_command");
     }
-}
-
-#[cfg(test)]
-mod component_tests {
-    use super::*;
-    use crate::components::COMPONENTS;
 
     #[test]
-    fn the_component_table_agrees_with_the_configuration_keys() {
+    fn the_component_table_makes_the_configuration_keys() {
         let Kind::Subset(accepted) = ROLES.kind else { panic!("roles is a subset") };
-        assert_eq!(accepted, NAMES);
-        assert_eq!(ROLES.default, NAMES.join(","));
+        assert_eq!(accepted, components::names());
+        assert_eq!(ROLES.default, components::names().join(","));
         // Each section has the keys the stdlib and the derived lists read.
-        for c in &COMPONENTS {
+        for c in components::all() {
             for leaf in ["unit", "config", "exec", "account", "package", "install"] {
                 assert!(lookup(&format!("{}.{leaf}", c.section)).is_some(), "{}.{leaf}", c.section);
             }
@@ -259,6 +320,12 @@ mod component_tests {
             if !c.behaviour.check_key.is_empty() {
                 assert!(lookup(&format!("{}.{}", c.section, c.behaviour.check_key)).is_some(), "{}", c.name);
             }
+            assert_eq!(lookup(&format!("{}.run_as", c.section)).is_some(), !c.settings.image.is_empty());
         }
+        let names: Vec<&str> = all().iter().map(|k| k.name).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "a key declared twice");
     }
 }

@@ -1,6 +1,6 @@
 //! The effective configuration: the stack's usual defaults, TOML files, environment, flags.
 //!
-//! Every key is declared once in `KEYS` (name, kind, default, environment variable, help), so
+//! Every key is declared once in `keys::all()` (name, kind, default, environment variable, help), so
 //! adding a setting is one line. Files are layered, lowest first: `/etc/opsbook/config.toml`,
 //! `$XDG_CONFIG_HOME/opsbook/config.toml`, `./opsbook.toml`, then one explicit file
 //! (`--config`, else `$OPSBOOK_CONFIG`, which must exist); then the stack tools' own
@@ -25,7 +25,7 @@ use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::secret::{Secret, TokenSource};
 use crate::suggest::did_you_mean;
-pub use keys::{KEYS, Key, Kind};
+pub use keys::{Key, KeyName, Kind};
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +114,7 @@ impl fmt::Debug for Config {
 impl Config {
     /// Defaults only; what tests and `--sandbox` start from.
     pub fn defaults() -> Config {
-        let settings = KEYS
+        let settings = keys::all()
             .iter()
             .map(|k| (k.name, Setting { value: Value::Text(k.default.to_string()), origin: Origin::Default }))
             .collect();
@@ -140,7 +140,7 @@ impl Config {
         if let Some(path) = explicit {
             config.merge_file(&path)?;
         }
-        for k in KEYS {
+        for k in keys::all() {
             if let Some(var) = k.env
                 && let Ok(text) = std::env::var(var)
                 && !text.is_empty()
@@ -275,7 +275,7 @@ impl Config {
 
     /// Every key with its value (secrets redacted) and origin, in declaration order.
     pub fn describe(&self) -> Vec<(&'static Key, String, &Origin)> {
-        KEYS.iter()
+        keys::all().iter()
             .map(|&k| {
                 let s = self.setting(k);
                 let shown = match (&s.value, k.secret) {
@@ -300,7 +300,7 @@ impl Config {
     /// The configuration as scripts see it (`config.metrics_db.url`): nested, no secrets.
     pub fn script_view(&self) -> serde_json::Value {
         let mut root = serde_json::Map::new();
-        for k in KEYS.iter().filter(|k| !k.secret) {
+        for k in keys::all().iter().filter(|k| !k.secret) {
             let value = match &self.setting(k).value {
                 Value::Argv(a) => serde_json::json!(a),
                 Value::Text(t) if k.kind == Kind::Int => serde_json::json!(t.parse::<i64>().unwrap_or_default()),
@@ -323,7 +323,7 @@ impl Config {
         // `config.on_host.log_store_url`: the addresses as the host itself reaches them (this
         // view's own may lead through a port forwarded over ssh).
         let mut on_host = serde_json::Map::new();
-        for k in crate::components::COMPONENTS.iter().filter(|c| c.serves()).map(|c| keys::of(c, "url")) {
+        for k in crate::components::all().iter().filter(|c| c.serves()).map(|c| keys::of(c, "url")) {
             let value = match self.on_host.get(k.name) {
                 Some(Value::Text(t)) => t.clone(),
                 _ => self.text(k),
@@ -403,7 +403,7 @@ pub fn xdg_config_home() -> Option<PathBuf> {
 }
 
 pub fn unknown_key_problem(name: &str) -> String {
-    let hint = did_you_mean(name, KEYS.iter().map(|k| k.name))
+    let hint = did_you_mean(name, keys::all().iter().map(|k| k.name))
         .unwrap_or_else(|| "; `opsbook config` lists every key".to_string());
     format!("unknown key `{name}`{hint}")
 }

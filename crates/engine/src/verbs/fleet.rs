@@ -122,7 +122,7 @@ pub(crate) fn inventory_module() -> Module {
          /// units and files are this host's configuration's, under `config[section]`: see `stack::components()`.",
         "inventory::roles().map(|r| r.alias)",
         || -> VerbResult<Array> {
-            opsbook_inventory::COMPONENTS.iter().map(|c| record(c).map(Dynamic::from_map)).collect()
+            opsbook_base::components::all().iter().map(|c| record(c).map(Dynamic::from_map)).collect()
         }
     );
     register!(
