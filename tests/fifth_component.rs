@@ -67,7 +67,10 @@ fn a_component_added_by_one_table_entry_is_deployed_verified_and_removed() {
 
     let removed = run(&["run", "remove", "--set", "service=web1:static-site"]).code(0);
     assert_eq!(mask(&removed.stdout), REMOVED, "{}", removed.stdout);
-    assert_eq!(host.ok(&["sh", "-c", "ls /var/lib/web; systemctl --user list-unit-files --no-legend 'web*' | wc -l"]), "0\n");
+    assert_eq!(
+        host.ok(&["sh", "-c", "ls /var/lib/web; systemctl --user list-unit-files --no-legend 'web*' | wc -l"]),
+        "0\n"
+    );
 }
 
 const DEPLOYED: &str = "deploy on web1 (<built-in>/runbooks/deploy.rhai)

@@ -170,10 +170,8 @@ impl Repl {
         let names = |kind| {
             self.session.catalog.all(kind).map(|all| all.into_iter().map(|e| e.name).collect()).unwrap_or_default()
         };
-        let units = opsbook_base::components::all()
-            .iter()
-            .map(|c| self.session.config.text(keys::of(c, "unit")))
-            .collect();
+        let units =
+            opsbook_base::components::all().iter().map(|c| self.session.config.text(keys::of(c, "unit"))).collect();
         Vocabulary {
             functions: opsbook_engine::functions::list(self.session.engine()),
             runbooks: names(Kind::Runbook),

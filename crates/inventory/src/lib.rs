@@ -9,7 +9,7 @@
 //! ```ignore
 //! let inventory = Inventory::load(&config, None)?;
 //! for host in inventory.select("clients:!monitor3")? { host.config() … }
-//! inventory.hosts_with(Role::LogStore);
+//! inventory.hosts_with(Role::parse("loki").unwrap());
 //! inventory.services("monitor3:log-shipper")?;
 //! ```
 //!
@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(names(inv.select("srv,c[23]").unwrap()), ["c2", "c3", "srv"]);
         assert_eq!(names(inv.select("log-store").unwrap()), ["srv"]);
         assert_eq!(names(inv.select("alloy:&edge").unwrap()), ["c3"]);
-        assert_eq!(names(inv.hosts_with(Role::MetricsAgent)), ["c1", "c2", "c3"]);
+        assert_eq!(names(inv.hosts_with(Role::parse("telegraf").unwrap())), ["c1", "c2", "c3"]);
         assert_eq!(
             inv.select("client").unwrap_err().to_string(),
             "error: `client` is no group, host or role of the inventory; did you mean `clients`?"
@@ -345,7 +345,7 @@ mod tests {
     fn services_are_a_role_on_a_host_or_on_every_host_with_it() {
         let (_dir, inv) = fleet();
         let s = inv.services("c2:log-shipper").unwrap();
-        assert_eq!((s[0].host.name.as_str(), s[0].role), ("c2", Role::LogShipper));
+        assert_eq!((s[0].host.name.as_str(), s[0].role), ("c2", Role::parse("alloy").unwrap()));
         let all: Vec<&str> = inv.services("loki").unwrap().iter().map(|s| s.host.name.as_str()).collect();
         assert_eq!(all, ["srv"]);
         assert_eq!(

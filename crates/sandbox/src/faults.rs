@@ -142,7 +142,10 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
     let component = component.trim();
     if !components::names().contains(&component) {
         let hint = did_you_mean(component, components::names().iter().copied()).unwrap_or_default();
-        return Err(format!("fault `{spec}`: unknown component `{component}` (one of {}){hint}", components::names().join(", ")));
+        return Err(format!(
+            "fault `{spec}`: unknown component `{component}` (one of {}){hint}",
+            components::names().join(", ")
+        ));
     }
     let (name, value) = match fault.split_once('=') {
         Some((n, v)) => (n.trim(), Some(v.trim())),

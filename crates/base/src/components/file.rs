@@ -117,12 +117,16 @@ pub fn read(candidates: &[impl AsRef<Path>]) -> Result<Vec<Component>, Error> {
         };
         let shown = path.display().to_string();
         let at = |message: String, offset: usize| Error::located(Diagnostic::at_offset(message, &shown, &text, offset));
-        let file: File = toml::from_str(&text).map_err(|e| at(e.message().to_string(), e.span().map_or(0, |s| s.start)))?;
+        let file: File =
+            toml::from_str(&text).map_err(|e| at(e.message().to_string(), e.span().map_or(0, |s| s.start)))?;
         for entry in file.component {
             for name in std::iter::once(&entry.name).chain(entry.alias.as_ref()) {
                 let word = name.get_ref();
                 if !is_a_name(word) {
-                    return Err(at(format!("`{word}` is not a component name: lower-case letters, digits and `-`"), name.span().start));
+                    return Err(at(
+                        format!("`{word}` is not a component name: lower-case letters, digits and `-`"),
+                        name.span().start,
+                    ));
                 }
                 if taken.iter().any(|t| t == word || t.replace('-', "_") == word.replace('-', "_")) {
                     return Err(at(format!("a component named `{word}` is already in the table"), name.span().start));
@@ -191,7 +195,11 @@ fn component(e: Entry) -> Component {
             package: leak(e.settings.package),
             data_dir: leak(e.settings.data_dir),
             image: "",
-            check_help: if has_check { "offline check of a configuration file (default: the component's own)" } else { "" },
+            check_help: if has_check {
+                "offline check of a configuration file (default: the component's own)"
+            } else {
+                ""
+            },
         },
         behaviour: Behaviour {
             own_module: leak(e.module),
@@ -218,7 +226,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("components.toml");
         std::fs::write(&path, text).unwrap();
-        read(&[path, dir.path().join("missing.toml")]).map_err(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"))
+        read(&[path, dir.path().join("missing.toml")])
+            .map_err(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"))
     }
 
     const WEB: &str = "[[component]]\nname = \"web\"\ndescription = \"static web server\"\ntier = \"server\"\n\
@@ -233,7 +242,10 @@ mod tests {
         assert_eq!((web.name, web.alias, web.label, web.section, web.port), ("web", "web", "web", "web", 8080));
         assert_eq!((web.tier, web.reload), (Tier::Server, Reload::Restart));
         assert_eq!((web.behaviour.own_module, web.behaviour.verify, web.behaviour.set_up), ("web", "verify", ""));
-        assert_eq!((web.settings.unit, web.settings.data_dir, web.repository.vendor), ("web.service", "", "its vendor"));
+        assert_eq!(
+            (web.settings.unit, web.settings.data_dir, web.repository.vendor),
+            ("web.service", "", "its vendor")
+        );
     }
 
     #[test]

@@ -230,7 +230,9 @@ fn of_component(c: &'static Component) -> Vec<Key> {
     let s = &c.settings;
     let label = c.label;
     let name = |leaf: &str| -> &'static str { Box::leak(format!("{}.{leaf}", c.section).into_boxed_str()) };
-    let text = |leaf: &str, default: &'static str, help: String| key(name(leaf), Kind::Text, default, Box::leak(help.into_boxed_str()));
+    let text = |leaf: &str, default: &'static str, help: String| {
+        key(name(leaf), Kind::Text, default, Box::leak(help.into_boxed_str()))
+    };
     let mut keys = Vec::new();
     if c.serves() {
         let url: &'static str = Box::leak(format!("http://127.0.0.1:{}", c.port).into_boxed_str());
@@ -250,7 +252,12 @@ fn of_component(c: &'static Component) -> Vec<Key> {
     }
     if !s.image.is_empty() {
         let help = format!("deploy the {label} as a native unit or a container");
-        keys.push(key(name("run_as"), Kind::Choice(&["native", "container"]), "native", Box::leak(help.into_boxed_str())));
+        keys.push(key(
+            name("run_as"),
+            Kind::Choice(&["native", "container"]),
+            "native",
+            Box::leak(help.into_boxed_str()),
+        ));
         keys.push(text("image", s.image, format!("container image of the {label}")));
     }
     keys
@@ -261,15 +268,32 @@ fn package_keys(c: &'static Component, name: &dyn Fn(&str) -> &'static str) -> V
     let vendor = c.repository.vendor;
     let help = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
     vec![
-        key(name("package"), Kind::Text, c.settings.package, "package deploy installs when the program is missing (the vendor's name)"),
-        key(name("version"), Kind::Text, "", "version of the package to install (empty: the newest the repository offers)"),
+        key(
+            name("package"),
+            Kind::Text,
+            c.settings.package,
+            "package deploy installs when the program is missing (the vendor's name)",
+        ),
+        key(
+            name("version"),
+            Kind::Text,
+            "",
+            "version of the package to install (empty: the newest the repository offers)",
+        ),
         key(
             name("repository"),
             Kind::Text,
             "",
-            help(format!("repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: {vendor}'s, as the vendor documents it)")),
+            help(format!(
+                "repository the package comes from: apt `URL SUITE COMPONENT…`, dnf baseurl (empty: {vendor}'s, as the vendor documents it)"
+            )),
         ),
-        key(name("repository_key"), Kind::Text, "", help(format!("URL of the repository's signing key (empty: {vendor}'s)"))),
+        key(
+            name("repository_key"),
+            Kind::Text,
+            "",
+            help(format!("URL of the repository's signing key (empty: {vendor}'s)")),
+        ),
         key(
             name("install"),
             Kind::Bool,

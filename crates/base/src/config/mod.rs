@@ -275,7 +275,8 @@ impl Config {
 
     /// Every key with its value (secrets redacted) and origin, in declaration order.
     pub fn describe(&self) -> Vec<(&'static Key, String, &Origin)> {
-        keys::all().iter()
+        keys::all()
+            .iter()
             .map(|&k| {
                 let s = self.setting(k);
                 let shown = match (&s.value, k.secret) {
