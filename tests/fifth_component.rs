@@ -1,7 +1,7 @@
 //! A fifth component beside the stack's four, added as an operator adds one: an entry in a
 //! `components.toml`, a template and a stdlib module of its own beside a runbook folder
-//! (`tests/fixtures/fifth-component/`), no other file — goes through deploy, verify and
-//! remove on a real host over ssh (its own systemd, network and sshd) with the stack's
+//! (`tests/fixtures/fifth-component/`), no other file — goes through deploy, verify, configure
+//! and remove on a real host over ssh (its own systemd, network and sshd) with the stack's
 //! runbooks as they are. Its program is Python's `http.server` serving the page deploy renders.
 //! Skipped, saying why, without root or sshd.
 
@@ -65,6 +65,15 @@ fn a_component_added_by_one_table_entry_is_deployed_verified_and_removed() {
     let verified = run(&["--host", "web1", "run", "verify"]).code(0);
     assert_eq!(mask(&verified.stdout), VERIFIED, "{}", verified.stdout);
 
+    // A new page: configure renders it, shows the difference, writes it and restarts the
+    // server (its reload rule), then proves the page served is the new one.
+    let template = added.join("templates/web/index.html.j2");
+    let page = std::fs::read_to_string(&template).unwrap();
+    std::fs::write(&template, page.replace("deployed by opsbook", "configured by opsbook")).unwrap();
+    let configured = run(&["run", "configure", "--set", "service=web1:web"]).code(0);
+    assert_eq!(mask(&configured.stdout), CONFIGURED, "{}", configured.stdout);
+    assert!(host.ok(&["cat", "/var/lib/web/index.html"]).contains("configured by opsbook"));
+
     let removed = run(&["run", "remove", "--set", "service=web1:static-site"]).code(0);
     assert_eq!(mask(&removed.stdout), REMOVED, "{}", removed.stdout);
     assert_eq!(
@@ -115,6 +124,38 @@ const VERIFIED: &str = "verify on web1 (<built-in>/runbooks/verify.rhai)
 
 HOST  ROLES  PASSED  FAILED  TIME
 web1  web    2       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+ssh connections: 1 reused, 0 new
+";
+const CONFIGURED: &str = "configure on web1 (<built-in>/runbooks/configure.rhai)
+
+== configuration of web
+  ok    configuration rendered from web/index.html.j2
+  --- /var/lib/web/index.html
++++ /var/lib/web/index.html
+@@ -1,3 +1,3 @@
+ <!doctype html>
+ <html><head><title>web1</title></head>
+-<body><p>static web server on web1, deployed by opsbook</p></body></html>
++<body><p>static web server on web1, configured by opsbook</p></body></html>
+
+  skip  configuration validated offline — the web server has no offline check: its health after the start is the check
+  changed /var/lib/web/index.html: 1 line added, 1 removed (previous version kept as /var/lib/web/index.html.opsbook-backup)
+
+== apply to web.service
+  changed=1: configuration /var/lib/web/index.html
+  ok    web ready  ([DUR])
+  ok    web.service active — active (running)
+  ok    web server answers — 200
+
+== web: evidence made after the change
+  ok    the page served is the file written by the change
+
+5 passed, 0 failed, 1 skipped  ([DUR])
+
+HOST  ROLES  PASSED  FAILED  TIME
+web1  web    5       0       [DUR]
 
 1 host(s): all passed  ([DUR])
 ssh connections: 1 reused, 0 new

@@ -133,6 +133,11 @@ pub fn read(candidates: &[impl AsRef<Path>]) -> Result<Vec<Component>, Error> {
                 }
                 taken.push(word.clone());
             }
+            if entry.reload == Reload::Endpoint {
+                let why = "`reload = \"endpoint\"` is the log shipper's own (its POST /-/reload): an added component \
+                           restarts (`restart`) or reloads its unit (`unit`)";
+                return Err(at(why.to_string(), entry.name.span().start));
+            }
             added.push(component(entry));
         }
     }
@@ -258,6 +263,8 @@ mod tests {
         let stray = read_text(&WEB.replace("port = 8080", "prot = 8080")).unwrap_err();
         assert!(stray.starts_with("error: unknown field `prot`, expected one of"), "{stray}");
         assert!(stray.contains("--> DIR/components.toml:6:1"), "{stray}");
+        let endpoint = read_text(&WEB.replace("module =", "reload = \"endpoint\"\nmodule =")).unwrap_err();
+        assert!(endpoint.starts_with("error: `reload = \"endpoint\"` is the log shipper's own"), "{endpoint}");
         let twice = read_text(&format!("{WEB}\n{WEB}")).unwrap_err();
         assert!(twice.starts_with("error: a component named `web` is already in the table"), "{twice}");
     }
