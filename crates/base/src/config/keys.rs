@@ -9,6 +9,7 @@
 //! files' validation and the scripts' `config` view; `KeyName` constants (`keys::LOG_STORE_URL`)
 //! name the keys Rust code reads, each found in the table (a test holds every one).
 
+use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::OnceLock;
 
@@ -305,7 +306,8 @@ fn package_keys(c: &'static Component, name: &dyn Fn(&str) -> &'static str) -> V
 
 /// The key named `name`, as files and scripts spell it.
 pub fn lookup(name: &str) -> Option<&'static Key> {
-    all().iter().copied().find(|k| k.name == name)
+    static BY_NAME: OnceLock<HashMap<&'static str, &'static Key>> = OnceLock::new();
+    BY_NAME.get_or_init(|| all().iter().map(|k| (k.name, *k)).collect()).get(name).copied()
 }
 
 /// A component's configuration key `SECTION.leaf` (`unit`, `url`, `config`, …). Every component
