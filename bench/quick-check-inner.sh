@@ -36,8 +36,15 @@ PY
 testinfra=(-n "Testinfra: the same checks (pytest, local backend)"
   "python3 -m pytest -q -p no:cacheprovider --hosts=local:// $state/test_quick_check.py")
 python3 -m pytest -q -p no:cacheprovider --hosts=local:// "$state/test_quick_check.py" >/dev/null
+this=(-n "opsbook run quick-check" "$OPSBOOK_BIN --user --format tap run quick-check")
+# Whichever build goes first tends to come out slower: OPSBOOK_OLD_FIRST=1 measures the old first.
+if [ "${OPSBOOK_OLD_FIRST:-0}" = 1 ] && [ ${#old[@]} -gt 0 ]; then
+  builds=("${old[@]}" "${this[@]}")
+else
+  builds=("${this[@]}" "${old[@]}")
+fi
 hyperfine -N --warmup 5 --runs "${OPSBOOK_BENCH_RUNS:-60}" --export-json "$state/quick-check.json" \
-  -n "opsbook run quick-check" "$OPSBOOK_BIN --user --format tap run quick-check" "${old[@]}" \
+  "${builds[@]}" \
   -n "shell: 4 x systemctl is-active + 2 x curl" "sh -c '$shell'" \
   -n "shell: 1 x systemctl is-active (4 units) + 2 x curl" "sh -c '$shell_one'" "${testinfra[@]}" >/dev/null
 [ "${OPSBOOK_BENCH_MEMORY:-1}" = 1 ] || exit 0
