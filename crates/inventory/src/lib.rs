@@ -99,7 +99,7 @@ pub struct Host {
     pub name: String,
     /// Where ssh connects; `None` is the local machine (no ssh).
     pub address: Option<Fact<String>>,
-    /// In `Role::ALL` order, each once.
+    /// In `Role::all()` order (the table's), each once.
     pub roles: Vec<Fact<Role>>,
     pub user: Option<Fact<String>>,
     pub port: Option<Fact<u16>>,

@@ -3,7 +3,7 @@
 //! `inventory::hosts("log-shipper")` lists the hosts of the inventory a pattern selects (a
 //! role, a group, a host, `all`, Ansible's combinations), each as a record with its address,
 //! roles and groups; `inventory::service("monitor3:alloy")` reads a service the way operators
-//! write it; `inventory::roles()` is the stack's four components as `opsbook_base::components::COMPONENTS`
+//! write it; `inventory::roles()` is the stack's components as `opsbook_base::components::all()`
 //! describes them once. `fleet::barrier(name)` is the stack's order across machines: in a run
 //! over many hosts it waits until every host reached the same point or ended (see
 //! `crate::gathering`).
