@@ -74,6 +74,13 @@ fn a_component_added_by_one_table_entry_is_deployed_verified_and_removed() {
     assert_eq!(mask(&configured.stdout), CONFIGURED, "{}", configured.stdout);
     assert!(host.ok(&["cat", "/var/lib/web/index.html"]).contains("configured by opsbook"));
 
+    // Its plan while it is stopped: nothing applied, so readiness is the real run's to judge
+    // (the plan used to wait out the minute's deadline for it).
+    host.ok(&["systemctl", "--user", "stop", "web"]);
+    std::fs::write(&template, page.replace("deployed by opsbook", "planned by opsbook")).unwrap();
+    let planned = run(&["run", "configure", "--dry-run", "--set", "service=web1:web"]).code(0);
+    assert_eq!(mask(&planned.stdout), PLANNED, "{}", planned.stdout);
+
     let removed = run(&["run", "remove", "--set", "service=web1:static-site"]).code(0);
     assert_eq!(mask(&removed.stdout), REMOVED, "{}", removed.stdout);
     assert_eq!(
@@ -160,6 +167,33 @@ web1  web    5       0       [DUR]
 1 host(s): all passed  ([DUR])
 ssh connections: 1 reused, 0 new
 ";
+const PLANNED: &str = "configure on web1 (<built-in>/runbooks/configure.rhai)  (dry run: nothing will be changed)
+
+== configuration of web
+  ok    configuration rendered from web/index.html.j2
+  skip  configuration validated offline — the web server has no offline check: its health after the start is the check
+  plan: would write /var/lib/web/index.html: 1 line added, 1 removed
+--- /var/lib/web/index.html
++++ /var/lib/web/index.html
+@@ -1,3 +1,3 @@
+ <!doctype html>
+ <html><head><title>web1</title></head>
+-<body><p>static web server on web1, configured by opsbook</p></body></html>
++<body><p>static web server on web1, planned by opsbook</p></body></html>
+
+== apply to web.service
+  plan: would restart web.service
+  would change 1: configuration /var/lib/web/index.html
+  skip  web ready — not answering now, and a dry run applies nothing: the real run waits up to [DUR] for it
+
+1 passed, 0 failed, 2 skipped  ([DUR])
+
+HOST  ROLES  PASSED  FAILED  TIME
+web1  web    1       0       [DUR]
+
+1 host(s): all passed  ([DUR])
+ssh connections: 1 reused, 0 new
+";
 const REMOVED: &str = "remove on web1 (<built-in>/runbooks/remove.rhai)
 
 == stop web.service
@@ -170,7 +204,7 @@ const REMOVED: &str = "remove on web1 (<built-in>/runbooks/remove.rhai)
   changed: the service manager re-read its unit files (daemon-reload)
   changed /var/lib/web/index.html: removed
   data kept in /var/lib/web (--set purge=true removes it)
-  changed=4: stopped, disabled, unit web.service, configuration /var/lib/web/index.html
+  changed=3: disabled, unit web.service, configuration /var/lib/web/index.html
 
 == gone
   ok    web.service unknown to the service manager
