@@ -238,7 +238,12 @@ fn of_component(c: &'static Component) -> Vec<Key> {
     if c.serves() {
         let url: &'static str = Box::leak(format!("http://127.0.0.1:{}", c.port).into_boxed_str());
         let env = (!s.address_env.is_empty()).then_some(s.address_env);
-        keys.push(Key { name: name("url"), kind: Kind::Url, default: url, env, secret: false, help: s.address });
+        let help = if s.address.is_empty() {
+            Box::leak(format!("base address of the {label}").into_boxed_str())
+        } else {
+            s.address
+        };
+        keys.push(Key { name: name("url"), kind: Kind::Url, default: url, env, secret: false, help });
     }
     keys.push(text("unit", s.unit, format!("unit of the {label}")));
     keys.push(text("config", s.config, format!("configuration file of the {label}")));
