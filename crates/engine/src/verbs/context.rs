@@ -69,11 +69,7 @@ impl Context {
     /// `config` as scripts see it, for the ground acted on now.
     pub(crate) fn config_view(&self) -> Dynamic {
         let ground = self.ground();
-        let view = ground.view.get_or_init(|| {
-            let view: Dynamic = rhai::serde::to_dynamic(ground.config.script_view()).unwrap_or_default();
-            view.into_read_only()
-        });
-        view.clone()
+        ground.view.get_or_init(|| super::config_view::of(&ground.config)).clone()
     }
 
     /// Where calls act now.

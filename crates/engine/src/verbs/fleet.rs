@@ -121,9 +121,7 @@ pub(crate) fn inventory_module() -> Module {
          /// its behaviour (`verify`, `ready`, `serving`, `evidence`: the stdlib functions called for it). Their\n\
          /// units and files are this host's configuration's, under `config[section]`: see `stack::components()`.",
         "inventory::roles().map(|r| r.alias)",
-        || -> VerbResult<Array> {
-            opsbook_base::components::all().iter().map(|c| record(c).map(Dynamic::from_map)).collect()
-        }
+        || -> VerbResult<Array> { roles().cloned() }
     );
     register!(
         &mut m,
@@ -135,6 +133,18 @@ pub(crate) fn inventory_module() -> Module {
         |call: NativeCallContext| me(&context(&call))
     );
     m
+}
+
+/// `inventory::roles()`: the component table as script values, made once for the process
+/// (every quick-check asks for it twice, on every host of a fleet run) and copied per call.
+fn roles() -> VerbResult<&'static Array> {
+    static ROLES: std::sync::OnceLock<Array> = std::sync::OnceLock::new();
+    if let Some(made) = ROLES.get() {
+        return Ok(made);
+    }
+    let made: Array =
+        opsbook_base::components::all().iter().map(|c| record(c).map(Dynamic::from_map)).collect::<VerbResult<_>>()?;
+    Ok(ROLES.get_or_init(|| made))
 }
 
 /// The `fleet::` namespace.

@@ -6,12 +6,14 @@
 //! `unit/`). Each builds its functions into a module (its `module()`), once for the process.
 //!
 //! Apart from the namespaces: `context.rs` (what verbs act with, found per call), `ground.rs`
-//! (where they act), `place.rs` (the hosts around), `result.rs` (what they return and raise),
-//! `verb.rs` (what a verb says of itself), `values.rs`, `tools.rs`, `diff.rs` (shared helpers),
-//! and `registry.rs`, which is the only file that imports every namespace.
+//! (where they act), `config_view.rs` (`config` as scripts read it), `place.rs` (the hosts
+//! around), `result.rs` (what they return and raise), `verb.rs` (what a verb says of itself),
+//! `values.rs`, `tools.rs`, `diff.rs` (shared helpers), and `registry.rs`, which is the only
+//! file that imports every namespace.
 
 pub mod account;
 pub mod agent;
+pub mod config_view;
 pub mod container;
 pub mod context;
 pub mod core;
