@@ -10,6 +10,11 @@ use std::path::Path;
 use crate::fleet_runs::{boot, opsbook};
 use crate::support::{Test, mask, repo_dir};
 
+/// `text` masked, without the time a slow check took (`  ([DUR])`, shown only past a threshold).
+fn masked(text: &str) -> String {
+    mask(text).replace("  ([DUR])", "")
+}
+
 /// The fixture's files copied under `to`, with the (empty) runbook folder beside them.
 fn copy_fixture(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -59,11 +64,11 @@ fn a_component_added_by_one_table_entry_is_deployed_verified_and_removed() {
     }
 
     let deployed = run(&["run", "deploy", "--set", "service=web1:web"]).code(0);
-    assert_eq!(mask(&deployed.stdout), DEPLOYED, "{}", deployed.stdout);
+    assert_eq!(masked(&deployed.stdout), DEPLOYED, "{}", deployed.stdout);
     assert_eq!(host.ok(&["systemctl", "--user", "is-active", "web"]), "active\n");
 
     let verified = run(&["--host", "web1", "run", "verify"]).code(0);
-    assert_eq!(mask(&verified.stdout), VERIFIED, "{}", verified.stdout);
+    assert_eq!(masked(&verified.stdout), VERIFIED, "{}", verified.stdout);
 
     // A new page: configure renders it, shows the difference, writes it and restarts the
     // server (its reload rule), then proves the page served is the new one.
@@ -71,7 +76,7 @@ fn a_component_added_by_one_table_entry_is_deployed_verified_and_removed() {
     let page = std::fs::read_to_string(&template).unwrap();
     std::fs::write(&template, page.replace("deployed by opsbook", "configured by opsbook")).unwrap();
     let configured = run(&["run", "configure", "--set", "service=web1:web"]).code(0);
-    assert_eq!(mask(&configured.stdout), CONFIGURED, "{}", configured.stdout);
+    assert_eq!(masked(&configured.stdout), CONFIGURED, "{}", configured.stdout);
     assert!(host.ok(&["cat", "/var/lib/web/index.html"]).contains("configured by opsbook"));
 
     // Its plan while it is stopped: nothing applied, so readiness is the real run's to judge
@@ -79,10 +84,10 @@ fn a_component_added_by_one_table_entry_is_deployed_verified_and_removed() {
     host.ok(&["systemctl", "--user", "stop", "web"]);
     std::fs::write(&template, page.replace("deployed by opsbook", "planned by opsbook")).unwrap();
     let planned = run(&["run", "configure", "--dry-run", "--set", "service=web1:web"]).code(0);
-    assert_eq!(mask(&planned.stdout), PLANNED, "{}", planned.stdout);
+    assert_eq!(masked(&planned.stdout), PLANNED, "{}", planned.stdout);
 
     let removed = run(&["run", "remove", "--set", "service=web1:static-site"]).code(0);
-    assert_eq!(mask(&removed.stdout), REMOVED, "{}", removed.stdout);
+    assert_eq!(masked(&removed.stdout), REMOVED, "{}", removed.stdout);
     assert_eq!(
         host.ok(&["sh", "-c", "ls /var/lib/web; systemctl --user list-unit-files --no-legend 'web*' | wc -l"]),
         "0\n"
@@ -113,12 +118,12 @@ const DEPLOYED: &str = "deploy on web1 (<built-in>/runbooks/deploy.rhai)
 == web: evidence made after the change
   ok    the page served is the file written by the change
 
-5 passed, 0 failed, 1 skipped  ([DUR])
+5 passed, 0 failed, 1 skipped
 
 HOST  ROLES  PASSED  FAILED  TIME
 web1  web    5       0       [DUR]
 
-1 host(s): all passed  ([DUR])
+1 host(s): all passed
 ssh connections: 0 reused, 1 new
 ";
 const VERIFIED: &str = "verify on web1 (<built-in>/runbooks/verify.rhai)
@@ -127,12 +132,12 @@ const VERIFIED: &str = "verify on web1 (<built-in>/runbooks/verify.rhai)
   ok    web.service active — active (running)
   ok    its page names web1
 
-2 passed, 0 failed  ([DUR])
+2 passed, 0 failed
 
 HOST  ROLES  PASSED  FAILED  TIME
 web1  web    2       0       [DUR]
 
-1 host(s): all passed  ([DUR])
+1 host(s): all passed
 ssh connections: 1 reused, 0 new
 ";
 const CONFIGURED: &str = "configure on web1 (<built-in>/runbooks/configure.rhai)
@@ -152,19 +157,19 @@ const CONFIGURED: &str = "configure on web1 (<built-in>/runbooks/configure.rhai)
 
 == apply to web.service
   changed=1: configuration /var/lib/web/index.html
-  ok    web ready  ([DUR])
+  ok    web ready
   ok    web.service active — active (running)
   ok    web server answers — 200
 
 == web: evidence made after the change
   ok    the page served is the file written by the change
 
-5 passed, 0 failed, 1 skipped  ([DUR])
+5 passed, 0 failed, 1 skipped
 
 HOST  ROLES  PASSED  FAILED  TIME
 web1  web    5       0       [DUR]
 
-1 host(s): all passed  ([DUR])
+1 host(s): all passed
 ssh connections: 1 reused, 0 new
 ";
 const PLANNED: &str = "configure on web1 (<built-in>/runbooks/configure.rhai)  (dry run: nothing will be changed)
@@ -186,12 +191,12 @@ const PLANNED: &str = "configure on web1 (<built-in>/runbooks/configure.rhai)  (
   would change 1: configuration /var/lib/web/index.html
   skip  web ready — not answering now, and a dry run applies nothing: the real run waits up to [DUR] for it
 
-1 passed, 0 failed, 2 skipped  ([DUR])
+1 passed, 0 failed, 2 skipped
 
 HOST  ROLES  PASSED  FAILED  TIME
 web1  web    1       0       [DUR]
 
-1 host(s): all passed  ([DUR])
+1 host(s): all passed
 ssh connections: 1 reused, 0 new
 ";
 const REMOVED: &str = "remove on web1 (<built-in>/runbooks/remove.rhai)
@@ -211,11 +216,11 @@ const REMOVED: &str = "remove on web1 (<built-in>/runbooks/remove.rhai)
   ok    /var/lib/web/index.html removed
   ok    port 8480 closed
 
-3 passed, 0 failed  ([DUR])
+3 passed, 0 failed
 
 HOST  ROLES  PASSED  FAILED  TIME
 web1  web    3       0       [DUR]
 
-1 host(s): all passed  ([DUR])
+1 host(s): all passed
 ssh connections: 1 reused, 0 new
 ";
