@@ -9,8 +9,9 @@ SETUP, when given, is a shell command run once in the tool's cgroup first, not m
 warm ssh loop's masters).
 
 - wall_ms: start to exit of COMMAND.
-- cpu_ms: user + system time of COMMAND's own process (its threads included, its children
-  not), read from /proc/PID/stat once it has exited and before it is reaped (10 ms ticks).
+- cpu_ms: the CPU time of COMMAND's own process (its threads included, its children not), read
+  from its process CPU clock once it has exited and before it is reaped (nanoseconds, where
+  /proc/PID/stat's user and system times are 10 ms ticks, each rounded down).
 - peak_rss_kb: its own VmHWM, read every 5 ms while it runs (ru_maxrss when it ended sooner).
 - tree_cpu_ms: what the cgroup `opsbook-bench/TOOL-HOSTS` used during the run (cpuacct.usage, ns).
   Every process the tool starts stays in it — also the ssh masters a warm tool keeps between
@@ -31,8 +32,13 @@ import sys
 import time
 
 ROOT = "/sys/fs/cgroup/cpuacct/opsbook-bench"
-TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def process_cpu_clock(pid):
+    """The clock id of another process's CPU time, as clock_getcpuclockid(3) makes it (its
+    scheduler clock: every thread's time, exited threads included, while it is not reaped)."""
+    return ((~pid) << 3) | 2
 
 
 def cgroup(tool):
@@ -82,9 +88,7 @@ def once(group, argv):
         tick += 1
         time.sleep(0.005)
     wall = (time.perf_counter() - started) * 1000
-    stat = read(f"/proc/{child.pid}/stat")
-    fields = stat[stat.rfind(")") + 2:].split()
-    own_cpu = (int(fields[11]) + int(fields[12])) * TICK_MS
+    own_cpu = time.clock_gettime(process_cpu_clock(child.pid)) * 1000
     _, status, usage = os.wait4(child.pid, 0)
     err = child.stderr.read().decode(errors="replace")
     child.stderr.close()
