@@ -43,9 +43,9 @@ fn plain() -> Result<reqwest::Client, String> {
 pub struct Http {
     /// For https:// addresses: system roots plus `http.ca_file`, built on the first such request.
     secure: std::sync::OnceLock<Result<reqwest::Client, String>>,
-    /// For endpoints forwarded to unix sockets: one client per socket and scheme, built on
-    /// the first request through it.
-    through: Mutex<HashMap<(PathBuf, bool), reqwest::Client>>,
+    /// For https:// endpoints forwarded to unix sockets: one client per socket, built on the
+    /// first request through it (plain http through a socket is `http_through`'s).
+    through: Mutex<HashMap<PathBuf, reqwest::Client>>,
     ca_file: String,
     pub(crate) default_timeout: Duration,
     /// The largest answer read (`http.max_body`, in MB): a larger one is not read on.
@@ -142,26 +142,19 @@ impl Http {
     /// through a socket, that socket's.
     fn client_for(&self, url: &str, through: Option<&Path>) -> Result<reqwest::Client, String> {
         let secure = url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
-        if let Some(socket) = through {
-            let mut clients = self.through.lock().unwrap_or_else(|p| p.into_inner());
-            let key = (socket.to_path_buf(), secure);
-            if let Some(client) = clients.get(&key) {
-                return Ok(client.clone());
-            }
-            let client = if secure {
-                self.build_secure(Some(socket))?
-            } else {
-                builder().tls_certs_only([]).unix_socket(socket).build().map_err(|e| {
-                    format!("cannot set up HTTP through {}: {}", socket.display(), reason(&e, Duration::ZERO))
-                })?
-            };
-            clients.insert(key, client.clone());
-            return Ok(client);
-        }
         if !secure {
             return plain();
         }
-        self.secure.get_or_init(|| self.build_secure(None)).clone()
+        let Some(socket) = through else {
+            return self.secure.get_or_init(|| self.build_secure(None)).clone();
+        };
+        let mut clients = self.through.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = clients.get(socket) {
+            return Ok(client.clone());
+        }
+        let client = self.build_secure(Some(socket))?;
+        clients.insert(socket.to_path_buf(), client.clone());
+        Ok(client)
     }
 
     fn build_secure(&self, through: Option<&Path>) -> Result<reqwest::Client, String> {
@@ -200,6 +193,23 @@ impl Http {
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
+        let limit = usize::try_from(self.max_body_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+        if let Some(socket) = request.through.as_deref()
+            && url.scheme() == "http"
+        {
+            let sent = crate::http_through::send(socket, request.method, &url, headers, request.body, timeout, limit);
+            let answer = match sent.await {
+                Ok(answer) => answer,
+                Err(why) => return Err(crate::http_explain::explain(why, &url, timeout).await),
+            };
+            return Ok(Response {
+                status: answer.status,
+                headers: answer.headers,
+                body: String::from_utf8_lossy(&answer.body).into_owned(),
+                elapsed: started.elapsed(),
+                too_large: answer.too_large.then(|| self.too_large(&request.url)),
+            });
+        }
         let client = self.client_for(&request.url, request.through.as_deref())?;
         let mut builder = client.request(request.method, &request.url).headers(headers).timeout(timeout);
         if let Some(body) = request.body {
@@ -215,7 +225,6 @@ impl Http {
             .iter()
             .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
             .collect();
-        let limit = usize::try_from(self.max_body_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
         let mut body = Vec::new();
         let mut too_large = None;
         if response.content_length().is_some_and(|n| n > limit as u64) {

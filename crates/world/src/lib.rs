@@ -13,6 +13,7 @@ pub mod files;
 pub mod hostname;
 pub mod http_client;
 mod http_explain;
+mod http_through;
 pub mod journal;
 pub mod local_files;
 pub mod local_time;
