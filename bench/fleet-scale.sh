@@ -3,8 +3,9 @@
 # and a server (bench/fleet_boot.py with OPSBOOK_BENCH_LIGHT=1: each host its own netns, sshd,
 # systemd --user and journald; the server runs the twin metrics database and log store, the
 # clients light stand-ins under the agent's and shipper's unit names, enough for a check that
-# reads unit states), then measures one contender at a time (bench/fleet_measure.py: medians
-# of OPSBOOK_BENCH_RUNS runs, 5 by default, after one warm-up run):
+# reads unit states), then measures the contenders in pairs, taking turns (bench/fleet_measure.py:
+# medians of OPSBOOK_BENCH_RUNS runs, 5 by default, after one warm-up run each; the warm pair,
+# then the cold pair, then Ansible):
 #   - opsbook-warm: `opsbook run quick-check --hosts all` over the lasting connections the
 #     previous run left (ssh.persist, as Ansible's ControlPersist; ssh.max_masters above N);
 #   - opsbook-cold: the same with `ssh.persist = "0"` (a new connection per host, ended at exit);
@@ -63,18 +64,26 @@ for r in rows:
           f"{r['peak_rss_kb']:>8} {r['tree_peak_rss_kb']:>11}")
 PY
 }
-measure() { # TOOL COMMAND...
-  local tool=$1
-  shift
-  measure_setup "$tool" "" "$@"
-}
-measure_setup() { # TOOL SETUP COMMAND...
+# contender TOOL SETUP COMMAND...: adds one to the group measured next (SETUP may be "").
+contender() {
   local tool=$1 setup=$2
   shift 2
-  echo "  $tool ($n clients)…" >&2
-  local args=("$n" "$tool" "$runs" 1)
-  [ -z "$setup" ] || args+=("$setup")
-  (cd "$current" && python3 "$repo/bench/fleet_measure.py" "${args[@]}" -- "$@") | tee -a "$lines"
+  python3 - "$group" "$tool" "$setup" "$@" <<'PY'
+import json, sys
+path, tool, setup, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+try:
+    group = json.load(open(path))
+except FileNotFoundError:
+    group = []
+group.append({"tool": tool, "setup": setup or None, "argv": argv})
+json.dump(group, open(path, "w"))
+PY
+}
+# measure_group: runs the contenders added since the last call, taking turns.
+measure_group() {
+  echo "  $(python3 -c 'import json,sys; print(", ".join(c["tool"] for c in json.load(open(sys.argv[1]))))' "$group") ($n clients)…" >&2
+  (cd "$current" && python3 "$repo/bench/fleet_measure.py" "$n" "$runs" 1 "$group") | tee -a "$lines"
+  rm -f "$group"
   write_results >/dev/null
 }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$results/load.txt"
@@ -93,15 +102,19 @@ for n in "${sizes[@]}"; do
   sed 's/^\[ssh\]$/[ssh]\npersist = "0"/' "$d/opsbook.toml" >"$d/cold.toml"
   grep -q '^persist = "0"' "$d/cold.toml" || { echo "no [ssh] table in $d/opsbook.toml" >&2; exit 1; }
   env=(env "XDG_RUNTIME_DIR=$d/rt")
-  measure opsbook-warm "${env[@]}" "$bin" --config warm.toml run quick-check --hosts all --forks "$forks"
-  measure opsbook-cold "${env[@]}" "$bin" --config cold.toml run quick-check --hosts all --forks "$forks"
+  group=$d/contenders.json
   # The warm loop's masters are opened beforehand, inside its own measuring cgroup.
   masters="while read -r name _; do ssh -F $d/ssh_config -o ControlMaster=yes -o ControlPath=$d/cm-%n \
 -o ControlPersist=600 -fN \$name; done < $d/hosts.txt"
-  measure_setup ssh-loop-warm "$masters" bash "$repo/bench/fleet-loop.sh" "$d" warm
-  measure ssh-loop-cold bash "$repo/bench/fleet-loop.sh" "$d" cold
+  contender opsbook-warm "" "${env[@]}" "$bin" --config warm.toml run quick-check --hosts all --forks "$forks"
+  contender ssh-loop-warm "$masters" bash "$repo/bench/fleet-loop.sh" "$d" warm
+  measure_group
+  contender opsbook-cold "" "${env[@]}" "$bin" --config cold.toml run quick-check --hosts all --forks "$forks"
+  contender ssh-loop-cold "" bash "$repo/bench/fleet-loop.sh" "$d" cold
+  measure_group
   if [ "$n" = 100 ] && [ "${OPSBOOK_BENCH_ANSIBLE:-1}" = 1 ]; then
-    measure ansible env "ANSIBLE_CONFIG=$d/ansible.cfg" ansible-playbook playbook.yml
+    contender ansible "" env "ANSIBLE_CONFIG=$d/ansible.cfg" ansible-playbook playbook.yml
+    measure_group
   fi
   echo "load after $n: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$results/load.txt"
   cleanup

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Runs one contender of bench/fleet-scale.sh several times and prints one JSON object with
-the medians: wall time, the CPU and peak memory of the tool's own process, and of its whole
-process tree on this machine. Needs root (a cpuacct cgroup).
+"""Runs the contenders of bench/fleet-scale.sh several times each and prints one JSON object
+per contender with the medians: wall time, the CPU and peak memory of the tool's own process,
+and of its whole process tree on this machine. Needs root (a cpuacct cgroup).
 
-    python3 bench/fleet_measure.py HOSTS TOOL RUNS WARMUP [SETUP] -- COMMAND...
+    python3 bench/fleet_measure.py HOSTS RUNS WARMUP CONTENDERS.json
 
-SETUP, when given, is a shell command run once in the tool's cgroup first, not measured (the
-warm ssh loop's masters).
+CONTENDERS.json is a list of {"tool", "argv", "setup"}: `setup`, when not null, is a shell
+command run once in the tool's cgroup first, not measured (the warm ssh loop's masters). The
+contenders take turns, one run each per round, the order reversed every other round, so a
+load that comes and goes on the shared machine falls on all of them alike (measured one after
+another, five runs each, the first contender's block and the last's saw different machines).
 
 - wall_ms: start to exit of COMMAND.
 - cpu_ms: the CPU time of COMMAND's own process (its threads included, its children not), read
@@ -123,22 +126,28 @@ def cleanup(tool):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--cleanup":
         return cleanup(sys.argv[2])
-    if "--" not in sys.argv[5:7] or len(sys.argv) < 7:
+    if len(sys.argv) != 5:
         sys.exit(__doc__)
-    hosts, tool, runs, warmup = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    setup = sys.argv[5] if sys.argv[5] != "--" else None
-    argv = sys.argv[sys.argv.index("--", 5) + 1:]
-    group = cgroup(f"{tool}-{hosts}")
-    if setup:
-        once(group, ["sh", "-c", setup])
-    for _ in range(warmup):
-        once(group, argv)
-    samples = [once(group, argv) for _ in range(runs)]
-    result = {"hosts": hosts, "tool": tool}
-    for key in ("wall_ms", "cpu_ms", "tree_cpu_ms", "peak_rss_kb", "tree_peak_rss_kb"):
-        result[key] = round(statistics.median(s[key] for s in samples), 1)
-    result["runs"] = runs
-    print(json.dumps(result), flush=True)
+    hosts, runs, warmup = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    with open(sys.argv[4]) as f:
+        contenders = json.load(f)
+    groups = [cgroup(f"{c['tool']}-{hosts}") for c in contenders]
+    for contender, group in zip(contenders, groups):
+        if contender.get("setup"):
+            once(group, ["sh", "-c", contender["setup"]])
+        for _ in range(warmup):
+            once(group, contender["argv"])
+    samples = [[] for _ in contenders]
+    for round_ in range(runs):
+        turns = list(range(len(contenders)))
+        for i in turns if round_ % 2 == 0 else reversed(turns):
+            samples[i].append(once(groups[i], contenders[i]["argv"]))
+    for contender, taken in zip(contenders, samples):
+        result = {"hosts": hosts, "tool": contender["tool"]}
+        for key in ("wall_ms", "cpu_ms", "tree_cpu_ms", "peak_rss_kb", "tree_peak_rss_kb"):
+            result[key] = round(statistics.median(s[key] for s in taken), 1)
+        result["runs"] = runs
+        print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":
