@@ -220,11 +220,7 @@ impl Http {
             Err(e) => return Err(crate::http_explain::explain(reason(&e, timeout), &url, timeout).await),
         };
         let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-            .collect();
+        let headers = crate::http_through::header_pairs(response.headers());
         let mut body = Vec::new();
         let mut too_large = None;
         if response.content_length().is_some_and(|n| n > limit as u64) {

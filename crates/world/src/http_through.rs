@@ -32,21 +32,14 @@ pub(crate) async fn send(
     timeout: Duration,
     limit: usize,
 ) -> Result<Answer, String> {
-    match tokio::time::timeout(timeout, exchange(socket, method, url, headers, body, limit)).await {
+    let request = request(method, url, headers, body)?;
+    match tokio::time::timeout(timeout, exchange(socket, request, limit)).await {
         Ok(answer) => answer,
         Err(_) => Err(format!("timed out after {}", humantime::format_duration(timeout))),
     }
 }
 
-async fn exchange(
-    socket: &Path,
-    method: reqwest::Method,
-    url: &reqwest::Url,
-    headers: HeaderMap,
-    body: Option<Vec<u8>>,
-    limit: usize,
-) -> Result<Answer, String> {
-    let request = request(method, url, headers, body)?;
+async fn exchange(socket: &Path, request: hyper::Request<Full<Bytes>>, limit: usize) -> Result<Answer, String> {
     let stream = tokio::net::UnixStream::connect(socket).await.map_err(|e| match e.kind() {
         std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
         _ => format!("cannot connect: {e}"),
@@ -72,11 +65,7 @@ async fn exchange(
     }
     .map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-        .collect();
+    let headers = header_pairs(response.headers());
     let declared = response.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
     if declared.is_some_and(|n: u64| n > limit as u64) {
         return Ok(Answer { status, headers, body: Vec::new(), too_large: true });
@@ -104,6 +93,11 @@ async fn exchange(
         }
     }
     Ok(Answer { status, headers, body, too_large: false })
+}
+
+/// An answer's headers as `Response` keeps them: lower-case names, in order, values as text.
+pub(crate) fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers.iter().map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
 }
 
 /// The request as the shared client writes it: origin-form target, `Host` from the URL
