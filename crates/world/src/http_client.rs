@@ -139,7 +139,8 @@ impl Http {
     }
 
     /// The client for `url`: the TLS one (built now if this is the first https:// request);
-    /// through a socket, that socket's.
+    /// through a socket, that socket's (plain http through a socket never comes here:
+    /// `http_through` sends it).
     fn client_for(&self, url: &str, through: Option<&Path>) -> Result<reqwest::Client, String> {
         let secure = url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
         if !secure {
