@@ -16,8 +16,8 @@
 //! Lifetime: the master has a `ControlPersist` (short for a master of this run alone), so if
 //! opsbook dies it goes away by itself. A run that lasts long enough for the master to end
 //! while idle (forwarded ports alone do not hold it) gets a keeper session (`exec cat`,
-//! reading a pipe from us; `keeper`), started after a quarter of that time; short runs never
-//! pay for it. The keeper ends when that pipe closes, which also happens when opsbook is killed.
+//! reading a pipe from us; `keeper`), started `KEEPER_MARGIN` before that time; shorter runs
+//! never pay for it. The keeper ends when that pipe closes, which also happens when opsbook is killed.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -46,6 +46,12 @@ use opsbook_base::process::{self, Completed, Invocation};
 /// host; opsbook ends its masters itself when a run ends), short enough that one left behind
 /// by a killed opsbook goes away within a minute.
 const RUN_PERSIST: Duration = Duration::from_secs(60);
+
+/// How long before a master of this run alone could end while idle its keeper starts: room
+/// for the keeper's own ssh to start and open its session on a loaded machine (milliseconds
+/// when quiet). Not a share of the persist time: a quarter (15 s of 60) gave every master of
+/// a 300-host cold run, which lasts about 20 s, one more ssh process and remote session.
+const KEEPER_MARGIN: Duration = Duration::from_secs(15);
 
 /// How many lasting masters stay unless `ssh.max_masters` says otherwise.
 pub const DEFAULT_MAX_MASTERS: usize = 64;
@@ -360,10 +366,15 @@ impl Ssh {
         ended.map_err(|e| tracing::debug!("{e}")).ok()
     }
 
-    /// Has the keeper (`keeper`) start once the run has lasted a quarter of the master's
-    /// persist time.
+    /// Has the keeper (`keeper`) start before the master could end while idle: for a master of
+    /// this run alone, whose idle time began when it started, `KEEPER_MARGIN` before its
+    /// persist time is up; for a lasting one, whose idle time may have begun in an earlier
+    /// run, after a quarter of it.
     fn keep_when_long(&self) {
-        let after = self.control.lasting.unwrap_or(RUN_PERSIST) / 4;
+        let after = match self.control.lasting {
+            Some(persist) => persist / 4,
+            None => RUN_PERSIST - KEEPER_MARGIN,
+        };
         self.keeper.schedule(Instant::now() + after, self.command(&["exec".to_string(), "cat".to_string()]));
     }
 

@@ -1,6 +1,6 @@
 //! The keeper of a connection: a session (`exec cat`, reading a pipe from us) that holds the
-//! master open for as long as we hold its stdin, started once a run has lasted a quarter of
-//! the master's persist time (forwarded sockets alone do not hold a master; any session ending
+//! master open for as long as we hold its stdin, started shortly before the master's persist
+//! time is up (forwarded sockets alone do not hold a master; any session ending
 //! restarts that time, so until then it cannot end). Short runs finish before and never pay
 //! for the session; it ends when the connection closes, or when opsbook dies (the pipe closes).
 //!
