@@ -16,7 +16,7 @@
 # Every contender checks the same: the host's two units active, the server's /health and
 # /ready answered from that host; all of them run at once (opsbook --forks N+1, like the loop).
 # Writes the medians to target/bench/fleet-scale.json (a list of {"hosts", "tool", "wall_ms",
-# "cpu_ms", "tree_cpu_ms", "peak_rss_kb", "tree_peak_rss_kb", "runs"}; see
+# "cpu_ms", "tree_cpu_ms", "machine_cpu_ms", "peak_rss_kb", "tree_peak_rss_kb", "runs"}; see
 # bench/fleet_measure.py for what each means) and removes every host it booted.
 #   sudo bash bench/fleet-scale.sh [N...]
 set -euo pipefail
@@ -58,10 +58,10 @@ write_results() {
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 json.dump(rows, open(sys.argv[2], "w"), indent=1)
-print(f"{'hosts':>5}  {'tool':<14} {'wall ms':>9} {'cpu ms':>8} {'tree cpu':>9} {'rss KB':>8} {'tree rss KB':>11}")
+print(f"{'hosts':>5}  {'tool':<14} {'wall ms':>9} {'cpu ms':>8} {'tree cpu':>9} {'machine cpu':>11} {'rss KB':>8} {'tree rss KB':>11}")
 for r in rows:
     print(f"{r['hosts']:>5}  {r['tool']:<14} {r['wall_ms']:>9} {r['cpu_ms']:>8} {r['tree_cpu_ms']:>9} "
-          f"{r['peak_rss_kb']:>8} {r['tree_peak_rss_kb']:>11}")
+          f"{r.get('machine_cpu_ms', '-'):>11} {r['peak_rss_kb']:>8} {r['tree_peak_rss_kb']:>11}")
 PY
 }
 # contender TOOL SETUP COMMAND...: adds one to the group measured next (SETUP may be "").

@@ -21,6 +21,10 @@ another, five runs each, the first contender's block and the last's saw differen
   runs, so their share of the work counts.
 - tree_peak_rss_kb: the highest sum of the resident memory of the cgroup's processes, sampled
   every 20 ms (as `ps` would add them: shared pages count once per process).
+- machine_cpu_ms: the busy time of every CPU of this machine over the same span (/proc/stat:
+  user, nice, system, irq and softirq; 10 ms ticks): the tool's tree and also the hosts' side of
+  its work (sshd, the login shell and commands the loop runs there, D-Bus, the servers), which
+  on this machine shares the same cores and on a real fleet runs on the hosts.
 
 A run that exits non-zero stops the benchmark. Warm-up runs are not measured. The cgroup stays
 for the next call with the same TOOL and HOSTS (its lasting masters in it);
@@ -67,6 +71,12 @@ def tree_rss_kb(group):
     return total
 
 
+def machine_busy_ms():
+    fields = [int(x) for x in read("/proc/stat").split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    return (user + nice + system + irq + softirq) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def own_hwm_kb(pid):
     for line in read(f"/proc/{pid}/status").splitlines():
         if line.startswith("VmHWM:"):
@@ -76,6 +86,7 @@ def own_hwm_kb(pid):
 
 def once(group, argv):
     usage0 = int(read(os.path.join(group, "cpuacct.usage"), "0"))
+    busy0 = machine_busy_ms()
     join = os.path.join(group, "cgroup.procs")
     started = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -100,7 +111,8 @@ def once(group, argv):
     # What the tool's processes finish after it exits (a cold master's exit) counts too.
     time.sleep(0.1)
     tree_cpu = (int(read(os.path.join(group, "cpuacct.usage"), "0")) - usage0) / 1e6
-    return {"wall_ms": wall, "cpu_ms": own_cpu, "tree_cpu_ms": tree_cpu,
+    machine_cpu = machine_busy_ms() - busy0
+    return {"wall_ms": wall, "cpu_ms": own_cpu, "tree_cpu_ms": tree_cpu, "machine_cpu_ms": machine_cpu,
             "peak_rss_kb": hwm or usage.ru_maxrss, "tree_peak_rss_kb": max(tree, hwm or usage.ru_maxrss)}
 
 
@@ -144,7 +156,7 @@ def main():
             samples[i].append(once(groups[i], contenders[i]["argv"]))
     for contender, taken in zip(contenders, samples):
         result = {"hosts": hosts, "tool": contender["tool"]}
-        for key in ("wall_ms", "cpu_ms", "tree_cpu_ms", "peak_rss_kb", "tree_peak_rss_kb"):
+        for key in ("wall_ms", "cpu_ms", "tree_cpu_ms", "machine_cpu_ms", "peak_rss_kb", "tree_peak_rss_kb"):
             result[key] = round(statistics.median(s[key] for s in taken), 1)
         result["runs"] = runs
         print(json.dumps(result), flush=True)
