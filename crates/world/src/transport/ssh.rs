@@ -17,7 +17,8 @@
 //! opsbook dies it goes away by itself. A run that lasts long enough for the master to end
 //! while idle (forwarded ports alone do not hold it) gets a keeper session (`exec cat`,
 //! reading a pipe from us; `keeper`), started `KEEPER_MARGIN` before that time; shorter runs
-//! never pay for it. The keeper ends when that pipe closes, which also happens when opsbook is killed.
+//! never pay for it. The keeper ends when that pipe closes, which also happens when opsbook is
+//! killed.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
