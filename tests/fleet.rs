@@ -230,18 +230,40 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
         local.display()
     );
 
-    // A run that comes within 15 s of the master's persist time (60 s for a master of one
-    // run) gets a keeper session, so idle forwards are not dropped; closing ends the master
-    // and the keeper and removes the private directory.
+    // A master of this run alone is the connection's one process, this process's own child
+    // (no `-f`), holding its `exec cat` session: nothing can end it while idle. Closing ends
+    // it and removes the private directory.
     let dir = ssh3.control_path().parent().unwrap().to_path_buf();
     assert!(dir.exists());
-    wait_until("the master and the keeper running", Duration::from_secs(60), || {
-        let seen = processes_mentioning(&dir);
-        if seen.len() == 2 { Ok(()) } else { Err(format!("{seen:?}")) }
-    });
+    let seen = processes_mentioning(&dir);
+    assert_eq!(seen.len(), 1, "one process: {seen:?}");
+    assert!(seen[0].starts_with("ssh -M "), "{seen:?}");
+    assert!(seen[0].ends_with(" -- echo opsbook-master-ready; exec cat >/dev/null "), "{seen:?}");
+    let children = children_of_this_process();
+    assert!(
+        children.iter().any(|c| c.starts_with("ssh -M ") && c.contains(&dir.display().to_string())),
+        "{children:?}"
+    );
     drop(connections);
     assert!(!dir.exists(), "{} is left behind", dir.display());
     assert_eq!(processes_mentioning(&dir), Vec::<String>::new());
+}
+
+/// The command lines of this process's children.
+fn children_of_this_process() -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The parent's pid is the second field after the command's closing parenthesis.
+        let parent = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if parent == Some(me.as_str())
+            && let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+        {
+            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+        }
+    }
+    found
 }
 
 #[test]

@@ -190,3 +190,65 @@ fn two_names_for_one_host_share_its_lasting_connection() {
         let _ = Command::new("ssh").args(["-o", &control, "-O", "exit", "x"]).output();
     }
 }
+
+/// The masters of a run whose connections do not last go with opsbook however it ends: killed
+/// with SIGKILL in the middle of a run (no chance to end its connections), its masters follow
+/// within moments, since each one's session reads a pipe only opsbook held.
+#[test]
+fn the_masters_of_a_killed_run_go_with_it() {
+    use std::time::Duration;
+
+    let fleet = match Fleet::boot(&["c1", "c2"]) {
+        Ok(f) => f,
+        Err(why) => return crate::support::skip(why),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tempfile::Builder::new().prefix("obk").tempdir_in("/tmp").unwrap();
+    let mut config = String::from(
+        "scope = \"user\"\n[ssh]\noptions = \"StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR\"\n\
+         persist = \"0\"\n",
+    );
+    for h in fleet.hosts() {
+        let (name, address, key) = (h.name(), h.address(), h.key().display());
+        config.push_str(&format!("[hosts.{name}]\naddress = \"{address}\"\nuser = \"root\"\nkey = \"{key}\"\n"));
+    }
+    std::fs::write(dir.path().join("opsbook.toml"), config).unwrap();
+    std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
+    std::fs::write(dir.path().join("runbooks/nap.rhai"), "check(\"connected\", true);\nsleep(\"1m\");\n").unwrap();
+    let masters = || {
+        let needle = runtime.path().display().to_string();
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                if cmdline.starts_with("ssh -M ") && cmdline.contains(&needle) {
+                    found.push(cmdline);
+                }
+            }
+        }
+        found
+    };
+
+    let mut run = Command::new(crate::support::opsbook())
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("XDG_STATE_HOME", dir.path().join(".state"))
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .args(["run", "nap", "--hosts", "all", "--forks", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start opsbook");
+    crate::support::wait_until("both hosts' masters running", Duration::from_secs(60), || match masters().len() {
+        2 => Ok(()),
+        n => Err(format!("{n} of 2")),
+    });
+    run.kill().unwrap();
+    run.wait().unwrap();
+    crate::support::wait_until("the masters gone with opsbook", Duration::from_secs(10), || match masters() {
+        left if left.is_empty() => Ok(()),
+        left => Err(format!("{left:?}")),
+    });
+}

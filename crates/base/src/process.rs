@@ -14,9 +14,11 @@ use tokio::io::AsyncWriteExt;
 
 mod blocking;
 mod children;
+mod staying;
 
-pub use blocking::{Running, start};
+pub use blocking::{Running, start, start_staying};
 pub use children::{Children, run_blocking};
+pub use staying::Staying;
 
 /// A command to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -192,34 +194,6 @@ pub(crate) fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     // SAFETY: a non-negative result is a descriptor we now own.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as std::os::fd::RawFd) })
-}
-
-/// Waits at most `limit` for process `pid` (not necessarily our child) to exit, asleep in the
-/// kernel; true when it has (or was gone already). Where there is no pidfd, looks every 5 ms.
-pub fn wait_for_exit(pid: u32, limit: Duration) -> bool {
-    use std::os::fd::AsRawFd;
-    let deadline = Instant::now() + limit;
-    let pidfd = pidfd_open(pid);
-    loop {
-        // SAFETY: kill(2) with signal 0 only checks that the process exists.
-        if pidfd.is_none() && unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
-            return true;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let Some(fd) = &pidfd else {
-            std::thread::sleep(left.min(Duration::from_millis(5)));
-            continue;
-        };
-        let mut poll = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        let millis = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: one live pollfd for the duration of the call.
-        if unsafe { libc::poll(&mut poll, 1, millis) } > 0 {
-            return true;
-        }
-    }
 }
 
 /// SIGKILL to the process group led by `pid`.

@@ -18,6 +18,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use super::staying::{Handover, Staying};
 use super::{Completed, GroupGuard, Invocation, MAX_OUTPUT, killed_note, pidfd_open, spawn_error, too_much};
 
 /// How long the pipes are read after the child exited, as `run` waits for them.
@@ -29,18 +30,39 @@ const EXIT_POLL: Duration = Duration::from_millis(10);
 /// Starts `inv.argv` (no shell) in its own process group; `Children` watches it until it is
 /// done, at most `inv.timeout`. A command that cannot be started is an `Err` naming it.
 pub fn start(inv: Invocation) -> Result<Running, String> {
+    spawn(inv, None).map(|(running, _)| running)
+}
+
+/// `start` for a child that stays (`Staying`): done, for `Children`, once it prints the line
+/// `ready` on stdout — an exit status of 0 and what it printed so far — and left running,
+/// its stdin open, from then on the `Staying`'s. Ending before that, or not ready within
+/// `inv.timeout`, is reported as for any child. `inv.stdin` is not used.
+pub fn start_staying(inv: Invocation, ready: &str) -> Result<(Running, Staying), String> {
+    let (running, staying) = spawn(Invocation { stdin: None, ..inv }, Some(ready))?;
+    Ok((running, staying.expect("a child that stays has its Staying")))
+}
+
+fn spawn(inv: Invocation, stays: Option<&str>) -> Result<(Running, Option<Staying>), String> {
     let (program, args) = inv.argv.split_first().ok_or("empty command")?;
     let started = Instant::now();
     let mut cmd = std::process::Command::new(program);
+    let stdin = inv.stdin.is_some() || stays.is_some();
     cmd.args(args)
         .envs(inv.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if inv.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = cmd.spawn().map_err(|e| spawn_error(program, e))?;
     let guard = GroupGuard(Some(child.id()));
-    Ok(Running {
+    let (stays, staying) = match stays {
+        Some(ready) => {
+            let (handover, staying) = Handover::new(ready, child.stdin.take());
+            (Some(handover), Some(staying))
+        }
+        None => (None, None),
+    };
+    let running = Running {
         program: program.clone(),
         out: Pipe::open(child.stdout.take().map(OwnedFd::from)),
         err: Pipe::open(child.stderr.take().map(OwnedFd::from)),
@@ -52,7 +74,9 @@ pub fn start(inv: Invocation) -> Result<Running, String> {
         started,
         timeout: inv.timeout,
         stage: Stage::Live,
-    })
+        stays,
+    };
+    Ok((running, staying))
 }
 
 /// A child started by `start`: its output pipes, its input and its exit, watched together
@@ -69,6 +93,8 @@ pub struct Running {
     started: Instant,
     timeout: Duration,
     stage: Stage,
+    /// A child that stays (`start_staying`): what it is handed to once ready.
+    stays: Option<Handover>,
 }
 
 /// Where a watched child stands.
@@ -116,6 +142,9 @@ impl Running {
         if ready(self.feed.as_ref().map(|f| f.pipe.as_raw_fd())) && self.feed.as_mut().is_some_and(Feed::write_some) {
             self.feed = None; // all written, or the child closed its input: close ours
         }
+        if let Some(done) = self.ready_to_stay() {
+            return Some(Ok(done));
+        }
         let exited = self.exit.is_none() || ready(self.exit.as_ref().map(|fd| fd.as_raw_fd()));
         let now = Instant::now();
         if let Stage::Live = self.stage
@@ -131,6 +160,19 @@ impl Running {
             }
             _ => None,
         }
+    }
+
+    /// A child that stays, once it printed its ready line: handed to its `Staying`, and done
+    /// here as if it had exited with status 0.
+    fn ready_to_stay(&mut self) -> Option<Completed> {
+        let ready = self.stays.as_ref().is_some_and(|h| self.out.holds(&h.ready)) && matches!(self.stage, Stage::Live);
+        if !ready {
+            return None;
+        }
+        let group = std::mem::replace(&mut self.guard, GroupGuard(None));
+        self.stays.take().expect("checked above").hand_over(self.child.id(), self.exit.take(), group);
+        let (stdout, stderr) = (self.out.text(), self.err.text());
+        Some(Completed { code: Some(0), stdout, stderr, duration: self.started.elapsed(), timed_out: false })
     }
 
     /// A live child: drained once it exited, killed at its deadline, refused when it printed
@@ -226,6 +268,12 @@ impl Pipe {
 
     fn text(&self) -> String {
         String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+
+    /// Whether what arrived so far holds `line` (with its newline) as a whole line.
+    fn holds(&self, line: &str) -> bool {
+        let line = line.as_bytes();
+        self.bytes.windows(line.len()).enumerate().any(|(at, w)| w == line && (at == 0 || self.bytes[at - 1] == b'\n'))
     }
 }
 

@@ -1,6 +1,6 @@
 //! One shared OpenSSH connection to one host for a whole run.
 //!
-//! `Ssh::connect_with` starts a ControlMaster (`ssh -M -N -f`) already holding the forwards
+//! `Ssh::connect_with` starts a ControlMaster (`ssh -M`) already holding the forwards
 //! the run needs, or finds the one an earlier run left (`SshTarget::persist`, as Ansible's
 //! ControlPersist; see `control`); everything else is a cheap client of it: remote commands
 //! (`command`), unix sockets, the operator's alone, forwarded to the host's endpoints and to
@@ -13,17 +13,20 @@
 //! A connection costs one process: the master. Its forwards are given when it starts (`-L`)
 //! and, on a lasting master, added through the control socket when a run needs one it lacks.
 //!
-//! Lifetime: the master has a `ControlPersist` (short for a master of this run alone), so if
-//! opsbook dies it goes away by itself. A run that lasts long enough for the master to end
-//! while idle (forwarded ports alone do not hold it) gets a keeper session (`exec cat`,
-//! reading a pipe from us; `keeper`), started `KEEPER_MARGIN` before that time; shorter runs
-//! never pay for it. The keeper ends when that pipe closes, which also happens when opsbook is
-//! killed.
+//! Lifetime: a master of this run alone is opsbook's own child (`ssh -M`, no `-f`, no
+//! ControlPersist), whose one session is `exec cat` reading a pipe from us
+//! (`process::start_staying`): it lasts exactly as long as we hold that pipe, ends when asked
+//! (`let_go`, `close`), and goes with opsbook however opsbook dies, since the kernel then
+//! closes the pipe. Not forking saves what the background fork of `-f` costs (about 1.6 ms of
+//! CPU a host: README, #38). A lasting master (`ssh -M -N -f` with a `ControlPersist`) must
+//! outlive us: if it could end while idle during a run (forwarded ports alone do not hold it),
+//! a keeper session (`exec cat` over it, reading a pipe from us; `keeper`) starts after a
+//! quarter of its persist time, and ends when that pipe closes.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod bus;
@@ -42,17 +45,9 @@ use super::shell_quote;
 use super::ssh_error::SshError;
 use opsbook_base::process::{self, Completed, Invocation};
 
-/// How long a master of this run alone stays after its last session ends: long enough that
-/// runs under a minute never need the keeper (its session would be one more process per
-/// host; opsbook ends its masters itself when a run ends), short enough that one left behind
-/// by a killed opsbook goes away within a minute.
-const RUN_PERSIST: Duration = Duration::from_secs(60);
-
-/// How long before a master of this run alone could end while idle its keeper starts: room
-/// for the keeper's own ssh to start and open its session on a loaded machine (milliseconds
-/// when quiet). Not a share of the persist time: a quarter (15 s of 60) gave every master of
-/// a 300-host cold run, which lasts about 20 s, one more ssh process and remote session.
-const KEEPER_MARGIN: Duration = Duration::from_secs(15);
+/// What a master of this run alone prints once it is connected, authenticated, holding its
+/// forwards and listening on its control socket: its session runs, so all of that is done.
+const READY: &str = "opsbook-master-ready";
 
 /// How many lasting masters stay unless `ssh.max_masters` says otherwise.
 pub const DEFAULT_MAX_MASTERS: usize = 64;
@@ -61,8 +56,8 @@ pub const DEFAULT_MAX_MASTERS: usize = 64;
 /// the lasting masters past `max_masters` are asked to end (`Ssh::trim`).
 static LASTING_IN_USE: AtomicUsize = AtomicUsize::new(0);
 
-/// A master of this run alone that agreed to exit is gone within milliseconds; one still there
-/// after this is killed (its directory is removed only once it is gone).
+/// A master of this run alone asked to exit is gone within milliseconds; one still there after
+/// this is killed (its directory is removed only once it is gone).
 const MASTER_EXIT: Duration = Duration::from_secs(2);
 
 /// Requests to a master (forward, cancel, exit) answer at once; this bounds a stuck master.
@@ -184,8 +179,8 @@ pub struct Ssh {
     in_use: Mutex<Option<super::control::InUse>>,
     /// Whether the lasting master an earlier run left was found (no new connection).
     reused: bool,
-    /// Once a master of this run alone was asked to exit: its pid when it agreed.
-    ended: OnceLock<Option<u32>>,
+    /// A master of this run alone, once started (empty for a lasting one).
+    master: process::Staying,
 }
 
 impl fmt::Debug for Ssh {
@@ -216,7 +211,7 @@ impl Ssh {
             held: Mutex::new(Vec::new()),
             in_use: Mutex::new(None),
             reused: false,
-            ended: OnceLock::new(),
+            master: process::Staying::default(),
         }
     }
 
@@ -251,14 +246,21 @@ impl Ssh {
         }
     }
 
-    /// `ssh -M -N -f`, with a `-L` for each of `forwards`, started (`Connecting` waits for it):
-    /// `-f` backgrounds the master once authenticated (its exit status says whether it was)
-    /// and detaches its stdio, so waiting for our pipes to close does not hang.
-    fn start_master(&self, limit: Duration, forwards: &[Forward]) -> Result<process::Running, SshError> {
-        let persist = self.control.lasting.unwrap_or(RUN_PERSIST);
-        let mut argv = vec!["ssh".to_string(), "-M".into(), "-N".into(), "-f".into()];
+    /// A new master, with a `-L` for each of `forwards`, started (`Connecting` waits for it).
+    /// A lasting one is `ssh -M -N -f`: `-f` backgrounds it once authenticated (its exit status
+    /// says whether it was) and detaches its stdio, so waiting for our pipes to close does not
+    /// hang. One of this run alone stays our child (`process::start_staying`): its session
+    /// prints `READY`, then reads our pipe until we end it.
+    fn start_master(&mut self, limit: Duration, forwards: &[Forward]) -> Result<process::Running, SshError> {
+        let mut argv = vec!["ssh".to_string(), "-M".into()];
         argv.extend(self.control_options());
-        argv.extend(["-o".into(), format!("ControlPersist={}s", persist.as_secs().max(1))]);
+        match self.control.lasting {
+            Some(persist) => {
+                argv.extend(["-N".into(), "-f".into()]);
+                argv.extend(["-o".into(), format!("ControlPersist={}s", persist.as_secs().max(1))]);
+            }
+            None => argv.extend(["-T".into(), "-o".into(), "ControlPersist=no".into()]),
+        }
         // A master whose host vanished ends within 30 s, so a later run connects afresh
         // instead of waiting on a dead one.
         argv.extend(["-o".into(), "ServerAliveInterval=10".into(), "-o".into(), "ServerAliveCountMax=3".into()]);
@@ -273,7 +275,14 @@ impl Ssh {
         }
         argv.extend(self.target.options());
         argv.push(self.target.destination());
-        process::start(Invocation { argv, timeout: limit, ..Invocation::default() }).map_err(|e| self.no_ssh(e))
+        let invocation = |argv| Invocation { argv, timeout: limit, ..Invocation::default() };
+        if self.control.lasting.is_some() {
+            return process::start(invocation(argv)).map_err(|e| self.no_ssh(e));
+        }
+        argv.extend(["--".into(), format!("echo {READY}; exec cat >/dev/null")]);
+        let (running, master) = process::start_staying(invocation(argv), READY).map_err(|e| self.no_ssh(e))?;
+        self.master = master;
+        Ok(running)
     }
 
     fn lock(&self, limit: Duration) -> Result<super::control::Locked, SshError> {
@@ -330,20 +339,14 @@ impl Ssh {
             return;
         }
         self.let_go();
-        let ended = self.ended.get().copied().flatten();
         if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
             self.trim();
         }
         self.keeper.end(CONTROL_TIMEOUT);
         // Its directory goes once the master is gone: removing it while the master still
         // holds its sockets there had the kernel busy-wait for them (a few ms of CPU per host).
-        if let Some(pid) = ended
-            && !process::wait_for_exit(pid, MASTER_EXIT)
-        {
-            tracing::debug!("the ssh master of {} (pid {pid}) had not exited: killed", self.target.name);
-            // SAFETY: kill(2) on the pid of this run's own master, which agreed to exit.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            process::wait_for_exit(pid, MASTER_EXIT);
+        if !self.master.end(MASTER_EXIT) {
+            tracing::debug!("the ssh master of {} had not exited: killed", self.target.name);
         }
         self.control.remove_private();
     }
@@ -353,30 +356,16 @@ impl Ssh {
     /// is done with all of them: every master ends at once, not one after another. Nothing may
     /// use the connection after this. A lasting master stays for its persist time.
     pub fn let_go(&self) {
-        if self.control.lasting.is_none() {
-            self.ended.get_or_init(|| self.end_master());
-        }
+        self.master.stop();
     }
 
-    /// Asks a master of this run alone to exit; its pid when it agreed.
-    fn end_master(&self) -> Option<u32> {
-        let ended = self.mux().and_then(|mut m| {
-            let pid = m.pid().map_err(|e| self.mux_error("tell its pid", e))?;
-            m.terminate().map_err(|e| self.mux_error("exit", e)).map(|()| pid)
-        });
-        ended.map_err(|e| tracing::debug!("{e}")).ok()
-    }
-
-    /// Has the keeper (`keeper`) start before the master could end while idle: for a master of
-    /// this run alone, whose idle time began when it started, `KEEPER_MARGIN` before its
-    /// persist time is up; for a lasting one, whose idle time may have begun in an earlier
-    /// run, after a quarter of it.
+    /// Has the keeper (`keeper`) start before a lasting master could end while idle: after a
+    /// quarter of its persist time, since its idle time may have begun in an earlier run. A
+    /// master of this run alone has no persist time: it needs none.
     fn keep_when_long(&self) {
-        let after = match self.control.lasting {
-            Some(persist) => persist / 4,
-            None => RUN_PERSIST - KEEPER_MARGIN,
-        };
-        self.keeper.schedule(Instant::now() + after, self.command(&["exec".to_string(), "cat".to_string()]));
+        if let Some(persist) = self.control.lasting {
+            self.keeper.schedule(Instant::now() + persist / 4, self.command(&["exec".to_string(), "cat".to_string()]));
+        }
     }
 
     /// Why ssh could not be started, in words.

@@ -1,6 +1,6 @@
 //! Opening a host's shared connection in two halves, so one thread opens a whole fleet's:
 //! `Ssh::begin` does what is quick (the control directory, a lasting master found and its
-//! forwards asked for) and starts a new master's `ssh -M -N -f` without waiting for it;
+//! forwards asked for) and starts a new master without waiting for it;
 //! `Connecting::finish` takes how that start ended. Between the two, the caller watches every
 //! host's master at once (`process::Children`), instead of a thread waiting on each.
 
@@ -99,7 +99,7 @@ impl Ssh {
 }
 
 impl Connecting {
-    /// The new master's `ssh -M -N -f` while it starts, for the caller to watch (with others,
+    /// The new master's ssh while it starts, for the caller to watch (with others,
     /// `process::Children`) and hand back how it ended to `finish`; `None` when there is
     /// nothing to wait for.
     pub fn master(&mut self) -> Option<process::Running> {
