@@ -12,7 +12,12 @@
 #   - ssh-loop-warm / ssh-loop-cold: bench/fleet-loop.sh (one ssh per host in the background,
 #     over masters opened beforehand, or a new connection each);
 #   - ansible (at 100 hosts only; OPSBOOK_BENCH_ANSIBLE=0 skips it, for repeated runs): ansible-playbook
-#     with systemd_service and uri, forks 50, pipelining, ControlPersist.
+#     with systemd_service and uri, forks 50, pipelining, ControlPersist;
+#   - with OPSBOOK_BENCH_SAME=1, the cold loop against itself (ssh-loop-cold-a / -b, taking turns
+#     as every pair does): how far apart two identical contenders come out here, the benchmark's
+#     own spread, to read the cold pair's ratios against.
+# OPSBOOK_BENCH_KEX=ALGORITHMS gives every contender's ssh the same key exchange
+# (bench/fleet_boot.py); unset, ssh's default (sntrup761x25519 on Debian 12) stands.
 # Every contender checks the same: the host's two units active, the server's /health and
 # /ready answered from that host; all of them run at once (opsbook --forks N+1, like the loop).
 # Writes the medians to target/bench/fleet-scale.json (a list of {"hosts", "tool", "wall_ms",
@@ -41,7 +46,7 @@ lines="$results/results.jsonl"
 current="" n=0
 cleanup() {
   [ -n "$current" ] || return 0
-  for tool in opsbook-warm opsbook-cold ssh-loop-warm ssh-loop-cold ansible; do
+  for tool in opsbook-warm opsbook-cold ssh-loop-warm ssh-loop-cold ssh-loop-cold-a ssh-loop-cold-b ansible; do
     python3 "$repo/bench/fleet_measure.py" --cleanup "$tool-$n"
   done
   OPSBOOK_BENCH_NET=${OPSBOOK_BENCH_NET:-1} python3 "$repo/bench/fleet_boot.py" down "$current"
@@ -112,6 +117,11 @@ for n in "${sizes[@]}"; do
   contender opsbook-cold "" "${env[@]}" "$bin" --config cold.toml run quick-check --hosts all --forks "$forks"
   contender ssh-loop-cold "" bash "$repo/bench/fleet-loop.sh" "$d" cold
   measure_group
+  if [ "${OPSBOOK_BENCH_SAME:-0}" = 1 ]; then
+    contender ssh-loop-cold-a "" bash "$repo/bench/fleet-loop.sh" "$d" cold
+    contender ssh-loop-cold-b "" bash "$repo/bench/fleet-loop.sh" "$d" cold
+    measure_group
+  fi
   if [ "$n" = 100 ] && [ "${OPSBOOK_BENCH_ANSIBLE:-1}" = 1 ]; then
     contender ansible "" env "ANSIBLE_CONFIG=$d/ansible.cfg" ansible-playbook playbook.yml
     measure_group

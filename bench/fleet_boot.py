@@ -16,6 +16,8 @@ OPSBOOK_BENCH_LIGHT=1: the clients' units are light stand-ins under the same nam
 sleeping process each), for checks that only read unit states (bench/fleet-scale.sh); the
 server still runs the twins. OPSBOOK_BENCH_ANSIBLE_FORKS sets Ansible's forks (20).
 OPSBOOK_BENCH_BOOT_BATCH: how many hosts boot at once (100; the next batch once they are ready).
+OPSBOOK_BENCH_KEX=ALGORITHMS gives every contender's ssh the same `KexAlgorithms` (opsbook's
+`ssh.options`, each Host of ssh_config, Ansible's ssh_args); unset, ssh's default stands.
 
 Needs root (namespaces, links). Every wait has a deadline.
 """
@@ -222,13 +224,15 @@ service_type = "journal"
 url = "http://{server}:3100/loki/api/v1/push"
 batch_wait = "1s"
 """)
+    # One key exchange for every contender, when asked (OPSBOOK_BENCH_KEX).
+    kex = os.environ.get("OPSBOOK_BENCH_KEX", "")
     inventory = ""
     for h in hosts:
         roles = '["metrics-db", "log-store"]' if h["name"] == "server" else '["metrics-agent", "log-shipper"]'
         inventory += f'[hosts.{h["name"]}]\naddress = "{h["address"]}"\nroles = {roles}\nuser = "root"\nkey = "{key}"\n'
     write("opsbook.toml", f"""scope = "user"
 [ssh]
-options = "StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR"
+options = "StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR{f',KexAlgorithms={kex}' if kex else ''}"
 [metrics_db]
 url = "http://{server}:8086"
 token = "{TOKEN}"
@@ -243,9 +247,11 @@ config = "{d}/alloy.toml"
 validate_command = ["{binary}", "twin", "log-shipper", "validate", "{{config}}"]
 {inventory}""")
     common = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+    common += f" -o KexAlgorithms={kex}" if kex else ""
     write("ssh_config", "".join(
         f"Host {h['name']}\n  HostName {h['address']}\n  User root\n  IdentityFile {key}\n  BatchMode yes\n"
-        "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n" for h in hosts))
+        "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+        + (f"  KexAlgorithms {kex}\n" if kex else "") for h in hosts))
     write("server.txt", server + "\n")
     write("hosts.txt", "".join(
         f"{h['name']} {'influxdb loki' if h['name'] == 'server' else 'telegraf alloy'}\n" for h in hosts))
