@@ -31,6 +31,21 @@ fn opsbook(dir: &Path, runtime: &Path, args: &[&str]) -> (Option<i32>, String, S
     (out.status.code(), text(&out.stdout), text(&out.stderr))
 }
 
+/// Writes into `dir` an opsbook.toml reaching every host of `fleet` (its `[ssh]` table with
+/// `ssh` added) and the runbook `name`.
+fn project(dir: &Path, fleet: &Fleet, ssh: &str, name: &str, runbook: &str) {
+    let mut config = format!(
+        "scope = \"user\"\n[ssh]\noptions = \"StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR\"\n{ssh}"
+    );
+    for h in fleet.hosts() {
+        let (name, address, key) = (h.name(), h.address(), h.key().display());
+        config.push_str(&format!("[hosts.{name}]\naddress = \"{address}\"\nuser = \"root\"\nkey = \"{key}\"\n"));
+    }
+    std::fs::write(dir.join("opsbook.toml"), config).unwrap();
+    std::fs::create_dir_all(dir.join("runbooks")).unwrap();
+    std::fs::write(dir.join("runbooks").join(format!("{name}.rhai")), runbook).unwrap();
+}
+
 /// The control sockets of the lasting masters in `runtime` that answer `ssh -O check`.
 fn live_masters(runtime: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(runtime.join("opsbook-ssh")) else { return Vec::new() };
@@ -56,21 +71,7 @@ fn past_the_maximum_of_lasting_connections_the_least_recently_used_end() {
     };
     let dir = tempfile::tempdir().unwrap();
     let runtime = tempfile::Builder::new().prefix("obm").tempdir_in("/tmp").unwrap();
-    let mut config = String::from(
-        "scope = \"user\"\n[ssh]\noptions = \"StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR\"\n\
-         persist = \"60s\"\nmax_masters = 2\n",
-    );
-    for h in fleet.hosts() {
-        config.push_str(&format!(
-            "[hosts.{}]\naddress = \"{}\"\nuser = \"root\"\nkey = \"{}\"\n",
-            h.name(),
-            h.address(),
-            h.key().display()
-        ));
-    }
-    std::fs::write(dir.path().join("opsbook.toml"), config).unwrap();
-    std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
-    std::fs::write(dir.path().join("runbooks/where.rhai"), RUNBOOK).unwrap();
+    project(dir.path(), &fleet, "persist = \"60s\"\nmax_masters = 2\n", "where", RUNBOOK);
 
     let (code, out, err) = opsbook(dir.path(), runtime.path(), &["run", "where", "--hosts", "all", "--forks", "3"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
@@ -204,17 +205,7 @@ fn the_masters_of_a_killed_run_go_with_it() {
     };
     let dir = tempfile::tempdir().unwrap();
     let runtime = tempfile::Builder::new().prefix("obk").tempdir_in("/tmp").unwrap();
-    let mut config = String::from(
-        "scope = \"user\"\n[ssh]\noptions = \"StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR\"\n\
-         persist = \"0\"\n",
-    );
-    for h in fleet.hosts() {
-        let (name, address, key) = (h.name(), h.address(), h.key().display());
-        config.push_str(&format!("[hosts.{name}]\naddress = \"{address}\"\nuser = \"root\"\nkey = \"{key}\"\n"));
-    }
-    std::fs::write(dir.path().join("opsbook.toml"), config).unwrap();
-    std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
-    std::fs::write(dir.path().join("runbooks/nap.rhai"), "check(\"connected\", true);\nsleep(\"1m\");\n").unwrap();
+    project(dir.path(), &fleet, "persist = \"0\"\n", "nap", "check(\"connected\", true);\nsleep(\"1m\");\n");
     let masters = || {
         let needle = runtime.path().display().to_string();
         let mut found = Vec::new();

@@ -156,13 +156,18 @@ mod tests {
         !std::path::Path::new(&format!("/proc/{pid}")).exists()
     }
 
-    #[test]
-    fn a_child_that_stays_is_done_once_ready_and_runs_until_ended() {
-        let command = inv(&["sh", "-c", "echo chatter; echo READY; exec cat"], Duration::from_secs(10));
-        let (running, staying) = start_staying(command, "READY").unwrap();
+    /// Starts `script` (sh) to stay once it prints `READY`, and watches it until done there.
+    fn watched(script: &str, timeout: Duration) -> (Result<super::super::Completed, String>, Staying) {
+        let (running, staying) = start_staying(inv(&["sh", "-c", script], timeout), "READY").unwrap();
         let mut one = Children::new();
         one.add((), running);
-        let ready = one.next_done().unwrap().1.unwrap();
+        (one.next_done().unwrap().1, staying)
+    }
+
+    #[test]
+    fn a_child_that_stays_is_done_once_ready_and_runs_until_ended() {
+        let (ready, staying) = watched("echo chatter; echo READY; exec cat", Duration::from_secs(10));
+        let ready = ready.unwrap();
         assert_eq!((ready.code, ready.stdout.as_str(), ready.timed_out), (Some(0), "chatter\nREADY\n", false));
         let pid = staying.pid().expect("ready, so held");
         std::thread::sleep(Duration::from_millis(100));
@@ -175,29 +180,20 @@ mod tests {
 
     #[test]
     fn the_ready_line_must_be_a_whole_line() {
-        let command = inv(&["sh", "-c", "echo NOT-READY; sleep 0.3; echo READY; exec cat"], Duration::from_secs(10));
-        let (running, staying) = start_staying(command, "READY").unwrap();
-        let mut one = Children::new();
-        one.add((), running);
-        assert_eq!(one.next_done().unwrap().1.unwrap().stdout, "NOT-READY\nREADY\n");
+        let (ready, staying) = watched("echo NOT-READY; sleep 0.3; echo READY; exec cat", Duration::from_secs(10));
+        assert_eq!(ready.unwrap().stdout, "NOT-READY\nREADY\n");
         staying.end(Duration::from_secs(5));
     }
 
     #[test]
     fn a_child_that_ends_or_hangs_before_it_is_ready_is_reported_as_any_other() {
-        let command = inv(&["sh", "-c", "echo refused >&2; exit 255"], Duration::from_secs(10));
-        let (running, staying) = start_staying(command, "READY").unwrap();
-        let mut one = Children::new();
-        one.add((), running);
-        let ended = one.next_done().unwrap().1.unwrap();
+        let (ended, staying) = watched("echo refused >&2; exit 255", Duration::from_secs(10));
+        let ended = ended.unwrap();
         assert_eq!((ended.code, ended.stderr.as_str()), (Some(255), "refused\n"));
         assert_eq!(staying.pid(), None, "never ready: nothing to hold");
 
-        let command = inv(&["sh", "-c", "exec sleep 30"], Duration::from_millis(300));
-        let (running, staying) = start_staying(command, "READY").unwrap();
-        let mut one = Children::new();
-        one.add((), running);
-        let hung = one.next_done().unwrap().1.unwrap();
+        let (hung, staying) = watched("exec sleep 30", Duration::from_millis(300));
+        let hung = hung.unwrap();
         assert_eq!((hung.code, hung.timed_out, hung.stderr.as_str()), (None, true, "killed after 300ms"));
         assert_eq!(staying.pid(), None);
     }
@@ -214,11 +210,8 @@ mod tests {
         assert!(!staying.end(Duration::from_millis(300)), "killed, not ended by itself");
         assert!(reaped(pid));
 
-        let command = inv(&["sh", "-c", "echo READY; exec cat"], Duration::from_secs(10));
-        let (running, staying) = start_staying(command, "READY").unwrap();
-        let mut one = Children::new();
-        one.add((), running);
-        one.next_done().unwrap().1.unwrap();
+        let (ready, staying) = watched("echo READY; exec cat", Duration::from_secs(10));
+        ready.unwrap();
         let pid = staying.pid().unwrap();
         drop(staying);
         assert!(reaped(pid), "a dropped Staying kills and reaps its child");
