@@ -92,8 +92,9 @@ impl Stayed {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let Some(fd) = &self.exit else {
-                if self.try_reap_status() || left.is_zero() {
-                    return self.try_reap_status();
+                let exited = self.has_exited();
+                if exited || left.is_zero() {
+                    return exited;
                 }
                 std::thread::sleep(left.min(Duration::from_millis(5)));
                 continue;
@@ -111,7 +112,7 @@ impl Stayed {
     }
 
     /// Whether the child has exited, without reaping it.
-    fn try_reap_status(&self) -> bool {
+    fn has_exited(&self) -> bool {
         // SAFETY: siginfo_t is plain data, valid all zeroes.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waitid(2) on our own child with WNOWAIT leaves it to be reaped by `reap`.
