@@ -18,6 +18,7 @@ mod delivery_hosts;
 mod docs;
 mod docs_reference;
 mod fifth_component;
+mod first_day;
 mod fleet;
 mod fleet_failures;
 mod fleet_interrupted;

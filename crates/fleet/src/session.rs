@@ -71,24 +71,35 @@ impl Session {
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
                 let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
-                let roles = opsbook_inventory::Role::all().map(|r| r.name().to_string()).collect();
-                let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
                 let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
-                let own = Arc::new([("localhost".to_string(), session.context.ground())].into());
-                session.context.set_place(Place::simulated(Arc::new(inventory), own));
+                session.stand_here(global);
                 session._sandbox = Some(sandbox);
                 Ok(session)
             }
             Reach::Act => {
                 let world = World::real(&config);
                 world.warm_up();
-                let (base, path) = (config.clone(), global.inventory.clone());
                 let session = Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() });
-                // Read only if a runbook asks (`inventory::hosts`): a broken inventory fails those alone.
-                let load = move || Inventory::load(&base, path.as_deref()).map_err(|e| e.to_string());
-                session.context.set_place(Place::loading(Box::new(load)));
+                session.stand_here(global);
                 Ok(session)
             }
+        }
+    }
+
+    /// Sets where this one-machine session stands among hosts, as `run` and `serve` both
+    /// need it: under `--sandbox` the simulated host `localhost`, playing every role; on this
+    /// machine the inventory, read only if a runbook asks (`inventory::hosts`: a broken
+    /// inventory fails those alone).
+    pub fn stand_here(&self, global: &GlobalOptions) {
+        if global.sandbox {
+            let roles = opsbook_inventory::Role::all().map(|r| r.name().to_string()).collect();
+            let inventory = Inventory::simulated(&self.config, &[("localhost".to_string(), roles)]);
+            let own = Arc::new([("localhost".to_string(), self.context.ground())].into());
+            self.context.set_place(Place::simulated(Arc::new(inventory), own));
+        } else {
+            let (base, path) = (Config::clone(&self.config), global.inventory.clone());
+            let load = move || Inventory::load(&base, path.as_deref()).map_err(|e| e.to_string());
+            self.context.set_place(Place::loading(Box::new(load)));
         }
     }
 
