@@ -66,14 +66,14 @@ impl Session {
         match reach {
             Reach::Describe => {
                 let world = World::real(&config);
-                Ok(Session::new(config, world, catalog, Mode { dry_run: true, ..Mode::default() }))
+                Ok(Session::waiting(global, config, world, catalog, Mode { dry_run: true, ..Mode::default() }))
             }
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
                 let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
                 let roles = opsbook_inventory::Role::all().map(|r| r.name().to_string()).collect();
                 let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
-                let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
+                let mut session = Session::waiting(global, config, sandbox.hosts[0].world.clone(), catalog, mode);
                 let own = Arc::new([("localhost".to_string(), session.context.ground())].into());
                 session.context.set_place(Place::simulated(Arc::new(inventory), own));
                 session._sandbox = Some(sandbox);
@@ -83,7 +83,8 @@ impl Session {
                 let world = World::real(&config);
                 world.warm_up();
                 let (base, path) = (config.clone(), global.inventory.clone());
-                let session = Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() });
+                let mode = Mode { dry_run: global.dry_run, ..Mode::default() };
+                let session = Session::waiting(global, config, world, catalog, mode);
                 // Read only if a runbook asks (`inventory::hosts`): a broken inventory fails those alone.
                 let load = move || Inventory::load(&base, path.as_deref()).map_err(|e| e.to_string());
                 session.context.set_place(Place::loading(Box::new(load)));
@@ -95,6 +96,13 @@ impl Session {
     /// A session acting on `world` with `config`.
     pub fn new(config: Config, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
         Session::shared(Arc::new(config), world, catalog, mode)
+    }
+
+    /// `new`, waiting for a change lock another run holds as `global` asks (`--lock-timeout`).
+    pub fn waiting(global: &GlobalOptions, config: Config, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
+        let session = Session::new(config, world, catalog, mode);
+        session.context.set_lock_wait(global.lock_timeout.unwrap_or_default());
+        session
     }
 
     /// A session sharing a configuration with others on the same world (`opsbook serve`

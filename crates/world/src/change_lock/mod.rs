@@ -148,7 +148,7 @@ impl HostLock {
                     }
                     let due = told.as_ref().is_none_or(|(h, at)| *h != holder || at.elapsed() >= PROGRESS);
                     if due {
-                        let left = humantime::format_duration(Duration::from_secs((wait - waited).as_secs()));
+                        let left = humantime::format_duration(Duration::from_secs((wait - waited).as_secs_f64().ceil() as u64));
                         waiting(&format!("waiting for {}: held by {holder} (at most {left} more)", self.host));
                         told = Some((holder, Instant::now()));
                     }
