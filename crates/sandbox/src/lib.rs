@@ -262,7 +262,8 @@ fn rehearsed_holder(who: &str) -> opsbook_world::change_lock::Record {
     record.who = who.to_string();
     record.pid = 4242;
     record.since = record.since.saturating_sub(120);
-    record.run = format!("{}-0000", record.run.split('-').next().unwrap_or_default());
+    let began = std::time::UNIX_EPOCH + std::time::Duration::from_secs(record.since);
+    record.run = format!("{}-0000", humantime::format_rfc3339_seconds(began).to_string().replace(['-', ':'], ""));
     record
 }
 
