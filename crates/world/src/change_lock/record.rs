@@ -38,6 +38,7 @@ fn this_run() -> &'static ThisRun {
         let user = std::env::var("USER")
             .or_else(|_| std::env::var("LOGNAME"))
             .ok()
+            .or_else(account_name)
             .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))
             // SAFETY: geteuid has no preconditions.
             .unwrap_or_else(|| format!("uid{}", unsafe { libc::geteuid() }));
@@ -52,6 +53,23 @@ fn this_run() -> &'static ThisRun {
             run: format!("{stamp}-{tag:04x}"),
         }
     })
+}
+
+/// The name of the account this process runs as, from the user database.
+fn account_name() -> Option<String> {
+    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to fill.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buffer = vec![0 as libc::c_char; 4096];
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes only into `entry` and `buffer`, both valid for their sizes;
+    // the name it points at lives in `buffer`, read before it goes.
+    unsafe {
+        let uid = libc::geteuid();
+        if libc::getpwuid_r(uid, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut found) != 0 || found.is_null() {
+            return None;
+        }
+        Some(std::ffi::CStr::from_ptr(entry.pw_name).to_string_lossy().into_owned())
+    }
 }
 
 impl Record {
