@@ -62,7 +62,10 @@ impl Context {
         if let Taken::Now { took_over } = taken {
             if let Some(holder) = took_over {
                 let host = lock.host();
-                self.log(Level::Warn, &format!("{host}: took over the change lock left by {holder}: its holder is gone"));
+                self.log(
+                    Level::Warn,
+                    &format!("{host}: took over the change lock left by {holder}: its holder is gone"),
+                );
             }
             self.locking().held.push(lock);
         }

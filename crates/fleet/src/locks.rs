@@ -59,7 +59,10 @@ pub fn refuse(targets: &[Target], refused: &[Option<LockError>], rollout: &mut R
     for (target, refusal) in targets.iter().zip(refused) {
         let reason = match refusal {
             Some(LockError::Held { waited: None, .. }) => {
-                format!("locked: {}; `--lock-timeout 10m` waits for it", refusal.as_ref().map(|r| r.to_string()).unwrap_or_default())
+                format!(
+                    "locked: {}; `--lock-timeout 10m` waits for it",
+                    refusal.as_ref().map(|r| r.to_string()).unwrap_or_default()
+                )
             }
             Some(other) => format!("locked: {other}"),
             None => "not changed: a rollout locks all of its hosts or none".to_string(),

@@ -95,13 +95,17 @@ impl Faults {
     /// The faults of one host: those naming it and those naming no host.
     pub fn on(&self, host: &str) -> Faults {
         let list = self.list.iter().filter(|(h, _, _)| h.as_deref().is_none_or(|h| h == host)).cloned().collect();
-        let lock_held = self.lock_held.iter().filter(|(h, _)| h.as_deref().is_none_or(|h| h == host)).cloned().collect();
+        let lock_held =
+            self.lock_held.iter().filter(|(h, _)| h.as_deref().is_none_or(|h| h == host)).cloned().collect();
         Faults { list, lock_held }
     }
 
     /// The hosts the specs name.
     pub fn hosts(&self) -> impl Iterator<Item = &str> {
-        self.list.iter().filter_map(|(h, _, _)| h.as_deref()).chain(self.lock_held.iter().filter_map(|(h, _)| h.as_deref()))
+        self.list
+            .iter()
+            .filter_map(|(h, _, _)| h.as_deref())
+            .chain(self.lock_held.iter().filter_map(|(h, _)| h.as_deref()))
     }
 
     /// Who holds this host's change lock, when a `lock-held` fault says someone does.

@@ -123,7 +123,8 @@ mod tests {
     #[test]
     fn a_record_left_beside_a_free_lock_is_taken_over_and_named() {
         let dir = tempfile::tempdir().unwrap();
-        opsbook_base::atomic::write(&dir.path().join(RECORD_FILE), (other().to_line() + "\n").as_bytes(), 0o644).unwrap();
+        opsbook_base::atomic::write(&dir.path().join(RECORD_FILE), (other().to_line() + "\n").as_bytes(), 0o644)
+            .unwrap();
         let lock = HostLock::new("here", Box::new(LocalLock { dir: dir.path().to_path_buf() }));
         let mine = Record::this_run("configure", "");
         let taken = lock.take(&mine, Duration::ZERO, &Cancel::default(), &mut |_| {});

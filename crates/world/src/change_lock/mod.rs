@@ -148,7 +148,9 @@ impl HostLock {
                     }
                     let due = told.as_ref().is_none_or(|(h, at)| *h != holder || at.elapsed() >= PROGRESS);
                     if due {
-                        let left = humantime::format_duration(Duration::from_secs((wait - waited).as_secs_f64().ceil() as u64));
+                        let left = humantime::format_duration(Duration::from_secs(
+                            (wait - waited).as_secs_f64().ceil() as u64,
+                        ));
                         waiting(&format!("waiting for {}: held by {holder} (at most {left} more)", self.host));
                         told = Some((holder, Instant::now()));
                     }
@@ -237,7 +239,9 @@ mod tests {
         let err = lock.take(&mine, Duration::from_millis(700), &Cancel::default(), &mut |s| said.push(s.to_string()));
         assert!(started.elapsed() >= Duration::from_millis(700));
         let err = err.unwrap_err().to_string();
-        assert!(err.starts_with("c1: still held by alice@laptop — run 20261128T210307Z-abcd, configure, pid 7, since "));
+        assert!(
+            err.starts_with("c1: still held by alice@laptop — run 20261128T210307Z-abcd, configure, pid 7, since ")
+        );
         assert!(err.ends_with(" after waiting 700ms"), "{err}");
         assert_eq!(said.len(), 1, "told once: {said:?}");
         assert!(said[0].starts_with("waiting for c1: held by alice@laptop — run "), "{said:?}");

@@ -48,10 +48,7 @@ fn this_run() -> &'static ThisRun {
         // Two runs started in the same second on one machine differ by their pid and the
         // clock's nanoseconds.
         let tag = (std::process::id() ^ now.subsec_nanos()) & 0xffff;
-        ThisRun {
-            who: format!("{user}@{}", crate::hostname::this_machine()),
-            run: format!("{stamp}-{tag:04x}"),
-        }
+        ThisRun { who: format!("{user}@{}", crate::hostname::this_machine()), run: format!("{stamp}-{tag:04x}") }
     })
 }
 
@@ -177,7 +174,9 @@ impl Answer {
             "held" => Ok(Answer::Held(Holder::from_text(rest))),
             "error" => Ok(Answer::Error(rest.to_string())),
             _ if text.trim().is_empty() => Err("the host's lock script answered nothing".into()),
-            _ => Err(format!("the host's lock script answered {:?}", text.trim().chars().take(200).collect::<String>())),
+            _ => {
+                Err(format!("the host's lock script answered {:?}", text.trim().chars().take(200).collect::<String>()))
+            }
         }
     }
 }
