@@ -113,7 +113,7 @@ mod tests {
         // A second holder (another open file description, as another process has) is refused.
         assert_eq!(
             take(&second, &other()),
-            Err(LockError::Held { host: "here".into(), holder: Holder::Known(mine.clone()), waited: None })
+            Err(LockError::Held { host: "here".into(), holder: Box::new(Holder::Known(mine.clone())), waited: None })
         );
         first.finish_release();
         assert!(!dir.path().join("opsbook/change.json").exists(), "a run that ends removes its record");

@@ -59,7 +59,7 @@ pub trait Holding: Send {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockError {
     /// Another run holds it (after waiting `waited`, when the run was asked to wait).
-    Held { host: String, holder: Holder, waited: Option<Duration> },
+    Held { host: String, holder: Box<Holder>, waited: Option<Duration> },
     /// The lock could not be tried: the run does not change the host blind.
     Failed { host: String, why: String },
     /// The run was interrupted while it waited.
@@ -144,7 +144,7 @@ impl HostLock {
                     let waited = started.elapsed();
                     if waited >= wait {
                         let waited = (!wait.is_zero()).then_some(wait);
-                        return Err(LockError::Held { host: self.host.clone(), holder, waited });
+                        return Err(LockError::Held { host: self.host.clone(), holder: Box::new(holder), waited });
                     }
                     let due = told.as_ref().is_none_or(|(h, at)| *h != holder || at.elapsed() >= PROGRESS);
                     if due {
@@ -233,7 +233,10 @@ mod tests {
         let mine = Record::this_run("deploy", "");
         let mut said = Vec::new();
         let err = lock.take(&mine, Duration::ZERO, &Cancel::default(), &mut |s| said.push(s.to_string()));
-        assert_eq!(err, Err(LockError::Held { host: "c1".into(), holder: Holder::Known(other()), waited: None }));
+        assert_eq!(
+            err,
+            Err(LockError::Held { host: "c1".into(), holder: Box::new(Holder::Known(other())), waited: None })
+        );
         assert!(said.is_empty(), "no wait, no word of waiting");
         let started = Instant::now();
         let err = lock.take(&mine, Duration::from_millis(700), &Cancel::default(), &mut |s| said.push(s.to_string()));

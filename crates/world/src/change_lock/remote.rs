@@ -75,8 +75,11 @@ impl Holding for RemoteHolding {
 impl Backend for RemoteLock {
     fn try_take(&self, record: &Record) -> Result<Try, String> {
         let scope = if self.user_scope { "user" } else { "system" };
-        let argv = ["sh", "-c", SCRIPT, "opsbook-lock", scope, &record.to_line()].map(String::from);
-        let (control, stream) = self.ssh.session(&shell_quote::join(&argv))?;
+        // The script quoted once for every host of the run; the record for each.
+        static QUOTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let script = QUOTED.get_or_init(|| shell_quote::join(&["sh", "-c", SCRIPT, "opsbook-lock"].map(String::from)));
+        let command = format!("{script} {scope} {}", shell_quote::quote(&record.to_line()));
+        let (control, stream) = self.ssh.session(&command)?;
         let answer = read_answer(&stream)?;
         match Answer::parse(&answer)? {
             Answer::Held(holder) => Ok(Try::Held(holder)),
