@@ -94,7 +94,7 @@ fn every_example_runs_in_the_sandbox() {
 /// `opsbook fns --json` (`OPSBOOK_BLESS=1` writes it into that page), so a verb added, renamed or removed shows there
 /// and no namespace is left out.
 #[test]
-fn readme_lists_every_verb_of_the_registry() {
+fn the_functions_reference_lists_every_verb_of_the_registry() {
     let listed = verbs();
     let verbs: Vec<&serde_json::Value> = listed
         .iter()
@@ -133,5 +133,9 @@ fn readme_lists_every_verb_of_the_registry() {
         std::fs::write(&path, format!("{}{table}{}", &readme[..start], &readme[stop..])).unwrap();
         return;
     }
-    assert_eq!(&readme[start..stop], table, "docs/reference/functions.md's verbs differ from the registry (OPSBOOK_BLESS=1 rewrites them)");
+    assert_eq!(
+        &readme[start..stop],
+        table,
+        "docs/reference/functions.md's verbs differ from the registry (OPSBOOK_BLESS=1 rewrites them)"
+    );
 }
