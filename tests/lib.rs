@@ -10,6 +10,8 @@ mod bad_messages;
 mod bad_sources;
 mod bad_state;
 mod bounded_reads;
+mod change_lock;
+mod change_lock_hosts;
 mod cli;
 mod config;
 mod debian13;

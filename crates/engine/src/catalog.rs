@@ -261,6 +261,9 @@ pub fn check_named_folders(dirs: &[PathBuf]) -> Result<(), Error> {
     Ok(())
 }
 
+/// How a runbook's documentation declares that it changes the host (`Entry::changes_hosts`).
+pub const CHANGES_THE_HOST: &str = "Changes the host";
+
 /// Names are file stems: no path separators, no leading dot.
 fn valid_name(name: &str) -> bool {
     !name.is_empty() && !name.starts_with('.') && !name.contains('/') && !name.contains('\0')
@@ -279,6 +282,12 @@ impl Entry {
             }
         }
         lines.join("\n").trim().to_string()
+    }
+
+    /// Whether the runbook declares that it changes the host (a `//!` line beginning
+    /// `CHANGES_THE_HOST`): its runs take the host's change lock before anything runs.
+    pub fn changes_hosts(&self) -> bool {
+        self.doc().lines().any(|line| line.starts_with(CHANGES_THE_HOST))
     }
 
     /// The first sentence of the doc header, whole: its first paragraph's lines joined, up to

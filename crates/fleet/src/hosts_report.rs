@@ -91,7 +91,9 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
                 if r.roles.is_empty() { "-".into() } else { r.roles.join(", ") },
                 s.passed.to_string(),
                 match &r.report.end {
-                    End::Interrupted | End::TimedOut(_) => format!("{}, {}", s.failed, r.report.outcome()),
+                    End::Interrupted | End::TimedOut(_) | End::Locked(_) => {
+                        format!("{}, {}", s.failed, r.report.outcome())
+                    }
                     _ => (s.failed + usize::from(r.report.outcome() != "passed" && s.failed == 0)).to_string(),
                 },
                 human::millis(r.report.duration),

@@ -66,12 +66,12 @@ impl Session {
         match reach {
             Reach::Describe => {
                 let world = World::real(&config);
-                Ok(Session::new(config, world, catalog, Mode { dry_run: true, ..Mode::default() }))
+                Ok(Session::waiting(global, config, world, catalog, Mode { dry_run: true, ..Mode::default() }))
             }
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
                 let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
-                let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
+                let mut session = Session::waiting(global, config, sandbox.hosts[0].world.clone(), catalog, mode);
                 session.stand_here(global);
                 session._sandbox = Some(sandbox);
                 Ok(session)
@@ -79,7 +79,8 @@ impl Session {
             Reach::Act => {
                 let world = World::real(&config);
                 world.warm_up();
-                let session = Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() });
+                let mode = Mode { dry_run: global.dry_run, ..Mode::default() };
+                let session = Session::waiting(global, config, world, catalog, mode);
                 session.stand_here(global);
                 Ok(session)
             }
@@ -106,6 +107,13 @@ impl Session {
     /// A session acting on `world` with `config`.
     pub fn new(config: Config, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
         Session::shared(Arc::new(config), world, catalog, mode)
+    }
+
+    /// `new`, waiting for a change lock another run holds as `global` asks (`--lock-timeout`).
+    pub fn waiting(global: &GlobalOptions, config: Config, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
+        let session = Session::new(config, world, catalog, mode);
+        session.context.set_lock_wait(global.lock_timeout.unwrap_or_default());
+        session
     }
 
     /// A session sharing a configuration with others on the same world (`opsbook serve`
@@ -173,14 +181,30 @@ impl Session {
     ) -> Result<Report, Error> {
         let bound = compiled.bind(params)?;
         let shown = compiled.effective_params(&bound);
+        let component = shown.get("service").or_else(|| shown.get("component")).cloned().unwrap_or_default();
         self.context.set_params(bound);
         let recorder = make(&compiled.entry.name, &compiled.entry.source, shown, self.mode.clone());
         self.context.set_recorder(Some(recorder));
-        let result = self.engine().run_ast_with_scope(&mut Scope::new(), &compiled.ast);
-        let end = match result {
-            Ok(()) => End::Completed,
-            Err(e) => self.end_of(&e, &compiled.entry.source),
+        // The change lock: taken now by a runbook that declares it changes the host, else at
+        // its first change (`Context::plan`); the locks this run took go when it ends.
+        let kept = self.context.locks_held();
+        self.context.lock_for(&compiled.entry.name, &component);
+        let declared = compiled.entry.changes_hosts() && !self.mode.dry_run;
+        let end = match declared.then(|| self.context.hold_change_lock()).transpose() {
+            Err(refused) => locked(refused),
+            Ok(_) => match self.engine().run_ast_with_scope(&mut Scope::new(), &compiled.ast) {
+                Ok(()) => End::Completed,
+                Err(e) => self.end_of(&e, &compiled.entry.source),
+            },
         };
+        let end = match self.context.take_lock_refusal() {
+            Some(refused) => {
+                self.context.cancel.reset();
+                locked(refused)
+            }
+            None => end,
+        };
+        self.context.release_after(kept);
         self.context.set_params(Default::default());
         let recorder = self.context.take_recorder().expect("the recorder was installed above");
         Ok(recorder.finish(end))
@@ -232,6 +256,19 @@ impl Session {
                 End::ScriptError(explained.message)
             }
         }
+    }
+}
+
+/// How a run refused by another run's change lock ends (interrupted while it waited: as
+/// any interruption).
+fn locked(refused: opsbook_world::change_lock::LockError) -> End {
+    use opsbook_world::change_lock::LockError;
+    match refused {
+        LockError::Interrupted => End::Interrupted,
+        held @ LockError::Held { waited: None, .. } => {
+            End::Locked(format!("{held}; nothing was changed\n  help: `--lock-timeout 10m` waits for it"))
+        }
+        other => End::Locked(format!("{other}; nothing was changed")),
     }
 }
 

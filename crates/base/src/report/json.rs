@@ -64,6 +64,7 @@ pub fn document(report: &Report) -> Value {
         End::ScriptError(m) => json!({"kind": "script", "message": m}),
         End::Interrupted => json!({"kind": "interrupted", "message": "interrupted"}),
         End::TimedOut(m) => json!({"kind": "timed_out", "message": m}),
+        End::Locked(m) => json!({"kind": "locked", "message": m}),
         End::Stopped { code, at } => {
             json!({"kind": "stopped", "code": code, "message": End::stopped_message(*code, at)})
         }

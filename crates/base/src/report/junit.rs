@@ -105,6 +105,7 @@ fn suite(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
         End::ScriptError(m) => ("script error", m.clone()),
         End::Interrupted => ("interrupted", "interrupted by the operator".to_string()),
         End::TimedOut(m) => ("timed out", m.clone()),
+        End::Locked(m) => ("locked", m.clone()),
         End::Stopped { code, at } => ("stopped", End::stopped_message(*code, at)),
     };
     if !kind.is_empty() {

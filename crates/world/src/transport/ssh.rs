@@ -330,6 +330,15 @@ impl Ssh {
             .map_err(|reason| SshError::NoSsh { host: self.target.name.clone(), reason })
     }
 
+    /// A session on the host running `command` (one string, for its login shell) over this
+    /// connection's master: no new connection and no local process. Returns the control
+    /// connection the session lasts with (keep it) and our end of its stdin, stdout and stderr.
+    pub fn session(&self, command: &str) -> Result<(Mux, std::os::unix::net::UnixStream), String> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
+        let control = Mux::connect(&self.control.socket, CONTROL_TIMEOUT)?.new_session(command, &theirs)?;
+        Ok((control, ours))
+    }
+
     /// Ends this run's use of the connection: the keeper, and a master of this run alone (with
     /// every forward and session on it), waiting for it to be gone before its private
     /// directory is removed. A lasting master stays for its persist time. Done once; later
