@@ -206,15 +206,20 @@ evidence::evidence_after("metrics-agent", changed, #{ margin: "0s" });
         .iter()
         .map(|c| {
             let name = c["name"].as_str().unwrap_or_default().replace(host.trim(), "[HOST]");
-            format!("{} {name} — {}", c["outcome"].as_str().unwrap_or_default(), c["actual"].as_str().unwrap_or("-"))
+            let outcome = c["outcome"].as_str().unwrap_or_default();
+            // How many failed writes the agent logged meanwhile depends on the machine's pace.
+            match c["actual"].as_str() {
+                Some(actual) if name.starts_with("a point of ") => format!("{outcome} {name} — {actual}"),
+                _ => format!("{outcome} {name}"),
+            }
         })
         .collect();
     assert_eq!(
         lines.join("\n"),
         "fail a point of [HOST] stamped after the change is in telegraf — 0 point(s)
-fail telegraf.service logged no failed delivery since the change — -
+fail telegraf.service logged no failed delivery since the change
 pass a point of [HOST] stamped after the change is in telegraf — 1 point(s)
-fail telegraf.service logged no failed delivery since the change — -",
+fail telegraf.service logged no failed delivery since the change",
         "{}",
         out.stdout
     );
