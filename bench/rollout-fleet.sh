@@ -52,11 +52,11 @@ echo "booting the server and $n clients…" >&2
 OPSBOOK_BENCH_CLIENT_UNITS=0 python3 bench/fleet_boot.py up "$d" "$n" "$bin"
 # A mark per measured run (every contender's runs counted together) and a few more.
 python3 bench/rollout_fleet_files.py "$d" "$bin" $(( (runs + 1) * ${#tools[@]} + 10 )) "$forks"
-cd "$d"
-ob() { "$1" --config rollout.toml "${@:2}"; }
+cd "$d/rollout"
+
 echo "deploying the agent and the shipper on $n clients…" >&2
 for role in metrics-agent log-shipper; do
-  ob "$bin" run deploy --set "service=$role" --forks "$forks" >"deploy-$role.txt" ||
+  "$bin" run deploy --set "service=$role" --forks "$forks" >"deploy-$role.txt" ||
     { tail -40 "deploy-$role.txt" >&2; exit 1; }
 done
 group=$d/contenders.json
@@ -78,17 +78,17 @@ measure_group() {
   python3 "$repo/bench/fleet_measure.py" "$n" "$runs" 1 "$group" | tee -a "$lines"
   rm -f "$group"
 }
-rollout() { echo --config rollout.toml --runbooks "$d/marks/{run}/runbooks" run configure --set "service=$1" --serial 10% --forks "$forks"; }
+rollout() { echo --runbooks "$d/marks/{run}/runbooks" run configure --set "service=$1" --serial 10% --forks "$forks"; }
 ansible=(env "ANSIBLE_CONFIG=$d/rollout-ansible.cfg" ansible-playbook -e "mark={run}")
 # shellcheck disable=SC2046
 {
   contender opsbook-shipper "$bin" $(rollout log-shipper)
   contender old-shipper "$old" $(rollout log-shipper)
-  contender ansible-shipper "${ansible[@]}" shipper.yml
+  contender ansible-shipper "${ansible[@]}" "$d/shipper.yml"
   measure_group
   contender opsbook-agent "$bin" $(rollout metrics-agent)
   contender old-agent "$old" $(rollout metrics-agent)
-  contender ansible-agent "${ansible[@]}" agent.yml
+  contender ansible-agent "${ansible[@]}" "$d/agent.yml"
   measure_group
 }
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$d/load.txt"
@@ -103,11 +103,11 @@ for r in rows:
 PY
 # A batch costs one gate: one agent rollout's own table beside one host's change alone.
 mark=$(( (runs + 1) * ${#tools[@]} + 5 ))
-ob "$bin" --runbooks "$d/marks/$mark/runbooks" run configure --set service=metrics-agent --serial 10% \
+"$bin" --runbooks "$d/marks/$mark/runbooks" run configure --set service=metrics-agent --serial 10% \
   --forks "$forks" | sed -n '/^rollout of /,/^$/p'
 for i in 1 2 3; do
   start=$(date +%s%N)
-  ob "$bin" --runbooks "$d/marks/$((mark + i))/runbooks" run configure --set service=c1:metrics-agent >/dev/null
+  "$bin" --runbooks "$d/marks/$((mark + i))/runbooks" run configure --set service=c1:metrics-agent >/dev/null
   echo "one host's agent change alone (c1): $(( ($(date +%s%N) - start) / 1000000 )) ms"
 done
 cat "$d/load.txt"

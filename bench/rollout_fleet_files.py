@@ -2,7 +2,8 @@
 """Writes what bench/rollout-fleet.sh's contenders need into a fleet booted by
 bench/fleet_boot.py (DIR/hosts.json, DIR/key):
 
-- rollout.toml: opsbook's configuration and inventory, the twins as the components' programs
+- rollout/opsbook.toml: opsbook's configuration and inventory (run from DIR/rollout, apart from
+  fleet_boot.py's DIR/opsbook.toml, which ./opsbook.toml would layer in), the twins as the components' programs
   (as tests/lifecycle.rs's operator has them), the server's twins already running;
 - marks/RUN/{runbooks,templates}: the built-in agent and shipper templates with one more
   comment line, `rollout mark RUN` (a `--runbooks` folder per run: each run a real change);
@@ -36,7 +37,7 @@ def main(d, binary, marks, forks):
         f'[hosts.{h["name"]}]\naddress = "{h["address"]}"\n'
         f'roles = {json.dumps(["metrics-db", "log-store"] if h["name"] == "server" else ["metrics-agent", "log-shipper"])}\n'
         f'user = "root"\nkey = "{key}"\n' for h in hosts)
-    write(os.path.join(d, "rollout.toml"), f"""scope = "user"
+    write(os.path.join(d, "rollout", "opsbook.toml"), f"""scope = "user"
 [ssh]
 options = "StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR"
 max_masters = {len(hosts) + 10}
