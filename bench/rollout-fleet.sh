@@ -6,7 +6,7 @@
 # 10 s, the shipper batches for 1 s), then measures a configuration change (the built-in
 # template with one more comment line, a new one each run) rolled out with `--serial 10%`,
 # taking turns (bench/fleet_measure.py: medians of OPSBOOK_BENCH_RUNS runs, 3 by default,
-# after one warm-up each):
+# after OPSBOOK_BENCH_WARMUP warm-up runs each, 1 by default):
 #   - opsbook-shipper / opsbook-agent: `opsbook run configure --set service=ROLE --serial 10%
 #     --forks F` — each host's rollback point kept, the change checked by the component's own
 #     tool, written, reloaded, and gated by evidence made after it (a marker line read back from
@@ -36,6 +36,7 @@ fi
 bin="${OPSBOOK_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/opsbook}"
 n=${1:-100}
 runs=${OPSBOOK_BENCH_RUNS:-3}
+warmup=${OPSBOOK_BENCH_WARMUP:-1}
 forks=${OPSBOOK_BENCH_FORKS:-50}
 out_dir="${CARGO_TARGET_DIR:-$repo/target}/bench"
 mkdir -p "$out_dir"
@@ -51,7 +52,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$d/load.txt"
 echo "booting the server and $n clients…" >&2
 OPSBOOK_BENCH_CLIENT_UNITS=0 python3 bench/fleet_boot.py up "$d" "$n" "$bin"
 # A mark per measured run (every contender's runs counted together) and a few more.
-python3 bench/rollout_fleet_files.py "$d" "$bin" $(( (runs + 1) * ${#tools[@]} + 10 )) "$forks"
+python3 bench/rollout_fleet_files.py "$d" "$bin" $(( (runs + warmup) * ${#tools[@]} + 10 )) "$forks"
 cd "$d/rollout"
 
 echo "deploying the agent and the shipper on $n clients…" >&2
@@ -75,7 +76,7 @@ json.dump(group, open(path, "w"))
 PY
 }
 measure_group() {
-  python3 "$repo/bench/fleet_measure.py" "$n" "$runs" 1 "$group" | tee -a "$lines"
+  python3 "$repo/bench/fleet_measure.py" "$n" "$runs" "$warmup" "$group" | tee -a "$lines"
   rm -f "$group"
 }
 rollout() { echo --runbooks "$d/marks/{run}/runbooks" run configure --set "service=$1" --serial 10% --forks "$forks"; }
@@ -102,7 +103,7 @@ for r in rows:
           f"{r['tree_cpu_ms']:>9} {r['machine_cpu_ms']:>11}")
 PY
 # A batch costs one gate: one agent rollout's own table beside one host's change alone.
-mark=$(( (runs + 1) * ${#tools[@]} + 5 ))
+mark=$(( (runs + warmup) * ${#tools[@]} + 5 ))
 "$bin" --runbooks "$d/marks/$mark/runbooks" run configure --set service=metrics-agent --serial 10% \
   --forks "$forks" | sed -n '/^rollout of /,/^$/p'
 for i in 1 2 3; do
