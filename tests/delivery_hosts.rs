@@ -172,11 +172,7 @@ fn a_change_that_stops_delivery_fails_its_gate_is_rolled_back_and_stops_the_roll
     clients[1].ok(&["sh", "-c", &format!("cat > {AGENT} <<'EOF'\n{good}EOF")]);
     let out = run(&t, &["run", "deploy", "--set", "service=d13c1:metrics-agent"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("  FAIL  a point of d13c1 stamped after the change is in telegraf"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("  FAIL  a point of d13c1 stamped after the change is in telegraf"), "{}", out.stdout);
     base_templates(&t);
     passes_on(&t, &site, &hosts, &["run", "deploy", "--set", "service=d13c1:metrics-agent"]);
 
