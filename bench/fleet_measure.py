@@ -98,7 +98,10 @@ def once(group, argv):
     busy0 = machine_busy_ms()
     join = os.path.join(group, "cgroup.procs")
     started = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    # OPSBOOK_BENCH_OUT=DIR keeps each run's output, DIR/RUN.txt (a failed run's report).
+    kept = os.environ.get("OPSBOOK_BENCH_OUT")
+    out = open(os.path.join(kept, f"{RUNS - 1}.txt"), "w") if kept else subprocess.DEVNULL
+    child = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE,
                              preexec_fn=lambda: open(join, "w").write(str(os.getpid())))
     hwm, tree, tick = 0, 0, 0
     while True:

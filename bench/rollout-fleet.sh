@@ -47,7 +47,8 @@ cleanup() {
   python3 "$repo/bench/fleet_boot.py" down "$d" || true
   rm -rf "$d"
 }
-trap cleanup EXIT
+# OPSBOOK_BENCH_KEEP=1 leaves a failed run's hosts up (then: python3 bench/fleet_boot.py down DIR).
+trap 'status=$?; if [ $status != 0 ] && [ "${OPSBOOK_BENCH_KEEP:-0}" = 1 ]; then echo "kept: $d" >&2; else cleanup; fi' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$d/load.txt"
 echo "booting the server and $n clients…" >&2
 OPSBOOK_BENCH_CLIENT_UNITS=0 python3 bench/fleet_boot.py up "$d" "$n" "$bin"
@@ -61,6 +62,7 @@ for role in metrics-agent log-shipper; do
     { tail -40 "deploy-$role.txt" >&2; exit 1; }
 done
 group=$d/contenders.json
+mkdir -p "$d/out"
 lines=$d/results.jsonl
 : >"$lines"
 contender() {
@@ -76,22 +78,24 @@ json.dump(group, open(path, "w"))
 PY
 }
 measure_group() {
-  python3 "$repo/bench/fleet_measure.py" "$n" "$runs" "$warmup" "$group" | tee -a "$lines"
+  OPSBOOK_BENCH_OUT=$d/out python3 "$repo/bench/fleet_measure.py" "$n" "$runs" "$warmup" "$group" | tee -a "$lines"
   rm -f "$group"
 }
 rollout() { echo --runbooks "$d/marks/{run}/runbooks" run configure --set "service=$1" --serial 10% --forks "$forks"; }
 ansible=(env "ANSIBLE_CONFIG=$d/rollout-ansible.cfg" ansible-playbook -e "mark={run}")
+# OPSBOOK_BENCH_GROUPS: which rollouts to measure ("shipper agent").
 # shellcheck disable=SC2046
-{
-  contender opsbook-shipper "$bin" $(rollout log-shipper)
-  contender old-shipper "$old" $(rollout log-shipper)
-  contender ansible-shipper "${ansible[@]}" "$d/shipper.yml"
+for g in ${OPSBOOK_BENCH_GROUPS:-shipper agent}; do
+  case $g in
+    shipper) role=log-shipper ;;
+    agent) role=metrics-agent ;;
+    *) echo "OPSBOOK_BENCH_GROUPS: $g is neither shipper nor agent" >&2; exit 1 ;;
+  esac
+  contender "opsbook-$g" "$bin" $(rollout $role)
+  contender "old-$g" "$old" $(rollout $role)
+  contender "ansible-$g" "${ansible[@]}" "$d/$g.yml"
   measure_group
-  contender opsbook-agent "$bin" $(rollout metrics-agent)
-  contender old-agent "$old" $(rollout metrics-agent)
-  contender ansible-agent "${ansible[@]}" "$d/agent.yml"
-  measure_group
-}
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$d/load.txt"
 python3 - "$lines" "$out_dir/rollout-fleet.json" <<'PY'
 import json, sys
