@@ -1,0 +1,200 @@
+//! Hostile input, round three (#50): an inventory runs nothing on this machine, a file opsbook
+//! writes never replaces a device or a FIFO, … Whole outputs compared.
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config as Cases, TestRunner};
+
+use crate::support::Test;
+
+/// An Ansible inventory whose one host sets `var` to `value`.
+fn inventory_setting(var: &str, value: &str) -> String {
+    format!("all:\n  hosts:\n    h1:\n      ansible_host: 127.0.0.1\n      {var}: {value:?}\n")
+}
+
+#[test]
+fn an_inventory_may_not_set_what_runs_a_program_on_this_machine() {
+    let allowed = "an inventory may set only AddressFamily, CASignatureAlgorithms, CheckHostIP, Ciphers, Compression, \
+     ConnectionAttempts, ConnectTimeout, GSSAPIAuthentication, HostbasedAuthentication, HostKeyAlgorithms, \
+     HostKeyAlias, IdentitiesOnly, IPQoS, KbdInteractiveAuthentication, KexAlgorithms, LogLevel, MACs, \
+     NumberOfPasswordPrompts, PasswordAuthentication, PreferredAuthentications, PubkeyAcceptedAlgorithms, \
+     PubkeyAcceptedKeyTypes, PubkeyAuthentication, RekeyLimit, ServerAliveCountMax, ServerAliveInterval, \
+     StrictHostKeyChecking, TCPKeepAlive, UpdateHostKeys, VerifyHostKeyDNS";
+    let ssh = |name: &str| {
+        format!(
+            "the ssh option `{name}` may not come from an inventory: ssh options that could run a program or reach \
+             a file on this machine are your own to set (`ssh.options` in opsbook.toml, or ~/.ssh/config); {allowed}"
+        )
+    };
+    let cases = [
+        ("opsbook_ssh_options", "ProxyCommand=touch pwned", ssh("ProxyCommand"), 27),
+        ("opsbook_ssh_options", "StrictHostKeyChecking=no,PermitLocalCommand=yes,LocalCommand=touch pwned", ssh("PermitLocalCommand"), 27),
+        ("opsbook_ssh_options", "KnownHostsCommand touch pwned", ssh("KnownHostsCommand"), 27),
+        (
+            "opsbook_metrics_db_token_command",
+            "touch pwned",
+            "`metrics_db.token_command` runs a program on this machine, so it comes only from your own \
+             configuration (opsbook.toml or the environment), never from an inventory"
+                .to_string(),
+            40,
+        ),
+    ];
+    for (var, value, refusal, width) in cases {
+        let t = Test::new().file("inv.yml", &inventory_setting(var, value));
+        for args in [&["hosts", "--inventory", "inv.yml"][..], &["run", "quick-check", "--inventory", "inv.yml", "--hosts", "h1"]] {
+            let out = t.run_in_place(args);
+            let line = format!("5 |       {var}: {value:?}");
+            let expected = format!(
+                "error: host `h1`: `{var}`: {refusal}\n --> inv.yml:5:7\n  |\n{line}\n  |       {}\n",
+                "^"
+            );
+            let _ = width;
+            assert_eq!((out.0, out.1.as_str(), out.2.as_str()), (2, "", expected.as_str()), "{value}");
+        }
+        assert!(!t.path().join("pwned").exists(), "{value}: nothing ran");
+    }
+    // What only tunes the connection stays the inventory's to set.
+    Test::new()
+        .file("inv.yml", &inventory_setting("opsbook_ssh_options", "StrictHostKeyChecking=accept-new, ServerAliveInterval 5"))
+        .args(["hosts", "--inventory", "inv.yml"])
+        .run()
+        .code(0)
+        .stdout_has("h1    ssh.options  StrictHostKeyChecking=accept-new, ServerAliveInterval 5  inv.yml:5 (host var)");
+}
+
+/// Runs `script` (`$1`: opsbook) as sh in a private mount namespace with its own /dev (a
+/// tmpfs holding a `null` and a `full` device made for it): the real /dev is never touched.
+fn in_private_dev(t: &Test, script: &str) -> String {
+    let setup = "set -e\nmount -t tmpfs -o size=1m tmpfs /dev\nmknod -m 666 /dev/null c 1 3\nmknod -m 666 /dev/full c 1 7\nset +e\n";
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &format!("{setup}{script}"), "sh"])
+        .arg(crate::support::opsbook())
+        .current_dir(t.path())
+        .env("HOME", t.path())
+        .output()
+        .expect("unshare");
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unshare") {
+        crate::support::skip(format!("no mount namespace: {}", String::from_utf8_lossy(&out.stderr)));
+        return String::new();
+    }
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn save_json_writes_into_a_device_or_fifo_and_never_replaces_it() {
+    let t = Test::new().runbook("one", "check(\"one\", true);\n");
+    let script = "\"$1\" run one --sandbox --save-json /dev/null >/dev/null; echo \"null: $? $(stat -c %F /dev/null)\"\n\
+                  \"$1\" run one --sandbox --save-json /dev/full >/dev/null; echo \"full: $? $(stat -c %F /dev/full)\"\n\
+                  ln -s /proc/self/fd/1 out\n\
+                  \"$1\" run one --sandbox --save-json out | grep -c '\"passed\": 1'; echo \"link: $(stat -L -c %F out)\"\n\
+                  mkfifo fifo; cat fifo > read & \"$1\" run one --sandbox --save-json fifo >/dev/null; wait\n\
+                  echo \"fifo: $(stat -c %F fifo) $(grep -c '\"passed\": 1' read)\"\n\
+                  rm fifo; mkfifo fifo; \"$1\" run one --sandbox --save-json fifo >/dev/null; echo \"unread fifo: $? $(stat -c %F fifo)\"\n";
+    let seen = in_private_dev(&t, script);
+    if seen.is_empty() {
+        return;
+    }
+    assert_eq!(
+        seen,
+        "null: 0 character special file
+full: 2 character special file
+1
+link: fifo
+fifo: fifo 1
+unread fifo: 2 fifo
+error: cannot write the JSON report to `/dev/full`
+  caused by: No space left on device (os error 28)
+error: cannot write the JSON report to `fifo`
+  caused by: it is a FIFO (named pipe) that nothing reads
+"
+    );
+}
+
+/// Secrets made of what writers escape: quotes, `&`, `<`, `\`, blanks, `%`, `#`, `/`, `?`,
+/// sometimes on two lines.
+fn secrets() -> impl Strategy<Value = String> {
+    let line = "[A-Za-z0-9&<>\"'\\\\ #/?`%-]{5,16}";
+    (line, proptest::option::of(line)).prop_map(|(a, b)| {
+        let a = format!("Zq{a}");
+        match b {
+            Some(b) => format!("{a}\nYp{b}"),
+            None => a,
+        }
+    })
+}
+
+#[test]
+fn a_secret_is_redacted_in_every_encoding_a_writer_applies_and_every_line() {
+    use opsbook_base::secret::{Secret, redact};
+    let writers: [(&str, fn(&str) -> String); 4] = [
+        ("json", |s| serde_json::to_string(s).unwrap()),
+        ("junit", opsbook_base::report::junit::esc),
+        ("page", opsbook::serve::page::esc),
+        ("as it is", str::to_string),
+    ];
+    let cases = Cases { cases: 256, failure_persistence: None, ..Cases::default() };
+    TestRunner::new(cases)
+        .run(&secrets(), |secret| {
+            Secret::new(secret.clone());
+            for (writer, write) in writers {
+                let written = write(&format!("before {secret} after"));
+                // Output is redacted line by line (`RedactingWriter`).
+                let shown: Vec<String> = written.lines().map(|l| redact(l).into_owned()).collect();
+                let shown = shown.join("\n");
+                for line in secret.lines().map(str::trim).filter(|l| l.len() >= 4) {
+                    let escaped = write(line);
+                    let escaped = if writer == "json" { &escaped[1..escaped.len() - 1] } else { &escaped[..] };
+                    prop_assert!(!shown.contains(escaped), "{writer}: {secret:?} shown as {shown:?}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_token_escaped_by_a_writer_is_redacted_there() {
+    let cases = [
+        ("junit", "S3&cretPW", "S3&cretPW", "      <failure message=\"the server said <redacted>\">the server said <redacted></failure>"),
+        ("junit", "sec\"ret'PW", "sec\\\"ret'PW", "      <failure message=\"the server said <redacted>\">the server said <redacted></failure>"),
+        ("json", "sec\"ret\\PW", "sec\\\"ret\\\\PW", "      \"detail\": \"the server said <redacted>\","),
+    ];
+    for (format, token, in_rhai, expected) in cases {
+        let runbook = format!("check(\"echo\", false, \"the server said {in_rhai}\");\n");
+        let out = Test::new().runbook("r", &runbook).env("INFLUX_TOKEN", token).args(["run", "r", "--format", format]).run();
+        let line = out.stdout.lines().find(|l| l.contains("the server said")).unwrap_or_default();
+        assert_eq!(line, expected, "{format} {token}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn each_line_of_a_two_line_token_file_is_redacted() {
+    let t = Test::new().file("influx.token", "first-line-A1\nsecond-line-B2\n");
+    let token = t.path().join("influx.token");
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let runbook = format!("print(file::read(\"{0}\"));\nprint(\"second-line-B2 alone\");\n", token.display());
+    t.config("[metrics_db]\ntoken_file = \"influx.token\"\n")
+        .runbook("r", &runbook)
+        .args(["run", "r"])
+        .run()
+        .code(0)
+        .stdout_is("r (runbooks/r.rhai)\n  <redacted>\n\n  <redacted> alone\n\n0 passed, 0 failed  ([DUR])\n");
+}
+
+#[test]
+fn a_url_password_holding_what_ends_a_url_is_never_shown() {
+    for password in ["it's-S3c", "two words", "q\\\"uote", "l<t-x", "back`tick", "ha#sh", "sl/ash", "qu?ery"] {
+        let out = Test::new()
+            .config(&format!("[log_store]\nurl = \"http://bob:{password}@127.0.0.1:9\"\n"))
+            .args(["config"])
+            .run();
+        let line = out.stdout.lines().find(|l| l.starts_with("log_store.url")).unwrap_or(&out.stderr).to_string();
+        let expected = if password.contains(['#', '/', '?']) {
+            "error: `log_store.url`: `http://bob:<redacted>@127.0.0.1:9`: the user or password holds `/`, `?` or \
+             `#`, which end an address's host part; write them as %2F, %3F and %23 --> opsbook.toml:2:1 | 2 | \
+             url = \"http://bob:<redacted>@127.0.0.1:9\" | ^"
+        } else {
+            "log_store.url = \"http://bob:<redacted>@127.0.0.1:9\" # opsbook.toml:2"
+        };
+        assert_eq!(line.split_whitespace().collect::<Vec<_>>().join(" "), expected, "{password}");
+    }
+}
