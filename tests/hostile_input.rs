@@ -198,3 +198,128 @@ fn a_url_password_holding_what_ends_a_url_is_never_shown() {
         assert_eq!(line.split_whitespace().collect::<Vec<_>>().join(" "), expected, "{password}");
     }
 }
+
+/// An inventory whose host names and addresses hold an OSC title sequence, a NUL and a
+/// right-to-left override.
+const EVIL_INVENTORY: &str = "all:\n  hosts:\n    \"evil\\e]0;PWNED\\a\":\n      ansible_host: \"127.0.0.1\\0\"\n      ansible_port: 1\n    \"txt\\u202Eexe\":\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n";
+
+#[test]
+fn hosts_shows_control_and_bidi_characters_of_an_inventory_escaped() {
+    Test::new().file("inv.yml", EVIL_INVENTORY).args(["hosts", "--inventory", "inv.yml"]).run().code(0).stdout_is(
+        r"HOST                  ADDRESS        ROLES  SCOPE   USER  PORT
+evil\x1b]0;PWNED\x07  127.0.0.1\x00  -      system  -     1
+txt\u{202e}exe        127.0.0.1      -      system  -     1
+
+where each value came from:
+HOST                  WHAT     VALUE          FROM
+evil\x1b]0;PWNED\x07  address  127.0.0.1\x00  inv.yml:4 (host var)
+evil\x1b]0;PWNED\x07  port     1              inv.yml:5 (host var)
+txt\u{202e}exe        address  127.0.0.1      inv.yml:7 (host var)
+txt\u{202e}exe        port     1              inv.yml:8 (host var)
+",
+    );
+}
+
+#[test]
+fn the_last_line_of_a_fleet_run_shows_host_names_escaped() {
+    let out = Test::new()
+        .file("inv.yml", &EVIL_INVENTORY.replace("\\0", ""))
+        .args(["run", "quick-check", "--inventory", "inv.yml", "--hosts", "all"])
+        .run()
+        .code(1);
+    let remedy = "remedy: check that sshd runs on the host and that its port is reachable from here";
+    let refused = "ssh said \"ssh: connect to host 127.0.0.1 port 1: Connection refused\"";
+    assert_eq!(
+        crate::support::mask(&out.stdout),
+        format!(
+            r"quick-check on evil\x1b]0;PWNED\x07 (quick-check)
+  FAIL  evil\x1b]0;PWNED\x07 reachable over ssh — host `evil\x1b]0;PWNED\x07`: connecting failed: {refused}; {remedy}
+
+0 passed, 1 failed  ([DUR])
+
+quick-check on txt\u{{202e}}exe (quick-check)
+  FAIL  txt\u{{202e}}exe reachable over ssh — host `txt\u{{202e}}exe`: connecting failed: {refused}; {remedy}
+
+0 passed, 1 failed  ([DUR])
+
+HOST                  ROLES  PASSED  FAILED  TIME
+evil\x1b]0;PWNED\x07  -      0       1       [DUR]
+txt\u{{202e}}exe        -      0       1       [DUR]
+
+2 host(s): 2 failed (evil\x1b]0;PWNED\x07, txt\u{{202e}}exe)  ([DUR])
+"
+        )
+    );
+}
+
+#[test]
+fn hosts_shows_a_value_longer_than_a_format_width_without_panicking() {
+    let long = "a".repeat(70_000);
+    let out = Test::new()
+        .file("inv.yml", &format!("all:\n  hosts:\n    h1:\n      ansible_host: {long}\n"))
+        .args(["hosts", "--inventory", "inv.yml"])
+        .run()
+        .code(0);
+    let header = format!("HOST  ADDRESS{}  ROLES  SCOPE   USER  PORT", " ".repeat(70_000 - "ADDRESS".len()));
+    assert_eq!(out.stdout.lines().next().unwrap_or_default(), header);
+    assert_eq!(out.stdout.lines().nth(1).unwrap_or_default(), format!("h1    {long}  -      system  -     -"));
+}
+
+#[test]
+fn a_template_value_never_changes_the_structure_of_the_file() {
+    let runbook = r#"
+for t in ["t.toml.j2", "t.yaml.j2", "t.service.j2"] {
+    for v in ["my\"org\\x", "myorg\"\n[[outputs.file]]", "a: b"] {
+        try { print(template::render(t, #{org: v})); } catch (e) { print(`${t}: ${e}`); }
+    }
+}
+"#;
+    Test::new()
+        .file("templates/t.toml.j2", "organization = \"{{ org }}\"\n")
+        .file("templates/t.yaml.j2", "organization: {{ org }}\n")
+        .file("templates/t.service.j2", "[Service]\nEnvironment=ORG={{ org }}\n")
+        .runbook("r", runbook)
+        .args(["run", "r"])
+        .run()
+        .stdout_is(
+            r#"r (runbooks/r.rhai)
+  organization = "my\"org\\x"
+
+  t.toml.j2: in template `t.toml.j2`: invalid operation: a value holds a line break or a control character: refused, as it would change the file's structure
+ --> templates/t.toml.j2:1:20
+  |
+1 | organization = "{{ org }}"
+  |                    ^
+  organization = "a: b"
+
+  t.yaml.j2: in template `t.yaml.j2`: invalid operation: a value holds what YAML reads as structure (`: `, ` #`, quotes, brackets): refused, as it would change the file's structure
+ --> templates/t.yaml.j2:1:18
+  |
+1 | organization: {{ org }}
+  |                  ^
+  t.yaml.j2: in template `t.yaml.j2`: invalid operation: a value holds a line break or a control character: refused, as it would change the file's structure
+ --> templates/t.yaml.j2:1:18
+  |
+1 | organization: {{ org }}
+  |                  ^
+  t.yaml.j2: in template `t.yaml.j2`: invalid operation: a value holds what YAML reads as structure (`: `, ` #`, quotes, brackets): refused, as it would change the file's structure
+ --> templates/t.yaml.j2:1:18
+  |
+1 | organization: {{ org }}
+  |                  ^
+  [Service]
+Environment=ORG=my"org\x
+
+  t.service.j2: in template `t.service.j2`: invalid operation: a value holds a line break or a control character: refused, as it would change the file's structure
+ --> templates/t.service.j2:2:20
+  |
+2 | Environment=ORG={{ org }}
+  |                    ^
+  [Service]
+Environment=ORG=a: b
+
+
+0 passed, 0 failed  ([DUR])
+"#,
+        );
+}
