@@ -27,7 +27,12 @@ fn an_inventory_may_not_set_what_runs_a_program_on_this_machine() {
     };
     let cases = [
         ("opsbook_ssh_options", "ProxyCommand=touch pwned", ssh("ProxyCommand"), 27),
-        ("opsbook_ssh_options", "StrictHostKeyChecking=no,PermitLocalCommand=yes,LocalCommand=touch pwned", ssh("PermitLocalCommand"), 27),
+        (
+            "opsbook_ssh_options",
+            "StrictHostKeyChecking=no,PermitLocalCommand=yes,LocalCommand=touch pwned",
+            ssh("PermitLocalCommand"),
+            27,
+        ),
         ("opsbook_ssh_options", "KnownHostsCommand touch pwned", ssh("KnownHostsCommand"), 27),
         (
             "opsbook_metrics_db_token_command",
@@ -40,13 +45,14 @@ fn an_inventory_may_not_set_what_runs_a_program_on_this_machine() {
     ];
     for (var, value, refusal, width) in cases {
         let t = Test::new().file("inv.yml", &inventory_setting(var, value));
-        for args in [&["hosts", "--inventory", "inv.yml"][..], &["run", "quick-check", "--inventory", "inv.yml", "--hosts", "h1"]] {
+        for args in [
+            &["hosts", "--inventory", "inv.yml"][..],
+            &["run", "quick-check", "--inventory", "inv.yml", "--hosts", "h1"],
+        ] {
             let out = t.run_in_place(args);
             let line = format!("5 |       {var}: {value:?}");
-            let expected = format!(
-                "error: host `h1`: `{var}`: {refusal}\n --> inv.yml:5:7\n  |\n{line}\n  |       {}\n",
-                "^"
-            );
+            let expected =
+                format!("error: host `h1`: `{var}`: {refusal}\n --> inv.yml:5:7\n  |\n{line}\n  |       {}\n", "^");
             let _ = width;
             assert_eq!((out.0, out.1.as_str(), out.2.as_str()), (2, "", expected.as_str()), "{value}");
         }
@@ -54,7 +60,10 @@ fn an_inventory_may_not_set_what_runs_a_program_on_this_machine() {
     }
     // What only tunes the connection stays the inventory's to set.
     Test::new()
-        .file("inv.yml", &inventory_setting("opsbook_ssh_options", "StrictHostKeyChecking=accept-new, ServerAliveInterval 5"))
+        .file(
+            "inv.yml",
+            &inventory_setting("opsbook_ssh_options", "StrictHostKeyChecking=accept-new, ServerAliveInterval 5"),
+        )
         .args(["hosts", "--inventory", "inv.yml"])
         .run()
         .code(0)
@@ -122,10 +131,13 @@ fn secrets() -> impl Strategy<Value = String> {
     })
 }
 
+/// How one output writes a text.
+type Writer = fn(&str) -> String;
+
 #[test]
 fn a_secret_is_redacted_in_every_encoding_a_writer_applies_and_every_line() {
     use opsbook_base::secret::{Secret, redact};
-    let writers: [(&str, fn(&str) -> String); 4] = [
+    let writers: [(&str, Writer); 4] = [
         ("json", |s| serde_json::to_string(s).unwrap()),
         ("junit", opsbook_base::report::junit::esc),
         ("page", opsbook::serve::page::esc),
@@ -154,13 +166,24 @@ fn a_secret_is_redacted_in_every_encoding_a_writer_applies_and_every_line() {
 #[test]
 fn a_token_escaped_by_a_writer_is_redacted_there() {
     let cases = [
-        ("junit", "S3&cretPW", "S3&cretPW", "      <failure message=\"the server said <redacted>\">the server said <redacted></failure>"),
-        ("junit", "sec\"ret'PW", "sec\\\"ret'PW", "      <failure message=\"the server said <redacted>\">the server said <redacted></failure>"),
+        (
+            "junit",
+            "S3&cretPW",
+            "S3&cretPW",
+            "      <failure message=\"the server said <redacted>\">the server said <redacted></failure>",
+        ),
+        (
+            "junit",
+            "sec\"ret'PW",
+            "sec\\\"ret'PW",
+            "      <failure message=\"the server said <redacted>\">the server said <redacted></failure>",
+        ),
         ("json", "sec\"ret\\PW", "sec\\\"ret\\\\PW", "      \"detail\": \"the server said <redacted>\","),
     ];
     for (format, token, in_rhai, expected) in cases {
         let runbook = format!("check(\"echo\", false, \"the server said {in_rhai}\");\n");
-        let out = Test::new().runbook("r", &runbook).env("INFLUX_TOKEN", token).args(["run", "r", "--format", format]).run();
+        let out =
+            Test::new().runbook("r", &runbook).env("INFLUX_TOKEN", token).args(["run", "r", "--format", format]).run();
         let line = out.stdout.lines().find(|l| l.contains("the server said")).unwrap_or_default();
         assert_eq!(line, expected, "{format} {token}: {}", out.stdout);
     }
@@ -322,4 +345,11 @@ Environment=ORG=a: b
 0 passed, 0 failed  ([DUR])
 "#,
         );
+}
+
+#[test]
+fn history_refuses_a_limit_of_zero() {
+    Test::new().args(["history", "--limit", "0"]).run().code(2).stderr_is(
+        "error: invalid value '0' for '--limit <N>': it must be 1 or more (0 runs would show nothing)\n\nFor more information, try '--help'.\n",
+    );
 }

@@ -122,12 +122,12 @@ mod tests {
             "ControlPath=/tmp/x",
             "ServerAliveInterval=5\nProxyCommand=x",
         ] {
-            assert!(refusal(&options, &Value::Text(bad.into())).is_some(), "{bad}");
+            assert!(refusal(options, &Value::Text(bad.into())).is_some(), "{bad}");
         }
         for good in ["StrictHostKeyChecking=accept-new", "ServerAliveInterval 5, connecttimeout=3"] {
-            assert_eq!(refusal(&options, &Value::Text(good.into())), None, "{good}");
+            assert_eq!(refusal(options, &Value::Text(good.into())), None, "{good}");
         }
-        assert!(refusal(&keys::METRICS_DB_TOKEN_COMMAND, &Value::Argv(vec!["true".into()])).is_some());
-        assert_eq!(refusal(&keys::SCOPE, &Value::Text("user".into())), None);
+        assert!(refusal(keys::METRICS_DB_TOKEN_COMMAND, &Value::Argv(vec!["true".into()])).is_some());
+        assert_eq!(refusal(keys::SCOPE, &Value::Text("user".into())), None);
     }
 }

@@ -66,14 +66,17 @@ mod tests {
     fn each_writer_s_form_and_each_line_is_a_form() {
         assert_eq!(
             forms("S3&cret\"P'W"),
-            ["S3&cret\"P'W", "S3&cret\\\"P'W", "S3&amp;cret&quot;P&apos;W", "S3&amp;cret&quot;P&#39;W", "S3%26cret%22P%27W"]
+            [
+                "S3&cret\"P'W",
+                "S3&cret\\\"P'W",
+                "S3&amp;cret&quot;P&apos;W",
+                "S3&amp;cret&quot;P&#39;W",
+                "S3%26cret%22P%27W"
+            ]
         );
-        assert_eq!(forms("line-one\nline-two"), [
-            "line-one\nline-two",
-            "line-one\\nline-two",
-            "line-one%0Aline-two",
-            "line-one",
-            "line-two"
-        ]);
+        assert_eq!(
+            forms("line-one\nline-two"),
+            ["line-one\nline-two", "line-one\\nline-two", "line-one%0Aline-two", "line-one", "line-two"]
+        );
     }
 }

@@ -136,9 +136,12 @@ mod tests {
 
     #[test]
     fn a_password_holding_what_ends_a_url_is_learned_whole() {
-        for password in ["q'uote-52", "bl ank-52", "dq\"uote-52", "l<t-52", "back`tick-52", "ha#sh-52", "sl/ash-52", "qu?ery-52"] {
+        for password in
+            ["q'uote-52", "bl ank-52", "dq\"uote-52", "l<t-52", "back`tick-52", "ha#sh-52", "sl/ash-52", "qu?ery-52"]
+        {
             learn(&format!("url = \"http://bob:{password}@host:3100\""));
-            let shown = super::super::redact(&format!("GET http://bob:{password}@host:3100/x and {password}")).into_owned();
+            let shown =
+                super::super::redact(&format!("GET http://bob:{password}@host:3100/x and {password}")).into_owned();
             assert_eq!(shown, "GET http://bob:<redacted>@host:3100/x and <redacted>", "{password}");
         }
         assert!(whole_line_passwords("url = \"http://host:3100/x@y\"").is_empty());

@@ -33,13 +33,20 @@ fn format_of(name: &str) -> Format {
 /// format allows, or refuses it.
 pub(crate) fn write(out: &mut Output, state: &mut State, value: &Value) -> Result<(), Error> {
     let Some(text) = value.as_str() else { return minijinja::escape_formatter(out, state, value) };
-    let refuse = |why: &str| Err(Error::new(ErrorKind::InvalidOperation, format!("a value {why}: refused, as it would change the file's structure")));
+    let refuse = |why: &str| {
+        Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("a value {why}: refused, as it would change the file's structure"),
+        ))
+    };
     if text.chars().any(char::is_control) {
         return refuse("holds a line break or a control character");
     }
     let written = match format_of(state.name()) {
         Format::Quoted => text.replace('\\', "\\\\").replace('"', "\\\""),
-        Format::Yaml if yaml_structure(text) => return refuse("holds what YAML reads as structure (`: `, ` #`, quotes, brackets)"),
+        Format::Yaml if yaml_structure(text) => {
+            return refuse("holds what YAML reads as structure (`: `, ` #`, quotes, brackets)");
+        }
         Format::Yaml | Format::Lines => text.to_string(),
     };
     out.write_str(&written).map_err(Error::from)
