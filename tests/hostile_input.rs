@@ -353,3 +353,45 @@ fn history_refuses_a_limit_of_zero() {
         "error: invalid value '0' for '--limit <N>': it must be 1 or more (0 runs would show nothing)\n\nFor more information, try '--help'.\n",
     );
 }
+
+#[test]
+fn a_components_file_that_is_a_fifo_or_a_device_is_refused_naming_it() {
+    let t = Test::new();
+    let fifo = t.path().join("components.toml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let out = t.run_in_place(&["run", "quick-check", "--sandbox"]);
+    assert_eq!(
+        (out.0, out.1.as_str(), out.2.as_str()),
+        (
+            2,
+            "",
+            "error: the component table `components.toml` is a FIFO (named pipe), not a regular file: give the path of a file\n"
+        )
+    );
+    std::fs::remove_file(&fifo).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &fifo).unwrap();
+    let out = t.run_in_place(&["run", "quick-check", "--sandbox"]);
+    assert_eq!(
+        (out.0, out.1.as_str(), out.2.as_str()),
+        (
+            2,
+            "",
+            "error: the component table `components.toml` is a character device, not a regular file: give the path of a file\n"
+        )
+    );
+}
+
+#[test]
+fn a_components_file_beside_the_runbooks_folder_given_as_dot_slash_is_read_once() {
+    let t = Test::new();
+    let fixture = crate::support::repo_dir().join("tests/fixtures/fifth-component/components.toml");
+    std::fs::copy(fixture, t.path().join("components.toml")).unwrap();
+    std::fs::create_dir_all(t.path().join("runbooks")).unwrap();
+    let out = t.run_in_place(&["--runbooks", "./runbooks", "config"]);
+    assert_eq!((out.0, out.2.as_str()), (0, ""), "{}", out.1);
+    let roles = out.1.lines().find(|l| l.starts_with("roles ")).unwrap_or_default();
+    assert_eq!(
+        roles.split_whitespace().collect::<Vec<_>>().join(" "),
+        "roles = \"metrics-db,log-store,web,metrics-agent,log-shipper\" # default"
+    );
+}
