@@ -28,6 +28,7 @@ mod fleet_masters;
 mod fleet_order;
 mod fleet_pipe;
 mod fleet_runs;
+mod hostile_input;
 mod inventory;
 mod journal;
 mod lifecycle;

@@ -18,7 +18,7 @@ mod http;
 mod idle;
 mod job_run;
 mod metrics;
-mod page;
+pub mod page;
 mod remote;
 pub mod scan;
 mod scheduler;

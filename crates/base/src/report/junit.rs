@@ -9,7 +9,7 @@ use super::{End, Event, Formatter, Outcome, Report, seconds};
 pub struct Junit;
 
 /// Text made safe for XML attributes and content (control characters dropped).
-fn esc(text: &str) -> String {
+pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
