@@ -241,7 +241,10 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
         return result;
     };
     let step = |name: &str| run_one(target, ROLLBACK, &rollback_params(job.params, name));
-    let point = step("save");
+    // The point records the change it was kept for (a later run names an unfinished one).
+    let mut save = rollback_params(job.params, "save");
+    save.push(("change".to_string(), job.runbook.to_string()));
+    let point = run_one(target, ROLLBACK, &save);
     if point.exit_code() != 0 {
         result.reason = format!("nothing changed: no rollback point could be kept ({})", why_failed(&point));
         result.change = Some(point);

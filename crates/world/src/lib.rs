@@ -20,6 +20,7 @@ pub mod local_time;
 pub mod log_level;
 pub mod net;
 pub mod remote;
+pub mod this_run;
 pub(crate) mod systemd_dbus;
 pub mod transport;
 mod unit_properties;
