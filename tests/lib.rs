@@ -57,6 +57,7 @@ mod serve_fleet;
 mod serve_idle;
 mod tidy;
 mod tools;
+mod unfinished_changes;
 mod twin_processes;
 mod twin_real_configs;
 mod units;

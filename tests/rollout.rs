@@ -47,7 +47,7 @@ const BAD_START: &str = "failed (now failed (failed), result exit-code, exit sta
     Failed to start Vendor-agnostic OpenTelemetry Collector distribution with programmable pipelines.
   hint: `journalctl -u alloy.service -n 20` shows more";
 
-fn restarted(host: &str, faults: &str, dry: &str, plan: &str) -> String {
+pub(crate) fn restarted(host: &str, faults: &str, dry: &str, plan: &str) -> String {
     // A restart ends with evidence made after it: a marker line through the shipper, its
     // counters moving (a dry run changes nothing, so there is nothing to prove).
     let evidence = if dry.is_empty() {

@@ -96,7 +96,8 @@ limits the fault to one host, else it applies wherever the component runs.\n\
 - log-shipper:push-dead — the shipper pushes to a port nothing listens on (retried, logged at warn)\n\
 - log-shipper:push-refused — the log store answers the shipper's pushes 404 (dropped, logged at error)\n\
 - log-shipper:bad-config — the shipper's configuration file no longer validates\n\
-- log-shipper:reload-fails — the shipper's reload fails";
+- log-shipper:reload-fails — the shipper's reload fails\n\
+- HOST:C:lost-mid-change — the host stops answering once C's unit started, restarted or reloaded (a host lost mid-change)";
 
 /// How `opsbook run` rolls a change out over several hosts (see `rollout.rs`).
 #[derive(Debug, Args, Clone, Default)]
