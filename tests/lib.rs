@@ -10,6 +10,7 @@ mod bad_messages;
 mod bad_sources;
 mod bad_state;
 mod bounded_reads;
+mod change_faults_hosts;
 mod cli;
 mod config;
 mod debian13;
