@@ -37,7 +37,7 @@ log(`kept ${parse_json(file::read(path)).taken}`);
 fn a_point_that_outlived_its_run_is_named_and_never_replaced() {
     let out = Test::new().runbook("later", LATER_RUN).args(["run", "later", "--sandbox"]).run().code(0);
     let text = settled(&out.stdout).replace(&format!("— {} ", this_machine()), "— [MACHINE] ");
-    let named = "an unfinished change from run 20261127T210307Z-ab12 (configure, by root@op1, 2026-11-27 21:03 UTC) \
+    let named = "an unfinished change from run [RUN] (configure, by root@op1, 2026-11-27 21:03 UTC) \
                  was never verified; its rollback point (from before that change) is kept";
     let older = "an unfinished change from an earlier run (its rollback point was kept 2026-11-27 21:03 UTC) was \
                  never verified; its rollback point (from before that change) is kept";
@@ -55,7 +55,7 @@ fn a_point_that_outlived_its_run_is_named_and_never_replaced() {
   ok    rollback point of log-shipper kept — the one from before the unfinished change, kept 2026-11-27 21:03 UTC
 
 == kept
-  the point kept is run 20261127T210307Z-ab12's
+  the point kept is run [RUN]'s
   changed [TMP]/sandbox/root/etc/alloy/alloy.toml.opsbook-rollback: 1 line added, 1 removed
 
 == rollback point of log-shipper
