@@ -20,8 +20,7 @@ use crate::realhosts::{ROLES, operator_config, passes_on, run};
 use crate::rollout::summary;
 use crate::support::Test;
 
-const CONFIGURE: [&str; 8] =
-    ["run", "configure", "--set", "service=metrics-agent", "--serial", "1", "--max-fail", "0"];
+const CONFIGURE: [&str; 8] = ["run", "configure", "--set", "service=metrics-agent", "--serial", "1", "--max-fail", "0"];
 
 /// Starts the broken configure and waits until the first client has the broken file (its
 /// change made: its gate runs), then returns the running opsbook.
@@ -58,7 +57,11 @@ fn masked(text: &str) -> String {
 
 /// The lines of a report that name unfinished changes, masked.
 fn unfinished_lines(stdout: &str) -> Vec<String> {
-    stdout.lines().filter(|l| l.contains("unfinished change")).map(|l| masked(l.split("  (").next().unwrap_or(l))).collect()
+    stdout
+        .lines()
+        .filter(|l| l.contains("unfinished change"))
+        .map(|l| masked(l.split("  (").next().unwrap_or(l)))
+        .collect()
 }
 
 const NAMED: &str = "  WARN  unfinished change of metrics-agent — d13c1 metrics-agent: an unfinished change from run [RUN] \
@@ -101,7 +104,10 @@ fn a_killed_run_and_a_lost_host_leave_an_unfinished_change_that_is_found_and_res
     let out = run(&t, &["run", "rollback", "--host", "d13c1", "--set", "service=metrics-agent"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     let said: Vec<String> = out.stdout.lines().filter(|l| l.contains("rollback point from")).map(masked).collect();
-    assert_eq!(said, ["  the rollback point from before run [RUN]'s change (configure, by root@[MACHINE], [HH:MM] UTC)"]);
+    assert_eq!(
+        said,
+        ["  the rollback point from before run [RUN]'s change (configure, by root@[MACHINE], [HH:MM] UTC)"]
+    );
     assert_eq!(c1.ok(&["cat", AGENT]), good.0, "d13c1 restored by rollback alone");
 
     // (c) d13c1's network cut for 25 s in its gate: unreachable, not rolled back, its point
@@ -109,7 +115,8 @@ fn a_killed_run_and_a_lost_host_leave_an_unfinished_change_that_is_found_and_res
     let begun = Instant::now();
     let running = in_gate(&t, c1);
     let link = c1.ok(&["sh", "-c", "ip -o -4 addr show scope global | awk '{print $2; exit}'"]);
-    let mut cut = c1.command(&["sh", "-c", &format!("ip link set {0} down; sleep 25; ip link set {0} up", link.trim())]);
+    let mut cut =
+        c1.command(&["sh", "-c", &format!("ip link set {0} down; sleep 25; ip link set {0} up", link.trim())]);
     let mut cut = cut.spawn().unwrap();
     let out = crate::support::Output::from_raw(running.wait_with_output().unwrap(), t.path());
     let took = begun.elapsed();
@@ -119,7 +126,9 @@ fn a_killed_run_and_a_lost_host_leave_an_unfinished_change_that_is_found_and_res
         .unwrap()
         .replace_all(&summary(&out), "unreachable during its $1 ([WHY])")
         .into_owned();
-    let text = regex::Regex::new(r"rollback point kept \(.*\); once").unwrap().replace_all(&text, "rollback point kept ([GATE]); once");
+    let text = regex::Regex::new(r"rollback point kept \(.*\); once")
+        .unwrap()
+        .replace_all(&text, "rollback point kept ([GATE]); once");
     assert_eq!(
         text,
         "rollout of configure: 2 host(s) in 2 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back

@@ -72,8 +72,19 @@ fn a_point_that_outlived_its_run_is_named_and_never_replaced() {
 #[test]
 fn a_host_lost_mid_change_is_unreachable_not_rolled_back_and_spends_the_budget() {
     let args = [
-        "run", "restart", "--sandbox", "--fleet", "3", "--hosts", "log-shipper", "--set", "component=log-shipper",
-        "--serial", "1", "--fault", "c2:log-shipper:lost-mid-change",
+        "run",
+        "restart",
+        "--sandbox",
+        "--fleet",
+        "3",
+        "--hosts",
+        "log-shipper",
+        "--set",
+        "component=log-shipper",
+        "--serial",
+        "1",
+        "--fault",
+        "c2:log-shipper:lost-mid-change",
     ];
     let out = Test::new().args(args).run().code(1);
     let faults = ", faults c2:log-shipper:lost-mid-change";

@@ -79,7 +79,13 @@ impl Commands for SimCommands {
             }
             if invocation.argv == ["true"] {
                 let (code, duration) = (Some(0), std::time::Duration::ZERO);
-                return Ok(Completed { code, stdout: String::new(), stderr: String::new(), duration, timed_out: false });
+                return Ok(Completed {
+                    code,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    duration,
+                    timed_out: false,
+                });
             }
             if is_cpu_load(&invocation.argv) || is_runtime_version(&invocation.argv) {
                 return Processes.run(invocation).await;
