@@ -16,6 +16,8 @@ mod config;
 mod debian13;
 mod delivery;
 mod delivery_hosts;
+mod docs;
+mod docs_reference;
 mod fifth_component;
 mod fleet;
 mod fleet_failures;

@@ -1,4 +1,4 @@
-//! The JSON format: one document per run (schema version 2, documented in README); a run
+//! The JSON format: one document per run (schema version 2, documented in docs/reports.md); a run
 //! over several hosts nests one such document per host (`opsbook_fleet::hosts_report`).
 
 use std::io::Write;

@@ -22,7 +22,7 @@ pub enum Format {
     /// Readable lines, streamed as checks happen; colour only on a terminal.
     #[default]
     Human,
-    /// One JSON document (schema in README).
+    /// One JSON document (schema in docs/reports.md).
     Json,
     /// JUnit XML, for CI systems.
     Junit,
