@@ -22,8 +22,8 @@ use crate::support::Test;
 
 const CONFIGURE: [&str; 8] = ["run", "configure", "--set", "service=metrics-agent", "--serial", "1", "--max-fail", "0"];
 
-/// Starts the broken configure and waits until the first client has the broken file (its
-/// change made: its gate runs), then returns the running opsbook.
+/// Starts the broken configure and waits until the first client has the broken file and its
+/// agent took it in (its change made: its gate runs), then returns the running opsbook.
 fn in_gate(t: &Test, client: &Debian13Host) -> Child {
     let mut command = t.command();
     command.args(CONFIGURE).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
@@ -33,6 +33,8 @@ fn in_gate(t: &Test, client: &Debian13Host) -> Child {
         assert!(started.elapsed() < Duration::from_secs(120), "the configure never wrote d13c1's agent file");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The file is written; its reload follows at once, then the gate's checks (16 s and more).
+    std::thread::sleep(Duration::from_secs(4));
     child
 }
 
@@ -97,7 +99,7 @@ fn a_killed_run_and_a_lost_host_leave_an_unfinished_change_that_is_found_and_res
     let (text, _) = rolled_back(&out);
     assert_eq!(text, first_rolled_back("configure"), "{}", out.stdout);
     let verifying = "  nothing to write: /etc/telegraf/telegraf.conf is as an unfinished change left it, never verified: \
-                     verifying it now";
+                     applying and verifying it now";
     assert_eq!(unfinished_lines(&out.stdout), [NAMED, verifying], "{}", out.stdout);
     assert_eq!(c1.ok(&["cat", AGENT]), good.0, "d13c1 has its configuration from before the killed run");
     assert_eq!(c2.ok(&["cat", AGENT]), good.1, "d13c2 untouched");
