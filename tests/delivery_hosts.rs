@@ -20,7 +20,7 @@ use crate::rollout::summary;
 use crate::support::{Output, Test};
 
 const SHIPPER: &str = "/etc/alloy/config.alloy";
-const AGENT: &str = "/etc/telegraf/telegraf.conf";
+pub(crate) const AGENT: &str = "/etc/telegraf/telegraf.conf";
 
 /// A unit's main PID on a host.
 fn main_pid(host: &Debian13Host, unit: &str) -> String {
@@ -29,7 +29,7 @@ fn main_pid(host: &Debian13Host, unit: &str) -> String {
 
 /// The role's built-in template with `from` replaced by `to`, in `t`'s templates folder
 /// (where the operator's own templates override the built-in ones).
-fn template(t: &Test, path: &str, from: &str, to: &str) {
+pub(crate) fn template(t: &Test, path: &str, from: &str, to: &str) {
     let base = base_text(path);
     assert!(base.contains(from), "{path} holds {from}");
     write_template(t, path, &base.replace(from, to));
@@ -38,7 +38,7 @@ fn template(t: &Test, path: &str, from: &str, to: &str) {
 /// The operator's templates every step starts from: the built-in ones, the agent collecting
 /// and flushing every 2 s instead of 10 (its checks after a change wait two of its intervals
 /// and a flush: a failing gate then takes 16 s, not 40).
-fn base_templates(t: &Test) {
+pub(crate) fn base_templates(t: &Test) {
     let _ = std::fs::remove_dir_all(t.path().join("templates"));
     write_template(t, AGENT_TEMPLATE, &base_text(AGENT_TEMPLATE));
 }
@@ -63,7 +63,7 @@ fn write_template(t: &Test, path: &str, text: &str) {
 }
 
 /// A rollout's summary with the gate's reason masked, the reason returned apart.
-fn rolled_back(out: &Output) -> (String, String) {
+pub(crate) fn rolled_back(out: &Output) -> (String, String) {
     let text = summary(out);
     let why = regex::Regex::new(r"gate: (.*); the rollback passed").unwrap();
     let reason = why.captures(&text).map(|c| c[1].to_string()).unwrap_or_default();
@@ -71,7 +71,7 @@ fn rolled_back(out: &Output) -> (String, String) {
 }
 
 /// What a configure rolled out over the two clients says when the first fails its gate.
-fn first_rolled_back(change: &str) -> String {
+pub(crate) fn first_rolled_back(change: &str) -> String {
     format!(
         "rollout of {change}: 2 host(s) in 2 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
 BATCH  HOSTS  OUTCOME        TIME

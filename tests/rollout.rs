@@ -16,6 +16,9 @@ pub(crate) fn settled(text: &str) -> String {
         (r"\.rhai:\d+:\d+([;)])", ".rhai:[LINE]$1"),
         // A counter's reading before and after a wait.
         (r"(_total) \d+ → \d+", "$1 [N] → [N]"),
+        // A run's id, and who ran it when (a rollback point records them).
+        (r"\d{8}T\d{6}Z-[0-9a-f]{4}", "[RUN]"),
+        (r"by [^ ,@]+@[^ ,]+, \d\d:\d\d UTC", "by [WHO], [HH:MM] UTC"),
     ];
     rules.iter().fold(mask(text), |text, (pattern, with)| {
         regex::Regex::new(pattern).unwrap().replace_all(&text, *with).into_owned()
@@ -47,7 +50,7 @@ const BAD_START: &str = "failed (now failed (failed), result exit-code, exit sta
     Failed to start Vendor-agnostic OpenTelemetry Collector distribution with programmable pipelines.
   hint: `journalctl -u alloy.service -n 20` shows more";
 
-fn restarted(host: &str, faults: &str, dry: &str, plan: &str) -> String {
+pub(crate) fn restarted(host: &str, faults: &str, dry: &str, plan: &str) -> String {
     // A restart ends with evidence made after it: a marker line through the shipper, its
     // counters moving (a dry run changes nothing, so there is nothing to prove).
     let evidence = if dry.is_empty() {
@@ -98,6 +101,7 @@ aborted: restart of `alloy.service` {BAD_START}
 rollback on c2 (<built-in>/runbooks/rollback.rhai)  [sandbox: in-process stack{faults}]
 
 == restore log-shipper
+  the rollback point from before run [RUN]'s change (restart, by [WHO], [HH:MM] UTC)
 
 aborted: start of `alloy.service` {BAD_START} (at <built-in>/runbooks/rollback.rhai:[LINE]; thrown at <built-in>/stdlib/rollback.rhai:[LINE])
 
@@ -131,7 +135,7 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 2: 1
     );
     assert_eq!(
         rollout["summary"],
-        serde_json::json!({"changed": 2, "rolled_back": 0, "failed": 1, "not_attempted": 0, "planned": 0})
+        serde_json::json!({"changed": 2, "rolled_back": 0, "failed": 1, "unreachable": 0, "not_attempted": 0, "planned": 0})
     );
     let hosts: Vec<_> = rollout["hosts"]
         .as_array()

@@ -103,6 +103,7 @@ limits the fault to one host, else it applies wherever the component runs.\n\
 - log-shipper:push-refused — the log store answers the shipper's pushes 404 (dropped, logged at error)\n\
 - log-shipper:bad-config — the shipper's configuration file no longer validates\n\
 - log-shipper:reload-fails — the shipper's reload fails\n\
+- HOST:C:lost-mid-change — the host stops answering once C's unit started, restarted or reloaded (a host lost mid-change)\n\
 - [HOST:]lock-held[=USER@MACHINE] — another operator's run holds the host's change lock (alice@laptop unless \
 named): a run that changes the host is refused naming the holder, or waits (--lock-timeout)";
 

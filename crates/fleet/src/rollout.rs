@@ -20,6 +20,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::liveness::{Lost, Step, Watch};
 use crate::options::RolloutOptions;
 use crate::rollout_report::{self, Batch, HostOutcome, HostResult, Plan, Rollout, why_failed};
 use crate::run::run_one;
@@ -247,17 +248,23 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
         return result;
     };
     let step = |name: &str| run_one(target, ROLLBACK, &rollback_params(job.params, name));
-    let point = step("save");
+    // The point records the change it was kept for (a later run names an unfinished one).
+    let mut save = rollback_params(job.params, "save");
+    save.push(("change".to_string(), job.runbook.to_string()));
+    let point = run_one(target, ROLLBACK, &save);
     if point.exit_code() != 0 {
         result.reason = format!("nothing changed: no rollback point could be kept ({})", why_failed(&point));
         result.change = Some(point);
         result.took = Some(started.elapsed());
         return result;
     }
+    let world = session.context.world();
+    let watch = Watch::start(&world);
     let change = run_one(target, job.runbook, job.params);
     // The gate: the change's own report, then the component's verification now (its data
     // reaching the servers), which the rollback runbook skips where the change ran it itself.
     let change = if change.exit_code() == 0 {
+        watch.gate();
         let mut params = rollback_params(job.params, "gate");
         params.push(("change".to_string(), job.runbook.to_string()));
         let gate = run_one(target, ROLLBACK, &params);
@@ -265,7 +272,12 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
     } else {
         change
     };
-    if change.exit_code() == 0 {
+    let lost = watch.finish(change.exit_code() != 0, &world);
+    if let (Some(lost), false) = (&lost, change.exit_code() == 0) {
+        // Nothing known of what it runs now: it is not rolled back, its point stays.
+        result.outcome = HostOutcome::Unreachable;
+        result.reason = unreachable(lost, job.runbook, &why_failed(&change), &restore_hint(target, job.params));
+    } else if change.exit_code() == 0 {
         let released = step("release");
         result.outcome = HostOutcome::Changed;
         if released.exit_code() != 0 {
@@ -291,6 +303,19 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
     result.change = Some(change);
     result.took = Some(started.elapsed());
     result
+}
+
+/// What is known of a host lost during its change or gate, in words.
+fn unreachable(lost: &Lost, runbook: &str, gate: &str, hint: &str) -> String {
+    let (when, state) = match lost.step {
+        Step::Change => ("its change", format!("{runbook}'s change may be partly in place")),
+        Step::Gate => ("its gate", format!("{runbook}'s change in place")),
+    };
+    format!(
+        "unreachable during {when} ({}): {state}, not verified, not rolled back; rollback point kept \
+         ({gate}); once it answers, {hint}",
+        lost.why
+    )
 }
 
 /// How an operator puts the host back later, by hand.

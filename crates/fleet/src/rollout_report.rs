@@ -4,7 +4,7 @@
 //!
 //! Human: each batch's hosts are written as they finish (the change's report, then the
 //! rollback's when there was one), then the batches with their timings, the hosts with their
-//! outcome — `changed`, `rolled back`, `failed`, `not attempted` — and why, and a verdict.
+//! outcome — `changed`, `rolled back`, `failed`, `unreachable`, `not attempted` — and why, and a verdict.
 //! JSON: the fleet's document of the changes' reports, with a `rollout` object (plan, batches,
 //! hosts, each rollback's own document). JUnit and TAP: the changes' and rollbacks' reports as
 //! the fleet writes them. Exit status: 0 every host changed, 1 otherwise, 130 interrupted.
@@ -27,6 +27,9 @@ pub enum HostOutcome {
     /// The gate failed and the host is not back: no rollback (`--no-rollback`, nothing to
     /// roll back to), or the rollback failed too.
     Failed,
+    /// The host stopped answering during its change or its gate and its gate failed: not
+    /// verified, not rolled back, its rollback point kept (`crate::liveness`).
+    Unreachable,
     /// Never started: the rollout stopped before its batch. Untouched.
     NotAttempted,
     /// Under `--dry-run`: its plan was shown, nothing changed.
@@ -39,6 +42,7 @@ impl HostOutcome {
             HostOutcome::Changed => "changed",
             HostOutcome::RolledBack => "rolled back",
             HostOutcome::Failed => "failed",
+            HostOutcome::Unreachable => "unreachable",
             HostOutcome::NotAttempted => "not attempted",
             HostOutcome::Planned => "planned",
         }
@@ -227,10 +231,11 @@ fn batch_outcome(rollout: &Rollout, batch: usize) -> String {
     parts.join(", ")
 }
 
-const OUTCOMES: [HostOutcome; 5] = [
+const OUTCOMES: [HostOutcome; 6] = [
     HostOutcome::Changed,
     HostOutcome::RolledBack,
     HostOutcome::Failed,
+    HostOutcome::Unreachable,
     HostOutcome::NotAttempted,
     HostOutcome::Planned,
 ];

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use opsbook_twin::{agent, shipper};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use opsbook_world::BoxFuture;
 use opsbook_world::commands::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
 use opsbook_world::local_files::confined;
@@ -17,6 +20,8 @@ use opsbook_world::local_files::confined;
 /// The sandbox's `Commands` for one simulated host, whose `/` is `root`.
 pub(crate) struct SimCommands {
     pub root: PathBuf,
+    /// Set once the host is lost (fault `lost-mid-change`): nothing answers any more.
+    pub lost: Arc<AtomicBool>,
 }
 
 /// The command an argv asks for, if it is one the sandbox answers.
@@ -68,6 +73,20 @@ fn refusal(argv: &[String]) -> String {
 impl Commands for SimCommands {
     fn run<'a>(&'a self, invocation: &'a Invocation) -> BoxFuture<'a, Result<Completed, String>> {
         Box::pin(async move {
+            // `true`: whether the host answers (a rollout asks while it changes the host).
+            if self.lost.load(Ordering::SeqCst) {
+                return Err("no answer: the sandbox's host was lost (fault lost-mid-change)".to_string());
+            }
+            if invocation.argv == ["true"] {
+                let (code, duration) = (Some(0), std::time::Duration::ZERO);
+                return Ok(Completed {
+                    code,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    duration,
+                    timed_out: false,
+                });
+            }
             if is_cpu_load(&invocation.argv) || is_runtime_version(&invocation.argv) {
                 return Processes.run(invocation).await;
             }

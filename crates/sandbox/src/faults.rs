@@ -25,6 +25,7 @@
 //! | `log-shipper:bad-config` | the shipper's configuration does not validate |
 //! | `log-shipper:reload-fails` | the shipper's reload endpoint answers 400 |
 //! | `C:no-reload` | the unit has no reload support (systemd refuses the job) |
+//! | `HOST:C:lost-mid-change` | the host stops answering once the unit started, restarted or reloaded: a host lost mid-change (a rollout reports it unreachable, not rolled back) |
 //!
 //! And one fault of the host rather than a component: `[HOST:]lock-held[=USER@MACHINE]` — a
 //! second operator's run holds the host's change lock (`alice@laptop` unless named), so a run
@@ -57,6 +58,7 @@ pub enum Fault {
     BadConfig,
     ReloadFails,
     NoReload,
+    LostMidChange,
 }
 
 /// Every fault of a run, by component.
@@ -115,7 +117,7 @@ impl Faults {
 }
 
 /// Every fault's name, for the refusal of one that is unknown or not this component's.
-const FAULT_NAMES: [&str; 19] = [
+const FAULT_NAMES: [&str; 20] = [
     "down",
     "fail-start",
     "slow-ready",
@@ -135,6 +137,7 @@ const FAULT_NAMES: [&str; 19] = [
     "bad-config",
     "reload-fails",
     "no-reload",
+    "lost-mid-change",
 ];
 
 /// Why `name` is no fault of `component`: not one at all, or another component's.
@@ -215,6 +218,7 @@ fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
         "bad-config" if component == "log-shipper" => Fault::BadConfig,
         "reload-fails" if component == "log-shipper" => Fault::ReloadFails,
         "no-reload" => Fault::NoReload,
+        "lost-mid-change" => Fault::LostMidChange,
         other => return Err(not_applicable(spec, component, other)),
     };
     Ok((host, component.to_string(), fault))

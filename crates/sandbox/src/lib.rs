@@ -156,6 +156,7 @@ impl Sandbox {
             } else {
                 None
             };
+            sim.arm_lost_host(&config);
             config.set(keys::ROLES, Value::Text(sim.roles.join(",")), Origin::Sandbox)?;
             client_files.push(files);
             let world = simulated_world(name, &sim, &sandbox.dir.join(name).join("root"))?;
@@ -242,7 +243,7 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         hostname: Some(name.to_string()),
         units: sim.manager.clone(),
         journal: sim.journal.clone(),
-        commands: Arc::new(commands::SimCommands { root: root.to_path_buf() }),
+        commands: Arc::new(commands::SimCommands { root: root.to_path_buf(), lost: sim.manager.lost.clone() }),
         containers: Arc::new(containers::NoContainers),
         net: Arc::new(opsbook_world::net::LocalNet),
         files: Arc::new(opsbook_world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),

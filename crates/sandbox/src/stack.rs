@@ -53,6 +53,23 @@ impl SimHost {
         }
     }
 
+    /// The fault `lost-mid-change`: the host stops answering once the component's unit
+    /// started, restarted or reloaded (the change in place, nothing verified).
+    pub(crate) fn arm_lost_host(&self, config: &Config) {
+        let units = [
+            ("metrics-db", keys::METRICS_DB_UNIT),
+            ("log-store", keys::LOG_STORE_UNIT),
+            ("metrics-agent", keys::METRICS_AGENT_UNIT),
+            ("log-shipper", keys::LOG_SHIPPER_UNIT),
+        ];
+        for (component, key) in units {
+            if self.faults.has(component, |f| *f == Fault::LostMidChange) {
+                let why = format!("host {} does not answer: lost after {component} changed (sandbox fault)", self.name);
+                self.manager.lose_host_after(&Self::unit(config, key), &why);
+            }
+        }
+    }
+
     fn unit(config: &Config, key: &Key) -> String {
         opsbook_world::units::full_name(&config.text(key))
     }

@@ -78,11 +78,49 @@ pub struct SimManager {
     next_pid: Mutex<u32>,
     /// Serialises jobs, as systemd runs one job per unit at a time.
     jobs: tokio::sync::Mutex<()>,
+    /// The fault `lost-mid-change`: the units whose start, restart or reload loses the host,
+    /// and what a lost host's callers are told; `lost` once it happened (shared with the
+    /// host's commands).
+    loses_host: Mutex<Option<(Vec<String>, String)>>,
+    pub(crate) lost: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SimManager {
     pub fn new(journal: Arc<MemJournal>) -> SimManager {
-        SimManager { units: Mutex::default(), journal, next_pid: Mutex::new(4100), jobs: tokio::sync::Mutex::new(()) }
+        SimManager {
+            units: Mutex::default(),
+            journal,
+            next_pid: Mutex::new(4100),
+            jobs: tokio::sync::Mutex::new(()),
+            loses_host: Mutex::default(),
+            lost: Arc::default(),
+        }
+    }
+
+    /// Arms the fault `lost-mid-change`: once `unit` starts, restarts or reloads, the host
+    /// answers nothing more; `why` is what its callers are told.
+    pub(crate) fn lose_host_after(&self, unit: &str, why: &str) {
+        let mut armed = self.loses_host.lock().unwrap_or_else(|p| p.into_inner());
+        let (units, said) = armed.get_or_insert_with(|| (Vec::new(), why.to_string()));
+        units.push(unit.to_string());
+        *said = why.to_string();
+    }
+
+    /// What a caller of a lost host is told, once it is lost.
+    fn unreachable(&self) -> Result<(), UnitError> {
+        if !self.lost.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
+        let armed = self.loses_host.lock().unwrap_or_else(|p| p.into_inner());
+        Err(UnitError::Other(armed.as_ref().map(|(_, why)| why.clone()).unwrap_or_default()))
+    }
+
+    /// After a job on `unit`: the host is lost when the fault is armed for it.
+    fn maybe_lost(&self, unit: &str, job: Job) {
+        let armed = self.loses_host.lock().unwrap_or_else(|p| p.into_inner());
+        if job != Job::Stop && armed.as_ref().is_some_and(|(units, _)| units.iter().any(|u| *u == self.resolve(unit))) {
+            self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 
     pub fn journal(&self) -> &Arc<MemJournal> {
@@ -339,7 +377,10 @@ fn glob(pattern: &str, name: &str) -> bool {
 
 impl Units for SimManager {
     fn status<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<UnitStatus, UnitError>> {
-        Box::pin(async move { Ok(SimManager::status(self, unit)) })
+        Box::pin(async move {
+            self.unreachable()?;
+            Ok(SimManager::status(self, unit))
+        })
     }
 
     fn run_job<'a>(
@@ -349,6 +390,7 @@ impl Units for SimManager {
         timeout: std::time::Duration,
     ) -> BoxFuture<'a, Result<JobOutcome, UnitError>> {
         Box::pin(async move {
+            self.unreachable()?;
             let work = async {
                 match job {
                     Job::Start => self.start(unit).await,
@@ -363,6 +405,7 @@ impl Units for SimManager {
                 after: timeout,
             })?;
             let result = result.map_err(|r| r.into_error(job))?;
+            self.maybe_lost(unit, job);
             Ok(JobOutcome { unit: self.resolve(unit), job, result: result.as_str().to_string() })
         })
     }

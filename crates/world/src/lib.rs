@@ -22,6 +22,7 @@ pub mod log_level;
 pub mod net;
 pub mod remote;
 pub(crate) mod systemd_dbus;
+pub mod this_run;
 pub mod transport;
 mod unit_properties;
 pub mod units;

@@ -231,6 +231,25 @@ fn parameters_and_facts(m: &mut Module) {
         "hostname()",
         |call: NativeCallContext| context(&call).hostname()
     );
+    register!(
+        m,
+        "run_id",
+        Reads,
+        ["String"],
+        "/// This run's id (`20261128T210307Z-ab12`: when it began, UTC, and a tag), the same on\n\
+         /// every host it acts on; a rollback point records it.",
+        "log(`run ${run_id()}`)",
+        opsbook_world::this_run::id
+    );
+    register!(
+        m,
+        "operator",
+        Reads,
+        ["String"],
+        "/// Who runs this run: `user@machine` of the operator's machine (not of the host acted on).",
+        "log(`by ${operator()}`)",
+        opsbook_world::this_run::who
+    );
 }
 
 /// The clock: `now()`, `moment()` (an instant in the forms a check after a change needs) and

@@ -1,9 +1,8 @@
 //! What a change lock says of its holder, as Terraform's "Lock Info" does: who (user@machine),
-//! the run (an id made once per process), the runbook and the component it changes, the
+//! the run (`this_run`: an id made once per process), the runbook and the component it changes, the
 //! process on the operator's machine, and since when (UTC). Kept as one line of JSON beside
 //! the lock file (`change.json`), and read back from a host's answer (`Answer::parse`).
 
-use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -25,57 +24,12 @@ pub struct Record {
     pub since: u64,
 }
 
-/// Who this process runs as and its run id: the same for every lock it takes.
-struct ThisRun {
-    who: String,
-    run: String,
-}
-
-fn this_run() -> &'static ThisRun {
-    static RUN: OnceLock<ThisRun> = OnceLock::new();
-    RUN.get_or_init(|| {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        let user = std::env::var("USER")
-            .or_else(|_| std::env::var("LOGNAME"))
-            .ok()
-            .or_else(account_name)
-            .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))
-            // SAFETY: geteuid has no preconditions.
-            .unwrap_or_else(|| format!("uid{}", unsafe { libc::geteuid() }));
-        let stamp = humantime::format_rfc3339_seconds(UNIX_EPOCH + std::time::Duration::from_secs(now.as_secs()))
-            .to_string()
-            .replace(['-', ':'], "");
-        // Two runs started in the same second on one machine differ by their pid and the
-        // clock's nanoseconds.
-        let tag = (std::process::id() ^ now.subsec_nanos()) & 0xffff;
-        ThisRun { who: format!("{user}@{}", crate::hostname::this_machine()), run: format!("{stamp}-{tag:04x}") }
-    })
-}
-
-/// The name of the account this process runs as, from the user database.
-fn account_name() -> Option<String> {
-    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to fill.
-    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut buffer = vec![0 as libc::c_char; 4096];
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: getpwuid_r writes only into `entry` and `buffer`, both valid for their sizes;
-    // the name it points at lives in `buffer`, read before it goes.
-    unsafe {
-        let uid = libc::geteuid();
-        if libc::getpwuid_r(uid, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut found) != 0 || found.is_null() {
-            return None;
-        }
-        Some(std::ffi::CStr::from_ptr(entry.pw_name).to_string_lossy().into_owned())
-    }
-}
-
 impl Record {
     /// The record this process writes for `runbook` changing `component` (empty: the host).
     pub fn this_run(runbook: &str, component: &str) -> Record {
-        let run = this_run();
         Record {
-            who: run.who.clone(),
-            run: run.run.clone(),
+            who: crate::this_run::who(),
+            run: crate::this_run::id(),
             runbook: runbook.to_string(),
             component: component.to_string(),
             pid: std::process::id(),
@@ -85,7 +39,7 @@ impl Record {
 
     /// Whether this record is this process's own.
     pub fn is_this_run(&self) -> bool {
-        self.run == this_run().run && self.pid == std::process::id()
+        self.run == crate::this_run::id() && self.pid == std::process::id()
     }
 
     /// One line of JSON (never a line break inside: the host's script reads it as one argument

@@ -1,0 +1,157 @@
+//! Faults around a change on Debian 13 hosts over ssh (a server and two clients, prepared and
+//! deployed once for both cases), a configure of the agent whose template names a bucket the
+//! database lacks, rolled out one host at a time with no failure allowed:
+//!
+//! - (a) opsbook SIGKILLed while the first client is in its gate: a rerun of the same broken
+//!   change names the unfinished change and rolls the client back to its configuration from
+//!   before the killed run (not to the broken one); killed again, `rollback` alone does too;
+//! - (c) the first client's network cut for 25 s during its gate: the run ends within its
+//!   deadline saying the client was unreachable — not rolled back, its point kept — the second
+//!   client untouched; `rollback` restores it once it answers.
+//!
+//! Skipped, saying why, without root, the Debian 13 root or its packages.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::debian13::host::Debian13Host;
+use crate::delivery_hosts::{AGENT, base_templates, first_rolled_back, rolled_back, template};
+use crate::realhosts::{ROLES, operator_config, passes_on, run};
+use crate::rollout::summary;
+use crate::support::Test;
+
+const CONFIGURE: [&str; 8] = ["run", "configure", "--set", "service=metrics-agent", "--serial", "1", "--max-fail", "0"];
+
+/// Starts the broken configure and waits until the first client has the broken file and its
+/// agent took it in (its change made: its gate runs), then returns the running opsbook.
+fn in_gate(t: &Test, client: &Debian13Host) -> Child {
+    let mut command = t.command();
+    command.args(CONFIGURE).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let child = command.spawn().expect("start opsbook");
+    let started = Instant::now();
+    while !client.ok(&["cat", AGENT]).contains("\"nowhere\"") {
+        assert!(started.elapsed() < Duration::from_secs(120), "the configure never wrote d13c1's agent file");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The file is written; its reload follows at once, then the gate's checks (16 s and more).
+    std::thread::sleep(Duration::from_secs(4));
+    child
+}
+
+/// SIGKILL, as a closed laptop or an OOM kill ends opsbook.
+fn kill(mut child: Child) {
+    // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+}
+
+/// What varies: the run's id, the operator's machine, the time of day.
+fn masked(text: &str) -> String {
+    let rules = [
+        (r"\d{8}T\d{6}Z-[0-9a-f]{4}", "[RUN]"),
+        (r"by root@[^,]+, ", "by root@[MACHINE], "),
+        (r"\d\d:\d\d UTC", "[HH:MM] UTC"),
+    ];
+    rules.iter().fold(text.to_string(), |text, (pattern, with)| {
+        regex::Regex::new(pattern).unwrap().replace_all(&text, *with).into_owned()
+    })
+}
+
+/// The lines of a report that name unfinished changes, masked.
+fn unfinished_lines(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.contains("unfinished change"))
+        .map(|l| masked(l.split("  (").next().unwrap_or(l)))
+        .collect()
+}
+
+const NAMED: &str = "  WARN  unfinished change of metrics-agent — d13c1 metrics-agent: an unfinished change from run [RUN] \
+    (configure, by root@[MACHINE], [HH:MM] UTC) was never verified; its rollback point (from before that change) is kept; \
+    `opsbook run rollback --set service=metrics-agent` restores the state from before it; a change whose verification passes ends it";
+
+#[test]
+fn a_killed_run_and_a_lost_host_leave_an_unfinished_change_that_is_found_and_restored() {
+    let Some(site) = crate::realhosts::site(&["d13srv", "d13c1", "d13c2"]) else { return };
+    let server = site.fleet.host("d13srv").address();
+    let t = Test::new();
+    let urls = format!("metrics_db.url = \"http://{server}:8086\"\nlog_store.url = \"http://{server}:3100\"\n");
+    let roles = |name: &str| {
+        if name == "d13srv" { vec!["metrics-db", "log-store"] } else { vec!["metrics-agent", "log-shipper"] }
+    };
+    let config = operator_config(&site, t.path(), &urls, roles);
+    let t = t.config(&config);
+    base_templates(&t);
+    let hosts = ["d13srv", "d13c1", "d13c2"];
+    passes_on(&t, &site, &hosts, &["run", "prepare", "--set", "environment=debian13"]);
+    for role in ROLES {
+        passes_on(&t, &site, &hosts, &["run", "deploy", "--set", &format!("service={role}")]);
+    }
+    let (c1, c2) = (site.fleet.host("d13c1"), site.fleet.host("d13c2"));
+    let good = (c1.ok(&["cat", AGENT]), c2.ok(&["cat", AGENT]));
+    template(&t, "metrics-agent/telegraf.conf.j2", "bucket = \"{{ bucket }}\"", "bucket = \"nowhere\"");
+
+    // (a) Killed in d13c1's gate: the rerun names the killed run's change and rolls back to
+    // the configuration from before it.
+    kill(in_gate(&t, c1));
+    assert!(c1.ok(&["cat", AGENT]).contains("\"nowhere\""), "the killed run left its change in place");
+    let out = run(&t, &CONFIGURE);
+    let (text, _) = rolled_back(&out);
+    assert_eq!(text, first_rolled_back("configure"), "{}", out.stdout);
+    let verifying = "  nothing to write: /etc/telegraf/telegraf.conf is as an unfinished change left it, never verified: \
+                     applying and verifying it now";
+    assert_eq!(unfinished_lines(&out.stdout), [NAMED, verifying], "{}", out.stdout);
+    assert_eq!(c1.ok(&["cat", AGENT]), good.0, "d13c1 has its configuration from before the killed run");
+    assert_eq!(c2.ok(&["cat", AGENT]), good.1, "d13c2 untouched");
+    // Killed again: `rollback` alone restores it, saying whose change it undoes.
+    kill(in_gate(&t, c1));
+    let out = run(&t, &["run", "rollback", "--host", "d13c1", "--set", "service=metrics-agent"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let said: Vec<String> = out.stdout.lines().filter(|l| l.contains("rollback point from")).map(masked).collect();
+    assert_eq!(
+        said,
+        ["  the rollback point from before run [RUN]'s change (configure, by root@[MACHINE], [HH:MM] UTC)"]
+    );
+    assert_eq!(c1.ok(&["cat", AGENT]), good.0, "d13c1 restored by rollback alone");
+
+    // (c) d13c1's network cut for 25 s in its gate: unreachable, not rolled back, its point
+    // kept; d13c2 untouched; the run ends within its deadline (configure's 60 s, and margin).
+    let begun = Instant::now();
+    let running = in_gate(&t, c1);
+    let link = c1.ok(&["sh", "-c", "ip -o -4 addr show scope global | awk '{print $2; exit}'"]);
+    let mut cut =
+        c1.command(&["sh", "-c", &format!("ip link set {0} down; sleep 25; ip link set {0} up", link.trim())]);
+    let mut cut = cut.spawn().unwrap();
+    let out = crate::support::Output::from_raw(running.wait_with_output().unwrap(), t.path());
+    let took = begun.elapsed();
+    cut.wait().unwrap();
+    assert!(took < Duration::from_secs(150), "the run took {took:?}");
+    let text = regex::Regex::new(r"unreachable during its (change|gate) \(([^()]|\([^()]*\))*\)")
+        .unwrap()
+        .replace_all(&summary(&out), "unreachable during its $1 ([WHY])")
+        .into_owned();
+    let text = regex::Regex::new(r"rollback point kept \(.*\); once")
+        .unwrap()
+        .replace_all(&text, "rollback point kept ([GATE]); once");
+    assert_eq!(
+        text,
+        "rollout of configure: 2 host(s) in 2 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
+BATCH  HOSTS  OUTCOME        TIME
+1      d13c1  1 unreachable  [DUR]
+2      d13c2  not attempted
+
+HOST   ROLES                       BATCH  OUTCOME        WHY
+d13c1  metrics-agent, log-shipper  1      unreachable    unreachable during its change ([WHY]): configure's change may be partly in place, not verified, not rolled back; rollback point kept ([GATE]); once it answers, `opsbook run rollback --host d13c1 --set service=metrics-agent` restores it
+d13c2  metrics-agent, log-shipper  2      not attempted  stopped after batch 1: 1 host(s) failed, more than 0
+
+2 host(s): 1 unreachable (d13c1), 1 not attempted (d13c2); stopped after batch 1 of 2: 1 host(s) failed, more than --max-fail 0 allows  ([DUR])
+",
+        "{}",
+        out.stdout
+    );
+    assert_eq!(c2.ok(&["cat", AGENT]), good.1, "d13c2 untouched");
+    assert!(c1.ok(&["cat", AGENT]).contains("\"nowhere\""), "d13c1 not rolled back by the run");
+    let out = run(&t, &["run", "rollback", "--host", "d13c1", "--set", "service=metrics-agent"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(c1.ok(&["cat", AGENT]), good.0, "d13c1 restored once it answers");
+}
