@@ -14,7 +14,8 @@ hosts.txt (for the ssh loop).
 
 OPSBOOK_BENCH_LIGHT=1: the clients' units are light stand-ins under the same names (a
 sleeping process each), for checks that only read unit states (bench/fleet-scale.sh); the
-server still runs the twins. OPSBOOK_BENCH_ANSIBLE_FORKS sets Ansible's forks (20).
+server still runs the twins. OPSBOOK_BENCH_CLIENT_UNITS=0: the clients get no units at all
+(bench/rollout-fleet.sh deploys the components there with opsbook). OPSBOOK_BENCH_ANSIBLE_FORKS sets Ansible's forks (20).
 OPSBOOK_BENCH_BOOT_BATCH: how many hosts boot at once (100; the next batch once they are ready).
 OPSBOOK_BENCH_KEX=ALGORITHMS gives every contender's ssh the same `KexAlgorithms` (opsbook's
 `ssh.options`, each Host of ssh_config, Ansible's ssh_args); unset, ssh's default stands.
@@ -147,6 +148,7 @@ def up(d, n, binary):
     wait_http(f"http://{server}:8086/health")
     wait_http(f"http://{server}:3100/ready")
     light = os.environ.get("OPSBOOK_BENCH_LIGHT") == "1"
+    bare = os.environ.get("OPSBOOK_BENCH_CLIENT_UNITS") == "0"
 
     def client(c):
         if light:
@@ -159,6 +161,8 @@ def up(d, n, binary):
         inside(c["init"], "systemctl", "--user", "daemon-reload")
         inside(c["init"], "systemctl", "--user", "start", "telegraf", "alloy")
 
+    if bare:
+        return
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(client, hosts[1:]))
     # Data has arrived from every client before anything is measured.

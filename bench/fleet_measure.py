@@ -5,7 +5,8 @@ and of its whole process tree on this machine. Needs root (a cpuacct cgroup).
 
     python3 bench/fleet_measure.py HOSTS RUNS WARMUP CONTENDERS.json
 
-CONTENDERS.json is a list of {"tool", "argv", "setup"}: `setup`, when not null, is a shell
+CONTENDERS.json is a list of {"tool", "argv", "setup"} (`{run}` in an argument is replaced by
+the number of the run, counted over every contender, from 0): `setup`, when not null, is a shell
 command run once in the tool's cgroup first, not measured (the warm ssh loop's masters). The
 contenders take turns, one run each per round, the order reversed every other round, so a
 load that comes and goes on the shared machine falls on all of them alike (measured one after
@@ -84,12 +85,23 @@ def own_hwm_kb(pid):
     return 0
 
 
+RUNS = int(os.environ.get("OPSBOOK_BENCH_FIRST_RUN", "0"))
+
+
 def once(group, argv):
+    # `{run}` in an argument: this call's number, one count for every contender (a change
+    # that must differ from the one before it, whoever made that: bench/rollout-fleet.sh).
+    global RUNS
+    argv = [a.replace("{run}", str(RUNS)) for a in argv]
+    RUNS += 1
     usage0 = int(read(os.path.join(group, "cpuacct.usage"), "0"))
     busy0 = machine_busy_ms()
     join = os.path.join(group, "cgroup.procs")
     started = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    # OPSBOOK_BENCH_OUT=DIR keeps each run's output, DIR/RUN.txt (a failed run's report).
+    kept = os.environ.get("OPSBOOK_BENCH_OUT")
+    out = open(os.path.join(kept, f"{RUNS - 1}.txt"), "w") if kept else subprocess.DEVNULL
+    child = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE,
                              preexec_fn=lambda: open(join, "w").write(str(os.getpid())))
     hwm, tree, tick = 0, 0, 0
     while True:

@@ -13,4 +13,4 @@ cd "$(dirname "$0")/.."
 bash tests/support/debian13-root.sh
 bash tests/support/debian13-debs.sh
 cargo test -q --test integration realhosts_bench -- --ignored --nocapture --test-threads 1 2>&1 |
-  grep -E '^fresh deploy|skipped:|panicked'
+  grep -E '^fresh deploy|^healthy rollout|skipped:|panicked'

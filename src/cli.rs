@@ -35,7 +35,8 @@ pub enum Command {
     /// Run a runbook by name and report its checks.
     ///
     /// Exit status: 0 all checks passed, 1 a check failed or the runbook aborted,
-    /// 2 usage, configuration or script error, 130 interrupted.
+    /// 2 usage, configuration or script error, 75 another run holds a host's change lock
+    /// (nothing was changed; --lock-timeout waits for it), 124 timed out, 130 interrupted.
     Run(RunArgs),
 
     /// List every runbook found, with its summary and where it comes from.

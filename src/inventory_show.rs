@@ -97,9 +97,14 @@ fn or_dash<T: ToString>(f: &Option<Fact<T>>) -> String {
 
 /// Rows as aligned columns, two spaces apart, the last column unpadded.
 fn columns(rows: &[Vec<String>]) -> String {
-    // Measured as they will be shown: a token's value is `<redacted>` on the way out.
-    let rows: Vec<Vec<String>> =
-        rows.iter().map(|r| r.iter().map(|c| opsbook_base::secret::redact(c).into_owned()).collect()).collect();
+    // Measured as they will be shown: a token's value is `<redacted>` on the way out, control
+    // and bidirectional characters escaped.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter().map(|c| opsbook_base::shown::escaped(&opsbook_base::secret::redact(c)).into_owned()).collect()
+        })
+        .collect();
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..n).map(|i| rows.iter().map(|r| r.get(i).map_or(0, |c| c.chars().count())).max().unwrap_or(0)).collect();
@@ -110,7 +115,8 @@ fn columns(rows: &[Vec<String>]) -> String {
             if i + 1 == row.len() {
                 line.push_str(cell);
             } else {
-                line.push_str(&format!("{cell:w$}  ", w = widths[i]));
+                line.push_str(&opsbook_base::shown::padded(cell, widths[i]));
+                line.push_str("  ");
             }
         }
         out.push_str(line.trim_end());

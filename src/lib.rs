@@ -8,6 +8,7 @@ pub mod cli;
 pub mod generate;
 pub mod history;
 mod inventory_show;
+mod outside_inventory;
 pub mod repl;
 pub mod scripts;
 pub mod serve;
@@ -18,7 +19,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 /// Parses the command line, runs the subcommand and maps the outcome to an exit status:
-/// 0 passed, 1 a check failed, 2 usage/config/script error, 130 interrupted.
+/// 0 passed, 1 a check failed, 2 usage/config/script error, 75 a host's change lock held by
+/// another run, 124 timed out, 130 interrupted.
 pub fn run() -> ExitCode {
     // The tokens this process can see are known to the redactor before anything is printed.
     opsbook_base::secret::learn_environment();

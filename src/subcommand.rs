@@ -103,7 +103,7 @@ fn run_command(global: &GlobalOptions, run: &RunArgs) -> Result<u8, Error> {
             )),
             None => {
                 let session = Session::open(global, Reach::Act)?;
-                let code = run_runbook(&session, run, global.format);
+                let code = run_runbook(&session, run, global);
                 // The engine, its modules and the bus connection end with the process: taking
                 // them apart piece by piece is work nobody waits for. The sandbox is dropped, as
                 // it removes its private files.
@@ -205,8 +205,17 @@ fn selection(global: &GlobalOptions, run: &RunArgs) -> Option<(Option<String>, O
     param("environment").map(|group| (None, Some(group)))
 }
 
-fn run_runbook(session: &Session, args: &RunArgs, format: Format) -> Result<u8, Error> {
+fn run_runbook(session: &Session, args: &RunArgs, global: &GlobalOptions) -> Result<u8, Error> {
+    let format = global.format;
     let compiled = session.compile(&args.name)?;
+    // The note is the run's first line: in the report itself, or beside a machine's format.
+    if let Some(note) = crate::outside_inventory::note(global, session, &compiled, &args.name) {
+        if format == Format::Human {
+            opsbook_base::tell!("{note}");
+        } else {
+            opsbook_base::say!("{note}");
+        }
+    }
     opsbook_base::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
     let limit = args.timeout.unwrap_or_else(|| session.config.duration(opsbook_base::config::keys::LIMITS_RUN_TIMEOUT));
     if !limit.is_zero() {
@@ -237,17 +246,51 @@ fn list(catalog: &Catalog, format: Format) -> Result<u8, Error> {
         }
         return Ok(0);
     }
+    // The summary goes last and whole; only a terminal too narrow for it cuts it, at a word.
     let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(4).max(4);
-    let summary_width = entries.iter().map(|e| e.summary().chars().count()).max().unwrap_or(7).clamp(7, 72);
-    writeln!(out, "{:width$}  {:summary_width$}  FROM", "NAME", "SUMMARY").ok();
+    let from_width = entries.iter().map(|e| e.origin.to_string().len()).max().unwrap_or(4).max(4);
+    let room = terminal_width().map(|columns| columns.saturating_sub(width + from_width + 4).max(20));
+    writeln!(out, "{:width$}  {:from_width$}  SUMMARY", "NAME", "FROM").ok();
     for e in &entries {
-        let mut summary = e.summary();
-        if summary.chars().count() > summary_width {
-            summary = summary.chars().take(summary_width - 1).collect::<String>() + "…";
-        }
-        writeln!(out, "{:width$}  {summary:summary_width$}  {}", e.name, e.origin).ok();
+        let summary = e.summary();
+        let summary = room.map_or(summary.clone(), |room| cut_at_a_word(&summary, room));
+        writeln!(out, "{:width$}  {:from_width$}  {summary}", e.name, e.origin.to_string()).ok();
     }
     Ok(0)
+}
+
+/// The columns of the terminal stdout is (`COLUMNS` overrides what it says, as for `ls`), or
+/// none when stdout is not a terminal: a pipe or a file gets every line whole.
+fn terminal_width() -> Option<usize> {
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return None;
+    }
+    if let Some(columns) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()) {
+        return Some(columns);
+    }
+    // SAFETY: TIOCGWINSZ only writes a `winsize` into the one it is given.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let asked = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    (asked == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// `text` in at most `room` characters: whole when it fits, else its words that fit and "…".
+fn cut_at_a_word(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    let mut kept = String::new();
+    for word in text.split(' ') {
+        let longer = if kept.is_empty() { word.to_string() } else { format!("{kept} {word}") };
+        if longer.chars().count() + 1 > room {
+            break;
+        }
+        kept = longer;
+    }
+    if kept.is_empty() {
+        kept = text.chars().take(room.saturating_sub(1)).collect();
+    }
+    kept.trim_end_matches([',', ';', ':']).to_string() + "…"
 }
 
 /// `opsbook templates [NAME]`: every template with where the winning copy is, or one's text.

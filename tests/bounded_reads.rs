@@ -112,10 +112,10 @@ fn special_files(dir: &Path) -> Vec<(PathBuf, &'static str)> {
 
 #[test]
 fn the_reader_refuses_every_file_that_is_not_a_regular_one_naming_it() {
-    use opsbook_base::input::{self, CA_FILE, CONFIG, FILE, INVENTORY, RUNBOOK, SCRIPT, TEMPLATE, TOKEN};
+    use opsbook_base::input::{self, CA_FILE, COMPONENTS, CONFIG, FILE, INVENTORY, RUNBOOK, SCRIPT, TEMPLATE, TOKEN};
     let dir = tempfile::tempdir().unwrap();
     let files = special_files(dir.path());
-    let kinds = [CONFIG, INVENTORY, RUNBOOK, TEMPLATE, TOKEN, SCRIPT, CA_FILE, FILE];
+    let kinds = [CONFIG, COMPONENTS, INVENTORY, RUNBOOK, TEMPLATE, TOKEN, SCRIPT, CA_FILE, FILE];
     let cases = Cases { cases: 64, failure_persistence: None, ..Cases::default() };
     TestRunner::new(cases)
         .run(&(0..files.len(), 0..kinds.len()), |(f, k)| {

@@ -51,14 +51,14 @@ fn global_options_go_before_or_after_the_subcommand() {
 
 #[test]
 fn list_shows_name_summary_and_origin() {
-    // The header, then one line per runbook; the operator's own shows its first doc line only
-    // and the folder it came from; the built-ins come along from the binary wherever it runs.
+    // The header, then one line per runbook; the operator's own shows the folder it came from
+    // and its doc's first sentence only; the built-ins come along from the binary wherever it runs.
     Test::new()
         .runbook("restart-thing", DOCUMENTED)
         .args(["list"])
         .run()
         .code(0)
-        .stdout_matches(r"NAME +SUMMARY +FROM\n(?:\S+ +.+ +built-in\n)+restart-thing +Restart one thing, carefully\. +runbooks\n(?:\S+ +.+ +built-in\n)+");
+        .stdout_matches(r"NAME +FROM +SUMMARY\n(?:\S+ +built-in +.+\n)+restart-thing +runbooks +Restart one thing, carefully\.\n(?:\S+ +built-in +.+\n)+");
     let json = Test::new().args(["list", "--format", "json"]).run().code(0).json();
     let runbooks = json.as_array().unwrap();
     assert_eq!(runbooks.len(), std::fs::read_dir(crate::support::repo_dir().join("runbooks")).unwrap().count());

@@ -44,7 +44,7 @@ fail sent counter grew since the change
 fail no push retried or dropped since the change";
 
 /// The agent's evidence after a change when its writes are refused.
-const AGENT_FAILS: &str = "fail a cpu point of [HOST] stamped after the change is in telegraf
+const AGENT_FAILS: &str = "fail a point of [HOST] stamped after the change is in telegraf
 fail telegraf.service logged no failed delivery since the change";
 
 /// The servers' round trips after restart-all.
@@ -75,7 +75,7 @@ pass|warn alloy.service logged no errors since [TIME]
 #[test]
 fn a_shipper_whose_pushes_fail_fails_every_check_of_its_delivery() {
     let cases = ["log-shipper:push-dead", "log-shipper:push-refused"];
-    let agent_delivers = "pass a cpu point of [HOST] stamped after the change is in telegraf
+    let agent_delivers = "pass a point of [HOST] stamped after the change is in telegraf
 pass telegraf.service logged no failed delivery since the change";
     std::thread::scope(|s| {
         for fault in cases {
@@ -180,6 +180,52 @@ pass log store /ready says ready
     });
 }
 
+/// The agent's evidence counts any point of this host, but only one stamped after the change:
+/// with an agent that writes nothing (its token refused), a point stamped a microsecond before
+/// the change — written into the bucket after it — fails the gate; one stamped a microsecond
+/// after passes it.
+#[test]
+fn a_point_stamped_before_the_change_never_proves_the_agent_delivers() {
+    let runbook = r#"import "evidence" as evidence;
+let bucket = config.metrics_db.bucket;
+let changed = moment();
+let at = changed.us * 1000;
+influx::write(bucket, `mem,host=${hostname()} used_percent=1 ${at - 1000}`);
+evidence::evidence_after("metrics-agent", changed, #{ margin: "0s" });
+influx::write(bucket, `mem,host=${hostname()} used_percent=1 ${at + 1000}`);
+evidence::evidence_after("metrics-agent", changed, #{ margin: "0s" });
+"#;
+    let out = Test::new()
+        .runbook("stamped", runbook)
+        .args(["run", "stamped", "--sandbox", "--format", "json", "--fault", "metrics-agent:wrong-token"])
+        .run();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let lines: Vec<String> = out.json()["checks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no checks: {}", out.stdout))
+        .iter()
+        .map(|c| {
+            let name = c["name"].as_str().unwrap_or_default().replace(host.trim(), "[HOST]");
+            let outcome = c["outcome"].as_str().unwrap_or_default();
+            // How many failed writes the agent logged meanwhile depends on the machine's pace.
+            match c["actual"].as_str() {
+                Some(actual) if name.starts_with("a point of ") => format!("{outcome} {name} — {actual}"),
+                _ => format!("{outcome} {name}"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        lines.join("\n"),
+        "fail a point of [HOST] stamped after the change is in telegraf — 0 point(s)
+fail telegraf.service logged no failed delivery since the change
+pass a point of [HOST] stamped after the change is in telegraf — 1 point(s)
+fail telegraf.service logged no failed delivery since the change",
+        "{}",
+        out.stdout
+    );
+    out.code(1);
+}
+
 /// The report of a failed delivery check says what was waited for, for how long, and quotes
 /// what the agent logged.
 #[test]
@@ -195,7 +241,7 @@ fn a_refused_write_after_a_reload_is_reported_with_the_wait_and_the_agents_own_l
     let seen = regex::Regex::new(r"\d+ line\(s\)").unwrap().replace_all(&seen, "[N] line(s)");
     assert_eq!(
         seen,
-        "  FAIL  a cpu point of [HOST] stamped after the change is in telegraf
+        "  FAIL  a point of [HOST] stamped after the change is in telegraf
           expected: a point (2 × interval [DUR] + flush_interval [DUR] + jitter [DUR] + margin [DUR]) within [DUR]
           actual:   0 point(s)
   FAIL  telegraf.service logged no failed delivery since the change — [N] line(s), the last: [TS] E! [outputs.influxdb_v2] Failed to write metric to telegraf-missing (will be dropped: 404 Not Found): not found: bucket \"telegraf-missing\" not found

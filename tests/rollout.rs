@@ -295,7 +295,7 @@ fn after_a_restart_only_a_point_made_after_it_counts_and_an_agent_that_writes_no
         "c2:metrics-agent:not-writing",
     ];
     let out = Test::new().args(args).run();
-    let missing = "a cpu point of c2 stamped after the change is in telegraf — 0 point(s)";
+    let missing = "a point of c2 stamped after the change is in telegraf — 0 point(s)";
     assert_eq!(
         summary(&out),
         format!(
@@ -322,7 +322,7 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 2: 1
     assert!(
         c2.ends_with(
             "== metrics-agent: evidence made after the change
-  FAIL  a cpu point of c2 stamped after the change is in telegraf
+  FAIL  a point of c2 stamped after the change is in telegraf
           expected: a point (2 × interval [DUR] + flush_interval [DUR] + jitter [DUR] + margin [DUR]) within [DUR]
           actual:   0 point(s)
   ok    telegraf.service logged no failed delivery since the change — read 0 warning/error line(s)

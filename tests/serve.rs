@@ -429,7 +429,7 @@ fn on_a_real_systemd_health_follows_the_log_store_unit() {
     serve.wait().ok();
 }
 
-/// The service unit README.md gives, with its sandboxing, run by a real systemd on a private
+/// The service unit docs/serve.md gives, with its sandboxing, run by a real systemd on a private
 /// host: the user manager stands in for the system's (its bus bound where the system bus
 /// is, `/run/dbus/system_bus_socket`), the `opsbook` account exists only inside the host, and
 /// `/var/lib` is a tmpfs there (`StateDirectory=`). Unchanged but for the program's path and
@@ -437,12 +437,12 @@ fn on_a_real_systemd_health_follows_the_log_store_unit() {
 /// journal (as a member of `systemd-journal`) and ask the manager about units.
 #[test]
 fn the_readme_unit_serves_sandboxed_and_reads_the_journal_and_the_manager() {
-    let readme = std::fs::read_to_string(crate::support::repo_dir().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(crate::support::repo_dir().join("docs/serve.md")).unwrap();
     let unit = readme
         .split("**As a systemd unit** (`/etc/systemd/system/opsbook.service`):\n```ini\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
-        .expect("the README's unit")
+        .expect("docs/serve.md's unit")
         .to_string();
     // Anyone may connect to the bus, as to a system bus.
     let policy = "<busconfig><policy context=\"default\"><allow user=\"*\"/></policy></busconfig>";
@@ -512,7 +512,7 @@ fn the_readme_unit_serves_sandboxed_and_reads_the_journal_and_the_manager() {
             other => lines.push(other.to_string()),
         }
     }
-    assert_eq!(unit.lines().count(), lines.len() + 2, "the README's unit changed: adapt the test");
+    assert_eq!(unit.lines().count(), lines.len() + 2, "docs/serve.md's unit changed: adapt the test");
     let unit = lines.join("\n") + "\n";
     // The journal's files belong to the group `systemd-journal` once systemd-tmpfiles has run,
     // as at a system's boot; the host's journald started without it.
@@ -534,7 +534,7 @@ fn the_readme_unit_serves_sandboxed_and_reads_the_journal_and_the_manager() {
         let status = host.systemctl(&["status", "opsbook", "--no-pager", "-l"]);
         let log =
             String::from_utf8_lossy(&host.exec(&["journalctl", "-u", "opsbook", "--no-pager"]).stdout).to_string();
-        panic!("the README's unit did not serve a run within 20 s: {code} {body}\n{status}\n{log}");
+        panic!("docs/serve.md's unit did not serve a run within 20 s: {code} {body}\n{status}\n{log}");
     });
     assert_eq!(health, "ok: the latest run of 1 job passed\n");
     // It runs as the account the unit names, and keeps its history where the unit says.

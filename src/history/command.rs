@@ -36,14 +36,23 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub(crate) flap: usize,
 
-    /// At most this many runs, the newest.
-    #[arg(long, value_name = "N", default_value_t = 100)]
+    /// At most this many runs, the newest (1 or more).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_limit)]
     pub limit: usize,
 
     /// The state directory holding `history.sqlite` (default: `serve.state_dir`, else
     /// /var/lib/opsbook for root, else $XDG_STATE_HOME/opsbook or ~/.local/state/opsbook).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+}
+
+/// `--limit`: a count of runs, one or more (`0` would show nothing, which is no answer).
+fn parse_limit(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("it must be 1 or more (0 runs would show nothing)".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a whole number of runs")),
+    }
 }
 
 fn parse_since(text: &str) -> Result<Duration, String> {

@@ -9,6 +9,7 @@
 mod helper;
 mod pretty;
 
+use opsbook_world::change_lock::LockError;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,6 +64,8 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
         evaluating: Arc::new(AtomicBool::new(false)),
     };
     session.install_interrupt();
+    // The REPL takes a host's change lock at its first change, and keeps it until it ends.
+    session.session.context.lock_for("repl", "");
 
     let mut parser = Engine::new_raw();
     opsbook_engine::syntax::parse_settings(&mut parser);
@@ -121,6 +124,7 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
             }
         }
     }
+    session.session.context.release_after(0);
     if let Some(path) = &history {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -227,7 +231,11 @@ impl Repl {
         let result = self.session.engine().eval_ast_with_scope::<Dynamic>(&mut self.scope, &program);
         self.evaluating.store(false, Ordering::SeqCst);
         opsbook_base::progress::clear();
+        // A change refused because another run holds the host's change lock: said as it was
+        // refused (`refused to …: HOST: held by …`); its value (nothing was done) not shown.
+        let refused = self.session.context.take_lock_refusal().is_some_and(|r| r != LockError::Interrupted);
         match result {
+            _ if refused => {}
             Ok(value) => {
                 let shown = pretty::show(&value);
                 if !shown.is_empty() {

@@ -29,8 +29,12 @@ pub(super) fn show(value: &Dynamic) -> String {
         return table(&list);
     }
     if let Some(map) = value.read_lock::<Map>() {
-        let width = map.keys().map(|k| k.len()).max().unwrap_or(0);
-        return map.iter().map(|(k, v)| format!("{k:width$} : {}", text(v))).collect::<Vec<_>>().join("\n");
+        let width = map.keys().map(|k| k.chars().count()).max().unwrap_or(0);
+        return map
+            .iter()
+            .map(|(k, v)| format!("{} : {}", opsbook_base::shown::padded(k, width), text(v)))
+            .collect::<Vec<_>>()
+            .join("\n");
     }
     if let Some(s) = value.read_lock::<rhai::ImmutableString>() {
         return s.to_string();

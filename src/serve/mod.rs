@@ -18,7 +18,7 @@ mod http;
 mod idle;
 mod job_run;
 mod metrics;
-mod page;
+pub mod page;
 mod remote;
 pub mod scan;
 mod scheduler;
@@ -159,6 +159,9 @@ fn prepare(jobs: Vec<Job>, stage: &Stage, catalog: &Arc<Catalog>, here: &str) ->
     let mut views = Vec::new();
     for spec in jobs {
         let session = Session::shared(stage.config.clone(), stage.world.clone(), catalog.clone(), stage.mode.clone());
+        // A job on this machine stands where `opsbook run` would: its runbooks see the same
+        // inventory (the sandbox's one host, or the configured one).
+        session.stand_here(&stage.global);
         let checked = stage.place(&spec).and_then(|hosts| {
             let compiled = session.compile(&spec.runbook)?;
             if !spec.mutating {

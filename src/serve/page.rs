@@ -20,7 +20,7 @@ const STYLE: &str = include_str!("page.css");
 const SHOWN: usize = 40;
 
 /// Escapes text for HTML content and attribute values.
-pub(super) fn esc(text: &str) -> String {
+pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

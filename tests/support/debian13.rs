@@ -107,6 +107,10 @@ impl Debian13Fleet {
             std::fs::create_dir(&state).map_err(|e| e.to_string())?;
             // Named by the bridge too: unique among the fleets up at once.
             let cgroup = cgroups.join(format!("opsbook-d13-{bridge}-{name}"));
+            // A fleet that had this bridge before may have left its host's cgroup behind (it
+            // empties a moment after the kill, later than that fleet waited on a loaded
+            // machine): the bridge is ours now, so is the name.
+            remove_cgroup(&cgroup);
             std::fs::create_dir(&cgroup).map_err(|e| format!("{}: {e}", cgroup.display()))?;
             // systemd writes to its stderr until journald is up: a file, never a pipe that
             // nobody reads and that could fill.
@@ -469,8 +473,10 @@ fn keygen(path: &Path) -> Result<(), String> {
     if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
 }
 
-/// Removes a host's cgroup tree (empty once its processes are gone), deepest first.
+/// Removes a host's cgroup tree, deepest first, once its processes are gone: any still in
+/// it are killed (`cgroup.kill`), and a busy machine is given up to 10 s to reap them.
 fn remove_cgroup(dir: &Path) {
+    let _ = std::fs::write(dir.join("cgroup.kill"), "1");
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -478,7 +484,7 @@ fn remove_cgroup(dir: &Path) {
             }
         }
     }
-    for _ in 0..50 {
+    for _ in 0..500 {
         if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
             return;
         }

@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod apt_repo;
+pub(crate) mod docs;
 pub(crate) mod fleet;
 pub(crate) mod private_host;
 pub(crate) mod vendor_debs;

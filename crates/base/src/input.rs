@@ -15,6 +15,8 @@ pub struct Kind {
 }
 
 pub const CONFIG: Kind = Kind { what: "configuration file", max_bytes: 4 << 20 };
+/// `components.toml`, the operator's additions to the component table.
+pub const COMPONENTS: Kind = Kind { what: "component table", max_bytes: 4 << 20 };
 /// Large enough for a generated inventory of tens of thousands of hosts.
 pub const INVENTORY: Kind = Kind { what: "inventory", max_bytes: 256 << 20 };
 /// An Ansible inventory's `group_vars/` or `host_vars/` file.

@@ -2,7 +2,9 @@
 //! a file a runbook read or an argument may hold control characters (ESC, BEL, a carriage
 //! return) that would retitle, clear or rewrite the operator's terminal. Human output passes
 //! such text through `escaped`, which writes each one visibly (`\x1b`, `\x07`, `\u{9b}`);
-//! line breaks and tabs stay as they are. JSON output needs nothing: JSON escapes them itself.
+//! line breaks and tabs stay as they are. The bidirectional controls (U+202A–U+202E,
+//! U+2066–U+2069, the marks U+200E, U+200F, U+061C) are escaped too: they reorder what the
+//! operator reads (`evil\u{202e}txt.exe`) without being control characters to Rust. JSON output needs nothing: JSON escapes them itself.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -28,7 +30,21 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
 }
 
 fn needs_escape(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
+    (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
+}
+
+/// The characters that change the order text is shown in.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// `text` followed by spaces up to `width` characters: a table's cell, however long (`format!`'s
+/// width stops at 65,535 and panics past it).
+pub fn padded(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len().max(width));
+    out.push_str(text);
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(text.chars().count())));
+    out
 }
 
 #[cfg(test)]
@@ -40,5 +56,8 @@ mod tests {
         assert_eq!(escaped("\u{1b}]0;PWNED\u{7}\u{1b}[2J"), "\\x1b]0;PWNED\\x07\\x1b[2J");
         assert_eq!(escaped("over\rwritten \u{7f} \u{9b}31m"), "over\\x0dwritten \\x7f \\u{9b}31m");
         assert!(matches!(escaped("two\n\tlines — ünïcode"), Cow::Borrowed("two\n\tlines — ünïcode")));
+        assert_eq!(escaped("evil\u{202e}txt.exe \u{2066}x\u{2069}"), "evil\\u{202e}txt.exe \\u{2066}x\\u{2069}");
+        assert_eq!(padded("ab", 4), "ab  ");
+        assert_eq!(padded(&"x".repeat(70_000), 70_001).len(), 70_001);
     }
 }

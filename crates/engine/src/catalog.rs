@@ -261,6 +261,9 @@ pub fn check_named_folders(dirs: &[PathBuf]) -> Result<(), Error> {
     Ok(())
 }
 
+/// How a runbook's documentation declares that it changes the host (`Entry::changes_hosts`).
+pub const CHANGES_THE_HOST: &str = "Changes the host";
+
 /// Names are file stems: no path separators, no leading dot.
 fn valid_name(name: &str) -> bool {
     !name.is_empty() && !name.starts_with('.') && !name.contains('/') && !name.contains('\0')
@@ -281,10 +284,37 @@ impl Entry {
         lines.join("\n").trim().to_string()
     }
 
-    /// The first sentence-line of the doc header.
-    pub fn summary(&self) -> String {
-        self.doc().lines().next().unwrap_or("").to_string()
+    /// Whether the runbook declares that it changes the host (a `//!` line beginning
+    /// `CHANGES_THE_HOST`): its runs take the host's change lock before anything runs.
+    pub fn changes_hosts(&self) -> bool {
+        self.doc().lines().any(|line| line.starts_with(CHANGES_THE_HOST))
     }
+
+    /// The first sentence of the doc header, whole: its first paragraph's lines joined, up to
+    /// the first full stop that ends a sentence (one followed by a blank or the end, outside
+    /// parentheses and code); the whole paragraph when it has none.
+    pub fn summary(&self) -> String {
+        let doc = self.doc();
+        let paragraph: Vec<&str> = doc.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+        first_sentence(&paragraph.join(" ")).to_string()
+    }
+}
+
+/// `text` up to and with its first sentence's full stop (`(…)` and `` `…` `` may hold stops).
+fn first_sentence(text: &str) -> &str {
+    let (mut depth, mut in_code) = (0usize, false);
+    for (at, c) in text.char_indices() {
+        match c {
+            '`' => in_code = !in_code,
+            '(' if !in_code => depth += 1,
+            ')' if !in_code => depth = depth.saturating_sub(1),
+            '.' if !in_code && depth == 0 && text[at + 1..].chars().next().is_none_or(char::is_whitespace) => {
+                return &text[..=at];
+            }
+            _ => {}
+        }
+    }
+    text
 }
 
 /// The names of the files under `dir` (with `prefix`, folders joined by `/`), hidden ones

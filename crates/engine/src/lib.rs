@@ -14,6 +14,7 @@ pub mod engine;
 pub mod functions;
 pub mod gathering;
 pub mod import_cycle;
+pub mod locking;
 pub mod prefetch;
 pub mod runbook;
 pub mod syntax;

@@ -91,7 +91,9 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
                 if r.roles.is_empty() { "-".into() } else { r.roles.join(", ") },
                 s.passed.to_string(),
                 match &r.report.end {
-                    End::Interrupted | End::TimedOut(_) => format!("{}, {}", s.failed, r.report.outcome()),
+                    End::Interrupted | End::TimedOut(_) | End::Locked(_) => {
+                        format!("{}, {}", s.failed, r.report.outcome())
+                    }
                     _ => (s.failed + usize::from(r.report.outcome() != "passed" && s.failed == 0)).to_string(),
                 },
                 human::millis(r.report.duration),
@@ -139,7 +141,9 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
 }
 
 fn names(runs: &[&HostRun]) -> String {
-    runs.iter().map(|r| r.report.host.clone().unwrap_or_default()).collect::<Vec<_>>().join(", ")
+    // Names come from an inventory: shown with control characters escaped.
+    let name = |r: &&HostRun| opsbook_base::shown::escaped(r.report.host.as_deref().unwrap_or_default()).into_owned();
+    runs.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 
 fn write_tap(out: &mut dyn Write, runs: &[HostRun]) -> std::io::Result<()> {

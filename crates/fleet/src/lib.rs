@@ -8,6 +8,7 @@
 //! the others; this crate parses no command line (its options are plain data).
 
 pub mod hosts_report;
+pub mod locks;
 pub mod options;
 pub mod rollout;
 pub mod rollout_report;

@@ -70,6 +70,12 @@ pub struct GlobalOptions {
     #[arg(long, global = true, value_name = "NAME")]
     pub host: Option<String>,
 
+    /// A run that changes a host holds the host's change lock; when another run holds it, wait
+    /// up to DURATION (`30s`, `10m`) for it, saying on stderr whom it waits for, instead of
+    /// refusing at once (exit status 75, naming the holder).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = lock_timeout)]
+    pub lock_timeout: Option<std::time::Duration>,
+
     /// More diagnostics on stderr (-v debug, -vv trace). $RUST_LOG sets a level too.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -96,7 +102,9 @@ limits the fault to one host, else it applies wherever the component runs.\n\
 - log-shipper:push-dead — the shipper pushes to a port nothing listens on (retried, logged at warn)\n\
 - log-shipper:push-refused — the log store answers the shipper's pushes 404 (dropped, logged at error)\n\
 - log-shipper:bad-config — the shipper's configuration file no longer validates\n\
-- log-shipper:reload-fails — the shipper's reload fails";
+- log-shipper:reload-fails — the shipper's reload fails\n\
+- [HOST:]lock-held[=USER@MACHINE] — another operator's run holds the host's change lock (alice@laptop unless \
+named): a run that changes the host is refused naming the holder, or waits (--lock-timeout)";
 
 /// How `opsbook run` rolls a change out over several hosts (see `rollout.rs`).
 #[derive(Debug, Args, Clone, Default)]
@@ -201,6 +209,11 @@ impl GlobalOptions {
 const MAX_FLEET: usize = 200;
 /// The most hosts a run acts on at once.
 const MAX_FORKS: usize = 1000;
+
+/// `--lock-timeout`: a duration (zero: refuse at once, as without it).
+fn lock_timeout(text: &str) -> Result<std::time::Duration, String> {
+    opsbook_base::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration like `30s` or `10m`"))
+}
 
 /// `--fleet N`: 1 to `MAX_FLEET`, refused in words otherwise (not obeyed until memory runs out).
 fn fleet_size(text: &str) -> Result<usize, String> {

@@ -46,8 +46,9 @@ pub struct Job<'a> {
 }
 
 /// Rolls `job` out over `targets` (in the inventory's order) as `options` ask, writes the
-/// report to stdout and returns the exit status: 0 every host changed, 1 otherwise, 130
-/// interrupted (under `--dry-run`: the worst of the plans').
+/// report to stdout and returns the exit status: 0 every host changed, 1 otherwise, 75 another
+/// run holds a host's change lock (nothing changed), 130 interrupted (under `--dry-run`: the
+/// worst of the plans').
 pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: &RolloutOptions) -> Result<u8, Error> {
     if targets.is_empty() {
         return Err(Error::Usage("no host matches: nothing to roll out".into()));
@@ -74,12 +75,16 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
     let started = Instant::now();
     let mut out = opsbook_base::secret::RedactingWriter::new(std::io::stdout().lock());
     let written = |e| Error::Io { context: "cannot write the report".into(), source: e };
+    let mut locked = false;
     if job.dry_run {
         plan_all(&targets, &inventory, job, &ranges, &mut rollout);
         let all: Vec<&HostResult> = rollout.hosts.iter().collect();
         rollout_report::write_batch(&mut out, job.format, &all).map_err(written)?;
     } else {
-        for (i, range) in ranges.iter().enumerate() {
+        // Every host it will change is locked before the first batch, all or none (`locks`).
+        let refused = crate::locks::hold_all(&targets, &inventory, job);
+        locked = crate::locks::refuse(&targets, &refused, &mut rollout);
+        for (i, range) in ranges.iter().enumerate().filter(|_| !locked) {
             if let Some((stopped, why)) = stop_before(&rollout, i, &drain) {
                 rollout.stopped = Some(stopped);
                 not_attempted(&targets, &ranges[i..], i, &why, &mut rollout);
@@ -93,13 +98,14 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
             rollout_report::write_batch(&mut out, job.format, &results.iter().collect::<Vec<_>>()).map_err(written)?;
             rollout.hosts.extend(results);
         }
+        crate::locks::release_all(&targets);
     }
     rollout.interrupted = drain.is_cancelled();
     rollout_report::write(&mut out, job.format, &rollout, started.elapsed()).map_err(written)?;
     if let Some(path) = job.save_json {
         opsbook_base::report::json::save(path, &rollout_report::document(&rollout, started.elapsed()))?;
     }
-    Ok(rollout.exit_code())
+    Ok(if locked { opsbook_base::report::LOCKED_EXIT } else { rollout.exit_code() })
 }
 
 /// The batches: a canary of one first when asked, then `--serial` hosts at a time (a share of

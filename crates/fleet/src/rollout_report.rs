@@ -287,6 +287,7 @@ pub fn why_failed(report: &Report) -> String {
         End::ScriptError(message) => return format!("script error: {}", first_line(message)),
         End::Interrupted => return "interrupted".to_string(),
         End::TimedOut(message) => return format!("timed out: {}", first_line(message)),
+        End::Locked(message) => return format!("locked: {}", first_line(message)),
         End::Stopped { code, at } => return format!("stopped: {}", End::stopped_message(*code, at)),
         End::Completed => {}
     }

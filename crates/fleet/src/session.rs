@@ -66,35 +66,54 @@ impl Session {
         match reach {
             Reach::Describe => {
                 let world = World::real(&config);
-                Ok(Session::new(config, world, catalog, Mode { dry_run: true, ..Mode::default() }))
+                Ok(Session::waiting(global, config, world, catalog, Mode { dry_run: true, ..Mode::default() }))
             }
             Reach::Act if global.sandbox => {
                 let (sandbox, config) = Sandbox::start(config, &global.faults)?;
                 let mode = Mode { dry_run: global.dry_run, sandbox: Some(global.faults.clone()), host: None };
-                let roles = opsbook_inventory::Role::all().map(|r| r.name().to_string()).collect();
-                let inventory = Inventory::simulated(&config, &[("localhost".to_string(), roles)]);
-                let mut session = Session::new(config, sandbox.hosts[0].world.clone(), catalog, mode);
-                let own = Arc::new([("localhost".to_string(), session.context.ground())].into());
-                session.context.set_place(Place::simulated(Arc::new(inventory), own));
+                let mut session = Session::waiting(global, config, sandbox.hosts[0].world.clone(), catalog, mode);
+                session.stand_here(global);
                 session._sandbox = Some(sandbox);
                 Ok(session)
             }
             Reach::Act => {
                 let world = World::real(&config);
                 world.warm_up();
-                let (base, path) = (config.clone(), global.inventory.clone());
-                let session = Session::new(config, world, catalog, Mode { dry_run: global.dry_run, ..Mode::default() });
-                // Read only if a runbook asks (`inventory::hosts`): a broken inventory fails those alone.
-                let load = move || Inventory::load(&base, path.as_deref()).map_err(|e| e.to_string());
-                session.context.set_place(Place::loading(Box::new(load)));
+                let mode = Mode { dry_run: global.dry_run, ..Mode::default() };
+                let session = Session::waiting(global, config, world, catalog, mode);
+                session.stand_here(global);
                 Ok(session)
             }
+        }
+    }
+
+    /// Sets where this one-machine session stands among hosts, as `run` and `serve` both
+    /// need it: under `--sandbox` the simulated host `localhost`, playing every role; on this
+    /// machine the inventory, read only if a runbook asks (`inventory::hosts`: a broken
+    /// inventory fails those alone).
+    pub fn stand_here(&self, global: &GlobalOptions) {
+        if global.sandbox {
+            let roles = opsbook_inventory::Role::all().map(|r| r.name().to_string()).collect();
+            let inventory = Inventory::simulated(&self.config, &[("localhost".to_string(), roles)]);
+            let own = Arc::new([("localhost".to_string(), self.context.ground())].into());
+            self.context.set_place(Place::simulated(Arc::new(inventory), own));
+        } else {
+            let (base, path) = (Config::clone(&self.config), global.inventory.clone());
+            let load = move || Inventory::load(&base, path.as_deref()).map_err(|e| e.to_string());
+            self.context.set_place(Place::loading(Box::new(load)));
         }
     }
 
     /// A session acting on `world` with `config`.
     pub fn new(config: Config, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
         Session::shared(Arc::new(config), world, catalog, mode)
+    }
+
+    /// `new`, waiting for a change lock another run holds as `global` asks (`--lock-timeout`).
+    pub fn waiting(global: &GlobalOptions, config: Config, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
+        let session = Session::new(config, world, catalog, mode);
+        session.context.set_lock_wait(global.lock_timeout.unwrap_or_default());
+        session
     }
 
     /// A session sharing a configuration with others on the same world (`opsbook serve`
@@ -162,14 +181,30 @@ impl Session {
     ) -> Result<Report, Error> {
         let bound = compiled.bind(params)?;
         let shown = compiled.effective_params(&bound);
+        let component = shown.get("service").or_else(|| shown.get("component")).cloned().unwrap_or_default();
         self.context.set_params(bound);
         let recorder = make(&compiled.entry.name, &compiled.entry.source, shown, self.mode.clone());
         self.context.set_recorder(Some(recorder));
-        let result = self.engine().run_ast_with_scope(&mut Scope::new(), &compiled.ast);
-        let end = match result {
-            Ok(()) => End::Completed,
-            Err(e) => self.end_of(&e, &compiled.entry.source),
+        // The change lock: taken now by a runbook that declares it changes the host, else at
+        // its first change (`Context::plan`); the locks this run took go when it ends.
+        let kept = self.context.locks_held();
+        self.context.lock_for(&compiled.entry.name, &component);
+        let declared = compiled.entry.changes_hosts() && !self.mode.dry_run;
+        let end = match declared.then(|| self.context.hold_change_lock()).transpose() {
+            Err(refused) => locked(refused),
+            Ok(_) => match self.engine().run_ast_with_scope(&mut Scope::new(), &compiled.ast) {
+                Ok(()) => End::Completed,
+                Err(e) => self.end_of(&e, &compiled.entry.source),
+            },
         };
+        let end = match self.context.take_lock_refusal() {
+            Some(refused) => {
+                self.context.cancel.reset();
+                locked(refused)
+            }
+            None => end,
+        };
+        self.context.release_after(kept);
         self.context.set_params(Default::default());
         let recorder = self.context.take_recorder().expect("the recorder was installed above");
         Ok(recorder.finish(end))
@@ -221,6 +256,19 @@ impl Session {
                 End::ScriptError(explained.message)
             }
         }
+    }
+}
+
+/// How a run refused by another run's change lock ends (interrupted while it waited: as
+/// any interruption).
+fn locked(refused: opsbook_world::change_lock::LockError) -> End {
+    use opsbook_world::change_lock::LockError;
+    match refused {
+        LockError::Interrupted => End::Interrupted,
+        held @ LockError::Held { waited: None, .. } => {
+            End::Locked(format!("{held}; nothing was changed\n  help: `--lock-timeout 10m` waits for it"))
+        }
+        other => End::Locked(format!("{other}; nothing was changed")),
     }
 }
 

@@ -70,7 +70,7 @@ pub fn sandbox_targets(
             Target {
                 name: h.sim.name.clone(),
                 roles: h.sim.roles.clone(),
-                session: Ok(Session::new(h.config.clone(), h.world.clone(), catalog.clone(), mode)),
+                session: Ok(Session::waiting(global, h.config.clone(), h.world.clone(), catalog.clone(), mode)),
             }
         })
         .collect();
@@ -159,7 +159,7 @@ fn make_target(
 ) -> Target {
     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(h.name.clone()) };
     let roles = h.roles.iter().map(|r| r.value.name().to_string()).collect();
-    let session = reached.map(|(config, world)| Session::new(config, world, catalog, mode));
+    let session = reached.map(|(config, world)| Session::waiting(global, config, world, catalog, mode));
     Target { name: h.name.clone(), roles, session }
 }
 
@@ -168,5 +168,5 @@ pub fn host_session(global: &GlobalOptions, host: &opsbook_inventory::Host) -> R
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
     let (config, world) = opsbook_engine::connect::open(host).map_err(Error::Usage)?;
     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(host.name.clone()) };
-    Ok(Session::new(config, world, catalog, mode))
+    Ok(Session::waiting(global, config, world, catalog, mode))
 }

@@ -308,6 +308,9 @@ fn overrides(
                 None => return Err(var_error(name, &var, &fact.from, format!("expected a string, found `{v}`"))),
             },
         };
+        if let Some(refusal) = crate::data_only::refusal(key, &value) {
+            return Err(var_error(name, &var, &fact.from, refusal));
+        }
         config::validate(key, &value).map_err(|p| var_error(name, &var, &fact.from, p))?;
         if let (true, Value::Text(t)) = (key.secret, &value)
             && !t.trim().is_empty()

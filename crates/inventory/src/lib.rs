@@ -23,6 +23,7 @@ use serde_json::Value as Json;
 
 pub mod ansible;
 mod build;
+mod data_only;
 pub(crate) mod role;
 pub mod template;
 pub(crate) mod toml_source;

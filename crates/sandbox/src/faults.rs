@@ -25,6 +25,10 @@
 //! | `log-shipper:bad-config` | the shipper's configuration does not validate |
 //! | `log-shipper:reload-fails` | the shipper's reload endpoint answers 400 |
 //! | `C:no-reload` | the unit has no reload support (systemd refuses the job) |
+//!
+//! And one fault of the host rather than a component: `[HOST:]lock-held[=USER@MACHINE]` — a
+//! second operator's run holds the host's change lock (`alice@laptop` unless named), so a run
+//! that changes the host is refused naming that holder, or waits for it (`--lock-timeout`).
 
 use std::time::Duration;
 
@@ -60,15 +64,20 @@ pub enum Fault {
 pub struct Faults {
     /// (host, component, fault); no host: wherever the component runs.
     pub list: Vec<(Option<String>, String, Fault)>,
+    /// (host, who): a second operator holds the host's change lock; no host: every host's.
+    pub lock_held: Vec<(Option<String>, String)>,
 }
 
 impl Faults {
     pub fn parse(specs: &[String]) -> Result<Faults, String> {
-        let mut list = Vec::new();
+        let (mut list, mut lock_held) = (Vec::new(), Vec::new());
         for spec in specs {
-            list.push(parse_one(spec)?);
+            match lock_fault(spec)? {
+                Some(held) => lock_held.push(held),
+                None => list.push(parse_one(spec)?),
+            }
         }
-        Ok(Faults { list })
+        Ok(Faults { list, lock_held })
     }
 
     /// Whether `component` has a fault matching `pred`.
@@ -86,12 +95,22 @@ impl Faults {
     /// The faults of one host: those naming it and those naming no host.
     pub fn on(&self, host: &str) -> Faults {
         let list = self.list.iter().filter(|(h, _, _)| h.as_deref().is_none_or(|h| h == host)).cloned().collect();
-        Faults { list }
+        let lock_held =
+            self.lock_held.iter().filter(|(h, _)| h.as_deref().is_none_or(|h| h == host)).cloned().collect();
+        Faults { list, lock_held }
     }
 
     /// The hosts the specs name.
     pub fn hosts(&self) -> impl Iterator<Item = &str> {
-        self.list.iter().filter_map(|(h, _, _)| h.as_deref())
+        self.list
+            .iter()
+            .filter_map(|(h, _, _)| h.as_deref())
+            .chain(self.lock_held.iter().filter_map(|(h, _)| h.as_deref()))
+    }
+
+    /// Who holds this host's change lock, when a `lock-held` fault says someone does.
+    pub fn lock_holder(&self) -> Option<&str> {
+        self.lock_held.first().map(|(_, who)| who.as_str())
     }
 }
 
@@ -126,6 +145,23 @@ fn not_applicable(spec: &str, component: &str, name: &str) -> String {
         format!("unknown fault `{name}`")
     };
     format!("fault `{spec}`: {why} (see `opsbook run --help`)")
+}
+
+/// `[HOST:]lock-held[=USER@MACHINE]`: `(host, who)`; `None` when the spec is another fault.
+fn lock_fault(spec: &str) -> Result<Option<(Option<String>, String)>, String> {
+    let (host, fault) = match spec.split_once(':') {
+        Some((host, fault)) => (Some(host.trim().to_string()), fault.trim()),
+        None => (None, spec.trim()),
+    };
+    let who = match fault.split_once('=') {
+        Some(("lock-held", who)) => who.trim(),
+        None if fault == "lock-held" => "alice@laptop",
+        _ => return Ok(None),
+    };
+    if who.is_empty() || who.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("fault `{spec}`: name the holder as USER@MACHINE, e.g. `lock-held=alice@laptop`"));
+    }
+    Ok(Some((host, who.to_string())))
 }
 
 fn parse_one(spec: &str) -> Result<(Option<String>, String, Fault), String> {
@@ -238,6 +274,20 @@ mod tests {
         assert_eq!(
             Faults::parse(&["log-store:json-errors".into()]).unwrap_err(),
             "fault `log-store:json-errors`: `json-errors` does not apply to log-store (see `opsbook run --help`)"
+        );
+    }
+
+    #[test]
+    fn a_held_lock_is_a_fault_of_a_host_or_of_every_host() {
+        let f = Faults::parse(&["c2:lock-held=bob@desk".into(), "log-store:down".into()]).unwrap();
+        assert_eq!(f.on("c2").lock_holder(), Some("bob@desk"));
+        assert_eq!(f.on("c1").lock_holder(), None);
+        assert_eq!(f.hosts().collect::<Vec<_>>(), ["c2"]);
+        let every = Faults::parse(&["lock-held".into()]).unwrap();
+        assert_eq!(every.on("sandbox").lock_holder(), Some("alice@laptop"));
+        assert_eq!(
+            Faults::parse(&["lock-held=".into()]).unwrap_err(),
+            "fault `lock-held=`: name the holder as USER@MACHINE, e.g. `lock-held=alice@laptop`"
         );
     }
 

@@ -249,7 +249,22 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         endpoints: opsbook_world::endpoints::Endpoints::default(),
         connection: None,
         sandbox: true,
+        change_lock: Arc::new(opsbook_world::change_lock::HostLock::new(
+            name,
+            Box::new(opsbook_world::change_lock::Simulated { held_by: sim.faults.lock_holder().map(rehearsed_holder) }),
+        )),
     })
+}
+
+/// The second operator a `lock-held` fault rehearses: `who`'s configure, begun two minutes ago.
+fn rehearsed_holder(who: &str) -> opsbook_world::change_lock::Record {
+    let mut record = opsbook_world::change_lock::Record::this_run("configure", "");
+    record.who = who.to_string();
+    record.pid = 4242;
+    record.since = record.since.saturating_sub(120);
+    let began = std::time::UNIX_EPOCH + std::time::Duration::from_secs(record.since);
+    record.run = format!("{}-0000", humantime::format_rfc3339_seconds(began).to_string().replace(['-', ':'], ""));
+    record
 }
 
 /// Points `config` at the sandbox's servers. The token is handed over as a secret, never

@@ -6,6 +6,7 @@
 //! `journalctl -o json`, child processes, podman, std::fs), one for another host reached over
 //! its shared ssh connection (`remote`), and, for `--sandbox`, an in-process twin.
 
+pub mod change_lock;
 pub mod commands;
 pub mod containers;
 pub mod endpoints;
@@ -55,6 +56,8 @@ pub struct World {
     /// Under `--sandbox`: verbs with no simulation there (user accounts) refuse, rather than
     /// act on this machine.
     pub sandbox: bool,
+    /// The host's change lock (`change_lock`): one run changes a host at a time.
+    pub change_lock: Arc<change_lock::HostLock>,
 }
 
 impl World {
@@ -85,6 +88,10 @@ impl World {
             endpoints: endpoints::Endpoints::default(),
             connection: None,
             sandbox: false,
+            change_lock: Arc::new(change_lock::HostLock::new(
+                &hostname::this_machine(),
+                Box::new(change_lock::LocalLock { dir: change_lock::lock_dir(user) }),
+            )),
         }
     }
 

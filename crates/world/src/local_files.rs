@@ -154,7 +154,7 @@ fn write_local(path: &Path, content: &str, wanted: &Wanted, backup: bool) -> std
     let mut file = Atomic::create(path)?;
     file.file().write_all(content.as_bytes())?;
     // chown first: it clears set-id bits that the mode may ask for.
-    if uid.is_some() || gid.is_some() {
+    if (uid.is_some() || gid.is_some()) && !file.is_in_place() {
         std::os::unix::fs::fchown(file.file(), uid, gid)?;
     }
     if backup && path.is_file() {

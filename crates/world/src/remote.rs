@@ -88,6 +88,10 @@ impl World {
             }),
             net: Arc::new(net::CommandNet { commands }),
             endpoints,
+            change_lock: Arc::new(crate::change_lock::HostLock::new(
+                &name,
+                Box::new(crate::change_lock::RemoteLock { ssh: ssh.clone(), user_scope: user }),
+            )),
             connection: Some(ssh),
             sandbox: false,
         })

@@ -109,12 +109,18 @@ struct EntryRepository {
 pub fn read(candidates: &[impl AsRef<Path>]) -> Result<Vec<Component>, Error> {
     let mut taken: Vec<String> = all_names().map(str::to_string).collect();
     let mut added = Vec::new();
+    let mut read_already = Vec::new();
     for path in candidates.iter().map(AsRef::as_ref) {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        match std::fs::canonicalize(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::Usage(format!("{}: cannot be read: {e}", path.display()))),
-        };
+            // One file reached by two candidates (`--runbooks ./runbooks` beside the working
+            // directory's) is read once, not taken for a second table naming the same components.
+            Ok(real) if read_already.contains(&real) => continue,
+            Ok(real) => read_already.push(real),
+            Err(_) => {}
+        }
+        // Bounded and of a regular file: a FIFO or `/dev/zero` is refused naming it.
+        let text = crate::input::read_text_or_explain(path, crate::input::COMPONENTS).map_err(Error::Usage)?;
         let shown = path.display().to_string();
         let at = |message: String, offset: usize| Error::located(Diagnostic::at_offset(message, &shown, &text, offset));
         let file: File =

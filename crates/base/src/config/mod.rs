@@ -165,6 +165,11 @@ impl Config {
 
     /// Sets one key, validating the value against its kind.
     pub fn set(&mut self, key: &'static Key, value: Value, origin: Origin) -> Result<(), Error> {
+        if let Value::Text(text) = &value {
+            // A password in a URL, from a file, the environment or an inventory: known before
+            // a refusal could quote the value.
+            crate::secret::learn_url_passwords(text);
+        }
         if let Err(problem) = validate(key, &value) {
             return Err(Error::ConfigValue { key: key.name.to_string(), problem });
         }
@@ -172,10 +177,6 @@ impl Config {
             && let Some(before) = self.settings.get(key.name)
         {
             self.on_host.entry(key.name).or_insert_with(|| before.value.clone());
-        }
-        if let Value::Text(text) = &value {
-            // A password in a URL, from a file, the environment or an inventory.
-            crate::secret::learn_url_passwords(text);
         }
         self.settings.insert(key.name, Setting { value, origin });
         if key.name.starts_with("metrics_db.token") {
@@ -490,6 +491,13 @@ fn url_problem(text: &str) -> Option<String> {
         return Some(format!("`{text}` is not an http:// or https:// address; {HOW}"));
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if !authority.contains('@') && rest.contains('@') {
+        // `user:pa#ss@host`: what follows the `#` is not a host, and naming its pieces would
+        // show the password.
+        return Some(format!(
+            "`{text}`: the user or password holds `/`, `?` or `#`, which end an address's host part; write              them as %2F, %3F and %23"
+        ));
+    }
     let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
     let (host, port) = match authority.rsplit_once(':') {
         Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => (host, Some(port)),

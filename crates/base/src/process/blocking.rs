@@ -6,7 +6,7 @@
 //!
 //! Why not a thread with a small tokio runtime per call, as before: a cold 100-host run starts
 //! a hundred ssh masters at once, and without the thread and runtime each it used about 15 %
-//! less of its own CPU (README's performance section). Same contract as `run` (the tests run
+//! less of its own CPU (docs/performance.md). Same contract as `run` (the tests run
 //! both): own process group, killed whole on timeout; both pipes read as the child writes;
 //! after the child exits, its pipes are read for at most `GRACE` more (a grandchild may hold
 //! them open).

@@ -101,6 +101,7 @@ impl Formatter for Human {
             End::ScriptError(_) => writeln!(out, "{}\n", self.paint("1;31", "stopped by a script error (see stderr)"))?,
             End::Interrupted => writeln!(out, "{}\n", self.paint("1;33", "interrupted"))?,
             End::TimedOut(message) => writeln!(out, "{} {}\n", self.paint("1;33", "timed out:"), escaped(message))?,
+            End::Locked(message) => writeln!(out, "{} {}\n", self.paint("1;33", "locked:"), escaped(message))?,
             End::Stopped { code, at } => {
                 writeln!(out, "{} {}\n", self.paint("1;33", "stopped:"), escaped(&End::stopped_message(*code, at)))?
             }

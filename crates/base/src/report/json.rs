@@ -1,4 +1,4 @@
-//! The JSON format: one document per run (schema version 2, documented in README); a run
+//! The JSON format: one document per run (schema version 2, documented in docs/reports.md); a run
 //! over several hosts nests one such document per host (`opsbook_fleet::hosts_report`).
 
 use std::io::Write;
@@ -64,6 +64,7 @@ pub fn document(report: &Report) -> Value {
         End::ScriptError(m) => json!({"kind": "script", "message": m}),
         End::Interrupted => json!({"kind": "interrupted", "message": "interrupted"}),
         End::TimedOut(m) => json!({"kind": "timed_out", "message": m}),
+        End::Locked(m) => json!({"kind": "locked", "message": m}),
         End::Stopped { code, at } => {
             json!({"kind": "stopped", "code": code, "message": End::stopped_message(*code, at)})
         }

@@ -9,7 +9,7 @@ use super::{End, Event, Formatter, Outcome, Report, seconds};
 pub struct Junit;
 
 /// Text made safe for XML attributes and content (control characters dropped).
-fn esc(text: &str) -> String {
+pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -105,6 +105,7 @@ fn suite(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
         End::ScriptError(m) => ("script error", m.clone()),
         End::Interrupted => ("interrupted", "interrupted by the operator".to_string()),
         End::TimedOut(m) => ("timed out", m.clone()),
+        End::Locked(m) => ("locked", m.clone()),
         End::Stopped { code, at } => ("stopped", End::stopped_message(*code, at)),
     };
     if !kind.is_empty() {

@@ -22,7 +22,7 @@ pub enum Format {
     /// Readable lines, streamed as checks happen; colour only on a terminal.
     #[default]
     Human,
-    /// One JSON document (schema in README).
+    /// One JSON document (schema in docs/reports.md).
     Json,
     /// JUnit XML, for CI systems.
     Junit,
@@ -97,6 +97,10 @@ pub struct LogLine {
     pub at: Duration,
 }
 
+/// The exit status of a run refused because another run holds a host's change lock
+/// (sysexits' `EX_TEMPFAIL`: the same command may pass later).
+pub const LOCKED_EXIT: u8 = 75;
+
 /// How the run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum End {
@@ -113,6 +117,8 @@ pub enum End {
     /// The runbook called `exit(code)`, at `at`: the run's exit status is `code` (1 when a
     /// check failed and the code is 0: a failure is never hidden).
     Stopped { code: u8, at: String },
+    /// Another run holds the host's change lock: who holds it, and since when (exit 75).
+    Locked(String),
 }
 
 impl End {
@@ -188,9 +194,10 @@ impl Report {
         s
     }
 
-    /// `passed`, `failed`, `error`, `interrupted`, `timed out` or `stopped`.
+    /// `passed`, `failed`, `error`, `interrupted`, `timed out`, `stopped` or `locked`.
     pub fn outcome(&self) -> &'static str {
         match &self.end {
+            End::Locked(_) => "locked",
             End::Interrupted => "interrupted",
             End::Stopped { .. } => "stopped",
             End::TimedOut(_) => "timed out",
@@ -201,9 +208,10 @@ impl Report {
         }
     }
 
-    /// 0 all checks passed; 1 a check failed or the run aborted; 2 script error; 124 timed
-    /// out (as `timeout(1)`); 130 interrupted; the code `exit(code)` gave (1 for `exit(0)`
-    /// after a failed check).
+    /// 0 all checks passed; 1 a check failed or the run aborted; 2 script error; 75 another
+    /// run holds the host's change lock (`EX_TEMPFAIL`: try again later); 124 timed out (as
+    /// `timeout(1)`); 130 interrupted; the code `exit(code)` gave (1 for `exit(0)` after a
+    /// failed check).
     pub fn exit_code(&self) -> u8 {
         if let End::Stopped { code, .. } = self.end {
             return if code == 0 && self.summary().failed > 0 { 1 } else { code };
@@ -211,6 +219,7 @@ impl Report {
         match self.outcome() {
             "passed" => 0,
             "failed" => 1,
+            "locked" => LOCKED_EXIT,
             "timed out" => 124,
             "interrupted" => 130,
             _ => 2,

@@ -94,6 +94,7 @@ impl Tap {
             End::Aborted(m) | End::ScriptError(m) => one_line(m),
             End::Interrupted => "interrupted".to_string(),
             End::TimedOut(m) => format!("timed out: {}", one_line(m)),
+            End::Locked(m) => format!("locked: {}", one_line(m)),
             End::Stopped { code, at } => End::stopped_message(*code, at),
         };
         if bail { writeln!(out, "Bail out! {why}") } else { writeln!(out, "# {}stopped: {why}", self.prefix) }

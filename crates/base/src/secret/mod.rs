@@ -10,8 +10,10 @@
 //! That is the one redaction point: every way out — `stdout()`, `stderr()`, `say!`, the
 //! report writers, the log writer — is a `RedactingWriter`, and the values are known before
 //! anything is printed (`learn_environment` at start, the configuration's own when it is read,
-//! `learn_assignments` before a file is parsed), in any letter case.
+//! `learn_assignments` before a file is parsed), in any letter case, in every encoding a
+//! writer applies (JSON, XML, HTML, URL: `encoding.rs`) and in every line of a multi-line one.
 
+mod encoding;
 mod token;
 mod url_password;
 
@@ -33,10 +35,10 @@ impl Secret {
     pub fn new(text: impl Into<String>) -> Secret {
         let text: String = text.into();
         let text = text.trim().to_string();
-        if text.len() >= 4 {
-            let mut known = known().lock().unwrap_or_else(|e| e.into_inner());
-            if !known.iter().any(|k| k == &text) {
-                known.push(text.clone());
+        let mut known = known().lock().unwrap_or_else(|e| e.into_inner());
+        for form in encoding::forms(&text) {
+            if form.len() >= 4 && !known.iter().any(|k| k == &form) {
+                known.push(form);
             }
         }
         Secret(text.into_boxed_str())

@@ -46,9 +46,12 @@ pub(super) fn blank<'a>(text: &'a str, replacement: &str) -> Cow<'a, str> {
     Cow::Owned(out)
 }
 
-/// Learns the password of every URL in `text` as a secret, as written and percent-decoded.
+/// Learns the password of every URL in `text` as a secret, as written and percent-decoded:
+/// the ones `blank` finds, and on each line the one from `user:` to the line's last `@`,
+/// whatever it holds — a password with `'`, `"`, a blank, `<`, `` ` ``, `#`, `/` or `?` ends no
+/// URL a reader of a configuration line or value would see.
 pub fn learn(text: &str) {
-    for range in passwords(text) {
+    for range in passwords(text).into_iter().chain(whole_line_passwords(text)) {
         let written = &text[range];
         super::Secret::new(written);
         let decoded = percent_decoded(written);
@@ -56,6 +59,34 @@ pub fn learn(text: &str) {
             super::Secret::new(decoded);
         }
     }
+}
+
+/// On each line, the password of the first URL read to the line's last `@`: `user:` right
+/// after `://`, a user without blanks or slashes, and not a port followed by a path.
+fn whole_line_passwords(text: &str) -> Vec<Range<usize>> {
+    let mut found = Vec::new();
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(at) = line.find("://") {
+            let start = at + 3;
+            if let Some(end) = line.rfind('@').filter(|&end| end > start)
+                && let Some(colon) = line[start..end].find(':')
+            {
+                let user = &line[start..start + colon];
+                let password = &line[start + colon + 1..end];
+                let port_and_path = password.split('/').next().is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()))
+                    && password.contains('/');
+                if !password.is_empty()
+                    && !port_and_path
+                    && !user.contains(|c: char| c.is_whitespace() || "/?#\"'`<>".contains(c))
+                {
+                    found.push(line_start + start + colon + 1..line_start + end);
+                }
+            }
+        }
+        line_start += line.len();
+    }
+    found
 }
 
 fn percent_decoded(text: &str) -> String {
@@ -101,5 +132,18 @@ mod tests {
     fn a_learned_password_is_redacted_on_its_own_as_written_and_decoded() {
         learn("url = \"http://bob:pa%24%24word-71@host\"");
         assert_eq!(super::super::redact("said pa$$word-71 and pa%24%24word-71"), "said <redacted> and <redacted>");
+    }
+
+    #[test]
+    fn a_password_holding_what_ends_a_url_is_learned_whole() {
+        for password in
+            ["q'uote-52", "bl ank-52", "dq\"uote-52", "l<t-52", "back`tick-52", "ha#sh-52", "sl/ash-52", "qu?ery-52"]
+        {
+            learn(&format!("url = \"http://bob:{password}@host:3100\""));
+            let shown =
+                super::super::redact(&format!("GET http://bob:{password}@host:3100/x and {password}")).into_owned();
+            assert_eq!(shown, "GET http://bob:<redacted>@host:3100/x and <redacted>", "{password}");
+        }
+        assert!(whole_line_passwords("url = \"http://host:3100/x@y\"").is_empty());
     }
 }

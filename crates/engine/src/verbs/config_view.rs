@@ -2,7 +2,7 @@
 //! token left out) as a read-only Rhai map.
 //!
 //! Turning the view into script values was the most of an engine's set-up on each host of a
-//! fleet run (README's "Issue #38"), and the hosts of a fleet mostly read the same: so the
+//! fleet run (docs/performance.md, the fleet's cold run), and the hosts of a fleet mostly read the same: so the
 //! views made are kept for the process, and a host whose view reads the same as one made
 //! already gets a copy of it (its strings shared) instead of having it made again.
 

@@ -39,6 +39,8 @@ pub struct Context {
     refused: Mutex<Option<String>>,
     /// The inventory runbooks see and the fleet run this host is part of (`fleet.rs`).
     pub(super) place: Mutex<Place>,
+    /// What this context's runs lock hosts for, the locks they hold (`crate::locking`).
+    pub(crate) locking: Mutex<crate::locking::Locking>,
 }
 
 impl Context {
@@ -53,6 +55,7 @@ impl Context {
             watch_only: AtomicBool::new(false),
             refused: Mutex::new(None),
             place: place::nowhere(),
+            locking: Mutex::default(),
         })
     }
 
@@ -222,7 +225,14 @@ impl Context {
     /// Every mutating host call passes here, so this is also where a watch-only run (a serve
     /// job without `mutating = true`) is stopped: the action is not carried out, the refusal
     /// is logged and kept (`take_refusal`), and the run is interrupted at its next step.
+    ///
+    /// And a change about to happen holds the host's change lock (`crate::locking`): taken here
+    /// when the run did not take it before it began (the REPL, a runbook that does not declare
+    /// it changes); a lock another run holds stops the run the same way, before the change.
     pub fn plan(&self, action: &str) -> bool {
+        if !self.dry_run && !self.watch_only.load(Ordering::SeqCst) && !self.hold_change_lock_before(action) {
+            return true;
+        }
         if self.watch_only.load(Ordering::SeqCst) {
             let message = format!(
                 "refused to {action}: this job only watches the stack (add `mutating = true` to the job to allow changes)"

@@ -34,6 +34,7 @@ pub mod registry;
 pub mod result;
 pub mod shipper;
 pub mod template;
+mod template_values;
 pub mod time;
 pub mod tools;
 pub mod unit;

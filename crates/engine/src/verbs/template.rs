@@ -200,6 +200,8 @@ fn render_text(sources: &Sources, name: &str, text: &str, vars: &Map) -> Result<
     env.set_syntax(syntax.map_err(|e| e.to_string())?);
     let loader = sources.clone();
     env.set_loader(move |n| loader.load(n));
+    // A value never changes the rendered file's structure (escaped or refused per format).
+    env.set_formatter(super::template_values::write);
     env.add_template_owned(name.to_string(), text.to_string())
         .map_err(|e| shown(&diagnostic(sources, name, text, &e)))?;
     let template = env.get_template(name).map_err(|e| shown(&diagnostic(sources, name, text, &e)))?;

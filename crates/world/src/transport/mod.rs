@@ -4,10 +4,11 @@
 //! `ssh` holds one shared connection per host (a ControlMaster) and hands out what runs over
 //! it: argv for remote commands, routes to the host's service manager, and unix sockets
 //! forwarded to the host's endpoints and bus; `control` is where its socket lives and what a
-//! lasting master remembers between runs; `mux` speaks to the master on that socket. `shell_quote` makes argv safe for the remote login
+//! lasting master remembers between runs; `mux` speaks to the master on that socket (`fd_passing` hands it a session's stdio). `shell_quote` makes argv safe for the remote login
 //! shell; `ssh_error` words what goes wrong for operators.
 
 pub mod control;
+mod fd_passing;
 pub mod mux;
 pub mod shell_quote;
 pub mod ssh;

@@ -1,6 +1,8 @@
 //! A client of an OpenSSH master's control socket, speaking its multiplexing protocol
-//! (OpenSSH's `PROTOCOL.mux`, version 4) for the requests that need no session: open or close
-//! a forward, ask the master's pid, ask it to exit.
+//! (OpenSSH's `PROTOCOL.mux`, version 4): open or close a forward, ask the master's pid, ask it
+//! to exit, and open a session whose stdin, stdout and stderr are a socket of ours passed to the
+//! master (`new_session`: a remote command over the connection with no `ssh` process of its
+//! own, as the change lock's holder is).
 //!
 //! `ssh -O forward|cancel|exit` does the same, at the price of a process per request (about as
 //! much CPU as the check it serves, once per host of a fleet run); these requests are a few
@@ -18,6 +20,7 @@ use std::time::Duration;
 use super::control::{Forward, Remote};
 
 const HELLO: u32 = 0x0000_0001;
+const NEW_SESSION: u32 = 0x1000_0002;
 const ALIVE_CHECK: u32 = 0x1000_0004;
 const TERMINATE: u32 = 0x1000_0005;
 const OPEN_FWD: u32 = 0x1000_0006;
@@ -26,6 +29,9 @@ const OK: u32 = 0x8000_0001;
 const PERMISSION_DENIED: u32 = 0x8000_0002;
 const FAILURE: u32 = 0x8000_0003;
 const ALIVE: u32 = 0x8000_0005;
+const SESSION_OPENED: u32 = 0x8000_0006;
+/// No escape character (the session has no terminal to read one from).
+const NO_ESCAPE: u32 = 0xffff_ffff;
 /// The only protocol version there is.
 const VERSION: u32 = 4;
 /// A local forward (`-L`).
@@ -88,6 +94,25 @@ impl Mux {
         self.expect_ok(forwarding(CLOSE_FWD, forward))
     }
 
+    /// Opens a session running `command` (one string, for the remote login shell) with `end`
+    /// as its stdin, stdout and stderr, no terminal; the master answers once the host opened
+    /// the channel. The session lasts while this control connection stays open (keep the
+    /// returned `Mux`): closing it, or `end`'s other side, ends the session's input.
+    pub fn new_session(mut self, command: &str, end: &UnixStream) -> Result<Mux, String> {
+        use std::os::fd::AsRawFd;
+        let message = Message::new(NEW_SESSION).string("").u32(0).u32(0).u32(0).u32(0).u32(NO_ESCAPE);
+        let (id, message) = self.numbered(message.string("").string(command));
+        self.send(&message)?;
+        for _ in 0..3 {
+            super::fd_passing::send_fd(&self.stream, end.as_raw_fd()).map_err(io)?;
+        }
+        let reply = self.answer_to(id)?;
+        match reply.kind {
+            SESSION_OPENED => Ok(self),
+            _ => Err(reply.refusal()),
+        }
+    }
+
     fn expect_ok(&mut self, message: Message) -> Result<(), String> {
         let reply = self.request(message)?;
         match reply.kind {
@@ -98,11 +123,22 @@ impl Mux {
 
     /// Sends a request (its id added after the type) and reads the reply to it.
     fn request(&mut self, message: Message) -> Result<Reply, String> {
+        let (id, message) = self.numbered(message);
+        self.send(&message)?;
+        self.answer_to(id)
+    }
+
+    /// The message with the next request id after its type.
+    fn numbered(&mut self, message: Message) -> (u32, Message) {
         let id = self.next_id;
         self.next_id += 1;
         let mut body = message.body;
         body.splice(4..4, id.to_be_bytes());
-        self.send(&Message { body })?;
+        (id, Message { body })
+    }
+
+    /// Reads the reply to request `id`.
+    fn answer_to(&mut self, id: u32) -> Result<Reply, String> {
         let mut reply = self.receive()?;
         reply.kind = reply.u32()?;
         let answered = reply.u32()?;

@@ -18,7 +18,7 @@
 //! (`process::start_staying`): it lasts exactly as long as we hold that pipe, ends when asked
 //! (`let_go`, `close`), and goes with opsbook however opsbook dies, since the kernel then
 //! closes the pipe. Not forking saves what the background fork of `-f` costs (about 1.6 ms of
-//! CPU a host: README, #38). A lasting master (`ssh -M -N -f` with a `ControlPersist`) must
+//! CPU a host: docs/performance.md, the fleet's cold run). A lasting master (`ssh -M -N -f` with a `ControlPersist`) must
 //! outlive us: if it could end while idle during a run (forwarded ports alone do not hold it),
 //! a keeper session (`exec cat` over it, reading a pipe from us; `keeper`) starts after a
 //! quarter of its persist time, and ends when that pipe closes.
@@ -328,6 +328,15 @@ impl Ssh {
     pub fn run(&self, argv: &[String], timeout: Duration) -> Result<Completed, SshError> {
         process::run_blocking(Invocation { argv: self.command(argv), timeout, ..Invocation::default() })
             .map_err(|reason| SshError::NoSsh { host: self.target.name.clone(), reason })
+    }
+
+    /// A session on the host running `command` (one string, for its login shell) over this
+    /// connection's master: no new connection and no local process. Returns the control
+    /// connection the session lasts with (keep it) and our end of its stdin, stdout and stderr.
+    pub fn session(&self, command: &str) -> Result<(Mux, std::os::unix::net::UnixStream), String> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
+        let control = Mux::connect(&self.control.socket, CONTROL_TIMEOUT)?.new_session(command, &theirs)?;
+        Ok((control, ours))
     }
 
     /// Ends this run's use of the connection: the keeper, and a master of this run alone (with

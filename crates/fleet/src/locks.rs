@@ -1,0 +1,83 @@
+//! A rollout's hold on its hosts' change locks: before its first batch it takes the lock of
+//! every host it will change — all or none — so two rollouts over the same hosts never
+//! interleave, and lets them go when it ends. A host another run holds stops the rollout
+//! before anything changed: every host is reported "not attempted", the held ones naming
+//! their holder, and the exit status is 75 (`LOCKED_EXIT`).
+
+use std::sync::Arc;
+
+use crate::rollout::Job;
+use crate::rollout_report::{HostOutcome, HostResult, Rollout};
+use crate::targets::Target;
+use opsbook_inventory::Inventory;
+use opsbook_world::change_lock::LockError;
+
+/// Takes every reachable host's lock for `job` (`--lock-timeout` waits, each host's session
+/// says how long); the refusal of each host that could not be locked, in the targets' order
+/// (`None`: locked, or no session: such a host fails in its batch as it would).
+pub fn hold_all(targets: &[Target], inventory: &Arc<Inventory>, job: &Job) -> Vec<Option<LockError>> {
+    let given = |k: &str| job.params.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+    let component = given("service").or_else(|| given("component")).unwrap_or_default();
+    crate::runner::each(
+        targets,
+        inventory,
+        job.forks,
+        |target| {
+            let session = target.session.as_ref().ok()?;
+            session.context.lock_for(job.runbook, &component);
+            session.context.hold_change_lock().err()
+        },
+        |_, _, _| {},
+    )
+}
+
+/// Lets every host's lock go, all at once, then waits until each host confirmed.
+pub fn release_all(targets: &[Target]) {
+    let contexts: Vec<_> = targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| &s.context).collect();
+    std::thread::scope(|scope| {
+        for chunk in contexts.chunks(contexts.len().div_ceil(8).max(1)) {
+            scope.spawn(move || {
+                for context in chunk {
+                    context.release_after(0);
+                }
+            });
+        }
+    });
+}
+
+/// The rollout refused before its first batch: the line it stops with, and every host not
+/// attempted, the held ones naming their holder. True when it was.
+pub fn refuse(targets: &[Target], refused: &[Option<LockError>], rollout: &mut Rollout) -> bool {
+    let held = refused.iter().filter(|r| r.is_some()).count();
+    if held == 0 {
+        return false;
+    }
+    rollout.stopped = Some(format!(
+        "refused: {held} of {} host(s) could not be locked (another run changes them); nothing was changed",
+        targets.len()
+    ));
+    for (target, refusal) in targets.iter().zip(refused) {
+        let reason = match refusal {
+            Some(LockError::Held { waited: None, .. }) => {
+                format!(
+                    "locked: {}; `--lock-timeout 10m` waits for it",
+                    refusal.as_ref().map(|r| r.to_string()).unwrap_or_default()
+                )
+            }
+            Some(other) => format!("locked: {other}"),
+            None => "not changed: a rollout locks all of its hosts or none".to_string(),
+        };
+        let batch = rollout.batches.iter().position(|b| b.hosts.contains(&target.name)).unwrap_or(0) + 1;
+        rollout.hosts.push(HostResult {
+            host: target.name.clone(),
+            roles: target.roles.clone(),
+            batch,
+            outcome: HostOutcome::NotAttempted,
+            reason,
+            change: None,
+            rollback: None,
+            took: None,
+        });
+    }
+    true
+}
