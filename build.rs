@@ -4,6 +4,9 @@
 //! packed, the table is a few kilobytes instead of ~750 KB and is applied in a fraction of the
 //! time (measured in docs/performance.md, issue #47). Linux with glibc only.
 
+// A build script speaks to cargo on its stdout: nothing here is the operator's output.
+#![allow(clippy::disallowed_macros)]
+
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
