@@ -74,7 +74,7 @@ fn an_argument_echoed_in_a_refusal_is_escaped() {
         out.stdout.lines().nth(2).unwrap_or_default(),
         "aborted: unknown component `lo\\x1b]0;PWN\\x07ki`: use one of log-shipper, log-store, metrics-agent, \
          metrics-db or a unit name (influxdb.service, loki.service, telegraf.service, alloy.service) (at \
-         <built-in>/runbooks/restart.rhai:11:16; thrown at <built-in>/stdlib/stack.rhai:74:5)"
+         <built-in>/runbooks/restart.rhai:14:16; thrown at <built-in>/stdlib/stack.rhai:74:5)"
     );
     // A refusal on stderr too: a runbook name that is not one.
     Test::new().args(["run", "no\u{1b}[2Jsuch"]).run().code(2).stderr_is(

@@ -292,8 +292,8 @@ c3    metrics-agent, log-shipper  2      not attempted  interrupted before batch
     assert_eq!(fleet.host("c3").read_file(CONFIG), None, "c3 was touched");
     no_points(&fleet);
 
-    // c1 becomes unreachable mid-change: failed and named; with a budget of one, c2 and c3
-    // still change.
+    // c1 becomes unreachable mid-change: named unreachable (not rolled back, its point kept),
+    // counted against the budget; with a budget of one, c2 and c3 still change.
     for h in fleet.hosts() {
         h.ok(&["rm", "-f", &format!("{CONFIG}.started"), &format!("{CONFIG}.go")]);
     }
@@ -306,26 +306,26 @@ c3    metrics-agent, log-shipper  2      not attempted  interrupted before batch
     let text = summary(&out);
     let c1 = regex::Regex::new(r"(?m)^c1 .*$").unwrap().find(&text).map(|m| m.as_str().to_string()).unwrap_or_default();
     assert!(
-        c1.starts_with("c1    metrics-agent, log-shipper  1      failed   gate: aborted: ")
+        c1.starts_with("c1    metrics-agent, log-shipper  1      unreachable  unreachable during its change (ssh to host c1 failed: ")
             && c1.contains(&fleet.host("c1").address().to_string())
-            && c1.contains("; the rollback failed: "),
+            && c1.contains("may be partly in place, not verified, not rolled back; rollback point kept"),
         "{}",
         out.stdout
     );
     assert_eq!(
-        text.replace(&c1, "c1 [FAILED]"),
+        text.replace(&c1, "c1 [UNREACHABLE]"),
         "rollout of slow-change: 3 host(s) in 3 batch(es), 1 at a time; stop once more than 1 host(s) fail (--max-fail 1); a host whose gate fails is rolled back
-BATCH  HOSTS  OUTCOME    TIME
-1      c1     1 failed   [DUR]
-2      c2     1 changed  [DUR]
-3      c3     1 changed  [DUR]
+BATCH  HOSTS  OUTCOME        TIME
+1      c1     1 unreachable  [DUR]
+2      c2     1 changed      [DUR]
+3      c3     1 changed      [DUR]
 
-HOST  ROLES                       BATCH  OUTCOME  WHY
-c1 [FAILED]
+HOST  ROLES                       BATCH  OUTCOME      WHY
+c1 [UNREACHABLE]
 c2    metrics-agent, log-shipper  2      changed
 c3    metrics-agent, log-shipper  3      changed
 
-3 host(s): 2 changed (c2, c3), 1 failed (c1)  ([DUR])
+3 host(s): 2 changed (c2, c3), 1 unreachable (c1)  ([DUR])
 ",
         "{}",
         out.stdout

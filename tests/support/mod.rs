@@ -96,6 +96,7 @@ impl Test {
             .env("HOME", self.dir.path())
             .env("XDG_CONFIG_HOME", self.dir.path().join(".config"))
             .env("XDG_STATE_HOME", self.dir.path().join(".state"))
+            .env("OPSBOOK_LOCK_DIR", self.dir.path().join(".lock"))
             .args(&self.args);
         for (k, v) in &self.env {
             cmd.env(k, v);
@@ -150,6 +151,7 @@ pub(crate) fn run_in(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
         .env("HOME", dir)
         .env("XDG_CONFIG_HOME", dir.join(".config"))
         .env("XDG_STATE_HOME", dir.join(".state"))
+        .env("OPSBOOK_LOCK_DIR", dir.join(".lock"))
         .args(args)
         .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())

@@ -19,7 +19,12 @@ const MAX_RECORD: u64 = 4096;
 /// Where this machine's lock lives: `/run/opsbook` guards the system's service manager (when
 /// this process may write there: root); a user's manager, and a user who cannot write
 /// `/run`, have theirs in `$XDG_RUNTIME_DIR/opsbook` (else `/tmp/opsbook-UID`).
+/// `OPSBOOK_LOCK_DIR` puts it elsewhere: runs that must see each other give the same folder
+/// (the tests give each test its own, as each has its own machine state).
 pub fn lock_dir(user_scope: bool) -> PathBuf {
+    if let Some(dir) = std::env::var_os("OPSBOOK_LOCK_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     if !user_scope && uid == 0 {
