@@ -10,23 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::verbs::context::Context;
+use crate::verbs::context::{Context, Locking};
 use opsbook_base::report::Level;
 use opsbook_world::change_lock::{HostLock, LockError, Record, Taken};
-
-/// What a context's runs lock hosts for, and the locks they hold.
-#[derive(Default)]
-pub struct Locking {
-    /// The runbook and component the records name.
-    runbook: String,
-    component: String,
-    /// How long a run waits for a lock another run holds (`--lock-timeout`; zero: it refuses).
-    wait: Duration,
-    /// The locks this context took, in order.
-    held: Vec<Arc<HostLock>>,
-    /// The lock that stopped the run, if one did.
-    refused: Option<LockError>,
-}
 
 impl Context {
     fn locking(&self) -> std::sync::MutexGuard<'_, Locking> {

@@ -6,25 +6,30 @@
 
 use std::sync::Arc;
 
-use crate::rollout::Job;
 use crate::rollout_report::{HostOutcome, HostResult, Rollout};
 use crate::targets::Target;
 use opsbook_inventory::Inventory;
 use opsbook_world::change_lock::LockError;
 
-/// Takes every reachable host's lock for `job` (`--lock-timeout` waits, each host's session
+/// Takes every reachable host's lock for `runbook` with `params` (the component they name),
+/// `forks` hosts at a time (`--lock-timeout` waits, each host's session
 /// says how long); the refusal of each host that could not be locked, in the targets' order
 /// (`None`: locked, or no session: such a host fails in its batch as it would).
-pub fn hold_all(targets: &[Target], inventory: &Arc<Inventory>, job: &Job) -> Vec<Option<LockError>> {
-    let given = |k: &str| job.params.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+pub fn hold_all(
+    targets: &[Target],
+    inventory: &Arc<Inventory>,
+    (runbook, params): (&str, &[(String, String)]),
+    forks: usize,
+) -> Vec<Option<LockError>> {
+    let given = |k: &str| params.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     let component = given("service").or_else(|| given("component")).unwrap_or_default();
     crate::runner::each(
         targets,
         inventory,
-        job.forks,
+        forks,
         |target| {
             let session = target.session.as_ref().ok()?;
-            session.context.lock_for(job.runbook, &component);
+            session.context.lock_for(runbook, &component);
             session.context.hold_change_lock().err()
         },
         |_, _, _| {},

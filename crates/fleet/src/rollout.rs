@@ -83,7 +83,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
         rollout_report::write_batch(&mut out, job.format, &all).map_err(written)?;
     } else {
         // Every host it will change is locked before the first batch, all or none (`locks`).
-        let refused = crate::locks::hold_all(&targets, &inventory, job);
+        let refused = crate::locks::hold_all(&targets, &inventory, (job.runbook, job.params), job.forks);
         locked = crate::locks::refuse(&targets, &refused, &mut rollout);
         for (i, range) in ranges.iter().enumerate().filter(|_| !locked) {
             if let Some((stopped, why)) = stop_before(&rollout, i, &drain) {

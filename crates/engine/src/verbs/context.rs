@@ -40,7 +40,7 @@ pub struct Context {
     /// The inventory runbooks see and the fleet run this host is part of (`fleet.rs`).
     pub(super) place: Mutex<Place>,
     /// What this context's runs lock hosts for, the locks they hold (`crate::locking`).
-    pub(crate) locking: Mutex<crate::locking::Locking>,
+    pub(crate) locking: Mutex<Locking>,
 }
 
 impl Context {
@@ -302,4 +302,19 @@ impl Context {
     pub fn set_place(&self, place: Place) {
         *self.place() = place;
     }
+}
+
+/// What a context's runs lock hosts for, and the locks they hold (taken and let go by
+/// `crate::locking`).
+#[derive(Default)]
+pub struct Locking {
+    /// The runbook and component the records name.
+    pub(crate) runbook: String,
+    pub(crate) component: String,
+    /// How long a run waits for a lock another run holds (`--lock-timeout`; zero: it refuses).
+    pub(crate) wait: std::time::Duration,
+    /// The locks this context took, in order.
+    pub(crate) held: Vec<std::sync::Arc<opsbook_world::change_lock::HostLock>>,
+    /// The lock that stopped the run, if one did.
+    pub(crate) refused: Option<opsbook_world::change_lock::LockError>,
 }
