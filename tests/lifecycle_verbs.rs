@@ -153,6 +153,8 @@ fn a_write_that_fails_half_way_leaves_the_old_file_and_no_temporary_one() {
         .arg(crate::support::opsbook())
         .current_dir(t.path())
         .env("HOME", t.path())
+        // This test's own lock of this machine, as `Test::command` gives every run.
+        .env("OPSBOOK_LOCK_DIR", t.path().join(".lock"))
         .output()
         .expect("unshare");
     if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("unshare") {
