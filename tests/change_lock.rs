@@ -81,3 +81,52 @@ fn in_a_fleet_the_held_host_fails_alone_and_an_undeclared_change_stops_before_it
         )
     );
 }
+
+/// A rollout waiting for a held host stops waiting at the first Ctrl-C: no batch starts,
+/// nothing was changed, and the run ends at once (it used to wait for a second Ctrl-C).
+#[test]
+fn a_rollout_waiting_for_a_lock_stops_at_the_first_ctrl_c() {
+    let args = [
+        "run",
+        "restart",
+        "--sandbox",
+        "--fleet",
+        "2",
+        "--hosts",
+        "log-shipper",
+        "--set",
+        "component=log-shipper",
+        "--serial",
+        "1",
+        "--fault",
+        "c2:lock-held=bob@desk",
+        "--lock-timeout",
+        "10m",
+    ];
+    let running = Test::new().args(args).spawn();
+    running.wait_for_output("waiting for c2", std::time::Duration::from_secs(30));
+    running.signal(libc::SIGINT);
+    let (out, took) = running.wait(std::time::Duration::from_secs(30));
+    assert!(took < std::time::Duration::from_secs(5), "ended {took:?} after Ctrl-C");
+    let out = out.code(130);
+    assert_eq!(
+        masked(&out.stderr),
+        "waiting for c2: held by bob@desk — run [RUN], configure, pid 4242, since [TIME] UTC (at most [LEFT] more)\n\n\
+         interrupted before the first batch: no host starts, nothing is changed\n"
+    );
+    assert_eq!(
+        masked(&out.stdout),
+        "rollout of restart: 2 host(s) in 2 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); \
+         a host whose gate fails is rolled back
+BATCH  HOSTS  OUTCOME        TIME
+1      c1     not attempted
+2      c2     not attempted
+
+HOST  ROLES                       BATCH  OUTCOME        WHY
+c1    metrics-agent, log-shipper  1      not attempted  interrupted before batch 1
+c2    metrics-agent, log-shipper  2      not attempted  interrupted before batch 1
+
+2 host(s): 2 not attempted (c1, c2); interrupted before the first batch: nothing was changed  ([DUR])
+"
+    );
+}

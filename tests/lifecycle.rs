@@ -12,6 +12,9 @@ use crate::support::{Output, Test};
 
 const TOKEN: &str = "lifecycle-token-5b2c";
 
+/// The rollback point a killed `configure` of c3's shipper would have left.
+const PLANT_POINT: &str = r#"printf '%s' '{"role":"log-shipper","unit":"alloy.service","taken":"2026-11-27 21:03:07 UTC","run":"20261127T210307Z-ab12","change":"configure","by":"root@op1","known":true,"enabled":true,"active":true,"files":[]}' >/etc/alloy/config.alloy.opsbook-rollback"#;
+
 /// The operator's config: the inventory (a server and clients, all in group `lab`), and each
 /// component's command line being the twin's.
 #[track_caller]
@@ -194,8 +197,24 @@ fn prepare_deploy_verify_configure_and_remove_across_hosts() {
         "server:loki",
         "server:influxdb",
     ] {
+        if service == "c3:alloy" {
+            // A killed configure's point: remove names the unfinished change and takes its
+            // point away with the component (the state compared below has no file left).
+            fleet.host("c3").ok(&["sh", "-c", PLANT_POINT]);
+        }
         let out = script(&t, &[&manage, "remove", service, "-y"]);
         assert_eq!(out.code, 0, "remove {service}:\n{}\n{}", out.stdout, out.stderr);
+        if service == "c3:alloy" {
+            for line in [
+                "  WARN  unfinished change of log-shipper — c3 log-shipper: an unfinished change from run \
+                 20261127T210307Z-ab12 (configure, by root@op1, 2026-11-27 21:03 UTC) was never verified; its rollback \
+                 point (from before that change) is kept; `opsbook run rollback --set service=log-shipper` restores the \
+                 state from before it; a change whose verification passes ends it\n",
+                ", rollback point /etc/alloy/config.alloy.opsbook-rollback",
+            ] {
+                assert!(out.stdout.contains(line), "remove c3:alloy lacks {line:?}:\n{}", out.stdout);
+            }
+        }
     }
     let after: Vec<String> = fleet.hosts().iter().map(state_of).collect();
     assert_eq!(after, first);

@@ -120,3 +120,51 @@ c3    metrics-agent, log-shipper  3      not attempted  stopped after batch 2: 1
     assert_eq!((c2["host"].as_str(), c2["outcome"].as_str()), (Some("c2"), Some("unreachable")));
     assert_eq!(doc["rollout"]["summary"]["unreachable"], 1);
 }
+
+/// Plants the point a killed `configure` of the shipper left, at the top of the real runbook
+/// `name` (the sandbox's files live as long as one run), so the run below is that runbook's.
+fn with_point_planted(name: &str) -> String {
+    let source = std::fs::read_to_string(crate::support::repo_dir().join(format!("runbooks/{name}.rhai"))).unwrap();
+    let plant = r#"
+file::write(unfinished::path("log-shipper"), #{ role: "log-shipper", unit: "alloy.service",
+    taken: "2026-11-27 21:03:07 UTC", run: "20261127T210307Z-ab12", change: "configure", by: "root@op1",
+    known: true, enabled: true, active: true, files: [] }.to_json(), #{ mode: "0600", backup: false });
+"#;
+    let at = source.find("\nunfinished::").expect("the runbook says what is unfinished");
+    format!("{}{plant}{}", &source[..at], &source[at..])
+}
+
+/// stop touches every component too: it names an unfinished change first (remove's naming,
+/// and its taking the point away, is in `lifecycle::prepare_deploy_verify_configure_and_remove…`:
+/// the sandbox removes nothing).
+#[test]
+fn stop_names_an_unfinished_change_before_it_acts() {
+    let named = "an unfinished change from run [RUN] (configure, by root@op1, 2026-11-27 21:03 UTC) \
+                 was never verified; its rollback point (from before that change) is kept; `opsbook run rollback \
+                 --set service=log-shipper` restores the state from before it; a change whose verification passes ends it";
+    let out = Test::new().runbook("stop", &with_point_planted("stop")).args(["run", "stop", "--sandbox"]).run().code(0);
+    let text = settled(&out.stdout).replace(&format!("— {} ", this_machine()), "— [MACHINE] ");
+    assert_eq!(
+        text,
+        format!(
+            "stop (runbooks/stop.rhai)  [sandbox: in-process stack]
+  changed [TMP]/sandbox/root/etc/alloy/alloy.toml.opsbook-rollback: created (1 line, mode 0600)
+
+== unfinished changes
+  WARN  unfinished change of log-shipper — [MACHINE] log-shipper: {named}
+
+== stop clients
+
+== stop servers
+
+== status
+  ok    telegraf.service stopped
+  ok    alloy.service stopped
+  ok    influxdb.service stopped
+  ok    loki.service stopped
+
+4 passed, 0 failed, 1 warning  ([DUR])
+"
+        )
+    );
+}

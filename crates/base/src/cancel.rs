@@ -173,8 +173,14 @@ pub fn on_signals(runtime: &tokio::runtime::Runtime, cancels: Vec<Cancel>, what:
 
 /// For a rollout: the first Ctrl-C, SIGTERM or SIGHUP sets `drain` — the hosts in flight finish
 /// (their gate passes, or they are rolled back) and no new one starts; the second cancels the
-/// runs in `cancels` (their hosts are then rolled back); a third quits at once.
-pub fn on_signals_draining(runtime: &tokio::runtime::Runtime, drain: Cancel, cancels: Vec<Cancel>) {
+/// runs in `cancels` (their hosts are then rolled back); a third quits at once. Before the
+/// first batch (`begun` false: the hosts' locks are being taken) the first says nothing is changed.
+pub fn on_signals_draining(
+    runtime: &tokio::runtime::Runtime,
+    drain: Cancel,
+    cancels: Vec<Cancel>,
+    begun: Arc<AtomicBool>,
+) {
     use tokio::signal::unix::{SignalKind, signal};
     let noted = end_set_up();
     let _context = runtime.enter();
@@ -199,6 +205,10 @@ pub fn on_signals_draining(runtime: &tokio::runtime::Runtime, drain: Cancel, can
             }
             seen += 1;
             match seen {
+                1 if !begun.load(Ordering::Acquire) => {
+                    say("\ninterrupted before the first batch: no host starts, nothing is changed");
+                    drain.cancel();
+                }
                 1 => {
                     say(
                         "\ninterrupted: finishing the hosts in flight (their gate, or their rollback); no new host \

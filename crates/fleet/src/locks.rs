@@ -5,9 +5,12 @@
 //! their holder, and the exit status is 75 (`LOCKED_EXIT`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::rollout_report::{HostOutcome, HostResult, Rollout};
 use crate::targets::Target;
+use opsbook_base::cancel::Cancel;
 use opsbook_inventory::Inventory;
 use opsbook_world::change_lock::LockError;
 
@@ -15,25 +18,50 @@ use opsbook_world::change_lock::LockError;
 /// `forks` hosts at a time (`--lock-timeout` waits, each host's session
 /// says how long); the refusal of each host that could not be locked, in the targets' order
 /// (`None`: locked, or no session: such a host fails in its batch as it would).
+/// A first Ctrl-C (`drain`) ends the waiting: no batch starts, so nothing waits for the second
+/// (the hosts' own flags are raised to wake their waits, then lowered again for the rest).
 pub fn hold_all(
     targets: &[Target],
     inventory: &Arc<Inventory>,
     (runbook, params): (&str, &[(String, String)]),
     forks: usize,
+    drain: &Cancel,
 ) -> Vec<Option<LockError>> {
     let given = |k: &str| params.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     let component = given("service").or_else(|| given("component")).unwrap_or_default();
-    crate::runner::each(
-        targets,
-        inventory,
-        forks,
-        |target| {
-            let session = target.session.as_ref().ok()?;
-            session.context.lock_for(runbook, &component);
-            session.context.hold_change_lock().err()
-        },
-        |_, _, _| {},
-    )
+    let cancels: Vec<&Cancel> =
+        targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| &s.context.cancel).collect();
+    let done = AtomicBool::new(false);
+    let refused = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Acquire) {
+                if drain.is_cancelled() {
+                    cancels.iter().for_each(|c| c.cancel());
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let refused = crate::runner::each(
+            targets,
+            inventory,
+            forks,
+            |target| {
+                let session = target.session.as_ref().ok()?;
+                session.context.lock_for(runbook, &component);
+                session.context.hold_change_lock().err()
+            },
+            |_, _, _| {},
+        );
+        done.store(true, Ordering::Release);
+        refused
+    });
+    if !drain.is_cancelled() {
+        return refused;
+    }
+    // Interrupted: no host is refused, the rollout stops before its first batch as Ctrl-C does.
+    cancels.iter().for_each(|c| c.reset());
+    refused.into_iter().map(|_| None).collect()
 }
 
 /// Lets every host's lock go, all at once, then waits until each host confirmed.

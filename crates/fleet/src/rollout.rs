@@ -18,6 +18,7 @@ use std::io::IsTerminal;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::liveness::{Lost, Step, Watch};
@@ -55,13 +56,15 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
         return Err(Error::Usage("no host matches: nothing to roll out".into()));
     }
     let drain = Cancel::default();
+    // Whether a batch began: a Ctrl-C before (the locks' wait) has nothing in flight to finish.
+    let begun = Arc::new(AtomicBool::new(false));
     let sessions: Vec<&Session> = targets.iter().filter_map(|t| t.session.as_ref().ok()).collect();
     if let Some(first) = sessions.first() {
         // A script or parameter error is the same on every host: say it once, before any acts.
         first.compile(job.runbook)?.bind(job.params)?;
         first.compile(ROLLBACK)?.bind(&rollback_params(job.params, "save"))?;
         let cancels = sessions.iter().map(|s| s.context.cancel.clone()).collect();
-        opsbook_base::cancel::on_signals_draining(first.context.runtime(), drain.clone(), cancels);
+        opsbook_base::cancel::on_signals_draining(first.context.runtime(), drain.clone(), cancels, begun.clone());
     }
     let ranges = batches(targets.len(), options);
     let mut rollout = Rollout {
@@ -83,7 +86,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
         rollout_report::write_batch(&mut out, job.format, &all).map_err(written)?;
     } else {
         // Every host it will change is locked before the first batch, all or none (`locks`).
-        let refused = crate::locks::hold_all(&targets, &inventory, (job.runbook, job.params), job.forks);
+        let refused = crate::locks::hold_all(&targets, &inventory, (job.runbook, job.params), job.forks, &drain);
         locked = crate::locks::refuse(&targets, &refused, &mut rollout);
         for (i, range) in ranges.iter().enumerate().filter(|_| !locked) {
             if let Some((stopped, why)) = stop_before(&rollout, i, &drain) {
@@ -91,11 +94,12 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
                 not_attempted(&targets, &ranges[i..], i, &why, &mut rollout);
                 break;
             }
-            let begun = started.elapsed();
+            begun.store(true, Ordering::Release);
+            let began = started.elapsed();
             let batch = &targets[range.clone()];
             let results = run_batch(batch, &inventory, job, i + 1, ranges.len(), !options.no_rollback);
-            rollout.batches[i].started = Some(begun);
-            rollout.batches[i].took = Some(started.elapsed() - begun);
+            rollout.batches[i].started = Some(began);
+            rollout.batches[i].took = Some(started.elapsed() - began);
             rollout_report::write_batch(&mut out, job.format, &results.iter().collect::<Vec<_>>()).map_err(written)?;
             rollout.hosts.extend(results);
         }
@@ -146,7 +150,11 @@ fn names(targets: &[Target]) -> Vec<String> {
 fn stop_before(rollout: &Rollout, index: usize, drain: &Cancel) -> Option<(String, String)> {
     let total = rollout.batches.len();
     if drain.is_cancelled() {
-        let line = format!("interrupted: no batch started after batch {index} of {total}");
+        let line = if index == 0 {
+            "interrupted before the first batch: nothing was changed".to_string()
+        } else {
+            format!("interrupted: no batch started after batch {index} of {total}")
+        };
         return Some((line, format!("interrupted before batch {}", index + 1)));
     }
     let failed = rollout.hosts.iter().filter(|h| h.outcome != HostOutcome::Changed).count();
