@@ -141,7 +141,7 @@ BATCH  HOSTS  OUTCOME        TIME
 2      d13c2  not attempted
 
 HOST   ROLES                       BATCH  OUTCOME        WHY
-d13c1  metrics-agent, log-shipper  1      unreachable    unreachable during its change ([WHY]): configure's change may be partly in place, not verified, not rolled back; rollback point kept ([GATE]); once it answers, `opsbook run rollback --host d13c1 --set service=metrics-agent` restores it
+d13c1  metrics-agent, log-shipper  1      unreachable    unreachable during its change ([WHY]): configure's change in place, not verified, not rolled back; rollback point kept ([GATE]); once it answers, `opsbook run rollback --host d13c1 --set service=metrics-agent` restores it
 d13c2  metrics-agent, log-shipper  2      not attempted  stopped after batch 1: 1 host(s) failed, more than 0
 
 2 host(s): 1 unreachable (d13c1), 1 not attempted (d13c2); stopped after batch 1 of 2: 1 host(s) failed, more than --max-fail 0 allows  ([DUR])

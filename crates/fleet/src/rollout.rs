@@ -268,7 +268,9 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
     }
     let world = session.context.world();
     let watch = Watch::start(&world);
+    session.context.take_in_place();
     let change = run_one(target, job.runbook, job.params);
+    let in_place = session.context.take_in_place();
     // The gate: the change's own report, then the component's verification now (its data
     // reaching the servers), which the rollback runbook skips where the change ran it itself.
     let change = if change.exit_code() == 0 {
@@ -284,7 +286,8 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
     if let (Some(lost), false) = (&lost, change.exit_code() == 0) {
         // Nothing known of what it runs now: it is not rolled back, its point stays.
         result.outcome = HostOutcome::Unreachable;
-        result.reason = unreachable(lost, job.runbook, &why_failed(&change), &restore_hint(target, job.params));
+        let hint = restore_hint(target, job.params);
+        result.reason = unreachable(lost, in_place, job.runbook, &why_failed(&change), &hint);
     } else if change.exit_code() == 0 {
         let released = step("release");
         result.outcome = HostOutcome::Changed;
@@ -313,10 +316,12 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
     result
 }
 
-/// What is known of a host lost during its change or gate, in words.
-fn unreachable(lost: &Lost, runbook: &str, gate: &str, hint: &str) -> String {
+/// What is known of a host lost during its change or gate, in words. `in_place`: the runbook
+/// said its change was wholly made (`fleet::change_in_place()`) before the loss.
+fn unreachable(lost: &Lost, in_place: bool, runbook: &str, gate: &str, hint: &str) -> String {
     let (when, state) = match lost.step {
-        Step::Change => ("its change", format!("{runbook}'s change may be partly in place")),
+        Step::Change if !in_place => ("its change", format!("{runbook}'s change may be partly in place")),
+        Step::Change => ("its change", format!("{runbook}'s change in place")),
         Step::Gate => ("its gate", format!("{runbook}'s change in place")),
     };
     format!(

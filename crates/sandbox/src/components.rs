@@ -240,7 +240,7 @@ impl Component for AgentComponent {
         Box::pin(async move {
             let agent = self.agent.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let agent = agent.ok_or_else(|| "not running".to_string())?;
-            let Some((manager, unit)) = self.reload_exits.clone() else { return agent.reload() };
+            let Some((manager, unit)) = self.reload_exits.clone() else { return agent.reload_flushing().await };
             // Telegraf's unit is Type=notify without RELOADING=1: the reload "succeeds" at
             // once; the agent flushes, stops and dies a moment later (Telegraf v1.32.0).
             let error = agent.reload_broken(&self.config);

@@ -41,6 +41,9 @@ pub struct Context {
     pub(super) place: Mutex<Place>,
     /// What this context's runs lock hosts for, the locks they hold (`crate::locking`).
     pub(crate) locking: Mutex<Locking>,
+    /// The runbook said its change is in place (`fleet::change_in_place()`): what follows only
+    /// verifies it. A rollout reads it when the host is lost during the change.
+    in_place: AtomicBool,
 }
 
 impl Context {
@@ -56,6 +59,7 @@ impl Context {
             refused: Mutex::new(None),
             place: place::nowhere(),
             locking: Mutex::default(),
+            in_place: AtomicBool::new(false),
         })
     }
 
@@ -251,6 +255,16 @@ impl Context {
     /// Makes every mutating call of later runs a refusal (`plan`), or allows them again.
     pub fn set_watch_only(&self, on: bool) {
         self.watch_only.store(on, Ordering::SeqCst);
+    }
+
+    /// Marks the run's change as in place (`fleet::change_in_place()`).
+    pub fn mark_in_place(&self) {
+        self.in_place.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a run said its change was in place since the last asking, cleared by asking.
+    pub fn take_in_place(&self) -> bool {
+        self.in_place.swap(false, Ordering::SeqCst)
     }
 
     /// The refusal of the last watch-only run, cleared by reading it.

@@ -178,6 +178,17 @@ pub(crate) fn fleet_module() -> Module {
     );
     register!(
         &mut m,
+        "change_in_place",
+        Reads,
+        ["()"],
+        "/// Says the run's change is wholly made (files written, units reloaded): what follows only\n\
+         /// verifies it. A rollout that loses the host after this says the change is in place, not\n\
+         /// \"may be partly in place\". Nothing else changes; outside a rollout it has no effect.",
+        "fleet::change_in_place()",
+        |call: NativeCallContext| context(&call).mark_in_place()
+    );
+    register!(
+        &mut m,
         "on",
         Reads,
         ["host: &str", "block: FnPtr", "Dynamic"],

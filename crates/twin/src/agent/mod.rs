@@ -134,8 +134,21 @@ impl Agent {
     /// On failure the error as Telegraf v1.32.0 words it (`loading config file … failed:
     /// …`); the caller stops the agent and logs it (`E! [telegraf] Error running agent: …`).
     pub fn reload(&self) -> Result<(), String> {
-        let Some(path) = &self.path else { return Err("the agent was started without a config file".into()) };
         self.say(Level::Info, "Reloading Telegraf config");
+        self.load_again()
+    }
+
+    /// A reload as SIGHUP makes it (`reloadLoop`): logged, then the running agent stops,
+    /// flushing what it gathered with the old configuration to the old outputs, then the file
+    /// is read again. A point gathered before the signal never goes out with the new one.
+    pub async fn reload_flushing(&self) -> Result<(), String> {
+        self.say(Level::Info, "Reloading Telegraf config");
+        self.flush().await;
+        self.load_again()
+    }
+
+    fn load_again(&self) -> Result<(), String> {
+        let Some(path) = &self.path else { return Err("the agent was started without a config file".into()) };
         match config::load(path) {
             Ok(c) => {
                 self.log.reconfigure(c.log.clone());
@@ -412,7 +425,7 @@ pub async fn run_command(
     tokio::spawn(async move {
         let Ok(mut hup) = hangups else { return };
         while hup.recv().await.is_some() {
-            if let Err(e) = reloader.reload() {
+            if let Err(e) = reloader.reload_flushing().await {
                 let _ = failed_tx.send(e).await;
                 return;
             }
