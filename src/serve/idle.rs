@@ -185,7 +185,7 @@ mod tests {
             let (first, ended_early) = Head::Reading(0).after(&head[..split]);
             let (_, ended) = first.after(&head[split..]);
             assert!(ended_early != ended, "split at {split}");
-            assert_eq!(ended_early, split >= 28, "split at {split}");
+            assert_eq!(ended_early, split >= 27, "split at {split}");
         }
         assert_eq!(Head::Reading(0).after(b"a\r\r\n\r\n"), (Head::Read, true));
         assert_eq!(Head::Reading(0).after(b"X-A: 1\r\nX-B: 2\r\n"), (Head::Reading(2), false));
