@@ -29,6 +29,7 @@ mod fleet_masters;
 mod fleet_order;
 mod fleet_pipe;
 mod fleet_runs;
+mod hostile_bounds;
 mod hostile_input;
 mod hostile_terminal;
 mod inventory;
