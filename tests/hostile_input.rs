@@ -12,7 +12,7 @@ fn inventory_setting(var: &str, value: &str) -> String {
 }
 
 #[test]
-fn an_inventory_may_not_set_what_runs_a_program_on_this_machine() {
+fn an_inventory_may_not_set_what_runs_a_program_or_where_the_token_goes() {
     let allowed = "an inventory may set only AddressFamily, CASignatureAlgorithms, CheckHostIP, Ciphers, Compression, \
      ConnectionAttempts, ConnectTimeout, GSSAPIAuthentication, HostbasedAuthentication, HostKeyAlgorithms, \
      HostKeyAlias, IdentitiesOnly, IPQoS, KbdInteractiveAuthentication, KexAlgorithms, LogLevel, MACs, \
@@ -23,6 +23,13 @@ fn an_inventory_may_not_set_what_runs_a_program_on_this_machine() {
         format!(
             "the ssh option `{name}` may not come from an inventory: ssh options that could run a program or reach \
              a file on this machine are your own to set (`ssh.options` in opsbook.toml, or ~/.ssh/config); {allowed}"
+        )
+    };
+    // Where the operator's token is read from and sent to is the operator's alone (#50, decided).
+    let token_goes = |key: &str| {
+        format!(
+            "`{key}` decides where your API token is read from or sent, so it is allowed only in your own \
+             configuration (opsbook.toml, its `[hosts.NAME]` tables, or the environment), never in an inventory"
         )
     };
     let cases = [
@@ -42,6 +49,8 @@ fn an_inventory_may_not_set_what_runs_a_program_on_this_machine() {
                 .to_string(),
             40,
         ),
+        ("opsbook_metrics_db_url", "http://collector.evil:8086", token_goes("metrics_db.url"), 0),
+        ("opsbook_metrics_db_token_file", "/etc/shadow", token_goes("metrics_db.token_file"), 0),
     ];
     for (var, value, refusal, width) in cases {
         let t = Test::new().file("inv.yml", &inventory_setting(var, value));

@@ -1,7 +1,8 @@
 //! `opsbook history`: the runs `opsbook serve` stored, read from the command line.
 //!
 //! A table (or `--format json`) of the runs in the window, oldest first, each with its
-//! failed checks, then the checks that flapped in that window.
+//! failed checks, then the checks that flapped in that window. Stored text (job, host, check
+//! and error wording) came from runbooks and hosts: the table shows it through `shown::escaped`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use serde_json::{Value, json};
 use super::{Filter, History, Run, flapping::flapping};
 use opsbook_base::error::Error;
 use opsbook_base::report::Format;
+use opsbook_base::shown::{escaped, padded};
 
 /// Arguments of `opsbook history`.
 #[derive(Debug, Args)]
@@ -129,12 +131,20 @@ fn write_runs(out: &mut impl Write, runs: &[Run], several_hosts: bool, filtered:
     } else {
         // A job watching other hosts is shown with its host (`quick-check on c1`); runs all
         // from one machine keep the plain job name.
-        let job_of = |r: &Run| if several_hosts { format!("{} on {}", r.job, r.host) } else { r.job.clone() };
-        let job_width = runs.iter().map(|r| job_of(r).len()).max().unwrap_or(3).max(3);
+        // Stored text came from runbooks and hosts: shown with its control characters escaped.
+        let job_of = |r: &Run| {
+            let job = if several_hosts { format!("{} on {}", r.job, r.host) } else { r.job.clone() };
+            escaped(&job).into_owned()
+        };
+        let job_width = runs.iter().map(|r| job_of(r).chars().count()).max().unwrap_or(3).max(3);
         writeln!(
             out,
-            "{:>6}  {:24}  {:job_width$}  {:11}  {:>8}  DETAIL",
-            "ID", "STARTED", "JOB", "OUTCOME", "DURATION"
+            "{:>6}  {:24}  {}  {:11}  {:>8}  DETAIL",
+            "ID",
+            "STARTED",
+            padded("JOB", job_width),
+            "OUTCOME",
+            "DURATION"
         )
         .ok();
         for r in runs {
@@ -148,12 +158,13 @@ fn write_runs(out: &mut impl Write, runs: &[Run], several_hosts: bool, filtered:
             }
             writeln!(
                 out,
-                "{:>6}  {:24}  {:job_width$}  {:11}  {:>8}  {detail}",
+                "{:>6}  {:24}  {}  {:11}  {:>8}  {}",
                 r.id,
                 rfc3339(r.started_ms),
-                job_of(r),
-                r.outcome,
-                duration(r.duration_s)
+                padded(&job_of(r), job_width),
+                escaped(&r.outcome),
+                duration(r.duration_s),
+                escaped(&detail)
             )
             .ok();
         }
@@ -179,7 +190,7 @@ fn write_flapping(out: &mut impl Write, flaps: &[super::flapping::Flap], thresho
                 None => f.check.clone(),
             };
             let job = if several_hosts { format!("{} on {}", f.job, f.host) } else { f.job.clone() };
-            writeln!(out, "  {job}: {name}: {} changes ({})", f.changes, f.sequence).ok();
+            writeln!(out, "  {}: {}: {} changes ({})", escaped(&job), escaped(&name), f.changes, f.sequence).ok();
         }
     }
 }

@@ -279,7 +279,7 @@ impl Repl {
                     opsbook_base::tell!("{}{name} = {}", if constant { "const " } else { "" }, printable(&shown));
                 }
                 for (module, alias) in &self.imports {
-                    opsbook_base::tell!("import \"{module}\" as {alias}");
+                    opsbook_base::tell!("import \"{}\" as {}", printable(module), printable(alias));
                 }
             }
             ":reset" => {
@@ -299,7 +299,7 @@ impl Repl {
             }
             ":history" => {
                 for (i, entry) in history.iter().enumerate() {
-                    opsbook_base::tell!("{:4}  {entry}", i + 1);
+                    opsbook_base::tell!("{:4}  {}", i + 1, printable(entry));
                 }
             }
             ":load" => match args.first() {
@@ -309,7 +309,7 @@ impl Repl {
                         opsbook_base::input::SCRIPT,
                     ) {
                         Ok(text) => self.eval(&text, file),
-                        Err(e) => opsbook_base::say!("error: {e}"),
+                        Err(e) => opsbook_base::say!("error: {}", printable(&e.to_string())),
                     }
                 }
                 None => opsbook_base::say!("usage: :load FILE"),
@@ -318,7 +318,7 @@ impl Repl {
             ":host" => self.switch_host(args.first().copied()),
             other => {
                 let hint = opsbook_base::suggest::did_you_mean(other, COMMANDS.iter().copied()).unwrap_or_default();
-                opsbook_base::say!("error: unknown command `{other}`{hint} (:help lists them)");
+                opsbook_base::say!("error: unknown command `{}`{hint} (:help lists them)", printable(other));
             }
         }
         Flow::Continue
@@ -334,12 +334,17 @@ impl Repl {
             .filter(|f| f.name == fname && (ns.is_empty() || f.namespace == ns))
             .collect();
         for f in &found {
-            opsbook_base::tell!("{}\n    {}\n", f.signature, f.doc.replace('\n', "\n    "));
+            opsbook_base::tell!("{}\n    {}\n", printable(&f.signature), printable(&f.doc.replace('\n', "\n    ")));
         }
         if let Ok(entry) = self.session.catalog.find(Kind::Runbook, name) {
-            opsbook_base::tell!("runbook {} ({})\n{}", entry.name, entry.source, entry.doc());
+            opsbook_base::tell!(
+                "runbook {} ({})\n{}",
+                printable(&entry.name),
+                printable(&entry.source.to_string()),
+                printable(&entry.doc())
+            );
         } else if found.is_empty() {
-            opsbook_base::say!("error: no host function or runbook named `{name}`");
+            opsbook_base::say!("error: no host function or runbook named `{}`", printable(name));
         }
     }
 
@@ -348,7 +353,7 @@ impl Repl {
     fn switch_host(&mut self, name: Option<&str>) {
         let Some(name) = name else {
             let here = self.session.mode().host.clone().unwrap_or_else(|| self.session.context.hostname());
-            return opsbook_base::tell!("acting on {here}");
+            return opsbook_base::tell!("acting on {}", printable(&here));
         };
         match opsbook_engine::verbs::fleet::reach(&self.session.context, name) {
             Ok(ground) => {
@@ -357,9 +362,9 @@ impl Repl {
             }
             Err(e) => match *e {
                 rhai::EvalAltResult::ErrorRuntime(why, _) => {
-                    opsbook_base::say!("{}", opsbook_engine::verbs::core::text(&why))
+                    opsbook_base::say!("{}", printable(&opsbook_engine::verbs::core::text(&why)))
                 }
-                other => opsbook_base::say!("error: {other}"),
+                other => opsbook_base::say!("error: {}", printable(&other.to_string())),
             },
         }
     }
@@ -370,7 +375,7 @@ impl Repl {
         for a in &args[1..] {
             match a.split_once('=') {
                 Some((k, v)) => pairs.push((k.to_string(), v.to_string())),
-                None => return opsbook_base::say!("error: expected key=value, got `{a}`"),
+                None => return opsbook_base::say!("error: expected key=value, got `{}`", printable(a)),
             }
         }
         let compiled = match self.session.compile(name) {

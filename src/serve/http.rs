@@ -68,6 +68,9 @@ async fn healthz(Shared(state): Shared<Arc<State>>) -> Response {
         let on = if hosts > 1 { format!(" on {hosts} hosts") } else { String::new() };
         text(StatusCode::OK, format!("ok: the latest run of {n} job{s} passed{on}\n"))
     } else {
+        // A thrown text or a check's name is the runbook's (or a host's): read on a terminal by
+        // whoever curls this, so its control characters are escaped.
+        let failures: Vec<_> = failures.iter().map(|f| opsbook_base::shown::escaped(f).into_owned()).collect();
         text(StatusCode::SERVICE_UNAVAILABLE, format!("failing:\n{}\n", failures.join("\n")))
     }
 }

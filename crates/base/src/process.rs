@@ -49,6 +49,12 @@ fn too_much(program: &str, pipe: &str) -> String {
     format!("`{program}` printed more than {} MiB on {pipe}: it was stopped", MAX_OUTPUT >> 20)
 }
 
+/// Whether `reason` (an `Err` of `run` or `run_blocking`) says the command printed too much:
+/// a caller adds the advice that fits what it ran (`too_much`'s wording lives here).
+pub fn printed_too_much(reason: &str) -> bool {
+    reason.ends_with(": it was stopped") && reason.contains(&format!(" printed more than {} MiB on ", MAX_OUTPUT >> 20))
+}
+
 /// A pipe read to its end in the background; what arrived so far is readable at any time.
 /// Past `MAX_OUTPUT` it stops reading and says so (`overflowed`).
 struct Collected {
@@ -176,6 +182,10 @@ fn spawn_error(program: &str, e: std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => format!("`{program}` not found in PATH"),
         std::io::ErrorKind::PermissionDenied => format!("`{program}` is not executable"),
+        std::io::ErrorKind::ArgumentListTooLong => format!(
+            "cannot start `{program}`: its command line is longer than this machine lets a program start with \
+             (E2BIG); pass large data in a file or on standard input rather than as arguments"
+        ),
         _ => format!("cannot start `{program}`: {e}"),
     }
 }
@@ -246,6 +256,19 @@ mod tests {
         assert_eq!(e, "`sh` printed more than 16 MiB on stdout: it was stopped");
         let e = both(inv(&["sh", "-c", &format!("{flood} >&2")], Duration::from_secs(20))).unwrap_err();
         assert_eq!(e, "`sh` printed more than 16 MiB on stderr: it was stopped");
+    }
+
+    #[test]
+    fn a_command_line_too_long_to_start_says_what_to_do() {
+        let long = "x".repeat(200_000);
+        let e = both(inv(&["true", &long], Duration::from_secs(5))).unwrap_err();
+        assert_eq!(
+            e,
+            "cannot start `true`: its command line is longer than this machine lets a program start with (E2BIG); \
+             pass large data in a file or on standard input rather than as arguments"
+        );
+        assert!(!printed_too_much(&e));
+        assert!(printed_too_much(&too_much("ssh", "stderr")));
     }
 
     #[test]

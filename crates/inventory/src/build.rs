@@ -168,7 +168,7 @@ fn host(
     toml: &TomlInventory,
     groups: Vec<String>,
 ) -> Result<Host, Error> {
-    let in_ansible = ansible.is_some_and(|a| a.hosts().any(|h| h == name));
+    let in_ansible = ansible.is_some_and(|a| a.has_host(name));
     let raw = ansible.filter(|_| in_ansible).map(|a| a.host_vars(name)).unwrap_or_default();
     let mut vars = Vars { raw: &raw, resolver: Resolver::new(name, &raw, &groups), problems: Vec::new() };
     let th = toml.hosts.iter().find(|h| h.name == name);

@@ -6,6 +6,9 @@
 //! `[hosts.NAME]` tables included), the environment, `~/.ssh/config`. From an inventory it is
 //! refused in words:
 //! - `metrics_db.token_command` (run on this machine to print the token);
+//! - `metrics_db.url` and `metrics_db.token_file`: together they decide where the operator's
+//!   API token is read from and sent to, so an inventory setting them could send the token to a
+//!   server of its choosing (or have opsbook read another file as the token);
 //! - `ssh.options` other than the ones below, which only tune the connection: an allow-list,
 //!   not a deny-list, because ssh grows options that run programs (`ProxyCommand`,
 //!   `LocalCommand`, `KnownHostsCommand`, `Match exec`, `PKCS11Provider`, …).
@@ -61,8 +64,18 @@ const SAFE_SSH_OPTIONS_SHOWN: &str = "AddressFamily, CASignatureAlgorithms, Chec
 /// Keys whose value is a program opsbook runs on this machine.
 const RUN_HERE: &[&str] = &[keys::METRICS_DB_TOKEN_COMMAND.name];
 
+/// Keys that decide where the operator's API token is read from or sent to.
+const TOKEN_GOES: &[&str] = &[keys::METRICS_DB_URL.0, keys::METRICS_DB_TOKEN_FILE.name];
+
 /// Why an inventory may not set `key` to `value`, or `None` when it may.
 pub(crate) fn refusal(key: &keys::Key, value: &Value) -> Option<String> {
+    if TOKEN_GOES.contains(&key.name) {
+        return Some(format!(
+            "`{}` decides where your API token is read from or sent, so it is allowed only in your own \
+             configuration (opsbook.toml, its `[hosts.NAME]` tables, or the environment), never in an inventory",
+            key.name
+        ));
+    }
     if RUN_HERE.contains(&key.name) {
         return Some(format!(
             "`{}` runs a program on this machine, so it comes only from your own configuration \

@@ -39,15 +39,14 @@ impl Commands for SshCommands {
                 env: Vec::new(),
                 stdin: inv.stdin.clone(),
             };
-            let mut done = opsbook_base::process::run(&local).await?;
+            let host = &self.ssh.target().name;
+            let mut done = opsbook_base::process::run(&local).await.map_err(|e| not_run(host, inv, e))?;
             // 255 is ssh's own failure (the connection, not the command); 124 is `timeout`'s.
             match done.code {
-                Some(255) => {
-                    return Err(format!("ssh to host {} failed: {}", self.ssh.target().name, done.stderr.trim()));
-                }
+                Some(255) => return Err(ssh_failed(host, &done.stderr)),
                 Some(127) if done.stderr.contains("No such file") || done.stderr.contains("not found") => {
                     let program = inv.argv.first().cloned().unwrap_or_default();
-                    return Err(format!("`{program}` not found in PATH on host {}", self.ssh.target().name));
+                    return Err(format!("`{program}` not found in PATH on host {host}"));
                 }
                 Some(124) => {
                     done.timed_out = true;
@@ -58,6 +57,31 @@ impl Commands for SshCommands {
             Ok(done)
         })
     }
+}
+
+/// ssh's own failure (exit status 255) in words: what it said, or what its silence means.
+fn ssh_failed(host: &str, stderr: &str) -> String {
+    match stderr.trim() {
+        "" => format!(
+            "ssh to host {host} failed: the connection closed without a message (ssh exited with status 255: \
+             the host or its sshd ended the session, or the shared connection was stopped)"
+        ),
+        said => format!("ssh to host {host} failed: {said}"),
+    }
+}
+
+/// Why the local ssh carrying `inv` was not run or was stopped, naming the remote command.
+fn not_run(host: &str, inv: &Invocation, reason: String) -> String {
+    let program = inv.argv.first().map(String::as_str).unwrap_or_default();
+    if opsbook_base::process::printed_too_much(&reason) {
+        let pipe = if reason.ends_with("on stdout: it was stopped") { "stdout" } else { "stderr" };
+        return format!(
+            "`{program}` on host {host} printed more than {} MiB on {pipe}: it was stopped; have it print less \
+             (filter or count on the host, e.g. `| tail -n 1000`), or read a large file in parts",
+            opsbook_base::process::MAX_OUTPUT >> 20
+        );
+    }
+    format!("cannot run `{program}` on host {host}: {reason}")
 }
 
 impl World {
@@ -140,4 +164,35 @@ pub fn routes(ssh: &Ssh, reached: &[Remote]) -> Endpoints {
         })
         .collect();
     Endpoints::new(routes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ssh_failure_says_what_happened_even_when_ssh_said_nothing() {
+        assert_eq!(
+            ssh_failed("killer", " \n"),
+            "ssh to host killer failed: the connection closed without a message (ssh exited with status 255: the \
+             host or its sshd ended the session, or the shared connection was stopped)"
+        );
+        assert_eq!(
+            ssh_failed("c1", "Connection to c1 closed by remote host.\n"),
+            "ssh to host c1 failed: Connection to c1 closed by remote host."
+        );
+    }
+
+    #[test]
+    fn a_remote_command_printing_too_much_is_told_to_print_less_not_to_install_ssh() {
+        let inv = Invocation { argv: vec!["cat".into(), "/dev/zero".into()], ..Invocation::default() };
+        assert_eq!(
+            not_run("c1", &inv, "`ssh` printed more than 16 MiB on stdout: it was stopped".into()),
+            "`cat` on host c1 printed more than 16 MiB on stdout: it was stopped; have it print less (filter or count \
+             on the host, e.g. `| tail -n 1000`), or read a large file in parts"
+        );
+        let too_long = "cannot start `ssh`: its command line is longer than this machine lets a program start with \
+                        (E2BIG); pass large data in a file or on standard input rather than as arguments";
+        assert_eq!(not_run("c1", &inv, too_long.into()), format!("cannot run `cat` on host c1: {too_long}"));
+    }
 }

@@ -199,13 +199,14 @@ impl Context {
 
     pub fn section(&self, name: &str) {
         if self.with_recorder(|r| r.section(name)).is_none() {
-            opsbook_base::say!("== {name}");
+            opsbook_base::say!("== {}", opsbook_base::shown::escaped(name));
         }
     }
 
     pub fn log(&self, level: Level, message: &str) {
+        // Without a report (the REPL), the line goes to the terminal as the report would show it.
         if self.with_recorder(|r| r.log(level, message)).is_none() {
-            opsbook_base::say!("{message}");
+            opsbook_base::say!("{}", opsbook_base::shown::escaped(message));
         }
     }
 

@@ -76,7 +76,18 @@ pub(super) fn read_inventory(inventory: &mut AnsibleInventory, path: &Path, text
                 if let Some(p) = port {
                     vars.push(("ansible_port".into(), Var { value: literal(p), place: place.clone() }));
                 }
-                for host in expand_range(&name).map_err(|m| err(m, indent))? {
+                let named = expand_range(&name).map_err(|m| err(m, indent))?;
+                let total = inventory.host_count() + named.len();
+                if named.len() > 1 && total > MAX_HOSTS {
+                    return Err(err(
+                        format!(
+                            "`{name}` would bring the inventory to {total} hosts; an inventory may name at most \
+                             {MAX_HOSTS} (split the fleet into several inventories)"
+                        ),
+                        indent,
+                    ));
+                }
+                for host in named {
                     inventory.add_member(group, &host);
                     inventory.host_mut(&host).vars.extend(vars.iter().cloned());
                 }
@@ -120,6 +131,10 @@ fn split_words(line: &str) -> Result<Vec<String>, (String, usize)> {
 
 /// The most hosts one range may name.
 const MAX_RANGE: u64 = 100_000;
+
+/// The most hosts ranges may bring an inventory to in all: three ranges of 100,000 in 49
+/// bytes must not become 300,000 hosts to build and select from.
+const MAX_HOSTS: usize = 100_000;
 
 /// `web[01:03]` → web01, web02, web03 (zero padding kept); names without a range as they are.
 fn expand_range(name: &str) -> Result<Vec<String>, String> {

@@ -231,6 +231,16 @@ impl AnsibleInventory {
         }
     }
 
+    /// How many hosts the inventory names so far.
+    pub(crate) fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Whether the inventory names `host` (without walking every host).
+    pub fn has_host(&self, host: &str) -> bool {
+        self.host_at.contains_key(host)
+    }
+
     /// Host names in the order the inventory first mentions them.
     pub fn hosts(&self) -> impl Iterator<Item = &str> {
         self.hosts.iter().map(|h| h.name.as_str())

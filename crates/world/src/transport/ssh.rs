@@ -327,7 +327,7 @@ impl Ssh {
     /// and output come back as they are. `Err` only when ssh cannot be started.
     pub fn run(&self, argv: &[String], timeout: Duration) -> Result<Completed, SshError> {
         process::run_blocking(Invocation { argv: self.command(argv), timeout, ..Invocation::default() })
-            .map_err(|reason| SshError::NoSsh { host: self.target.name.clone(), reason })
+            .map_err(|reason| self.no_ssh(reason))
     }
 
     /// A session on the host running `command` (one string, for its login shell) over this
@@ -377,10 +377,17 @@ impl Ssh {
         }
     }
 
-    /// Why ssh could not be started, in words.
+    /// Why ssh could not be started or was stopped, in words: installing OpenSSH is the remedy
+    /// only when it is missing.
     fn no_ssh(&self, reason: String) -> SshError {
-        let reason = if reason.contains("not found") { "`ssh` is not installed or not in PATH".into() } else { reason };
-        SshError::NoSsh { host: self.target.name.clone(), reason }
+        let host = self.target.name.clone();
+        if reason.contains("not found") {
+            SshError::NoSsh { host, reason: "`ssh` is not installed or not in PATH".into() }
+        } else if reason.contains("is not executable") {
+            SshError::NoSsh { host, reason }
+        } else {
+            SshError::NotRun { host, reason }
+        }
     }
 
     /// How a local ssh invocation ended; anything but exit status 0 is an error quoting ssh.

@@ -7,8 +7,11 @@ use std::time::Duration;
 /// What went wrong reaching a host; every variant names the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SshError {
-    /// ssh itself could not be started.
+    /// ssh is not installed (or not executable).
     NoSsh { host: String, reason: String },
+    /// ssh was there but could not be started (a command line too long), or it was stopped
+    /// for printing more than a command may: `reason` says which.
+    NotRun { host: String, reason: String },
     /// ssh ran and failed; `stderr` is what it said.
     Failed { host: String, what: String, stderr: String },
     /// ssh did not finish in time.
@@ -25,6 +28,12 @@ impl fmt::Display for SshError {
             SshError::NoSsh { host, reason } => {
                 write!(f, "cannot reach host `{host}`: {reason}; remedy: install the OpenSSH client (`ssh`)")
             }
+            SshError::NotRun { host, reason } if opsbook_base::process::printed_too_much(reason) => write!(
+                f,
+                "cannot reach host `{host}`: {reason}; remedy: the host printed more than opsbook keeps (a login \
+                 banner, its shell's start-up files or the command's own output): have it print less"
+            ),
+            SshError::NotRun { host, reason } => write!(f, "cannot reach host `{host}`: {reason}"),
             SshError::Failed { host, what, stderr } => {
                 let said = stderr.trim();
                 let said = if said.is_empty() { "(nothing on stderr)" } else { said };
@@ -86,6 +95,32 @@ mod tests {
             "host `c2`: connecting failed: ssh said \"root@10.0.0.5: Permission denied (publickey).\"; remedy: \
              check the key given for this host and that its public half is in the host's authorized_keys; opsbook \
              never prompts, so a key with a passphrase must be loaded in ssh-agent"
+        );
+    }
+
+    #[test]
+    fn only_a_missing_ssh_is_told_to_install_openssh() {
+        let host = || "c1".to_string();
+        let missing = SshError::NoSsh { host: host(), reason: "`ssh` is not installed or not in PATH".into() };
+        assert_eq!(
+            missing.to_string(),
+            "cannot reach host `c1`: `ssh` is not installed or not in PATH; remedy: install the OpenSSH client (`ssh`)"
+        );
+        let flood = SshError::NotRun {
+            host: host(),
+            reason: "`ssh` printed more than 16 MiB on stderr: it was stopped".into(),
+        };
+        assert_eq!(
+            flood.to_string(),
+            "cannot reach host `c1`: `ssh` printed more than 16 MiB on stderr: it was stopped; remedy: the host printed \
+             more than opsbook keeps (a login banner, its shell's start-up files or the command's own output): have \
+             it print less"
+        );
+        let long = "cannot start `ssh`: its command line is longer than this machine lets a program start with (E2BIG); \
+                    pass large data in a file or on standard input rather than as arguments";
+        assert_eq!(
+            SshError::NotRun { host: host(), reason: long.into() }.to_string(),
+            format!("cannot reach host `c1`: {long}")
         );
     }
 }

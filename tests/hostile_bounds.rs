@@ -1,0 +1,71 @@
+//! Hostile input, round three (#50 cases 12–14): what a few bytes of input can ask for is
+//! bounded — hosts named by ranges, a runbook's memory, the depth of a value printed — and the
+//! bound is said in words. Whole outputs compared; each class has a seeded generator over
+//! shapes that would have found its case.
+
+use std::time::{Duration, Instant};
+
+use crate::support::Test;
+
+/// A small deterministic generator (xorshift): the same cases on every run.
+struct Seeded(u64);
+
+impl Seeded {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+#[test]
+fn host_ranges_naming_more_than_an_inventory_may_hold_are_refused_at_once() {
+    let t = Test::new().file("inv.ini", "[web]\na[1:100000]\nb[1:100000]\nc[1:100000]\n");
+    let started = Instant::now();
+    let out = t.run_in_place(&["hosts", "web", "--inventory", "inv.ini"]);
+    assert_eq!(
+        (out.0, out.1.as_str(), out.2.as_str()),
+        (
+            2,
+            "",
+            "error: `b[1:100000]` would bring the inventory to 200000 hosts; an inventory may name at most 100000 \
+             (split the fleet into several inventories)\n --> inv.ini:3:1\n  |\n3 | b[1:100000]\n  | ^\n"
+        )
+    );
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+
+    // Ranges of any sizes, in any groups: past 100,000 hosts in all, the line that crosses is named.
+    let mut rng = Seeded(0x5eed_50);
+    for case in 0..8 {
+        let mut text = String::new();
+        let (mut total, mut crossing) = (0u64, None);
+        for line in 0..(2 + rng.below(4)) {
+            let size = 20_000 + rng.below(60_000);
+            let range = format!("h{case}x{line}[1:{size}]");
+            text.push_str(&format!("[g{}]\n{range}\n", rng.below(3)));
+            total += size;
+            if total > 100_000 && crossing.is_none() {
+                crossing = Some((range, total, 2 * line + 2));
+            }
+        }
+        let t = Test::new().file("inv.ini", &text);
+        let out = t.run_in_place(&["hosts", "--inventory", "inv.ini"]);
+        match crossing {
+            Some((range, total, line)) => assert_eq!(
+                (out.0, out.2.lines().next().unwrap_or_default(), out.2.lines().nth(1).unwrap_or_default()),
+                (
+                    2,
+                    format!(
+                        "error: `{range}` would bring the inventory to {total} hosts; an inventory may name at most \
+                         100000 (split the fleet into several inventories)"
+                    )
+                    .as_str(),
+                    format!(" --> inv.ini:{line}:1").as_str()
+                ),
+                "{text}"
+            ),
+            None => assert_eq!(out.0, 0, "{text}: {}", out.2),
+        }
+    }
+}
