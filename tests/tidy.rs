@@ -4,6 +4,7 @@
 
 mod planted;
 mod reading;
+mod stdlib_names;
 
 use std::path::{Path, PathBuf};
 
@@ -299,7 +300,7 @@ fn role_names_outside_the_table(root: &Path) -> Vec<String> {
 }
 
 /// Each invariant ARCHITECTURE.md states names the test that holds it (`MODULE::test`, a test
-/// of `tests/MODULE.rs`), and that test exists. An invariant is a paragraph starting with
+/// of `tests/MODULE.rs`, or `MODULE::PART::test` of `tests/MODULE/PART.rs`), and that test exists. An invariant is a paragraph starting with
 /// "Architecture invariant"; its tests are named in a line "Held by …" within it.
 #[test]
 fn every_invariant_names_its_test() {
@@ -321,18 +322,20 @@ fn invariants_without_their_test(root: &Path) -> Vec<String> {
             .split('`')
             .skip(1)
             .step_by(2)
-            .filter(|w| w.split("::").count() == 2 && !w.contains(' '))
+            .filter(|w| (2..=3).contains(&w.split("::").count()) && !w.contains(' '))
             .collect();
-        let tests: Vec<&str> = named
-            .into_iter()
-            .filter(|w| root.join(format!("tests/{}.rs", w.split("::").next().unwrap())).is_file())
-            .collect();
+        // `module::test` is a test of tests/module.rs, `module::part::test` of tests/module/part.rs.
+        let file_of = |test: &str| {
+            let (path, _) = test.rsplit_once("::").unwrap();
+            root.join(format!("tests/{}.rs", path.replace("::", "/")))
+        };
+        let tests: Vec<&str> = named.into_iter().filter(|w| file_of(w).is_file()).collect();
         if tests.is_empty() {
             missing.push(format!("names no test: {first}"));
         }
         for test in tests {
-            let (module, name) = test.split_once("::").unwrap();
-            let source = std::fs::read_to_string(root.join(format!("tests/{module}.rs"))).unwrap();
+            let (_, name) = test.rsplit_once("::").unwrap();
+            let source = std::fs::read_to_string(file_of(test)).unwrap();
             if !source.contains(&format!("fn {name}(")) {
                 missing.push(format!("no test `{test}`: {first}"));
             }

@@ -156,7 +156,9 @@ fn an_invariant_naming_a_missing_test_is_caught() {
         .filter(|name| name.ends_with(".rs"))
         .map(|name| format!("tests/{name}"))
         .collect();
-    let files: Vec<&str> = std::iter::once("ARCHITECTURE.md").chain(tests.iter().map(String::as_str)).collect();
+    let parts = ["tests/tidy/stdlib_names.rs"];
+    let files: Vec<&str> =
+        std::iter::once("ARCHITECTURE.md").chain(tests.iter().map(String::as_str)).chain(parts).collect();
     let dir = scratch(&files);
     assert_eq!(super::invariants_without_their_test(dir.path()), Vec::<String>::new());
     plant(dir.path(), "ARCHITECTURE.md", "- **Architecture Invariant: planted.** Held by `tidy::no_such_test`.");
@@ -181,4 +183,35 @@ fn the_reader_keeps_strings_and_leaves_out_comments_and_test_items() {
         lines.iter().map(|(n, l)| (*n, l.split_whitespace().collect::<Vec<_>>().join(" "))).collect();
     let expected = [(1, "let a = \"//x\";"), (2, "let b = r#\"/* \"# ; let c = '\"';"), (5, "let d = 1;")];
     assert_eq!(code, expected.map(|(n, l)| (n, l.to_string())));
+}
+
+#[test]
+fn one_name_with_two_meanings_in_the_stdlib_is_caught() {
+    let dir = scratch(&["stdlib/stack.rhai", "stdlib/checks.rhai"]);
+    assert_eq!(super::stdlib_names::names_meaning_two_things(dir.path()), Vec::<String>::new());
+    plant(
+        dir.path(),
+        "stdlib/checks.rhai",
+        "/// Hands the call over: one meaning.\nfn component(name) {\n    stack::component(name)\n}",
+    );
+    assert_eq!(super::stdlib_names::names_meaning_two_things(dir.path()), Vec::<String>::new());
+    plant(dir.path(), "stdlib/stack.rhai", "fn unit_active(c) {\n    #{ ok: unit::is_active(c.unit) }\n}");
+    let found = super::stdlib_names::names_meaning_two_things(dir.path());
+    assert!(found.len() == 1 && found[0].starts_with("`unit_active/1` in stdlib/checks.rhai:"), "{found:#?}");
+}
+
+#[test]
+fn a_call_of_a_stdlib_function_that_is_not_there_is_caught() {
+    let dir = scratch(&["stdlib/lifecycle.rhai", "stdlib/stack.rhai", "runbooks/configure.rhai"]);
+    assert_eq!(super::stdlib_names::calls_reaching_nothing(dir.path()), Vec::<String>::new());
+    plant(
+        dir.path(),
+        "runbooks/configure.rhai",
+        "let old = lifecycle::component(\"x, y\", |a, b| a);\nstack::component();",
+    );
+    let found = super::stdlib_names::calls_reaching_nothing(dir.path());
+    assert!(
+        found.len() == 2 && found[0].contains("`lifecycle::component/2`") && found[1].contains("`stack::component/0`"),
+        "{found:#?}"
+    );
 }

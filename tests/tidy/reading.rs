@@ -55,6 +55,22 @@ pub(super) fn read(text: &str) -> Source {
     Source { lines, test_modules, only_for_tests }
 }
 
+/// `text` with its comments made blank and its strings made `_`s (lines kept where they were):
+/// code alone, for counting a call's arguments or finding its definitions.
+pub(super) fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .iter()
+        .zip(kinds(&chars))
+        .map(|(c, kind)| match kind {
+            _ if *c == '\n' => '\n',
+            Kind::Code => *c,
+            Kind::Text => '_',
+            Kind::Comment | Kind::TestOnly => ' ',
+        })
+        .collect()
+}
+
 /// The `.rs` files under `dir`, sorted, without the files of modules declared for tests only
 /// (`#[cfg(test)] mod name;`) nor files that say `#![cfg(test)]`; each with how the rules read it.
 pub(super) fn rust_sources(dir: &Path) -> Vec<(PathBuf, Source)> {
