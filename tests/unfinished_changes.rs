@@ -23,13 +23,13 @@ let point = #{ role: role, unit: "alloy.service", taken: "2026-11-27 21:03:07 UT
     change: "configure", by: "root@op1", known: true, enabled: true, active: true, files: [] };
 file::write(path, point.to_json(), #{ mode: "0600", backup: false });
 unfinished::list();
-rollback::save(rollback::component(role), "configure");
+rollback::save(rollback::covered(role), "configure");
 section("kept");
 log(`the point kept is run ${parse_json(file::read(path)).run}'s`);
 // A point kept by an opsbook that recorded no run: still an unfinished change, still kept.
 point.remove("run");
 file::write(path, point.to_json(), #{ mode: "0600", backup: false });
-rollback::save(rollback::component(role), "restart");
+rollback::save(rollback::covered(role), "restart");
 log(`kept ${parse_json(file::read(path)).taken}`);
 "#;
 
