@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 name=$1
 command -v hyperfine >/dev/null || { echo "hyperfine is needed: apt-get install -y hyperfine" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "the private host needs root" >&2; exit 1; }
-cargo build --release -q
-export OPSBOOK_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/opsbook" REPO="$PWD"
+# OPSBOOK_BIN: a build to measure instead of this tree's release build (built here).
+if [ -z "${OPSBOOK_BIN:-}" ]; then
+  cargo build --release -q
+fi
+export OPSBOOK_BIN="${OPSBOOK_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/release/opsbook}" REPO="$PWD"
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
 unshare --mount --net --pid --fork --kill-child --mount-proc \
