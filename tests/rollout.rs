@@ -7,12 +7,11 @@
 
 use crate::support::{Output, Test, mask};
 
-/// What varies from run to run: durations and temporary paths (`mask`), times of day, a slow
-/// check's own time, the line of a stdlib module an abort names.
+/// What varies from run to run: durations, temporary paths and a slow check's own time
+/// (`mask`), times of day, the line of a stdlib module an abort names.
 pub(crate) fn settled(text: &str) -> String {
     let rules = [
         (r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "[TIME]"),
-        (r"(?m)^(  (?:ok|FAIL|warn|skip) .*?)  \(\[DUR\]\)$", "$1"),
         (r"\.rhai:\d+:\d+([;)])", ".rhai:[LINE]$1"),
         // A counter's reading before and after a wait.
         (r"(_total) \d+ → \d+", "$1 [N] → [N]"),

@@ -229,7 +229,7 @@ checks::units_active(["sleeper", "broken", "nothing-here"]);
   sleeper.service: loaded active (running); same as status: true; result read: false
   broken.service: loaded failed (failed); same as status: true; result read: false
   nothing-here.service: not-found inactive (dead); same as status: true; result read: false
-  ok    sleeper.service active — active (running)  ([DUR])
+  ok    sleeper.service active — active (running)
   FAIL  broken.service active — failed (failed); result exit-code
           expected: active (running)
           actual:   failed (failed)
