@@ -16,6 +16,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod error;
 pub mod input;
+pub mod memory;
 pub mod pattern;
 pub mod process;
 pub mod progress;

@@ -44,6 +44,17 @@ pub fn prepare_in_background() {
     });
 }
 
+/// The most heap the process may hold while a runbook runs: past it the run is stopped.
+const MAX_HEAP: usize = 2 << 30;
+
+/// Why a run was stopped for its memory.
+fn too_much_memory() -> String {
+    format!(
+        "the run held more than {} GiB of memory and was stopped (a map or a string growing without end?)",
+        MAX_HEAP >> 30
+    )
+}
+
 /// A configured engine for one host context.
 pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
     // What `Engine::new` does, with the standard library shared; print, debug and the module
@@ -55,7 +66,14 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
     engine.set_max_call_levels(64);
 
     let cancel = cx.cancel.clone();
-    engine.on_progress(move |_| cancel.is_cancelled().then(|| Dynamic::from("interrupted")));
+    engine.on_progress(move |_| {
+        if cancel.is_cancelled() {
+            return Some(Dynamic::from("interrupted"));
+        }
+        // Rhai bounds a string and an array's total, but not a map filled by assignment: the
+        // process's heap bounds whatever a runbook builds.
+        (opsbook_base::memory::in_use() > MAX_HEAP).then(|| Dynamic::from(too_much_memory()))
+    });
 
     let h = cx.clone();
     engine.on_print(move |text| h.log(Level::Info, text));
