@@ -63,7 +63,8 @@ struct Validation {
 
 fn validate(cx: &Context) -> VerbResult<Map> {
     let path = cx.config().text(keys::LOG_SHIPPER_CONFIG);
-    let argv = command(cx, keys::LOG_SHIPPER_VALIDATE_COMMAND, &["alloy", "validate", "{config}"], &path);
+    let default = opsbook_base::components::default_check(keys::LOG_SHIPPER_VALIDATE_COMMAND.name);
+    let argv = command(cx, keys::LOG_SHIPPER_VALIDATE_COMMAND, default, &path);
     let done = run_tool(cx, argv, keys::LOG_SHIPPER_VALIDATE_COMMAND)?;
     let ok = done.code == Some(0) && !done.timed_out;
     let errors = if ok { Vec::new() } else { diagnostics(&format!("{}\n{}", done.stderr, done.stdout)) };
