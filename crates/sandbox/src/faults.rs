@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use opsbook_base::components::{self, Tier};
+use opsbook_base::components::{self, Component, Tier};
 use opsbook_base::suggest::did_you_mean;
 
 /// One injected fault.
@@ -258,9 +258,12 @@ pub const FAULTS: [FaultRow; 21] = [
 ];
 
 impl FaultRow {
-    /// The components it applies to, in the component table's order.
+    /// The components it applies to, in the component table's order: the built-in ones, which
+    /// the sandbox simulates (read before an operator's `components.toml` is: `--help` is made
+    /// from it).
     pub fn components(&self) -> Vec<&'static str> {
-        components::all()
+        let built_in: &'static [Component] = &components::BUILT_IN;
+        built_in
             .iter()
             .filter(|c| match self.applies {
                 Applies::Every => true,
@@ -291,7 +294,7 @@ pub fn help() -> String {
         "With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE], the components \
          being {}; with --fleet, HOST (server, c1, c2…) limits the fault to one host, else it applies wherever the \
          component runs.",
-        components::names().join(", ")
+        components::BUILT_IN.map(|c| c.name).join(", ")
     );
     for row in &FAULTS {
         help.push_str(&format!("\n- {} — {}", row.specs(), row.effect.replace('`', "")));
