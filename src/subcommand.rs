@@ -124,19 +124,18 @@ fn fleet_run(
     global: &GlobalOptions,
     run: &RunArgs,
 ) -> Result<u8, Error> {
-    let save = run.save_json.as_deref();
+    let job = opsbook_fleet::job::Job {
+        runbook: &run.name,
+        params: &run.params,
+        forks: global.forks,
+        format: global.format,
+        save_json: run.save_json.as_deref(),
+        dry_run: global.dry_run,
+    };
     if run.rollout.wanted() {
-        let job = opsbook_fleet::rollout::Job {
-            runbook: &run.name,
-            params: &run.params,
-            forks: global.forks,
-            format: global.format,
-            save_json: save,
-            dry_run: global.dry_run,
-        };
         return opsbook_fleet::rollout::run(targets, inventory, &job, &run.rollout);
     }
-    opsbook_fleet::run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+    opsbook_fleet::run::run(targets, inventory, &job)
 }
 
 /// `opsbook repl --host NAME`: the REPL acting on one inventory host.
