@@ -48,11 +48,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         Command::Twin(args) => opsbook_twin::run(args),
         Command::Serve(args) => crate::serve::run(&global, &args),
         Command::History(args) => {
-            let settings = opsbook_base::config::Config::load(&opsbook_base::config::Sources {
-                explicit: global.config.clone(),
-                user_scope: global.user,
-            })?
-            .serve;
+            let settings = global.load_config()?.serve;
             crate::history::command::run(
                 &args,
                 crate::serve::state_dir(args.state_dir.clone(), &settings)?,

@@ -170,12 +170,21 @@ impl std::fmt::Display for Share {
 }
 
 impl GlobalOptions {
-    /// The inventory the command line asks for: `--config` and `--user` as every subcommand
-    /// reads them, `--inventory` over the `inventory` key.
+    /// Where the configuration comes from, as every subcommand reads it: `--config` over the
+    /// search path, `--user`'s scope.
+    pub fn sources(&self) -> Sources {
+        Sources { explicit: self.config.clone(), user_scope: self.user }
+    }
+
+    /// The configuration the command line asks for (`sources`), loaded.
+    pub fn load_config(&self) -> Result<Config, Error> {
+        Config::load(&self.sources())
+    }
+
+    /// The inventory the command line asks for: the configuration as every subcommand reads
+    /// it, `--inventory` over the `inventory` key.
     pub fn inventory(&self) -> Result<Inventory, Error> {
-        let sources = Sources { explicit: self.config.clone(), user_scope: self.user };
-        let config = Config::load(&sources)?;
-        Inventory::load(&config, self.inventory.as_deref())
+        Inventory::load(&self.load_config()?, self.inventory.as_deref())
     }
 }
 
