@@ -48,11 +48,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         Command::Twin(args) => opsbook_twin::run(args),
         Command::Serve(args) => crate::serve::run(&global, &args),
         Command::History(args) => {
-            let settings = opsbook_base::config::Config::load(&opsbook_base::config::Sources {
-                explicit: global.config.clone(),
-                user_scope: global.user,
-            })?
-            .serve;
+            let settings = global.load_config()?.serve;
             crate::history::command::run(
                 &args,
                 crate::serve::state_dir(args.state_dir.clone(), &settings)?,
@@ -124,19 +120,18 @@ fn fleet_run(
     global: &GlobalOptions,
     run: &RunArgs,
 ) -> Result<u8, Error> {
-    let save = run.save_json.as_deref();
+    let job = opsbook_fleet::job::Job {
+        runbook: &run.name,
+        params: &run.params,
+        forks: global.forks,
+        format: global.format,
+        save_json: run.save_json.as_deref(),
+        dry_run: global.dry_run,
+    };
     if run.rollout.wanted() {
-        let job = opsbook_fleet::rollout::Job {
-            runbook: &run.name,
-            params: &run.params,
-            forks: global.forks,
-            format: global.format,
-            save_json: save,
-            dry_run: global.dry_run,
-        };
         return opsbook_fleet::rollout::run(targets, inventory, &job, &run.rollout);
     }
-    opsbook_fleet::run::run(targets, inventory, &run.name, &run.params, global.forks, global.format, save)
+    opsbook_fleet::run::run(targets, inventory, &job)
 }
 
 /// `opsbook repl --host NAME`: the REPL acting on one inventory host.

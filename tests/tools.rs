@@ -1,4 +1,4 @@
-//! `host::`, `agent::`, `shipper::` and `container::`: real processes (small stand-in
+//! `host::`, `telegraf::`, `alloy::` and `container::`: real processes (small stand-in
 //! executables that print what the real tools print), real sockets, and the real podman.
 
 use std::time::{Duration, Instant};
@@ -67,7 +67,7 @@ fn agent_config_test_parses_what_telegraf_prints() {
         bin.display()
     );
     let src = r#"
-let r = agent::config_test();
+let r = telegraf::config_test();
 check("ok", r.ok, r.detail);
 check("collected", r.measurements == ["cpu", "mem", "disk"] && r.points == 4, r.measurements);
 let cpu = r.records[0];
@@ -88,7 +88,7 @@ fn a_broken_agent_config_fails_the_test_with_its_message() {
     );
     let bin = t.path().join("bin/telegraf");
     t.config(&format!("[metrics_agent]\ntest_command = [\"{}\", \"--test\"]\n", bin.display()))
-        .runbook("a", "let r = agent::config_test();\ncheck(\"config test\", r.ok, r.detail);")
+        .runbook("a", "let r = telegraf::config_test();\ncheck(\"config test\", r.ok, r.detail);")
         .args(["run", "a"])
         .run()
         .code(1)
@@ -96,7 +96,7 @@ fn a_broken_agent_config_fails_the_test_with_its_message() {
         .stdout_has("line 12: invalid TOML syntax");
     Test::new()
         .env("PATH", "/nonexistent")
-        .runbook("a", "agent::config_test();")
+        .runbook("a", "telegraf::config_test();")
         .args(["run", "a"])
         .run()
         .code(1)
@@ -128,7 +128,7 @@ fn shipper_validate_and_reload() {
             bin.display()
         )
     };
-    let src = "let v = shipper::validate();\ncheck(\"valid\", v.ok, v.detail);\nlet r = shipper::reload();\ncheck(\"reload\", r.ok, r.detail);";
+    let src = "let v = alloy::validate();\ncheck(\"valid\", v.ok, v.detail);\nlet r = alloy::reload();\ncheck(\"reload\", r.ok, r.detail);";
     let t = t.config(&cfg(&good)).runbook("s", src);
     let out = t.args(["run", "s"]).run().code(1);
     out.stdout_has("ok    valid").stdout_has("FAIL  reload — HTTP 400: error during the initial load");
@@ -139,7 +139,7 @@ fn shipper_validate_and_reload() {
     );
     let bin = t.path().join("bin/alloy");
     t.config(&format!("[log_shipper]\nconfig = \"/etc/alloy/config.alloy\"\nvalidate_command = [\"{}\", \"validate\", \"{{config}}\"]\n", bin.display()))
-        .runbook("s", "let v = shipper::validate();\ncheck(\"valid\", v.ok, v.detail);\ncheck(\"diagnostics\", v.errors.len() == 1 && v.errors[0].contains(\"3:5\"), v.errors);")
+        .runbook("s", "let v = alloy::validate();\ncheck(\"valid\", v.ok, v.detail);\ncheck(\"diagnostics\", v.errors.len() == 1 && v.errors[0].contains(\"3:5\"), v.errors);")
         .args(["run", "s"])
         .run()
         .code(1)

@@ -188,7 +188,7 @@ fn masked(stdout: &str) -> String {
 fn the_configuration_test_loads_the_units_config_directory() {
     let Some(host) = boot() else { return };
     let src = r#"
-let t = agent::config_test();
+let t = telegraf::config_test();
 check("configuration test", t.ok, t.detail);
 "#;
     let broken = [("telegraf.d/cpu.conf", "[[inputs.cpu]]\n  percpu_typo = true\n")];

@@ -196,7 +196,7 @@ fn problems(views: &[View]) -> Vec<String> {
 
 /// Runs `opsbook serve` until SIGTERM.
 pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
-    let sources = Sources { explicit: global.config.clone(), user_scope: global.user };
+    let sources = global.sources();
     let config = Config::load(&sources)?;
     let mut settings = config.serve.clone();
     // Where the record goes is settled (or refused) before anything starts.

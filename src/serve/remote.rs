@@ -5,7 +5,7 @@
 //! sshd restarts. Each run therefore opens its hosts' sessions (one ssh connection per host,
 //! in parallel, through the fleet code), runs, and closes them, so a host that was gone is
 //! simply reached again at the next run — nothing to notice, repair or leak. Its price is one
-//! ssh connect per host per run (measured in docs/performance.md). A host that cannot
+//! ssh connect per host per run, small beside the run itself. A host that cannot
 //! be reached is that host's failed run, naming it and quoting ssh; the others go on. At most
 //! `--forks` hosts run at a time, through the same fleet runner as `opsbook run --hosts`
 //! (`opsbook_fleet::runner`), so barriers and `fleet::on` work in a job too.

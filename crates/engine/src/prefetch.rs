@@ -6,7 +6,7 @@
 //! so the two share the parsing instead of one waiting for the other. What it hands over is a
 //! parse of the very text the resolver finds, by an engine that parses as the runbook's does
 //! (`syntax::parse_settings`), taken once: a module edited since, or asked for again, is parsed
-//! as before.
+//! by the run when it imports it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

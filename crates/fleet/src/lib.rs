@@ -8,6 +8,7 @@
 //! the others; this crate parses no command line (its options are plain data).
 
 pub mod hosts_report;
+pub mod job;
 pub mod liveness;
 pub mod locks;
 pub mod options;

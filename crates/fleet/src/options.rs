@@ -53,7 +53,7 @@ pub struct GlobalOptions {
     pub forks: usize,
 
     /// With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE].
-    #[arg(long = "fault", global = true, value_name = "SPEC", long_help = FAULT_HELP)]
+    #[arg(long = "fault", global = true, value_name = "SPEC", long_help = opsbook_sandbox::fault_help())]
     pub faults: Vec<String>,
 
     /// Read the fleet's hosts from this Ansible inventory (YAML or INI); overrides the
@@ -80,32 +80,6 @@ pub struct GlobalOptions {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
-
-const FAULT_HELP: &str = "With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE], \
-the components being metrics-db, log-store, metrics-agent, log-shipper; with --fleet, HOST (server, c1, c2…) \
-limits the fault to one host, else it applies wherever the component runs.\n\
-- C:down — the unit is stopped when the run begins\n\
-- C:fail-start — starting the unit fails (its process exits with status 1)\n\
-- C:no-reload — the unit has no reload support (systemd refuses the job)\n\
-- metrics-db:slow-ready[=15s], log-store:slow-ready[=15s] — not listening / not ready for a while after each start\n\
-- metrics-db:error-500, log-store:error-500 — every answer is a 500\n\
-- metrics-db:garbage, log-store:garbage — every answer is an HTML page\n\
-- metrics-db:refuse-token — the API token is refused (401)\n\
-- metrics-db:fresh — the database is not set up yet (no org, bucket or token until onboarding)\n\
-- metrics-db:all-access-token — the API token is all-access, not operator (/api/v2/config refuses it)\n\
-- metrics-agent:json-errors, log-shipper:json-errors — the component logs in JSON\n\
-- metrics-agent:logfile — the agent logs to its logfile, not the journal\n\
-- metrics-agent:reload-exits — a reload makes the agent exit a second later\n\
-- metrics-agent:not-writing — the agent runs but writes nothing\n\
-- metrics-agent:missing-bucket — the agent writes to a bucket the database lacks (404 every flush)\n\
-- metrics-agent:wrong-token — the database refuses the agent's token (401 every flush)\n\
-- log-shipper:push-dead — the shipper pushes to a port nothing listens on (retried, logged at warn)\n\
-- log-shipper:push-refused — the log store answers the shipper's pushes 404 (dropped, logged at error)\n\
-- log-shipper:bad-config — the shipper's configuration file no longer validates\n\
-- log-shipper:reload-fails — the shipper's reload fails\n\
-- HOST:C:lost-mid-change — the host stops answering once C's unit started, restarted or reloaded (a host lost mid-change)\n\
-- [HOST:]lock-held[=USER@MACHINE] — another operator's run holds the host's change lock (alice@laptop unless \
-named): a run that changes the host is refused naming the holder, or waits (--lock-timeout)";
 
 /// How `opsbook run` rolls a change out over several hosts (see `rollout.rs`).
 #[derive(Debug, Args, Clone, Default)]
@@ -196,12 +170,21 @@ impl std::fmt::Display for Share {
 }
 
 impl GlobalOptions {
-    /// The inventory the command line asks for: `--config` and `--user` as every subcommand
-    /// reads them, `--inventory` over the `inventory` key.
+    /// Where the configuration comes from, as every subcommand reads it: `--config` over the
+    /// search path, `--user`'s scope.
+    pub fn sources(&self) -> Sources {
+        Sources { explicit: self.config.clone(), user_scope: self.user }
+    }
+
+    /// The configuration the command line asks for (`sources`), loaded.
+    pub fn load_config(&self) -> Result<Config, Error> {
+        Config::load(&self.sources())
+    }
+
+    /// The inventory the command line asks for: the configuration as every subcommand reads
+    /// it, `--inventory` over the `inventory` key.
     pub fn inventory(&self) -> Result<Inventory, Error> {
-        let sources = Sources { explicit: self.config.clone(), user_scope: self.user };
-        let config = Config::load(&sources)?;
-        Inventory::load(&config, self.inventory.as_deref())
+        Inventory::load(&self.load_config()?, self.inventory.as_deref())
     }
 }
 

@@ -16,11 +16,11 @@
 
 use std::io::IsTerminal;
 use std::ops::Range;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::job::Job;
 use crate::liveness::{Lost, Step, Watch};
 use crate::options::RolloutOptions;
 use crate::rollout_report::{self, Batch, HostOutcome, HostResult, Plan, Rollout, why_failed};
@@ -29,23 +29,10 @@ use crate::session::Session;
 use crate::targets::Target;
 use opsbook_base::cancel::Cancel;
 use opsbook_base::error::Error;
-use opsbook_base::report::Format;
 use opsbook_inventory::Inventory;
 
 /// The runbook that keeps, restores and drops what a host had (its `step` parameter).
 const ROLLBACK: &str = "rollback";
-
-/// The run a rollout makes: which runbook with which parameters, how many hosts act at once,
-/// how the report is written.
-pub struct Job<'a> {
-    pub runbook: &'a str,
-    pub params: &'a [(String, String)],
-    pub forks: usize,
-    pub format: Format,
-    /// `--save-json FILE`: the JSON document, whatever `format` prints.
-    pub save_json: Option<&'a Path>,
-    pub dry_run: bool,
-}
 
 /// Rolls `job` out over `targets` (in the inventory's order) as `options` ask, writes the
 /// report to stdout and returns the exit status: 0 every host changed, 1 otherwise, 75 another

@@ -10,27 +10,21 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::hosts_report::{self, HostRun};
+use crate::job::Job;
 use crate::session::Session;
 use crate::targets::Target;
 use opsbook_base::cancel::Cancel;
 use opsbook_base::error::Error;
 use opsbook_base::report::Mode;
-use opsbook_base::report::{Format, Formatter, Outcome, Recorder, Report};
+use opsbook_base::report::{Formatter, Outcome, Recorder, Report};
 use opsbook_inventory::Inventory;
 
-/// Runs `runbook` with `params` on every target, `forks` acting at a time, writes the fleet's
-/// report to stdout (and its JSON document to `save_json` when given, `--save-json`) and
+/// Runs `job` — its runbook with its parameters — on every target, `forks` acting at a time,
+/// writes the fleet's report to stdout (and its JSON document to `save_json` when given) and
 /// returns the exit status (the worst of the hosts'). Runbooks see `inventory` through
 /// `inventory::` and meet at `fleet::barrier`s.
-pub fn run(
-    targets: Vec<Target>,
-    inventory: Arc<Inventory>,
-    runbook: &str,
-    params: &[(String, String)],
-    forks: usize,
-    format: Format,
-    save_json: Option<&std::path::Path>,
-) -> Result<u8, Error> {
+pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job) -> Result<u8, Error> {
+    let Job { runbook, params, forks, format, save_json, .. } = *job;
     if targets.is_empty() {
         return Err(Error::Usage("no host matches: nothing to run".into()));
     }

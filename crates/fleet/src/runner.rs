@@ -4,8 +4,8 @@
 //! `opsbook run --hosts`, the sandbox's simulated fleet and `serve`'s jobs over inventory
 //! hosts all run through here.
 //!
-//! The pool: a thread per host cost each host a new thread's stack and heap (the most of
-//! opsbook's own CPU per host on a cold run, docs/performance.md, the fleet's cold run), so `workers` threads take
+//! The pool: a thread per host would cost each host a new thread's stack and heap, the largest
+//! part of opsbook's own CPU per host on a cold run, so `workers` threads take
 //! the hosts in order, each host from its start to its end. A host waiting at a barrier holds
 //! its worker, so the pool grows by one for each host waiting (the calling thread watches the
 //! gathering for that): the hosts it waits for still get a worker.

@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 use rhai::{Engine, Scope};
 
 use crate::options::GlobalOptions;
-use opsbook_base::config::{Config, Sources};
+use opsbook_base::config::Config;
 use opsbook_base::error::Error;
 use opsbook_base::report::{End, Format, Mode, Recorder, Report};
 use opsbook_engine::catalog::{Catalog, Kind};
@@ -55,7 +55,7 @@ impl Session {
     /// The session the command-line options describe.
     pub fn open(global: &GlobalOptions, reach: Reach) -> Result<Session, Error> {
         let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-        let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
+        let config = global.load_config()?;
         if !global.sandbox
             && let Some(spec) = global.faults.first()
         {

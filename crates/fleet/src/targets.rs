@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::options::GlobalOptions;
 use crate::session::Session;
-use opsbook_base::config::{Config, Sources};
+use opsbook_base::config::Config;
 use opsbook_base::error::Error;
 use opsbook_base::process::Children;
 use opsbook_base::report::Mode;
@@ -50,7 +50,7 @@ pub fn sandbox_targets(
         )));
     }
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let config = Config::load(&Sources { explicit: global.config.clone(), user_scope: global.user })?;
+    let config = global.load_config()?;
     // Setting up hundreds of hosts takes a while: Ctrl-C or SIGTERM meanwhile ends it, saying
     // how far it got (exit status 130), instead of killing the process without a word.
     opsbook_base::cancel::catch_set_up();

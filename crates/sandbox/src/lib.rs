@@ -37,6 +37,8 @@ pub(crate) mod when;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use faults::{Applies, FAULTS, FaultRow, help as fault_help};
+
 use faults::Faults;
 use files::{ClientFiles, Servers};
 use opsbook_base::config::{Config, Origin, Value, keys};
@@ -294,11 +296,14 @@ fn point_at_clients(config: &mut Config, files: &ClientFiles) -> Result<(), Erro
         (keys::LOG_SHIPPER_URL, text(&format!("http://{}", files.shipper))),
         (keys::METRICS_AGENT_CONFIG, text(&files.agent_config.display().to_string())),
         (keys::LOG_SHIPPER_CONFIG, text(&files.shipper_config.display().to_string())),
-        (keys::METRICS_AGENT_TEST_COMMAND, argv(&["telegraf", "--config", "{config}", "--test"])),
-        (keys::LOG_SHIPPER_VALIDATE_COMMAND, argv(&["alloy", "validate", "{config}"])),
     ];
     for (key, value) in settings {
         config.set(key, value, Origin::Sandbox)?;
+    }
+    // The clients' offline checks, whatever the host's configuration says: the table's own
+    // commands, which `commands.rs` answers in-process.
+    for key in [keys::METRICS_AGENT_TEST_COMMAND, keys::LOG_SHIPPER_VALIDATE_COMMAND] {
+        config.set(key, argv(opsbook_base::components::default_check(key.name)), Origin::Sandbox)?;
     }
     Ok(())
 }

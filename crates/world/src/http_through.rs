@@ -1,6 +1,6 @@
 //! One plain-http request through a unix socket (an endpoint forwarded over ssh), sent on a
 //! connection of its own and driven in the caller's task: no client, pool or connection task
-//! to set up per host, which was most of a cold fleet host's HTTP cost (docs/performance.md, the fleet's cold run).
+//! to set up per host, which would be most of a cold fleet host's HTTP cost.
 //! The request is what the shared client would send (origin-form target, `Host` of the
 //! endpoint as the host knows it, opsbook's user agent, `Accept: */*`); failures read as the
 //! shared client's do ("connection refused", "timed out after 5s", hyper's own words).

@@ -89,7 +89,7 @@ pub const BUILT_IN: [Component; 4] = [
             package: "loki",
             data_dir: "/var/lib/loki",
             image: "docker.io/grafana/loki:3.4.6",
-            check_help: "offline validation; default: the exec line with -verify-config",
+            check_help: "offline validation",
         },
         behaviour: Behaviour {
             own_module: "",
@@ -129,7 +129,7 @@ pub const BUILT_IN: [Component; 4] = [
             package: "telegraf",
             data_dir: "",
             image: "",
-            check_help: "configuration test; default: telegraf --config {config} --test",
+            check_help: "configuration test",
         },
         behaviour: Behaviour {
             own_module: "",
@@ -169,7 +169,7 @@ pub const BUILT_IN: [Component; 4] = [
             package: "alloy",
             data_dir: "/var/lib/alloy",
             image: "",
-            check_help: "offline validation; default: alloy validate {config}",
+            check_help: "offline validation",
         },
         behaviour: Behaviour {
             own_module: "",

@@ -206,11 +206,7 @@ fn component(e: Entry) -> Component {
             package: leak(e.settings.package),
             data_dir: leak(e.settings.data_dir),
             image: "",
-            check_help: if has_check {
-                "offline check of a configuration file (default: the component's own)"
-            } else {
-                ""
-            },
+            check_help: if has_check { "offline check of a configuration file" } else { "" },
         },
         behaviour: Behaviour {
             own_module: leak(e.module),

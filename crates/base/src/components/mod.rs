@@ -133,7 +133,8 @@ pub struct Settings {
     pub data_dir: &'static str,
     /// `image`; empty: it is not run as a container (no `run_as` and `image` keys).
     pub image: &'static str,
-    /// The help of its offline check's key (`Behaviour::check_key`), naming the default.
+    /// The help of its offline check's key (`Behaviour::check_key`); the key's help adds the
+    /// default, `Behaviour::check`.
     pub check_help: &'static str,
 }
 
@@ -192,6 +193,17 @@ fn all_names() -> impl Iterator<Item = &'static str> {
 pub fn names() -> &'static [&'static str] {
     static NAMES: OnceLock<&'static [&'static str]> = OnceLock::new();
     NAMES.get_or_init(|| Vec::leak(all().iter().map(|c| c.name).collect()))
+}
+
+/// The offline check a configuration key runs by default — the table's `check` of the
+/// component whose check key it is (`log_shipper.validate_command`: `alloy validate {config}`);
+/// none for another key.
+pub fn default_check(key: &str) -> &'static [&'static str] {
+    let of = |c: &&Component| {
+        !c.behaviour.check_key.is_empty()
+            && key.strip_prefix(c.section).and_then(|k| k.strip_prefix('.')) == Some(c.behaviour.check_key)
+    };
+    all().iter().find(of).map_or(&[], |c| c.behaviour.check)
 }
 
 impl Component {

@@ -254,7 +254,11 @@ fn of_component(c: &'static Component) -> Vec<Key> {
     keys.push(text("account", s.account, format!("service account the {label} runs as (system scope)")));
     keys.extend(package_keys(c, &name));
     if !c.behaviour.check_key.is_empty() {
-        keys.push(key(name(c.behaviour.check_key), Kind::Command, "", s.check_help));
+        // The default is the table's `check`, written there once.
+        let default = c.behaviour.check.join(" ");
+        let exec = if default.contains("{exec}") { " ({exec}: the exec line)" } else { "" };
+        let help = format!("{}; default: {default}{exec}", s.check_help);
+        keys.push(key(name(c.behaviour.check_key), Kind::Command, "", Box::leak(help.into_boxed_str())));
     }
     if !s.image.is_empty() {
         let help = format!("deploy the {label} as a native unit or a container");
@@ -349,7 +353,10 @@ mod tests {
             }
             assert_eq!(lookup(&format!("{}.url", c.section)).is_some(), c.serves(), "{}.url", c.section);
             if !c.behaviour.check_key.is_empty() {
-                assert!(lookup(&format!("{}.{}", c.section, c.behaviour.check_key)).is_some(), "{}", c.name);
+                // The offline check's default is the table's, named in its key's help.
+                let key = lookup(&format!("{}.{}", c.section, c.behaviour.check_key)).unwrap();
+                assert_eq!(components::default_check(key.name), c.behaviour.check, "{}", c.name);
+                assert!(key.help.contains(&c.behaviour.check.join(" ")), "{}", key.help);
             }
             assert_eq!(lookup(&format!("{}.run_as", c.section)).is_some(), !c.settings.image.is_empty());
         }

@@ -1,9 +1,8 @@
 //! `config` as scripts read it: the configuration's script view (`Config::script_view`, the
 //! token left out) as a read-only Rhai map.
 //!
-//! Turning the view into script values was the most of an engine's set-up on each host of a
-//! fleet run (docs/performance.md, the fleet's cold run), and the hosts of a fleet mostly read the same: so the
-//! views made are kept for the process, and a host whose view reads the same as one made
+//! Turning the view into script values is the largest part of an engine's set-up on each host
+//! of a fleet run, and the hosts of a fleet mostly read the same: so the views made are kept for the process, and a host whose view reads the same as one made
 //! already gets a copy of it (its strings shared) instead of having it made again.
 
 use std::sync::Mutex;

@@ -2,7 +2,7 @@
 //!
 //! One file per namespace, named after it (`unit.rs` is `unit::…`, `pkg.rs` is `pkg::…`,
 //! `host.rs` is `host::…`; `core.rs` and `time.rs` are global); a namespace too large for one
-//! file keeps its parts in the folder of its name (`firewall/`, `pkg/`, `influx/`, `agent/`,
+//! file keeps its parts in the folder of its name (`firewall/`, `pkg/`, `influx/`, `telegraf/`,
 //! `unit/`). Each builds its functions into a module (its `module()`), once for the process.
 //!
 //! Apart from the namespaces: `context.rs` (what verbs act with, found per call), `ground.rs`
@@ -12,7 +12,7 @@
 //! file that imports every namespace.
 
 pub mod account;
-pub mod agent;
+pub mod alloy;
 pub mod config_view;
 pub mod container;
 pub mod context;
@@ -32,7 +32,7 @@ pub mod place;
 pub mod prom;
 pub mod registry;
 pub mod result;
-pub mod shipper;
+pub mod telegraf;
 pub mod template;
 mod template_values;
 pub mod time;

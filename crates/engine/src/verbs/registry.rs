@@ -8,7 +8,7 @@ use rhai::{Dynamic, Engine, Module, Shared};
 
 use super::context::{Context, EngineTag};
 use super::{
-    account, agent, container, core, file, firewall, fleet, host, http, influx, journal, loki, pkg, prom, shipper,
+    account, alloy, container, core, file, firewall, fleet, host, http, influx, journal, loki, pkg, prom, telegraf,
     template, time, unit, wait,
 };
 use crate::catalog::Catalog;
@@ -35,8 +35,8 @@ fn modules() -> &'static Modules {
             ("unit", unit::module()),
             ("journal", journal::module()),
             ("host", host::module()),
-            ("agent", agent::module()),
-            ("shipper", shipper::module()),
+            ("telegraf", telegraf::module()),
+            ("alloy", alloy::module()),
             ("container", container::module()),
             ("http", http::module()),
             ("influx", influx::module()),

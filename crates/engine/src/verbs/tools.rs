@@ -1,6 +1,6 @@
 //! Running the stack's own tools: a configured command (argv array, or a string run by
 //! `sh -c`) with `{config}` replaced by the component's configuration path. Shared by the
-//! `agent::` and `shipper::` modules.
+//! `telegraf::` and `alloy::` modules.
 
 use super::context::Context;
 use super::result::{VerbResult, fail};

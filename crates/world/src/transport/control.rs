@@ -309,7 +309,7 @@ fn usable_runtime_dir(runtime: PathBuf) -> Option<PathBuf> {
 /// A fresh 0700 directory for one control socket, directly under the runtime directory, else
 /// the temporary one (`/tmp` when that is too long for socket paths). The runtime directory
 /// comes first also for cost: on a disk-backed `/tmp`, making and removing a directory and its
-/// sockets per host was most of a cold fleet run's own CPU (inode allocation).
+/// sockets per host is most of a cold fleet run's own CPU (inode allocation).
 fn private_dir() -> Result<PathBuf, String> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let base = runtime_dir().unwrap_or_else(|| {

@@ -18,7 +18,7 @@
 //! (`process::start_staying`): it lasts exactly as long as we hold that pipe, ends when asked
 //! (`let_go`, `close`), and goes with opsbook however opsbook dies, since the kernel then
 //! closes the pipe. Not forking saves what the background fork of `-f` costs (about 1.6 ms of
-//! CPU a host: docs/performance.md, the fleet's cold run). A lasting master (`ssh -M -N -f` with a `ControlPersist`) must
+//! CPU a host). A lasting master (`ssh -M -N -f` with a `ControlPersist`) must
 //! outlive us: if it could end while idle during a run (forwarded ports alone do not hold it),
 //! a keeper session (`exec cat` over it, reading a pipe from us; `keeper`) starts after a
 //! quarter of its persist time, and ends when that pipe closes.

@@ -1,8 +1,8 @@
-//! `agent::` — the metrics agent: its configuration test, run with the flags its unit really
+//! `telegraf::` — the metrics agent: its configuration test, run with the flags its unit really
 //! uses (`telegraf -config … -config-directory … --test` gathers once and prints each metric
-//! as `> ` + line protocol without sending anything; agent/unit.rs reads the flags), the
+//! as `> ` + line protocol without sending anything; telegraf/unit.rs reads the flags), the
 //! errors of the log file its configuration may send its log to, and a reload watched until
-//! it settled (agent/log.rs). Checked against Telegraf v1.32.0 and v1.39.3.
+//! it settled (telegraf/log.rs). Checked against Telegraf v1.32.0 and v1.39.3.
 
 pub mod log;
 pub mod unit;
@@ -20,7 +20,7 @@ use crate::register;
 use opsbook_base::config::keys;
 use opsbook_wire::line_protocol::{self as lineproto, FieldValue};
 
-/// The `agent::` namespace.
+/// The `telegraf::` namespace.
 pub(crate) fn module() -> Module {
     let mut m = Module::new();
     register!(
@@ -35,7 +35,7 @@ pub(crate) fn module() -> Module {
          /// Parses the line protocol it prints: `#{ok, detail, points, measurements, records,\n\
          /// errors, command}`. `records` are `#{measurement, tags, fields, timestamp}`; which\n\
          /// measurements must be there is the runbook's decision. Throws when it cannot be run.",
-        "agent::config_test().ok",
+        "telegraf::config_test().ok",
         |call: NativeCallContext| config_test(&context(&call))
     );
     register!(
@@ -48,7 +48,7 @@ pub(crate) fn module() -> Module {
          /// current run, read over the host's connection: `#{logs_to, path, looked, read, errors,\n\
          /// detail}`. `logs_to` is `journal` (nothing to read here), `file` or `unknown`; `looked`\n\
          /// false says why in `detail`. `errors` are `#{time, message, after_start}`.",
-        "agent::logfile_errors(\"1 hour ago\")",
+        "telegraf::logfile_errors(\"1 hour ago\")",
         |call: NativeCallContext, since: &str| self::log::logfile_errors(&context(&call), since)
     );
     register!(
@@ -61,7 +61,7 @@ pub(crate) fn module() -> Module {
          /// runs `units.settle` later. Options `#{pid, since, timeout: \"30s\"}`: the main PID and\n\
          /// a time (`now()`) taken before the signal. Returns a check record `#{ok, detail, pid,\n\
          /// reloaded, lines}`; a process that exits fails it, quoting its last lines.",
-        "agent::watch_reload(#{ pid: unit::status(config.metrics_agent.unit).main_pid, since: \"1 min ago\", timeout: \"1s\" })",
+        "telegraf::watch_reload(#{ pid: unit::status(config.metrics_agent.unit).main_pid, since: \"1 min ago\", timeout: \"1s\" })",
         |call: NativeCallContext, options: Map| self::log::watch_reload(&context(&call), &options)
     );
     register!(
@@ -73,13 +73,13 @@ pub(crate) fn module() -> Module {
          /// flush_interval, collection_jitter, flush_jitter}` in seconds (Telegraf's defaults 10, 10,\n\
          /// 0, 0 where a file sets none) and `files`, the files read. How long a point made after a\n\
          /// change takes to reach the database is the runbook's arithmetic over these.",
-        "agent::timing().flush_interval",
+        "telegraf::timing().flush_interval",
         |call: NativeCallContext| timing(&context(&call))
     );
     m
 }
 
-/// The agent's collection and flush timing, as `agent::timing` returns it.
+/// The agent's collection and flush timing, as `telegraf::timing` returns it.
 #[derive(Serialize)]
 struct Timing {
     interval: f64,

@@ -156,7 +156,7 @@ fn read_file(cx: &Context, path: &str) -> VerbResult<Result<Option<String>, Stri
     Ok(cx.block_on(|| async move { files.read(&at).await })?.map(|found| found.map(|(text, _)| text)))
 }
 
-/// `agent::logfile_errors(since)`: the error lines of the agent's log file written since
+/// `telegraf::logfile_errors(since)`: the error lines of the agent's log file written since
 /// `since` in its current run, when its configuration sends its log to a file.
 pub(super) fn logfile_errors(cx: &Context, since: &str) -> VerbResult<Map> {
     let target = match target(cx)? {
@@ -254,7 +254,7 @@ fn excerpt(after: &[String]) -> String {
     format!("{} | … | {}", after[0], last(after, 3).join(" | "))
 }
 
-/// `agent::watch_reload(#{pid, since, timeout})`: after the signal, the agent must log the
+/// `telegraf::watch_reload(#{pid, since, timeout})`: after the signal, the agent must log the
 /// reload and its start lines again, and its main PID `pid` must still run `units.settle`
 /// later; it fails, quoting the agent's last lines, when the process exits or `timeout`
 /// (30 s) passes first.
@@ -264,15 +264,17 @@ pub(super) fn watch_reload(cx: &Context, options: &Map) -> VerbResult<Map> {
     let mut timeout = Duration::from_secs(30);
     for (k, v) in options {
         match k.as_str() {
-            "pid" => pid = Some(v.as_int().map_err(|_| fail("agent::watch_reload: `pid` must be an integer"))?),
+            "pid" => pid = Some(v.as_int().map_err(|_| fail("telegraf::watch_reload: `pid` must be an integer"))?),
             "since" => since = Some(text(v)),
             "timeout" => timeout = positive_duration_arg(v, "timeout")?,
-            other => return Err(fail(format!("agent::watch_reload: unknown option `{other}` (pid, since, timeout)"))),
+            other => {
+                return Err(fail(format!("telegraf::watch_reload: unknown option `{other}` (pid, since, timeout)")));
+            }
         }
     }
     let (Some(pid), Some(since)) = (pid, since) else {
         return Err(fail(
-            "agent::watch_reload: give `pid` (the main PID before the reload) and `since` (a time before it)",
+            "telegraf::watch_reload: give `pid` (the main PID before the reload) and `since` (a time before it)",
         ));
     };
     let unit = full_name(&cx.config().text(keys::METRICS_AGENT_UNIT));

@@ -1,4 +1,4 @@
-//! `shipper::` — the log shipper's offline validation (`alloy validate PATH`) and its
+//! `alloy::` — the log shipper's offline validation (`alloy validate PATH`) and its
 //! experimental live reload (`POST /-/reload` on its local endpoint), and its own clock
 //! (`batch_wait`, the first retry's back-off) read from its configuration.
 
@@ -13,7 +13,7 @@ use crate::register;
 use opsbook_base::config::keys;
 use opsbook_world::http_client::Request;
 
-/// The `shipper::` namespace.
+/// The `alloy::` namespace.
 pub(crate) fn module() -> Module {
     let mut m = Module::new();
     register!(
@@ -24,7 +24,7 @@ pub(crate) fn module() -> Module {
         "/// Validates the shipper's configuration offline (`log_shipper.validate_command`, by default\n\
          /// `alloy validate {config}`): `#{ok, detail, errors}`, `errors` its diagnostics. Throws\n\
          /// when the tool cannot be run.",
-        "shipper::validate().ok",
+        "alloy::validate().ok",
         |call: NativeCallContext| validate(&context(&call))
     );
     register!(
@@ -34,7 +34,7 @@ pub(crate) fn module() -> Module {
         ["Map"],
         "/// Asks the running shipper to reload (POST /-/reload), never throws: `#{ok, status,\n\
          /// detail, elapsed_ms}`. Reload is experimental: on failure, restart the unit instead.",
-        "shipper::reload()",
+        "alloy::reload()",
         |call: NativeCallContext| reload(&context(&call))
     );
     register!(
@@ -46,7 +46,7 @@ pub(crate) fn module() -> Module {
          /// set}` in seconds (Alloy's defaults 1 and 0.5 where the file sets none; `set` says whether\n\
          /// it sets `batch_wait`). How long a line takes to reach the log store is the runbook's\n\
          /// arithmetic over these.",
-        "shipper::timing().batch_wait",
+        "alloy::timing().batch_wait",
         |call: NativeCallContext| timing(&context(&call))
     );
     m
@@ -63,7 +63,8 @@ struct Validation {
 
 fn validate(cx: &Context) -> VerbResult<Map> {
     let path = cx.config().text(keys::LOG_SHIPPER_CONFIG);
-    let argv = command(cx, keys::LOG_SHIPPER_VALIDATE_COMMAND, &["alloy", "validate", "{config}"], &path);
+    let default = opsbook_base::components::default_check(keys::LOG_SHIPPER_VALIDATE_COMMAND.name);
+    let argv = command(cx, keys::LOG_SHIPPER_VALIDATE_COMMAND, default, &path);
     let done = run_tool(cx, argv, keys::LOG_SHIPPER_VALIDATE_COMMAND)?;
     let ok = done.code == Some(0) && !done.timed_out;
     let errors = if ok { Vec::new() } else { diagnostics(&format!("{}\n{}", done.stderr, done.stdout)) };
@@ -105,7 +106,7 @@ fn diagnostics(output: &str) -> Vec<String> {
     found.into_iter().map(|(text, _)| text).collect()
 }
 
-/// The shipper's own clock, as `shipper::timing` returns it.
+/// The shipper's own clock, as `alloy::timing` returns it.
 #[derive(Serialize)]
 struct Timing {
     /// Seconds a batch waits after its first entry before it is sent (the largest of its
