@@ -106,3 +106,55 @@ fn a_map_of_large_strings_is_stopped_in_words_before_memory_runs_out() {
         assert!(said.contains("more than 2 GiB of memory") || said.contains("too large"), "{shape}: {said}");
     }
 }
+
+/// A YAML inventory whose `web1` has `ansible_host: "{{ LAST }}"`, and variables chained from
+/// `v0` (`base` bytes): each `vN` is `v(N-1)` concatenated `times` times.
+fn jinja_chain(base: usize, times: usize, links: usize) -> String {
+    let mut text = format!("all:\n  hosts:\n    web1:\n      ansible_host: \"{{{{ v{links} }}}}\"\n  vars:\n");
+    text.push_str(&format!("    v0: \"{}\"\n", "x".repeat(base)));
+    for n in 1..=links {
+        let terms = vec![format!("v{}", n - 1); times].join(" ~ ");
+        text.push_str(&format!("    v{n}: \"{{{{ {terms} }}}}\"\n"));
+    }
+    text
+}
+
+/// What a host's `ansible_host` resolved through `v{links}` … `v{from}` says, `v{from}` failing.
+fn chain_error(links: usize, from: usize) -> String {
+    let uses: String = (from..=links).rev().map(|n| format!("it uses `v{n}`, which cannot be resolved: ")).collect();
+    format!("error: host `web1`: `ansible_host` (inv.yml:4 (host var)) cannot be resolved: {uses}")
+}
+
+#[test]
+fn an_inventory_jinja_chain_is_refused_past_a_mebibyte_naming_the_variable() {
+    // The issue's shape: ten links of eight; without a bound, gigabytes and an abort.
+    let t = Test::new().file("inv.yml", &jinja_chain(64, 8, 10));
+    let started = Instant::now();
+    let out = t.run_in_place(&["repl", "--host", "web1", "--inventory", "inv.yml"]);
+    let too_large = "its rendered text is larger than 1 MiB, the most an inventory value may hold (a chain of \
+                     templates repeating each other?)\n";
+    assert_eq!((out.0, out.1.as_str(), out.2), (2, "", format!("{}{too_large}", chain_error(10, 5))));
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+
+    // Chains of other sizes: the first value past 1 MiB is named, whatever stops it (its
+    // size, or the work of making it); a chain that stays below resolves.
+    let out_of_fuel = "rendering it did more work than an inventory value may (more than 1000000 steps of 64 bytes \
+                       each: a loop or a chain of templates growing without end?)\n";
+    let mut rng = Seeded(0x0050_0012);
+    for _ in 0..8 {
+        let (base, times, links) =
+            (1 + rng.below(2000) as usize, 2 + rng.below(7) as usize, 1 + rng.below(10) as usize);
+        let crossing = (0..=links).find(|&n| base * times.pow(n as u32) > 1 << 20);
+        let t = Test::new().file("inv.yml", &jinja_chain(base, times, links));
+        let out = t.run_in_place(&["repl", "--host", "web1", "--inventory", "inv.yml"]);
+        let case = format!("{base} bytes, {times} times, {links} links");
+        match crossing {
+            Some(n) => {
+                let said = out.2.strip_prefix(&chain_error(links, n));
+                assert_eq!(out.0, 2, "{case}: {}", out.2);
+                assert!(said == Some(too_large) || said == Some(out_of_fuel), "{case}: {}", out.2);
+            }
+            None => assert!(!out.2.contains("cannot be resolved"), "{case}: {}", out.2),
+        }
+    }
+}
