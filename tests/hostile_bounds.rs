@@ -158,3 +158,66 @@ fn an_inventory_jinja_chain_is_refused_past_a_mebibyte_naming_the_variable() {
         }
     }
 }
+
+/// A runbook rendering `template` with `s`, a string of 1 KiB.
+fn rendering(template: &str) -> String {
+    format!(
+        "let s = \"x\"; for i in 0..10 {{ s += s; }}\nlet t = template::render_string(\"{template}\", #{{s: s}});\n"
+    )
+}
+
+#[test]
+fn a_template_render_is_bounded_in_output_and_in_work() {
+    let t = Test::new().runbook("big", &rendering("{% for i in range(100000) %}{{ s }}{% endfor %}"));
+    let out = t.run_in_place(&["run", "big", "--timeout", "60s"]);
+    assert_eq!(
+        (out.0, crate::support::mask(&out.1).as_str(), out.2.as_str()),
+        (
+            1,
+            "big (runbooks/big.rhai)\n\naborted: template `<string>` rendered more than 16 MiB, the most a template may \
+             (a loop or a concatenation growing without end?)\n --> <string>\n\n0 passed, 0 failed  ([DUR])\n",
+            ""
+        )
+    );
+    let chain: String =
+        (1..10).map(|_| format!("{{% set s = {} %}}", ["s"; 8].join(" ~ "))).chain(["{{ s }}".into()]).collect();
+    let t = Test::new().runbook("chain", &rendering(&chain));
+    let started = Instant::now();
+    let out = t.run_in_place(&["run", "chain", "--timeout", "60s"]);
+    let first_line = out.1.lines().nth(2).unwrap_or_default();
+    assert_eq!(
+        (out.0, first_line),
+        (
+            1,
+            "aborted: template `<string>` did more work than a template may (more than 4000000 steps of 64 bytes each: \
+             a loop or a concatenation growing without end?)"
+        ),
+        "{}",
+        out.1
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+
+    // Shapes of growth, seeded: each is refused in words (its output or its work), quickly.
+    let shapes = [
+        "{% for i in range(N) %}{% for j in range(N) %}{{ s }}{% endfor %}{% endfor %}",
+        "{% for i in range(N) %}{% for j in range(N) %}{% endfor %}{% endfor %}",
+        "{% set ns = namespace(t='') %}{% for i in range(N) %}{% set ns.t = ns.t ~ s %}{% endfor %}{{ ns.t }}",
+        "{{ s * N * N }}",
+    ];
+    let mut rng = Seeded(0x0050_0002);
+    for _ in 0..4 {
+        let shape =
+            shapes[rng.below(shapes.len() as u64) as usize].replace('N', &(20_000 + rng.below(80_000)).to_string());
+        let t = Test::new().runbook("grow", &rendering(&shape));
+        let out = t.run_in_place(&["run", "grow", "--timeout", "60s"]);
+        let said = out.1.lines().nth(2).unwrap_or_default();
+        assert_eq!(out.0, 1, "{shape}: {}{}", out.1, out.2);
+        assert!(
+            said.starts_with("aborted: template `<string>` rendered more than 16 MiB")
+                || said.starts_with("aborted: template `<string>` did more work than a template may")
+                || said.contains("is too large"),
+            "{shape}: {}",
+            out.1
+        );
+    }
+}
