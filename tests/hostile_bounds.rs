@@ -221,3 +221,40 @@ fn a_template_render_is_bounded_in_output_and_in_work() {
         );
     }
 }
+
+/// An INI inventory chaining `groups` groups by `[gN:children]`, listed in the chain's order
+/// or `reversed`, `h1` in the last.
+fn group_chain(groups: usize, reversed: bool) -> String {
+    let mut sections: Vec<String> = (1..groups).map(|i| format!("[g{i}:children]\ng{}\n", i + 1)).collect();
+    if reversed {
+        sections.reverse();
+    }
+    sections.push(format!("[g{groups}]\nh1\n"));
+    sections.concat()
+}
+
+#[test]
+fn a_chain_of_fifty_thousand_nested_groups_is_refused_naming_the_group() {
+    let t = Test::new().file("inv.ini", &group_chain(50_000, false));
+    let started = Instant::now();
+    let out = t.run_in_place(&["hosts", "--inventory", "inv.ini"]);
+    let refused = "error: inv.ini: the group `g1000` ends a chain of 1001 nested groups (`all` → `g1` → … → `g1000`); \
+                   an inventory may nest at most 1000 groups in a chain (make the chain of `children` shorter)\n";
+    assert_eq!((out.0, out.1.as_str(), out.2.as_str()), (2, "", refused));
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+
+    // Chains of other lengths, in either order: up to 999 groups below `all` the host is found;
+    // past, the thousandth is named.
+    let mut rng = Seeded(0x0050_0013);
+    for _ in 0..6 {
+        let (groups, reversed) = (900 + rng.below(200) as usize, rng.below(2) == 1);
+        let t = Test::new().file("inv.ini", &group_chain(groups, reversed));
+        let out = t.run_in_place(&["hosts", "g1", "--inventory", "inv.ini"]);
+        if groups < 1000 {
+            assert_eq!((out.0, out.2.as_str()), (0, ""), "{groups} groups");
+            assert!(out.1.contains("h1"), "{groups} groups: {}", out.1);
+        } else {
+            assert_eq!((out.0, out.1.as_str(), out.2.as_str()), (2, "", refused), "{groups} groups");
+        }
+    }
+}
