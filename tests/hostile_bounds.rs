@@ -258,3 +258,51 @@ fn a_chain_of_fifty_thousand_nested_groups_is_refused_naming_the_group() {
         }
     }
 }
+
+/// What printing `levels` (outermost first: `true` an array, `false` a map `#{k: …}`) around
+/// an empty array shows, the outermost at `depth`: 64 levels, then `[…]` or `#{…}`.
+fn shown_nesting(levels: &[bool], depth: usize) -> String {
+    let array = levels.first().copied().unwrap_or(true);
+    if depth >= 64 {
+        return if array { "[…]".into() } else { "#{…}".into() };
+    }
+    match levels.split_first() {
+        None => "[]".to_string(),
+        Some((_, rest)) if array => format!("[{}]", shown_nesting(rest, depth + 1)),
+        Some((_, rest)) => format!("#{{\"k\": {}}}", shown_nesting(rest, depth + 1)),
+    }
+}
+
+#[test]
+fn printing_an_array_nested_eight_thousand_deep_shows_sixty_four_levels() {
+    // Built by wrapping (each wrap copies: 8,000 levels take seconds, 40,000 minutes); Rhai's
+    // own printer overflowed the stack at 8,000 already.
+    let source = "let a = [];\nfor i in 0..8000 { a = [a]; }\nprint(a);\nlog(`${a}`);\n";
+    let t = Test::new().runbook("deep", source);
+    let out = t.run_in_place(&["run", "deep", "--timeout", "120s"]);
+    let shown = format!("{}[…]{}", "[".repeat(64), "]".repeat(64));
+    assert_eq!(
+        (out.0, crate::support::mask(&out.1), out.2.as_str()),
+        (0, format!("deep (runbooks/deep.rhai)\n  {shown}\n  {shown}\n\n0 passed, 0 failed  ([DUR])\n"), "")
+    );
+
+    // Arrays and maps mixed, around the bound: what is shown is the value to 64 levels.
+    let mut rng = Seeded(0x0050_0004);
+    let cases: Vec<Vec<bool>> =
+        (0..6).map(|_| (0..(40 + rng.below(60) as usize)).map(|_| rng.below(2) == 1).collect()).collect();
+    let mut source = String::new();
+    for levels in &cases {
+        source.push_str("let a = [];\n");
+        for &array in levels.iter().rev() {
+            source.push_str(if array { "a = [a];\n" } else { "a = #{k: a};\n" });
+        }
+        source.push_str("print(a);\n");
+    }
+    let t = Test::new().runbook("mixed", &source);
+    let out = t.run_in_place(&["run", "mixed"]);
+    let expected: String = cases.iter().map(|l| format!("  {}\n", shown_nesting(l, 0))).collect();
+    assert_eq!(
+        (out.0, crate::support::mask(&out.1), out.2.as_str()),
+        (0, format!("mixed (runbooks/mixed.rhai)\n{expected}\n0 passed, 0 failed  ([DUR])\n"), "")
+    );
+}
