@@ -39,7 +39,8 @@ pub(super) fn show(value: &Dynamic) -> String {
     if let Some(s) = value.read_lock::<rhai::ImmutableString>() {
         return s.to_string();
     }
-    value.to_string()
+    // Arrays and maps to a bounded depth (`[…]` beyond).
+    text(value)
 }
 
 fn status(s: &UnitStatus) -> String {

@@ -75,6 +75,13 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
         (opsbook_base::memory::in_use() > MAX_HEAP).then(|| Dynamic::from(too_much_memory()))
     });
 
+    // Arrays and maps are printed to a bounded depth (Rhai's own printer overflowed the stack);
+    // `print`, `debug` and interpolation of a value holding them all go through these.
+    for name in ["print", "debug", "to_string", "to_debug"] {
+        engine.register_fn(name, |a: &mut rhai::Array| crate::verbs::values::nested_array(a));
+        engine.register_fn(name, |m: &mut rhai::Map| crate::verbs::values::nested_map(m));
+    }
+
     let h = cx.clone();
     engine.on_print(move |text| h.log(Level::Info, text));
     let h = cx.clone();

@@ -6,7 +6,9 @@
 //! cycles reported), with Ansible's magic `inventory_hostname` and `group_names`, and the few
 //! Ansible additions inventories use: `lookup('env', NAME)`, the `bool`, `regex_replace`,
 //! `regex_search`, `ternary`, `mandatory` and `d` filters. An undefined variable is an error
-//! (naming it), never an empty string.
+//! (naming it), never an empty string. A rendered value is bounded (`MAX_RENDERED`, and
+//! minijinja's `FUEL`): a chain of `{{ a ~ a ~ a }}` through ten variables
+//! would otherwise ask for gigabytes.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -26,6 +28,14 @@ pub(crate) struct Unresolved {
 
 const CYCLE: &str = "it refers to itself";
 
+/// The most bytes one rendered inventory value may hold.
+pub(crate) const MAX_RENDERED: usize = 1 << 20;
+
+/// The most fuel one inventory value's rendering may burn: minijinja charges one for each
+/// step and one for each 64 bytes an operator, a filter or the output makes, before making
+/// them — a loop of concatenation is stopped by this before its text reaches the output.
+const FUEL: u64 = 1_000_000;
+
 /// Renders one host's variables.
 pub(crate) struct Resolver<'a> {
     vars: &'a BTreeMap<String, HostVar>,
@@ -42,7 +52,9 @@ impl<'a> Resolver<'a> {
         magic.insert("inventory_hostname".to_string(), Json::from(host));
         magic.insert("inventory_hostname_short".to_string(), Json::from(host.split('.').next().unwrap_or(host)));
         magic.insert("group_names".to_string(), Json::from(groups.to_vec()));
-        Resolver { vars, magic, env: environment(), done: RefCell::default(), stack: RefCell::default() }
+        let mut env = environment();
+        env.set_fuel(Some(FUEL));
+        Resolver { vars, magic, env, done: RefCell::default(), stack: RefCell::default() }
     }
 
     /// The variable's value with its templates rendered; `None` when the host has no such
@@ -109,15 +121,47 @@ impl<'a> Resolver<'a> {
                 missing.push(name);
             }
         }
-        template.render(Value::from(minijinja::value::Serde(&context))).map_err(|e| {
-            match (e.kind(), missing.as_slice()) {
+        let mut out = Bounded(Vec::new());
+        let rendered = template.render_captured_to(Value::from(minijinja::value::Serde(&context)), &mut out);
+        rendered
+            .map_err(|e| match (e.kind(), missing.as_slice()) {
+                (ErrorKind::WriteFailure, _) => too_large(),
+                (ErrorKind::OutOfFuel, _) => format!(
+                    "rendering it did more work than an inventory value may (more than {FUEL} steps of 64 bytes \
+                     each: a loop or a chain of templates growing without end?)"
+                ),
                 (ErrorKind::UndefinedError, [one]) => format!("`{one}` is not defined for this host"),
                 (ErrorKind::UndefinedError, many) if !many.is_empty() => {
                     format!("one of `{}` is not defined for this host", many.join("`, `"))
                 }
                 _ => format!("`{source}`: {}", detail(&e)),
-            }
-        })
+            })
+            .and_then(|_| String::from_utf8(out.0).map_err(|_| "its rendered text is not UTF-8".to_string()))
+    }
+}
+
+fn too_large() -> String {
+    format!(
+        "its rendered text is larger than {} MiB, the most an inventory value may hold (a chain of templates \
+         repeating each other?)",
+        MAX_RENDERED >> 20
+    )
+}
+
+/// The rendered text, refusing to grow past `MAX_RENDERED` (minijinja then stops rendering).
+struct Bounded(Vec<u8>);
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + buf.len() > MAX_RENDERED {
+            return Err(std::io::Error::other("the rendered value is too large"));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -7,6 +7,10 @@
 //! `/etc/opsbook/runbooks`), then among the copies built into the binary from the repository's
 //! `templates/`. `{% include %}` and `{% import %}` find other templates the same way. An error
 //! names the template's file, line and column and shows the line with a caret.
+//!
+//! A render is bounded: its output at `MAX_OUTPUT`, its work at `FUEL` (minijinja charges for
+//! each step and for the bytes operators make, before making them), and it stops between two
+//! writes once the run is cancelled (`--timeout`, Ctrl-C).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,10 +20,11 @@ use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
 use super::context::{catalog, context};
-use super::result::{VerbResult, fail};
+use super::result::{VerbResult, fail, interrupted};
 use super::values::record;
 use crate::catalog::Catalog;
 use crate::register;
+use opsbook_base::cancel::Cancel;
 use opsbook_base::diagnostic::Diagnostic;
 use opsbook_base::suggest::did_you_mean;
 
@@ -46,7 +51,7 @@ pub(crate) fn module() -> Module {
             let mut vars = vars;
             let token = h.config().token().ok().flatten().map(|t| t.expose().to_string()).unwrap_or_default();
             vars.insert("metrics_db_token".into(), token.into());
-            render(&catalog(&call), name, &vars).map_err(fail)
+            render_until(&catalog(&call), name, &vars, &h.cancel).map_err(|e| stopped(&h.cancel, e))
         }
     );
     register!(
@@ -56,7 +61,10 @@ pub(crate) fn module() -> Module {
         ["text: &str", "vars: Map", "String"],
         "/// Renders a template given as text (errors name it `<string>`).",
         "template::render_string(\"url = {{ url }}\", #{ url: config.log_store.url })",
-        |text: &str, vars: Map| render_text(&Sources::default(), "<string>", text, &vars).map_err(fail)
+        |call: NativeCallContext, text: &str, vars: Map| {
+            let cancel = &context(&call).cancel;
+            render_text(&Sources::default(), "<string>", text, &vars, cancel).map_err(|e| stopped(cancel, e))
+        }
     );
     register!(
         &mut m,
@@ -178,8 +186,47 @@ impl Sources {
     }
 }
 
+/// The most bytes one render may write.
+const MAX_OUTPUT: usize = 16 << 20;
+
+/// The most fuel one render may burn: one a step, one for each 64 bytes made — 256 MB made
+/// and a fraction of a second of work at most, many times what rendering 16 MiB takes.
+const FUEL: u64 = 4_000_000;
+
+/// A render's error as the run's: an interruption once the run is cancelled (the render was
+/// stopped for it), else the error's words.
+fn stopped(cancel: &Cancel, e: String) -> Box<rhai::EvalAltResult> {
+    if cancel.is_cancelled() { interrupted() } else { fail(e) }
+}
+
+/// The rendered text, refusing to pass `MAX_OUTPUT` or to go on once `cancel` is set
+/// (minijinja then stops rendering with a write failure).
+struct Bounded<'a> {
+    text: Vec<u8>,
+    cancel: &'a Cancel,
+}
+
+impl std::io::Write for Bounded<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.cancel.is_cancelled() || self.text.len() + buf.len() > MAX_OUTPUT {
+            return Err(std::io::Error::other("the render was stopped"));
+        }
+        self.text.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Renders the template `name` found on `catalog`'s search path.
 pub fn render(catalog: &Arc<Catalog>, name: &str, vars: &Map) -> Result<String, String> {
+    render_until(catalog, name, vars, &Cancel::default())
+}
+
+/// Renders the template `name` found on `catalog`'s search path, stopping once `cancel` is set.
+pub fn render_until(catalog: &Arc<Catalog>, name: &str, vars: &Map, cancel: &Cancel) -> Result<String, String> {
     let sources = Sources { catalog: Some(catalog.clone()), ..Sources::default() };
     let found =
         sources.load(name).map_err(|e| e.detail().map_or_else(|| e.to_string(), str::to_string))?.ok_or_else(|| {
@@ -188,12 +235,13 @@ pub fn render(catalog: &Arc<Catalog>, name: &str, vars: &Map) -> Result<String, 
             let places: Vec<String> = folders(catalog).iter().map(|d| d.display().to_string()).collect();
             format!("no template `{name}` (looked in {} and the built-in templates){hint}", places.join(", "))
         })?;
-    render_text(&sources, name, &found, vars)
+    render_text(&sources, name, &found, vars, cancel)
 }
 
 /// Renders `text` under `name`, with `sources` for what it includes.
-fn render_text(sources: &Sources, name: &str, text: &str, vars: &Map) -> Result<String, String> {
+fn render_text(sources: &Sources, name: &str, text: &str, vars: &Map, cancel: &Cancel) -> Result<String, String> {
     let mut env = opsbook_inventory::template::environment();
+    env.set_fuel(Some(FUEL));
     // As Ansible's template module: a configuration file keeps its last newline, and the
     // newline after a `{% … %}` block tag is dropped, so control lines leave no blank lines.
     let syntax = minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).trim_blocks(true).build();
@@ -206,7 +254,12 @@ fn render_text(sources: &Sources, name: &str, text: &str, vars: &Map) -> Result<
         .map_err(|e| shown(&diagnostic(sources, name, text, &e)))?;
     let template = env.get_template(name).map_err(|e| shown(&diagnostic(sources, name, text, &e)))?;
     let context = minijinja::Value::from(minijinja::value::Serde(&Dynamic::from_map(vars.clone())));
-    template.render(context).map_err(|e| {
+    let mut out = Bounded { text: Vec::new(), cancel };
+    let rendered = template.render_captured_to(context, &mut out);
+    if cancel.is_cancelled() {
+        return Err("interrupted".to_string());
+    }
+    rendered.map_err(|e| {
         // An undefined name is easiest fixed when it is named.
         // Names the template uses that are neither given nor functions (`range`, `lookup`).
         let missing: Vec<String> = {
@@ -220,13 +273,26 @@ fn render_text(sources: &Sources, name: &str, text: &str, vars: &Map) -> Result<
             m
         };
         let mut d = diagnostic(sources, name, text, &e);
+        if e.kind() == minijinja::ErrorKind::WriteFailure {
+            d.message = format!(
+                "template `{name}` rendered more than {} MiB, the most a template may (a loop or a concatenation \
+                 growing without end?)",
+                MAX_OUTPUT >> 20
+            );
+        } else if e.kind() == minijinja::ErrorKind::OutOfFuel {
+            d.message = format!(
+                "template `{name}` did more work than a template may (more than {FUEL} steps of 64 bytes each: a \
+                 loop or a concatenation growing without end?)"
+            );
+        }
         let here = e.name().is_none_or(|n| n == name);
         if e.kind() == minijinja::ErrorKind::UndefinedError && here && !missing.is_empty() {
             d.message = format!("template variable `{}` is not defined", missing.join("`, `"));
             d = d.with_note(format!("help: pass it in the variables map: template::render(…, #{{{}: …}})", missing[0]));
         }
         shown(&d)
-    })
+    })?;
+    String::from_utf8(out.text).map_err(|_| format!("template `{name}` rendered text that is not UTF-8"))
 }
 
 /// Where the error is: the template it names (this one or an included one), its line, and
@@ -268,16 +334,34 @@ mod tests {
     #[test]
     fn renders_with_the_inventory_filters_and_keeps_the_last_newline() {
         let v = vars(&[("port", Dynamic::from(3100_i64)), ("debug", Dynamic::from("yes"))]);
-        let out = render_text(&Sources::default(), "<string>", "port = {{ port }}\ndebug = {{ debug | bool }}\n", &v);
+        let out = render_text(
+            &Sources::default(),
+            "<string>",
+            "port = {{ port }}\ndebug = {{ debug | bool }}\n",
+            &v,
+            &Cancel::default(),
+        );
         // `True`, as Jinja (and so Ansible) prints a boolean.
         assert_eq!(out.as_deref(), Ok("port = 3100\ndebug = True\n"));
+    }
+
+    #[test]
+    fn a_cancelled_run_stops_a_render_between_two_writes() {
+        let cancel = Cancel::default();
+        let text = "{% for i in range(3) %}{{ i }}{% endfor %}";
+        assert_eq!(render_text(&Sources::default(), "<string>", text, &Map::new(), &cancel).as_deref(), Ok("012"));
+        cancel.cancel();
+        let stopped = render_text(&Sources::default(), "<string>", text, &Map::new(), &cancel);
+        assert_eq!(stopped, Err("interrupted".to_string()));
+        assert!(matches!(*super::stopped(&cancel, "interrupted".into()), rhai::EvalAltResult::ErrorTerminated(..)));
     }
 
     #[test]
     fn an_undefined_variable_names_the_template_line_and_column() {
         let text = "[server]\nlisten = \"{{ address }}:{{ port }}\"\n";
         let v = vars(&[("address", Dynamic::from("127.0.0.1"))]);
-        let err = render_text(&Sources::default(), "log-store/config.yaml.j2", text, &v).unwrap_err();
+        let err =
+            render_text(&Sources::default(), "log-store/config.yaml.j2", text, &v, &Cancel::default()).unwrap_err();
         assert_eq!(
             err,
             "template variable `port` is not defined\n \
@@ -289,13 +373,14 @@ mod tests {
     #[test]
     fn functions_are_not_taken_for_missing_variables() {
         let text = "{% for i in range(2) %}{{ i }}{{ sep }}{% endfor %}\n";
-        let err = render_text(&Sources::default(), "<string>", text, &Map::new()).unwrap_err();
+        let err = render_text(&Sources::default(), "<string>", text, &Map::new(), &Cancel::default()).unwrap_err();
         assert_eq!(err.lines().next(), Some("template variable `sep` is not defined"));
     }
 
     #[test]
     fn a_syntax_error_points_at_its_place() {
-        let err = render_text(&Sources::default(), "<string>", "a\n{% if x %}\nb\n", &Map::new()).unwrap_err();
+        let err = render_text(&Sources::default(), "<string>", "a\n{% if x %}\nb\n", &Map::new(), &Cancel::default())
+            .unwrap_err();
         assert_eq!(
             err,
             "in template `<string>`: syntax error: unexpected end of input, expected end of block\n \

@@ -72,8 +72,74 @@ pub fn text(value: &Dynamic) -> String {
     } else if let Some(s) = value.read_lock::<ImmutableString>() {
         s.to_string()
     } else {
-        value.to_string()
+        nested(value)
     }
+}
+
+/// How deep `nested` shows arrays and maps inside each other: deeper ones read `[…]`, `#{…}`.
+pub const MAX_SHOWN_DEPTH: usize = 64;
+
+/// A value as Rhai shows it (`[1, "a"]`, `#{"k": 2}`), arrays and maps nested deeper than
+/// `MAX_SHOWN_DEPTH` shown as `[…]` and `#{…}`: Rhai's own printer recurses once a level, and
+/// a 40,000-deep array overflowed the stack.
+pub fn nested(value: &Dynamic) -> String {
+    let mut out = String::new();
+    walk(value, 0, &mut out);
+    out
+}
+
+/// `nested` of an array, without copying it.
+pub fn nested_array(list: &rhai::Array) -> String {
+    let mut out = String::new();
+    array(list, 0, &mut out);
+    out
+}
+
+/// `nested` of a map, without copying it.
+pub fn nested_map(items: &Map) -> String {
+    let mut out = String::new();
+    map(items, 0, &mut out);
+    out
+}
+
+fn walk(value: &Dynamic, depth: usize, out: &mut String) {
+    use std::fmt::Write;
+    if let Some(list) = value.read_lock::<rhai::Array>() {
+        array(&list, depth, out);
+    } else if let Some(items) = value.read_lock::<Map>() {
+        map(&items, depth, out);
+    } else if depth == 0 {
+        out.push_str(&value.to_string());
+    } else {
+        let _ = write!(out, "{value:?}");
+    }
+}
+
+fn array(list: &rhai::Array, depth: usize, out: &mut String) {
+    if depth >= MAX_SHOWN_DEPTH {
+        out.push_str("[…]");
+        return;
+    }
+    out.push('[');
+    for (i, v) in list.iter().enumerate() {
+        out.push_str(if i > 0 { ", " } else { "" });
+        walk(v, depth + 1, out);
+    }
+    out.push(']');
+}
+
+fn map(items: &Map, depth: usize, out: &mut String) {
+    use std::fmt::Write;
+    if depth >= MAX_SHOWN_DEPTH {
+        out.push_str("#{…}");
+        return;
+    }
+    out.push_str("#{");
+    for (i, (k, v)) in items.iter().enumerate() {
+        let _ = write!(out, "{}{:?}: ", if i > 0 { ", " } else { "" }, k.as_str());
+        walk(v, depth + 1, out);
+    }
+    out.push('}');
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC`: readable, and a time `journalctl --since` accepts.

@@ -98,6 +98,9 @@ struct Resolved {
     depth: HashMap<String, usize>,
 }
 
+/// The longest chain of nested groups (`all` counted): Ansible's own inventories nest a handful.
+const MAX_NESTING: usize = 1000;
+
 impl AnsibleInventory {
     /// Reads `path`: YAML (`.yml`, `.yaml`, `.json`) or INI (anything else), then the
     /// `group_vars/` and `host_vars/` directories beside it.
@@ -171,7 +174,8 @@ impl AnsibleInventory {
     }
 
     /// A group that is its own ancestor is refused, as Ansible refuses it ("creates a
-    /// recursive dependency loop"), naming the whole loop.
+    /// recursive dependency loop"), naming the whole loop; so is a group nested deeper than
+    /// `MAX_NESTING` (a chain of 50,000 `[gN:children]` would overflow the stack).
     fn refuse_cycles(&self, path: &Path) -> Result<(), Error> {
         // Depth-first from each group; `trail` is the path of parents to the group in hand.
         fn visit<'a>(
@@ -189,6 +193,9 @@ impl AnsibleInventory {
                 return None;
             }
             trail.push(name);
+            if trail.len() > MAX_NESTING {
+                return Some(trail.clone());
+            }
             for child in inv.group(name).map(|g| g.children.as_slice()).unwrap_or_default() {
                 if let Some(cycle) = visit(inv, child, trail, done) {
                     return Some(cycle);
@@ -201,6 +208,18 @@ impl AnsibleInventory {
         let mut done = HashSet::new();
         for g in &self.groups {
             if let Some(cycle) = visit(self, &g.name, &mut Vec::new(), &mut done) {
+                if cycle.len() > MAX_NESTING {
+                    return Err(Error::Usage(format!(
+                        "{}: the group `{}` ends a chain of {} nested groups (`{}` → `{}` → … → `{}`); an inventory \
+                         may nest at most {MAX_NESTING} groups in a chain (make the chain of `children` shorter)",
+                        path.display(),
+                        cycle[cycle.len() - 1],
+                        cycle.len(),
+                        cycle[0],
+                        cycle[1],
+                        cycle[cycle.len() - 1],
+                    )));
+                }
                 let shown: Vec<String> = cycle.iter().map(|n| format!("`{n}`")).collect();
                 return Err(Error::Usage(format!(
                     "{}: the groups {} form a loop: each is a child of the one before, so a host of any \
