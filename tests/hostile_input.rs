@@ -149,7 +149,7 @@ fn a_secret_is_redacted_in_every_encoding_a_writer_applies_and_every_line() {
     let writers: [(&str, Writer); 4] = [
         ("json", |s| serde_json::to_string(s).unwrap()),
         ("junit", opsbook_base::report::junit::esc),
-        ("page", opsbook::serve::page::esc),
+        ("page", opsbook_base::shown::html),
         ("as it is", str::to_string),
     ];
     let cases = Cases { cases: 256, failure_persistence: None, ..Cases::default() };

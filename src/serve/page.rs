@@ -6,6 +6,7 @@
 //! reloads itself (a `refresh` meta tag, no script), fits a phone's width, and loads nothing
 //! from anywhere: its style sheet is embedded (`page.css`).
 
+use opsbook_base::shown::html;
 use std::fmt::Write;
 
 use serde_json::Value;
@@ -18,22 +19,6 @@ const STYLE: &str = include_str!("page.css");
 
 /// Runs shown in the strip and the chart.
 const SHOWN: usize = 40;
-
-/// Escapes text for HTML content and attribute values.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The verdict of a job: its latest outcome, `cannot run`, or `waiting` before a first run.
 fn verdict(v: &JobView) -> &str {
@@ -73,20 +58,20 @@ fn time_of(ms: i64) -> String {
 fn check_item(out: &mut String, c: &Value) {
     let outcome = c["outcome"].as_str().unwrap_or("?");
     let name = c["name"].as_str().unwrap_or_default();
-    let section = c["section"].as_str().map(|s| format!("<span class=\"section\">{}</span> ", esc(s)));
+    let section = c["section"].as_str().map(|s| format!("<span class=\"section\">{}</span> ", html(s)));
     let _ = write!(
         out,
         "<li class=\"check {outcome}\"><span class=\"badge\">{}</span> {}<span class=\"name\">{}</span>",
-        esc(outcome),
+        html(outcome),
         section.unwrap_or_default(),
-        esc(name)
+        html(name)
     );
     if let Some(detail) = c["detail"].as_str().filter(|d| !d.is_empty()) {
-        let _ = write!(out, "<div class=\"detail\">{}</div>", esc(detail));
+        let _ = write!(out, "<div class=\"detail\">{}</div>", html(detail));
     }
     if let (Some(e), Some(a)) = (c["expected"].as_str(), c["actual"].as_str()) {
         let _ =
-            write!(out, "<div class=\"detail\">expected <code>{}</code>, got <code>{}</code></div>", esc(e), esc(a));
+            write!(out, "<div class=\"detail\">expected <code>{}</code>, got <code>{}</code></div>", html(e), html(a));
     }
     out.push_str("</li>");
 }
@@ -120,7 +105,7 @@ fn chart(out: &mut String, v: &JobView) {
             out,
             "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\"><title>#{} {}</title></circle>",
             r.id,
-            esc(&r.outcome)
+            html(&r.outcome)
         );
     }
     let _ = write!(
@@ -139,9 +124,9 @@ fn job_card(out: &mut String, v: &JobView, now: i64) {
         out,
         "<section class=\"job {verdict}\" id=\"job-{}\"><h2><span class=\"verdict\">{verdict}</span> {}</h2>\
          <p class=\"meta\">runbook <code>{}</code> every {}",
-        esc(&id),
-        esc(&v.title()),
-        esc(&v.spec.runbook),
+        html(&id),
+        html(&v.title()),
+        html(&v.spec.runbook),
         humantime::format_duration(v.spec.every),
     );
     if let Some(latest) = v.runs.back() {
@@ -161,14 +146,14 @@ fn job_card(out: &mut String, v: &JobView, now: i64) {
     }
     out.push_str("</p>");
     if let Some(problem) = &v.problem {
-        let _ = write!(out, "<p class=\"problem\">{}</p>", esc(problem));
+        let _ = write!(out, "<p class=\"problem\">{}</p>", html(problem));
     }
     if let Some(note) = v.runs.back().and_then(|r| r.note.as_ref()) {
-        let _ = write!(out, "<p class=\"note\">{}</p>", esc(note));
+        let _ = write!(out, "<p class=\"note\">{}</p>", html(note));
     }
     if let Some(report) = &v.latest {
         if let Some(message) = report["error"]["message"].as_str() {
-            let _ = write!(out, "<p class=\"problem\">{}</p>", esc(message));
+            let _ = write!(out, "<p class=\"problem\">{}</p>", html(message));
         }
         let checks: Vec<&Value> = report["checks"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
         let (failing, rest): (Vec<&Value>, Vec<&Value>) = checks.into_iter().partition(|c| c["outcome"] == "fail");
@@ -192,11 +177,11 @@ fn job_card(out: &mut String, v: &JobView, now: i64) {
             let _ = write!(
                 out,
                 "<a class=\"{}\" href=\"/api/runs/{}\" title=\"#{} {} UTC {} {}\"></a>",
-                esc(&r.outcome),
+                html(&r.outcome),
                 r.id,
                 r.id,
                 time_of(r.started_ms),
-                esc(&r.outcome),
+                html(&r.outcome),
                 took(r.duration_s)
             );
         }
@@ -222,8 +207,8 @@ pub(super) fn render(state: &State) -> String {
          <meta http-equiv=\"refresh\" content=\"{refresh}\"><title>{} · {title} · opsbook</title>\
          <style>{STYLE}</style></head><body><header><h1>opsbook <span>{}</span></h1><p class=\"summary {}\">{title}, {} \
          job{} · updated {} UTC",
-        esc(&state.hostname),
-        esc(&state.hostname),
+        html(&state.hostname),
+        html(&state.hostname),
         if failing == 0 { "passed" } else { "failed" },
         jobs.len(),
         if jobs.len() == 1 { "" } else { "s" },
@@ -231,7 +216,7 @@ pub(super) fn render(state: &State) -> String {
     );
     out.push_str(" · <a href=\"/metrics\">metrics</a> · <a href=\"/api/runs\">runs</a></p>");
     if let Some(e) = state.history_error() {
-        let _ = write!(out, "<p class=\"problem\">history not stored: {} (serving from memory)</p>", esc(&e));
+        let _ = write!(out, "<p class=\"problem\">history not stored: {} (serving from memory)</p>", html(&e));
     }
     out.push_str("</header><main>");
     if jobs.is_empty() {

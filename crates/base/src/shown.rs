@@ -4,7 +4,8 @@
 //! such text through `escaped`, which writes each one visibly (`\x1b`, `\x07`, `\u{9b}`);
 //! line breaks and tabs stay as they are. The bidirectional controls (U+202A–U+202E,
 //! U+2066–U+2069, the marks U+200E, U+200F, U+061C) are escaped too: they reorder what the
-//! operator reads (`evil\u{202e}txt.exe`) without being control characters to Rust. JSON output needs nothing: JSON escapes them itself.
+//! operator reads (`evil\u{202e}txt.exe`) without being control characters to Rust. JSON output needs nothing: JSON escapes them itself. `html` is the page's escaping of the
+//! same text (one escaper, which the redactor also applies to know a secret's HTML form).
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -44,6 +45,22 @@ pub fn padded(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len().max(width));
     out.push_str(text);
     out.extend(std::iter::repeat_n(' ', width.saturating_sub(text.chars().count())));
+    out
+}
+
+/// `text` for HTML content and attribute values (`&`, `<`, `>`, `"` and `'` as entities).
+pub fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
     out
 }
 

@@ -12,7 +12,8 @@ pub(super) fn forms(text: &str) -> Vec<String> {
     }
     let mut out = Vec::new();
     for piece in pieces {
-        let escaped = [json(&piece), markup(&piece, "&apos;"), markup(&piece, "&#39;"), percent(&piece)];
+        // The writers' own escaping (JUnit's, the page's), so the two cannot drift apart.
+        let escaped = [json(&piece), crate::report::junit::esc(&piece), crate::shown::html(&piece), percent(&piece)];
         for form in std::iter::once(piece).chain(escaped) {
             if !out.contains(&form) {
                 out.push(form);
@@ -26,23 +27,6 @@ pub(super) fn forms(text: &str) -> Vec<String> {
 fn json(text: &str) -> String {
     let quoted = serde_json::to_string(text).unwrap_or_default();
     quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_string()
-}
-
-/// As XML and HTML writers escape text and attributes; `apostrophe` is the one difference
-/// between JUnit's (`&apos;`) and the page's (`&#39;`).
-fn markup(text: &str, apostrophe: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str(apostrophe),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Percent-encoded as in a URL's query: every byte but the unreserved ones.

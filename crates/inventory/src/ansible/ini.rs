@@ -58,41 +58,52 @@ pub(super) fn read_inventory(inventory: &mut AnsibleInventory, path: &Path, text
                 let var = Var { value: literal(value), place };
                 inventory.group_mut(group).vars.insert(key.trim().to_string(), var);
             }
-            Section::Hosts(group) => {
-                let words = split_words(line).map_err(|(m, at)| err(m, indent + at))?;
-                let (name, assignments) = words.split_first().expect("a non-empty line has a word");
-                let (name, port) = match name.rsplit_once(':') {
-                    Some((n, p)) if !n.contains(':') && p.parse::<u16>().is_ok() => (n.to_string(), Some(p)),
-                    _ => (name.clone(), None),
-                };
-                let mut vars = Vec::new();
-                for a in assignments {
-                    let Some((k, v)) = a.split_once('=') else {
-                        let col = indent + raw.trim_start().find(a.as_str()).unwrap_or(0);
-                        return Err(err(format!("expected `key=value` after the host name, found `{a}`"), col));
-                    };
-                    vars.push((k.to_string(), Var { value: literal(v), place: place.clone() }));
-                }
-                if let Some(p) = port {
-                    vars.push(("ansible_port".into(), Var { value: literal(p), place: place.clone() }));
-                }
-                let named = expand_range(&name).map_err(|m| err(m, indent))?;
-                let total = inventory.host_count() + named.len();
-                if named.len() > 1 && total > MAX_HOSTS {
-                    return Err(err(
-                        format!(
-                            "`{name}` would bring the inventory to {total} hosts; an inventory may name at most \
-                             {MAX_HOSTS} (split the fleet into several inventories)"
-                        ),
-                        indent,
-                    ));
-                }
-                for host in named {
-                    inventory.add_member(group, &host);
-                    inventory.host_mut(&host).vars.extend(vars.iter().cloned());
-                }
-            }
+            Section::Hosts(group) => read_host_line(inventory, group, (raw, line, indent), place, &err)?,
         }
+    }
+    Ok(())
+}
+
+/// A host line of `[group]`: its name (a range names several), `key=value` assignments and a
+/// `:port`; `err` locates a message at a column of the line.
+fn read_host_line(
+    inventory: &mut AnsibleInventory,
+    group: &str,
+    (raw, line, indent): (&str, &str, usize),
+    place: Place,
+    err: &dyn Fn(String, usize) -> Error,
+) -> Result<(), Error> {
+    let words = split_words(line).map_err(|(m, at)| err(m, indent + at))?;
+    let (name, assignments) = words.split_first().expect("a non-empty line has a word");
+    let (name, port) = match name.rsplit_once(':') {
+        Some((n, p)) if !n.contains(':') && p.parse::<u16>().is_ok() => (n.to_string(), Some(p)),
+        _ => (name.clone(), None),
+    };
+    let mut vars = Vec::new();
+    for a in assignments {
+        let Some((k, v)) = a.split_once('=') else {
+            let col = indent + raw.trim_start().find(a.as_str()).unwrap_or(0);
+            return Err(err(format!("expected `key=value` after the host name, found `{a}`"), col));
+        };
+        vars.push((k.to_string(), Var { value: literal(v), place: place.clone() }));
+    }
+    if let Some(p) = port {
+        vars.push(("ansible_port".into(), Var { value: literal(p), place: place.clone() }));
+    }
+    let named = expand_range(&name).map_err(|m| err(m, indent))?;
+    let total = inventory.host_count() + named.len();
+    if named.len() > 1 && total > MAX_HOSTS {
+        return Err(err(
+            format!(
+                "`{name}` would bring the inventory to {total} hosts; an inventory may name at most \
+                     {MAX_HOSTS} (split the fleet into several inventories)"
+            ),
+            indent,
+        ));
+    }
+    for host in named {
+        inventory.add_member(group, &host);
+        inventory.host_mut(&host).vars.extend(vars.iter().cloned());
     }
     Ok(())
 }
