@@ -7,7 +7,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::serve::{free_port, get, until};
+use crate::serve::{get, until};
+use crate::support::ports::free_port;
 use crate::support::{Test, opsbook, skip};
 
 /// `opsbook ARGS` in `dir` with nothing in the environment but PATH, as a user that is not

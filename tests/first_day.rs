@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use crate::serve::{free_port, get, until};
+use crate::serve::{get, until};
+use crate::support::ports::free_port;
 use crate::support::{Test, mask, opsbook, repo_dir};
 
 /// Each check of a JSON report as `section › name: outcome`, one a line, the sandbox's ports

@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-use crate::serve::{free_port, get, until};
+use crate::serve::{get, until};
 use crate::support::Test;
+use crate::support::ports::free_port;
 
 /// Retitles the terminal, rings its bell and turns the rest of the line around.
 const HOSTILE: &str = r"\x1b]0;PWNED\x07 \u202eexe.txt";

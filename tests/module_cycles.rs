@@ -10,8 +10,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as Cases, TestRunner};
 
-use crate::serve::{free_port, get, until};
+use crate::serve::{get, until};
 use crate::support::Test;
+use crate::support::ports::free_port;
 
 const A_IMPORTS_B: &str = "import \"b\" as b;\nfn from_a() { 1 }\n";
 const B_IMPORTS_A: &str = "import \"a\" as a;\nfn from_b() { 2 }\n";

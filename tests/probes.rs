@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::Test;
+use crate::support::ports::free_port;
 use crate::support::wire::{WireServer, capture};
 
 const TOKEN: &str = "CANARY-probe-token-51d2";
@@ -220,10 +221,6 @@ check("redirects are not followed", !m.ok && m.status == 301, m.detail);
         .run()
         .code(1)
         .stdout_has("connection refused");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Waits until `what` accepts connections at `url` (an `http://` one), for at most 20 s.

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::serve::{free_port, until};
+use crate::serve::until;
+use crate::support::ports::free_port;
 use crate::support::{Test, repo_dir, skip};
 
 /// Debian's path of a tool, if it is installed.

@@ -8,13 +8,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::ports::free_port;
 use crate::support::private_host::PrivateHost;
 use crate::support::{Test, skip, wait_until};
-
-/// A free loopback port on this machine.
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// GET on loopback (HTTP/1.1, `Connection: close`): status and body; status 0 when nothing
 /// answers.

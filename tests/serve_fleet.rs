@@ -8,7 +8,8 @@
 use std::time::{Duration, Instant};
 
 use crate::fleet_runs::{boot, install};
-use crate::serve::{free_port, get, until};
+use crate::serve::{get, until};
+use crate::support::ports::free_port;
 use crate::support::{Test, wait_until};
 
 /// Polls `/healthz` until its body matches `pattern` (the whole body); the body and the time.

@@ -11,8 +11,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::serve::{free_port, get, until};
+use crate::serve::{get, until};
 use crate::support::Test;
+use crate::support::ports::free_port;
 
 /// Reads `stream` to its end: what came, and how long after `since` the service closed it.
 fn read_until_closed(mut stream: TcpStream, since: Instant) -> (String, Duration) {

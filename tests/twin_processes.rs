@@ -5,12 +5,12 @@
 //! are tested in their crate (crates/twin/tests/); the real programs' command lines and config
 //! files are in twin_real_configs.
 
-use std::net::TcpListener as StdListener;
 use std::sync::Arc;
 use std::time::Duration;
 
 use regex::Regex;
 
+use crate::support::ports::free_port;
 use crate::support::{Test, wait_until};
 use loki_life::{Phase, assert_lines_match, loki_life};
 
@@ -20,10 +20,6 @@ mod loki_life;
 pub(crate) fn client() -> reqwest::blocking::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::blocking::Client::builder().timeout(Duration::from_secs(10)).build().unwrap()
-}
-
-pub(crate) fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Waits until `url` answers at all (a twin process has bound its port).

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use serde_json::{Value, json};
 
+use crate::support::ports::free_port;
 use crate::support::private_host::PrivateHost;
 use crate::support::{Test, mask, opsbook, wait_until};
-use crate::twin_processes::{client, free_port, wait_http};
+use crate::twin_processes::{client, wait_http};
 
 /// The Loki config the deploy runbook renders (shared with the twin crate's tests).
 const LOKI_YAML: &str = include_str!("../crates/twin/tests/fixtures/loki.yaml");

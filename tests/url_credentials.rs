@@ -6,8 +6,9 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use crate::serve::{free_port, get, until};
+use crate::serve::{get, until};
 use crate::support::Test;
+use crate::support::ports::free_port;
 
 const PASSWORD: &str = "S3CRET";
 

@@ -13,6 +13,7 @@
 pub(crate) mod apt_repo;
 pub(crate) mod docs;
 pub(crate) mod fleet;
+pub(crate) mod ports;
 pub(crate) mod private_host;
 pub(crate) mod vendor_debs;
 pub(crate) mod wire;
