@@ -51,8 +51,7 @@ fn kill(mut child: Child) {
 fn masked(text: &str) -> String {
     let rules = [
         (r"\d{8}T\d{6}Z-[0-9a-f]{4}", "[RUN]"),
-        (r"by root@[^,]+, ", "by root@[MACHINE], "),
-        (r"left by root@[^ ]+ ", "left by root@[MACHINE] "),
+        (r"root@[A-Za-z0-9._-]+", "root@[MACHINE]"),
         (r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\dZ?", "[TIME]"),
         (r"\d\d:\d\d:\d\d UTC", "[HH:MM:SS] UTC"),
         (r"\d\d:\d\d UTC", "[HH:MM] UTC"),
