@@ -148,7 +148,7 @@ fn a_secret_is_redacted_in_every_encoding_a_writer_applies_and_every_line() {
     use opsbook_base::secret::{Secret, redact};
     let writers: [(&str, Writer); 4] = [
         ("json", |s| serde_json::to_string(s).unwrap()),
-        ("junit", opsbook_base::report::junit::esc),
+        ("junit", opsbook_base::shown::xml),
         ("page", opsbook_base::shown::html),
         ("as it is", str::to_string),
     ];

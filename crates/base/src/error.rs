@@ -5,7 +5,7 @@
 //! an error: it is a record in the report (exit status 1).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
 
@@ -124,6 +124,20 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A text file read as `input::read_text` reads it, refused as an opsbook error: a missing or
+/// unreadable file keeps the wording `missing` gives it (e.g. the configuration's "cannot read
+/// config file"), anything else is explained.
+pub fn read_text_or(
+    path: &Path,
+    kind: crate::input::Kind,
+    missing: impl FnOnce(std::io::Error) -> Error,
+) -> Result<String, Error> {
+    crate::input::read_text(path, kind).map_err(|r| match r {
+        crate::input::Refused::Io(e) => missing(e),
+        other => Error::Unreadable { message: other.explain(kind, path) },
+    })
+}
 
 #[cfg(test)]
 mod tests {}

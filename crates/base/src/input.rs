@@ -92,19 +92,6 @@ pub fn read_text(path: &Path, kind: Kind) -> Result<String, Refused> {
     String::from_utf8(bytes).map_err(|e| Refused::NotText { offset: e.utf8_error().valid_up_to() })
 }
 
-/// The same as an opsbook error: a missing or unreadable file keeps the wording `missing`
-/// gives it (e.g. the configuration's "cannot read config file"), anything else is explained.
-pub fn read_text_or(
-    path: &Path,
-    kind: Kind,
-    missing: impl FnOnce(std::io::Error) -> crate::error::Error,
-) -> Result<String, crate::error::Error> {
-    read_text(path, kind).map_err(|r| match r {
-        Refused::Io(e) => missing(e),
-        other => crate::error::Error::Unreadable { message: other.explain(kind, path) },
-    })
-}
-
 /// The same, with the reason as the message.
 pub fn read_text_or_explain(path: &Path, kind: Kind) -> Result<String, String> {
     read_text(path, kind).map_err(|r| r.explain(kind, path))

@@ -205,7 +205,7 @@ impl Catalog {
             Kind::Runbook => opsbook_base::input::RUNBOOK,
             Kind::Module => opsbook_base::input::MODULE,
         };
-        let text: Arc<str> = opsbook_base::input::read_text_or(path, what, |source| Error::Io {
+        let text: Arc<str> = opsbook_base::error::read_text_or(path, what, |source| Error::Io {
             context: format!("cannot read `{}`", path.display()),
             source,
         })?

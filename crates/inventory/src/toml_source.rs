@@ -79,7 +79,7 @@ const GROUP_FIELDS: [&str; 3] = ["hosts", "roles", "config"];
 pub(crate) fn read(files: &[PathBuf]) -> Result<TomlInventory, Error> {
     let mut out = TomlInventory::default();
     for path in files {
-        let text = opsbook_base::input::read_text_or(path, opsbook_base::input::CONFIG, |e| {
+        let text = opsbook_base::error::read_text_or(path, opsbook_base::input::CONFIG, |e| {
             Error::ConfigFileMissing { path: path.clone(), reason: e.to_string() }
         })?;
         // The config loader parsed this file already; a parse error here cannot be new.

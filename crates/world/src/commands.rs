@@ -2,7 +2,7 @@
 //! implementation is the one process runner (`opsbook_base::process`): its own process group, killed
 //! whole on timeout or when the caller gives up, so nothing it started lingers.
 
-use super::BoxFuture;
+use crate::future::BoxFuture;
 pub use opsbook_base::process::{Completed, Invocation};
 
 /// The agent's verbs read its configuration files with this script (`sh -c`, arguments `f:FILE`

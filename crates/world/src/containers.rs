@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::BoxFuture;
 use super::commands::{Commands, Invocation};
+use crate::future::BoxFuture;
 
 /// One container, from `podman ps`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::BoxFuture;
 use super::commands::{Commands, Invocation};
+use crate::future::BoxFuture;
 
 /// The suffix of the one backup kept beside a replaced file.
 pub const BACKUP_SUFFIX: &str = ".opsbook-backup";

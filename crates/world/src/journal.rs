@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
-use super::BoxFuture;
+use crate::future::BoxFuture;
 
 /// What to read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

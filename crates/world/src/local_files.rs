@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use opsbook_base::atomic::Atomic;
 use opsbook_base::input;
 
-use super::BoxFuture;
 use super::files::{BACKUP_SUFFIX, Files, Meta, Wanted};
+use crate::future::BoxFuture;
 
 /// This machine's file system, or, with `root`, a folder standing for its `/` (the sandbox's).
 pub struct LocalFiles {

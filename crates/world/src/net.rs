@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::BoxFuture;
 use super::commands::{Commands, Invocation};
+use crate::future::BoxFuture;
 
 /// How a TCP connect ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

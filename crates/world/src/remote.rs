@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use super::commands::{Commands, Completed, Invocation};
 use super::endpoints::{Endpoints, destination};
-use super::{BoxFuture, World, containers, files, journal, net, systemd_dbus};
+use super::{containers, files, journal, net, systemd_dbus};
+use crate::future::BoxFuture;
 use crate::transport::control::Remote;
 use crate::transport::{BusScope, Ssh};
+use crate::world::World;
 use opsbook_base::config::{Config, Origin, Value, keys};
 use opsbook_base::error::Error;
 

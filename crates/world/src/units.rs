@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::BoxFuture;
+use crate::future::BoxFuture;
 
 /// A unit's state, as `systemctl status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

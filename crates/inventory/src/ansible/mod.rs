@@ -105,7 +105,7 @@ impl AnsibleInventory {
     /// Reads `path`: YAML (`.yml`, `.yaml`, `.json`) or INI (anything else), then the
     /// `group_vars/` and `host_vars/` directories beside it.
     pub fn load(path: &Path) -> Result<AnsibleInventory, Error> {
-        let text = opsbook_base::input::read_text_or(path, opsbook_base::input::INVENTORY, |source| Error::Io {
+        let text = opsbook_base::error::read_text_or(path, opsbook_base::input::INVENTORY, |source| Error::Io {
             context: format!("cannot read the Ansible inventory `{}`", path.display()),
             source,
         })?;

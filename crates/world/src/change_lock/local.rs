@@ -8,7 +8,8 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use super::{Backend, Holder, Holding, Record, Try};
+use super::backend::{Backend, Holding, Try};
+use super::record::{Holder, Record};
 
 /// The lock file's name; the record is `change.json` beside it.
 pub(super) const LOCK_FILE: &str = "change.lock";

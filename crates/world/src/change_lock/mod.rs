@@ -15,6 +15,7 @@
 //! asked (`--lock-timeout`), released at the run's end in two halves so a fleet's hosts are
 //! released together (`begin_release`, `finish_release`).
 
+mod backend;
 mod local;
 pub mod record;
 pub(crate) mod remote;
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use opsbook_base::cancel::Cancel;
 
+pub use backend::{Backend, Holding, Try};
 pub use local::{LocalLock, lock_dir};
 pub use record::{Answer, Holder, Record};
 pub use remote::RemoteLock;
@@ -32,28 +34,6 @@ pub use remote::RemoteLock;
 const RETRY: Duration = Duration::from_millis(500);
 /// How often a long wait says again whom it waits for.
 const PROGRESS: Duration = Duration::from_secs(15);
-
-/// One try at a host's lock.
-pub enum Try {
-    /// This run holds it now; `took_over` is the record a holder that is gone left behind.
-    Taken { holding: Box<dyn Holding>, took_over: Option<Holder> },
-    /// Another run holds it.
-    Held(Holder),
-}
-
-/// Where a host's lock is tried: this machine, a host over ssh, the sandbox.
-pub trait Backend: Send + Sync {
-    /// Tries the lock once, without waiting; `record` is written beside it when taken.
-    fn try_take(&self, record: &Record) -> Result<Try, String>;
-}
-
-/// A lock this run holds: released in two halves (so many hosts release at once).
-pub trait Holding: Send {
-    /// Removes the record and lets the lock go, without waiting for the host to confirm.
-    fn begin_release(&mut self);
-    /// Waits (briefly, bounded) until the host confirmed.
-    fn finish_release(self: Box<Self>);
-}
 
 /// Why a run could not take a host's lock.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Answer, Backend, Holding, Record, Try};
+use super::backend::{Backend, Holding, Try};
+use super::record::{Answer, Record};
 use crate::transport::Ssh;
 use crate::transport::mux::Mux;
 use crate::transport::shell_quote;
