@@ -2,14 +2,15 @@
 //!
 //! The subcommands and their own arguments are declared here; the options every subcommand
 //! shares (config, search path, output format, dry-run, sandbox, hosts, verbosity) are
-//! `GlobalOptions` in `opsbook_fleet::options`, flattened in here and `global`, so they are
-//! accepted before or after the subcommand. `subcommand.rs` turns the parsed arguments into
+//! `GlobalArgs` in `options.rs`, flattened in here and `global`, so they are accepted before
+//! or after the subcommand. `subcommand.rs` turns the parsed arguments into
 //! work.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::options::{GlobalArgs, RolloutArgs};
 pub use opsbook_fleet::options::GlobalOptions;
 
 /// Operate and verify a self-hosted monitoring stack through editable Rhai runbooks.
@@ -24,7 +25,7 @@ pub use opsbook_fleet::options::GlobalOptions;
                         opsbook run restart-all --dry-run\n  opsbook run logs --set unit=loki --format json")]
 pub struct Arguments {
     #[command(flatten)]
-    pub global: GlobalOptions,
+    pub global: GlobalArgs,
 
     #[command(subcommand)]
     pub command: Command,
@@ -148,7 +149,7 @@ pub struct RunArgs {
 
     /// Over several hosts: in batches, each gated, a failed host rolled back.
     #[command(flatten, next_help_heading = "Rollout (a change over several hosts)")]
-    pub rollout: opsbook_fleet::options::RolloutOptions,
+    pub rollout: RolloutArgs,
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {

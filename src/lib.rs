@@ -8,6 +8,7 @@ pub mod cli;
 pub mod generate;
 pub mod history;
 mod inventory_show;
+mod options;
 mod outside_inventory;
 pub mod repl;
 pub mod scripts;

@@ -12,7 +12,7 @@ use opsbook_fleet::session::{Reach, Session};
 
 /// Builds the session the subcommand needs (if any) and executes it.
 pub fn execute(args: Arguments) -> Result<u8, Error> {
-    let global = args.global;
+    let global = args.global.options();
     refuse_prometheus(global.format, &args.command)?;
     // A folder the operator named that is not one: never the built-in runbook in its place.
     opsbook_engine::catalog::check_named_folders(&global.runbook_dirs)?;
@@ -129,7 +129,7 @@ fn fleet_run(
         dry_run: global.dry_run,
     };
     if run.rollout.wanted() {
-        return opsbook_fleet::rollout::run(targets, inventory, &job, &run.rollout);
+        return opsbook_fleet::rollout::run(targets, inventory, &job, &run.rollout.options());
     }
     opsbook_fleet::run::run(targets, inventory, &job)
 }

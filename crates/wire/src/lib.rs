@@ -12,6 +12,7 @@ pub mod content_encoding;
 pub mod exposition;
 pub mod flux_csv;
 pub mod line_protocol;
+pub mod log_level;
 pub mod loki_config;
 pub mod loki_json;
 pub mod loki_push;

@@ -19,7 +19,6 @@ mod http_through;
 pub mod journal;
 pub mod local_files;
 pub mod local_time;
-pub mod log_level;
 pub mod net;
 pub mod remote;
 pub(crate) mod systemd_dbus;

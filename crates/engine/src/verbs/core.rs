@@ -293,7 +293,7 @@ fn clock(m: &mut Module) {
                 Ok(ns) => ns.max(0) as u128,
                 Err(_) => {
                     let shown = text(&time);
-                    let us = opsbook_world::log_level::rfc3339_us(&shown)
+                    let us = opsbook_wire::log_level::rfc3339_us(&shown)
                         .ok_or_else(|| fail(format!("age: `{shown}` is not an RFC 3339 time")))?;
                     u128::from(us) * 1000
                 }

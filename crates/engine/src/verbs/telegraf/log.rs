@@ -24,9 +24,9 @@ use crate::verbs::result::{VerbResult, fail};
 use crate::verbs::time::positive_duration_arg;
 use crate::verbs::values::{record, text, time_text};
 use opsbook_base::config::keys;
+use opsbook_wire::log_level::{Level, classify, line_time_us, rfc3339_us};
 use opsbook_world::journal::Query;
 use opsbook_world::local_time;
-use opsbook_world::log_level::{Level, classify, line_time_us, rfc3339_us};
 use opsbook_world::units::{UnitStatus, full_name};
 
 /// What Telegraf logs when it receives SIGHUP (`cmd/telegraf/telegraf.go` `reloadLoop`).
