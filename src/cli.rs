@@ -6,12 +6,24 @@
 //! or after the subcommand. `subcommand.rs` turns the parsed arguments into
 //! work.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use crate::options::{GlobalArgs, RolloutArgs};
 pub use opsbook_fleet::options::GlobalOptions;
+
+/// The command line parsed. Only a twin's reads its real program's flags (`twin log-store
+/// -config.file=…`, `twin metrics-agent --config PATH`): those are translated by the twin
+/// (`opsbook_twin::argv`) when clap finds the `twin` subcommand or cannot read the line as it
+/// is, and every other command line is parsed as it was given.
+pub fn parse(raw: Vec<OsString>) -> Result<Arguments, clap::Error> {
+    match Arguments::try_parse_from(&raw) {
+        Ok(args) if !matches!(args.command, Command::Twin(_)) => Ok(args),
+        _ => Arguments::try_parse_from(opsbook_twin::argv::translate(raw)),
+    }
+}
 
 /// Operate and verify a self-hosted monitoring stack through editable Rhai runbooks.
 ///

@@ -17,15 +17,13 @@ pub mod subcommand;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// Parses the command line, runs the subcommand and maps the outcome to an exit status:
 /// 0 passed, 1 a check failed, 2 usage/config/script error, 75 a host's change lock held by
 /// another run, 124 timed out, 130 interrupted.
 pub fn run() -> ExitCode {
     // The tokens this process can see are known to the redactor before anything is printed.
     opsbook_base::secret::learn_environment();
-    let args = match cli::Arguments::try_parse_from(opsbook_twin::argv::translate(std::env::args_os().collect())) {
+    let args = match cli::parse(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(e) => {
             let _ = e.print();
