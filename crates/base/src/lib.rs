@@ -9,6 +9,8 @@
 //! host commands beyond running a configured token command) and knows nothing of Rhai, the
 //! twin or the fleet; everything above may depend on it.
 
+#![warn(missing_docs)]
+
 pub mod atomic;
 pub mod cancel;
 pub mod components;

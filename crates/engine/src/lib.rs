@@ -8,6 +8,8 @@
 //! runbook never sees which transport it runs on; this crate never builds a sandbox or a twin
 //! and never parses the command line.
 
+#![warn(missing_docs)]
+
 pub mod catalog;
 pub mod connect;
 pub mod engine;

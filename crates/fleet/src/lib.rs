@@ -7,6 +7,8 @@
 //! Architecture invariant: a host's failure is that host's: nothing here lets one host stop
 //! the others; this crate parses no command line (its options are plain data).
 
+#![warn(missing_docs)]
+
 pub mod hosts_report;
 pub mod job;
 pub mod liveness;

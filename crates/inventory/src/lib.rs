@@ -15,6 +15,8 @@
 //!
 //! Every fact remembers where it came from (`Source`), for `opsbook hosts`.
 
+#![warn(missing_docs)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -22,6 +22,8 @@
 //! when the agent is `not-writing`); from then on the agent writes real samples of this
 //! machine every second and the shipper ships the sandbox journal.
 
+#![warn(missing_docs)]
+
 pub(crate) mod commands;
 pub(crate) mod components;
 pub(crate) mod containers;

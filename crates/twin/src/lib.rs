@@ -22,6 +22,7 @@
 //! the twins accept: Loki's single-dash flags, Telegraf's `--config`). Each process logs to stdout in its
 //! counterpart's style, so under systemd the journal holds its lines.
 
+#![warn(missing_docs)]
 // The twin speaks as the vendors' programs do on their own stdout and stderr (`telegraf
 // --test`, `alloy validate`, a server's log lines): it prints as they print, not through
 // opsbook's output layer.

@@ -138,7 +138,7 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
     let mut global_tags = Vec::new();
     if let Some((t, _)) = c.table(root, "global_tags") {
         for (k, v, span) in c.string_map(t) {
-            if !opsbook_wire::loki_push::valid_label_name(&k) {
+            if !opsbook_wire::loki::valid_label_name(&k) {
                 c.error(span, format!("tag name `{k}` is not valid"));
             }
             global_tags.push((k, toml_check::expand_env(&v)));

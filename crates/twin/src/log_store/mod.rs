@@ -198,7 +198,7 @@ mod test_support {
 
     use super::{Labels, LogStore, Options};
     use crate::logger;
-    use opsbook_wire::loki_push::PushEntry;
+    use opsbook_wire::loki::PushEntry;
 
     pub(super) fn entry(ts: i64, line: &str) -> PushEntry {
         PushEntry { ts, line: line.into(), metadata: vec![] }

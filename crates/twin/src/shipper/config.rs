@@ -183,7 +183,7 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
     if let Some((labels, _)) = c.table(root, "labels") {
         let mut found = Vec::new();
         for (k, v, span) in c.string_map(labels) {
-            if !opsbook_wire::loki_push::valid_label_name(&k) {
+            if !opsbook_wire::loki::valid_label_name(&k) {
                 c.error(
                     span.clone(),
                     format!("label name `{k}` is not valid (letters, digits and _, not first a digit)"),
