@@ -60,6 +60,7 @@ pub enum Applies {
 pub struct FaultRow {
     /// Its name in a spec (`down`).
     pub name: &'static str,
+    /// The components it may be given to.
     pub applies: Applies,
     /// What the spec may add after `=` (its default when absent), "" when it takes nothing.
     pub value: &'static str,

@@ -22,7 +22,7 @@
 //! when the agent is `not-writing`); from then on the agent writes real samples of this
 //! machine every second and the shipper ships the sandbox journal.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub(crate) mod commands;
 pub(crate) mod components;
@@ -53,6 +53,7 @@ use stack::{ServerSide, SimHost};
 /// A running sandbox: one simulated host, or a fleet of them. Dropping it stops the runtime
 /// (and with it every server) and removes its temporary directory.
 pub struct Sandbox {
+    /// The simulated hosts: one, or the server first and the clients after it.
     pub hosts: Vec<Host>,
     dir: PathBuf,
     runtime: Option<tokio::runtime::Runtime>,
@@ -60,8 +61,11 @@ pub struct Sandbox {
 
 /// A simulated host as a run sees it: its world and its configuration.
 pub struct Host {
+    /// The host's simulated units, journal, files and servers.
     pub sim: SimHost,
+    /// The world a run acts through on it.
     pub world: World,
+    /// Its configuration, pointing at its servers' loopback ports.
     pub config: Config,
 }
 
