@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use crate::options::{GlobalArgs, RolloutArgs};
-pub use opsbook_fleet::options::GlobalOptions;
+pub use opsbook_fleet::GlobalOptions;
 
 /// The command line parsed. Only a twin's reads its real program's flags (`twin log-store
 /// -config.file=…`, `twin metrics-agent --config PATH`): those are translated by the twin

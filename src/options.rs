@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use opsbook_base::report::Format;
-use opsbook_fleet::options::{GlobalOptions, RolloutOptions, Share};
+use opsbook_fleet::{GlobalOptions, RolloutOptions, Share};
 
 /// Options accepted anywhere on the command line.
 #[derive(Debug, Args, Clone)]

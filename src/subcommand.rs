@@ -8,7 +8,7 @@ use crate::cli::{Arguments, Command, GlobalOptions, RunArgs};
 use opsbook_base::error::Error;
 use opsbook_base::report::Format;
 use opsbook_engine::catalog::{Catalog, Kind};
-use opsbook_fleet::session::{Reach, Session};
+use opsbook_fleet::{Reach, Session};
 
 /// Builds the session the subcommand needs (if any) and executes it.
 pub fn execute(args: Arguments) -> Result<u8, Error> {
@@ -120,7 +120,7 @@ fn fleet_run(
     global: &GlobalOptions,
     run: &RunArgs,
 ) -> Result<u8, Error> {
-    let job = opsbook_fleet::job::Job {
+    let job = opsbook_fleet::Job {
         runbook: &run.name,
         params: &run.params,
         forks: global.forks,

@@ -466,7 +466,7 @@ fn run_on(
     std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
     std::fs::write(dir.path().join("runbooks/load.rhai"), src).unwrap();
     let catalog = std::sync::Arc::new(opsbook_engine::catalog::Catalog::new(&[dir.path().join("runbooks")]));
-    let session = opsbook_fleet::session::Session::new(config, world, catalog, opsbook_base::report::Mode::default());
+    let session = opsbook_fleet::Session::new(config, world, catalog, opsbook_base::report::Mode::default());
     let compiled = session.compile("load").unwrap();
     let report = session
         .run_recorded(&compiled, &[], |name, source, params, mode| {

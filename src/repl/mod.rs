@@ -23,7 +23,7 @@ use opsbook_base::config::keys;
 use opsbook_base::error::Error;
 use opsbook_base::report::Format;
 use opsbook_engine::catalog::Kind;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 
 const COMMANDS: &[&str] =
     &[":help", ":fns", ":doc", ":vars", ":reset", ":reload", ":history", ":run", ":load", ":host", ":quit"];

@@ -34,7 +34,7 @@ use opsbook_base::config::{Config, Sources};
 use opsbook_base::error::Error;
 use opsbook_base::report::Mode;
 use opsbook_engine::catalog::Catalog;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 use opsbook_inventory::Inventory;
 use opsbook_sandbox::Sandbox;
 use opsbook_world::World;

@@ -18,7 +18,7 @@ use super::state::State;
 use opsbook_base::cancel::Cancel;
 use opsbook_base::config::serve::Job;
 use opsbook_engine::runbook::Compiled;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 
 /// Wakes sleeping job threads when the service stops or reloads.
 #[derive(Default)]

@@ -69,7 +69,9 @@ impl RolloutOptions {
 /// A number of hosts, or a share of them (`--serial 25%`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Share {
+    /// A number of hosts.
     Hosts(usize),
+    /// A share of the hosts, in percent (0 to 100).
     Percent(u32),
 }
 

@@ -42,8 +42,11 @@ pub enum Reach {
 
 /// One host's configuration, catalog, world, verbs' context and engine.
 pub struct Session {
+    /// The host's configuration.
     pub config: Arc<Config>,
+    /// Where runbooks, modules and templates are found.
     pub catalog: Arc<Catalog>,
+    /// What verbs act with on this host (its world among it).
     pub context: Arc<Context>,
     mode: Mode,
     engine: OnceLock<Engine>,

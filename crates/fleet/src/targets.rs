@@ -20,8 +20,11 @@ use opsbook_world::transport::Contention;
 /// A host of the run: its name, the roles it plays, and its session — or why there is none
 /// (an unreachable host is a failed check naming it, never a stop for the others).
 pub struct Target {
+    /// The host's name.
     pub name: String,
+    /// The roles it plays, by name.
     pub roles: Vec<String>,
+    /// Its session, or why it has none.
     pub session: Result<Session, Absent>,
 }
 
@@ -29,10 +32,12 @@ pub struct Target {
 pub struct Absent {
     /// `monitor3 reachable over ssh`, `monitor3 resolved from the inventory`.
     pub check: String,
+    /// Why, in words.
     pub why: String,
 }
 
 impl Absent {
+    /// A host that could not be reached over ssh, `why` saying how it failed.
     pub fn unreachable(host: &str, why: String) -> Absent {
         Absent { check: format!("{host} reachable over ssh"), why }
     }

@@ -1,5 +1,5 @@
 //! The JSON format: one document per run (schema version 2, documented in docs/reports.md); a run
-//! over several hosts nests one such document per host (`opsbook_fleet::hosts_report`).
+//! over several hosts nests one such document per host (`opsbook_fleet`'s hosts report).
 
 use std::io::Write;
 
