@@ -25,7 +25,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         Command::Run(run) => {
             // Built and parsed on other threads while this one reads the configuration.
             opsbook_engine::engine::prepare_in_background();
-            opsbook_engine::prefetch::modules_of(Catalog::new(&global.runbook_dirs), &run.name);
+            opsbook_engine::prefetch_modules_of(Catalog::new(&global.runbook_dirs), &run.name);
             run_command(&global, &run)
         }
         // Listing reads only the catalog: it works with a broken configuration file too.
@@ -440,7 +440,7 @@ fn import_cycles<'a>(session: &Session, modules: impl Iterator<Item = &'a String
     let mut seen: Vec<std::collections::BTreeSet<String>> = Vec::new();
     let mut errors = Vec::new();
     for module in modules {
-        if let Some(cycle) = opsbook_engine::import_cycle::find(module, &mut imports_of) {
+        if let Some(cycle) = opsbook_engine::find_import_cycle(module, &mut imports_of) {
             let members = cycle.0.iter().cloned().collect();
             if !seen.contains(&members) {
                 seen.push(members);

@@ -176,7 +176,7 @@ fn random_import_graphs_either_import_or_name_a_real_circle() {
             }
             let expected = circle_expected(&graph);
             // What `check` finds, without running anything.
-            let static_find = opsbook_engine::import_cycle::find("m0", &mut |m: &str| {
+            let static_find = opsbook_engine::find_import_cycle("m0", &mut |m: &str| {
                 let i: usize = m[1..].parse().unwrap();
                 graph[i].iter().map(|j| format!("m{j}")).collect()
             });

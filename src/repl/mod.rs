@@ -68,7 +68,7 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     session.session.context.lock_for("repl", "");
 
     let mut parser = Engine::new_raw();
-    opsbook_engine::syntax::parse_settings(&mut parser);
+    opsbook_engine::parse_settings(&mut parser);
     let mut editor: rustyline::Editor<ReplHelper, DefaultHistory> =
         rustyline::Editor::new().map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
     editor.set_helper(Some(ReplHelper { vocabulary: session.vocabulary(), parser }));

@@ -233,9 +233,11 @@ pub enum Class {
 /// An explained evaluation error.
 #[derive(Debug)]
 pub struct Explained {
+    /// What kind of error it is.
     pub class: Class,
     /// One line: the innermost message, for reports.
     pub message: String,
+    /// Where, rustc-style, with the line and a caret.
     pub diagnostic: Diagnostic,
     /// Where the runbook itself made the call that failed (`runbooks/x.rhai:3:9`), when the
     /// error was raised inside a module or function it called: a runbook's line, not only the

@@ -11,8 +11,8 @@ use opsbook_base::config::Config;
 use opsbook_base::error::Error;
 use opsbook_base::process::Children;
 use opsbook_base::report::Mode;
+use opsbook_engine::Opening;
 use opsbook_engine::catalog::Catalog;
-use opsbook_engine::connect::Opening;
 use opsbook_inventory::Inventory;
 use opsbook_sandbox::Sandbox;
 use opsbook_world::transport::Contention;
@@ -152,7 +152,7 @@ fn begin(h: &opsbook_inventory::Host) -> Result<Opening, Absent> {
             why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
         });
     }
-    opsbook_engine::connect::begin(h, Contention::Defer).map_err(|why| Absent::unreachable(&h.name, why))
+    opsbook_engine::begin_connecting(h, Contention::Defer).map_err(|why| Absent::unreachable(&h.name, why))
 }
 
 /// One host of the selection, with its session once reached, or why it has none.
@@ -171,7 +171,7 @@ fn make_target(
 /// The session of one inventory host (the REPL's `--host`); an unreachable host is an error.
 pub fn host_session(global: &GlobalOptions, host: &opsbook_inventory::Host) -> Result<Session, Error> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let (config, world) = opsbook_engine::connect::open(host).map_err(Error::Usage)?;
+    let (config, world) = opsbook_engine::connect_host(host).map_err(Error::Usage)?;
     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(host.name.clone()) };
     Ok(Session::waiting(global, config, world, catalog, mode))
 }

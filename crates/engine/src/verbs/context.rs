@@ -27,7 +27,9 @@ use opsbook_world::World;
 pub struct Context {
     /// What unit, journal, command, file and endpoint calls act on now.
     ground: Mutex<Ground>,
+    /// Changing verbs say what they would do instead (`--dry-run`).
     pub dry_run: bool,
+    /// The run's cancellation (Ctrl-C, a timeout).
     pub cancel: Cancel,
     http: OnceLock<Result<Arc<opsbook_world::http_client::Http>, String>>,
     recorder: Mutex<Option<Recorder>>,
@@ -47,6 +49,7 @@ pub struct Context {
 }
 
 impl Context {
+    /// A context acting on `world` with `config`.
     pub fn new(config: Arc<Config>, world: World, dry_run: bool) -> Arc<Context> {
         Arc::new(Context {
             ground: Mutex::new(Ground::new(config, world)),
@@ -162,10 +165,12 @@ impl Context {
         })
     }
 
+    /// Sets the recorder of the run's checks, giving back the one before.
     pub fn set_recorder(&self, recorder: Option<Recorder>) -> Option<Recorder> {
         std::mem::replace(&mut *self.recorder.lock().unwrap_or_else(|e| e.into_inner()), recorder)
     }
 
+    /// Takes the run's recorder (with its checks) out.
     pub fn take_recorder(&self) -> Option<Recorder> {
         self.set_recorder(None)
     }
@@ -197,12 +202,14 @@ impl Context {
         self.with_recorder(|r| r.summary().failed).unwrap_or(0)
     }
 
+    /// Starts a section of the report (printed when no run is recorded).
     pub fn section(&self, name: &str) {
         if self.with_recorder(|r| r.section(name)).is_none() {
             opsbook_base::say!("== {}", opsbook_base::shown::escaped(name));
         }
     }
 
+    /// Adds a log line to the report (printed when no run is recorded).
     pub fn log(&self, level: Level, message: &str) {
         // Without a report (the REPL), the line goes to the terminal as the report would show it.
         if self.with_recorder(|r| r.log(level, message)).is_none() {
@@ -273,6 +280,7 @@ impl Context {
         self.refused.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
+    /// Sets the runbook's parameters, already checked against its declarations.
     pub fn set_params(&self, params: BTreeMap<String, Dynamic>) {
         *self.params.lock().unwrap_or_else(|e| e.into_inner()) = params;
     }

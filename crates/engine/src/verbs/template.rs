@@ -82,9 +82,11 @@ pub(crate) fn module() -> Module {
 /// A template as found: its name, what errors call its file, and its text.
 #[derive(Debug, Clone)]
 pub struct Found {
+    /// The template's name.
     pub name: String,
     /// The file's path, or `<built-in>/templates/NAME`.
     pub source: String,
+    /// Its text.
     pub text: String,
 }
 
