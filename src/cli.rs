@@ -16,12 +16,12 @@ pub use opsbook_fleet::GlobalOptions;
 
 /// The command line parsed. Only a twin's reads its real program's flags (`twin log-store
 /// -config.file=…`, `twin metrics-agent --config PATH`): those are translated by the twin
-/// (`opsbook_twin::argv`) when clap finds the `twin` subcommand or cannot read the line as it
-/// is, and every other command line is parsed as it was given.
+/// (`opsbook_twin::translate_argv`) when clap finds the `twin` subcommand or cannot read the
+/// line as it is, and every other command line is parsed as it was given.
 pub fn parse(raw: Vec<OsString>) -> Result<Arguments, clap::Error> {
     match Arguments::try_parse_from(&raw) {
         Ok(args) if !matches!(args.command, Command::Twin(_)) => Ok(args),
-        _ => Arguments::try_parse_from(opsbook_twin::argv::translate(raw)),
+        _ => Arguments::try_parse_from(opsbook_twin::translate_argv(raw)),
     }
 }
 

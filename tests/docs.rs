@@ -67,8 +67,7 @@ impl Scratch {
 /// The command line parsed as `opsbook` parses it, or clap's words on why not.
 fn parsed(command: &CommandLine) -> Result<Arguments, String> {
     let argv = std::iter::once("opsbook".to_string()).chain(command.args.iter().cloned());
-    Arguments::try_parse_from(opsbook_twin::argv::translate(argv.map(Into::into).collect()))
-        .map_err(|e| e.render().to_string())
+    opsbook::cli::parse(argv.map(Into::into).collect()).map_err(|e| e.render().to_string())
 }
 
 /// A copy of `from` (a page's files go into the copy, never into the checkout).

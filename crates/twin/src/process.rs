@@ -17,10 +17,12 @@ use opsbook_base::error::Error;
 #[derive(Debug, Args)]
 pub struct TwinArgs {
     #[command(subcommand)]
+    /// Which component to stand in for.
     pub service: Service,
 }
 
 #[derive(Debug, Subcommand)]
+/// The components a twin stands in for, each with its real program's command line.
 pub enum Service {
     /// The metrics database: InfluxDB 2 API on 127.0.0.1:8086, data in memory.
     ///

@@ -15,7 +15,7 @@ pub fn excerpt(body: &str, max: usize) -> String {
 /// A float as Go's `strconv.FormatFloat(f, 'f', -1, 64)` writes it (the shortest decimal:
 /// `1`, `0.25`), with infinities and NaN spelled `+Inf`, `-Inf`, `NaN` as Prometheus, Loki and
 /// InfluxDB all do.
-pub fn float_text(f: f64) -> String {
+pub(crate) fn float_text(f: f64) -> String {
     if f.is_nan() {
         "NaN".into()
     } else if f.is_infinite() {

@@ -59,6 +59,7 @@ pub struct AgentFaults {
 pub struct Agent {
     config: RwLock<AgentConfig>,
     path: Option<PathBuf>,
+    /// The faults the sandbox sets on it.
     pub faults: AgentFaults,
     log: TelegrafLog,
     client: reqwest::Client,
@@ -107,6 +108,7 @@ impl Agent {
         self.log.early(level, text);
     }
 
+    /// The configuration it runs with now (a reload replaces it).
     pub fn config(&self) -> AgentConfig {
         self.config.read().map(|c| c.clone()).unwrap_or_else(|e| e.into_inner().clone())
     }

@@ -69,21 +69,31 @@ max_backoff = "5m"
 /// How pushes are encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// `application/x-protobuf`, snappy-compressed (Loki's own).
     Protobuf,
+    /// `application/json`.
     Json,
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// A shipper's config as the twin runs it, from its TOML or Alloy file.
 pub struct ShipperConfig {
+    /// The address its own HTTP server listens on.
     pub listen: String,
+    /// The systemd units whose journal it follows.
     pub units: Vec<String>,
+    /// Whether they are the user's units.
     pub user: bool,
     /// Static labels, `hostname` included, sorted by name.
     pub labels: Vec<(String, String)>,
+    /// The log store's push URL.
     pub url: String,
+    /// How pushes are encoded.
     pub format: Format,
+    /// How long lines are gathered before a push.
     pub batch_wait: Duration,
     pub(crate) batch_size: usize,
+    /// How long one push may take.
     pub timeout: Duration,
     pub(crate) max_retries: u32,
     pub(crate) min_backoff: Duration,

@@ -66,6 +66,7 @@ pub struct Shipper {
     config: RwLock<ShipperConfig>,
     path: Option<PathBuf>,
     journal: Arc<dyn Journal>,
+    /// The faults the sandbox sets on it.
     pub faults: ShipperFaults,
     log: Sink,
     client: reqwest::Client,
@@ -77,6 +78,7 @@ pub struct Shipper {
 }
 
 impl Shipper {
+    /// A shipper running `config` (read from `path`, for reloads), following `journal`, logging to `log`.
     pub fn new(config: ShipperConfig, path: Option<PathBuf>, journal: Arc<dyn Journal>, log: Sink) -> Arc<Shipper> {
         let metrics = Metrics::default();
         metrics.config_ok.store(true, Ordering::Relaxed);
@@ -94,6 +96,7 @@ impl Shipper {
         })
     }
 
+    /// The configuration it runs with now (a reload replaces it).
     pub fn config(&self) -> ShipperConfig {
         self.config.read().map(|c| c.clone()).unwrap_or_else(|e| e.into_inner().clone())
     }
