@@ -7,8 +7,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
-
 use opsbook::cli::{Arguments, Command};
 
 use crate::support::docs::{CommandLine, Page, pages, shows};

@@ -437,14 +437,14 @@ struct HostCommands {
     seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
 }
 
-impl opsbook_world::commands::Commands for HostCommands {
+impl opsbook_world::Commands for HostCommands {
     fn run<'a>(
         &'a self,
-        invocation: &'a opsbook_world::commands::Invocation,
-    ) -> opsbook_world::BoxFuture<'a, Result<opsbook_world::commands::Completed, String>> {
+        invocation: &'a opsbook_world::Invocation,
+    ) -> opsbook_world::BoxFuture<'a, Result<opsbook_world::Completed, String>> {
         self.seen.lock().unwrap().push(invocation.argv.clone());
         Box::pin(async {
-            Ok(opsbook_world::commands::Completed {
+            Ok(opsbook_world::Completed {
                 code: Some(0),
                 stdout: "100\ncpu  100 5 200 1000 0 0 0 0 0 0\ncpu  300 5 700 1200 0 0 0 0 0 0\n".into(),
                 stderr: String::new(),

@@ -138,9 +138,7 @@ fn upgrade(conn: &Connection) -> Result<(), String> {
         return Ok(());
     }
     conn.execute_batch("ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT ''")
-        .and_then(|()| {
-            conn.execute("UPDATE runs SET host = ?1", params![opsbook_world::hostname::this_machine()]).map(drop)
-        })
+        .and_then(|()| conn.execute("UPDATE runs SET host = ?1", params![opsbook_world::this_machine()]).map(drop))
         .map_err(|e| format!("cannot add the host column: {e}"))
 }
 
@@ -214,7 +212,7 @@ fn columns(conn: &Connection) -> Result<String, String> {
     if has_host(conn)? {
         return Ok(COLUMNS.to_string());
     }
-    let here = opsbook_world::hostname::this_machine().replace('\'', "''");
+    let here = opsbook_world::this_machine().replace('\'', "''");
     Ok(COLUMNS.replace(", host", &format!(", '{here}' AS host")))
 }
 
@@ -408,7 +406,7 @@ mod tests {
             )
             .unwrap();
         }
-        let here = opsbook_world::hostname::this_machine();
+        let here = opsbook_world::this_machine();
         // Read-only, it is read as it is; opened by the service, it is upgraded.
         let old = History::open_read_only(path.clone()).unwrap();
         assert_eq!(old.get(1).unwrap().unwrap().host, here);

@@ -214,8 +214,8 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
     // A rehearsal is recorded under a name that says so, in a database of its own.
     let here = match global.sandbox {
-        true => format!("{} (sandbox)", opsbook_world::hostname::this_machine()),
-        false => opsbook_world::hostname::this_machine(),
+        true => format!("{} (sandbox)", opsbook_world::this_machine()),
+        false => opsbook_world::this_machine(),
     };
     let (ready, views) = prepare(jobs, &stage, &catalog, &here);
     let refused = problems(&views);

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opsbook_world::BoxFuture;
-use opsbook_world::commands::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
-use opsbook_world::local_files::confined;
+use opsbook_world::confined;
+use opsbook_world::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
 
 /// The sandbox's `Commands` for one simulated host, whose `/` is `root`.
 pub(crate) struct SimCommands {

@@ -253,9 +253,9 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         journal: sim.journal.clone(),
         commands: Arc::new(commands::SimCommands { root: root.to_path_buf(), lost: sim.manager.lost.clone() }),
         containers: Arc::new(containers::NoContainers),
-        net: Arc::new(opsbook_world::net::LocalNet),
-        files: Arc::new(opsbook_world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),
-        endpoints: opsbook_world::endpoints::Endpoints::default(),
+        net: Arc::new(opsbook_world::LocalNet),
+        files: Arc::new(opsbook_world::LocalFiles { root: Some(root.to_path_buf()) }),
+        endpoints: opsbook_world::Endpoints::default(),
         connection: None,
         sandbox: true,
         change_lock: Arc::new(opsbook_world::change_lock::HostLock::new(

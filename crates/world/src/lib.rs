@@ -9,26 +9,38 @@
 #![warn(missing_docs)]
 
 pub mod change_lock;
-pub mod commands;
-pub mod containers;
-pub mod endpoints;
+mod commands;
+mod containers;
+mod endpoints;
 pub mod files;
 mod future;
-pub mod hostname;
-pub mod http_client;
+mod hostname;
+mod http_client;
 mod http_explain;
 mod http_through;
 pub mod journal;
-pub mod local_files;
-pub mod local_time;
-pub mod net;
-pub mod remote;
-pub(crate) mod systemd_dbus;
-pub mod this_run;
+mod local_files;
+mod local_time;
+mod net;
+mod remote;
+mod systemd_dbus;
+mod this_run;
 pub mod transport;
 mod unit_properties;
 pub mod units;
 mod world;
 
+pub use commands::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
+pub use containers::{
+    Container, Containers, Podman, Row as ContainerRow, Stats as ContainerStats, parse_version as parse_podman_version,
+};
+pub use endpoints::Endpoints;
 pub use future::BoxFuture;
+pub use hostname::this_machine;
+pub use http_client::{Http, Request, Response};
+pub use local_files::{LocalFiles, confined};
+pub use local_time::{micros as local_micros, today as local_today};
+pub use net::{Link, LocalNet, Net, Reach, Resolved, resolve as resolve_name};
+pub use remote::{endpoints_from_host, routes as forwarded_routes};
+pub use this_run::{id as run_id, who as run_by};
 pub use world::World;

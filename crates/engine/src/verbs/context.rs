@@ -31,7 +31,7 @@ pub struct Context {
     pub dry_run: bool,
     /// The run's cancellation (Ctrl-C, a timeout).
     pub cancel: Cancel,
-    http: OnceLock<Result<Arc<opsbook_world::http_client::Http>, String>>,
+    http: OnceLock<Result<Arc<opsbook_world::Http>, String>>,
     recorder: Mutex<Option<Recorder>>,
     /// `--set` overrides, already checked against the runbook's declared parameters.
     params: Mutex<BTreeMap<String, Dynamic>>,
@@ -115,20 +115,14 @@ impl Context {
     }
 
     /// The run's HTTP client, built on first use.
-    pub fn http(&self) -> VerbResult<Arc<opsbook_world::http_client::Http>> {
-        self.http
-            .get_or_init(|| opsbook_world::http_client::Http::new(&self.config()).map(Arc::new))
-            .clone()
-            .map_err(fail)
+    pub fn http(&self) -> VerbResult<Arc<opsbook_world::Http>> {
+        self.http.get_or_init(|| opsbook_world::Http::new(&self.config()).map(Arc::new)).clone().map_err(fail)
     }
 
     /// Sends one request from the script thread: the response, or the reason there is none
     /// (an answer larger than `http.max_body` is one: it was not read). An endpoint forwarded
     /// to the ground's host is reached through its socket.
-    pub fn send(
-        &self,
-        request: opsbook_world::http_client::Request<'_>,
-    ) -> VerbResult<Result<opsbook_world::http_client::Response, String>> {
+    pub fn send(&self, request: opsbook_world::Request<'_>) -> VerbResult<Result<opsbook_world::Response, String>> {
         Ok(self.send_answer(request)?.and_then(|r| match r.too_large {
             Some(why) => Err(why),
             None => Ok(r),
@@ -139,8 +133,8 @@ impl Context {
     /// status and headers, `too_large` saying why its body is empty).
     pub fn send_answer(
         &self,
-        request: opsbook_world::http_client::Request<'_>,
-    ) -> VerbResult<Result<opsbook_world::http_client::Response, String>> {
+        request: opsbook_world::Request<'_>,
+    ) -> VerbResult<Result<opsbook_world::Response, String>> {
         let http = self.http()?;
         let world = self.world();
         let through = world.endpoints.socket_for(&request.url);
@@ -221,15 +215,15 @@ impl Context {
     /// `Err` inside when it could not start. Raced against cancellation like all host work.
     pub fn run_command(
         &self,
-        invocation: opsbook_world::commands::Invocation,
-    ) -> VerbResult<Result<opsbook_world::commands::Completed, String>> {
+        invocation: opsbook_world::Invocation,
+    ) -> VerbResult<Result<opsbook_world::Completed, String>> {
         let commands = self.world().commands.clone();
         self.block_on(|| async move { commands.run(&invocation).await })
     }
 
     /// The host name of the machine this run acts on: the world's, else this machine's.
     pub fn hostname(&self) -> String {
-        self.world().hostname.unwrap_or_else(opsbook_world::hostname::this_machine)
+        self.world().hostname.unwrap_or_else(opsbook_world::this_machine)
     }
 
     /// Under `--dry-run`, records `would …` and returns true: the caller must not act.

@@ -239,7 +239,7 @@ fn parameters_and_facts(m: &mut Module) {
         "/// This run's id (`20261128T210307Z-ab12`: when it began, UTC, and a tag), the same on\n\
          /// every host it acts on; a rollback point records it.",
         "log(`run ${run_id()}`)",
-        opsbook_world::this_run::id
+        opsbook_world::run_id
     );
     register!(
         m,
@@ -248,7 +248,7 @@ fn parameters_and_facts(m: &mut Module) {
         ["String"],
         "/// Who runs this run: `user@machine` of the operator's machine (not of the host acted on).",
         "log(`by ${operator()}`)",
-        opsbook_world::this_run::who
+        opsbook_world::run_by
     );
 }
 

@@ -13,8 +13,8 @@ use super::time::duration_arg;
 use super::values::{Probe, record};
 use crate::register;
 use opsbook_base::config::keys;
-use opsbook_world::commands::{Completed, Invocation};
-use opsbook_world::net::Reach;
+use opsbook_world::Reach;
+use opsbook_world::{Completed, Invocation};
 
 /// The `host::` namespace.
 pub(crate) fn module() -> Module {
@@ -173,7 +173,7 @@ struct Load {
 }
 
 // The load script (the sandbox runs it too: it burns CPU time and writes nothing).
-use opsbook_world::commands::CPU_LOAD as LOAD;
+use opsbook_world::CPU_LOAD as LOAD;
 
 /// The host's CPU time between the two `cpu` lines the load script printed (user includes
 /// nice, as `top` shows it; system is the kernel's own time, Telegraf's `usage_system`).

@@ -16,7 +16,7 @@ use super::values::{Probe, record};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_wire::loki::{self, QueryResult};
-use opsbook_world::http_client::{Request, Response};
+use opsbook_world::{Request, Response};
 
 /// The `loki::` namespace.
 pub(crate) fn module() -> Module {

@@ -178,7 +178,7 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
     let hostname = if agent.omit_hostname {
         String::new()
     } else if agent.hostname.is_empty() {
-        opsbook_world::hostname::this_machine()
+        opsbook_world::this_machine()
     } else {
         agent.hostname
     };

@@ -125,10 +125,7 @@ impl Default for ShipperConfig {
             listen: "127.0.0.1:12345".into(),
             units: Vec::new(),
             user: false,
-            labels: vec![
-                ("hostname".into(), opsbook_world::hostname::this_machine()),
-                ("service_type".into(), "journal".into()),
-            ],
+            labels: vec![("hostname".into(), opsbook_world::this_machine()), ("service_type".into(), "journal".into())],
             url: "http://127.0.0.1:3100/loki/api/v1/push".into(),
             format: Format::Protobuf,
             batch_wait: Duration::from_secs(1),
@@ -203,11 +200,11 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
                 c.error(span, "label `unit` is set from each journal entry; choose another name");
                 continue;
             }
-            let v = if k == "hostname" && v.is_empty() { opsbook_world::hostname::this_machine() } else { v };
+            let v = if k == "hostname" && v.is_empty() { opsbook_world::this_machine() } else { v };
             found.push((k, v));
         }
         if !found.iter().any(|(k, _)| k == "hostname") {
-            found.push(("hostname".into(), opsbook_world::hostname::this_machine()));
+            found.push(("hostname".into(), opsbook_world::this_machine()));
         }
         found.sort();
         cfg.labels = found;
