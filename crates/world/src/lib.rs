@@ -6,7 +6,7 @@
 //! `journalctl -o json`, child processes, podman, std::fs), one for another host reached over
 //! its shared ssh connection (`remote`), and, for `--sandbox`, an in-process twin.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod change_lock;
 mod commands;

@@ -15,6 +15,7 @@ use crate::future::BoxFuture;
 
 /// This machine's file system, or, with `root`, a folder standing for its `/` (the sandbox's).
 pub struct LocalFiles {
+    /// The folder standing for `/`; `None`: this machine's own.
     pub root: Option<PathBuf>,
 }
 

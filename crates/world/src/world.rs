@@ -16,9 +16,13 @@ use crate::{
 pub struct World {
     /// The host's name when it is not this machine (a simulated or a remote host).
     pub hostname: Option<String>,
+    /// The service manager.
     pub units: Arc<dyn units::Units>,
+    /// The journal.
     pub journal: Arc<dyn journal::Journal>,
+    /// Running programs.
     pub commands: Arc<dyn commands::Commands>,
+    /// The containers.
     pub containers: Arc<dyn containers::Containers>,
     /// What the host reaches over the network, asked from the host itself.
     pub net: Arc<dyn net::Net>,

@@ -6,7 +6,12 @@ use super::record::{Holder, Record};
 /// One try at a host's lock.
 pub enum Try {
     /// This run holds it now; `took_over` is the record a holder that is gone left behind.
-    Taken { holding: Box<dyn Holding>, took_over: Option<Holder> },
+    Taken {
+        /// The hold, let go through it.
+        holding: Box<dyn Holding>,
+        /// The record a holder that is gone left behind, if any.
+        took_over: Option<Holder>,
+    },
     /// Another run holds it.
     Held(Holder),
 }

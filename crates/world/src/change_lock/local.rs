@@ -39,6 +39,7 @@ pub fn lock_dir(user_scope: bool) -> PathBuf {
 
 /// The lock of this machine, in `dir`.
 pub struct LocalLock {
+    /// The folder of the lock file and its record.
     pub dir: PathBuf,
 }
 

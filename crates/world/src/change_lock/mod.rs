@@ -39,9 +39,21 @@ const PROGRESS: Duration = Duration::from_secs(15);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockError {
     /// Another run holds it (after waiting `waited`, when the run was asked to wait).
-    Held { host: String, holder: Box<Holder>, waited: Option<Duration> },
+    Held {
+        /// The host whose lock it is.
+        host: String,
+        /// Who holds it.
+        holder: Box<Holder>,
+        /// How long this run waited for it, when it was asked to wait.
+        waited: Option<Duration>,
+    },
     /// The lock could not be tried: the run does not change the host blind.
-    Failed { host: String, why: String },
+    Failed {
+        /// The host whose lock it is.
+        host: String,
+        /// Why it could not be tried, in words.
+        why: String,
+    },
     /// The run was interrupted while it waited.
     Interrupted,
 }
@@ -65,7 +77,10 @@ pub enum Taken {
     /// This run held it already.
     Already,
     /// Taken now; with the record a holder that is gone left behind, if any.
-    Now { took_over: Option<Holder> },
+    Now {
+        /// The record a holder that is gone left behind, if any.
+        took_over: Option<Holder>,
+    },
 }
 
 /// A host's change lock as a world carries it.
@@ -173,6 +188,7 @@ fn sleep_unless_cancelled(pause: Duration, cancel: &Cancel) -> bool {
 
 /// The sandbox's lock: free, or held by the second operator a `--fault lock-held` rehearses.
 pub struct Simulated {
+    /// The rehearsed holder; `None`: the lock is free.
     pub held_by: Option<Record>,
 }
 

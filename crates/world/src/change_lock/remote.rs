@@ -43,7 +43,9 @@ read -r l
 
 /// The lock of the host `ssh` reaches, for its `system` or `user` manager.
 pub struct RemoteLock {
+    /// The host's shared ssh connection.
     pub ssh: Arc<Ssh>,
+    /// Whether it is the lock of the user's service manager (else the system's).
     pub user_scope: bool,
 }
 
