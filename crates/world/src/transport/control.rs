@@ -253,6 +253,7 @@ impl Control {
     }
 
     #[cfg(test)]
+    /// A control socket in `dir`, for tests.
     pub fn at(dir: &std::path::Path) -> Control {
         Control { socket: dir.join("cm"), dir: dir.to_path_buf(), lasting: None }
     }
