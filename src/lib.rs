@@ -35,8 +35,8 @@ pub fn run() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             // An error may quote an argument or a file: its control characters are escaped.
-            opsbook_base::say!("{}", opsbook_base::shown::escaped(&e.to_string()));
-            ExitCode::from(if matches!(e, opsbook_base::error::Error::Interrupted(_)) { 130 } else { 2 })
+            opsbook_base::say!("{}", opsbook_base::escaped(&e.to_string()));
+            ExitCode::from(if matches!(e, opsbook_base::Error::Interrupted(_)) { 130 } else { 2 })
         }
     }
 }
@@ -47,7 +47,7 @@ pub fn run() -> ExitCode {
 fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static {
     let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
         let text = format!("{value:?}");
-        let shown = opsbook_base::shown::escaped(&text);
+        let shown = opsbook_base::escaped(&text);
         if field.name() == "message" { write!(w, "{shown}") } else { write!(w, "{}={shown}", field.name()) }
     });
     tracing_subscriber::field::MakeExt::delimited(fields, " ")

@@ -4,7 +4,7 @@
 //! manager", timeouts) would not say why. The run itself is unchanged: the same checks, the
 //! same exit status; only its first line says where it ran and what was probably meant.
 
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_engine::runbook::Compiled;
 use opsbook_fleet::GlobalOptions;
 use opsbook_fleet::Session;

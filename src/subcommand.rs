@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::cli::{Arguments, Command, GlobalOptions, RunArgs};
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_base::report::Format;
 use opsbook_engine::catalog::{Catalog, Kind};
 use opsbook_fleet::{Reach, Session};
@@ -211,7 +211,7 @@ fn run_runbook(session: &Session, args: &RunArgs, global: &GlobalOptions) -> Res
             opsbook_base::say!("{note}");
         }
     }
-    opsbook_base::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
+    opsbook_base::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
     let limit = args.timeout.unwrap_or_else(|| session.config.duration(opsbook_base::config::keys::LIMITS_RUN_TIMEOUT));
     if !limit.is_zero() {
         session.context.cancel.time_out_after(session.context.runtime(), limit);
@@ -402,9 +402,8 @@ fn check(session: &Session, names: &[String]) -> Result<u8, Error> {
                             }
                         }
                         Err(Error::UnknownModule { name, suggestions }) => {
-                            let hint =
-                                opsbook_base::suggest::did_you_mean(&name, suggestions.iter().map(String::as_str))
-                                    .unwrap_or_default();
+                            let hint = opsbook_base::did_you_mean(&name, suggestions.iter().map(String::as_str))
+                                .unwrap_or_default();
                             errors.push(Error::Usage(format!(
                                 "{source} imports `{name}`, which is not a stdlib module{hint}"
                             )));

@@ -12,9 +12,9 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::{Filter, History, Run, flapping::flapping};
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_base::report::Format;
-use opsbook_base::shown::{escaped, padded};
+use opsbook_base::{escaped, padded};
 
 /// Arguments of `opsbook history`.
 #[derive(Debug, Args)]

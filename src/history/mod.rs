@@ -58,7 +58,7 @@ impl Run {
 /// Where state lives unless configured: `/var/lib/opsbook` for root, else
 /// `$XDG_STATE_HOME/opsbook`, else `~/.local/state/opsbook`; with none of these known (no
 /// `HOME` in the environment) it is refused, never guessed relative to where opsbook started.
-pub(crate) fn default_state_dir() -> Result<PathBuf, opsbook_base::error::Error> {
+pub(crate) fn default_state_dir() -> Result<PathBuf, opsbook_base::Error> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         return Ok(PathBuf::from("/var/lib/opsbook"));
@@ -69,7 +69,7 @@ pub(crate) fn default_state_dir() -> Result<PathBuf, opsbook_base::error::Error>
         .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".local/state")))
         .map(|base| base.join("opsbook"))
         .ok_or_else(|| {
-            opsbook_base::error::Error::Usage(
+            opsbook_base::Error::Usage(
                 "no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path\n  \
                  help: pass --state-dir DIR (or set serve.state_dir), e.g. --state-dir /var/lib/opsbook"
                     .into(),

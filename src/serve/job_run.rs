@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use super::capture;
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 use opsbook_base::config::serve::Job;
 use opsbook_engine::runbook::Compiled;
 use opsbook_fleet::Session;

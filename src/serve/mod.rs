@@ -29,9 +29,9 @@ use std::sync::Arc;
 
 use crate::cli::{GlobalOptions, ServeArgs};
 use crate::history::{History, Retention, database_path, default_state_dir, rehearsals_path};
+use opsbook_base::Error;
 use opsbook_base::config::serve::{Job, Serve, job_from_arg};
 use opsbook_base::config::{Config, Sources};
-use opsbook_base::error::Error;
 use opsbook_base::report::Mode;
 use opsbook_engine::catalog::Catalog;
 use opsbook_fleet::Session;

@@ -6,7 +6,7 @@
 //! reloads itself (a `refresh` meta tag, no script), fits a phone's width, and loads nothing
 //! from anywhere: its style sheet is embedded (`page.css`).
 
-use opsbook_base::shown::html;
+use opsbook_base::html_escaped as html;
 use std::fmt::Write;
 
 use serde_json::Value;

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use rhai::{ASTNode, Expr, Stmt};
 
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_engine::catalog::Kind;
 use opsbook_engine::runbook::Compiled;
 use opsbook_fleet::Session;

@@ -116,7 +116,7 @@ pub fn catch_set_up() {
 
 /// Gives the `STOPPING` signals back what they did before `catch_set_up` (nothing when it was not
 /// called); the signal noted meanwhile, if any.
-pub fn end_set_up() -> Option<&'static str> {
+pub(crate) fn end_set_up() -> Option<&'static str> {
     let mut before = BEFORE_SET_UP.lock().unwrap_or_else(|e| e.into_inner());
     for (signal, old) in before.drain(..) {
         // SAFETY: restores the action `catch_set_up` replaced.

@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use opsbook_base::error::Error;
-use opsbook_base::suggest::suggest;
+use opsbook_base::Error;
+use opsbook_base::suggest;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
@@ -215,10 +215,10 @@ impl Catalog {
 
     fn load_file(&self, name: &str, kind: Kind, dir: &Path, path: &Path) -> Result<Entry, Error> {
         let what = match kind {
-            Kind::Runbook => opsbook_base::input::RUNBOOK,
-            Kind::Module => opsbook_base::input::MODULE,
+            Kind::Runbook => opsbook_base::InputKind::RUNBOOK,
+            Kind::Module => opsbook_base::InputKind::MODULE,
         };
-        let text: Arc<str> = opsbook_base::error::read_text_or(path, what, |source| Error::Io {
+        let text: Arc<str> = opsbook_base::read_text_or(path, what, |source| Error::Io {
             context: format!("cannot read `{}`", path.display()),
             source,
         })?

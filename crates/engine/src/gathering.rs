@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 
 /// The hosts of a run, where each stands, and the permits to act.
 pub struct Gathering {

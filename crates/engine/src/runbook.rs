@@ -13,8 +13,8 @@ use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Stmt};
 
 use crate::catalog::{Catalog, Entry};
 use crate::engine;
-use opsbook_base::error::Error;
-use opsbook_base::suggest::suggest;
+use opsbook_base::Error;
+use opsbook_base::suggest;
 
 /// What a parameter accepts, from the kind of its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

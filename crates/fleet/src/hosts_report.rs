@@ -102,7 +102,7 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
         .collect();
     // A host's name and roles come from an inventory: shown with control characters escaped.
     let rows: Vec<[String; 5]> =
-        rows.into_iter().map(|r| r.map(|cell| opsbook_base::shown::escaped(&cell).into_owned())).collect();
+        rows.into_iter().map(|r| r.map(|cell| opsbook_base::escaped(&cell).into_owned())).collect();
     let header = ["HOST", "ROLES", "PASSED", "FAILED", "TIME"];
     let widths: Vec<usize> =
         (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();
@@ -142,7 +142,7 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
 
 fn names(runs: &[&HostRun]) -> String {
     // Names come from an inventory: shown with control characters escaped.
-    let name = |r: &&HostRun| opsbook_base::shown::escaped(r.report.host.as_deref().unwrap_or_default()).into_owned();
+    let name = |r: &&HostRun| opsbook_base::escaped(r.report.host.as_deref().unwrap_or_default()).into_owned();
     runs.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 

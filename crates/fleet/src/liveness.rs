@@ -102,7 +102,7 @@ fn pause(done: &AtomicBool, total: Duration) {
 fn answers(world: &World) -> Result<(), String> {
     let ask = Invocation { argv: vec!["true".to_string()], timeout: WITHIN, ..Invocation::default() };
     let commands = world.commands.clone();
-    let done = opsbook_base::runtime::shared().block_on(async move { commands.run(&ask).await })?;
+    let done = opsbook_base::shared_runtime().block_on(async move { commands.run(&ask).await })?;
     match (done.code, done.timed_out) {
         (_, true) | (None, _) => Err(format!("no answer within {}s", WITHIN.as_secs())),
         (Some(0), _) => Ok(()),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::rollout_report::{HostOutcome, HostResult, Rollout};
 use crate::targets::Target;
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 use opsbook_inventory::Inventory;
 use opsbook_world::change_lock::LockError;
 

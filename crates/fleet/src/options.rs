@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 
+use opsbook_base::Error;
 use opsbook_base::config::{Config, Sources};
-use opsbook_base::error::Error;
 use opsbook_base::report::Format;
 use opsbook_inventory::Inventory;
 

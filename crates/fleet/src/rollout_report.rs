@@ -264,7 +264,7 @@ fn verdict(rollout: &Rollout) -> String {
 /// Cells (host names, reasons) are shown with their control characters escaped.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> =
-        rows.iter().map(|r| r.iter().map(|cell| opsbook_base::shown::escaped(cell).into_owned()).collect()).collect();
+        rows.iter().map(|r| r.iter().map(|cell| opsbook_base::escaped(cell).into_owned()).collect()).collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
         .collect();

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use crate::options::GlobalOptions;
 use crate::session::Session;
+use opsbook_base::Error;
 use opsbook_base::config::Config;
-use opsbook_base::error::Error;
 use opsbook_base::process::Children;
 use opsbook_base::report::Mode;
 use opsbook_engine::Opening;
@@ -58,7 +58,7 @@ pub fn sandbox_targets(
     let config = global.load_config()?;
     // Setting up hundreds of hosts takes a while: Ctrl-C or SIGTERM meanwhile ends it, saying
     // how far it got (exit status 130), instead of killing the process without a word.
-    opsbook_base::cancel::catch_set_up();
+    opsbook_base::catch_set_up();
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) || clients >= 50 {
         opsbook_base::say!("setting up the sandbox: a server and {clients} client hosts…");
     }
@@ -79,7 +79,7 @@ pub fn sandbox_targets(
             }
         })
         .collect();
-    if let Some(signal) = opsbook_base::cancel::set_up_interrupted() {
+    if let Some(signal) = opsbook_base::set_up_interrupted() {
         return Err(Error::Interrupted(format!(
             "{signal} while the sandbox was set up: {n} of its {n} simulated hosts were ready; nothing was run",
             n = clients + 1

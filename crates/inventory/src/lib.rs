@@ -31,10 +31,10 @@ pub mod template;
 pub(crate) mod toml_source;
 
 use ansible::{Level, Place};
+use opsbook_base::Error;
 pub use opsbook_base::components::{Component, Reload, Repository, Tier};
 use opsbook_base::config::{Config, keys};
-use opsbook_base::error::Error;
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::did_you_mean;
 pub use role::Role;
 
 /// The Ansible variable holding a host's address.
@@ -214,17 +214,16 @@ impl Inventory {
     /// The hosts an Ansible-style pattern selects (see `pattern.rs`): a name is a group, else
     /// a host, else a role. A name that is none of these is an error with a suggestion.
     pub fn select(&self, pattern: &str) -> Result<Vec<&Host>, Error> {
-        let parsed =
-            opsbook_base::pattern::Pattern::parse(pattern).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
+        let parsed = opsbook_base::Pattern::parse(pattern).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
         let selected = parsed.evaluate(|m| self.matching(m))?;
         Ok(selected.into_iter().map(|i| &self.hosts[i]).collect())
     }
 
-    fn matching(&self, matcher: &opsbook_base::pattern::Matcher) -> Result<BTreeSet<usize>, Error> {
+    fn matching(&self, matcher: &opsbook_base::Matcher) -> Result<BTreeSet<usize>, Error> {
         let index = |names: &BTreeSet<String>| -> BTreeSet<usize> {
             self.hosts.iter().enumerate().filter(|(_, h)| names.contains(&h.name)).map(|(i, _)| i).collect()
         };
-        if let opsbook_base::pattern::Matcher::Name(name) = matcher {
+        if let opsbook_base::Matcher::Name(name) = matcher {
             if let Some(members) = self.groups.get(name) {
                 return Ok(index(members));
             }

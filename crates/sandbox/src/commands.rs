@@ -147,7 +147,7 @@ fn walk(at: &Path, shown: &str, found: &mut Vec<String>) {
 
 fn show(root: &Path, path: &str, out: &mut String) {
     let at = confined(root, path);
-    match opsbook_base::input::read_text(&at, opsbook_base::input::FILE) {
+    match opsbook_base::read_text(&at, opsbook_base::InputKind::FILE) {
         Ok(text) => out.push_str(&format!("\u{1}F {path}\n{text}\n")),
         Err(_) if at.exists() => out.push_str(&format!("\u{1}U {path}\n")),
         Err(_) => out.push_str(&format!("\u{1}M {path}\n")),

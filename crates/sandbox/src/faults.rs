@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use opsbook_base::components::{self, Component, Tier};
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::did_you_mean;
 
 /// One injected fault.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -43,10 +43,10 @@ pub use faults::{Applies, FAULTS, FaultRow, help as fault_help};
 
 use faults::Faults;
 use files::{ClientFiles, Servers};
+use opsbook_base::Error;
 use opsbook_base::config::{Config, Origin, Value, keys};
-use opsbook_base::error::Error;
+use opsbook_base::did_you_mean;
 use opsbook_base::secret::Secret;
-use opsbook_base::suggest::did_you_mean;
 use opsbook_world::World;
 use stack::{ServerSide, SimHost};
 
@@ -135,7 +135,7 @@ impl Sandbox {
 
         // A signal while a large fleet is set up stops it between two hosts (`cancel::catch_set_up`).
         let interrupted = |done: usize, what: &str| {
-            opsbook_base::cancel::set_up_interrupted().map(|signal| {
+            opsbook_base::set_up_interrupted().map(|signal| {
                 Error::Interrupted(format!(
                     "{signal} while the sandbox was set up: {done} of its {} simulated hosts {what}; nothing was run",
                     names.len()
@@ -198,7 +198,7 @@ fn boot_in_order(runtime: &tokio::runtime::Runtime, hosts: &[Host]) -> usize {
                 tokio::select! {
                     _ = &mut boot => break,
                     _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
-                        if opsbook_base::cancel::set_up_interrupted().is_some() {
+                        if opsbook_base::set_up_interrupted().is_some() {
                             return i;
                         }
                     }

@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 
 use super::logger::Level;
 use super::{agent, log_store, logger, metrics_db, shipper, stop_signal};
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 
 /// `opsbook twin SERVICE …`
 #[derive(Debug, Args)]

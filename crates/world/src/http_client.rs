@@ -183,10 +183,12 @@ impl Http {
         }
         if !self.ca_file.is_empty() {
             let ca_file = &self.ca_file;
-            let pem = opsbook_base::input::read_text(Path::new(ca_file), opsbook_base::input::CA_FILE)
+            let pem = opsbook_base::read_text(Path::new(ca_file), opsbook_base::InputKind::CA_FILE)
                 .map_err(|refused| match refused {
-                    opsbook_base::input::Refused::Io(e) => format!("cannot read http.ca_file `{ca_file}`: {e}"),
-                    other => format!("http.ca_file: {}", other.explain(opsbook_base::input::CA_FILE, ca_file.as_ref())),
+                    opsbook_base::Refused::Io(e) => format!("cannot read http.ca_file `{ca_file}`: {e}"),
+                    other => {
+                        format!("http.ca_file: {}", other.explain(opsbook_base::InputKind::CA_FILE, ca_file.as_ref()))
+                    }
                 })?
                 .into_bytes();
             let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("http.ca_file `{ca_file}`: {e}"))?;

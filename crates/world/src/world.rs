@@ -84,6 +84,6 @@ impl World {
     /// finds it ready once its runbook is compiled (the handshake overlaps the compile).
     pub fn warm_up(&self) {
         let units = self.units.clone();
-        opsbook_base::runtime::shared().spawn(async move { units.warm_up().await });
+        opsbook_base::shared_runtime().spawn(async move { units.warm_up().await });
     }
 }

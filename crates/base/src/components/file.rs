@@ -120,7 +120,7 @@ pub fn read(candidates: &[impl AsRef<Path>]) -> Result<Vec<Component>, Error> {
             Err(_) => {}
         }
         // Bounded and of a regular file: a FIFO or `/dev/zero` is refused naming it.
-        let text = crate::input::read_text_or_explain(path, crate::input::COMPONENTS).map_err(Error::Usage)?;
+        let text = crate::input::read_text_or_explain(path, crate::input::Kind::COMPONENTS).map_err(Error::Usage)?;
         let shown = path.display().to_string();
         let at = |message: String, offset: usize| Error::located(Diagnostic::at_offset(message, &shown, &text, offset));
         let file: File =

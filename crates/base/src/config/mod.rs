@@ -206,7 +206,7 @@ impl Config {
     }
 
     fn merge_file(&mut self, path: &Path) -> Result<(), Error> {
-        let text = crate::error::read_text_or(path, crate::input::CONFIG, |e| Error::ConfigFileMissing {
+        let text = crate::error::read_text_or(path, crate::input::Kind::CONFIG, |e| Error::ConfigFileMissing {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;

@@ -18,7 +18,7 @@ use super::ground::Ground;
 use super::place::{self, Place};
 use super::result::{VerbResult, fail, interrupted};
 use crate::catalog::Catalog;
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 use opsbook_base::config::Config;
 use opsbook_base::report::{Level, Outcome, Recorder};
 use opsbook_world::World;
@@ -108,10 +108,10 @@ impl Context {
         f()
     }
 
-    /// The process's runtime (`opsbook_base::runtime`): every host of a fleet run drives its
+    /// The process's runtime (`opsbook_base::shared_runtime`): every host of a fleet run drives its
     /// I/O through the same two workers, rather than threads of its own.
     pub fn runtime(&self) -> &tokio::runtime::Runtime {
-        opsbook_base::runtime::shared()
+        opsbook_base::shared_runtime()
     }
 
     /// The run's HTTP client, built on first use.
@@ -199,7 +199,7 @@ impl Context {
     /// Starts a section of the report (printed when no run is recorded).
     pub fn section(&self, name: &str) {
         if self.with_recorder(|r| r.section(name)).is_none() {
-            opsbook_base::say!("== {}", opsbook_base::shown::escaped(name));
+            opsbook_base::say!("== {}", opsbook_base::escaped(name));
         }
     }
 
@@ -207,7 +207,7 @@ impl Context {
     pub fn log(&self, level: Level, message: &str) {
         // Without a report (the REPL), the line goes to the terminal as the report would show it.
         if self.with_recorder(|r| r.log(level, message)).is_none() {
-            opsbook_base::say!("{}", opsbook_base::shown::escaped(message));
+            opsbook_base::say!("{}", opsbook_base::escaped(message));
         }
     }
 

@@ -219,11 +219,11 @@ fn cpu_load(cx: &Context, workers: i64, duration: Duration) -> VerbResult<Map> {
         loop {
             tokio::select! {
                 done = &mut run => break done,
-                _ = tick.tick() => opsbook_base::progress::show("generating CPU load", started.elapsed(), duration),
+                _ = tick.tick() => opsbook_base::show_progress("generating CPU load", started.elapsed(), duration),
             }
         }
     });
-    opsbook_base::progress::clear();
+    opsbook_base::clear_progress();
     let done = done?.map_err(|e| fail(format!("host::cpu_load: {e}")))?;
     let load = load_from(&done.stdout, done.duration).map_err(|e| {
         let said = super::tools::tail(&format!("{}\n{}", done.stdout, done.stderr), 3);

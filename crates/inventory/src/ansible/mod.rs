@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value as Json;
 
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 
 mod ini;
 mod vars_dir;
@@ -118,7 +118,7 @@ impl AnsibleInventory {
     /// Reads `path`: YAML (`.yml`, `.yaml`, `.json`) or INI (anything else), then the
     /// `group_vars/` and `host_vars/` directories beside it.
     pub fn load(path: &Path) -> Result<AnsibleInventory, Error> {
-        let text = opsbook_base::error::read_text_or(path, opsbook_base::input::INVENTORY, |source| Error::Io {
+        let text = opsbook_base::read_text_or(path, opsbook_base::InputKind::INVENTORY, |source| Error::Io {
             context: format!("cannot read the Ansible inventory `{}`", path.display()),
             source,
         })?;

@@ -37,7 +37,7 @@ use std::time::Duration;
 use super::log::{LogFormat, LogSettings};
 use super::sampler::{CpuInput, DiskInput, Inputs};
 use crate::toml_check::{self, Checker};
-use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::Diagnostic;
 use opsbook_base::secret::Secret;
 
 /// A complete config, shown by `opsbook twin metrics-agent --help` (and tested to load).

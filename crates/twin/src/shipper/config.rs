@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use crate::logger::Level;
 use crate::toml_check::{self, Checker};
-use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::Diagnostic;
 
 /// A complete config, shown by `opsbook twin log-shipper --help` (and tested to load).
 pub const EXAMPLE: &str = r#"# Config file (TOML); every key is optional.

@@ -23,7 +23,7 @@ pub(crate) mod remote;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 
 pub use backend::{Backend, Holding, Try};
 pub use local::{LocalLock, lock_dir};
