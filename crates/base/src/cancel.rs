@@ -27,6 +27,7 @@ impl Default for Cancel {
 }
 
 impl Cancel {
+    /// Cancels every wait on this handle, now and until `reset`.
     pub fn cancel(&self) {
         self.0.flag.store(true, Ordering::SeqCst);
         self.0.tx.send_replace(true);
@@ -59,6 +60,7 @@ impl Cancel {
         self.0.tx.send_replace(false);
     }
 
+    /// Whether it was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.0.flag.load(Ordering::Relaxed)
     }

@@ -47,13 +47,19 @@ pub enum Refused {
     Io(std::io::Error),
     /// Not a regular file: a directory, FIFO, socket or device.
     NotAFile {
+        /// What it is instead (`a directory`, `a FIFO`, …).
         kind: &'static str,
     },
+    /// Larger than its kind allows.
     TooLarge {
+        /// Its size.
         bytes: u64,
+        /// The largest its kind allows.
         max: u64,
     },
+    /// Not UTF-8 text.
     NotText {
+        /// The offset of the first byte that is not UTF-8.
         offset: usize,
     },
 }

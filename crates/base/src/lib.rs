@@ -9,7 +9,7 @@
 //! host commands beyond running a configured token command) and knows nothing of Rhai, the
 //! twin or the fleet; everything above may depend on it.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod atomic;
 mod cancel;

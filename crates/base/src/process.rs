@@ -23,9 +23,13 @@ pub use staying::Staying;
 /// A command to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Invocation {
+    /// The program and its arguments.
     pub argv: Vec<String>,
+    /// How long it may run before it is killed.
     pub timeout: Duration,
+    /// Environment variables added to this process's.
     pub env: Vec<(String, String)>,
+    /// Written to its stdin, if any.
     pub stdin: Option<String>,
 }
 
@@ -34,9 +38,13 @@ pub struct Invocation {
 pub struct Completed {
     /// `None` when a signal ended it (or the timeout did).
     pub code: Option<i32>,
+    /// What it printed on stdout.
     pub stdout: String,
+    /// What it printed on stderr.
     pub stderr: String,
+    /// How long it ran.
     pub duration: Duration,
+    /// Whether the timeout ended it.
     pub timed_out: bool,
 }
 

@@ -34,7 +34,9 @@ pub use built_in::{BUILT_IN, GRAFANA, INFLUXDATA};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tier {
+    /// A server: the metrics database, the log store.
     Server,
+    /// A client of the servers: the agent, the shipper.
     Client,
 }
 
@@ -61,6 +63,7 @@ pub struct Component {
     pub label: &'static str,
     /// What it is, as its deployed unit describes it.
     pub description: &'static str,
+    /// Server or client.
     pub tier: Tier,
     /// The section of its configuration keys (`metrics_db`: `metrics_db.unit`, `.config`, …).
     pub section: &'static str,
@@ -68,6 +71,7 @@ pub struct Component {
     pub template: &'static str,
     /// The port its address has when the URL names none; 0: it serves no address.
     pub port: u16,
+    /// How it takes a changed configuration.
     pub reload: Reload,
     /// The vendor's package repository its package comes from (`SECTION.package`).
     pub repository: &'static Repository,
@@ -112,6 +116,7 @@ pub struct Behaviour {
     pub packaged_check: &'static [&'static str],
     /// Run as a container: the environment (`NAME=VALUE`) and arguments it is given its file by.
     pub container_env: &'static [&'static str],
+    /// The arguments it is given then.
     pub container_args: &'static [&'static str],
     /// It reads the host's journal: deploy's record of a change is written until it counted one.
     pub reads_journal: bool,
@@ -122,12 +127,17 @@ pub struct Behaviour {
 pub struct Settings {
     /// `url`'s help (a component with a port), and the environment variable setting it, if any.
     pub address: &'static str,
+    /// The environment variable setting the address, empty when none.
     pub address_env: &'static str,
     /// `unit`, `exec` (`{config}`, `{data_dir}`, `{port}` filled in), `config`, `account`, `package`.
     pub unit: &'static str,
+    /// `exec`'s default.
     pub exec: &'static str,
+    /// `config`'s default: its configuration file.
     pub config: &'static str,
+    /// `account`'s default: the user it runs as.
     pub account: &'static str,
+    /// `package`'s default.
     pub package: &'static str,
     /// `data_dir`; empty: it keeps no data of its own (no key).
     pub data_dir: &'static str,

@@ -23,7 +23,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 pub struct Job {
     /// How the job is named on the page, in metrics and in the history (default: the runbook).
     pub name: String,
+    /// The runbook it runs.
     pub runbook: String,
+    /// How often.
     pub every: Duration,
     /// `--set` pairs for each run.
     pub params: Vec<(String, String)>,
@@ -48,6 +50,7 @@ impl Job {
 /// The `[serve]` settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Serve {
+    /// The address `serve` listens on.
     pub listen: String,
     /// Where the history database lives (default: the state directory, see `history`).
     pub state_dir: Option<PathBuf>,
@@ -62,6 +65,7 @@ pub struct Serve {
     pub jitter: Option<Duration>,
     /// On SIGTERM, running jobs get this long to finish before they are interrupted.
     pub stop_timeout: Duration,
+    /// The scheduled jobs (`[[serve.job]]`).
     pub jobs: Vec<Job>,
 }
 

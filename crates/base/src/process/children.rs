@@ -29,6 +29,7 @@ impl<K> Default for Children<K> {
 }
 
 impl<K> Children<K> {
+    /// No children yet.
     pub fn new() -> Children<K> {
         Children::default()
     }
@@ -43,6 +44,7 @@ impl<K> Children<K> {
         self.running.len()
     }
 
+    /// Whether none is left to watch.
     pub fn is_empty(&self) -> bool {
         self.running.is_empty()
     }

@@ -8,6 +8,7 @@ use crate::shown::xml as esc;
 
 use super::{End, Event, Formatter, Outcome, Report, seconds};
 
+/// The JUnit XML format.
 pub struct Junit;
 
 impl Formatter for Junit {

@@ -38,13 +38,18 @@ pub enum Format {
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// It passed.
     Pass,
+    /// It failed.
     Fail,
+    /// It passed with a warning.
     Warn,
+    /// It was skipped.
     Skip,
 }
 
 impl Outcome {
+    /// Its word in reports (`pass`, `fail`, `warn`, `skip`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Pass => "pass",
@@ -58,11 +63,17 @@ impl Outcome {
 /// One check as it happened.
 #[derive(Debug, Clone)]
 pub struct Record {
+    /// The section it was recorded in, if any.
     pub section: Option<String>,
+    /// What was checked.
     pub name: String,
+    /// How it came out.
     pub outcome: Outcome,
+    /// What was found, in words.
     pub detail: String,
+    /// What the check expected, when it says.
     pub expected: Option<String>,
+    /// What came back instead, when it says.
     pub actual: Option<String>,
     /// Time since the previous record or section: what this check took to establish.
     pub duration: Duration,
@@ -73,13 +84,16 @@ pub struct Record {
 /// Importance of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// Information.
     Info,
+    /// A warning.
     Warn,
     /// A mutating call not carried out under `--dry-run`.
     Plan,
 }
 
 impl Level {
+    /// Its word in reports (`info`, `warn`, `plan`).
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Info => "info",
@@ -90,10 +104,15 @@ impl Level {
 }
 
 #[derive(Debug, Clone)]
+/// A line a runbook logged.
 pub struct LogLine {
+    /// The section it was logged in, if any.
     pub section: Option<String>,
+    /// How important it is.
     pub level: Level,
+    /// The line.
     pub message: String,
+    /// Time since the run started.
     pub at: Duration,
 }
 
@@ -116,7 +135,12 @@ pub enum End {
     TimedOut(String),
     /// The runbook called `exit(code)`, at `at`: the run's exit status is `code` (1 when a
     /// check failed and the code is 0: a failure is never hidden).
-    Stopped { code: u8, at: String },
+    Stopped {
+        /// The code it gave.
+        code: u8,
+        /// Where it called `exit`.
+        at: String,
+    },
     /// Another run holds the host's change lock: who holds it, and since when (exit 75).
     Locked(String),
 }
@@ -131,8 +155,11 @@ impl End {
 /// Something that happened during a run, in order.
 #[derive(Debug, Clone)]
 pub enum Event {
+    /// A section began.
     Section(String),
+    /// A check was recorded.
     Record(Record),
+    /// A line was logged.
     Log(LogLine),
 }
 
@@ -140,6 +167,7 @@ pub enum Event {
 /// sandbox, and on which host of a fleet.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Mode {
+    /// Changing verbs only said what they would do (`--dry-run`).
     pub dry_run: bool,
     /// `Some(faults)` when the run is against the in-process stack.
     pub sandbox: Option<Vec<String>>,
@@ -150,30 +178,43 @@ pub struct Mode {
 /// The whole run.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// The runbook's name.
     pub runbook: String,
+    /// Where it was read from.
     pub source: String,
+    /// Its parameters, as given.
     pub params: BTreeMap<String, String>,
+    /// Whether it ran under `--dry-run`.
     pub dry_run: bool,
     /// Run against the in-process stack (`--sandbox`), with these faults injected.
     pub sandbox: Option<Vec<String>>,
     /// The host it ran on, in a run over several hosts.
     pub host: Option<String>,
+    /// When it started.
     pub started: SystemTime,
+    /// How long it ran.
     pub duration: Duration,
+    /// What happened, in order.
     pub events: Vec<Event>,
+    /// How it ended.
     pub end: End,
 }
 
 /// Counts per outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// Checks that passed.
     pub passed: usize,
+    /// Checks that failed.
     pub failed: usize,
+    /// Checks that passed with a warning.
     pub warnings: usize,
+    /// Checks that were skipped.
     pub skipped: usize,
 }
 
 impl Report {
+    /// The checks recorded, in order.
     pub fn records(&self) -> impl Iterator<Item = &Record> {
         self.events.iter().filter_map(|e| match e {
             Event::Record(r) => Some(r),
@@ -181,6 +222,7 @@ impl Report {
         })
     }
 
+    /// The checks counted by outcome.
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
         for r in self.records() {
@@ -244,12 +286,15 @@ impl Summary {
 
 /// An output format: sees each event as it happens and the report at the end.
 pub trait Formatter: Send {
+    /// Called once, before the first event.
     fn begin(&mut self, _out: &mut dyn Write, _report: &Report) -> std::io::Result<()> {
         Ok(())
     }
+    /// Called for each event as it happens.
     fn event(&mut self, _out: &mut dyn Write, _event: &Event) -> std::io::Result<()> {
         Ok(())
     }
+    /// Called once at the end, with the whole report.
     fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()>;
     /// Whether log lines appear in this format's stream; if not they go to stderr as well.
     fn shows_logs(&self) -> bool {
@@ -257,6 +302,7 @@ pub trait Formatter: Send {
     }
 }
 
+/// The formatter of `format`, in colour or not (human only).
 pub fn formatter(format: Format, colour: bool) -> Box<dyn Formatter> {
     match format {
         Format::Human => Box::new(human::Human::new(colour)),
@@ -287,6 +333,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// A recorder of `runbook` writing `format` to stdout.
     pub fn new(runbook: &str, source: &str, params: BTreeMap<String, String>, mode: Mode, format: Format) -> Recorder {
         Self::with_output(
             runbook,
@@ -298,6 +345,7 @@ impl Recorder {
         )
     }
 
+    /// A recorder writing to `out`.
     pub fn with_output(
         runbook: &str,
         source: &str,
@@ -330,12 +378,14 @@ impl Recorder {
         self.report.events.push(event);
     }
 
+    /// Starts a section.
     pub fn section(&mut self, name: &str) {
         self.section = Some(name.to_string());
         self.last_mark = self.clock.elapsed();
         self.push(Event::Section(name.to_string()));
     }
 
+    /// Records a check.
     pub fn record(
         &mut self,
         name: &str,
@@ -359,6 +409,7 @@ impl Recorder {
         self.push(Event::Record(record));
     }
 
+    /// Logs a line.
     pub fn log(&mut self, level: Level, message: &str) {
         if !self.formatter.shows_logs() {
             let mut err = RedactingWriter::new(std::io::stderr());
@@ -369,6 +420,7 @@ impl Recorder {
         self.push(Event::Log(line));
     }
 
+    /// The checks counted so far.
     pub fn summary(&self) -> Summary {
         self.report.summary()
     }

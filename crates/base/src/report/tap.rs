@@ -6,6 +6,7 @@ use std::io::Write;
 use super::{End, Event, Formatter, Outcome, Report};
 
 #[derive(Default)]
+/// The TAP format (Test Anything Protocol).
 pub struct Tap {
     count: usize,
     /// `[host] ` before each description in a run over several hosts.

@@ -21,7 +21,12 @@ pub enum TokenSource {
     /// A file holding it (mode 0600 or stricter).
     File(PathBuf),
     /// A command printing it on stdout.
-    Command { argv: Vec<String>, timeout: Duration },
+    Command {
+        /// The command and its arguments.
+        argv: Vec<String>,
+        /// How long it may take.
+        timeout: Duration,
+    },
 }
 
 impl TokenSource {
