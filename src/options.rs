@@ -52,6 +52,8 @@ pub struct GlobalArgs {
     pub forks: usize,
 
     /// With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE].
+    // The brackets are the spec's syntax as `--help` prints it, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long = "fault", global = true, value_name = "SPEC", long_help = opsbook_sandbox::fault_help())]
     pub faults: Vec<String>,
 

@@ -6,7 +6,7 @@
 //! With neither, the inventory is one host: this machine, playing every role, so single-host
 //! use is what it always was.
 //!
-//! ```ignore
+//! ```text
 //! let inventory = Inventory::load(&config, None)?;
 //! for host in inventory.select("clients:!monitor3")? { host.config() … }
 //! inventory.hosts_with(Role::parse("loki").unwrap());
