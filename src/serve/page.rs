@@ -12,8 +12,8 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::state::{JobView, State};
-use crate::history::command::rfc3339;
 use crate::history::now_ms;
+use crate::history::rfc3339;
 
 const STYLE: &str = include_str!("page.css");
 

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use toml::de::{DeTable, DeValue};
 
-use super::Role;
 use super::ansible::Place;
+use crate::role::Role;
 use opsbook_base::Diagnostic;
 use opsbook_base::Error;
 use opsbook_base::config::{self, Key, Value};

@@ -33,7 +33,8 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{Behaviour, Component, Reload, Repository, Settings, Tier, all_names};
+use super::built_in::all_names;
+use super::row::{Behaviour, Component, Reload, Repository, Settings, Tier};
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
 
+mod duration;
 pub mod keys;
 pub mod serve;
 
@@ -25,6 +26,7 @@ use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::secret::{Secret, TokenSource};
 use crate::suggest::did_you_mean;
+pub use duration::parse_duration;
 pub use keys::{Key, KeyName, Kind};
 
 /// Where a value came from.
@@ -539,15 +541,6 @@ fn url_problem(text: &str) -> Option<String> {
 /// The items of a comma-separated value, trimmed, empty ones left out.
 pub fn list(text: &str) -> Vec<String> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
-}
-
-/// A duration as operators write it: `5s`, `1m 30s`, `250ms`, or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    if let Ok(secs) = text.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    humantime::parse_duration(text).ok()
 }
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ fn text(at: &At, offset: usize, key: &str, value: &DeValue) -> Result<String, Er
 
 fn duration(at: &At, offset: usize, key: &str, value: &DeValue) -> Result<Duration, Error> {
     let t = text(at, offset, key, value)?;
-    match super::parse_duration(&t) {
+    match super::duration::parse_duration(&t) {
         Some(d) if !d.is_zero() || key.ends_with("jitter") => Ok(d),
         Some(_) => Err(at.error(offset, format!("`{key}`: `{t}` must be more than zero"))),
         None => Err(at.error(offset, format!("`{key}`: `{t}` is not a duration like `30s` or `5m`"))),
@@ -285,7 +285,7 @@ pub fn job_from_arg(arg: &str) -> Result<Job, Error> {
     let (runbook, every) = arg
         .rsplit_once('@')
         .ok_or_else(|| Error::Usage(format!("`{arg}`: expected RUNBOOK@INTERVAL, e.g. `quick-check@1m`")))?;
-    let every = match super::parse_duration(every) {
+    let every = match super::duration::parse_duration(every) {
         Some(d) if d.is_zero() => return Err(Error::Usage(format!("`{arg}`: the interval must be more than zero"))),
         Some(d) if d < MIN_EVERY => return Err(Error::Usage(too_often(arg, every))),
         Some(d) => d,

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::blocking::{Running, start};
-use super::{Completed, Invocation};
+use super::shared::{Completed, Invocation};
 
 /// Runs `inv.argv` (no shell) on this thread and waits at most `inv.timeout`; on timeout the
 /// process group is killed and `timed_out` is set. A command that cannot be started is an

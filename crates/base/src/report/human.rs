@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::{End, Event, Formatter, Level, Outcome, Report};
+use super::run::{End, Event, Formatter, Level, Outcome, Report};
 use crate::shown::escaped;
 
 /// The report for people: a line per check, colours on a terminal.

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
-use super::{End, Event, Formatter, Report, seconds};
+use super::run::{End, Event, Formatter, Report, seconds};
 
 /// The JSON format: one document for the run.
 pub struct Json;

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use crate::shown::xml as esc;
 
-use super::{End, Event, Formatter, Outcome, Report, seconds};
+use super::run::{End, Event, Formatter, Outcome, Report, seconds};
 
 /// The JUnit XML format.
 pub struct Junit;

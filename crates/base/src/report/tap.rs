@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use super::{End, Event, Formatter, Outcome, Report};
+use super::run::{End, Event, Formatter, Outcome, Report};
 
 #[derive(Default)]
 /// The TAP format (Test Anything Protocol).
