@@ -112,18 +112,18 @@ impl GlobalArgs {
         GlobalOptions {
             config: self.config.clone(),
             runbook_dirs: self.runbook_dirs.clone(),
-            format: self.format.clone(),
-            dry_run: self.dry_run.clone(),
-            user: self.user.clone(),
-            sandbox: self.sandbox.clone(),
-            fleet: self.fleet.clone(),
-            forks: self.forks.clone(),
+            format: self.format,
+            dry_run: self.dry_run,
+            user: self.user,
+            sandbox: self.sandbox,
+            fleet: self.fleet,
+            forks: self.forks,
             faults: self.faults.clone(),
             inventory: self.inventory.clone(),
             hosts: self.hosts.clone(),
             host: self.host.clone(),
-            lock_timeout: self.lock_timeout.clone(),
-            verbose: self.verbose.clone(),
+            lock_timeout: self.lock_timeout,
+            verbose: self.verbose,
         }
     }
 }

@@ -64,21 +64,6 @@ pub fn html(text: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_characters_are_written_visibly_and_nothing_else_changes() {
-        assert_eq!(escaped("\u{1b}]0;PWNED\u{7}\u{1b}[2J"), "\\x1b]0;PWNED\\x07\\x1b[2J");
-        assert_eq!(escaped("over\rwritten \u{7f} \u{9b}31m"), "over\\x0dwritten \\x7f \\u{9b}31m");
-        assert!(matches!(escaped("two\n\tlines — ünïcode"), Cow::Borrowed("two\n\tlines — ünïcode")));
-        assert_eq!(escaped("evil\u{202e}txt.exe \u{2066}x\u{2069}"), "evil\\u{202e}txt.exe \\u{2066}x\\u{2069}");
-        assert_eq!(padded("ab", 4), "ab  ");
-        assert_eq!(padded(&"x".repeat(70_000), 70_001).len(), 70_001);
-    }
-}
-
 /// `text` for XML attributes and content, as JUnit reports write it (`&`, `<`, `>`, `"` and
 /// `'` as entities; control characters but tab and newlines dropped).
 pub fn xml(text: &str) -> String {
@@ -96,4 +81,19 @@ pub fn xml(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_written_visibly_and_nothing_else_changes() {
+        assert_eq!(escaped("\u{1b}]0;PWNED\u{7}\u{1b}[2J"), "\\x1b]0;PWNED\\x07\\x1b[2J");
+        assert_eq!(escaped("over\rwritten \u{7f} \u{9b}31m"), "over\\x0dwritten \\x7f \\u{9b}31m");
+        assert!(matches!(escaped("two\n\tlines — ünïcode"), Cow::Borrowed("two\n\tlines — ünïcode")));
+        assert_eq!(escaped("evil\u{202e}txt.exe \u{2066}x\u{2069}"), "evil\\u{202e}txt.exe \\u{2066}x\\u{2069}");
+        assert_eq!(padded("ab", 4), "ab  ");
+        assert_eq!(padded(&"x".repeat(70_000), 70_001).len(), 70_001);
+    }
 }
