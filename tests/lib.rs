@@ -47,6 +47,7 @@ mod prometheus;
 mod realhosts;
 mod realhosts_bench;
 mod refusals;
+mod remote_sessions;
 mod remote_world;
 mod repl;
 mod rollout;

@@ -19,10 +19,10 @@ mod staying;
 
 pub use blocking::{Running, start, start_staying};
 pub use children::{Children, run_blocking};
-pub use shared::{Completed, Invocation, MAX_OUTPUT, printed_too_much};
+pub use shared::{Completed, Invocation, MAX_OUTPUT, printed_too_much, too_much};
 pub use staying::Staying;
 
-use shared::{GroupGuard, killed_note, spawn_error, too_much};
+use shared::{GroupGuard, killed_note, spawn_error};
 
 /// A pipe read to its end in the background; what arrived so far is readable at any time.
 /// Past `MAX_OUTPUT` it stops reading and says so (`overflowed`).

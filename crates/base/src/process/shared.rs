@@ -36,8 +36,9 @@ pub struct Completed {
 /// refused (`too_much`) rather than held in memory — a `token_command` printing a gigabyte.
 pub const MAX_OUTPUT: usize = 16 << 20;
 
-/// Why a command's output was refused, in the words both runners use.
-pub(super) fn too_much(program: &str, pipe: &str) -> String {
+/// Why a command's output was refused, in the words every runner uses (`printed_too_much`
+/// knows them).
+pub fn too_much(program: &str, pipe: &str) -> String {
     format!("`{program}` printed more than {} MiB on {pipe}: it was stopped", MAX_OUTPUT >> 20)
 }
 
