@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use opsbook_base::config::Config;
 use opsbook_base::report::Mode;
 use opsbook_engine::catalog::Catalog;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 use opsbook_world::World;
 
 const HOSTS: u32 = 200;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opsbook_twin::{log_store, logger, metrics_db};
-use opsbook_wire::loki_push;
+use opsbook_wire::loki;
 
 fn median(mut runs: Vec<Duration>) -> Duration {
     runs.sort();
@@ -125,15 +125,15 @@ fn main() {
     let now = opsbook_twin::now_ns();
     let pushes: Vec<Vec<u8>> = (0..100)
         .map(|batch| {
-            let streams: Vec<loki_push::PushStream> = (0..10)
-                .map(|unit| loki_push::PushStream {
+            let streams: Vec<loki::PushStream> = (0..10)
+                .map(|unit| loki::PushStream {
                     labels: vec![
                         ("hostname".into(), format!("host{:02}", batch % 20)),
                         ("service_type".into(), "bench".into()),
                         ("unit".into(), format!("unit{unit}.service")),
                     ],
                     entries: (0..100)
-                        .map(|i| loki_push::PushEntry {
+                        .map(|i| loki::PushEntry {
                             ts: now - 600_000_000_000 + (batch * 1000 + unit * 100 + i) as i64 * 1_000_000,
                             line: format!("level=info msg=\"request {i} served\" batch={batch} unit={unit} took=12ms"),
                             metadata: vec![],
@@ -141,7 +141,7 @@ fn main() {
                         .collect(),
                 })
                 .collect();
-            loki_push::encode_json(&streams)
+            loki::encode_json(&streams)
         })
         .collect();
     let started = Instant::now();

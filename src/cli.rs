@@ -2,15 +2,28 @@
 //!
 //! The subcommands and their own arguments are declared here; the options every subcommand
 //! shares (config, search path, output format, dry-run, sandbox, hosts, verbosity) are
-//! `GlobalOptions` in `opsbook_fleet::options`, flattened in here and `global`, so they are
-//! accepted before or after the subcommand. `subcommand.rs` turns the parsed arguments into
+//! `GlobalArgs` in `options.rs`, flattened in here and `global`, so they are accepted before
+//! or after the subcommand. `subcommand.rs` turns the parsed arguments into
 //! work.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use opsbook_fleet::options::GlobalOptions;
+pub use crate::options::{GlobalArgs, RolloutArgs};
+pub use opsbook_fleet::GlobalOptions;
+
+/// The command line parsed. Only a twin's reads its real program's flags (`twin log-store
+/// -config.file=…`, `twin metrics-agent --config PATH`): those are translated by the twin
+/// (`opsbook_twin::translate_argv`) when clap finds the `twin` subcommand or cannot read the
+/// line as it is, and every other command line is parsed as it was given.
+pub fn parse(raw: Vec<OsString>) -> Result<Arguments, clap::Error> {
+    match Arguments::try_parse_from(&raw) {
+        Ok(args) if !matches!(args.command, Command::Twin(_)) => Ok(args),
+        _ => Arguments::try_parse_from(opsbook_twin::translate_argv(raw)),
+    }
+}
 
 /// Operate and verify a self-hosted monitoring stack through editable Rhai runbooks.
 ///
@@ -24,7 +37,7 @@ pub use opsbook_fleet::options::GlobalOptions;
                         opsbook run restart-all --dry-run\n  opsbook run logs --set unit=loki --format json")]
 pub struct Arguments {
     #[command(flatten)]
-    pub global: GlobalOptions,
+    pub global: GlobalArgs,
 
     #[command(subcommand)]
     pub command: Command,
@@ -148,7 +161,7 @@ pub struct RunArgs {
 
     /// Over several hosts: in batches, each gated, a failed host rolled back.
     #[command(flatten, next_help_heading = "Rollout (a change over several hosts)")]
-    pub rollout: opsbook_fleet::options::RolloutOptions,
+    pub rollout: RolloutArgs,
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {

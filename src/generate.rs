@@ -18,7 +18,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::{Arguments, GenerateArgs, What};
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 
 /// The shells a package installs completions for, in the order written.
 const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
@@ -99,7 +99,7 @@ fn completions(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
             Shell::Zsh => "_opsbook".to_string(),
             other => format!("opsbook.{other}"),
         });
-        opsbook_base::atomic::write(&path, &text, 0o644)?;
+        opsbook_base::write_atomically(&path, &text, 0o644)?;
         written.push(path);
     }
     Ok(written)

@@ -12,7 +12,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_base::report::Format;
 use opsbook_inventory::{Fact, Host, Inventory, Source};
 
@@ -101,9 +101,7 @@ fn columns(rows: &[Vec<String>]) -> String {
     // and bidirectional characters escaped.
     let rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| {
-            r.iter().map(|c| opsbook_base::shown::escaped(&opsbook_base::secret::redact(c)).into_owned()).collect()
-        })
+        .map(|r| r.iter().map(|c| opsbook_base::escaped(&opsbook_base::secret::redact(c)).into_owned()).collect())
         .collect();
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> =
@@ -115,7 +113,7 @@ fn columns(rows: &[Vec<String>]) -> String {
             if i + 1 == row.len() {
                 line.push_str(cell);
             } else {
-                line.push_str(&opsbook_base::shown::padded(cell, widths[i]));
+                line.push_str(&opsbook_base::padded(cell, widths[i]));
                 line.push_str("  ");
             }
         }

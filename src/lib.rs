@@ -8,6 +8,7 @@ pub mod cli;
 pub mod generate;
 pub mod history;
 mod inventory_show;
+mod options;
 mod outside_inventory;
 pub mod repl;
 pub mod scripts;
@@ -16,15 +17,13 @@ pub mod subcommand;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// Parses the command line, runs the subcommand and maps the outcome to an exit status:
 /// 0 passed, 1 a check failed, 2 usage/config/script error, 75 a host's change lock held by
 /// another run, 124 timed out, 130 interrupted.
 pub fn run() -> ExitCode {
     // The tokens this process can see are known to the redactor before anything is printed.
     opsbook_base::secret::learn_environment();
-    let args = match cli::Arguments::try_parse_from(opsbook_twin::argv::translate(std::env::args_os().collect())) {
+    let args = match cli::parse(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(e) => {
             let _ = e.print();
@@ -36,8 +35,8 @@ pub fn run() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             // An error may quote an argument or a file: its control characters are escaped.
-            opsbook_base::say!("{}", opsbook_base::shown::escaped(&e.to_string()));
-            ExitCode::from(if matches!(e, opsbook_base::error::Error::Interrupted(_)) { 130 } else { 2 })
+            opsbook_base::say!("{}", opsbook_base::escaped(&e.to_string()));
+            ExitCode::from(if matches!(e, opsbook_base::Error::Interrupted(_)) { 130 } else { 2 })
         }
     }
 }
@@ -48,7 +47,7 @@ pub fn run() -> ExitCode {
 fn log_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static {
     let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
         let text = format!("{value:?}");
-        let shown = opsbook_base::shown::escaped(&text);
+        let shown = opsbook_base::escaped(&text);
         if field.name() == "message" { write!(w, "{shown}") } else { write!(w, "{}={shown}", field.name()) }
     });
     tracing_subscriber::field::MakeExt::delimited(fields, " ")

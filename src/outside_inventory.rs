@@ -4,10 +4,10 @@
 //! manager", timeouts) would not say why. The run itself is unchanged: the same checks, the
 //! same exit status; only its first line says where it ran and what was probably meant.
 
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_engine::runbook::Compiled;
-use opsbook_fleet::options::GlobalOptions;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::GlobalOptions;
+use opsbook_fleet::Session;
 use opsbook_inventory::{Inventory, Role};
 
 /// The note for a run of runbook `name` on this machine, when one is due: an inventory is

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_inventory::Role;
 
 /// Each file: its path under the directory installed to, what it does, its text.
@@ -177,6 +177,6 @@ fn install(dir: &Path, force: bool) -> Result<u8, Error> {
 /// Writes `text` to a temporary file beside `path`, with `mode`, then renames it over `path`:
 /// a reader sees the old script or the new one, never half of one.
 fn write_atomically(path: &Path, text: &str, mode: u32) -> Result<(), Error> {
-    opsbook_base::atomic::write(path, text.as_bytes(), mode)
+    opsbook_base::write_atomically(path, text.as_bytes(), mode)
         .map_err(|source| Error::Io { context: format!("cannot write `{}`", path.display()), source })
 }

@@ -5,14 +5,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::cli::{Arguments, Command, GlobalOptions, RunArgs};
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_base::report::Format;
 use opsbook_engine::catalog::{Catalog, Kind};
-use opsbook_fleet::session::{Reach, Session};
+use opsbook_fleet::{Reach, Session};
 
 /// Builds the session the subcommand needs (if any) and executes it.
 pub fn execute(args: Arguments) -> Result<u8, Error> {
-    let global = args.global;
+    let global = args.global.options();
     refuse_prometheus(global.format, &args.command)?;
     // A folder the operator named that is not one: never the built-in runbook in its place.
     opsbook_engine::catalog::check_named_folders(&global.runbook_dirs)?;
@@ -25,7 +25,7 @@ pub fn execute(args: Arguments) -> Result<u8, Error> {
         Command::Run(run) => {
             // Built and parsed on other threads while this one reads the configuration.
             opsbook_engine::engine::prepare_in_background();
-            opsbook_engine::prefetch::modules_of(Catalog::new(&global.runbook_dirs), &run.name);
+            opsbook_engine::prefetch_modules_of(Catalog::new(&global.runbook_dirs), &run.name);
             run_command(&global, &run)
         }
         // Listing reads only the catalog: it works with a broken configuration file too.
@@ -120,7 +120,7 @@ fn fleet_run(
     global: &GlobalOptions,
     run: &RunArgs,
 ) -> Result<u8, Error> {
-    let job = opsbook_fleet::job::Job {
+    let job = opsbook_fleet::Job {
         runbook: &run.name,
         params: &run.params,
         forks: global.forks,
@@ -129,7 +129,7 @@ fn fleet_run(
         dry_run: global.dry_run,
     };
     if run.rollout.wanted() {
-        return opsbook_fleet::rollout::run(targets, inventory, &job, &run.rollout);
+        return opsbook_fleet::rollout::run(targets, inventory, &job, &run.rollout.options());
     }
     opsbook_fleet::run::run(targets, inventory, &job)
 }
@@ -211,7 +211,7 @@ fn run_runbook(session: &Session, args: &RunArgs, global: &GlobalOptions) -> Res
             opsbook_base::say!("{note}");
         }
     }
-    opsbook_base::cancel::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
+    opsbook_base::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
     let limit = args.timeout.unwrap_or_else(|| session.config.duration(opsbook_base::config::keys::LIMITS_RUN_TIMEOUT));
     if !limit.is_zero() {
         session.context.cancel.time_out_after(session.context.runtime(), limit);
@@ -402,9 +402,8 @@ fn check(session: &Session, names: &[String]) -> Result<u8, Error> {
                             }
                         }
                         Err(Error::UnknownModule { name, suggestions }) => {
-                            let hint =
-                                opsbook_base::suggest::did_you_mean(&name, suggestions.iter().map(String::as_str))
-                                    .unwrap_or_default();
+                            let hint = opsbook_base::did_you_mean(&name, suggestions.iter().map(String::as_str))
+                                .unwrap_or_default();
                             errors.push(Error::Usage(format!(
                                 "{source} imports `{name}`, which is not a stdlib module{hint}"
                             )));
@@ -440,7 +439,7 @@ fn import_cycles<'a>(session: &Session, modules: impl Iterator<Item = &'a String
     let mut seen: Vec<std::collections::BTreeSet<String>> = Vec::new();
     let mut errors = Vec::new();
     for module in modules {
-        if let Some(cycle) = opsbook_engine::import_cycle::find(module, &mut imports_of) {
+        if let Some(cycle) = opsbook_engine::find_import_cycle(module, &mut imports_of) {
             let members = cycle.0.iter().cloned().collect();
             if !seen.contains(&members) {
                 seen.push(members);

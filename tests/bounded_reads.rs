@@ -112,16 +112,26 @@ fn special_files(dir: &Path) -> Vec<(PathBuf, &'static str)> {
 
 #[test]
 fn the_reader_refuses_every_file_that_is_not_a_regular_one_naming_it() {
-    use opsbook_base::input::{self, CA_FILE, COMPONENTS, CONFIG, FILE, INVENTORY, RUNBOOK, SCRIPT, TEMPLATE, TOKEN};
+    use opsbook_base::InputKind;
     let dir = tempfile::tempdir().unwrap();
     let files = special_files(dir.path());
-    let kinds = [CONFIG, COMPONENTS, INVENTORY, RUNBOOK, TEMPLATE, TOKEN, SCRIPT, CA_FILE, FILE];
+    let kinds = [
+        InputKind::CONFIG,
+        InputKind::COMPONENTS,
+        InputKind::INVENTORY,
+        InputKind::RUNBOOK,
+        InputKind::TEMPLATE,
+        InputKind::TOKEN,
+        InputKind::SCRIPT,
+        InputKind::CA_FILE,
+        InputKind::FILE,
+    ];
     let cases = Cases { cases: 64, failure_persistence: None, ..Cases::default() };
     TestRunner::new(cases)
         .run(&(0..files.len(), 0..kinds.len()), |(f, k)| {
             let ((path, found), kind) = (&files[f], kinds[k]);
             let started = Instant::now();
-            let refused = input::read_text_or_explain(path, kind).unwrap_err();
+            let refused = opsbook_base::read_text_or_explain(path, kind).unwrap_err();
             prop_assert!(started.elapsed() < Duration::from_secs(1));
             let expected = format!(
                 "the {} `{}` is a {found}, not a regular file: give the path of a file",

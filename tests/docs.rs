@@ -7,8 +7,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
-
 use opsbook::cli::{Arguments, Command};
 
 use crate::support::docs::{CommandLine, Page, pages, shows};
@@ -67,8 +65,7 @@ impl Scratch {
 /// The command line parsed as `opsbook` parses it, or clap's words on why not.
 fn parsed(command: &CommandLine) -> Result<Arguments, String> {
     let argv = std::iter::once("opsbook".to_string()).chain(command.args.iter().cloned());
-    Arguments::try_parse_from(opsbook_twin::argv::translate(argv.map(Into::into).collect()))
-        .map_err(|e| e.render().to_string())
+    opsbook::cli::parse(argv.map(Into::into).collect()).map_err(|e| e.render().to_string())
 }
 
 /// A copy of `from` (a page's files go into the copy, never into the checkout).

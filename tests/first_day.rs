@@ -77,7 +77,7 @@ const INVENTORY: &str = "[hosts.monitor1]\naddress = \"10.0.0.1\"\nroles = [\"me
                          [hosts.monitor2]\naddress = \"10.0.0.2\"\nroles = [\"metrics-agent\", \"log-shipper\"]\n";
 
 fn here() -> String {
-    opsbook_world::hostname::this_machine()
+    opsbook_world::this_machine()
 }
 
 #[test]

@@ -148,8 +148,8 @@ fn a_secret_is_redacted_in_every_encoding_a_writer_applies_and_every_line() {
     use opsbook_base::secret::{Secret, redact};
     let writers: [(&str, Writer); 4] = [
         ("json", |s| serde_json::to_string(s).unwrap()),
-        ("junit", opsbook_base::report::junit::esc),
-        ("page", opsbook_base::shown::html),
+        ("junit", opsbook_base::xml_escaped),
+        ("page", opsbook_base::html_escaped),
         ("as it is", str::to_string),
     ];
     let cases = Cases { cases: 256, failure_persistence: None, ..Cases::default() };

@@ -1,5 +1,5 @@
 //! Hostile input, round three (#50 case 4): every text from outside reaches the terminal
-//! through one writer (`opsbook_base::shown::escaped`) — the REPL's `print`, `log`, what
+//! through one writer (`opsbook_base::escaped`) — the REPL's `print`, `log`, what
 //! `:load` prints, the `:doc` and `:host` echoes, `opsbook history`'s table and serve's
 //! `/healthz` (a runbook's thrown text, stored). Control characters and bidi overrides are
 //! written visibly. Whole outputs compared; a generated test feeds every control character.

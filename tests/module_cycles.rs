@@ -176,7 +176,7 @@ fn random_import_graphs_either_import_or_name_a_real_circle() {
             }
             let expected = circle_expected(&graph);
             // What `check` finds, without running anything.
-            let static_find = opsbook_engine::import_cycle::find("m0", &mut |m: &str| {
+            let static_find = opsbook_engine::find_import_cycle("m0", &mut |m: &str| {
                 let i: usize = m[1..].parse().unwrap();
                 graph[i].iter().map(|j| format!("m{j}")).collect()
             });
@@ -188,7 +188,7 @@ fn random_import_graphs_either_import_or_name_a_real_circle() {
             let catalog = Arc::new(Catalog::new(&[dir.path().join("runbooks")]));
             let config = opsbook_base::config::Config::defaults();
             let world = opsbook_world::World::real(&config);
-            let session = opsbook_fleet::session::Session::new(config, world, catalog.clone(), Mode::default());
+            let session = opsbook_fleet::Session::new(config, world, catalog.clone(), Mode::default());
             let compiled = catalog.find(Kind::Runbook, "r").and_then(|e| session.compile_entry(e)).unwrap();
             // What the run would show on stderr is kept, and read: the circle's diagnostic.
             let (report, shown) = opsbook_base::secret::capturing_stderr(|| {

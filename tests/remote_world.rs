@@ -10,10 +10,10 @@ use std::sync::Arc;
 use opsbook_base::config::{Config, Origin, Value, keys};
 use opsbook_base::report::{Format, Mode, Outcome, Recorder};
 use opsbook_engine::catalog::Catalog;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 use opsbook_world::World;
-use opsbook_world::remote::{endpoints_from_host, routes};
 use opsbook_world::transport::Ssh;
+use opsbook_world::{endpoints_from_host, forwarded_routes as routes};
 
 use crate::support::fleet::Fleet;
 

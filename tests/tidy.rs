@@ -2,6 +2,7 @@
 //! the source and fails, naming the file and line, when an invariant breaks. ARCHITECTURE.md
 //! names the test beside each invariant (`every_invariant_names_its_test` holds that).
 
+mod layering;
 mod planted;
 mod reading;
 mod stdlib_names;
@@ -213,7 +214,7 @@ fn base_reaching_the_machine(root: &Path) -> Vec<String> {
 }
 
 /// Invariant: every whole file opsbook writes is written by one atomic writer
-/// (`opsbook_base::atomic`): no `File::create`, `fs::write` or truncating open elsewhere.
+/// (`opsbook_base::write_atomically`, `Atomic`): no `File::create`, `fs::write` or truncating open elsewhere.
 /// Appending to a log, and the writer itself, are not whole-file writes.
 #[test]
 fn one_atomic_writer_for_every_file() {
@@ -228,8 +229,10 @@ fn whole_file_writes_beside_the_writer(root: &Path) -> Vec<String> {
             for (n, code) in &source.lines {
                 for word in ["File::create", "fs::write(", ".truncate(true)", "create_new(true)"] {
                     if code.contains(word) {
-                        found
-                            .push(format!("{}:{n}: `{word}` (write through opsbook_base::atomic)", shown(root, &path)));
+                        found.push(format!(
+                            "{}:{n}: `{word}` (write through opsbook_base::write_atomically)",
+                            shown(root, &path)
+                        ));
                     }
                 }
             }

@@ -437,14 +437,14 @@ struct HostCommands {
     seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
 }
 
-impl opsbook_world::commands::Commands for HostCommands {
+impl opsbook_world::Commands for HostCommands {
     fn run<'a>(
         &'a self,
-        invocation: &'a opsbook_world::commands::Invocation,
-    ) -> opsbook_world::BoxFuture<'a, Result<opsbook_world::commands::Completed, String>> {
+        invocation: &'a opsbook_world::Invocation,
+    ) -> opsbook_world::BoxFuture<'a, Result<opsbook_world::Completed, String>> {
         self.seen.lock().unwrap().push(invocation.argv.clone());
         Box::pin(async {
-            Ok(opsbook_world::commands::Completed {
+            Ok(opsbook_world::Completed {
                 code: Some(0),
                 stdout: "100\ncpu  100 5 200 1000 0 0 0 0 0 0\ncpu  300 5 700 1200 0 0 0 0 0 0\n".into(),
                 stderr: String::new(),
@@ -466,7 +466,7 @@ fn run_on(
     std::fs::create_dir_all(dir.path().join("runbooks")).unwrap();
     std::fs::write(dir.path().join("runbooks/load.rhai"), src).unwrap();
     let catalog = std::sync::Arc::new(opsbook_engine::catalog::Catalog::new(&[dir.path().join("runbooks")]));
-    let session = opsbook_fleet::session::Session::new(config, world, catalog, opsbook_base::report::Mode::default());
+    let session = opsbook_fleet::Session::new(config, world, catalog, opsbook_base::report::Mode::default());
     let compiled = session.compile("load").unwrap();
     let report = session
         .run_recorded(&compiled, &[], |name, source, params, mode| {

@@ -6,15 +6,16 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::{Filter, History, Run, flapping::flapping};
-use opsbook_base::error::Error;
+use super::flapping::flapping;
+use super::store::{Filter, History, Run, database_path, now_ms, rehearsals_path, rfc3339};
+use opsbook_base::Error;
 use opsbook_base::report::Format;
-use opsbook_base::shown::{escaped, padded};
+use opsbook_base::{escaped, padded};
 
 /// Arguments of `opsbook history`.
 #[derive(Debug, Args)]
@@ -61,11 +62,6 @@ fn parse_since(text: &str) -> Result<Duration, String> {
     opsbook_base::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration like `1h` or `30m`"))
 }
 
-/// The text of a time, as RFC 3339 with milliseconds.
-pub fn rfc3339(ms: i64) -> String {
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)).to_string()
-}
-
 /// The names of a report's failed checks, `section › name`.
 pub fn failed_checks(report: &Value) -> Vec<String> {
     report["checks"]
@@ -86,9 +82,9 @@ pub fn failed_checks(report: &Value) -> Vec<String> {
 /// Runs `opsbook history`.
 /// With `sandbox`, the rehearsals of `serve --sandbox` are read instead of the real runs.
 pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format, sandbox: bool) -> Result<u8, Error> {
-    let path = if sandbox { super::rehearsals_path(&state_dir) } else { super::database_path(&state_dir) };
+    let path = if sandbox { rehearsals_path(&state_dir) } else { database_path(&state_dir) };
     let history = History::open_read_only(path.clone()).map_err(Error::Usage)?;
-    let since_ms = args.since.map(|d| super::now_ms() - d.as_millis() as i64);
+    let since_ms = args.since.map(|d| now_ms() - d.as_millis() as i64);
     let filter = Filter {
         job: args.job.clone(),
         host: args.on.clone(),

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Run;
+use super::store::Run;
 
 /// One flapping check.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

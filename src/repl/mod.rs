@@ -19,11 +19,11 @@ use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
 
 use helper::{ReplHelper, Vocabulary};
+use opsbook_base::Error;
 use opsbook_base::config::keys;
-use opsbook_base::error::Error;
 use opsbook_base::report::Format;
 use opsbook_engine::catalog::Kind;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 
 const COMMANDS: &[&str] =
     &[":help", ":fns", ":doc", ":vars", ":reset", ":reload", ":history", ":run", ":load", ":host", ":quit"];
@@ -68,7 +68,7 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     session.session.context.lock_for("repl", "");
 
     let mut parser = Engine::new_raw();
-    opsbook_engine::syntax::parse_settings(&mut parser);
+    opsbook_engine::parse_settings(&mut parser);
     let mut editor: rustyline::Editor<ReplHelper, DefaultHistory> =
         rustyline::Editor::new().map_err(|e| Error::Usage(format!("cannot start the line editor: {e}")))?;
     editor.set_helper(Some(ReplHelper { vocabulary: session.vocabulary(), parser }));
@@ -230,7 +230,7 @@ impl Repl {
         self.evaluating.store(true, Ordering::SeqCst);
         let result = self.session.engine().eval_ast_with_scope::<Dynamic>(&mut self.scope, &program);
         self.evaluating.store(false, Ordering::SeqCst);
-        opsbook_base::progress::clear();
+        opsbook_base::clear_progress();
         // A change refused because another run holds the host's change lock: said as it was
         // refused (`refused to …: HOST: held by …`); its value (nothing was done) not shown.
         let refused = self.session.context.take_lock_refusal().is_some_and(|r| r != LockError::Interrupted);
@@ -304,9 +304,9 @@ impl Repl {
             }
             ":load" => match args.first() {
                 Some(file) => {
-                    match opsbook_base::input::read_text_or_explain(
+                    match opsbook_base::read_text_or_explain(
                         std::path::Path::new(file),
-                        opsbook_base::input::SCRIPT,
+                        opsbook_base::InputKind::SCRIPT,
                     ) {
                         Ok(text) => self.eval(&text, file),
                         Err(e) => opsbook_base::say!("error: {}", printable(&e.to_string())),
@@ -317,7 +317,7 @@ impl Repl {
             ":run" => self.run_runbook(&args),
             ":host" => self.switch_host(args.first().copied()),
             other => {
-                let hint = opsbook_base::suggest::did_you_mean(other, COMMANDS.iter().copied()).unwrap_or_default();
+                let hint = opsbook_base::did_you_mean(other, COMMANDS.iter().copied()).unwrap_or_default();
                 opsbook_base::say!("error: unknown command `{}`{hint} (:help lists them)", printable(other));
             }
         }
@@ -399,5 +399,5 @@ impl Repl {
 
 /// `text` as the REPL prints it: secrets redacted, control characters escaped.
 fn printable(text: &str) -> String {
-    opsbook_base::shown::escaped(&opsbook_base::secret::redact(text)).into_owned()
+    opsbook_base::escaped(&opsbook_base::secret::redact(text)).into_owned()
 }

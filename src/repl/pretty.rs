@@ -32,7 +32,7 @@ pub(super) fn show(value: &Dynamic) -> String {
         let width = map.keys().map(|k| k.chars().count()).max().unwrap_or(0);
         return map
             .iter()
-            .map(|(k, v)| format!("{} : {}", opsbook_base::shown::padded(k, width), text(v)))
+            .map(|(k, v)| format!("{} : {}", opsbook_base::padded(k, width), text(v)))
             .collect::<Vec<_>>()
             .join("\n");
     }

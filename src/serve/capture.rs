@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use opsbook_base::report::{End, Event, Format, Formatter, Mode, Outcome, Recorder, Report, formatter};
 use opsbook_engine::runbook::Compiled;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 
 /// A writer into shared memory.
 #[derive(Clone, Default)]

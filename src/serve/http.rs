@@ -70,7 +70,7 @@ async fn healthz(Shared(state): Shared<Arc<State>>) -> Response {
     } else {
         // A thrown text or a check's name is the runbook's (or a host's): read on a terminal by
         // whoever curls this, so its control characters are escaped.
-        let failures: Vec<_> = failures.iter().map(|f| opsbook_base::shown::escaped(f).into_owned()).collect();
+        let failures: Vec<_> = failures.iter().map(|f| opsbook_base::escaped(f).into_owned()).collect();
         text(StatusCode::SERVICE_UNAVAILABLE, format!("failing:\n{}\n", failures.join("\n")))
     }
 }

@@ -10,10 +10,10 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use super::capture;
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 use opsbook_base::config::serve::Job;
 use opsbook_engine::runbook::Compiled;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 
 /// The cancel flags of a job's current run: its session's, or its hosts' sessions' while a
 /// run over them goes on.

@@ -29,12 +29,12 @@ use std::sync::Arc;
 
 use crate::cli::{GlobalOptions, ServeArgs};
 use crate::history::{History, Retention, database_path, default_state_dir, rehearsals_path};
+use opsbook_base::Error;
 use opsbook_base::config::serve::{Job, Serve, job_from_arg};
 use opsbook_base::config::{Config, Sources};
-use opsbook_base::error::Error;
 use opsbook_base::report::Mode;
 use opsbook_engine::catalog::Catalog;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 use opsbook_inventory::Inventory;
 use opsbook_sandbox::Sandbox;
 use opsbook_world::World;
@@ -214,8 +214,8 @@ pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
     // A rehearsal is recorded under a name that says so, in a database of its own.
     let here = match global.sandbox {
-        true => format!("{} (sandbox)", opsbook_world::hostname::this_machine()),
-        false => opsbook_world::hostname::this_machine(),
+        true => format!("{} (sandbox)", opsbook_world::this_machine()),
+        false => opsbook_world::this_machine(),
     };
     let (ready, views) = prepare(jobs, &stage, &catalog, &here);
     let refused = problems(&views);

@@ -6,14 +6,14 @@
 //! reloads itself (a `refresh` meta tag, no script), fits a phone's width, and loads nothing
 //! from anywhere: its style sheet is embedded (`page.css`).
 
-use opsbook_base::shown::html;
+use opsbook_base::html_escaped as html;
 use std::fmt::Write;
 
 use serde_json::Value;
 
 use super::state::{JobView, State};
-use crate::history::command::rfc3339;
 use crate::history::now_ms;
+use crate::history::rfc3339;
 
 const STYLE: &str = include_str!("page.css");
 

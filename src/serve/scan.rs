@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 
 use rhai::{ASTNode, Expr, Stmt};
 
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_engine::catalog::Kind;
 use opsbook_engine::runbook::Compiled;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 
 /// One mutating call found: the function and where it is (`file:line:column`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant, SystemTime};
 use super::job_run::{Cancels, execute};
 use super::remote::Hosts;
 use super::state::State;
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 use opsbook_base::config::serve::Job;
 use opsbook_engine::runbook::Compiled;
-use opsbook_fleet::session::Session;
+use opsbook_fleet::Session;
 
 /// Wakes sleeping job threads when the service stops or reloads.
 #[derive(Default)]

@@ -156,7 +156,7 @@ fn an_invariant_naming_a_missing_test_is_caught() {
         .filter(|name| name.ends_with(".rs"))
         .map(|name| format!("tests/{name}"))
         .collect();
-    let parts = ["tests/tidy/stdlib_names.rs"];
+    let parts = ["tests/tidy/stdlib_names.rs", "tests/tidy/layering.rs"];
     let files: Vec<&str> =
         std::iter::once("ARCHITECTURE.md").chain(tests.iter().map(String::as_str)).chain(parts).collect();
     let dir = scratch(&files);
@@ -212,6 +212,61 @@ fn a_call_of_a_stdlib_function_that_is_not_there_is_caught() {
     let found = super::stdlib_names::calls_reaching_nothing(dir.path());
     assert!(
         found.len() == 2 && found[0].contains("`lifecycle::component/2`") && found[1].contains("`stack::component/0`"),
+        "{found:#?}"
+    );
+}
+
+/// The fleet crate's sources, every one (the rule reads a crate's whole tree of modules).
+fn fleet_crate() -> Vec<String> {
+    let src = Path::new(ROOT).join("crates/fleet/src");
+    let mut files: Vec<String> = std::fs::read_dir(&src)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".rs"))
+        .map(|name| format!("crates/fleet/src/{name}"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_module_importing_from_above_it_is_caught() {
+    let files = fleet_crate();
+    let dir = scratch(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let layering = super::layering::imports_upward_or_in_a_loop;
+    assert_eq!(layering(dir.path()), Vec::<String>::new(), "the copy itself is clean");
+    // What points down or across, a test module's `use super::*` and a macro exported at the
+    // root pass.
+    plant(
+        dir.path(),
+        "crates/fleet/src/runner/pool.rs",
+        "use crate::job::Job;\nuse super::super::session::{self, Session};\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use crate::Root;\n}\nmacro_rules! said { () => {}; }\nfn f() { crate::said!(); }",
+    );
+    assert_eq!(layering(dir.path()), Vec::<String>::new(), "downward paths, tests and macros pass");
+    // The root's own item (or one of its façade), in a `use` tree.
+    plant(dir.path(), "crates/fleet/src/runner/pool.rs", "use crate::{Root as R, job};");
+    caught(&layering(dir.path()), "crates/fleet/src/runner/pool.rs", "`Root` from `crate (the crate root)`");
+    // The parent's, written in code.
+    let dir = scratch(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    plant(dir.path(), "crates/fleet/src/runner/pool.rs", "fn g() -> Option<super::Pool> { None }");
+    caught(&layering(dir.path()), "crates/fleet/src/runner/pool.rs", "`Pool` from `crate::runner`");
+}
+
+#[test]
+fn modules_importing_each_other_in_a_loop_are_caught() {
+    let files = fleet_crate();
+    let dir = scratch(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let layering = super::layering::imports_upward_or_in_a_loop;
+    plant(dir.path(), "crates/fleet/src/liveness/beat.rs", "use crate::runner::Runner;");
+    assert_eq!(layering(dir.path()), Vec::<String>::new(), "one way is no loop");
+    plant(dir.path(), "crates/fleet/src/runner/pool.rs", "fn h(_: crate::liveness::beat::Beat) {}");
+    let found = layering(dir.path());
+    assert!(
+        found.len() == 1
+            && found[0].starts_with("`crate (the crate root)`: its modules import each other in a loop")
+            && found[0].contains("liveness → runner (crates/fleet/src/liveness/beat.rs:")
+            && found[0].contains("runner → liveness (crates/fleet/src/runner/pool.rs:"),
         "{found:#?}"
     );
 }

@@ -25,6 +25,9 @@ pub(super) struct Source {
     pub(super) test_modules: Vec<String>,
     /// Whether the whole file is test code (`#![cfg(test)]`).
     pub(super) only_for_tests: bool,
+    /// The same lines as `lines` with every string's characters made `_`: code alone, for
+    /// reading paths and `use` declarations.
+    pub(super) code: Vec<(usize, String)>,
 }
 
 /// Reads `text` (a Rust or Rhai source).
@@ -33,10 +36,18 @@ pub(super) fn read(text: &str) -> Source {
     let mut kinds = kinds(&chars);
     let test_modules = leave_out_test_items(&chars, &mut kinds);
     let only_for_tests = code_contains(&chars, &kinds, "#![cfg(test)]");
+    let lines = kept_lines(&chars, &kinds, |c, _| c);
+    let code = kept_lines(&chars, &kinds, |c, kind| if kind == Kind::Text { '_' } else { c });
+    Source { lines, test_modules, only_for_tests, code }
+}
+
+/// The lines of `chars` holding code or text, numbered from 1: comments and test-only items
+/// made blank, each kept character written as `show` says.
+fn kept_lines(chars: &[char], kinds: &[Kind], show: impl Fn(char, Kind) -> char) -> Vec<(usize, String)> {
     let mut lines = Vec::new();
     let mut line = String::new();
     let mut number = 1;
-    for (c, kind) in chars.iter().zip(&kinds) {
+    for (c, kind) in chars.iter().zip(kinds) {
         if *c == '\n' {
             if !line.trim().is_empty() {
                 lines.push((number, std::mem::take(&mut line)));
@@ -44,7 +55,7 @@ pub(super) fn read(text: &str) -> Source {
             line.clear();
             number += 1;
         } else if matches!(kind, Kind::Code | Kind::Text) {
-            line.push(*c);
+            line.push(show(*c, *kind));
         } else {
             line.push(' ');
         }
@@ -52,7 +63,7 @@ pub(super) fn read(text: &str) -> Source {
     if !line.trim().is_empty() {
         lines.push((number, line));
     }
-    Source { lines, test_modules, only_for_tests }
+    lines
 }
 
 /// `text` with its comments made blank and its strings made `_`s (lines kept where they were):

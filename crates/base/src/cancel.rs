@@ -27,6 +27,7 @@ impl Default for Cancel {
 }
 
 impl Cancel {
+    /// Cancels every wait on this handle, now and until `reset`.
     pub fn cancel(&self) {
         self.0.flag.store(true, Ordering::SeqCst);
         self.0.tx.send_replace(true);
@@ -59,6 +60,7 @@ impl Cancel {
         self.0.tx.send_replace(false);
     }
 
+    /// Whether it was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.0.flag.load(Ordering::Relaxed)
     }
@@ -116,7 +118,7 @@ pub fn catch_set_up() {
 
 /// Gives the `STOPPING` signals back what they did before `catch_set_up` (nothing when it was not
 /// called); the signal noted meanwhile, if any.
-pub fn end_set_up() -> Option<&'static str> {
+pub(crate) fn end_set_up() -> Option<&'static str> {
     let mut before = BEFORE_SET_UP.lock().unwrap_or_else(|e| e.into_inner());
     for (signal, old) in before.drain(..) {
         // SAFETY: restores the action `catch_set_up` replaced.

@@ -17,7 +17,9 @@ use std::fmt;
 /// An error at a place in a text file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// What is wrong.
     pub message: String,
+    /// The file, as messages name it.
     pub file: String,
     /// 1-based; 0 when the position is unknown.
     pub line: usize,
@@ -48,6 +50,7 @@ impl Diagnostic {
         Self::at(message, file, Some(text), line, column)
     }
 
+    /// Adds a note, written after the caret.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());
         self
@@ -55,7 +58,7 @@ impl Diagnostic {
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = &text[..floor_char_boundary(text, offset)];
     let line = before.matches('\n').count() + 1;

@@ -5,51 +5,79 @@
 //! an error: it is a record in the report (exit status 1).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
 
 #[derive(Debug)]
+/// What can stop a command before or outside a run's checks; `Display` words each for the
+/// operator.
 pub enum Error {
     /// The command line asked for something that cannot be done.
     Usage(String),
+    /// No runbook of that name.
     UnknownRunbook {
+        /// The name asked for.
         name: String,
+        /// The nearest names found.
         suggestions: Vec<String>,
     },
+    /// No module of that name.
     UnknownModule {
+        /// The name asked for.
         name: String,
+        /// The nearest names found.
         suggestions: Vec<String>,
     },
+    /// `--set KEY=…` for a parameter the runbook does not declare.
     UnknownParam {
+        /// The runbook.
         runbook: String,
+        /// The key given.
         key: String,
+        /// The parameters it declares.
         declared: Vec<String>,
+        /// The nearest of them.
         suggestions: Vec<String>,
     },
+    /// A parameter's value of the wrong kind.
     BadParamValue {
+        /// The parameter.
         key: String,
+        /// The value given.
         value: String,
+        /// What it accepts, in words.
         expected: String,
     },
     /// A config file, runbook or module that does not parse, with its position.
     Located(Box<Diagnostic>),
+    /// A configuration file that could not be read.
     ConfigFileMissing {
+        /// The file.
         path: PathBuf,
+        /// Why, in words.
         reason: String,
     },
     /// A file given to opsbook that is not a regular file of text of a sane size
     /// (`input::read_text`), in words.
     Unreadable {
+        /// Why, naming the file.
         message: String,
     },
+    /// A configuration value a key does not accept.
     ConfigValue {
+        /// The key.
         key: String,
+        /// What is wrong with it.
         problem: String,
     },
+    /// The API token could not be had (its file, its command), in words.
     Token(String),
+    /// An I/O failure.
     Io {
+        /// What was being done.
         context: String,
+        /// The failure.
         source: std::io::Error,
     },
     /// Several runbooks or modules failed `opsbook check`.
@@ -60,6 +88,7 @@ pub enum Error {
 }
 
 impl Error {
+    /// A diagnostic as an error.
     pub fn located(d: Diagnostic) -> Error {
         Error::Located(Box::new(d))
     }
@@ -124,6 +153,20 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A text file read as `input::read_text` reads it, refused as an opsbook error: a missing or
+/// unreadable file keeps the wording `missing` gives it (e.g. the configuration's "cannot read
+/// config file"), anything else is explained.
+pub fn read_text_or(
+    path: &Path,
+    kind: crate::input::Kind,
+    missing: impl FnOnce(std::io::Error) -> Error,
+) -> Result<String, Error> {
+    crate::input::read_text(path, kind).map_err(|r| match r {
+        crate::input::Refused::Io(e) => missing(e),
+        other => Error::Unreadable { message: other.explain(kind, path) },
+    })
+}
 
 #[cfg(test)]
 mod tests {}

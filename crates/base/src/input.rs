@@ -11,26 +11,34 @@ use std::path::Path;
 pub struct Kind {
     /// `configuration file`, `inventory`, … as messages name it.
     pub what: &'static str,
+    /// The largest it may be; a larger file is refused, not read.
     pub max_bytes: u64,
 }
 
-pub const CONFIG: Kind = Kind { what: "configuration file", max_bytes: 4 << 20 };
-/// `components.toml`, the operator's additions to the component table.
-pub const COMPONENTS: Kind = Kind { what: "component table", max_bytes: 4 << 20 };
-/// Large enough for a generated inventory of tens of thousands of hosts.
-pub const INVENTORY: Kind = Kind { what: "inventory", max_bytes: 256 << 20 };
-/// An Ansible inventory's `group_vars/` or `host_vars/` file.
-pub const VARS: Kind = Kind { what: "vars file", max_bytes: 256 << 20 };
-pub const RUNBOOK: Kind = Kind { what: "runbook", max_bytes: 4 << 20 };
-pub const MODULE: Kind = Kind { what: "module", max_bytes: 4 << 20 };
-pub const TEMPLATE: Kind = Kind { what: "template", max_bytes: 4 << 20 };
-pub const TOKEN: Kind = Kind { what: "token file", max_bytes: 64 << 10 };
-/// A script the REPL's `:load` runs.
-pub const SCRIPT: Kind = Kind { what: "script", max_bytes: 4 << 20 };
-/// `http.ca_file`: a few PEM certificates.
-pub const CA_FILE: Kind = Kind { what: "CA file", max_bytes: 1 << 20 };
-/// What a runbook reads with `file::read` (configuration files, for the most part).
-pub const FILE: Kind = Kind { what: "file", max_bytes: 16 << 20 };
+impl Kind {
+    /// opsbook's configuration file.
+    pub const CONFIG: Kind = Kind { what: "configuration file", max_bytes: 4 << 20 };
+    /// `components.toml`, the operator's additions to the component table.
+    pub const COMPONENTS: Kind = Kind { what: "component table", max_bytes: 4 << 20 };
+    /// Large enough for a generated inventory of tens of thousands of hosts.
+    pub const INVENTORY: Kind = Kind { what: "inventory", max_bytes: 256 << 20 };
+    /// An Ansible inventory's `group_vars/` or `host_vars/` file.
+    pub const VARS: Kind = Kind { what: "vars file", max_bytes: 256 << 20 };
+    /// A runbook (`runbooks/NAME.rhai`).
+    pub const RUNBOOK: Kind = Kind { what: "runbook", max_bytes: 4 << 20 };
+    /// A module runbooks import (`stdlib/NAME.rhai`).
+    pub const MODULE: Kind = Kind { what: "module", max_bytes: 4 << 20 };
+    /// A Jinja template the deploy renders.
+    pub const TEMPLATE: Kind = Kind { what: "template", max_bytes: 4 << 20 };
+    /// The file holding the API token (`token_file`).
+    pub const TOKEN: Kind = Kind { what: "token file", max_bytes: 64 << 10 };
+    /// A script the REPL's `:load` runs.
+    pub const SCRIPT: Kind = Kind { what: "script", max_bytes: 4 << 20 };
+    /// `http.ca_file`: a few PEM certificates.
+    pub const CA_FILE: Kind = Kind { what: "CA file", max_bytes: 1 << 20 };
+    /// What a runbook reads with `file::read` (configuration files, for the most part).
+    pub const FILE: Kind = Kind { what: "file", max_bytes: 16 << 20 };
+}
 
 /// Why a file could not be read as text of its kind.
 #[derive(Debug)]
@@ -39,13 +47,19 @@ pub enum Refused {
     Io(std::io::Error),
     /// Not a regular file: a directory, FIFO, socket or device.
     NotAFile {
+        /// What it is instead (`a directory`, `a FIFO`, …).
         kind: &'static str,
     },
+    /// Larger than its kind allows.
     TooLarge {
+        /// Its size.
         bytes: u64,
+        /// The largest its kind allows.
         max: u64,
     },
+    /// Not UTF-8 text.
     NotText {
+        /// The offset of the first byte that is not UTF-8.
         offset: usize,
     },
 }
@@ -92,19 +106,6 @@ pub fn read_text(path: &Path, kind: Kind) -> Result<String, Refused> {
     String::from_utf8(bytes).map_err(|e| Refused::NotText { offset: e.utf8_error().valid_up_to() })
 }
 
-/// The same as an opsbook error: a missing or unreadable file keeps the wording `missing`
-/// gives it (e.g. the configuration's "cannot read config file"), anything else is explained.
-pub fn read_text_or(
-    path: &Path,
-    kind: Kind,
-    missing: impl FnOnce(std::io::Error) -> crate::error::Error,
-) -> Result<String, crate::error::Error> {
-    read_text(path, kind).map_err(|r| match r {
-        Refused::Io(e) => missing(e),
-        other => crate::error::Error::Unreadable { message: other.explain(kind, path) },
-    })
-}
-
 /// The same, with the reason as the message.
 pub fn read_text_or_explain(path: &Path, kind: Kind) -> Result<String, String> {
     read_text(path, kind).map_err(|r| r.explain(kind, path))
@@ -142,7 +143,7 @@ mod tests {
 
     #[test]
     fn special_files_large_files_and_binary_files_are_refused_in_words() {
-        let dev_zero = read_text_or_explain(Path::new("/dev/zero"), CONFIG).unwrap_err();
+        let dev_zero = read_text_or_explain(Path::new("/dev/zero"), Kind::CONFIG).unwrap_err();
         assert_eq!(
             dev_zero,
             "the configuration file `/dev/zero` is a character device, not a regular file: give the path of a file"
@@ -153,23 +154,23 @@ mod tests {
         assert!(made.success());
         let shown = fifo.display().to_string();
         assert_eq!(
-            read_text_or_explain(&fifo, INVENTORY).unwrap_err(),
+            read_text_or_explain(&fifo, Kind::INVENTORY).unwrap_err(),
             format!("the inventory `{shown}` is a FIFO (named pipe), not a regular file: give the path of a file")
         );
         let big = dir.path().join("big");
         std::fs::write(&big, vec![b'a'; 70 << 10]).unwrap();
         assert_eq!(
-            read_text_or_explain(&big, TOKEN).unwrap_err(),
+            read_text_or_explain(&big, Kind::TOKEN).unwrap_err(),
             format!("the token file `{}` is 70.0 KiB — more than the 64.0 KiB a token file may be", big.display())
         );
         let binary = dir.path().join("binary");
         std::fs::write(&binary, b"ok\xff\xfe").unwrap();
         assert_eq!(
-            read_text_or_explain(&binary, TEMPLATE).unwrap_err(),
+            read_text_or_explain(&binary, Kind::TEMPLATE).unwrap_err(),
             format!("the template `{}` is not UTF-8 text (the bytes at offset 2 are not)", binary.display())
         );
         assert_eq!(
-            read_text_or_explain(dir.path(), RUNBOOK).unwrap_err(),
+            read_text_or_explain(dir.path(), Kind::RUNBOOK).unwrap_err(),
             format!(
                 "the runbook `{}` is a directory, not a regular file: give the path of a file",
                 dir.path().display()

@@ -9,19 +9,33 @@
 //! host commands beyond running a configured token command) and knows nothing of Rhai, the
 //! twin or the fleet; everything above may depend on it.
 
-pub mod atomic;
-pub mod cancel;
+#![deny(missing_docs)]
+
+mod atomic;
+mod cancel;
 pub mod components;
 pub mod config;
-pub mod diagnostic;
-pub mod error;
-pub mod input;
-pub mod memory;
-pub mod pattern;
+mod diagnostic;
+mod error;
+mod input;
+mod memory;
+mod pattern;
 pub mod process;
-pub mod progress;
+mod progress;
 pub mod report;
-pub mod runtime;
+mod runtime;
 pub mod secret;
-pub mod shown;
-pub mod suggest;
+mod shown;
+mod suggest;
+
+pub use atomic::{Atomic, temporary as atomic_temporary, write as write_atomically};
+pub use cancel::{Cancel, catch_set_up, on_signals, on_signals_draining, set_up_interrupted};
+pub use diagnostic::Diagnostic;
+pub use error::{Error, read_text_or};
+pub use input::{Kind as InputKind, Refused, read_text, read_text_or_explain};
+pub use memory::{Counting as CountingAllocator, in_use as heap_in_use};
+pub use pattern::{Matcher, Pattern};
+pub use progress::{clear as clear_progress, show as show_progress};
+pub use runtime::shared as shared_runtime;
+pub use shown::{escaped, html as html_escaped, padded, xml as xml_escaped};
+pub use suggest::{did_you_mean, suggest};

@@ -37,6 +37,7 @@ pub struct Term {
 /// A parsed pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
+    /// Its terms, in order.
     pub terms: Vec<Term>,
 }
 

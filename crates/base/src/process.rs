@@ -14,47 +14,15 @@ use tokio::io::AsyncWriteExt;
 
 mod blocking;
 mod children;
+mod shared;
 mod staying;
 
 pub use blocking::{Running, start, start_staying};
 pub use children::{Children, run_blocking};
+pub use shared::{Completed, Invocation, MAX_OUTPUT, printed_too_much, too_much};
 pub use staying::Staying;
 
-/// A command to run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Invocation {
-    pub argv: Vec<String>,
-    pub timeout: Duration,
-    pub env: Vec<(String, String)>,
-    pub stdin: Option<String>,
-}
-
-/// How it ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Completed {
-    /// `None` when a signal ended it (or the timeout did).
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-    pub duration: Duration,
-    pub timed_out: bool,
-}
-
-/// The most a command may print on each of stdout and stderr: more, and it is stopped and
-/// refused (`too_much`) rather than held in memory — a `token_command` printing a gigabyte.
-pub const MAX_OUTPUT: usize = 16 << 20;
-
-/// Why a command's output was refused, in the words every runner uses (`printed_too_much`
-/// knows them).
-pub fn too_much(program: &str, pipe: &str) -> String {
-    format!("`{program}` printed more than {} MiB on {pipe}: it was stopped", MAX_OUTPUT >> 20)
-}
-
-/// Whether `reason` (an `Err` of `run` or `run_blocking`) says the command printed too much:
-/// a caller adds the advice that fits what it ran (`too_much`'s wording lives here).
-pub fn printed_too_much(reason: &str) -> bool {
-    reason.ends_with(": it was stopped") && reason.contains(&format!(" printed more than {} MiB on ", MAX_OUTPUT >> 20))
-}
+use shared::{GroupGuard, killed_note, spawn_error};
 
 /// A pipe read to its end in the background; what arrived so far is readable at any time.
 /// Past `MAX_OUTPUT` it stops reading and says so (`overflowed`).
@@ -101,24 +69,6 @@ impl Collected {
         let _ = tokio::time::timeout(Duration::from_millis(200), self.done).await;
         let bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
         String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-/// Kills the process group unless disarmed: covers timeouts and abandoned futures alike.
-struct GroupGuard(Option<u32>);
-
-impl GroupGuard {
-    /// Kills the group now (and disarms the guard).
-    fn kill(&mut self) {
-        if let Some(pid) = self.0.take() {
-            kill_group(pid);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -176,43 +126,6 @@ pub async fn run(inv: &Invocation) -> Result<Completed, String> {
         stderr = killed_note(&stderr, inv.timeout);
     }
     Ok(Completed { code, stdout, stderr, duration: started.elapsed(), timed_out })
-}
-
-/// Why `program` could not be started, in the words both runners use.
-fn spawn_error(program: &str, e: std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => format!("`{program}` not found in PATH"),
-        std::io::ErrorKind::PermissionDenied => format!("`{program}` is not executable"),
-        std::io::ErrorKind::ArgumentListTooLong => format!(
-            "cannot start `{program}`: its command line is longer than this machine lets a program start with \
-             (E2BIG); pass large data in a file or on standard input rather than as arguments"
-        ),
-        _ => format!("cannot start `{program}`: {e}"),
-    }
-}
-
-/// What a command killed at its timeout printed on stderr, followed by why it ended.
-fn killed_note(stderr: &str, timeout: Duration) -> String {
-    let note = format!("killed after {}", humantime::format_duration(timeout));
-    if stderr.trim().is_empty() { note } else { format!("{}\n{note}", stderr.trim_end()) }
-}
-
-/// A pidfd for process `pid` (readable once it exits), or `None` when it is gone already or
-/// the kernel has none (Linux before 5.3).
-pub(crate) fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::{FromRawFd, OwnedFd};
-    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    // SAFETY: a non-negative result is a descriptor we now own.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as std::os::fd::RawFd) })
-}
-
-/// SIGKILL to the process group led by `pid`.
-pub(crate) fn kill_group(pid: u32) {
-    // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
-    unsafe {
-        libc::kill(-(pid as i32), libc::SIGKILL);
-    }
 }
 
 #[cfg(test)]

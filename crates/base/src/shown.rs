@@ -64,6 +64,25 @@ pub fn html(text: &str) -> String {
     out
 }
 
+/// `text` for XML attributes and content, as JUnit reports write it (`&`, `<`, `>`, `"` and
+/// `'` as entities; control characters but tab and newlines dropped).
+pub fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

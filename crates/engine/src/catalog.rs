@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use opsbook_base::error::Error;
-use opsbook_base::suggest::suggest;
+use opsbook_base::Error;
+use opsbook_base::suggest;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
@@ -29,14 +29,18 @@ mod embedded {
 /// Runbook or module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A runbook (`runbooks/NAME.rhai`).
     Runbook,
+    /// A module runbooks import (`stdlib/NAME.rhai`).
     Module,
 }
 
 /// Where an entry comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
+    /// A folder of the search path.
     Dir(PathBuf),
+    /// Embedded in the binary.
     BuiltIn,
 }
 
@@ -52,24 +56,32 @@ impl std::fmt::Display for Origin {
 /// A runbook or module with its text.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// Its name (`verify`, no `.rhai`).
     pub name: String,
+    /// Runbook or module.
     pub kind: Kind,
+    /// Where it was found.
     pub origin: Origin,
     /// What diagnostics call the file: its path, or `<built-in>/runbooks/NAME.rhai`.
     pub source: String,
+    /// Its text.
     pub text: Arc<str>,
 }
 
 /// One folder on the search path.
 #[derive(Debug, Clone)]
 pub struct SearchDir {
+    /// The folder's runbooks.
     pub runbooks: PathBuf,
+    /// The `stdlib` folder beside it, for modules.
     pub stdlib: PathBuf,
     /// Why it is on the path (`--runbooks`, `$OPSBOOK_PATH`, …).
     pub reason: &'static str,
 }
 
 #[derive(Debug, Default)]
+/// Where runbooks, modules and templates are found: the search path's folders before the
+/// built-ins; each text read once.
 pub struct Catalog {
     dirs: Vec<SearchDir>,
     texts: Mutex<HashMap<String, Arc<str>>>,
@@ -116,6 +128,7 @@ impl Catalog {
         Catalog { dirs, texts: Mutex::default(), modules: Mutex::default() }
     }
 
+    /// The folders searched, in order.
     pub fn search_path(&self) -> &[SearchDir] {
         &self.dirs
     }
@@ -202,10 +215,10 @@ impl Catalog {
 
     fn load_file(&self, name: &str, kind: Kind, dir: &Path, path: &Path) -> Result<Entry, Error> {
         let what = match kind {
-            Kind::Runbook => opsbook_base::input::RUNBOOK,
-            Kind::Module => opsbook_base::input::MODULE,
+            Kind::Runbook => opsbook_base::InputKind::RUNBOOK,
+            Kind::Module => opsbook_base::InputKind::MODULE,
         };
-        let text: Arc<str> = opsbook_base::input::read_text_or(path, what, |source| Error::Io {
+        let text: Arc<str> = opsbook_base::read_text_or(path, what, |source| Error::Io {
             context: format!("cannot read `{}`", path.display()),
             source,
         })?

@@ -3,7 +3,7 @@
 //! A host with no address is this machine (`World::real`). Any other is reached over one
 //! shared OpenSSH connection (`opsbook_world::transport::Ssh`): its service manager, journal, commands
 //! and files over that connection, and its endpoints through sockets forwarded over it, so they
-//! are asked from the host itself (`world::remote::endpoints_from_host`). Used by fleet runs (a
+//! are asked from the host itself (`opsbook_world::endpoints_from_host`). Used by fleet runs (a
 //! session per host), the REPL's `--host`, and `fleet::on` (a block acting on another host).
 //! A fleet run opens its hosts in two halves (`begin`, `Opening::finish`), so one thread
 //! starts every host's ssh master and waits for them together.
@@ -15,7 +15,7 @@ use opsbook_base::process::{Completed, Running};
 use opsbook_inventory::Host;
 use opsbook_world::transport::control::Remote;
 use opsbook_world::transport::{BusScope, Connecting, Contention, Ssh, SshTarget};
-use opsbook_world::{World, remote};
+use opsbook_world::{World, endpoints_from_host, forwarded_routes};
 
 /// The configuration and world of `h`; `Err` quotes why it cannot be reached (ssh's words).
 pub fn open(h: &Host) -> Result<(Config, World), String> {
@@ -60,7 +60,7 @@ pub fn begin(h: &Host, contention: Contention) -> Result<Opening, String> {
     }
     target.max_masters = usize::try_from(max_masters).unwrap_or(usize::MAX);
     // Everything the run forwards is known now, so a new master starts holding it.
-    let (config, mut wanted) = remote::endpoints_from_host(&config, &h.name).map_err(|e| e.to_string())?;
+    let (config, mut wanted) = endpoints_from_host(&config, &h.name).map_err(|e| e.to_string())?;
     let endpoints = wanted.len();
     let user = config.text(keys::SCOPE) == "user";
     wanted.extend(target.bus_socket(if user { BusScope::User } else { BusScope::System }));
@@ -84,7 +84,7 @@ impl Opening {
         };
         let Over { connecting, wanted, endpoints, user } = *over;
         let ssh = Arc::new(connecting.finish(started).map_err(|e| e.to_string())?);
-        let endpoints = remote::routes(&ssh, &wanted[..endpoints]);
+        let endpoints = forwarded_routes(&ssh, &wanted[..endpoints]);
         let world = World::over_ssh(&self.config, ssh, user, endpoints).map_err(|e| e.to_string())?;
         Ok((self.config, world))
     }

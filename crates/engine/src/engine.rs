@@ -20,10 +20,10 @@ use crate::catalog::{Catalog, Kind};
 use crate::import_cycle::ImportCycle;
 use crate::verbs;
 use crate::verbs::context::Context;
+use opsbook_base::Diagnostic;
 use opsbook_base::config::keys;
-use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::did_you_mean;
 use opsbook_base::report::Level;
-use opsbook_base::suggest::did_you_mean;
 
 /// Rhai's standard library, built once for the process and shared by every engine (each
 /// host of a fleet run has its own engine; `Engine::new` would build the library for each).
@@ -72,7 +72,7 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
         }
         // Rhai bounds a string and an array's total, but not a map filled by assignment: the
         // process's heap bounds whatever a runbook builds.
-        (opsbook_base::memory::in_use() > MAX_HEAP).then(|| Dynamic::from(too_much_memory()))
+        (opsbook_base::heap_in_use() > MAX_HEAP).then(|| Dynamic::from(too_much_memory()))
     });
 
     // Arrays and maps are printed to a bounded depth (Rhai's own printer overflowed the stack);
@@ -163,7 +163,7 @@ impl ModuleResolver for CatalogResolver {
         }
         let in_module = |e: Box<EvalAltResult>| Box::new(EvalAltResult::ErrorInModule(path.to_string(), e, pos));
         let entry = self.catalog.find(Kind::Module, path).map_err(|e| match e {
-            opsbook_base::error::Error::UnknownModule { .. } => {
+            opsbook_base::Error::UnknownModule { .. } => {
                 Box::new(EvalAltResult::ErrorModuleNotFound(path.to_string(), pos))
             }
             // There, yet no file to read (a folder, FIFO or device): said as such.
@@ -233,9 +233,11 @@ pub enum Class {
 /// An explained evaluation error.
 #[derive(Debug)]
 pub struct Explained {
+    /// What kind of error it is.
     pub class: Class,
     /// One line: the innermost message, for reports.
     pub message: String,
+    /// Where, rustc-style, with the line and a caret.
     pub diagnostic: Diagnostic,
     /// Where the runbook itself made the call that failed (`runbooks/x.rhai:3:9`), when the
     /// error was raised inside a module or function it called: a runbook's line, not only the

@@ -14,6 +14,7 @@ use crate::verbs::verb::{self, Effect};
 pub struct Function {
     /// Module namespace (`unit`, `journal`, …), or empty for global functions.
     pub namespace: String,
+    /// The function's name.
     pub name: String,
     /// `unit::status(name: &str) -> Map`
     pub signature: String,

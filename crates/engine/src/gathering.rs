@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 
 /// The hosts of a run, where each stands, and the permits to act.
 pub struct Gathering {
@@ -44,12 +44,14 @@ struct State {
 pub struct Waited {
     /// The other hosts this one waited for (reached later or ended), in run order.
     pub(crate) for_hosts: Vec<String>,
+    /// How long it waited.
     pub elapsed: Duration,
 }
 
 /// Why a barrier was left without everyone there.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Left {
+    /// The run was cancelled.
     Cancelled,
     /// Still missing when the deadline came, in run order.
     TimedOut(Vec<String>),
@@ -65,6 +67,7 @@ impl Gathering {
         Gathering { hosts, state: Mutex::new(state), permit_returned: Condvar::new(), moved: Condvar::new() }
     }
 
+    /// The run's hosts, in run order.
     pub fn hosts(&self) -> &[String] {
         &self.hosts
     }
@@ -82,6 +85,7 @@ impl Gathering {
         state.permits -= 1;
     }
 
+    /// Lets another host act (after `acquire`).
     pub fn release(&self) {
         self.lock().permits += 1;
         self.permit_returned.notify_one();

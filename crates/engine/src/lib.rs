@@ -8,14 +8,22 @@
 //! runbook never sees which transport it runs on; this crate never builds a sandbox or a twin
 //! and never parses the command line.
 
+#![deny(missing_docs)]
+
 pub mod catalog;
-pub mod connect;
+mod connect;
 pub mod engine;
 pub mod functions;
-pub mod gathering;
-pub mod import_cycle;
-pub mod locking;
-pub mod prefetch;
+mod gathering;
+mod import_cycle;
+mod locking;
+mod prefetch;
 pub mod runbook;
-pub mod syntax;
+mod syntax;
 pub mod verbs;
+
+pub use connect::{Opening, begin as begin_connecting, open as connect_host};
+pub use gathering::{Gathering, Left, Waited};
+pub use import_cycle::{ImportCycle, find as find_import_cycle};
+pub use prefetch::modules_of as prefetch_modules_of;
+pub use syntax::parse_settings;

@@ -100,7 +100,7 @@ fn import_order(catalog: &Catalog, text: &str) -> Vec<(String, Arc<str>)> {
 /// The parse of module `path` made ahead, when there is one of exactly `text` (waiting for
 /// it to finish); `None` otherwise, for the caller to parse it — also when the thread has not
 /// started on it yet (it then leaves it to the caller).
-pub fn take(path: &str, text: &Arc<str>) -> Option<Result<AST, ParseError>> {
+pub(crate) fn take(path: &str, text: &Arc<str>) -> Option<Result<AST, ParseError>> {
     let slot = waiting().lock().unwrap_or_else(|e| e.into_inner()).remove(path)?;
     if *slot.text != **text || slot.claim() {
         return None;

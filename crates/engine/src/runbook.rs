@@ -13,23 +13,30 @@ use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Stmt};
 
 use crate::catalog::{Catalog, Entry};
 use crate::engine;
-use opsbook_base::error::Error;
-use opsbook_base::suggest::suggest;
+use opsbook_base::Error;
+use opsbook_base::suggest;
 
 /// What a parameter accepts, from the kind of its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamKind {
+    /// Text.
     Text,
+    /// A duration (`5s`, `2m`).
     Duration,
+    /// An integer.
     Int,
+    /// A number.
     Float,
+    /// `true` or `false`.
     Bool,
+    /// A comma-separated list.
     List,
     /// Declared with `()` as default: the operator must give it.
     Required,
 }
 
 impl ParamKind {
+    /// What it accepts, in words for an error.
     pub fn describe(self) -> &'static str {
         match self {
             ParamKind::Text => "text",
@@ -46,8 +53,11 @@ impl ParamKind {
 /// A declared parameter.
 #[derive(Debug, Clone)]
 pub struct Param {
+    /// The parameter's name.
     pub name: String,
+    /// Its default value.
     pub default: Dynamic,
+    /// What it accepts.
     pub kind: ParamKind,
 }
 
@@ -125,8 +135,11 @@ fn kind_of(default: &Dynamic) -> ParamKind {
 
 /// A compiled runbook.
 pub struct Compiled {
+    /// The runbook as found.
     pub entry: Entry,
+    /// Its compiled script.
     pub ast: AST,
+    /// Its declared parameters.
     pub params: Vec<Param>,
     /// Modules it imports by literal name.
     pub imports: Vec<String>,

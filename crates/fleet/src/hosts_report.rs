@@ -19,7 +19,7 @@ use opsbook_base::report::{
 };
 
 /// A host's finished run, with the roles it plays there.
-pub struct HostRun {
+pub(crate) struct HostRun {
     pub roles: Vec<String>,
     pub report: Report,
     /// Over ssh: whether the host's lasting connection was reused (`false`: a new one).
@@ -28,7 +28,7 @@ pub struct HostRun {
 
 /// How many hosts were reached over a reused ssh connection and how many over a new one;
 /// `None` when no host was reached over ssh.
-pub fn connections(runs: &[HostRun]) -> Option<(usize, usize)> {
+pub(crate) fn connections(runs: &[HostRun]) -> Option<(usize, usize)> {
     let reused = runs.iter().filter(|r| r.ssh_reused == Some(true)).count();
     let new = runs.iter().filter(|r| r.ssh_reused == Some(false)).count();
     (reused + new > 0).then_some((reused, new))
@@ -46,12 +46,12 @@ fn failed_and_interrupted(runs: &[HostRun]) -> (Vec<&HostRun>, Vec<&HostRun>) {
 
 /// 0 when every host passed; else the highest of the hosts' statuses (1 failed, 2 script
 /// error, 130 interrupted).
-pub fn exit_code(runs: &[HostRun]) -> u8 {
+pub(crate) fn exit_code(runs: &[HostRun]) -> u8 {
     runs.iter().map(|r| r.report.exit_code()).max().unwrap_or(0)
 }
 
 /// Writes the fleet's report in `format`; `took` is the wall time of the whole run.
-pub fn write(out: &mut dyn Write, format: Format, runs: &[HostRun], took: Duration) -> std::io::Result<()> {
+pub(crate) fn write(out: &mut dyn Write, format: Format, runs: &[HostRun], took: Duration) -> std::io::Result<()> {
     match format {
         Format::Human => write_human(out, runs, took),
         // Prometheus: as in `formatter`, refused before any run.
@@ -102,7 +102,7 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
         .collect();
     // A host's name and roles come from an inventory: shown with control characters escaped.
     let rows: Vec<[String; 5]> =
-        rows.into_iter().map(|r| r.map(|cell| opsbook_base::shown::escaped(&cell).into_owned())).collect();
+        rows.into_iter().map(|r| r.map(|cell| opsbook_base::escaped(&cell).into_owned())).collect();
     let header = ["HOST", "ROLES", "PASSED", "FAILED", "TIME"];
     let widths: Vec<usize> =
         (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();
@@ -142,7 +142,7 @@ fn write_human(out: &mut dyn Write, runs: &[HostRun], took: Duration) -> std::io
 
 fn names(runs: &[&HostRun]) -> String {
     // Names come from an inventory: shown with control characters escaped.
-    let name = |r: &&HostRun| opsbook_base::shown::escaped(r.report.host.as_deref().unwrap_or_default()).into_owned();
+    let name = |r: &&HostRun| opsbook_base::escaped(r.report.host.as_deref().unwrap_or_default()).into_owned();
     runs.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 
@@ -167,7 +167,7 @@ fn write_tap(out: &mut dyn Write, runs: &[HostRun]) -> std::io::Result<()> {
 }
 
 /// The fleet's JSON document (schema 2).
-pub fn document(runs: &[HostRun], took: Duration) -> serde_json::Value {
+pub(crate) fn document(runs: &[HostRun], took: Duration) -> serde_json::Value {
     let hosts: Vec<_> = runs
         .iter()
         .map(|r| {

@@ -8,11 +8,16 @@ use opsbook_base::report::Format;
 
 /// One runbook run over a fleet.
 pub struct Job<'a> {
+    /// The runbook's name.
     pub runbook: &'a str,
+    /// Its parameters (`--set KEY=VALUE`), in the order given.
     pub params: &'a [(String, String)],
+    /// How many hosts run at once (`--forks`).
     pub forks: usize,
+    /// The report's format.
     pub format: Format,
     /// `--save-json FILE`: the JSON document, whatever `format` prints.
     pub save_json: Option<&'a Path>,
+    /// Whether changing verbs only say what they would do.
     pub dry_run: bool,
 }

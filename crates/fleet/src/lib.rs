@@ -7,14 +7,20 @@
 //! Architecture invariant: a host's failure is that host's: nothing here lets one host stop
 //! the others; this crate parses no command line (its options are plain data).
 
-pub mod hosts_report;
-pub mod job;
-pub mod liveness;
-pub mod locks;
-pub mod options;
+#![deny(missing_docs)]
+
+mod hosts_report;
+mod job;
+mod liveness;
+mod locks;
+mod options;
 pub mod rollout;
-pub mod rollout_report;
+mod rollout_report;
 pub mod run;
 pub mod runner;
-pub mod session;
+mod session;
 pub mod targets;
+
+pub use job::Job;
+pub use options::{GlobalOptions, RolloutOptions, Share};
+pub use session::{Reach, Session};

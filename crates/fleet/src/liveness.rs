@@ -23,20 +23,20 @@ const WITHIN: Duration = Duration::from_secs(5);
 
 /// The step of a host's change a loss fell in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     Change,
     Gate,
 }
 
 /// The host stopped answering: in which step, and what the ask came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lost {
+pub(crate) struct Lost {
     pub step: Step,
     pub why: String,
 }
 
 /// A host being watched; `finish` ends the watch and says whether it was lost.
-pub struct Watch {
+pub(crate) struct Watch {
     step: Arc<AtomicU8>,
     done: Arc<AtomicBool>,
     lost: Arc<Mutex<Option<Lost>>>,
@@ -45,7 +45,7 @@ pub struct Watch {
 
 impl Watch {
     /// Starts watching the host `world` reaches (nothing for this machine), in `Step::Change`.
-    pub fn start(world: &World) -> Watch {
+    pub(crate) fn start(world: &World) -> Watch {
         let mut watch = Watch {
             step: Arc::new(AtomicU8::new(0)),
             done: Arc::new(AtomicBool::new(false)),
@@ -70,13 +70,13 @@ impl Watch {
     }
 
     /// The change is over: a loss from now on falls in its gate.
-    pub fn gate(&self) {
+    pub(crate) fn gate(&self) {
         self.step.store(1, Ordering::SeqCst);
     }
 
     /// Ends the watch: the loss, if the host stopped answering. After a failed change or gate
     /// (`ask_again`) the host is asked once more, so a loss since the last ask is not missed.
-    pub fn finish(mut self, ask_again: bool, world: &World) -> Option<Lost> {
+    pub(crate) fn finish(mut self, ask_again: bool, world: &World) -> Option<Lost> {
         self.done.store(true, Ordering::SeqCst);
         let watched = self.thread.take().map(|thread| thread.join()).is_some();
         let lost = self.lost.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -102,7 +102,7 @@ fn pause(done: &AtomicBool, total: Duration) {
 fn answers(world: &World) -> Result<(), String> {
     let ask = Invocation { argv: vec!["true".to_string()], timeout: WITHIN, ..Invocation::default() };
     let commands = world.commands.clone();
-    let done = opsbook_base::runtime::shared().block_on(async move { commands.run(&ask).await })?;
+    let done = opsbook_base::shared_runtime().block_on(async move { commands.run(&ask).await })?;
     match (done.code, done.timed_out) {
         (_, true) | (None, _) => Err(format!("no answer within {}s", WITHIN.as_secs())),
         (Some(0), _) => Ok(()),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::rollout_report::{HostOutcome, HostResult, Rollout};
 use crate::targets::Target;
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 use opsbook_inventory::Inventory;
 use opsbook_world::change_lock::LockError;
 
@@ -20,7 +20,7 @@ use opsbook_world::change_lock::LockError;
 /// (`None`: locked, or no session: such a host fails in its batch as it would).
 /// A first Ctrl-C (`drain`) ends the waiting: no batch starts, so nothing waits for the second
 /// (the hosts' own flags are raised to wake their waits, then lowered again for the rest).
-pub fn hold_all(
+pub(crate) fn hold_all(
     targets: &[Target],
     inventory: &Arc<Inventory>,
     (runbook, params): (&str, &[(String, String)]),
@@ -65,7 +65,7 @@ pub fn hold_all(
 }
 
 /// Lets every host's lock go, all at once, then waits until each host confirmed.
-pub fn release_all(targets: &[Target]) {
+pub(crate) fn release_all(targets: &[Target]) {
     let contexts: Vec<_> = targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| &s.context).collect();
     std::thread::scope(|scope| {
         for chunk in contexts.chunks(contexts.len().div_ceil(8).max(1)) {
@@ -80,7 +80,7 @@ pub fn release_all(targets: &[Target]) {
 
 /// The rollout refused before its first batch: the line it stops with, and every host not
 /// attempted, the held ones naming their holder. True when it was.
-pub fn refuse(targets: &[Target], refused: &[Option<LockError>], rollout: &mut Rollout) -> bool {
+pub(crate) fn refuse(targets: &[Target], refused: &[Option<LockError>], rollout: &mut Rollout) -> bool {
     let held = refused.iter().filter(|r| r.is_some()).count();
     if held == 0 {
         return false;

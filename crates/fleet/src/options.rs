@@ -1,107 +1,61 @@
-//! The options every subcommand shares: where the configuration, runbooks and inventory are,
-//! how a run acts (dry-run, sandbox and its faults), which hosts it acts on and how many at
-//! once; and how `run` rolls a change out over several hosts (`RolloutOptions`: batches, a
-//! failure budget, rollback). Declared once with clap's derive so the command line accepts
-//! them anywhere; the layers below read them as plain data.
+//! The options every subcommand shares, as the layers below read them: where the
+//! configuration, runbooks and inventory are, how a run acts (dry-run, sandbox and its
+//! faults), which hosts it acts on and how many at once; and how `run` rolls a change out over
+//! several hosts (`RolloutOptions`: batches, a failure budget, rollback). Plain data: the
+//! command line declares them (clap, in the CLI crate) and hands them down.
 
 use std::path::PathBuf;
 
-use clap::Args;
-
+use opsbook_base::Error;
 use opsbook_base::config::{Config, Sources};
-use opsbook_base::error::Error;
 use opsbook_base::report::Format;
 use opsbook_inventory::Inventory;
 
-/// Options accepted anywhere on the command line.
-#[derive(Debug, Args, Clone, Default)]
+/// The options every subcommand shares, as data; each field is the flag of its name (`--config`,
+/// `--runbooks`, `--fault`, …), whose help says what it does.
+#[derive(Debug, Clone, Default)]
 pub struct GlobalOptions {
-    /// Read configuration from this TOML file (it must exist); overrides $OPSBOOK_CONFIG.
-    #[arg(long, global = true, value_name = "FILE")]
+    /// `--config`: the configuration file, over `$OPSBOOK_CONFIG` and the search path.
     pub config: Option<PathBuf>,
-
-    /// Look for runbooks in DIR first (repeatable; the first given wins). Modules are looked up
-    /// in the `stdlib` folder beside DIR.
-    #[arg(long = "runbooks", global = true, value_name = "DIR")]
+    /// `--runbooks`: folders searched for runbooks first, in order.
     pub runbook_dirs: Vec<PathBuf>,
-
-    /// Report format.
-    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
+    /// `--format`: the report's format.
     pub format: Format,
-
-    /// Report what mutating calls would do instead of doing them; reads still run.
-    #[arg(long, global = true)]
+    /// `--dry-run`: changing verbs say what they would do instead.
     pub dry_run: bool,
-
-    /// Talk to the user's service manager (rootless units) instead of the system's.
-    #[arg(long, global = true)]
+    /// `--user`: the user's service manager instead of the system's.
     pub user: bool,
-
-    /// Run against an in-process stack instead of this machine's: the four components as
-    /// simulated units, their servers on loopback ports, an in-memory journal. Needs no root,
-    /// no systemd and no network; changes nothing on this machine.
-    #[arg(long, global = true)]
+    /// `--sandbox`: the in-process stack instead of this machine's.
     pub sandbox: bool,
-
-    /// With --sandbox, simulate a fleet: a server host and N client hosts (c1…cN), each with its
-    /// own units and journal; a runbook then runs on every host at once.
-    #[arg(long, global = true, value_name = "N", value_parser = fleet_size)]
+    /// `--fleet N`: with `--sandbox`, a server and N simulated client hosts.
     pub fleet: Option<usize>,
-
-    /// Hosts a run over several hosts may run at once.
-    #[arg(long, global = true, value_name = "N", default_value_t = 10, value_parser = forks)]
+    /// `--forks N`: hosts a run over several hosts runs at once.
     pub forks: usize,
-
-    /// With --sandbox, make the stack misbehave (repeatable): [HOST:]COMPONENT:FAULT[=VALUE].
-    #[arg(long = "fault", global = true, value_name = "SPEC", long_help = opsbook_sandbox::fault_help())]
+    /// `--fault`: with `--sandbox`, the faults to simulate (`[HOST:]COMPONENT:FAULT[=VALUE]`).
     pub faults: Vec<String>,
-
-    /// Read the fleet's hosts from this Ansible inventory (YAML or INI); overrides the
-    /// `inventory` config key.
-    #[arg(long, global = true, value_name = "FILE")]
+    /// `--inventory`: the Ansible inventory, over the `inventory` key.
     pub inventory: Option<PathBuf>,
-
-    /// Act on the hosts this Ansible-style pattern selects: `all`, a group, a host, a role,
-    /// `a,b`, `a:&b`, `a:!b`, `web*` (see `opsbook hosts PATTERN`).
-    #[arg(long, global = true, value_name = "PATTERN", conflicts_with = "host")]
+    /// `--hosts`: the pattern selecting the hosts a run acts on.
     pub hosts: Option<String>,
-
-    /// Act on this one host of the inventory.
-    #[arg(long, global = true, value_name = "NAME")]
+    /// `--host`: the one inventory host a run acts on.
     pub host: Option<String>,
-
-    /// A run that changes a host holds the host's change lock; when another run holds it, wait
-    /// up to DURATION (`30s`, `10m`) for it, saying on stderr whom it waits for, instead of
-    /// refusing at once (exit status 75, naming the holder).
-    #[arg(long, global = true, value_name = "DURATION", value_parser = lock_timeout)]
+    /// `--lock-timeout`: how long to wait for a host's change lock held by another run.
     pub lock_timeout: Option<std::time::Duration>,
-
-    /// More diagnostics on stderr (-v debug, -vv trace). $RUST_LOG sets a level too.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    /// `-v`: the diagnostics' verbosity (1 debug, 2 trace).
     pub verbose: u8,
 }
 
-/// How `opsbook run` rolls a change out over several hosts (see `rollout.rs`).
-#[derive(Debug, Args, Clone, Default)]
+/// How `opsbook run` rolls a change out over several hosts (`rollout.rs`); each field is the
+/// flag of its name.
+#[derive(Debug, Clone, Default)]
 pub struct RolloutOptions {
-    /// Roll the change out in batches of N hosts, or P% of them (`25%`): the next batch starts
-    /// only when every host of this one passed its gate (the run's own checks on that host).
-    #[arg(long, value_name = "N|P%", value_parser = Share::batch)]
+    /// `--serial`: the size of a batch; the next starts when each host of this one passed.
     pub serial: Option<Share>,
-
-    /// Roll the change out to one host first (a batch of one), then the rest (in batches of
-    /// --serial when given).
-    #[arg(long)]
+    /// `--canary`: one host first, then the rest.
     pub canary: bool,
-
-    /// With --serial or --canary: how many hosts, N or P% of them, may fail before no further
-    /// batch starts (default 0: the first failure stops the rollout).
-    #[arg(long, value_name = "N|P%", value_parser = Share::parse)]
+    /// `--max-fail`: how many hosts may fail before no further batch starts.
     pub max_fail: Option<Share>,
-
-    /// With --serial or --canary: keep the new state of a host whose gate failed, for
-    /// inspection, instead of rolling it back (`opsbook run rollback` restores it later).
-    #[arg(long)]
+    /// `--no-rollback`: a host whose gate failed keeps its new state.
     pub no_rollback: bool,
 }
 
@@ -110,27 +64,20 @@ impl RolloutOptions {
     pub fn wanted(&self) -> bool {
         self.serial.is_some() || self.canary
     }
-
-    /// The options that only mean something in a rollout, when given without one.
-    pub fn stray(&self) -> Option<&'static str> {
-        match () {
-            _ if self.wanted() => None,
-            _ if self.max_fail.is_some() => Some("--max-fail"),
-            _ if self.no_rollback => Some("--no-rollback"),
-            _ => None,
-        }
-    }
 }
 
 /// A number of hosts, or a share of them (`--serial 25%`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Share {
+    /// A number of hosts.
     Hosts(usize),
+    /// A share of the hosts, in percent (0 to 100).
     Percent(u32),
 }
 
 impl Share {
-    fn parse(text: &str) -> Result<Share, String> {
+    /// `N` hosts or `P%` of them, refused in words otherwise.
+    pub fn parse(text: &str) -> Result<Share, String> {
         let wrong = || format!("`{text}` is neither a number of hosts (2) nor a share of them (25%)");
         match text.trim().strip_suffix('%') {
             Some(p) => match p.trim().parse::<u32>() {
@@ -142,7 +89,7 @@ impl Share {
     }
 
     /// A batch's size: zero hosts (or 0%) would change nothing, and is refused, not obeyed.
-    fn batch(text: &str) -> Result<Share, String> {
+    pub fn batch(text: &str) -> Result<Share, String> {
         match Share::parse(text)? {
             Share::Hosts(0) | Share::Percent(0) => {
                 Err(format!("`{text}`: a batch of no hosts changes nothing; give 1 or more hosts, or a share above 0%"))
@@ -185,47 +132,5 @@ impl GlobalOptions {
     /// it, `--inventory` over the `inventory` key.
     pub fn inventory(&self) -> Result<Inventory, Error> {
         Inventory::load(&self.load_config()?, self.inventory.as_deref())
-    }
-}
-
-/// The most simulated client hosts `--fleet` starts: each is a set of in-process components
-/// with ports, files and threads of its own, and a sandbox is for rehearsing, not load.
-const MAX_FLEET: usize = 200;
-/// The most hosts a run acts on at once.
-const MAX_FORKS: usize = 1000;
-
-/// `--lock-timeout`: a duration (zero: refuse at once, as without it).
-fn lock_timeout(text: &str) -> Result<std::time::Duration, String> {
-    opsbook_base::config::parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration like `30s` or `10m`"))
-}
-
-/// `--fleet N`: 1 to `MAX_FLEET`, refused in words otherwise (not obeyed until memory runs out).
-fn fleet_size(text: &str) -> Result<usize, String> {
-    bounded(text, MAX_FLEET, "simulated client hosts")
-}
-
-/// `--forks N`: 1 to `MAX_FORKS` (0 would run nothing, for ever).
-fn forks(text: &str) -> Result<usize, String> {
-    bounded(text, MAX_FORKS, "hosts at once")
-}
-
-fn bounded(text: &str, max: usize, what: &str) -> Result<usize, String> {
-    match text.trim().parse::<u64>() {
-        Ok(n) if n >= 1 && n <= max as u64 => Ok(n as usize),
-        Ok(_) => Err(format!("give between 1 and {max} {what}")),
-        Err(_) => Err(format!("`{text}` is not a number of {what} (1 to {max})")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fleet_and_forks_are_bounded_in_words() {
-        assert_eq!(fleet_size("3"), Ok(3));
-        assert_eq!(fleet_size("4294967296"), Err("give between 1 and 200 simulated client hosts".to_string()));
-        assert_eq!(forks("0"), Err("give between 1 and 1000 hosts at once".to_string()));
-        assert_eq!(forks("many"), Err("`many` is not a number of hosts at once (1 to 1000)".to_string()));
     }
 }

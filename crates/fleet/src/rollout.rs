@@ -27,8 +27,8 @@ use crate::rollout_report::{self, Batch, HostOutcome, HostResult, Plan, Rollout,
 use crate::run::run_one;
 use crate::session::Session;
 use crate::targets::Target;
-use opsbook_base::cancel::Cancel;
-use opsbook_base::error::Error;
+use opsbook_base::Cancel;
+use opsbook_base::Error;
 use opsbook_inventory::Inventory;
 
 /// The runbook that keeps, restores and drops what a host had (its `step` parameter).
@@ -51,7 +51,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
         first.compile(job.runbook)?.bind(job.params)?;
         first.compile(ROLLBACK)?.bind(&rollback_params(job.params, "save"))?;
         let cancels = sessions.iter().map(|s| s.context.cancel.clone()).collect();
-        opsbook_base::cancel::on_signals_draining(first.context.runtime(), drain.clone(), cancels, begun.clone());
+        opsbook_base::on_signals_draining(first.context.runtime(), drain.clone(), cancels, begun.clone());
     }
     let ranges = batches(targets.len(), options);
     let mut rollout = Rollout {

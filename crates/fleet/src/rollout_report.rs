@@ -19,7 +19,7 @@ use opsbook_base::report::{End, Format, Outcome, Report, colour_wanted, formatte
 
 /// What became of one host of a rollout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostOutcome {
+pub(crate) enum HostOutcome {
     /// The change ran and its gate passed.
     Changed,
     /// The gate failed and the rollback put the host back, verified healthy.
@@ -37,7 +37,7 @@ pub enum HostOutcome {
 }
 
 impl HostOutcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HostOutcome::Changed => "changed",
             HostOutcome::RolledBack => "rolled back",
@@ -51,7 +51,7 @@ impl HostOutcome {
 
 /// One host of a rollout.
 #[derive(Debug, Clone)]
-pub struct HostResult {
+pub(crate) struct HostResult {
     pub host: String,
     pub roles: Vec<String>,
     /// 1-based.
@@ -67,7 +67,7 @@ pub struct HostResult {
 
 /// One batch: its hosts, when it started (since the rollout began) and what it took.
 #[derive(Debug, Clone, Default)]
-pub struct Batch {
+pub(crate) struct Batch {
     pub hosts: Vec<String>,
     pub started: Option<Duration>,
     pub took: Option<Duration>,
@@ -75,7 +75,7 @@ pub struct Batch {
 
 /// The rollout as asked for, in words and numbers.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// `1`, `25%`, or `all` (a canary then the rest).
     pub serial: String,
     pub canary: bool,
@@ -88,7 +88,7 @@ pub struct Plan {
 
 /// The whole rollout.
 #[derive(Debug, Clone)]
-pub struct Rollout {
+pub(crate) struct Rollout {
     pub runbook: String,
     pub plan: Plan,
     pub batches: Vec<Batch>,
@@ -107,7 +107,7 @@ impl Rollout {
 
     /// 130 interrupted; under `--dry-run` the worst of the plans (as a fleet run's); else 0
     /// when every host changed, 2 when a change was a script error, else 1.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         if self.interrupted {
             return 130;
         }
@@ -152,7 +152,7 @@ impl Rollout {
 
 /// Writes the hosts of a batch that just finished (human format only: the other formats are
 /// one document at the end).
-pub fn write_batch(out: &mut dyn Write, format: Format, hosts: &[&HostResult]) -> std::io::Result<()> {
+pub(crate) fn write_batch(out: &mut dyn Write, format: Format, hosts: &[&HostResult]) -> std::io::Result<()> {
     if format != Format::Human {
         return Ok(());
     }
@@ -166,7 +166,7 @@ pub fn write_batch(out: &mut dyn Write, format: Format, hosts: &[&HostResult]) -
 }
 
 /// Writes the rollout's summary (human), or its whole document (the other formats).
-pub fn write(out: &mut dyn Write, format: Format, rollout: &Rollout, took: Duration) -> std::io::Result<()> {
+pub(crate) fn write(out: &mut dyn Write, format: Format, rollout: &Rollout, took: Duration) -> std::io::Result<()> {
     match format {
         Format::Human => write_human(out, rollout, took),
         // Prometheus: as in `formatter`, refused before any run.
@@ -264,7 +264,7 @@ fn verdict(rollout: &Rollout) -> String {
 /// Cells (host names, reasons) are shown with their control characters escaped.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> =
-        rows.iter().map(|r| r.iter().map(|cell| opsbook_base::shown::escaped(cell).into_owned()).collect()).collect();
+        rows.iter().map(|r| r.iter().map(|cell| opsbook_base::escaped(cell).into_owned()).collect()).collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
         .collect();
@@ -286,7 +286,7 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// Why a run did not pass, in a line: how it ended, else its failed checks (the first two).
-pub fn why_failed(report: &Report) -> String {
+pub(crate) fn why_failed(report: &Report) -> String {
     match &report.end {
         End::Aborted(message) => return format!("aborted: {}", first_line(message)),
         End::ScriptError(message) => return format!("script error: {}", first_line(message)),
@@ -321,7 +321,7 @@ fn first_line(text: &str) -> String {
 
 /// The rollout's JSON document: the fleet's document of the changes' reports (schema 2), its
 /// verdict the rollout's, and a `rollout` object.
-pub fn document(rollout: &Rollout, took: Duration) -> serde_json::Value {
+pub(crate) fn document(rollout: &Rollout, took: Duration) -> serde_json::Value {
     let mut doc = fleet::document(&rollout.runs(), took);
     let code = rollout.exit_code();
     doc["runbook"] = json!(rollout.runbook);

@@ -13,8 +13,8 @@ use crate::hosts_report::{self, HostRun};
 use crate::job::Job;
 use crate::session::Session;
 use crate::targets::Target;
-use opsbook_base::cancel::Cancel;
-use opsbook_base::error::Error;
+use opsbook_base::Cancel;
+use opsbook_base::Error;
 use opsbook_base::report::Mode;
 use opsbook_base::report::{Formatter, Outcome, Recorder, Report};
 use opsbook_inventory::Inventory;
@@ -37,7 +37,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job) -> Result
         once.bind(params)?;
         compiled = Some(once);
         let cancels: Vec<Cancel> = sessions.iter().map(|s| s.context.cancel.clone()).collect();
-        opsbook_base::cancel::on_signals(first.context.runtime(), cancels, "the runbook on every host");
+        opsbook_base::on_signals(first.context.runtime(), cancels, "the runbook on every host");
     }
 
     let started = Instant::now();

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::targets::Target;
-use opsbook_engine::gathering::Gathering;
+use opsbook_engine::Gathering;
 use opsbook_engine::verbs::ground::Ground;
 use opsbook_engine::verbs::place::Place;
 use opsbook_inventory::Inventory;

@@ -17,8 +17,8 @@ use std::sync::{Arc, OnceLock};
 use rhai::{Engine, Scope};
 
 use crate::options::GlobalOptions;
+use opsbook_base::Error;
 use opsbook_base::config::Config;
-use opsbook_base::error::Error;
 use opsbook_base::report::{End, Format, Mode, Recorder, Report};
 use opsbook_engine::catalog::{Catalog, Kind};
 use opsbook_engine::engine::{self, Class};
@@ -42,8 +42,11 @@ pub enum Reach {
 
 /// One host's configuration, catalog, world, verbs' context and engine.
 pub struct Session {
+    /// The host's configuration.
     pub config: Arc<Config>,
+    /// Where runbooks, modules and templates are found.
     pub catalog: Arc<Catalog>,
+    /// What verbs act with on this host (its world among it).
     pub context: Arc<Context>,
     mode: Mode,
     engine: OnceLock<Engine>,
@@ -252,7 +255,7 @@ impl Session {
             }
             Class::Script => {
                 let diagnostic = opsbook_base::secret::redact(&explained.diagnostic.to_string()).into_owned();
-                opsbook_base::say_part!("{}", opsbook_base::shown::escaped(&diagnostic));
+                opsbook_base::say_part!("{}", opsbook_base::escaped(&diagnostic));
                 End::ScriptError(explained.message)
             }
         }

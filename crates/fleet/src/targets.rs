@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use crate::options::GlobalOptions;
 use crate::session::Session;
+use opsbook_base::Error;
 use opsbook_base::config::Config;
-use opsbook_base::error::Error;
 use opsbook_base::process::Children;
 use opsbook_base::report::Mode;
+use opsbook_engine::Opening;
 use opsbook_engine::catalog::Catalog;
-use opsbook_engine::connect::Opening;
 use opsbook_inventory::Inventory;
 use opsbook_sandbox::Sandbox;
 use opsbook_world::transport::Contention;
@@ -20,8 +20,11 @@ use opsbook_world::transport::Contention;
 /// A host of the run: its name, the roles it plays, and its session — or why there is none
 /// (an unreachable host is a failed check naming it, never a stop for the others).
 pub struct Target {
+    /// The host's name.
     pub name: String,
+    /// The roles it plays, by name.
     pub roles: Vec<String>,
+    /// Its session, or why it has none.
     pub session: Result<Session, Absent>,
 }
 
@@ -29,10 +32,12 @@ pub struct Target {
 pub struct Absent {
     /// `monitor3 reachable over ssh`, `monitor3 resolved from the inventory`.
     pub check: String,
+    /// Why, in words.
     pub why: String,
 }
 
 impl Absent {
+    /// A host that could not be reached over ssh, `why` saying how it failed.
     pub fn unreachable(host: &str, why: String) -> Absent {
         Absent { check: format!("{host} reachable over ssh"), why }
     }
@@ -53,7 +58,7 @@ pub fn sandbox_targets(
     let config = global.load_config()?;
     // Setting up hundreds of hosts takes a while: Ctrl-C or SIGTERM meanwhile ends it, saying
     // how far it got (exit status 130), instead of killing the process without a word.
-    opsbook_base::cancel::catch_set_up();
+    opsbook_base::catch_set_up();
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) || clients >= 50 {
         opsbook_base::say!("setting up the sandbox: a server and {clients} client hosts…");
     }
@@ -74,7 +79,7 @@ pub fn sandbox_targets(
             }
         })
         .collect();
-    if let Some(signal) = opsbook_base::cancel::set_up_interrupted() {
+    if let Some(signal) = opsbook_base::set_up_interrupted() {
         return Err(Error::Interrupted(format!(
             "{signal} while the sandbox was set up: {n} of its {n} simulated hosts were ready; nothing was run",
             n = clients + 1
@@ -147,7 +152,7 @@ fn begin(h: &opsbook_inventory::Host) -> Result<Opening, Absent> {
             why: format!("`{}` ({}) cannot be resolved: {}", p.var, p.from, p.reason),
         });
     }
-    opsbook_engine::connect::begin(h, Contention::Defer).map_err(|why| Absent::unreachable(&h.name, why))
+    opsbook_engine::begin_connecting(h, Contention::Defer).map_err(|why| Absent::unreachable(&h.name, why))
 }
 
 /// One host of the selection, with its session once reached, or why it has none.
@@ -166,7 +171,7 @@ fn make_target(
 /// The session of one inventory host (the REPL's `--host`); an unreachable host is an error.
 pub fn host_session(global: &GlobalOptions, host: &opsbook_inventory::Host) -> Result<Session, Error> {
     let catalog = Arc::new(Catalog::new(&global.runbook_dirs));
-    let (config, world) = opsbook_engine::connect::open(host).map_err(Error::Usage)?;
+    let (config, world) = opsbook_engine::connect_host(host).map_err(Error::Usage)?;
     let mode = Mode { dry_run: global.dry_run, sandbox: None, host: Some(host.name.clone()) };
     Ok(Session::waiting(global, config, world, catalog, mode))
 }

@@ -250,7 +250,7 @@ fn the_runbook_reader_compiles_or_refuses_arbitrary_text_naming_the_runbook() {
     let config = Config::defaults();
     let world = opsbook_world::World::real(&config);
     let mode = opsbook_base::report::Mode { dry_run: true, ..Default::default() };
-    let session = opsbook_fleet::session::Session::new(config, world, catalog.clone(), mode);
+    let session = opsbook_fleet::Session::new(config, world, catalog.clone(), mode);
     runner()
         .run(&inputs(RUNBOOK_SEEDS), |bytes| {
             std::fs::write(&path, &bytes).unwrap();

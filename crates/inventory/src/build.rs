@@ -18,9 +18,9 @@ use super::ansible::{AnsibleInventory, HostVar};
 use super::template::Resolver;
 use super::toml_source::{self, At, Setting, TomlGroup, TomlHost, TomlInventory};
 use super::{ADDRESS_VAR, Fact, Host, Inventory, Override, Problem, Role, Source, did_you_mean, json_text};
+use opsbook_base::Diagnostic;
+use opsbook_base::Error;
 use opsbook_base::config::{self, Config, Origin, Value, keys};
-use opsbook_base::diagnostic::Diagnostic;
-use opsbook_base::error::Error;
 
 /// The host variable holding a host's roles (a list, or a comma-separated string).
 pub(crate) const ROLES_VAR: &str = "opsbook_roles";

@@ -6,7 +6,7 @@
 //! With neither, the inventory is one host: this machine, playing every role, so single-host
 //! use is what it always was.
 //!
-//! ```ignore
+//! ```text
 //! let inventory = Inventory::load(&config, None)?;
 //! for host in inventory.select("clients:!monitor3")? { host.config() … }
 //! inventory.hosts_with(Role::parse("loki").unwrap());
@@ -14,6 +14,8 @@
 //! ```
 //!
 //! Every fact remembers where it came from (`Source`), for `opsbook hosts`.
+
+#![deny(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -29,10 +31,10 @@ pub mod template;
 pub(crate) mod toml_source;
 
 use ansible::{Level, Place};
+use opsbook_base::Error;
 pub use opsbook_base::components::{Component, Reload, Repository, Tier};
 use opsbook_base::config::{Config, keys};
-use opsbook_base::error::Error;
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::did_you_mean;
 pub use role::Role;
 
 /// The Ansible variable holding a host's address.
@@ -44,9 +46,19 @@ pub enum Source {
     /// Nothing said otherwise (the local machine, the base configuration).
     Default,
     /// `[hosts.NAME]` or `[groups.NAME]` of an opsbook config file.
-    Toml { place: Place, group: Option<String> },
+    Toml {
+        /// The file and line of the table.
+        place: Place,
+        /// The group whose table it is (`[groups.NAME]`); `None` for the host's own.
+        group: Option<String>,
+    },
     /// A variable of the Ansible inventory, at the group or host level.
-    Ansible { place: Place, level: Level },
+    Ansible {
+        /// Where the variable was written.
+        place: Place,
+        /// Whether a group or the host itself set it.
+        level: Level,
+    },
     /// Ansible's own rule, said in words (a host without `ansible_host` is reached by name).
     Rule(&'static str),
 }
@@ -74,41 +86,54 @@ fn shown(place: &Place) -> String {
 /// A value and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fact<T> {
+    /// The value.
     pub value: T,
+    /// Where it came from.
     pub from: Source,
 }
 
 /// A setting of one opsbook config key for one host.
 #[derive(Debug, Clone)]
 pub struct Override {
+    /// The key.
     pub key: &'static keys::Key,
+    /// Its value for this host.
     pub value: opsbook_base::config::Value,
+    /// Where it was set.
     pub from: Source,
 }
 
 /// A value of the inventory that could not be resolved, so nothing was guessed for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
+    /// The variable (`ansible_host`, a key's name).
     pub var: String,
+    /// Where it was written.
     pub from: Source,
+    /// Why it could not be resolved, in words.
     pub reason: String,
 }
 
 /// One machine of the fleet.
 #[derive(Debug, Clone)]
 pub struct Host {
+    /// The host's name in the inventory.
     pub name: String,
     /// Where ssh connects; `None` is the local machine (no ssh).
     pub address: Option<Fact<String>>,
     /// In `Role::all()` order (the table's), each once.
     pub roles: Vec<Fact<Role>>,
+    /// The ssh user (`ansible_user`); `None`: ssh's own choice.
     pub user: Option<Fact<String>>,
+    /// The ssh port (`ansible_port`); `None`: ssh's own choice.
     pub port: Option<Fact<u16>>,
+    /// The ssh private key file (`ansible_ssh_private_key_file`); `None`: ssh's own choice.
     pub key: Option<Fact<String>>,
     /// Config keys set for this host (the last one for each key wins).
     pub overrides: Vec<Override>,
     /// The groups the host is in (`all` excluded), inventory order.
     pub groups: Vec<String>,
+    /// The values that could not be resolved, each left unset rather than guessed.
     pub problems: Vec<Problem>,
     config: Config,
 }
@@ -124,6 +149,7 @@ impl Host {
         self.address.is_none() && !self.problems.iter().any(|p| p.var == ADDRESS_VAR)
     }
 
+    /// Whether the host has `role`.
     pub fn has(&self, role: Role) -> bool {
         self.roles.iter().any(|r| r.value == role)
     }
@@ -137,7 +163,9 @@ impl Host {
 /// One role on one host (`monitor3:log-shipper`).
 #[derive(Debug, Clone, Copy)]
 pub struct Service<'a> {
+    /// The host.
     pub host: &'a Host,
+    /// The role on it.
     pub role: Role,
 }
 
@@ -186,17 +214,16 @@ impl Inventory {
     /// The hosts an Ansible-style pattern selects (see `pattern.rs`): a name is a group, else
     /// a host, else a role. A name that is none of these is an error with a suggestion.
     pub fn select(&self, pattern: &str) -> Result<Vec<&Host>, Error> {
-        let parsed =
-            opsbook_base::pattern::Pattern::parse(pattern).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
+        let parsed = opsbook_base::Pattern::parse(pattern).map_err(|m| Error::Usage(format!("host pattern: {m}")))?;
         let selected = parsed.evaluate(|m| self.matching(m))?;
         Ok(selected.into_iter().map(|i| &self.hosts[i]).collect())
     }
 
-    fn matching(&self, matcher: &opsbook_base::pattern::Matcher) -> Result<BTreeSet<usize>, Error> {
+    fn matching(&self, matcher: &opsbook_base::Matcher) -> Result<BTreeSet<usize>, Error> {
         let index = |names: &BTreeSet<String>| -> BTreeSet<usize> {
             self.hosts.iter().enumerate().filter(|(_, h)| names.contains(&h.name)).map(|(i, _)| i).collect()
         };
-        if let opsbook_base::pattern::Matcher::Name(name) = matcher {
+        if let opsbook_base::Matcher::Name(name) = matcher {
             if let Some(members) = self.groups.get(name) {
                 return Ok(index(members));
             }

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use opsbook_base::components::{self, Component};
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::did_you_mean;
 
 /// A component of the stack a host runs: its place in the table, so roles order as the
 /// stack starts (servers first).

@@ -23,12 +23,12 @@ use std::path::{Path, PathBuf};
 
 use toml::de::{DeTable, DeValue};
 
-use super::Role;
 use super::ansible::Place;
+use crate::role::Role;
+use opsbook_base::Diagnostic;
+use opsbook_base::Error;
 use opsbook_base::config::{self, Key, Value};
-use opsbook_base::diagnostic::Diagnostic;
-use opsbook_base::error::Error;
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::did_you_mean;
 
 /// A value with the place it was written.
 #[derive(Debug, Clone)]
@@ -79,8 +79,9 @@ const GROUP_FIELDS: [&str; 3] = ["hosts", "roles", "config"];
 pub(crate) fn read(files: &[PathBuf]) -> Result<TomlInventory, Error> {
     let mut out = TomlInventory::default();
     for path in files {
-        let text = opsbook_base::input::read_text_or(path, opsbook_base::input::CONFIG, |e| {
-            Error::ConfigFileMissing { path: path.clone(), reason: e.to_string() }
+        let text = opsbook_base::read_text_or(path, opsbook_base::InputKind::CONFIG, |e| Error::ConfigFileMissing {
+            path: path.clone(),
+            reason: e.to_string(),
         })?;
         // The config loader parsed this file already; a parse error here cannot be new.
         let Ok(table) = DeTable::parse(&text) else { continue };

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opsbook_world::BoxFuture;
-use opsbook_world::commands::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
-use opsbook_world::local_files::confined;
+use opsbook_world::confined;
+use opsbook_world::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
 
 /// The sandbox's `Commands` for one simulated host, whose `/` is `root`.
 pub(crate) struct SimCommands {
@@ -147,7 +147,7 @@ fn walk(at: &Path, shown: &str, found: &mut Vec<String>) {
 
 fn show(root: &Path, path: &str, out: &mut String) {
     let at = confined(root, path);
-    match opsbook_base::input::read_text(&at, opsbook_base::input::FILE) {
+    match opsbook_base::read_text(&at, opsbook_base::InputKind::FILE) {
         Ok(text) => out.push_str(&format!("\u{1}F {path}\n{text}\n")),
         Err(_) if at.exists() => out.push_str(&format!("\u{1}U {path}\n")),
         Err(_) => out.push_str(&format!("\u{1}M {path}\n")),

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use opsbook_world::BoxFuture;
-use opsbook_world::containers::{Container, Containers, Row, Stats};
+use opsbook_world::{Container, ContainerRow as Row, ContainerStats as Stats, Containers};
 
 /// No containers.
 pub(crate) struct NoContainers;

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use opsbook_base::components::{self, Component, Tier};
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::did_you_mean;
 
 /// One injected fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +60,7 @@ pub enum Applies {
 pub struct FaultRow {
     /// Its name in a spec (`down`).
     pub name: &'static str,
+    /// The components it may be given to.
     pub applies: Applies,
     /// What the spec may add after `=` (its default when absent), "" when it takes nothing.
     pub value: &'static str,

@@ -117,5 +117,5 @@ pub(crate) fn private_dir() -> std::io::Result<PathBuf> {
 }
 
 pub(crate) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    opsbook_base::atomic::write(path, text.as_bytes(), 0o600)
+    opsbook_base::write_atomically(path, text.as_bytes(), 0o600)
 }

@@ -22,6 +22,8 @@
 //! when the agent is `not-writing`); from then on the agent writes real samples of this
 //! machine every second and the shipper ships the sandbox journal.
 
+#![deny(missing_docs)]
+
 pub(crate) mod commands;
 pub(crate) mod components;
 pub(crate) mod containers;
@@ -41,16 +43,17 @@ pub use faults::{Applies, FAULTS, FaultRow, help as fault_help};
 
 use faults::Faults;
 use files::{ClientFiles, Servers};
+use opsbook_base::Error;
 use opsbook_base::config::{Config, Origin, Value, keys};
-use opsbook_base::error::Error;
+use opsbook_base::did_you_mean;
 use opsbook_base::secret::Secret;
-use opsbook_base::suggest::did_you_mean;
 use opsbook_world::World;
 use stack::{ServerSide, SimHost};
 
 /// A running sandbox: one simulated host, or a fleet of them. Dropping it stops the runtime
 /// (and with it every server) and removes its temporary directory.
 pub struct Sandbox {
+    /// The simulated hosts: one, or the server first and the clients after it.
     pub hosts: Vec<Host>,
     dir: PathBuf,
     runtime: Option<tokio::runtime::Runtime>,
@@ -58,8 +61,11 @@ pub struct Sandbox {
 
 /// A simulated host as a run sees it: its world and its configuration.
 pub struct Host {
+    /// The host's simulated units, journal, files and servers.
     pub sim: SimHost,
+    /// The world a run acts through on it.
     pub world: World,
+    /// Its configuration, pointing at its servers' loopback ports.
     pub config: Config,
 }
 
@@ -129,7 +135,7 @@ impl Sandbox {
 
         // A signal while a large fleet is set up stops it between two hosts (`cancel::catch_set_up`).
         let interrupted = |done: usize, what: &str| {
-            opsbook_base::cancel::set_up_interrupted().map(|signal| {
+            opsbook_base::set_up_interrupted().map(|signal| {
                 Error::Interrupted(format!(
                     "{signal} while the sandbox was set up: {done} of its {} simulated hosts {what}; nothing was run",
                     names.len()
@@ -192,7 +198,7 @@ fn boot_in_order(runtime: &tokio::runtime::Runtime, hosts: &[Host]) -> usize {
                 tokio::select! {
                     _ = &mut boot => break,
                     _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
-                        if opsbook_base::cancel::set_up_interrupted().is_some() {
+                        if opsbook_base::set_up_interrupted().is_some() {
                             return i;
                         }
                     }
@@ -247,9 +253,9 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         journal: sim.journal.clone(),
         commands: Arc::new(commands::SimCommands { root: root.to_path_buf(), lost: sim.manager.lost.clone() }),
         containers: Arc::new(containers::NoContainers),
-        net: Arc::new(opsbook_world::net::LocalNet),
-        files: Arc::new(opsbook_world::local_files::LocalFiles { root: Some(root.to_path_buf()) }),
-        endpoints: opsbook_world::endpoints::Endpoints::default(),
+        net: Arc::new(opsbook_world::LocalNet),
+        files: Arc::new(opsbook_world::LocalFiles { root: Some(root.to_path_buf()) }),
+        endpoints: opsbook_world::Endpoints::default(),
         connection: None,
         sandbox: true,
         change_lock: Arc::new(opsbook_world::change_lock::HostLock::new(

@@ -317,7 +317,7 @@ fn apply_server_faults(faults: &Faults, db: &metrics_db::MetricsDb, store: &log_
 /// Ten minutes of plausible samples every 10 s, so "recent data" checks find some at once,
 /// ending `ended_ago` seconds before now.
 fn seed_history(db: &metrics_db::MetricsDb, bucket: &str, ended_ago: i64) {
-    let host = opsbook_world::hostname::this_machine();
+    let host = opsbook_world::this_machine();
     let now_s = opsbook_twin::now_ns() / 1_000_000_000 - ended_ago;
     let mut lines = String::new();
     for i in (1..=60).rev() {

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 /// Go's `time.Duration.String()` (go/src/time/time.go): under a second in the largest unit
 /// that fits (`ns`, `µs`, `ms`) with up to nine fraction digits, else `[Hh][Mm]S.FFFs`,
 /// trailing zeros of the fraction dropped.
-pub fn duration(d: Duration) -> String {
+pub(crate) fn duration(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns == 0 {
         return "0s".into();
@@ -44,7 +44,7 @@ fn fraction(value: u128, unit: u128) -> String {
 }
 
 /// Go's `t.Format(time.RFC3339Nano)` of a UTC time: `2026-11-23T10:00:10.5Z`.
-pub fn rfc3339_nano(t: SystemTime) -> String {
+pub(crate) fn rfc3339_nano(t: SystemTime) -> String {
     let text = humantime::format_rfc3339_nanos(t).to_string();
     match text.strip_suffix('Z').and_then(|t| t.split_once('.')) {
         Some((whole, frac)) => {

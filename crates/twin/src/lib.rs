@@ -22,15 +22,16 @@
 //! the twins accept: Loki's single-dash flags, Telegraf's `--config`). Each process logs to stdout in its
 //! counterpart's style, so under systemd the journal holds its lines.
 
+#![deny(missing_docs)]
 // The twin speaks as the vendors' programs do on their own stdout and stderr (`telegraf
 // --test`, `alloy validate`, a server's log lines): it prints as they print, not through
 // opsbook's output layer.
 #![allow(clippy::disallowed_macros)]
 
 pub mod agent;
-pub mod argv;
+mod argv;
 pub(crate) mod faults;
-pub mod go_time;
+mod go_time;
 pub mod log_store;
 pub mod logger;
 pub mod metrics_db;
@@ -45,6 +46,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::net::TcpListener;
 
+pub use argv::translate as translate_argv;
 use opsbook_world::BoxFuture;
 pub use process::{Service, TwinArgs, run};
 
@@ -119,15 +121,18 @@ pub async fn loopback() -> std::io::Result<tokio::net::TcpListener> {
 pub struct Shutdown(Arc<tokio::sync::Notify>, Arc<std::sync::atomic::AtomicBool>);
 
 impl Shutdown {
+    /// A handle not yet triggered.
     pub fn new() -> Shutdown {
         Shutdown::default()
     }
 
+    /// Ends every `signal()` future of this handle, those made later included.
     pub fn trigger(&self) {
         self.1.store(true, std::sync::atomic::Ordering::SeqCst);
         self.0.notify_waiters();
     }
 
+    /// A future that ends once `trigger` is called.
     pub fn signal(&self) -> impl Future<Output = ()> + Send + use<> {
         let this = self.clone();
         async move {

@@ -15,13 +15,18 @@ use std::sync::{Arc, Mutex};
 /// Severity of a line (syslog priority in parentheses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
+    /// An error (priority 3).
     Error,
+    /// A warning (priority 4).
     Warn,
+    /// Information (priority 6).
     Info,
+    /// Debugging (priority 7).
     Debug,
 }
 
 impl Level {
+    /// The syslog priority journald records for it.
     pub fn priority(self) -> u8 {
         match self {
             Level::Error => 3,

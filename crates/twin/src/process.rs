@@ -11,16 +11,18 @@ use clap::{Args, Subcommand};
 
 use super::logger::Level;
 use super::{agent, log_store, logger, metrics_db, shipper, stop_signal};
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 
 /// `opsbook twin SERVICE …`
 #[derive(Debug, Args)]
 pub struct TwinArgs {
     #[command(subcommand)]
+    /// Which component to stand in for.
     pub service: Service,
 }
 
 #[derive(Debug, Subcommand)]
+/// The components a twin stands in for, each with its real program's command line.
 pub enum Service {
     /// The metrics database: InfluxDB 2 API on 127.0.0.1:8086, data in memory.
     ///

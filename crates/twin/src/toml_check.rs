@@ -1,7 +1,7 @@
 //! Reading the twins' TOML config files with located diagnostics: every problem — a syntax
 //! error, an unknown key, a value of the wrong type, a bad duration or address — is reported
 //! at its `file:line:col`, all of them at once, in the same rustc-like form as opsbook's own
-//! config errors (`opsbook_base::diagnostic`).
+//! config errors (`opsbook_base::Diagnostic`).
 
 use std::ops::Range;
 use std::time::Duration;
@@ -9,8 +9,8 @@ use std::time::Duration;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use opsbook_base::diagnostic::Diagnostic;
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::Diagnostic;
+use opsbook_base::did_you_mean;
 
 /// Collects diagnostics while reading one file.
 pub(crate) struct Checker<'a> {

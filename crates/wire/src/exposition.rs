@@ -9,17 +9,22 @@ use std::collections::HashMap;
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
+    /// The metric's name (a histogram's `_bucket`, `_sum`, `_count` included).
     pub name: String,
+    /// The labels between the braces, in the order written.
     pub labels: Vec<(String, String)>,
+    /// The sample's value.
     pub value: f64,
 }
 
 /// A parsed scrape.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Exposition {
+    /// Every sample line, in the order of the text.
     pub samples: Vec<Sample>,
     /// Metric family → `counter`, `gauge`, `histogram`, `summary` or `untyped`.
     pub types: HashMap<String, String>,
+    /// Metric family → its `# HELP` text.
     pub help: HashMap<String, String>,
 }
 
@@ -119,7 +124,7 @@ pub fn parse(text: &str) -> Result<Exposition, String> {
         }
         let end = line.find(|c: char| !is_name_char(c, false)).unwrap_or(line.len());
         if end == 0 || !line.starts_with(|c: char| is_name_char(c, true)) {
-            return Err(format!("line {line_no}: expected a metric name, found `{}`", super::excerpt(line, 40)));
+            return Err(format!("line {line_no}: expected a metric name, found `{}`", crate::text::excerpt(line, 40)));
         }
         let name = line[..end].to_string();
         let mut rest = &line[end..];
@@ -148,6 +153,7 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// An empty exposition.
     pub fn new() -> Writer {
         Writer::default()
     }
@@ -174,7 +180,7 @@ impl Writer {
             self.out.push('}');
         }
         self.out.push(' ');
-        self.out.push_str(&super::float_text(value));
+        self.out.push_str(&crate::text::float_text(value));
         self.out.push('\n');
         self
     }

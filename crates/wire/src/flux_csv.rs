@@ -14,11 +14,17 @@
 /// A typed value from the response.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// An empty cell.
     Null,
+    /// A `string` cell.
     Str(String),
+    /// A `long` cell.
     Long(i64),
+    /// An `unsignedLong` cell.
     ULong(u64),
+    /// A `double` cell.
     Double(f64),
+    /// A `boolean` cell.
     Bool(bool),
     /// RFC 3339 text, as InfluxDB sends it.
     Time(String),
@@ -183,6 +189,7 @@ pub fn parse(text: &str) -> Result<Vec<Row>, String> {
 /// What the client asked for (`dialect` of the JSON query body).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dialect {
+    /// Whether the first row of each table names its columns.
     pub header: bool,
     /// Any of "datatype", "group", "default", in the order to write them.
     pub annotations: Vec<String>,
@@ -199,8 +206,11 @@ impl Default for Dialect {
 /// `dateTime:RFC3339`, …) and whether it is part of the group key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
+    /// The column's name.
     pub name: String,
+    /// Its `#datatype` annotation.
     pub datatype: &'static str,
+    /// Whether it is part of the group key (`#group`).
     pub group: bool,
 }
 
@@ -215,6 +225,7 @@ pub struct Writer<'d> {
 }
 
 impl<'d> Writer<'d> {
+    /// A writer of the tables `dialect` asks for.
     pub fn new(dialect: &'d Dialect) -> Writer<'d> {
         Writer { dialect, out: String::new(), result: "_result".into(), table: 0, previous: None }
     }
@@ -328,7 +339,7 @@ fn cell(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
         Value::Str(s) | Value::Time(s) => s.clone(),
-        Value::Double(f) => super::float_text(*f),
+        Value::Double(f) => crate::text::float_text(*f),
         Value::Long(i) => i.to_string(),
         Value::ULong(u) => u.to_string(),
         Value::Bool(b) => b.to_string(),
@@ -412,9 +423,9 @@ mod tests {
 
     #[test]
     fn numbers_and_times_as_go_formats_them() {
-        assert_eq!(crate::float_text(100.0), "100");
-        assert_eq!(crate::float_text(0.1), "0.1");
-        assert_eq!(crate::float_text(f64::INFINITY), "+Inf");
+        assert_eq!(crate::text::float_text(100.0), "100");
+        assert_eq!(crate::text::float_text(0.1), "0.1");
+        assert_eq!(crate::text::float_text(f64::INFINITY), "+Inf");
         assert_eq!(time_text(1_795_338_824_104_597_505), "2026-11-22T09:13:44.104597505Z");
         assert_eq!(time_text(1_795_338_824_100_000_000), "2026-11-22T09:13:44.1Z");
         assert_eq!(time_text(1_795_338_824_000_000_000), "2026-11-22T09:13:44Z");

@@ -11,18 +11,26 @@ use std::fmt::Write as _;
 /// A field value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldValue {
+    /// A float (`1.5`, `1`).
     Float(f64),
+    /// A signed integer (`1i`).
     Int(i64),
+    /// An unsigned integer (`1u`).
     UInt(u64),
+    /// A boolean (`t`, `true`, `F`, …).
     Bool(bool),
+    /// A string (`"text"`).
     Str(String),
 }
 
 /// One point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
+    /// The measurement's name.
     pub measurement: String,
+    /// The tags, in the order written.
     pub tags: Vec<(String, String)>,
+    /// The fields, in the order written (at least one).
     pub fields: Vec<(String, FieldValue)>,
     /// Nanoseconds since the epoch (or the precision the writer declared).
     pub timestamp: Option<i64>,
@@ -31,8 +39,11 @@ pub struct Point {
 /// Where and why a line did not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
+    /// The line, from 1.
     pub line: usize,
+    /// The column, from 1.
     pub column: usize,
+    /// What is wrong there.
     pub message: String,
 }
 

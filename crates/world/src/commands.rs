@@ -2,7 +2,7 @@
 //! implementation is the one process runner (`opsbook_base::process`): its own process group, killed
 //! whole on timeout or when the caller gives up, so nothing it started lingers.
 
-use super::BoxFuture;
+use crate::future::BoxFuture;
 pub use opsbook_base::process::{Completed, Invocation};
 
 /// The agent's verbs read its configuration files with this script (`sh -c`, arguments `f:FILE`
@@ -33,6 +33,7 @@ while [ "$i" -lt "$1" ]; do timeout "$2" dd if=/dev/zero of=/dev/null bs=64k 2>/
 wait
 head -n 1 /proc/stat"#;
 
+/// Running programs on the host: this machine's processes, or commands over ssh.
 pub trait Commands: Send + Sync {
     /// Runs the command; `Err` when it could not start (e.g. not in PATH: "`x` not found in PATH").
     fn run<'a>(&'a self, invocation: &'a Invocation) -> BoxFuture<'a, Result<Completed, String>>;

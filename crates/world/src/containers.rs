@@ -8,14 +8,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::BoxFuture;
 use super::commands::{Commands, Invocation};
+use crate::future::BoxFuture;
 
 /// One container, from `podman ps`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Container {
+    /// The container's name.
     pub name: String,
+    /// Its id.
     pub id: String,
+    /// Its image.
     pub image: String,
     /// `running`, `exited`, `created`…
     pub state: String,
@@ -31,35 +34,50 @@ pub type Row = Vec<(String, String)>;
 /// Resource use, from `podman stats`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stats {
+    /// The container's name.
     pub name: String,
+    /// CPU use, as podman writes it (`1.23%`).
     pub cpu_percent: String,
+    /// Memory used and its limit, as podman writes them.
     pub mem_usage: String,
+    /// Memory used, in percent of the limit.
     pub mem_percent: String,
+    /// Network bytes in and out.
     pub net_io: String,
+    /// Block device bytes read and written.
     pub block_io: String,
+    /// How many processes it runs.
     pub pids: String,
 }
 
+/// The host's containers (podman).
 pub trait Containers: Send + Sync {
+    /// `podman ps` (`all`: stopped ones too).
     fn list(&self, all: bool) -> BoxFuture<'_, Result<Vec<Container>, String>>;
     /// `podman inspect` of one container, as JSON.
     fn inspect<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Value, String>>;
+    /// The last `tail` lines the container logged (`since`: from that time on).
     fn logs<'a>(
         &'a self,
         name: &'a str,
         tail: usize,
         since: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Vec<String>, String>>;
+    /// `podman stats` of one container.
     fn stats<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Stats, String>>;
     /// `podman top`: the header's column names and one row per process.
     fn top<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Vec<Row>, String>>;
+    /// Restarts the container.
     fn restart<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// Podman (or a compatible runtime) on this machine.
 pub struct Podman {
+    /// The runtime's program (`container_runtime`: `podman`).
     pub program: String,
+    /// How it is run.
     pub commands: Arc<dyn Commands>,
+    /// How long one call may take.
     pub timeout: Duration,
 }
 

@@ -39,7 +39,7 @@ impl Endpoints {
 
 /// `(scheme, host, port)` of an http(s) URL: the host without IPv6 brackets, lower-case, and
 /// the scheme's port when none is written. `None` for what is not such a URL.
-pub fn destination(url: &str) -> Option<(String, String, u16)> {
+pub(crate) fn destination(url: &str) -> Option<(String, String, u16)> {
     let parsed = reqwest::Url::parse(url).ok()?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return None;

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::BoxFuture;
 use super::commands::{Commands, Invocation};
+use crate::future::BoxFuture;
 
 /// The suffix of the one backup kept beside a replaced file.
 pub const BACKUP_SUFFIX: &str = ".opsbook-backup";
@@ -20,9 +20,13 @@ pub const BACKUP_SUFFIX: &str = ".opsbook-backup";
 /// knows them, else numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meta {
+    /// The permission bits (`0o644`).
     pub mode: u32,
+    /// The owner.
     pub owner: String,
+    /// The group.
     pub group: String,
+    /// Whether it is a directory.
     pub dir: bool,
 }
 
@@ -30,8 +34,11 @@ pub struct Meta {
 /// the file has, or what a new file gets: the acting user's).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Wanted {
+    /// The permission bits.
     pub mode: Option<u32>,
+    /// The owner's name.
     pub owner: Option<String>,
+    /// The group's name.
     pub group: Option<String>,
 }
 
@@ -82,6 +89,7 @@ pub trait Files: Send + Sync {
 pub struct Looked {
     /// The file's text; `None` for a directory.
     pub text: Option<String>,
+    /// Its mode and ownership.
     pub meta: Meta,
 }
 

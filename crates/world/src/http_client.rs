@@ -40,6 +40,8 @@ fn plain() -> Result<reqwest::Client, String> {
         .clone()
 }
 
+/// The one HTTP client of a run: every answer read up to `http.max_body`, https with the
+/// system's roots and `http.ca_file`.
 pub struct Http {
     /// For https:// addresses: system roots plus `http.ca_file`, built on the first such request.
     secure: std::sync::OnceLock<Result<reqwest::Client, String>>,
@@ -54,10 +56,15 @@ pub struct Http {
 
 /// A request to send.
 pub struct Request<'a> {
+    /// The method.
     pub method: reqwest::Method,
+    /// The URL.
     pub url: String,
+    /// Headers sent beside the client's own.
     pub headers: Vec<(String, String)>,
+    /// The body, if any.
     pub body: Option<Vec<u8>>,
+    /// How long the whole request may take; `None`: the client's default.
     pub timeout: Option<Duration>,
     /// Sent as `Authorization: Token …`, marked sensitive so no log shows it.
     pub token: Option<&'a Secret>,
@@ -66,6 +73,7 @@ pub struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
+    /// A request of `method` to `url`, with no headers, body or token.
     pub fn new(method: reqwest::Method, url: impl Into<String>) -> Request<'a> {
         Request { method, url: url.into(), headers: Vec::new(), body: None, timeout: None, token: None, through: None }
     }
@@ -76,21 +84,25 @@ impl<'a> Request<'a> {
         self
     }
 
+    /// Adds a header.
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_string(), value.to_string()));
         self
     }
 
+    /// Sets the body.
     pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
         self.body = Some(body.into());
         self
     }
 
+    /// Sends `token` as `Authorization: Token …`.
     pub fn token(mut self, token: Option<&'a Secret>) -> Self {
         self.token = token;
         self
     }
 
+    /// Sets the timeout (`None`: the client's default).
     pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
         self.timeout = timeout;
         self
@@ -100,20 +112,25 @@ impl<'a> Request<'a> {
 /// What came back.
 #[derive(Debug, Clone)]
 pub struct Response {
+    /// The HTTP status.
     pub status: u16,
     /// Lower-case names, in order.
     pub headers: Vec<(String, String)>,
+    /// The body as text (empty when it was too large to read).
     pub body: String,
+    /// How long the request took.
     pub elapsed: Duration,
     /// Why the body was not read: `answer larger than 16 MB from URL` (then `body` is empty).
     pub too_large: Option<String>,
 }
 
 impl Response {
+    /// The value of the header `name` (any case), if sent.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
+    /// The `Content-Type` header, empty when none was sent.
     pub fn content_type(&self) -> &str {
         self.header("content-type").unwrap_or("")
     }
@@ -126,6 +143,7 @@ impl Response {
 }
 
 impl Http {
+    /// The client `config` describes (`http.*` keys); nothing connects until the first request.
     pub fn new(config: &Config) -> Result<Http, String> {
         // One crypto provider for the whole process; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -165,10 +183,12 @@ impl Http {
         }
         if !self.ca_file.is_empty() {
             let ca_file = &self.ca_file;
-            let pem = opsbook_base::input::read_text(Path::new(ca_file), opsbook_base::input::CA_FILE)
+            let pem = opsbook_base::read_text(Path::new(ca_file), opsbook_base::InputKind::CA_FILE)
                 .map_err(|refused| match refused {
-                    opsbook_base::input::Refused::Io(e) => format!("cannot read http.ca_file `{ca_file}`: {e}"),
-                    other => format!("http.ca_file: {}", other.explain(opsbook_base::input::CA_FILE, ca_file.as_ref())),
+                    opsbook_base::Refused::Io(e) => format!("cannot read http.ca_file `{ca_file}`: {e}"),
+                    other => {
+                        format!("http.ca_file: {}", other.explain(opsbook_base::InputKind::CA_FILE, ca_file.as_ref()))
+                    }
                 })?
                 .into_bytes();
             let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("http.ca_file `{ca_file}`: {e}"))?;

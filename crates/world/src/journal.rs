@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
-use super::BoxFuture;
+use crate::future::BoxFuture;
 
 /// What to read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,11 +20,13 @@ pub struct Query {
     pub lines: Option<usize>,
     /// journalctl time texts: "1 hour ago", "09:00", "2026-11-22 09:00:00", "today".
     pub since: Option<String>,
+    /// Up to this time (same texts as `since`).
     pub until: Option<String>,
     /// Highest priority number kept: 3 keeps emerg..err.
     pub max_priority: Option<u8>,
     /// A regular expression the message must match (journalctl --grep).
     pub grep: Option<String>,
+    /// Entries with this `SYSLOG_IDENTIFIER` only.
     pub identifier: Option<String>,
     /// Entries of this process only (`_PID`): a process that died at once may have lines
     /// journald could not attribute to its unit.
@@ -39,17 +41,24 @@ pub struct Query {
 pub struct Entry {
     /// Microseconds since the epoch.
     pub realtime_us: u64,
+    /// The syslog priority (0 emerg … 7 debug).
     pub priority: u8,
+    /// The unit it came from, empty when none.
     pub unit: String,
+    /// Its `SYSLOG_IDENTIFIER`.
     pub identifier: String,
+    /// The process that wrote it.
     pub pid: u32,
+    /// The message.
     pub message: String,
 }
 
 /// Entries arriving while following.
 pub type Feed = mpsc::Receiver<Result<Entry, String>>;
 
+/// The host's journal.
 pub trait Journal: Send + Sync {
+    /// The entries `query` selects, oldest first.
     fn read<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Vec<Entry>, String>>;
     /// Starts following: new entries matching `query` arrive on the feed until it is dropped.
     fn follow<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Feed, String>>;
@@ -60,6 +69,7 @@ pub trait Journal: Send + Sync {
 /// syslog priority names.
 pub const PRIORITIES: [&str; 8] = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"];
 
+/// A priority given as a number (`3`) or a name (`err`, `warning`).
 pub fn priority_number(text: &str) -> Option<u8> {
     text.parse::<u8>().ok().filter(|p| *p < 8).or_else(|| {
         let t = text.to_ascii_lowercase();
@@ -79,6 +89,7 @@ pub fn priority_number(text: &str) -> Option<u8> {
 pub struct Journalctl {
     /// `--user` for an unprivileged user's own journal.
     pub user: bool,
+    /// How long one read may take.
     pub timeout: Duration,
     /// Another host's journal, read over its shared ssh connection.
     pub via: Option<std::sync::Arc<crate::transport::Ssh>>,

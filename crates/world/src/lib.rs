@@ -6,106 +6,41 @@
 //! `journalctl -o json`, child processes, podman, std::fs), one for another host reached over
 //! its shared ssh connection (`remote`), and, for `--sandbox`, an in-process twin.
 
+#![deny(missing_docs)]
+
 pub mod change_lock;
-pub mod commands;
-pub mod containers;
-pub mod endpoints;
+mod commands;
+mod containers;
+mod endpoints;
 pub mod files;
-pub mod hostname;
-pub mod http_client;
+mod future;
+mod hostname;
+mod http_client;
 mod http_explain;
 mod http_through;
 pub mod journal;
-pub mod local_files;
-pub mod local_time;
-pub mod log_level;
-pub mod net;
-pub mod remote;
-pub(crate) mod systemd_dbus;
-pub mod this_run;
+mod local_files;
+mod local_time;
+mod net;
+mod remote;
+mod systemd_dbus;
+mod this_run;
 pub mod transport;
 mod unit_properties;
 pub mod units;
+mod world;
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-
-use opsbook_base::config::Config;
-use opsbook_base::config::keys;
-
-/// What trait methods that do I/O return: verbs await it through `Context::block_on`.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// The implementations a run acts through, chosen once per run.
-#[derive(Clone)]
-pub struct World {
-    /// The host's name when it is not this machine (a simulated or a remote host).
-    pub hostname: Option<String>,
-    pub units: Arc<dyn units::Units>,
-    pub journal: Arc<dyn journal::Journal>,
-    pub commands: Arc<dyn commands::Commands>,
-    pub containers: Arc<dyn containers::Containers>,
-    /// What the host reaches over the network, asked from the host itself.
-    pub net: Arc<dyn net::Net>,
-    /// Reading and changing the host's files.
-    pub files: Arc<dyn files::Files>,
-    /// Endpoints reached through sockets forwarded to the host (none on this machine).
-    pub endpoints: endpoints::Endpoints,
-    /// Over ssh: the host's shared connection; `None` on this machine and in the sandbox.
-    pub connection: Option<Arc<transport::Ssh>>,
-    /// Under `--sandbox`: verbs with no simulation there (user accounts) refuse, rather than
-    /// act on this machine.
-    pub sandbox: bool,
-    /// The host's change lock (`change_lock`): one run changes a host at a time.
-    pub change_lock: Arc<change_lock::HostLock>,
-}
-
-impl World {
-    /// The real machine: system or user service manager per `scope`, real processes.
-    /// Cheap: nothing connects until first use (`list`, `check` and `fns` build one too).
-    pub fn real(config: &Config) -> World {
-        let user = config.text(keys::SCOPE) == "user";
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
-        let commands: Arc<dyn commands::Commands> = Arc::new(commands::Processes);
-        World {
-            hostname: None,
-            units: Arc::new(systemd_dbus::SystemdDbus::new(user)),
-            // root reads every journal file; an unprivileged user reads its own with --user.
-            journal: Arc::new(journal::Journalctl {
-                user: user && !root,
-                timeout: config.duration(keys::JOURNAL_TIMEOUT),
-                via: None,
-            }),
-            commands: commands.clone(),
-            containers: Arc::new(containers::Podman {
-                program: config.text(keys::CONTAINER_RUNTIME),
-                commands,
-                timeout: config.duration(keys::TOOLS_TIMEOUT),
-            }),
-            net: Arc::new(net::LocalNet),
-            files: Arc::new(local_files::LocalFiles { root: None }),
-            endpoints: endpoints::Endpoints::default(),
-            connection: None,
-            sandbox: false,
-            change_lock: Arc::new(change_lock::HostLock::new(
-                &hostname::this_machine(),
-                Box::new(change_lock::LocalLock { dir: change_lock::lock_dir(user) }),
-            )),
-        }
-    }
-
-    /// Over ssh: whether the run found the host's lasting connection (`true`) or opened one;
-    /// `None` on this machine and in the sandbox.
-    pub fn ssh_reused(&self) -> Option<bool> {
-        self.connection.as_ref().map(|ssh| ssh.reused())
-    }
-
-    /// Opens this machine's connection to its service manager in the background, so a run
-    /// finds it ready once its runbook is compiled (the handshake overlaps the compile).
-    pub fn warm_up(&self) {
-        let units = self.units.clone();
-        opsbook_base::runtime::shared().spawn(async move { units.warm_up().await });
-    }
-}
+pub use commands::{AGENT_CONFIG_FILES, CPU_LOAD, Commands, Completed, Invocation, Processes};
+pub use containers::{
+    Container, Containers, Podman, Row as ContainerRow, Stats as ContainerStats, parse_version as parse_podman_version,
+};
+pub use endpoints::Endpoints;
+pub use future::BoxFuture;
+pub use hostname::this_machine;
+pub use http_client::{Http, Request, Response};
+pub use local_files::{LocalFiles, confined};
+pub use local_time::{micros as local_micros, today as local_today};
+pub use net::{Link, LocalNet, Net, Reach, Resolved, resolve as resolve_name};
+pub use remote::{endpoints_from_host, routes as forwarded_routes};
+pub use this_run::{id as run_id, who as run_by};
+pub use world::World;

@@ -7,14 +7,15 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use opsbook_base::atomic::Atomic;
-use opsbook_base::input;
+use opsbook_base::Atomic;
+use opsbook_base::{InputKind, Refused, read_text};
 
-use super::BoxFuture;
 use super::files::{BACKUP_SUFFIX, Files, Meta, Wanted};
+use crate::future::BoxFuture;
 
 /// This machine's file system, or, with `root`, a folder standing for its `/` (the sandbox's).
 pub struct LocalFiles {
+    /// The folder standing for `/`; `None`: this machine's own.
     pub root: Option<PathBuf>,
 }
 
@@ -78,9 +79,9 @@ impl Files for LocalFiles {
                 Err(e) => return Err(io_error("read", path)(e)),
             };
             // Regular files only, up to a size: a FIFO, a device or a huge file is refused.
-            let text = input::read_text(&at, input::FILE).map_err(|refused| match refused {
-                input::Refused::Io(e) => io_error("read", path)(e),
-                other => other.explain(input::FILE, Path::new(path)),
+            let text = read_text(&at, InputKind::FILE).map_err(|refused| match refused {
+                Refused::Io(e) => io_error("read", path)(e),
+                other => other.explain(InputKind::FILE, Path::new(path)),
             })?;
             Ok(Some((text, meta)))
         })
@@ -169,7 +170,7 @@ fn keep_backup(path: &Path) -> std::io::Result<()> {
     let mut backup = path.as_os_str().to_owned();
     backup.push(BACKUP_SUFFIX);
     let backup = PathBuf::from(backup);
-    let temp = opsbook_base::atomic::temporary(&backup);
+    let temp = opsbook_base::atomic_temporary(&backup);
     if std::fs::hard_link(path, &temp).is_err() {
         std::fs::copy(path, &temp)?;
     }

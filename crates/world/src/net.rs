@@ -7,25 +7,32 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::BoxFuture;
 use super::commands::{Commands, Invocation};
+use crate::future::BoxFuture;
 
 /// How a TCP connect ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
+    /// Connected, in this time.
     Connected(Duration),
+    /// Refused: nothing listens there.
     Refused,
+    /// No answer within the timeout.
     TimedOut,
+    /// Another failure, in words.
     Failed(String),
 }
 
 /// An interface as the kernel reports it: `operstate` and the flags word.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Link {
+    /// `operstate` (`up`, `down`, …).
     pub state: Option<String>,
+    /// The interface's flags (`IFF_UP` …).
     pub flags: Option<i64>,
 }
 
+/// What the host reaches over the network, asked from the host itself.
 pub trait Net: Send + Sync {
     /// Opens (and closes) a TCP connection to `host:port`.
     fn tcp_connect<'a>(&'a self, address: &'a str, timeout: Duration) -> BoxFuture<'a, Reach>;
@@ -113,9 +120,13 @@ fn last_line(text: &str) -> String {
 
 /// What a name resolved to through this machine's resolver (`resolve`).
 pub enum Resolved {
+    /// The first address it resolved to.
     To(std::net::IpAddr),
+    /// No address.
     Nothing,
+    /// The resolver failed, in words.
     Failed(String),
+    /// No answer within the limit.
     TimedOut,
 }
 

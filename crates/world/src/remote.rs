@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use super::commands::{Commands, Completed, Invocation};
 use super::endpoints::{Endpoints, destination};
-use super::{BoxFuture, World, containers, files, journal, net, systemd_dbus};
+use super::{containers, files, journal, net, systemd_dbus};
+use crate::future::BoxFuture;
 use crate::transport::control::Remote;
 use crate::transport::{BusScope, Ssh};
+use crate::world::World;
+use opsbook_base::Error;
 use opsbook_base::config::{Config, Origin, Value, keys};
-use opsbook_base::error::Error;
 
 /// What a remote command may take beyond its own timeout before ssh is given up on.
 const SSH_MARGIN: Duration = Duration::from_secs(5);

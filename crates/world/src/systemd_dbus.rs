@@ -10,9 +10,9 @@ use tokio::sync::OnceCell;
 use zbus::Connection;
 use zbus::zvariant::OwnedObjectPath;
 
-use super::BoxFuture;
 use super::unit_properties::{ServiceProperties, UnitProperties};
 use super::units::{Job, JobOutcome, Run, UnitError, UnitStatus, Units};
+use crate::future::BoxFuture;
 use crate::transport::BusRoute;
 
 /// Every single D-Bus call gives up after this (jobs have their own timeout).

@@ -3,12 +3,14 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::BoxFuture;
+use crate::future::BoxFuture;
 
 /// A unit's state, as `systemctl status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitStatus {
+    /// The unit's full name (`loki.service`).
     pub name: String,
+    /// Its `Description=`.
     pub description: String,
     /// `loaded`, `not-found`, `masked`, `error`…
     pub load_state: String,
@@ -18,14 +20,17 @@ pub struct UnitStatus {
     pub sub_state: String,
     /// `enabled`, `disabled`, `static`, `masked`…; empty when there is no unit file.
     pub unit_file_state: String,
+    /// The PID of its main process, 0 when none runs.
     pub main_pid: u32,
     /// When the unit entered its current state; `None` if it never changed.
     pub since: Option<SystemTime>,
     /// The service's last result: `success`, `exit-code`, `signal`, `timeout`…
     pub result: String,
+    /// The exit status of the last main process.
     pub exec_main_status: i32,
     /// The PID of the last main process, kept after it exited (0 when it never ran).
     pub exec_main_pid: u32,
+    /// Whether it has `ExecReload=`.
     pub can_reload: bool,
     /// The command line the unit starts (`ExecStart`'s first argv); empty when unknown.
     pub exec_start: Vec<String>,
@@ -63,13 +68,18 @@ impl std::fmt::Display for UnitStatus {
 /// A state-changing job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Job {
+    /// `start`.
     Start,
+    /// `stop`.
     Stop,
+    /// `restart`.
     Restart,
+    /// `reload`.
     Reload,
 }
 
 impl Job {
+    /// Its name, as `systemctl` takes it.
     pub fn verb(self) -> &'static str {
         match self {
             Job::Start => "start",
@@ -85,32 +95,47 @@ impl Job {
 pub enum UnitError {
     /// The unit file does not exist.
     NotFound {
+        /// The unit asked for.
         unit: String,
     },
     /// systemd refuses the job type for this unit (e.g. reload without `ExecReload`).
     NotApplicable {
+        /// The unit asked for.
         unit: String,
+        /// The job refused.
         job: Job,
     },
     /// Reload of a unit that is not running.
     Inactive {
+        /// The unit asked for.
         unit: String,
     },
+    /// The manager (or polkit) refused the request.
     AccessDenied {
+        /// The unit asked for.
         unit: String,
+        /// What was asked (`start`, `enable`, …).
         action: String,
+        /// The manager's words.
         detail: String,
     },
+    /// The manager's bus could not be reached.
     NoBus {
+        /// The bus address tried.
         address: String,
+        /// Why it failed.
         reason: String,
     },
     /// The job did not finish within the timeout.
     Timeout {
+        /// The unit asked for.
         unit: String,
+        /// The job that ran out of time.
         job: Job,
+        /// How long it was given.
         after: Duration,
     },
+    /// Any other failure, in words.
     Other(String),
 }
 
@@ -142,8 +167,11 @@ impl std::fmt::Display for UnitError {
 /// `skipped` (systemd's `JobRemoved` results).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobOutcome {
+    /// The unit.
     pub unit: String,
+    /// The job.
     pub job: Job,
+    /// systemd's result word.
     pub result: String,
 }
 
@@ -165,6 +193,7 @@ pub struct Run {
 
 /// The service manager.
 pub trait Units: Send + Sync {
+    /// The unit's state.
     fn status<'a>(&'a self, unit: &'a str) -> BoxFuture<'a, Result<UnitStatus, UnitError>>;
     /// Opens the connection to the manager ahead of the first request (a failure is kept for
     /// that request to report); nothing to open by default.
@@ -182,6 +211,7 @@ pub trait Units: Send + Sync {
     /// what changed, as systemctl prints it (`created symlink A → B`, `removed A`); empty when
     /// the units already were so.
     fn set_enabled<'a>(&'a self, units: &'a [String], enabled: bool) -> BoxFuture<'a, Result<Vec<String>, UnitError>>;
+    /// Makes the manager read its unit files again (`systemctl daemon-reload`).
     fn daemon_reload(&self) -> BoxFuture<'_, Result<(), UnitError>>;
     /// The states of several units, read as `systemctl is-active` reads them: name,
     /// description, load, active and sub state (the other fields empty, as `list` leaves them).

@@ -2,7 +2,7 @@
 //! store (Loki), the metrics agent (Telegraf) and the log shipper (Alloy), with their vendors'
 //! package repositories and their configuration keys' defaults.
 
-use super::{Behaviour, Component, Reload, Repository, Settings, Tier};
+use super::row::{Behaviour, Component, Reload, Repository, Settings, Tier};
 
 /// Grafana Labs' repositories (Alloy, Loki): grafana.com/docs/grafana/latest/setup-grafana/installation/debian/.
 pub const GRAFANA: Repository = Repository {
@@ -187,3 +187,9 @@ pub const BUILT_IN: [Component; 4] = [
         },
     },
 ];
+
+/// The built-in components' names and aliases, which an added one may not take.
+pub(super) fn all_names() -> impl Iterator<Item = &'static str> {
+    let built_in: &'static [Component] = &BUILT_IN;
+    built_in.iter().flat_map(|c| [c.name, c.alias])
+}

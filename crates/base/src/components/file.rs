@@ -33,7 +33,8 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{Behaviour, Component, Reload, Repository, Settings, Tier, all_names};
+use super::built_in::all_names;
+use super::row::{Behaviour, Component, Reload, Repository, Settings, Tier};
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 
@@ -120,7 +121,7 @@ pub fn read(candidates: &[impl AsRef<Path>]) -> Result<Vec<Component>, Error> {
             Err(_) => {}
         }
         // Bounded and of a regular file: a FIFO or `/dev/zero` is refused naming it.
-        let text = crate::input::read_text_or_explain(path, crate::input::COMPONENTS).map_err(Error::Usage)?;
+        let text = crate::input::read_text_or_explain(path, crate::input::Kind::COMPONENTS).map_err(Error::Usage)?;
         let shown = path.display().to_string();
         let at = |message: String, offset: usize| Error::located(Diagnostic::at_offset(message, &shown, &text, offset));
         let file: File =

@@ -18,12 +18,17 @@ use crate::components::{self, Component};
 /// What a key accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// Any text.
     Text,
+    /// An http or https URL.
     Url,
+    /// An integer.
     Int,
+    /// A duration (`30s`, `5m`).
     Duration,
     /// A command: an argv array, or a string run by `sh -c`.
     Command,
+    /// One of these.
     Choice(&'static [&'static str]),
     /// Some of these, comma-separated (scripts see a list).
     Subset(&'static [&'static str]),
@@ -34,11 +39,17 @@ pub enum Kind {
 /// One declared configuration key.
 #[derive(Debug)]
 pub struct Key {
+    /// Its dotted name (`metrics_db.url`).
     pub name: &'static str,
+    /// What it accepts.
     pub kind: Kind,
+    /// Its value when nothing sets it.
     pub default: &'static str,
+    /// The environment variable setting it, if any.
     pub env: Option<&'static str>,
+    /// Whether its value is a secret, shown redacted.
     pub secret: bool,
+    /// What it is for, for `opsbook config` and the reference.
     pub help: &'static str,
 }
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
 
+mod duration;
 pub mod keys;
 pub mod serve;
 
@@ -25,17 +26,24 @@ use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::secret::{Secret, TokenSource};
 use crate::suggest::did_you_mean;
+pub use duration::parse_duration;
 pub use keys::{Key, KeyName, Kind};
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
+    /// The key's default.
     Default,
+    /// A line of a configuration file.
     File {
+        /// The file.
         path: PathBuf,
+        /// The line, from 1.
         line: usize,
     },
+    /// This environment variable.
     Env(&'static str),
+    /// This command-line flag.
     Flag(&'static str),
     /// Pointed at the in-process stack by `--sandbox`.
     Sandbox,
@@ -62,7 +70,9 @@ impl fmt::Display for Origin {
 /// A configured value: scalars are kept as text, commands as argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
+    /// A scalar, as text.
     Text(String),
+    /// A command, as argv.
     Argv(Vec<String>),
 }
 
@@ -76,15 +86,20 @@ impl Value {
 }
 
 #[derive(Debug, Clone)]
+/// A key's value and where it came from.
 pub struct Setting {
+    /// The value.
     pub value: Value,
+    /// Where it came from.
     pub origin: Origin,
 }
 
 /// What loading looks at besides the files themselves.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
+    /// `--config FILE`: this file only (it must exist), over the search path.
     pub explicit: Option<PathBuf>,
+    /// `--user`: the user's files and scope.
     pub user_scope: bool,
 }
 
@@ -206,7 +221,7 @@ impl Config {
     }
 
     fn merge_file(&mut self, path: &Path) -> Result<(), Error> {
-        let text = crate::input::read_text_or(path, crate::input::CONFIG, |e| Error::ConfigFileMissing {
+        let text = crate::error::read_text_or(path, crate::input::Kind::CONFIG, |e| Error::ConfigFileMissing {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
@@ -242,6 +257,7 @@ impl Config {
         Ok(())
     }
 
+    /// The setting of `key`.
     pub fn setting(&self, key: &Key) -> &Setting {
         // Every declared key has a setting from `defaults()` on.
         &self.settings[key.name]
@@ -252,10 +268,12 @@ impl Config {
         self.setting(key).value.as_text()
     }
 
+    /// An integer value (0 when it is not one).
     pub fn int(&self, key: &Key) -> i64 {
         self.text(key).parse().unwrap_or_default()
     }
 
+    /// A duration value (10 seconds when it is not one).
     pub fn duration(&self, key: &Key) -> Duration {
         parse_duration(&self.text(key)).unwrap_or(Duration::from_secs(10))
     }
@@ -404,6 +422,7 @@ pub fn xdg_config_home() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 
+/// Why `name` is not a key, with the nearest key as a suggestion.
 pub fn unknown_key_problem(name: &str) -> String {
     let hint = did_you_mean(name, keys::all().iter().map(|k| k.name))
         .unwrap_or_else(|| "; `opsbook config` lists every key".to_string());
@@ -431,6 +450,7 @@ fn flatten<'a, 'i>(table: &'a DeTable<'i>, prefix: &str, out: &mut Found<'a, 'i>
     }
 }
 
+/// A TOML value as `key`'s value, or why it cannot be one.
 pub fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
     let kind_name = value.type_str();
     match (key.kind, value) {
@@ -452,6 +472,7 @@ pub fn to_value(key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
     }
 }
 
+/// Whether `value` is one `key` accepts; why not, in words.
 pub fn validate(key: &Key, value: &Value) -> Result<(), String> {
     let Value::Text(text) = value else { return Ok(()) };
     match key.kind {
@@ -520,15 +541,6 @@ fn url_problem(text: &str) -> Option<String> {
 /// The items of a comma-separated value, trimmed, empty ones left out.
 pub fn list(text: &str) -> Vec<String> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
-}
-
-/// A duration as operators write it: `5s`, `1m 30s`, `250ms`, or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    if let Ok(secs) = text.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    humantime::parse_duration(text).ok()
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 pub struct Job {
     /// How the job is named on the page, in metrics and in the history (default: the runbook).
     pub name: String,
+    /// The runbook it runs.
     pub runbook: String,
+    /// How often.
     pub every: Duration,
     /// `--set` pairs for each run.
     pub params: Vec<(String, String)>,
@@ -48,6 +50,7 @@ impl Job {
 /// The `[serve]` settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Serve {
+    /// The address `serve` listens on.
     pub listen: String,
     /// Where the history database lives (default: the state directory, see `history`).
     pub state_dir: Option<PathBuf>,
@@ -62,6 +65,7 @@ pub struct Serve {
     pub jitter: Option<Duration>,
     /// On SIGTERM, running jobs get this long to finish before they are interrupted.
     pub stop_timeout: Duration,
+    /// The scheduled jobs (`[[serve.job]]`).
     pub jobs: Vec<Job>,
 }
 
@@ -123,7 +127,7 @@ fn text(at: &At, offset: usize, key: &str, value: &DeValue) -> Result<String, Er
 
 fn duration(at: &At, offset: usize, key: &str, value: &DeValue) -> Result<Duration, Error> {
     let t = text(at, offset, key, value)?;
-    match super::parse_duration(&t) {
+    match super::duration::parse_duration(&t) {
         Some(d) if !d.is_zero() || key.ends_with("jitter") => Ok(d),
         Some(_) => Err(at.error(offset, format!("`{key}`: `{t}` must be more than zero"))),
         None => Err(at.error(offset, format!("`{key}`: `{t}` is not a duration like `30s` or `5m`"))),
@@ -281,7 +285,7 @@ pub fn job_from_arg(arg: &str) -> Result<Job, Error> {
     let (runbook, every) = arg
         .rsplit_once('@')
         .ok_or_else(|| Error::Usage(format!("`{arg}`: expected RUNBOOK@INTERVAL, e.g. `quick-check@1m`")))?;
-    let every = match super::parse_duration(every) {
+    let every = match super::duration::parse_duration(every) {
         Some(d) if d.is_zero() => return Err(Error::Usage(format!("`{arg}`: the interval must be more than zero"))),
         Some(d) if d < MIN_EVERY => return Err(Error::Usage(too_often(arg, every))),
         Some(d) => d,

@@ -18,8 +18,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use super::shared::{Completed, GroupGuard, Invocation, MAX_OUTPUT, killed_note, pidfd_open, spawn_error, too_much};
 use super::staying::{Handover, Staying};
-use super::{Completed, GroupGuard, Invocation, MAX_OUTPUT, killed_note, pidfd_open, spawn_error, too_much};
 
 /// How long the pipes are read after the child exited, as `run` waits for them.
 const GRACE: Duration = Duration::from_millis(200);

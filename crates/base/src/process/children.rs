@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::blocking::{Running, start};
-use super::{Completed, Invocation};
+use super::shared::{Completed, Invocation};
 
 /// Runs `inv.argv` (no shell) on this thread and waits at most `inv.timeout`; on timeout the
 /// process group is killed and `timed_out` is set. A command that cannot be started is an
@@ -29,6 +29,7 @@ impl<K> Default for Children<K> {
 }
 
 impl<K> Children<K> {
+    /// No children yet.
     pub fn new() -> Children<K> {
         Children::default()
     }
@@ -43,6 +44,7 @@ impl<K> Children<K> {
         self.running.len()
     }
 
+    /// Whether none is left to watch.
     pub fn is_empty(&self) -> bool {
         self.running.is_empty()
     }

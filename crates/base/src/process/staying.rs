@@ -10,7 +10,7 @@ use std::process::ChildStdin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::GroupGuard;
+use super::shared::GroupGuard;
 
 /// A started child that stays once ready: `stop` asks it to end, `end` waits for that and
 /// reaps it. Before it was ready (or if it never was) both do nothing: until then it belongs to

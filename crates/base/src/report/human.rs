@@ -5,14 +5,16 @@
 
 use std::io::Write;
 
-use super::{End, Event, Formatter, Level, Outcome, Report};
+use super::run::{End, Event, Formatter, Level, Outcome, Report};
 use crate::shown::escaped;
 
+/// The report for people: a line per check, colours on a terminal.
 pub struct Human {
     colour: bool,
 }
 
 impl Human {
+    /// The human format, in colour or not.
     pub fn new(colour: bool) -> Human {
         Human { colour }
     }
@@ -22,6 +24,7 @@ impl Human {
     }
 }
 
+/// A duration as the report writes it (`12ms`, `1.5s`).
 pub fn millis(d: std::time::Duration) -> String {
     if d.as_millis() >= 1000 { format!("{:.1}s", d.as_secs_f64()) } else { format!("{}ms", d.as_millis()) }
 }

@@ -1,12 +1,13 @@
 //! The JSON format: one document per run (schema version 2, documented in docs/reports.md); a run
-//! over several hosts nests one such document per host (`opsbook_fleet::hosts_report`).
+//! over several hosts nests one such document per host (`opsbook_fleet`'s hosts report).
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 
-use super::{End, Event, Formatter, Report, seconds};
+use super::run::{End, Event, Formatter, Report, seconds};
 
+/// The JSON format: one document for the run.
 pub struct Json;
 
 /// The version of the documents this module writes; bumped on incompatible changes (2: `host`
@@ -31,6 +32,7 @@ pub fn save(path: &std::path::Path, document: &Value) -> Result<(), crate::error
     })
 }
 
+/// The run's JSON document.
 pub fn document(report: &Report) -> Value {
     let summary = report.summary();
     let checks: Vec<Value> = report

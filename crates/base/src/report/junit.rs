@@ -4,27 +4,12 @@
 
 use std::io::Write;
 
-use super::{End, Event, Formatter, Outcome, Report, seconds};
+use crate::shown::xml as esc;
 
+use super::run::{End, Event, Formatter, Outcome, Report, seconds};
+
+/// The JUnit XML format.
 pub struct Junit;
-
-/// Text made safe for XML attributes and content (control characters dropped).
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 impl Formatter for Junit {
     fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()> {

@@ -8,7 +8,10 @@
 pub mod human;
 pub mod json;
 pub mod junit;
+mod run;
 pub mod tap;
+
+pub use run::{End, Event, Formatter, LOCKED_EXIT, Level, LogLine, Mode, Outcome, Record, Report, Summary, seconds};
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -35,228 +38,7 @@ pub enum Format {
     Prometheus,
 }
 
-/// The outcome of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Pass,
-    Fail,
-    Warn,
-    Skip,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail => "fail",
-            Outcome::Warn => "warn",
-            Outcome::Skip => "skip",
-        }
-    }
-}
-
-/// One check as it happened.
-#[derive(Debug, Clone)]
-pub struct Record {
-    pub section: Option<String>,
-    pub name: String,
-    pub outcome: Outcome,
-    pub detail: String,
-    pub expected: Option<String>,
-    pub actual: Option<String>,
-    /// Time since the previous record or section: what this check took to establish.
-    pub duration: Duration,
-    /// Time since the run started.
-    pub at: Duration,
-}
-
-/// Importance of a log line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    Info,
-    Warn,
-    /// A mutating call not carried out under `--dry-run`.
-    Plan,
-}
-
-impl Level {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Info => "info",
-            Level::Warn => "warn",
-            Level::Plan => "plan",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct LogLine {
-    pub section: Option<String>,
-    pub level: Level,
-    pub message: String,
-    pub at: Duration,
-}
-
-/// The exit status of a run refused because another run holds a host's change lock
-/// (sysexits' `EX_TEMPFAIL`: the same command may pass later).
-pub const LOCKED_EXIT: u8 = 75;
-
-/// How the run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum End {
-    /// The script ran to its end.
-    Completed,
-    /// A host call or `throw` stopped the script: an operational failure (exit 1).
-    Aborted(String),
-    /// The script itself is wrong: unknown function, wrong types… (exit 2).
-    ScriptError(String),
-    /// Ctrl-C (exit 130).
-    Interrupted,
-    /// Stopped at its time limit (`--timeout`, `limits.run_timeout`): where it was (exit 124).
-    TimedOut(String),
-    /// The runbook called `exit(code)`, at `at`: the run's exit status is `code` (1 when a
-    /// check failed and the code is 0: a failure is never hidden).
-    Stopped { code: u8, at: String },
-    /// Another run holds the host's change lock: who holds it, and since when (exit 75).
-    Locked(String),
-}
-
-impl End {
-    /// What a stop by `exit(code)` says, for every format.
-    pub fn stopped_message(code: u8, at: &str) -> String {
-        format!("the runbook called exit({code}) at {at}")
-    }
-}
-
-/// Something that happened during a run, in order.
-#[derive(Debug, Clone)]
-pub enum Event {
-    Section(String),
-    Record(Record),
-    Log(LogLine),
-}
-
-/// How and where a run acts: changing things or only planning, on this machine or in the
-/// sandbox, and on which host of a fleet.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Mode {
-    pub dry_run: bool,
-    /// `Some(faults)` when the run is against the in-process stack.
-    pub sandbox: Option<Vec<String>>,
-    /// The host's name in a run over several hosts (`None`: this machine, alone).
-    pub host: Option<String>,
-}
-
-/// The whole run.
-#[derive(Debug, Clone)]
-pub struct Report {
-    pub runbook: String,
-    pub source: String,
-    pub params: BTreeMap<String, String>,
-    pub dry_run: bool,
-    /// Run against the in-process stack (`--sandbox`), with these faults injected.
-    pub sandbox: Option<Vec<String>>,
-    /// The host it ran on, in a run over several hosts.
-    pub host: Option<String>,
-    pub started: SystemTime,
-    pub duration: Duration,
-    pub events: Vec<Event>,
-    pub end: End,
-}
-
-/// Counts per outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Summary {
-    pub passed: usize,
-    pub failed: usize,
-    pub warnings: usize,
-    pub skipped: usize,
-}
-
-impl Report {
-    pub fn records(&self) -> impl Iterator<Item = &Record> {
-        self.events.iter().filter_map(|e| match e {
-            Event::Record(r) => Some(r),
-            _ => None,
-        })
-    }
-
-    pub fn summary(&self) -> Summary {
-        let mut s = Summary::default();
-        for r in self.records() {
-            match r.outcome {
-                Outcome::Pass => s.passed += 1,
-                Outcome::Fail => s.failed += 1,
-                Outcome::Warn => s.warnings += 1,
-                Outcome::Skip => s.skipped += 1,
-            }
-        }
-        s
-    }
-
-    /// `passed`, `failed`, `error`, `interrupted`, `timed out`, `stopped` or `locked`.
-    pub fn outcome(&self) -> &'static str {
-        match &self.end {
-            End::Locked(_) => "locked",
-            End::Interrupted => "interrupted",
-            End::Stopped { .. } => "stopped",
-            End::TimedOut(_) => "timed out",
-            End::ScriptError(_) => "error",
-            End::Aborted(_) => "failed",
-            End::Completed if self.summary().failed > 0 => "failed",
-            End::Completed => "passed",
-        }
-    }
-
-    /// 0 all checks passed; 1 a check failed or the run aborted; 2 script error; 75 another
-    /// run holds the host's change lock (`EX_TEMPFAIL`: try again later); 124 timed out (as
-    /// `timeout(1)`); 130 interrupted; the code `exit(code)` gave (1 for `exit(0)` after a
-    /// failed check).
-    pub fn exit_code(&self) -> u8 {
-        if let End::Stopped { code, .. } = self.end {
-            return if code == 0 && self.summary().failed > 0 { 1 } else { code };
-        }
-        match self.outcome() {
-            "passed" => 0,
-            "failed" => 1,
-            "locked" => LOCKED_EXIT,
-            "timed out" => 124,
-            "interrupted" => 130,
-            _ => 2,
-        }
-    }
-}
-
-impl Summary {
-    /// `3 passed, 1 failed` plus skipped and warnings when there are any.
-    pub fn line(&self) -> String {
-        let mut line = format!("{} passed, {} failed", self.passed, self.failed);
-        if self.skipped > 0 {
-            line.push_str(&format!(", {} skipped", self.skipped));
-        }
-        if self.warnings > 0 {
-            let s = if self.warnings == 1 { "" } else { "s" };
-            line.push_str(&format!(", {} warning{s}", self.warnings));
-        }
-        line
-    }
-}
-
-/// An output format: sees each event as it happens and the report at the end.
-pub trait Formatter: Send {
-    fn begin(&mut self, _out: &mut dyn Write, _report: &Report) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn event(&mut self, _out: &mut dyn Write, _event: &Event) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn finish(&mut self, out: &mut dyn Write, report: &Report) -> std::io::Result<()>;
-    /// Whether log lines appear in this format's stream; if not they go to stderr as well.
-    fn shows_logs(&self) -> bool {
-        false
-    }
-}
-
+/// The formatter of `format`, in colour or not (human only).
 pub fn formatter(format: Format, colour: bool) -> Box<dyn Formatter> {
     match format {
         Format::Human => Box::new(human::Human::new(colour)),
@@ -287,6 +69,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// A recorder of `runbook` writing `format` to stdout.
     pub fn new(runbook: &str, source: &str, params: BTreeMap<String, String>, mode: Mode, format: Format) -> Recorder {
         Self::with_output(
             runbook,
@@ -298,6 +81,7 @@ impl Recorder {
         )
     }
 
+    /// A recorder writing to `out`.
     pub fn with_output(
         runbook: &str,
         source: &str,
@@ -330,12 +114,14 @@ impl Recorder {
         self.report.events.push(event);
     }
 
+    /// Starts a section.
     pub fn section(&mut self, name: &str) {
         self.section = Some(name.to_string());
         self.last_mark = self.clock.elapsed();
         self.push(Event::Section(name.to_string()));
     }
 
+    /// Records a check.
     pub fn record(
         &mut self,
         name: &str,
@@ -359,6 +145,7 @@ impl Recorder {
         self.push(Event::Record(record));
     }
 
+    /// Logs a line.
     pub fn log(&mut self, level: Level, message: &str) {
         if !self.formatter.shows_logs() {
             let mut err = RedactingWriter::new(std::io::stderr());
@@ -369,6 +156,7 @@ impl Recorder {
         self.push(Event::Log(line));
     }
 
+    /// The checks counted so far.
     pub fn summary(&self) -> Summary {
         self.report.summary()
     }
@@ -381,9 +169,4 @@ impl Recorder {
         let _ = self.out.flush();
         self.report
     }
-}
-
-/// Seconds with millisecond precision, as the machine formats want them.
-pub fn seconds(d: Duration) -> f64 {
-    (d.as_millis() as f64) / 1000.0
 }

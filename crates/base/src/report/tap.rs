@@ -3,9 +3,10 @@
 
 use std::io::Write;
 
-use super::{End, Event, Formatter, Outcome, Report};
+use super::run::{End, Event, Formatter, Outcome, Report};
 
 #[derive(Default)]
+/// The TAP format (Test Anything Protocol).
 pub struct Tap {
     count: usize,
     /// `[host] ` before each description in a run over several hosts.

@@ -13,7 +13,7 @@ pub(super) fn forms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for piece in pieces {
         // The writers' own escaping (JUnit's, the page's), so the two cannot drift apart.
-        let escaped = [json(&piece), crate::report::junit::esc(&piece), crate::shown::html(&piece), percent(&piece)];
+        let escaped = [json(&piece), crate::shown::xml(&piece), crate::shown::html(&piece), percent(&piece)];
         for form in std::iter::once(piece).chain(escaped) {
             if !out.contains(&form) {
                 out.push(form);

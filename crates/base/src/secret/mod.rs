@@ -49,6 +49,7 @@ impl Secret {
         &self.0
     }
 
+    /// Whether it is empty (no token).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -221,6 +222,7 @@ pub struct RedactingWriter<W: std::io::Write> {
 }
 
 impl<W: std::io::Write> RedactingWriter<W> {
+    /// A writer redacting what it passes on to `inner`.
     pub fn new(inner: W) -> Self {
         RedactingWriter { inner, pending: Vec::new() }
     }

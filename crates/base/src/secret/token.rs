@@ -21,7 +21,12 @@ pub enum TokenSource {
     /// A file holding it (mode 0600 or stricter).
     File(PathBuf),
     /// A command printing it on stdout.
-    Command { argv: Vec<String>, timeout: Duration },
+    Command {
+        /// The command and its arguments.
+        argv: Vec<String>,
+        /// How long it may take.
+        timeout: Duration,
+    },
 }
 
 impl TokenSource {
@@ -48,9 +53,9 @@ fn read_file(path: &Path) -> Result<Secret, String> {
             path.display()
         ));
     }
-    let text = crate::input::read_text(path, crate::input::TOKEN).map_err(|r| match r {
+    let text = crate::input::read_text(path, crate::input::Kind::TOKEN).map_err(|r| match r {
         crate::input::Refused::Io(e) => format!("cannot read token_file `{}`: {e}", path.display()),
-        other => other.explain(crate::input::TOKEN, path),
+        other => other.explain(crate::input::Kind::TOKEN, path),
     })?;
     if text.trim().is_empty() {
         return Err(format!("token_file `{}` is empty", path.display()));
@@ -78,7 +83,7 @@ fn run_command(argv: &[String], timeout: Duration) -> Result<Secret, String> {
             out.stderr.trim()
         ));
     }
-    let max = crate::input::TOKEN.max_bytes;
+    let max = crate::input::Kind::TOKEN.max_bytes;
     if out.stdout.len() as u64 > max {
         return Err(format!("token_command (`{}`) printed more than the {} KiB a token may be", argv[0], max >> 10));
     }

@@ -13,7 +13,7 @@ use super::values::{record, text};
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_base::report::Level;
-use opsbook_world::commands::Invocation;
+use opsbook_world::Invocation;
 
 /// The `account::` namespace.
 pub(crate) fn module() -> Module {

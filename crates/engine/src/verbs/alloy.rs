@@ -11,7 +11,7 @@ use super::tools::{command, run_tool, tail};
 use super::values::{Probe, record};
 use crate::register;
 use opsbook_base::config::keys;
-use opsbook_world::http_client::Request;
+use opsbook_world::Request;
 
 /// The `alloy::` namespace.
 pub(crate) fn module() -> Module {

@@ -12,9 +12,9 @@ use super::values::record;
 use crate::register;
 use opsbook_base::config::keys;
 use opsbook_base::report::Level;
-use opsbook_world::commands::Invocation;
-use opsbook_world::containers::{Container, parse_version};
+use opsbook_world::Invocation;
 use opsbook_world::units::full_name;
+use opsbook_world::{Container, parse_podman_version as parse_version};
 
 /// Podman makes units from Quadlet files (`NAME.container`) from this version on.
 const QUADLET_SINCE: (u64, u64, u64) = (4, 4, 0);
@@ -308,7 +308,7 @@ fn logs(cx: &Context, name: &str, options: &Map) -> VerbResult<Array> {
 #[cfg(test)]
 mod tests {
     use super::{has_quadlet, of_unit};
-    use opsbook_world::containers::{Container, parse_version};
+    use opsbook_world::{Container, parse_podman_version as parse_version};
 
     #[test]
     fn quadlet_from_podman_4_4_on() {

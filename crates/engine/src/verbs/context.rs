@@ -18,7 +18,7 @@ use super::ground::Ground;
 use super::place::{self, Place};
 use super::result::{VerbResult, fail, interrupted};
 use crate::catalog::Catalog;
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 use opsbook_base::config::Config;
 use opsbook_base::report::{Level, Outcome, Recorder};
 use opsbook_world::World;
@@ -27,9 +27,11 @@ use opsbook_world::World;
 pub struct Context {
     /// What unit, journal, command, file and endpoint calls act on now.
     ground: Mutex<Ground>,
+    /// Changing verbs say what they would do instead (`--dry-run`).
     pub dry_run: bool,
+    /// The run's cancellation (Ctrl-C, a timeout).
     pub cancel: Cancel,
-    http: OnceLock<Result<Arc<opsbook_world::http_client::Http>, String>>,
+    http: OnceLock<Result<Arc<opsbook_world::Http>, String>>,
     recorder: Mutex<Option<Recorder>>,
     /// `--set` overrides, already checked against the runbook's declared parameters.
     params: Mutex<BTreeMap<String, Dynamic>>,
@@ -47,6 +49,7 @@ pub struct Context {
 }
 
 impl Context {
+    /// A context acting on `world` with `config`.
     pub fn new(config: Arc<Config>, world: World, dry_run: bool) -> Arc<Context> {
         Arc::new(Context {
             ground: Mutex::new(Ground::new(config, world)),
@@ -105,27 +108,21 @@ impl Context {
         f()
     }
 
-    /// The process's runtime (`opsbook_base::runtime`): every host of a fleet run drives its
+    /// The process's runtime (`opsbook_base::shared_runtime`): every host of a fleet run drives its
     /// I/O through the same two workers, rather than threads of its own.
     pub fn runtime(&self) -> &tokio::runtime::Runtime {
-        opsbook_base::runtime::shared()
+        opsbook_base::shared_runtime()
     }
 
     /// The run's HTTP client, built on first use.
-    pub fn http(&self) -> VerbResult<Arc<opsbook_world::http_client::Http>> {
-        self.http
-            .get_or_init(|| opsbook_world::http_client::Http::new(&self.config()).map(Arc::new))
-            .clone()
-            .map_err(fail)
+    pub fn http(&self) -> VerbResult<Arc<opsbook_world::Http>> {
+        self.http.get_or_init(|| opsbook_world::Http::new(&self.config()).map(Arc::new)).clone().map_err(fail)
     }
 
     /// Sends one request from the script thread: the response, or the reason there is none
     /// (an answer larger than `http.max_body` is one: it was not read). An endpoint forwarded
     /// to the ground's host is reached through its socket.
-    pub fn send(
-        &self,
-        request: opsbook_world::http_client::Request<'_>,
-    ) -> VerbResult<Result<opsbook_world::http_client::Response, String>> {
+    pub fn send(&self, request: opsbook_world::Request<'_>) -> VerbResult<Result<opsbook_world::Response, String>> {
         Ok(self.send_answer(request)?.and_then(|r| match r.too_large {
             Some(why) => Err(why),
             None => Ok(r),
@@ -136,8 +133,8 @@ impl Context {
     /// status and headers, `too_large` saying why its body is empty).
     pub fn send_answer(
         &self,
-        request: opsbook_world::http_client::Request<'_>,
-    ) -> VerbResult<Result<opsbook_world::http_client::Response, String>> {
+        request: opsbook_world::Request<'_>,
+    ) -> VerbResult<Result<opsbook_world::Response, String>> {
         let http = self.http()?;
         let world = self.world();
         let through = world.endpoints.socket_for(&request.url);
@@ -162,10 +159,12 @@ impl Context {
         })
     }
 
+    /// Sets the recorder of the run's checks, giving back the one before.
     pub fn set_recorder(&self, recorder: Option<Recorder>) -> Option<Recorder> {
         std::mem::replace(&mut *self.recorder.lock().unwrap_or_else(|e| e.into_inner()), recorder)
     }
 
+    /// Takes the run's recorder (with its checks) out.
     pub fn take_recorder(&self) -> Option<Recorder> {
         self.set_recorder(None)
     }
@@ -197,16 +196,18 @@ impl Context {
         self.with_recorder(|r| r.summary().failed).unwrap_or(0)
     }
 
+    /// Starts a section of the report (printed when no run is recorded).
     pub fn section(&self, name: &str) {
         if self.with_recorder(|r| r.section(name)).is_none() {
-            opsbook_base::say!("== {}", opsbook_base::shown::escaped(name));
+            opsbook_base::say!("== {}", opsbook_base::escaped(name));
         }
     }
 
+    /// Adds a log line to the report (printed when no run is recorded).
     pub fn log(&self, level: Level, message: &str) {
         // Without a report (the REPL), the line goes to the terminal as the report would show it.
         if self.with_recorder(|r| r.log(level, message)).is_none() {
-            opsbook_base::say!("{}", opsbook_base::shown::escaped(message));
+            opsbook_base::say!("{}", opsbook_base::escaped(message));
         }
     }
 
@@ -214,15 +215,15 @@ impl Context {
     /// `Err` inside when it could not start. Raced against cancellation like all host work.
     pub fn run_command(
         &self,
-        invocation: opsbook_world::commands::Invocation,
-    ) -> VerbResult<Result<opsbook_world::commands::Completed, String>> {
+        invocation: opsbook_world::Invocation,
+    ) -> VerbResult<Result<opsbook_world::Completed, String>> {
         let commands = self.world().commands.clone();
         self.block_on(|| async move { commands.run(&invocation).await })
     }
 
     /// The host name of the machine this run acts on: the world's, else this machine's.
     pub fn hostname(&self) -> String {
-        self.world().hostname.unwrap_or_else(opsbook_world::hostname::this_machine)
+        self.world().hostname.unwrap_or_else(opsbook_world::this_machine)
     }
 
     /// Under `--dry-run`, records `would …` and returns true: the caller must not act.
@@ -273,6 +274,7 @@ impl Context {
         self.refused.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
+    /// Sets the runbook's parameters, already checked against its declarations.
     pub fn set_params(&self, params: BTreeMap<String, Dynamic>) {
         *self.params.lock().unwrap_or_else(|e| e.into_inner()) = params;
     }

@@ -239,7 +239,7 @@ fn parameters_and_facts(m: &mut Module) {
         "/// This run's id (`20261128T210307Z-ab12`: when it began, UTC, and a tag), the same on\n\
          /// every host it acts on; a rollback point records it.",
         "log(`run ${run_id()}`)",
-        opsbook_world::this_run::id
+        opsbook_world::run_id
     );
     register!(
         m,
@@ -248,7 +248,7 @@ fn parameters_and_facts(m: &mut Module) {
         ["String"],
         "/// Who runs this run: `user@machine` of the operator's machine (not of the host acted on).",
         "log(`by ${operator()}`)",
-        opsbook_world::this_run::who
+        opsbook_world::run_by
     );
 }
 
@@ -293,7 +293,7 @@ fn clock(m: &mut Module) {
                 Ok(ns) => ns.max(0) as u128,
                 Err(_) => {
                     let shown = text(&time);
-                    let us = opsbook_world::log_level::rfc3339_us(&shown)
+                    let us = opsbook_wire::log_level::rfc3339_us(&shown)
                         .ok_or_else(|| fail(format!("age: `{shown}` is not an RFC 3339 time")))?;
                     u128::from(us) * 1000
                 }

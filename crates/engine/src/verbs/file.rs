@@ -14,7 +14,7 @@ use super::result::{VerbResult, fail};
 use super::values::{record, text};
 use crate::register;
 use opsbook_base::report::Level;
-use opsbook_world::commands::Invocation;
+use opsbook_world::Invocation;
 use opsbook_world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
 
 /// The `file::` namespace.

@@ -16,7 +16,7 @@ pub mod table;
 
 use std::net::IpAddr;
 
-use opsbook_world::net::{self, Resolved};
+use opsbook_world::{Resolved, resolve_name};
 use std::time::Duration;
 
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
@@ -175,7 +175,7 @@ fn address_of(cx: &Context, text: &str) -> VerbResult<Result<IpAddr, String>> {
         return Ok(Ok(ip));
     }
     let name = text.to_string();
-    let found = cx.block_on(|| async move { net::resolve(&name, RESOLVE_TIMEOUT).await })?;
+    let found = cx.block_on(|| async move { resolve_name(&name, RESOLVE_TIMEOUT).await })?;
     Ok(match found {
         Resolved::To(ip) => Ok(ip),
         Resolved::Nothing => Err(format!("`{text}` resolves to no address, and rules match addresses")),

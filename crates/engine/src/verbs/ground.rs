@@ -13,7 +13,9 @@ use opsbook_world::World;
 /// over ssh, a simulated one). A runbook's own host, or another for a block (`fleet::on`).
 #[derive(Clone)]
 pub struct Ground {
+    /// The configuration there.
     pub config: Arc<Config>,
+    /// The world there.
     pub world: World,
     /// The configuration as scripts read it (`config.…`), made on first read.
     pub(crate) view: Arc<OnceLock<Dynamic>>,
@@ -22,6 +24,7 @@ pub struct Ground {
 }
 
 impl Ground {
+    /// The ground of `world` with `config`, acting on the host itself.
     pub fn new(config: Arc<Config>, world: World) -> Ground {
         Ground { config, world, view: Arc::default(), elsewhere: None }
     }

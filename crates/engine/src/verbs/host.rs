@@ -13,8 +13,8 @@ use super::time::duration_arg;
 use super::values::{Probe, record};
 use crate::register;
 use opsbook_base::config::keys;
-use opsbook_world::commands::{Completed, Invocation};
-use opsbook_world::net::Reach;
+use opsbook_world::Reach;
+use opsbook_world::{Completed, Invocation};
 
 /// The `host::` namespace.
 pub(crate) fn module() -> Module {
@@ -173,7 +173,7 @@ struct Load {
 }
 
 // The load script (the sandbox runs it too: it burns CPU time and writes nothing).
-use opsbook_world::commands::CPU_LOAD as LOAD;
+use opsbook_world::CPU_LOAD as LOAD;
 
 /// The host's CPU time between the two `cpu` lines the load script printed (user includes
 /// nice, as `top` shows it; system is the kernel's own time, Telegraf's `usage_system`).
@@ -219,11 +219,11 @@ fn cpu_load(cx: &Context, workers: i64, duration: Duration) -> VerbResult<Map> {
         loop {
             tokio::select! {
                 done = &mut run => break done,
-                _ = tick.tick() => opsbook_base::progress::show("generating CPU load", started.elapsed(), duration),
+                _ = tick.tick() => opsbook_base::show_progress("generating CPU load", started.elapsed(), duration),
             }
         }
     });
-    opsbook_base::progress::clear();
+    opsbook_base::clear_progress();
     let done = done?.map_err(|e| fail(format!("host::cpu_load: {e}")))?;
     let load = load_from(&done.stdout, done.duration).map_err(|e| {
         let said = super::tools::tail(&format!("{}\n{}", done.stdout, done.stderr), 3);

@@ -12,7 +12,7 @@ use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::{Probe, record};
 use crate::register;
-use opsbook_world::http_client::{Request, Response};
+use opsbook_world::{Request, Response};
 
 /// The `http::` namespace.
 pub(crate) fn module() -> Module {

@@ -19,7 +19,7 @@ use crate::register;
 use opsbook_base::config::keys;
 use opsbook_base::secret::Secret;
 use opsbook_wire::flux_csv::{self, Value};
-use opsbook_world::http_client::{Request, Response};
+use opsbook_world::{Request, Response};
 
 /// The `influx::` namespace.
 pub(crate) fn module() -> Module {

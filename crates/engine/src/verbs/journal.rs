@@ -13,8 +13,8 @@ use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::{record, time_text};
 use crate::register;
+use opsbook_wire::log_level::{Level, classify};
 use opsbook_world::journal::{Entry, PRIORITIES, Query, priority_number};
-use opsbook_world::log_level::{Level, classify};
 use opsbook_world::units::{Run, full_name};
 
 /// The `journal::` namespace.
@@ -306,7 +306,7 @@ fn emit(host: &Context, tag: &str, message: &str, priority: &str) -> VerbResult<
 #[cfg(test)]
 mod tests {
     use super::LEVEL_CANDIDATES;
-    use opsbook_world::log_level::{Level, classify};
+    use opsbook_wire::log_level::{Level, classify};
 
     /// journalctl's `--grep` must let through every line the classifier calls a warning or
     /// an error (the fixture: real shapes of Telegraf v1.32/v1.39, Alloy v1.9/v1.18, InfluxDB

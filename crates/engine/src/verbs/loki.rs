@@ -15,9 +15,8 @@ use super::time::positive_duration_arg;
 use super::values::{Probe, record};
 use crate::register;
 use opsbook_base::config::keys;
-use opsbook_wire::loki_config;
-use opsbook_wire::loki_json::{self, QueryResult};
-use opsbook_world::http_client::{Request, Response};
+use opsbook_wire::loki::{self, QueryResult};
+use opsbook_world::{Request, Response};
 
 /// The `loki::` namespace.
 pub(crate) fn module() -> Module {
@@ -150,7 +149,7 @@ fn strings_answer(body: &str) -> Result<Vec<String>, String> {
     if empty_success(body) {
         return Ok(Vec::new());
     }
-    loki_json::parse_strings(body)
+    loki::parse_strings(body)
 }
 
 /// A query answer: absent or null `data` or `data.result` is no lines; a series whose
@@ -159,7 +158,7 @@ fn query_answer(body: &str) -> Result<QueryResult, String> {
     if empty_success(body) {
         return Ok(QueryResult::Streams(Vec::new()));
     }
-    loki_json::parse_query(&without_null_series_fields(body))
+    loki::parse_query(&without_null_series_fields(body))
 }
 
 /// The answer with null `stream`, `metric`, `values` and `value` fields of its series dropped
@@ -296,7 +295,7 @@ fn storage(cx: &Context) -> VerbResult<Map> {
     let periods = periods_of(&r.body);
     let detail = match periods.last() {
         Some(store) => {
-            let kind = if loki_config::is_object_storage(store) { "object storage" } else { "local disk" };
+            let kind = if loki::is_object_storage(store) { "object storage" } else { "local disk" };
             format!("{kind}: {store} (schema periods: {})", periods.join(", "))
         }
         None => format!("no schema_config object_store in /config: {}", r.summary()),
@@ -306,7 +305,7 @@ fn storage(cx: &Context) -> VerbResult<Map> {
 
 /// The `object_store` of each schema period; YAML's null (`null`, `~`) names no store.
 fn periods_of(config: &str) -> Vec<String> {
-    let mut periods = loki_config::object_stores(config);
+    let mut periods = loki::object_stores(config);
     periods.retain(|p| !matches!(p.as_str(), "null" | "Null" | "NULL" | "~"));
     periods
 }
@@ -314,7 +313,7 @@ fn periods_of(config: &str) -> Vec<String> {
 fn storage_facts(periods: &[String]) -> Storage {
     let backend = periods.last().cloned();
     Storage {
-        object_storage: backend.as_deref().is_some_and(loki_config::is_object_storage),
+        object_storage: backend.as_deref().is_some_and(loki::is_object_storage),
         backend,
         periods: periods.to_vec(),
     }
@@ -364,7 +363,7 @@ mod tests {
         let bare = r#"{"status":"success","data":{"resultType":"streams","result":[{"stream":null,"values":null},{"values":[["5","x"]]}]}}"#;
         assert_eq!(
             query_answer(bare),
-            Ok(QueryResult::Streams(vec![loki_json::LogEntry { time_ns: 5, line: "x".into(), labels: vec![] }]))
+            Ok(QueryResult::Streams(vec![loki::LogEntry { time_ns: 5, line: "x".into(), labels: vec![] }]))
         );
         // A metric series whose points are null has none; its null labels are no labels.
         let null_points =

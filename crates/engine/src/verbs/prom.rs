@@ -13,7 +13,7 @@ use super::result::{VerbResult, fail};
 use super::values::{Probe, record, text};
 use crate::register;
 use opsbook_wire::exposition::{self, Exposition};
-use opsbook_world::http_client::Request;
+use opsbook_world::Request;
 
 /// One scrape: the probe's outcome, and what the endpoint exposed when it worked.
 #[derive(Debug, Clone)]

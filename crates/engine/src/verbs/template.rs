@@ -24,9 +24,9 @@ use super::result::{VerbResult, fail, interrupted};
 use super::values::record;
 use crate::catalog::Catalog;
 use crate::register;
-use opsbook_base::cancel::Cancel;
-use opsbook_base::diagnostic::Diagnostic;
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::Cancel;
+use opsbook_base::Diagnostic;
+use opsbook_base::did_you_mean;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/templates.rs"));
@@ -82,9 +82,11 @@ pub(crate) fn module() -> Module {
 /// A template as found: its name, what errors call its file, and its text.
 #[derive(Debug, Clone)]
 pub struct Found {
+    /// The template's name.
     pub name: String,
     /// The file's path, or `<built-in>/templates/NAME`.
     pub source: String,
+    /// Its text.
     pub text: String,
 }
 
@@ -111,7 +113,7 @@ pub fn find(catalog: &Catalog, name: &str) -> Result<Option<Found>, String> {
         let path = dir.join(name);
         // Anything there is this template (a directory or a FIFO is refused, not passed over).
         if path.exists() {
-            let text = opsbook_base::input::read_text_or_explain(&path, opsbook_base::input::TEMPLATE)?;
+            let text = opsbook_base::read_text_or_explain(&path, opsbook_base::InputKind::TEMPLATE)?;
             return Ok(Some(Found { name: name.to_string(), source: path.display().to_string(), text }));
         }
     }

@@ -44,12 +44,12 @@ pub fn sleep(cx: &Context, total: Duration) -> VerbResult<()> {
             tokio::select! {
                 _ = tokio::time::sleep_until(end) => break,
                 _ = tick.tick() => if total >= Duration::from_secs(2) {
-                    opsbook_base::progress::show("sleeping", started.elapsed(), total);
+                    opsbook_base::show_progress("sleeping", started.elapsed(), total);
                 },
             }
         }
     });
-    opsbook_base::progress::clear();
+    opsbook_base::clear_progress();
     result
 }
 

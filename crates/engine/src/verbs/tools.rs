@@ -5,7 +5,7 @@
 use super::context::Context;
 use super::result::{VerbResult, fail};
 use opsbook_base::config::{Key, keys};
-use opsbook_world::commands::{Completed, Invocation};
+use opsbook_world::{Completed, Invocation};
 
 /// The command configured under `key`, else `default`, with `{config}` filled in.
 pub fn command(cx: &Context, key: &Key, default: &[&str], config_path: &str) -> Vec<String> {

@@ -16,15 +16,20 @@ pub struct NoFacts {}
 /// (a version, a backend…). `status` and `elapsed_ms` are `()` when no HTTP answer came back.
 #[derive(Debug, Clone, Serialize)]
 pub struct Probe<F: Serialize = NoFacts> {
+    /// Whether the probe passed.
     pub ok: bool,
+    /// The HTTP status, when an answer came back.
     pub status: Option<u16>,
+    /// What happened, in words.
     pub detail: String,
     pub(crate) elapsed_ms: Option<u64>,
     #[serde(flatten)]
+    /// The facts of its kind.
     pub facts: F,
 }
 
 impl Probe {
+    /// A probe with no facts; `elapsed` is `None` when no answer came back.
     pub fn new(
         ok: bool,
         status: Option<u16>,

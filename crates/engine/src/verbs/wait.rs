@@ -95,15 +95,15 @@ fn until(cx: &Context, ctx: &NativeCallContext, condition: &FnPtr, options_value
         if elapsed >= o.timeout {
             break (false, last);
         }
-        opsbook_base::progress::show("waiting", elapsed, o.timeout);
+        opsbook_base::show_progress("waiting", elapsed, o.timeout);
         let nap = o.every.min(o.timeout - elapsed);
         let slept = cx.block_on(|| tokio::time::sleep(nap));
         if let Err(e) = slept {
-            opsbook_base::progress::clear();
+            opsbook_base::clear_progress();
             return Err(e);
         }
     };
-    opsbook_base::progress::clear();
+    opsbook_base::clear_progress();
     // Milliseconds are all a report needs (`waited 0.215s`, not `0.215067339s`).
     let waited = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     let mut result = record(&Waited { ok, waited, attempts })?;

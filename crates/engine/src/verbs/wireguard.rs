@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::context::Context;
 use super::result::{VerbResult, fail};
 use super::values::record;
-use opsbook_world::commands::Invocation;
+use opsbook_world::Invocation;
 
 /// What `wg` may take on the host.
 const WG_TIMEOUT: Duration = Duration::from_secs(10);

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use super::{AnsibleInventory, Place, Var, literal};
-use opsbook_base::diagnostic::Diagnostic;
-use opsbook_base::error::Error;
+use opsbook_base::Diagnostic;
+use opsbook_base::Error;
 
 enum Section {
     Hosts(String),

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value as Json;
 
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 
 mod ini;
 mod vars_dir;
@@ -25,14 +25,18 @@ mod yaml;
 /// Where a value was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
+    /// The file.
     pub path: PathBuf,
+    /// The line, from 1.
     pub line: usize,
 }
 
 /// A variable as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Var {
+    /// The value, as JSON (Jinja not yet rendered).
     pub value: Json,
+    /// Where it was written.
     pub place: Place,
 }
 
@@ -41,22 +45,31 @@ pub(crate) type Vars = BTreeMap<String, Var>;
 /// Which level of the inventory a host's variable came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Level {
+    /// A variable of this group (`group_vars`, the group's `vars`).
     Group(String),
+    /// A variable of the host itself (`host_vars`, the host's line or entry).
     Host,
 }
 
 /// A host's variable after precedence: its value, where it was written, at which level.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostVar {
+    /// The value, as JSON.
     pub value: Json,
+    /// Where it was written.
     pub place: Place,
+    /// The level that set it.
     pub level: Level,
 }
 
 #[derive(Debug, Default)]
+/// A group of the inventory: its hosts, its child groups and its variables.
 pub struct Group {
+    /// The group's name.
     pub name: String,
+    /// The hosts named in the group itself, in order.
     pub hosts: Vec<String>,
+    /// The groups it contains.
     pub children: Vec<String>,
     /// From the inventory file.
     pub vars: Vars,
@@ -105,7 +118,7 @@ impl AnsibleInventory {
     /// Reads `path`: YAML (`.yml`, `.yaml`, `.json`) or INI (anything else), then the
     /// `group_vars/` and `host_vars/` directories beside it.
     pub fn load(path: &Path) -> Result<AnsibleInventory, Error> {
-        let text = opsbook_base::input::read_text_or(path, opsbook_base::input::INVENTORY, |source| Error::Io {
+        let text = opsbook_base::read_text_or(path, opsbook_base::InputKind::INVENTORY, |source| Error::Io {
             context: format!("cannot read the Ansible inventory `{}`", path.display()),
             source,
         })?;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Vars, yaml};
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 
 const EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];
 
@@ -32,7 +32,7 @@ pub(super) fn read(dir: &Path, name: &str) -> Result<Vars, Error> {
     }
     let mut vars = Vars::new();
     for file in files {
-        let text = opsbook_base::input::read_text_or(&file, opsbook_base::input::VARS, |source| Error::Io {
+        let text = opsbook_base::read_text_or(&file, opsbook_base::InputKind::VARS, |source| Error::Io {
             context: format!("cannot read `{}`", file.display()),
             source,
         })?;

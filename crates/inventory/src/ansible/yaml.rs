@@ -10,9 +10,9 @@ use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData, YamlLoader};
 use serde_json::Value as Json;
 
 use super::{AnsibleInventory, Place, Var, Vars};
-use opsbook_base::diagnostic::Diagnostic;
-use opsbook_base::error::Error;
-use opsbook_base::suggest::did_you_mean;
+use opsbook_base::Diagnostic;
+use opsbook_base::Error;
+use opsbook_base::did_you_mean;
 
 /// Parses `text` into its first document (`None` when the file holds none).
 pub(super) fn parse<'a>(path: &Path, text: &'a str) -> Result<Option<MarkedYaml<'a>>, Error> {

@@ -37,7 +37,7 @@ use std::time::Duration;
 use super::log::{LogFormat, LogSettings};
 use super::sampler::{CpuInput, DiskInput, Inputs};
 use crate::toml_check::{self, Checker};
-use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::Diagnostic;
 use opsbook_base::secret::Secret;
 
 /// A complete config, shown by `opsbook twin metrics-agent --help` (and tested to load).
@@ -65,22 +65,34 @@ pub const EXAMPLE: &str = r#"# Config file: a subset of Telegraf's TOML.
 /// One `[[outputs.influxdb_v2]]`.
 #[derive(Debug, Clone)]
 pub struct Output {
+    /// `urls`: the metrics databases written to.
     pub urls: Vec<String>,
+    /// `token`: the API token sent with each write.
     pub token: Secret,
+    /// `organization`: the org written to.
     pub organization: String,
+    /// `bucket`: the bucket written to.
     pub bucket: String,
+    /// `timeout`: how long one write may take.
     pub timeout: Duration,
+    /// `content_encoding = "gzip"`: writes are gzipped.
     pub gzip: bool,
 }
 
 #[derive(Debug, Clone)]
+/// A Telegraf-style config as the agent twin runs it: the `[agent]` table, its outputs and inputs.
 pub struct AgentConfig {
+    /// `interval`: how often inputs are sampled.
     pub interval: Duration,
+    /// `flush_interval`: how often the buffer is written out.
     pub flush_interval: Duration,
     /// The `host` tag (empty with `omit_hostname`).
     pub hostname: String,
+    /// `[global_tags]`: tags added to every metric.
     pub global_tags: Vec<(String, String)>,
+    /// The `[[outputs.influxdb_v2]]` tables.
     pub outputs: Vec<Output>,
+    /// The inputs sampled.
     pub inputs: Inputs,
     /// `metric_buffer_limit`: metrics held for the output at most (Telegraf's default 10000).
     pub buffer_limit: usize,
@@ -138,7 +150,7 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
     let mut global_tags = Vec::new();
     if let Some((t, _)) = c.table(root, "global_tags") {
         for (k, v, span) in c.string_map(t) {
-            if !opsbook_wire::loki_push::valid_label_name(&k) {
+            if !opsbook_wire::loki::valid_label_name(&k) {
                 c.error(span, format!("tag name `{k}` is not valid"));
             }
             global_tags.push((k, toml_check::expand_env(&v)));
@@ -166,7 +178,7 @@ pub fn parse(file: &str, text: &str) -> Result<AgentConfig, Vec<Diagnostic>> {
     let hostname = if agent.omit_hostname {
         String::new()
     } else if agent.hostname.is_empty() {
-        opsbook_world::hostname::this_machine()
+        opsbook_world::this_machine()
     } else {
         agent.hostname
     };

@@ -20,16 +20,22 @@ use crate::logger::{self, Level, Sink};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogFormat {
     #[default]
+    /// Telegraf's text lines (`2026-11-23T10:00:00Z E! …`).
     Text,
+    /// slog's JSON (`logformat = "structured"`).
     Structured,
 }
 
 /// The `[agent]` settings that shape logging.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LogSettings {
+    /// `debug`: debug lines are written too.
     pub debug: bool,
+    /// `quiet`: only errors are written.
     pub quiet: bool,
+    /// `logfile`: the file written instead of stderr.
     pub logfile: Option<PathBuf>,
+    /// `logformat`.
     pub format: LogFormat,
 }
 

@@ -36,7 +36,7 @@ use self::log::TelegrafLog;
 use self::output::PLUGIN;
 use super::logger::{self, Level, Sink};
 use super::{Stop, Twin, now_ns};
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_wire::line_protocol::Point;
 use opsbook_world::BoxFuture;
 use sampler::Sampler;
@@ -59,6 +59,7 @@ pub struct AgentFaults {
 pub struct Agent {
     config: RwLock<AgentConfig>,
     path: Option<PathBuf>,
+    /// The faults the sandbox sets on it.
     pub faults: AgentFaults,
     log: TelegrafLog,
     client: reqwest::Client,
@@ -107,6 +108,7 @@ impl Agent {
         self.log.early(level, text);
     }
 
+    /// The configuration it runs with now (a reload replaces it).
     pub fn config(&self) -> AgentConfig {
         self.config.read().map(|c| c.clone()).unwrap_or_else(|e| e.into_inner().clone())
     }
@@ -350,7 +352,7 @@ async fn run(agent: Arc<Agent>, shutdown: Stop) {
     agent.say(Level::Info, "[agent] Stopping running outputs");
 }
 
-fn diagnostics_text(path: &Path, diagnostics: &[opsbook_base::diagnostic::Diagnostic]) -> String {
+fn diagnostics_text(path: &Path, diagnostics: &[opsbook_base::Diagnostic]) -> String {
     let mut text = format!("{} E! error loading config file {}:\n", logger::now_rfc3339(0), path.display());
     for d in diagnostics {
         text.push_str(&d.to_string());
@@ -358,7 +360,7 @@ fn diagnostics_text(path: &Path, diagnostics: &[opsbook_base::diagnostic::Diagno
     text
 }
 
-fn print_diagnostics(path: &Path, diagnostics: &[opsbook_base::diagnostic::Diagnostic]) {
+fn print_diagnostics(path: &Path, diagnostics: &[opsbook_base::Diagnostic]) {
     eprint!("{}", diagnostics_text(path, diagnostics));
 }
 

@@ -93,6 +93,6 @@ mod tests {
         let mut file = super::super::loki_file::LokiFile::default();
         file.periods[0].object_store = "s3".into();
         let s = LogStore::new(Options { file, ..Options::default() }, logger::discard());
-        assert_eq!(opsbook_wire::loki_config::object_stores(&s.config_yaml()), vec!["s3".to_string()]);
+        assert_eq!(opsbook_wire::loki::object_stores(&s.config_yaml()), vec!["s3".to_string()]);
     }
 }

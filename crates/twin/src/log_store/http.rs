@@ -1,6 +1,6 @@
 //! The log-store twin's HTTP side: routes, parameters as Loki reads them (the query string,
 //! and on POST a form body too; times in every form Loki accepts; default look-backs), and
-//! answers in Loki's JSON (written by `opsbook_wire::loki_json`) and plain-text errors.
+//! answers in Loki's JSON (written by `opsbook_wire::loki`) and plain-text errors.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,7 +19,7 @@ use super::logql::{self, Query};
 use super::stats::stats;
 use super::{LogStore, VERSION};
 use crate::{faults, now_ns};
-use opsbook_wire::{content_encoding, exposition, loki_json, loki_push};
+use opsbook_wire::{exposition, loki};
 
 /// A 400 (or other) answer in Loki's plain-text style. Query errors come without a final
 /// newline (as captured from Loki 3.4); `/ready` and push errors, written by Go's
@@ -122,7 +122,7 @@ async fn handle_query(store: &LogStore, params: &Params, instant: bool) -> Respo
             if tally.returned >= limit {
                 store.limit_met(text);
             }
-            json_ok(loki_json::write_streams(&result, stats(&tally, began.elapsed())))
+            json_ok(loki::write_streams(&result, stats(&tally, began.elapsed())))
         }
         (Query::Metric(m), true) => {
             let t = match param(params, "time").map(parse_time).transpose() {
@@ -130,7 +130,7 @@ async fn handle_query(store: &LogStore, params: &Params, instant: bool) -> Respo
                 Err(e) => return text_error(StatusCode::BAD_REQUEST, e),
             };
             let (series, tally) = store.eval_metric(&m, &[t]);
-            json_ok(loki_json::write_vector(&series, stats(&tally, began.elapsed())))
+            json_ok(loki::write_vector(&series, stats(&tally, began.elapsed())))
         }
         (Query::Metric(m), false) => {
             let (start, end) = match window(params, Duration::from_secs(3600)) {
@@ -156,7 +156,7 @@ async fn handle_query(store: &LogStore, params: &Params, instant: bool) -> Respo
             let times: Vec<i64> =
                 (0..).map(|i| first + i * step_ns).take_while(|t| *t <= end).filter(|t| *t >= start).collect();
             let (series, tally) = store.eval_metric(&m, &times);
-            json_ok(loki_json::write_matrix(&series, stats(&tally, began.elapsed())))
+            json_ok(loki::write_matrix(&series, stats(&tally, began.elapsed())))
         }
     }
 }
@@ -176,12 +176,12 @@ async fn metrics(State(store): State<Arc<LogStore>>) -> Response {
 async fn push_handler(State(store): State<Arc<LogStore>>, headers: HeaderMap, body: Bytes) -> Response {
     store.counters.push_requests.fetch_add(1, Ordering::Relaxed);
     let h = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-    let encoding = loki_push::encoding_of(&h(header::CONTENT_TYPE));
-    let plain = match content_encoding::decompress(&h(header::CONTENT_ENCODING), &body, 100 << 20) {
+    let encoding = loki::encoding_of(&h(header::CONTENT_TYPE));
+    let plain = match opsbook_wire::decompress(&h(header::CONTENT_ENCODING), &body, 100 << 20) {
         Ok(p) => p,
         Err(e) => return text_line(StatusCode::BAD_REQUEST, &e),
     };
-    let streams = match loki_push::decode(encoding, &plain) {
+    let streams = match loki::decode(encoding, &plain) {
         Ok(s) => s,
         Err(e) => {
             store.push_undecodable(&e);
@@ -230,7 +230,7 @@ fn with_form(mut params: Params, form: Result<Form<Params>, FormRejection>) -> P
 
 async fn labels(State(store): State<Arc<LogStore>>, QueryParams(params): QueryParams<Params>) -> Response {
     match window(&params, Duration::from_secs(6 * 3600)) {
-        Ok((start, end)) => json_ok(loki_json::write_strings(&store.label_names(start, end))),
+        Ok((start, end)) => json_ok(loki::write_strings(&store.label_names(start, end))),
         Err(e) => text_error(StatusCode::BAD_REQUEST, e),
     }
 }
@@ -250,7 +250,7 @@ async fn label_values(
         Ok(None) => None,
         Err(e) => return text_error(StatusCode::BAD_REQUEST, e),
     };
-    json_ok(loki_json::write_strings(&store.label_values(&name, start, end, selector.as_ref())))
+    json_ok(loki::write_strings(&store.label_values(&name, start, end, selector.as_ref())))
 }
 
 async fn series(State(store): State<Arc<LogStore>>, QueryParams(params): QueryParams<Params>) -> Response {
@@ -278,7 +278,7 @@ fn series_answer(store: &LogStore, params: &Params) -> Response {
             Err(e) => return text_error(StatusCode::BAD_REQUEST, e),
         }
     }
-    json_ok(loki_json::write_series(&store.series(&selectors, start, end)))
+    json_ok(loki::write_series(&store.series(&selectors, start, end)))
 }
 
 async fn buildinfo() -> Response {

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use super::loki3::{detect_level, with_service_name};
 use super::{Data, LogStore, Stored, Stream};
 use crate::now_ns;
-use opsbook_wire::loki_push::{PushEntry, PushStream, labels_text, valid_label_name};
+use opsbook_wire::loki::{PushEntry, PushStream, labels_text, valid_label_name};
 
 impl LogStore {
     /// Stores pushed streams. Invalid entries are skipped and reported (Loki's 400 text);

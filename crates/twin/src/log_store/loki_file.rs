@@ -19,29 +19,44 @@ use super::loki_keys::Ty::{self, *};
 /// The values of a Loki config file the twin uses (Loki's defaults where the file is silent).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LokiFile {
+    /// `auth_enabled`.
     pub auth_enabled: bool,
     /// Empty: every interface.
     pub http_listen_address: String,
+    /// `server.http_listen_port`.
     pub http_listen_port: u16,
+    /// `server.grpc_listen_port`.
     pub grpc_listen_port: u16,
+    /// `server.log_level`.
     pub log_level: String,
+    /// `common.path_prefix`.
     pub path_prefix: String,
+    /// `common.replication_factor`.
     pub replication_factor: u32,
+    /// `common.ring.kvstore.store`.
     pub kvstore: String,
+    /// `common.storage.filesystem.chunks_directory`.
     pub chunks_directory: String,
+    /// `common.storage.filesystem.rules_directory`.
     pub rules_directory: String,
+    /// `schema_config.configs`, in order.
     pub periods: Vec<Period>,
     /// Zero: kept for ever (the twin then keeps its own window).
     pub retention_period: Duration,
+    /// `analytics.reporting_enabled`.
     pub reporting_enabled: bool,
 }
 
 /// One `schema_config.configs` entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Period {
+    /// `from`: the first day it applies to.
     pub from: String,
+    /// `store`: the index store.
     pub store: String,
+    /// `object_store`: where chunks are kept.
     pub object_store: String,
+    /// `schema`: the schema's version.
     pub schema: String,
     pub(crate) index_prefix: String,
     pub(crate) index_period: Duration,

@@ -128,7 +128,9 @@ struct Counters {
 
 /// A running log store's state; share it with `Arc` between the server and the sandbox.
 pub struct LogStore {
+    /// What it was started with.
     pub options: Options,
+    /// The faults the sandbox sets on it.
     pub faults: Arc<Faults>,
     log: Sink,
     ready_at: Mutex<Instant>,
@@ -137,6 +139,7 @@ pub struct LogStore {
 }
 
 impl LogStore {
+    /// A log store started with `options`, logging to `log`.
     pub fn new(options: Options, log: Sink) -> Arc<LogStore> {
         let ready_at = Instant::now() + options.ready_delay;
         Arc::new(LogStore {
@@ -156,6 +159,7 @@ impl LogStore {
         }
     }
 
+    /// Whether `/ready` answers 200 now.
     pub fn is_ready(&self) -> bool {
         self.ready_at.lock().map(|r| Instant::now() >= *r).unwrap_or(true)
     }
@@ -198,7 +202,7 @@ mod test_support {
 
     use super::{Labels, LogStore, Options};
     use crate::logger;
-    use opsbook_wire::loki_push::PushEntry;
+    use opsbook_wire::loki::PushEntry;
 
     pub(super) fn entry(ts: i64, line: &str) -> PushEntry {
         PushEntry { ts, line: line.into(), metadata: vec![] }

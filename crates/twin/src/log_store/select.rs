@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::logql::{AggOp, LogSelector, MetricQuery, RangeFn};
 use super::stats::Tally;
 use super::{Labels, LogStore, MetricSeries, Stored, Stream};
-use opsbook_wire::loki_json::StreamOut;
-use opsbook_wire::loki_push::labels_text;
+use opsbook_wire::loki::StreamOut;
+use opsbook_wire::loki::labels_text;
 
 /// A result stream's `(time ns, line)` values.
 type Values = Vec<(i64, String)>;
@@ -206,7 +206,7 @@ mod tests {
 
     use super::super::test_support::{entry, labels, store};
     use crate::now_ns;
-    use opsbook_wire::loki_push::PushStream;
+    use opsbook_wire::loki::PushStream;
 
     #[test]
     fn log_queries_honour_limit_direction_and_filters() {

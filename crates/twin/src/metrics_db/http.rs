@@ -20,7 +20,7 @@ use super::tenant::Authorization;
 use super::{COMMIT, MetricsDb, VERSION, internal, invalid, onboarding, tenant_http};
 use crate::faults;
 use crate::logger::Level;
-use opsbook_wire::content_encoding;
+
 use opsbook_wire::flux_csv::Dialect;
 
 /// The token check of every `/api/v2` route but setup: without a known token in
@@ -132,7 +132,7 @@ async fn write(
         names.unwrap_or_else(|| bucket.to_string())
     };
     let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let plain = match content_encoding::decompress(encoding, &body, 64 << 20) {
+    let plain = match opsbook_wire::decompress(encoding, &body, 64 << 20) {
         Ok(p) => p,
         Err(e) => return error_answer(invalid(&format!("unable to read data: {e}"))),
     };

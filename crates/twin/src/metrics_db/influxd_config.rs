@@ -18,8 +18,10 @@ use toml::de::{DeTable, DeValue};
 pub struct InfluxdFile {
     pub(crate) http_bind_address: Option<String>,
     pub(crate) bolt_path: Option<String>,
+    /// `engine-path`.
     pub engine_path: Option<String>,
     pub(crate) reporting_disabled: Option<bool>,
+    /// `log-level`, when it is one influxd knows.
     pub log_level: Option<String>,
 }
 

@@ -20,7 +20,7 @@ pub(super) fn keep(path: &str, username: &str, org: &str, bucket: &str, retentio
         if let Some(dir) = Path::new(path).parent() {
             std::fs::create_dir_all(dir)?;
         }
-        opsbook_base::atomic::write(Path::new(path), kept.to_string().as_bytes(), 0o600)
+        opsbook_base::write_atomically(Path::new(path), kept.to_string().as_bytes(), 0o600)
     })();
     if let Err(e) = written {
         tracing::warn!("the metrics-db twin could not keep its setup in {path}: {e}");

@@ -58,7 +58,9 @@ pub(crate) const VERSION: &str = "v2.7.11";
 pub(crate) const COMMIT: &str = "fbf5d4ab5e";
 
 #[derive(Debug, Clone)]
+/// What a metrics database starts with.
 pub struct Options {
+    /// The organization it serves.
     pub org: String,
     /// Buckets that exist from the start.
     pub buckets: Vec<String>,
@@ -103,7 +105,9 @@ impl Default for Options {
 
 /// A running metrics database's state; share it with `Arc`.
 pub struct MetricsDb {
+    /// What it was started with.
     pub options: Options,
+    /// The faults the sandbox sets on it.
     pub faults: Arc<Faults>,
     log: Sink,
     /// Orgs, users, bucket descriptions and tokens (`tenant`); empty until onboarding.

@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use super::config::{self, ShipperConfig};
 use super::{Shipper, alloy};
 use crate::logger;
-use opsbook_base::error::Error;
+use opsbook_base::Error;
 use opsbook_world::journal::{Journal, Journalctl};
 
 /// Whether `path` is in Alloy's syntax (`.alloy`) rather than the twin's TOML.

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use crate::logger::Level;
 use crate::toml_check::{self, Checker};
-use opsbook_base::diagnostic::Diagnostic;
+use opsbook_base::Diagnostic;
 
 /// A complete config, shown by `opsbook twin log-shipper --help` (and tested to load).
 pub const EXAMPLE: &str = r#"# Config file (TOML); every key is optional.
@@ -69,21 +69,31 @@ max_backoff = "5m"
 /// How pushes are encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// `application/x-protobuf`, snappy-compressed (Loki's own).
     Protobuf,
+    /// `application/json`.
     Json,
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// A shipper's config as the twin runs it, from its TOML or Alloy file.
 pub struct ShipperConfig {
+    /// The address its own HTTP server listens on.
     pub listen: String,
+    /// The systemd units whose journal it follows.
     pub units: Vec<String>,
+    /// Whether they are the user's units.
     pub user: bool,
     /// Static labels, `hostname` included, sorted by name.
     pub labels: Vec<(String, String)>,
+    /// The log store's push URL.
     pub url: String,
+    /// How pushes are encoded.
     pub format: Format,
+    /// How long lines are gathered before a push.
     pub batch_wait: Duration,
     pub(crate) batch_size: usize,
+    /// How long one push may take.
     pub timeout: Duration,
     pub(crate) max_retries: u32,
     pub(crate) min_backoff: Duration,
@@ -115,10 +125,7 @@ impl Default for ShipperConfig {
             listen: "127.0.0.1:12345".into(),
             units: Vec::new(),
             user: false,
-            labels: vec![
-                ("hostname".into(), opsbook_world::hostname::this_machine()),
-                ("service_type".into(), "journal".into()),
-            ],
+            labels: vec![("hostname".into(), opsbook_world::this_machine()), ("service_type".into(), "journal".into())],
             url: "http://127.0.0.1:3100/loki/api/v1/push".into(),
             format: Format::Protobuf,
             batch_wait: Duration::from_secs(1),
@@ -183,7 +190,7 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
     if let Some((labels, _)) = c.table(root, "labels") {
         let mut found = Vec::new();
         for (k, v, span) in c.string_map(labels) {
-            if !opsbook_wire::loki_push::valid_label_name(&k) {
+            if !opsbook_wire::loki::valid_label_name(&k) {
                 c.error(
                     span.clone(),
                     format!("label name `{k}` is not valid (letters, digits and _, not first a digit)"),
@@ -193,11 +200,11 @@ pub fn parse(file: &str, text: &str) -> Result<ShipperConfig, Vec<Diagnostic>> {
                 c.error(span, "label `unit` is set from each journal entry; choose another name");
                 continue;
             }
-            let v = if k == "hostname" && v.is_empty() { opsbook_world::hostname::this_machine() } else { v };
+            let v = if k == "hostname" && v.is_empty() { opsbook_world::this_machine() } else { v };
             found.push((k, v));
         }
         if !found.iter().any(|(k, _)| k == "hostname") {
-            found.push(("hostname".into(), opsbook_world::hostname::this_machine()));
+            found.push(("hostname".into(), opsbook_world::this_machine()));
         }
         found.sort();
         cfg.labels = found;

@@ -42,7 +42,7 @@ use self::config::{Format, ShipperConfig};
 use super::logger::{self, Level, Sink};
 use super::{Stop, Twin, listener_of, now_ns};
 use metrics::Metrics;
-use opsbook_wire::loki_push::{self, PushEntry, PushStream};
+use opsbook_wire::loki::{self, PushEntry, PushStream};
 use opsbook_world::BoxFuture;
 use opsbook_world::journal::{Entry, Feed, Journal, Query};
 
@@ -66,6 +66,7 @@ pub struct Shipper {
     config: RwLock<ShipperConfig>,
     path: Option<PathBuf>,
     journal: Arc<dyn Journal>,
+    /// The faults the sandbox sets on it.
     pub faults: ShipperFaults,
     log: Sink,
     client: reqwest::Client,
@@ -77,6 +78,7 @@ pub struct Shipper {
 }
 
 impl Shipper {
+    /// A shipper running `config` (read from `path`, for reloads), following `journal`, logging to `log`.
     pub fn new(config: ShipperConfig, path: Option<PathBuf>, journal: Arc<dyn Journal>, log: Sink) -> Arc<Shipper> {
         let metrics = Metrics::default();
         metrics.config_ok.store(true, Ordering::Relaxed);
@@ -94,6 +96,7 @@ impl Shipper {
         })
     }
 
+    /// The configuration it runs with now (a reload replaces it).
     pub fn config(&self) -> ShipperConfig {
         self.config.read().map(|c| c.clone()).unwrap_or_else(|e| e.into_inner().clone())
     }
@@ -181,8 +184,8 @@ impl Shipper {
         let entries: u64 = batch.iter().map(|s| s.entries.len() as u64).sum();
         let bytes: u64 = batch.iter().flat_map(|s| &s.entries).map(|e| e.line.len() as u64).sum();
         let (body, content_type) = match cfg.format {
-            Format::Protobuf => (loki_push::encode_protobuf(&batch), "application/x-protobuf"),
-            Format::Json => (loki_push::encode_json(&batch), "application/json"),
+            Format::Protobuf => (loki::encode_protobuf(&batch), "application/x-protobuf"),
+            Format::Json => (loki::encode_json(&batch), "application/json"),
         };
         self.metrics.encoded_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
         let host = self.host_label();

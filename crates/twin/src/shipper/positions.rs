@@ -83,7 +83,7 @@ impl Positions {
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        opsbook_base::atomic::write(file, render(&self.key, &cursor_text(cursor)).as_bytes(), 0o600)
+        opsbook_base::write_atomically(file, render(&self.key, &cursor_text(cursor)).as_bytes(), 0o600)
     }
 
     /// The file, when positions are kept in one.

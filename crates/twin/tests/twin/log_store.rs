@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use opsbook_twin::{Shutdown, log_store, logger};
-use opsbook_wire::loki_push;
+use opsbook_wire::loki;
 use regex::Regex;
 use serde_json::{Value, json};
 
@@ -131,9 +131,9 @@ fn loki_captures_are_reproduced() {
 
     // /config: YAML naming the backend as Loki's does.
     let yaml = c.get(format!("{url}/config")).send().unwrap().text().unwrap();
-    assert_eq!(opsbook_wire::loki_config::object_stores(&yaml), vec!["filesystem".to_string()]);
+    assert_eq!(opsbook_wire::loki::object_stores(&yaml), vec!["filesystem".to_string()]);
     let real = capture("loki-3.4.6/config.yaml");
-    assert_eq!(opsbook_wire::loki_config::object_stores(&real), vec!["filesystem".to_string()]);
+    assert_eq!(opsbook_wire::loki::object_stores(&real), vec!["filesystem".to_string()]);
     stop.trigger();
 }
 
@@ -144,22 +144,18 @@ fn log_store_pushes_in_every_encoding_and_selects_like_loki() {
         start_log_store(&rt, log_store::Options { ready_delay: Duration::ZERO, ..Default::default() });
     let c = client();
     let now = opsbook_twin::now_ns();
-    let stream = |unit: &str, lines: &[&str], at: i64| loki_push::PushStream {
+    let stream = |unit: &str, lines: &[&str], at: i64| loki::PushStream {
         labels: vec![("hostname".into(), "h1".into()), ("unit".into(), unit.into())],
         entries: lines
             .iter()
             .enumerate()
-            .map(|(i, l)| loki_push::PushEntry {
-                ts: now - 1000 + at + i as i64,
-                line: l.to_string(),
-                metadata: vec![],
-            })
+            .map(|(i, l)| loki::PushEntry { ts: now - 1000 + at + i as i64, line: l.to_string(), metadata: vec![] })
             .collect(),
     };
-    let json = loki_push::encode_json(&[stream("a.service", &["json one", "json two error"], 0)]);
+    let json = loki::encode_json(&[stream("a.service", &["json one", "json two error"], 0)]);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &loki_push::encode_json(&[stream("b.service", &["gzip line"], 10)])).unwrap();
-    let proto = loki_push::encode_protobuf(&[stream("c.service", &["protobuf line"], 20)]);
+    std::io::Write::write_all(&mut gz, &loki::encode_json(&[stream("b.service", &["gzip line"], 10)])).unwrap();
+    let proto = loki::encode_protobuf(&[stream("c.service", &["protobuf line"], 20)]);
     for (body, ctype, encoding) in [
         (json, "application/json", ""),
         (gz.finish().unwrap(), "application/json", "gzip"),
@@ -262,10 +258,10 @@ fn log_store_logs_over_one_life_what_loki_3_4_6_logs() {
 
     // Two range queries whose limit=1 is met, as in the capture: the querier's cancellations.
     let now = opsbook_twin::now_ns();
-    let body = loki_push::encode_json(&[loki_push::PushStream {
+    let body = loki::encode_json(&[loki::PushStream {
         labels: vec![("hostname".into(), "h1".into()), ("service_type".into(), "test".into())],
         entries: (0..3)
-            .map(|i| loki_push::PushEntry { ts: now - 3000 + i, line: format!("line {i}"), metadata: vec![] })
+            .map(|i| loki::PushEntry { ts: now - 3000 + i, line: format!("line {i}"), metadata: vec![] })
             .collect(),
     }]);
     let r =

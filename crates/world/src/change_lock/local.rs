@@ -8,7 +8,8 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use super::{Backend, Holder, Holding, Record, Try};
+use super::backend::{Backend, Holding, Try};
+use super::record::{Holder, Record};
 
 /// The lock file's name; the record is `change.json` beside it.
 pub(super) const LOCK_FILE: &str = "change.lock";
@@ -38,6 +39,7 @@ pub fn lock_dir(user_scope: bool) -> PathBuf {
 
 /// The lock of this machine, in `dir`.
 pub struct LocalLock {
+    /// The folder of the lock file and its record.
     pub dir: PathBuf,
 }
 
@@ -72,7 +74,7 @@ impl Backend for LocalLock {
         }
         let took_over = beside.exists().then(|| read_record(&beside));
         let line = record.to_line() + "\n";
-        opsbook_base::atomic::write(&beside, line.as_bytes(), 0o644).map_err(|e| failed("write", &beside, e))?;
+        opsbook_base::write_atomically(&beside, line.as_bytes(), 0o644).map_err(|e| failed("write", &beside, e))?;
         Ok(Try::Taken { holding: Box::new(LocalHolding { file: Some(file), record: beside }), took_over })
     }
 }
@@ -91,7 +93,7 @@ fn read_record(path: &Path) -> Holder {
 mod tests {
     use super::*;
     use crate::change_lock::{HostLock, LockError, Taken};
-    use opsbook_base::cancel::Cancel;
+    use opsbook_base::Cancel;
     use std::time::Duration;
 
     fn other() -> Record {
@@ -128,7 +130,7 @@ mod tests {
     #[test]
     fn a_record_left_beside_a_free_lock_is_taken_over_and_named() {
         let dir = tempfile::tempdir().unwrap();
-        opsbook_base::atomic::write(&dir.path().join(RECORD_FILE), (other().to_line() + "\n").as_bytes(), 0o644)
+        opsbook_base::write_atomically(&dir.path().join(RECORD_FILE), (other().to_line() + "\n").as_bytes(), 0o644)
             .unwrap();
         let lock = HostLock::new("here", Box::new(LocalLock { dir: dir.path().to_path_buf() }));
         let mine = Record::this_run("configure", "");

@@ -15,6 +15,7 @@
 //! asked (`--lock-timeout`), released at the run's end in two halves so a fleet's hosts are
 //! released together (`begin_release`, `finish_release`).
 
+mod backend;
 mod local;
 pub mod record;
 pub(crate) mod remote;
@@ -22,8 +23,9 @@ pub(crate) mod remote;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use opsbook_base::cancel::Cancel;
+use opsbook_base::Cancel;
 
+pub use backend::{Backend, Holding, Try};
 pub use local::{LocalLock, lock_dir};
 pub use record::{Answer, Holder, Record};
 pub use remote::RemoteLock;
@@ -33,35 +35,25 @@ const RETRY: Duration = Duration::from_millis(500);
 /// How often a long wait says again whom it waits for.
 const PROGRESS: Duration = Duration::from_secs(15);
 
-/// One try at a host's lock.
-pub enum Try {
-    /// This run holds it now; `took_over` is the record a holder that is gone left behind.
-    Taken { holding: Box<dyn Holding>, took_over: Option<Holder> },
-    /// Another run holds it.
-    Held(Holder),
-}
-
-/// Where a host's lock is tried: this machine, a host over ssh, the sandbox.
-pub trait Backend: Send + Sync {
-    /// Tries the lock once, without waiting; `record` is written beside it when taken.
-    fn try_take(&self, record: &Record) -> Result<Try, String>;
-}
-
-/// A lock this run holds: released in two halves (so many hosts release at once).
-pub trait Holding: Send {
-    /// Removes the record and lets the lock go, without waiting for the host to confirm.
-    fn begin_release(&mut self);
-    /// Waits (briefly, bounded) until the host confirmed.
-    fn finish_release(self: Box<Self>);
-}
-
 /// Why a run could not take a host's lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockError {
     /// Another run holds it (after waiting `waited`, when the run was asked to wait).
-    Held { host: String, holder: Box<Holder>, waited: Option<Duration> },
+    Held {
+        /// The host whose lock it is.
+        host: String,
+        /// Who holds it.
+        holder: Box<Holder>,
+        /// How long this run waited for it, when it was asked to wait.
+        waited: Option<Duration>,
+    },
     /// The lock could not be tried: the run does not change the host blind.
-    Failed { host: String, why: String },
+    Failed {
+        /// The host whose lock it is.
+        host: String,
+        /// Why it could not be tried, in words.
+        why: String,
+    },
     /// The run was interrupted while it waited.
     Interrupted,
 }
@@ -85,7 +77,10 @@ pub enum Taken {
     /// This run held it already.
     Already,
     /// Taken now; with the record a holder that is gone left behind, if any.
-    Now { took_over: Option<Holder> },
+    Now {
+        /// The record a holder that is gone left behind, if any.
+        took_over: Option<Holder>,
+    },
 }
 
 /// A host's change lock as a world carries it.
@@ -193,6 +188,7 @@ fn sleep_unless_cancelled(pause: Duration, cancel: &Cancel) -> bool {
 
 /// The sandbox's lock: free, or held by the second operator a `--fault lock-held` rehearses.
 pub struct Simulated {
+    /// The rehearsed holder; `None`: the lock is free.
     pub held_by: Option<Record>,
 }
 

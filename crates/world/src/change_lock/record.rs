@@ -17,6 +17,7 @@ pub struct Record {
     /// The runbook that changes the host (`configure`), and the component when it names one.
     pub runbook: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// The component the runbook was given, empty when none.
     pub component: String,
     /// The opsbook process on the operator's machine.
     pub pid: u32,
@@ -79,12 +80,14 @@ fn since(at: u64, today: u64) -> String {
 /// written by something else) is quoted, not guessed at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Holder {
+    /// A run, as its record names it.
     Known(Record),
     /// The lock file is locked but its record says nothing readable (quoted, maybe empty).
     Unreadable(String),
 }
 
 impl Holder {
+    /// The holder a record's text names, or the text quoted when it is not a record.
     pub fn from_text(text: &str) -> Holder {
         match serde_json::from_str::<Record>(text.trim()) {
             Ok(record) => Holder::Known(record),

@@ -15,7 +15,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Answer, Backend, Holding, Record, Try};
+use super::backend::{Backend, Holding, Try};
+use super::record::{Answer, Record};
 use crate::transport::Ssh;
 use crate::transport::mux::Mux;
 use crate::transport::shell_quote;
@@ -43,7 +44,9 @@ read -r l
 
 /// The lock of the host `ssh` reaches, for its `system` or `user` manager.
 pub struct RemoteLock {
+    /// The host's shared ssh connection.
     pub ssh: Arc<Ssh>,
+    /// Whether it is the lock of the user's service manager (else the system's).
     pub user_scope: bool,
 }
 

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// The control socket of one connection and the directory it lives in.
 #[derive(Debug)]
 pub struct Control {
+    /// The socket's path.
     pub socket: PathBuf,
     dir: PathBuf,
     /// `Some`: the master outlives the run by this long; `None`: it ends with the run.
@@ -69,7 +70,9 @@ impl Remote {
 /// A forward a master holds: the unix socket `local` reaches `remote`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
+    /// The unix socket on this machine.
     pub local: PathBuf,
+    /// What it reaches on the host.
     pub remote: Remote,
 }
 
@@ -250,6 +253,7 @@ impl Control {
     }
 
     #[cfg(test)]
+    /// A control socket in `dir`, for tests.
     pub fn at(dir: &std::path::Path) -> Control {
         Control { socket: dir.join("cm"), dir: dir.to_path_buf(), lasting: None }
     }

@@ -83,7 +83,9 @@ pub struct SshTarget {
     pub name: String,
     /// What ssh connects to: an address, a DNS name or a `Host` alias of `~/.ssh/config`.
     pub address: String,
+    /// The ssh user; `None`: ssh's own choice.
     pub user: Option<String>,
+    /// The ssh port; `None`: ssh's own choice.
     pub port: Option<u16>,
     /// A private key file (`-i`); the agent and `~/.ssh/config` keys are still tried.
     pub key: Option<PathBuf>,

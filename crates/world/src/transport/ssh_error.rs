@@ -8,18 +8,52 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SshError {
     /// ssh is not installed (or not executable).
-    NoSsh { host: String, reason: String },
+    NoSsh {
+        /// The host, by its inventory name.
+        host: String,
+        /// Why it could not be run.
+        reason: String,
+    },
     /// ssh was there but could not be started (a command line too long), or it was stopped
     /// for printing more than a command may: `reason` says which.
-    NotRun { host: String, reason: String },
+    NotRun {
+        /// The host, by its inventory name.
+        host: String,
+        /// Which of the two, in words.
+        reason: String,
+    },
     /// ssh ran and failed; `stderr` is what it said.
-    Failed { host: String, what: String, stderr: String },
+    Failed {
+        /// The host, by its inventory name.
+        host: String,
+        /// What ssh was asked to do.
+        what: String,
+        /// What ssh wrote on stderr.
+        stderr: String,
+    },
     /// ssh did not finish in time.
-    TimedOut { host: String, what: String, after: Duration },
+    TimedOut {
+        /// The host, by its inventory name.
+        host: String,
+        /// What ssh was asked to do.
+        what: String,
+        /// How long it was given.
+        after: Duration,
+    },
     /// The address or user cannot be handed to ssh as they are.
-    BadTarget { host: String, problem: String },
+    BadTarget {
+        /// The host, by its inventory name.
+        host: String,
+        /// What is wrong with them.
+        problem: String,
+    },
     /// The private control directory could not be made.
-    ControlDir { host: String, reason: String },
+    ControlDir {
+        /// The host, by its inventory name.
+        host: String,
+        /// Why, in words.
+        reason: String,
+    },
 }
 
 impl fmt::Display for SshError {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::verbs::context::Context;
 use crate::verbs::result::VerbResult;
-use opsbook_world::commands::{Completed, Invocation};
+use opsbook_world::{Completed, Invocation};
 
 /// What reading or changing the ruleset may take on the host.
 const NFT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 use crate::verbs::context::Context;
 use crate::verbs::result::{VerbResult, fail};
 use opsbook_base::config::keys;
-use opsbook_world::http_client::{Request, Response};
+use opsbook_world::{Request, Response};
 
 /// What an operator reads when the server is not set up yet.
 pub(super) const NOT_SET_UP: &str = "the metrics database is not set up yet (run deploy, or `influx setup`): \

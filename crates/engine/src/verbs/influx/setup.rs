@@ -18,7 +18,7 @@ use crate::verbs::context::{Context, context};
 use crate::verbs::result::{VerbResult, fail};
 use crate::verbs::values::text;
 use opsbook_base::config::keys;
-use opsbook_world::http_client::Request;
+use opsbook_world::Request;
 
 /// Adds `influx::onboard` to the `influx::` module.
 pub(super) fn add(m: &mut Module) {

@@ -19,7 +19,7 @@ use crate::verbs::result::{VerbResult, fail};
 use crate::verbs::time::positive_duration_arg;
 use crate::verbs::values::Probe;
 use opsbook_base::config::keys;
-use opsbook_world::http_client::Request;
+use opsbook_world::Request;
 
 /// Adds `influx::write` and `influx::ensure_bucket` to the `influx::` module (the registry
 /// puts them there: this file builds on influx.rs, which does not know it).

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::verbs::context::Context;
 use crate::verbs::result::{VerbResult, fail};
 use opsbook_base::config::keys;
-use opsbook_world::commands::Invocation;
+use opsbook_world::Invocation;
 
 /// A host's package manager.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

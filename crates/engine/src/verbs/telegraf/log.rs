@@ -24,10 +24,10 @@ use crate::verbs::result::{VerbResult, fail};
 use crate::verbs::time::positive_duration_arg;
 use crate::verbs::values::{record, text, time_text};
 use opsbook_base::config::keys;
+use opsbook_wire::log_level::{Level, classify, line_time_us, rfc3339_us};
 use opsbook_world::journal::Query;
-use opsbook_world::local_time;
-use opsbook_world::log_level::{Level, classify, line_time_us, rfc3339_us};
 use opsbook_world::units::{UnitStatus, full_name};
+use opsbook_world::{local_micros, local_today};
 
 /// What Telegraf logs when it receives SIGHUP (`cmd/telegraf/telegraf.go` `reloadLoop`).
 const RELOADING: &str = "Reloading Telegraf config";
@@ -52,9 +52,9 @@ pub(super) fn since_us(text: &str, now: u64) -> Option<u64> {
     let t = text.trim().to_ascii_lowercase();
     match t.as_str() {
         "now" => return Some(now),
-        "today" => return local_time::micros(local_time::today(now), [0, 0, 0]),
+        "today" => return local_micros(local_today(now), [0, 0, 0]),
         "yesterday" => {
-            return local_time::micros(local_time::today(now), [0, 0, 0]).map(|m| m.saturating_sub(86_400_000_000));
+            return local_micros(local_today(now), [0, 0, 0]).map(|m| m.saturating_sub(86_400_000_000));
         }
         _ => {}
     }
@@ -78,7 +78,7 @@ pub(super) fn since_us(text: &str, now: u64) -> Option<u64> {
     let d: Vec<i32> = date.split('-').map(number).collect::<Option<_>>()?;
     let h: Vec<i32> = time.split('.').next()?.split(':').map(number).collect::<Option<_>>()?;
     match (d.as_slice(), h.as_slice()) {
-        ([y, mo, day], [hh, mm, ss]) => local_time::micros([*y, *mo, *day], [*hh, *mm, *ss]),
+        ([y, mo, day], [hh, mm, ss]) => local_micros([*y, *mo, *day], [*hh, *mm, *ss]),
         _ => None,
     }
 }

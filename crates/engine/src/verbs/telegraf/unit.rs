@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use crate::verbs::context::Context;
 use crate::verbs::result::VerbResult;
 use opsbook_base::config::keys;
-use opsbook_world::commands::Invocation;
+use opsbook_world::Invocation;
 use opsbook_world::units::full_name;
 
 /// The flags that decide which configuration Telegraf loads, as its CLI names them.
@@ -186,7 +186,7 @@ pub(super) fn agent_command(cx: &Context) -> VerbResult<AgentCommand> {
 }
 
 // The script printing each file Telegraf would load (the sandbox answers it in-process).
-use opsbook_world::commands::AGENT_CONFIG_FILES as CONFIG_FILES;
+use opsbook_world::AGENT_CONFIG_FILES as CONFIG_FILES;
 
 /// Where the agent logs, as its configuration says.
 #[derive(Debug, Default, PartialEq, Eq)]

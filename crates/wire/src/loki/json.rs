@@ -10,22 +10,29 @@ use serde_json::{Value, json};
 pub struct LogEntry {
     /// Nanoseconds since the epoch, as Loki sends it (a string of digits).
     pub time_ns: i128,
+    /// The log line.
     pub line: String,
+    /// Its stream's labels.
     pub labels: Vec<(String, String)>,
 }
 
 /// One sample of a matrix or vector result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricSample {
+    /// Seconds since the epoch.
     pub time_s: f64,
+    /// The sample's value.
     pub value: f64,
+    /// Its series' labels.
     pub labels: Vec<(String, String)>,
 }
 
 /// A query result.
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueryResult {
+    /// Log lines (`resultType` `streams`).
     Streams(Vec<LogEntry>),
+    /// Samples (`resultType` `matrix` or `vector`).
     Metric(Vec<MetricSample>),
 }
 
@@ -39,11 +46,12 @@ fn labels_of(v: Option<&Value>) -> Vec<(String, String)> {
 }
 
 fn data(body: &str) -> Result<Value, String> {
-    let v: Value = serde_json::from_str(body).map_err(|e| format!("not JSON ({e}): {}", super::excerpt(body, 120)))?;
+    let v: Value =
+        serde_json::from_str(body).map_err(|e| format!("not JSON ({e}): {}", crate::text::excerpt(body, 120)))?;
     match v.get("status").and_then(Value::as_str) {
         Some("success") => v.get("data").cloned().ok_or_else(|| "answer has no `data`".to_string()),
         Some(other) => Err(format!("status `{other}`: {}", v.get("error").and_then(Value::as_str).unwrap_or(""))),
-        None => Err(format!("answer has no `status`: {}", super::excerpt(body, 120))),
+        None => Err(format!("answer has no `status`: {}", crate::text::excerpt(body, 120))),
     }
 }
 
@@ -96,7 +104,8 @@ pub fn parse_query(body: &str) -> Result<QueryResult, String> {
 /// out when the list is empty (`{"status":"success"}`, e.g. before the first push): no labels,
 /// not an error.
 pub fn parse_strings(body: &str) -> Result<Vec<String>, String> {
-    let v: Value = serde_json::from_str(body).map_err(|e| format!("not JSON ({e}): {}", super::excerpt(body, 120)))?;
+    let v: Value =
+        serde_json::from_str(body).map_err(|e| format!("not JSON ({e}): {}", crate::text::excerpt(body, 120)))?;
     if v.get("status").and_then(Value::as_str) == Some("success") && v.get("data").is_none() {
         return Ok(Vec::new());
     }
@@ -134,7 +143,9 @@ pub fn write_series(sets: &[Vec<(String, String)>]) -> String {
 /// One stream of a streams result: its labels and `(time ns, line)` values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamOut {
+    /// The stream's labels.
     pub labels: Vec<(String, String)>,
+    /// Its `(time ns, line)` values, oldest first.
     pub values: Vec<(i64, String)>,
 }
 
@@ -163,7 +174,7 @@ pub fn write_matrix(series: &[SeriesOut], stats: Value) -> String {
         .iter()
         .map(|(labels, points)| {
             let values: Vec<Value> =
-                points.iter().map(|(t, v)| json!([seconds_number(*t), super::float_text(*v)])).collect();
+                points.iter().map(|(t, v)| json!([seconds_number(*t), crate::text::float_text(*v)])).collect();
             json!({"metric": label_object(labels), "values": values})
         })
         .collect();
@@ -176,7 +187,7 @@ pub fn write_vector(series: &[SeriesOut], stats: Value) -> String {
         .iter()
         .filter_map(|(labels, points)| {
             let (t, v) = points.first()?;
-            Some(json!({"metric": label_object(labels), "value": [seconds_number(*t), super::float_text(*v)]}))
+            Some(json!({"metric": label_object(labels), "value": [seconds_number(*t), crate::text::float_text(*v)]}))
         })
         .collect();
     query_answer("vector", result, stats)

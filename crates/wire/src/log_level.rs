@@ -21,10 +21,15 @@
 /// A log line's level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// An error, or a Go crash (`panic:`, `fatal error:`).
     Error,
+    /// A warning.
     Warn,
+    /// Information.
     Info,
+    /// Debugging or tracing.
     Debug,
+    /// No level the line or its priority says.
     Unknown,
 }
 

@@ -21,6 +21,7 @@ use serde_json::Value;
 pub struct PushEntry {
     /// Nanoseconds since the epoch.
     pub ts: i64,
+    /// The log line.
     pub line: String,
     /// Structured metadata (`[ts, line, {k: v}]` in JSON).
     pub metadata: Vec<(String, String)>,
@@ -29,14 +30,18 @@ pub struct PushEntry {
 /// One pushed stream: its labels (sorted by name) and entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PushStream {
+    /// The stream's labels, sorted by name.
     pub labels: Vec<(String, String)>,
+    /// Its entries, in the order pushed.
     pub entries: Vec<PushEntry>,
 }
 
 /// How a push body is encoded, from its headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
+    /// JSON (`Content-Type: application/json`).
     Json,
+    /// Protobuf in a snappy block: any other content type, as Loki reads it.
     Protobuf,
 }
 
@@ -243,7 +248,7 @@ pub(crate) fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> 
         let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
         let name = &rest[..name_end];
         if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(format!("expected a label name at `{}`", super::excerpt(rest, 20)));
+            return Err(format!("expected a label name at `{}`", crate::text::excerpt(rest, 20)));
         }
         rest = rest[name_end..].trim_start();
         rest = rest.strip_prefix('=').ok_or_else(|| format!("label `{name}` must use `=`"))?.trim_start();
@@ -253,7 +258,7 @@ pub(crate) fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> 
         match rest.strip_prefix(',') {
             Some(r) => rest = r.trim_start(),
             None if rest.is_empty() => {}
-            None => return Err(format!("unexpected `{}` after label `{name}`", super::excerpt(rest, 20))),
+            None => return Err(format!("unexpected `{}` after label `{name}`", crate::text::excerpt(rest, 20))),
         }
     }
     labels.sort();
