@@ -96,7 +96,7 @@ fn a_killed_run_and_a_lost_host_leave_an_unfinished_change_that_is_found_and_res
     // then named first in the gate's reason): that check, the totals it counts in and the
     // reason are left open; the reason names the missing point in every case.
     let startup = regex::Regex::new(
-        r"(?m)^  (ok|WARN|FAIL)  (telegraf.service logged no errors since \[TIME\] UTC).*\n(          (expected|actual):.*\n)*",
+        r"(?m)^  (ok|WARN|FAIL) +(telegraf.service logged no errors since \[TIME\] UTC).*\n(          (expected|actual):.*\n)*",
     )
     .unwrap();
     let totals = regex::Regex::new(r"(?m)^\d+ passed, [23] failed(, \d+ warnings?)?  ").unwrap();
