@@ -30,6 +30,7 @@ mod fleet_order;
 mod fleet_pipe;
 mod fleet_runs;
 mod hostile_bounds;
+mod hostile_compile;
 mod hostile_input;
 mod hostile_terminal;
 mod inventory;

@@ -15,6 +15,7 @@ pub mod functions;
 pub mod gathering;
 pub mod import_cycle;
 pub mod locking;
+pub mod parse_bounded;
 pub mod prefetch;
 pub mod runbook;
 pub mod syntax;

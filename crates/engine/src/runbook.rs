@@ -13,6 +13,7 @@ use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Stmt};
 
 use crate::catalog::{Catalog, Entry};
 use crate::engine;
+use opsbook_base::cancel::Cancel;
 use opsbook_base::error::Error;
 use opsbook_base::suggest::suggest;
 
@@ -132,11 +133,12 @@ pub struct Compiled {
     pub imports: Vec<String>,
 }
 
-/// Compiles a runbook or module; a syntax error becomes a located diagnostic.
-pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry) -> Result<Compiled, Error> {
-    let mut ast = engine
-        .compile(&*entry.text)
-        .map_err(|e| Error::located(engine::parse_diagnostic(&e, &entry.source, catalog)))?;
+/// Compiles a runbook or module; a syntax error becomes a located diagnostic. The parse stops
+/// at `cancel` (the run's time limit, Ctrl-C): `Error::Interrupted` says while compiling what.
+pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry, cancel: &Cancel) -> Result<Compiled, Error> {
+    let parsed = crate::parse_bounded::parse(entry.text.clone(), cancel)
+        .map_err(|_| Error::Interrupted(format!("while compiling {}", entry.source)))?;
+    let mut ast = parsed.map_err(|e| Error::located(engine::parse_diagnostic(&e, &entry.source, catalog)))?;
     ast.set_source(entry.source.as_str());
     let mut params: Vec<Param> = Vec::new();
     let mut imports = Vec::new();
