@@ -32,6 +32,7 @@ mod fleet_runs;
 mod hostile_bounds;
 mod hostile_compile;
 mod hostile_input;
+mod hostile_sandbox;
 mod hostile_terminal;
 mod inventory;
 mod journal;
