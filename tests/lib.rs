@@ -33,6 +33,7 @@ mod hostile_bounds;
 mod hostile_compile;
 mod hostile_input;
 mod hostile_sandbox;
+mod hostile_smaller;
 mod hostile_terminal;
 mod inventory;
 mod journal;

@@ -17,7 +17,7 @@ mod children;
 mod staying;
 
 pub use blocking::{Running, start, start_staying};
-pub use children::{Children, run_blocking};
+pub use children::{Children, run_blocking, run_blocking_ending_its_group};
 pub use staying::Staying;
 
 /// A command to run.
