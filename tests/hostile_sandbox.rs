@@ -91,3 +91,114 @@ opsbook-sandbox-[PID]/kept/file: another user's, this pid
 "
     );
 }
+
+/// A real HTTP server on loopback that counts the connections made to it and answers `ok`.
+struct Listener {
+    port: u16,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Listener {
+    fn start() -> Listener {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = hits.clone();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+                let _ = stream.read(&mut [0u8; 65536]);
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+            }
+        });
+        Listener { port, hits }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// `text` with the sandbox's server addresses in a refusal shown as `[SERVERS]`.
+fn servers_masked(text: &str) -> String {
+    let re = regex::Regex::new(r"its own stack \((?:127\.0\.0\.1:\d+(?:, )?)+\)").unwrap();
+    crate::support::mask(&re.replace_all(text, "its own stack ([SERVERS])"))
+}
+
+#[test]
+fn a_sandbox_run_sends_nothing_to_a_real_server_on_loopback_and_a_dry_run_posts_nothing() {
+    let server = Listener::start();
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let runbook = format!(
+        "let r = http::post(\"{url}/api/v2/write\", #{{ body: \"m v=1\" }});\ncheck(\"post\", r.ok, `${{r}}`);\n\
+         let p = http::probe(\"{url}/health\");\ncheck(\"probe\", p.ok, p.detail);\n\
+         let own = http::probe(config.metrics_db.url + \"/health\");\ncheck(\"own stack\", own.ok, own.detail);\n"
+    );
+    let t = Test::new().runbook("p", &runbook);
+    // A dry run plans the POST and sends nothing; the probe of the real server is refused.
+    let (code, stdout, stderr) = t.run_in_place(&["run", "p", "--sandbox", "--dry-run"]);
+    assert_eq!(
+        (code, servers_masked(&stdout), stderr.as_str()),
+        (
+            1,
+            format!(
+                "p (runbooks/p.rhai)  [sandbox: in-process stack]  (dry run: nothing will be changed)
+  plan: would POST {url}/api/v2/write
+  ok    post — #{{\"elapsed_ms\": 0, \"headers\": #{{}}, \"ok\": true, \"planned\": true, \"status\": 0, \"text\": \"\"}}
+  FAIL  probe — `{url}/health` is outside the sandbox: a sandbox run reaches only its own stack ([SERVERS]), never a real server
+  ok    own stack — HTTP 200
+
+2 passed, 1 failed  ([DUR])
+"
+            ),
+            ""
+        )
+    );
+    // Without `--dry-run` the POST is refused in words before a byte is sent.
+    let (code, stdout, _) = t.run_in_place(&["run", "p", "--sandbox"]);
+    assert_eq!(
+        (code, servers_masked(&stdout)),
+        (
+            1,
+            format!(
+                "p (runbooks/p.rhai)  [sandbox: in-process stack]
+
+aborted: `{url}/api/v2/write` is outside the sandbox: a sandbox run reaches only its own stack ([SERVERS]), never a real server
+
+0 passed, 0 failed  ([DUR])
+"
+            )
+        )
+    );
+    assert_eq!(server.hits(), 0, "the sandbox reached the real server");
+    // Every verb and every spelling of a loopback address: refused, the server never reached.
+    let mut seed = 0x5a4d_b0c5_u64;
+    let hosts = ["127.0.0.1", "localhost", "127.0.0.2", "[::1]"];
+    let calls = [
+        "http::get(U)",
+        "http::head(U)",
+        "http::post(U)",
+        "http::probe(U).detail",
+        "http::get(U, #{ timeout: \"1s\" })",
+    ];
+    let mut lines = String::new();
+    for i in 0..8 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let address = format!("\"http://{}:{}/x{i}\"", hosts[(seed % 4) as usize], server.port);
+        let call = calls[((seed >> 8) % calls.len() as u64) as usize].replace('U', &address);
+        lines.push_str(&format!("try {{ print({call}); }} catch (e) {{ print(e); }}\n"));
+    }
+    let t = Test::new().runbook("many", &lines);
+    let (code, stdout, _) = t.run_in_place(&["run", "many", "--sandbox"]);
+    assert_eq!(code, 0, "{stdout}");
+    let refused = stdout.lines().filter(|l| l.contains("is outside the sandbox")).count();
+    assert_eq!((refused, server.hits()), (8, 0), "{stdout}");
+    // The same POST from this machine (no sandbox) does reach the server: the listener counts.
+    let (_, stdout, _) = Test::new().runbook("p", &runbook).run_in_place(&["run", "p"]);
+    assert!(stdout.contains("ok    post"), "{stdout}");
+    assert_eq!(server.hits(), 2, "the POST and the probe from this machine");
+}
