@@ -120,3 +120,86 @@ fn an_opsbook_path_entry_that_is_not_a_folder_is_refused_naming_it() {
         (Some(0), "mine ([TMP]/runbooks/mine.rhai)\n  ok    mine\n\n1 passed, 0 failed  ([DUR])\n".to_string())
     );
 }
+
+/// The REPL on a terminal (a pseudo-terminal this test holds the other end of), fed `lines`
+/// one at a time as each prompt comes: what the terminal showed (escape sequences and carriage
+/// returns taken out) and the exit status.
+fn repl_on_a_terminal(t: &Test, lines: &[&[u8]]) -> (String, i32) {
+    use std::io::{Read, Write};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the integers it is given.
+    let opened =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(opened, 0, "openpty");
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut cmd = t.command();
+    cmd.arg("repl")
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap());
+    // SAFETY: setsid and the TIOCSCTTY ioctl are async-signal-safe; the terminal becomes the
+    // child's controlling one, as a login shell's is.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY, 0);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(slave);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut reader = std::fs::File::from(master.try_clone().unwrap());
+    let into = seen.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = reader.read(&mut chunk) {
+            into.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+    let mut writer = std::fs::File::from(master);
+    let prompts = |seen: &[u8]| seen.windows(9).filter(|w| *w == b"opsbook> ").count();
+    for (n, line) in lines.iter().enumerate() {
+        crate::support::wait_until("the prompt", Duration::from_secs(20), || {
+            let got = seen.lock().unwrap().clone();
+            if prompts(&got) > n { Ok(()) } else { Err(String::from_utf8_lossy(&got).into_owned()) }
+        });
+        writer.write_all(line).unwrap();
+    }
+    let status = child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let seen = seen.lock().unwrap().clone();
+    let escapes = regex::bytes::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").unwrap();
+    let shown = escapes.replace_all(&seen, &b""[..]).into_owned();
+    (String::from_utf8_lossy(&shown).replace('\r', ""), status.code().unwrap_or(-1))
+}
+
+#[test]
+fn a_line_typed_into_the_repl_that_is_not_utf8_is_said_and_the_session_goes_on() {
+    let t = Test::new();
+    let (shown, code) = repl_on_a_terminal(&t, &[b"let a = 1;\r", b"\xff\xfe bad\r", b"a + 1\r", b"\x04"]);
+    assert_eq!(
+        (shown, code),
+        (
+            format!(
+                "opsbook {} — :help for help, Ctrl-D to leave\nopsbook> let a = 1;\nopsbook> \nerror: input line 2 \
+                 is not UTF-8 text: it was skipped\nopsbook> a + 1\n2\nopsbook> \n",
+                env!("CARGO_PKG_VERSION")
+            ),
+            0
+        )
+    );
+    // Every position of a bad line among good ones: said, skipped, the session goes on to the
+    // end and leaves with 0 (the operator saw it; piped input keeps exit 2, `bad_sources`).
+    for at in 0..3 {
+        let mut lines: Vec<&[u8]> = vec![b"let a = 1;\r", b"a + 1\r", b"a + 2\r"];
+        lines.insert(at, b"\xc3\x28 x\r");
+        lines.push(b"\x04");
+        let (shown, code) = repl_on_a_terminal(&t, &lines);
+        let said = format!("error: input line {} is not UTF-8 text: it was skipped\n", at + 1);
+        assert_eq!((shown.matches(&said).count(), shown.ends_with("3\nopsbook> \n"), code), (1, true, 0), "{shown}");
+    }
+}
