@@ -203,3 +203,28 @@ fn a_line_typed_into_the_repl_that_is_not_utf8_is_said_and_the_session_goes_on()
         assert_eq!((shown.matches(&said).count(), shown.ends_with("3\nopsbook> \n"), code), (1, true, 0), "{shown}");
     }
 }
+
+#[test]
+fn a_failed_command_says_how_it_ended_even_when_it_said_nothing() {
+    // A failed process call's words end in its exit status and what it said, or that it said
+    // nothing — never in a bare colon (`systemd-cat … failed: `).
+    let cases = [
+        ("exit 3", "exit status 3, nothing on stderr"),
+        ("echo '  ' >&2; exit 4", "exit status 4, nothing on stderr"),
+        ("echo first >&2; echo 'E! bad plugin' >&2; exit 1", "exit status 1: first\nE! bad plugin"),
+        ("kill -9 $$", "ended by a signal, nothing on stderr"),
+    ];
+    for (script, said) in cases {
+        let out = Test::new()
+            .config(&format!("[metrics_agent]\ntest_command = [\"sh\", \"-c\", \"{script}\"]\n"))
+            .runbook("t", "let r = telegraf::config_test();\ncheck(\"test\", r.ok, r.detail);\n")
+            .args(["run", "t"])
+            .run()
+            .code(1);
+        let said = said.replace('\n', "\n          ");
+        assert_eq!(
+            mask(&out.stdout),
+            format!("t (runbooks/t.rhai)\n  FAIL  test — {said}\n\n0 passed, 1 failed  ([DUR])\n")
+        );
+    }
+}

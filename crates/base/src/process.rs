@@ -40,6 +40,35 @@ pub struct Completed {
     pub timed_out: bool,
 }
 
+impl Completed {
+    /// How a command that did not succeed ended, in words that always say something: its exit
+    /// status (a signal, its deadline) and the end of what it said on stderr, or that it said
+    /// nothing — never a message ending in a colon.
+    pub fn failure(&self) -> String {
+        let how = match self.code {
+            _ if self.timed_out => "it did not finish in time".to_string(),
+            Some(code) => format!("exit status {code}"),
+            None => "ended by a signal".to_string(),
+        };
+        format!("{how}{}", said_on_stderr(&self.stderr))
+    }
+}
+
+/// `: ` and the last lines of what a failed command said on stderr (at most three lines and
+/// 500 characters, `…` where cut), or `, nothing on stderr`: what follows its exit status.
+pub fn said_on_stderr(stderr: &str) -> String {
+    let said = stderr.trim();
+    if said.is_empty() {
+        return ", nothing on stderr".to_string();
+    }
+    let lines: Vec<&str> = said.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+    let last = lines[lines.len().saturating_sub(3)..].join("\n");
+    let chars = last.chars().count();
+    let cut = chars > 500 || lines.len() > 3;
+    let kept: String = last.chars().skip(chars.saturating_sub(500)).collect();
+    format!(": {}{kept}", if cut { "…" } else { "" })
+}
+
 /// The most a command may print on each of stdout and stderr: more, and it is stopped and
 /// refused (`too_much`) rather than held in memory — a `token_command` printing a gigabyte.
 pub const MAX_OUTPUT: usize = 16 << 20;
@@ -217,6 +246,32 @@ pub(crate) fn kill_group(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_always_says_how_it_ended_and_what_was_said_or_that_nothing_was() {
+        let done = |code, stderr: &str, timed_out| Completed {
+            code,
+            stdout: String::new(),
+            stderr: stderr.into(),
+            duration: Duration::ZERO,
+            timed_out,
+        };
+        assert_eq!(done(Some(1), "", false).failure(), "exit status 1, nothing on stderr");
+        assert_eq!(done(Some(1), " \n\n", false).failure(), "exit status 1, nothing on stderr");
+        assert_eq!(done(None, "", false).failure(), "ended by a signal, nothing on stderr");
+        assert_eq!(done(None, "killed after 5s", true).failure(), "it did not finish in time: killed after 5s");
+        assert_eq!(
+            done(Some(2), "a\nb\n\nc\nFailed to open journal\n", false).failure(),
+            "exit status 2: …b\nc\nFailed to open journal"
+        );
+        let long = "x".repeat(600);
+        assert_eq!(done(Some(3), &long, false).failure(), format!("exit status 3: …{}", "x".repeat(500)));
+        // Whatever it said, something follows the colon.
+        for stderr in ["", " ", "\n", "\t\n ", "e", "\u{1b}"] {
+            let said = done(Some(1), stderr, false).failure();
+            assert!(!said.trim_end().ends_with(':'), "{said:?}");
+        }
+    }
 
     pub(in crate::process) fn inv(a: &[&str], timeout: Duration) -> Invocation {
         Invocation { argv: a.iter().map(|s| s.to_string()).collect(), timeout, ..Invocation::default() }
