@@ -134,7 +134,7 @@ impl Config {
         for path in implicit_files() {
             // One that is there and no regular file (a folder, a FIFO) is refused in words by
             // `merge_file`, never passed over — nor opened, which a FIFO would hang.
-            if std::fs::metadata(&path).is_ok() {
+            if path.exists() {
                 config.merge_file(&path)?;
             }
         }
