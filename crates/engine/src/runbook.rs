@@ -133,11 +133,15 @@ pub struct Compiled {
     pub imports: Vec<String>,
 }
 
-/// Compiles a runbook or module; a syntax error becomes a located diagnostic. The parse stops
-/// at `cancel` (the run's time limit, Ctrl-C): `Error::Interrupted` says while compiling what.
-pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry, cancel: &Cancel) -> Result<Compiled, Error> {
-    let parsed = crate::parse_bounded::parse(entry.text.clone(), cancel)
-        .map_err(|_| Error::Interrupted(format!("while compiling {}", entry.source)))?;
+/// Compiles a runbook or module; a syntax error becomes a located diagnostic. For a run, the
+/// parse stops at its `cancel` (the run's time limit, Ctrl-C): `Error::Interrupted` says while
+/// compiling what.
+pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry, cancel: Option<&Cancel>) -> Result<Compiled, Error> {
+    let parsed = match cancel {
+        Some(cancel) => crate::parse_bounded::parse(entry.text.clone(), cancel)
+            .map_err(|_| Error::Interrupted(format!("while compiling {}", entry.source)))?,
+        None => crate::parse_bounded::parse_here(&entry.text),
+    };
     let mut ast = parsed.map_err(|e| Error::located(engine::parse_diagnostic(&e, &entry.source, catalog)))?;
     ast.set_source(entry.source.as_str());
     let mut params: Vec<Param> = Vec::new();

@@ -280,7 +280,7 @@ impl Journal for Journalctl {
             let done = opsbook_base::process::run(&invocation).await?;
             match done.code {
                 Some(0) => Ok(()),
-                _ => Err(format!("systemd-cat on host {} failed: {}", ssh.target().name, done.failure())),
+                _ => Err(format!("systemd-cat on host {} failed: {}", ssh.target().name, done.stderr.trim())),
             }
         })
     }
