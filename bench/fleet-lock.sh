@@ -6,8 +6,10 @@
 # (OPSBOOK_OLD_BIN, which takes no lock), taking turns (bench/fleet_measure.py: medians of
 # OPSBOOK_BENCH_RUNS runs, 7 by default, after one warm-up run each), over the lasting
 # connections the previous run left (ssh.persist), then over new connections (ssh.persist = "0").
-# The lock's cost per host is the difference of the two builds' medians divided by N: `cpu_ms`
-# (opsbook's own process) and `tree_cpu_ms` (its process tree: the ssh masters too).
+# The same build also runs the runbook without its "Changes the host" line (`nolock`: it takes no
+# lock). The lock's cost per host is the difference of the medians divided by N, of this build
+# with and without the lock (and, beside it, of the two builds): `cpu_ms` (opsbook's own
+# process) and `tree_cpu_ms` (its process tree: the ssh masters too).
 #   OPSBOOK_OLD_BIN=/path/to/older/opsbook sudo -E bash bench/fleet-lock.sh [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +26,7 @@ out_dir="${CARGO_TARGET_DIR:-$repo/target}/bench"
 mkdir -p "$out_dir"
 d=$(mktemp -d /tmp/opsbook-lock.XXXXXX)
 cleanup() {
-  for tool in old-warm new-warm old-cold new-cold; do
+  for tool in old-warm new-warm nolock-warm old-cold new-cold nolock-cold; do
     python3 "$repo/bench/fleet_measure.py" --cleanup "$tool-$n"
   done
   OPSBOOK_BENCH_NET=${OPSBOOK_BENCH_NET:-1} python3 "$repo/bench/fleet_boot.py" down "$d"
@@ -42,6 +44,7 @@ cat >"$d/runbooks/lock-bench.rhai" <<'RHAI'
 //! Changes the host: a run holds the host's change lock while it runs.
 check("reached", true, "");
 RHAI
+grep -v '^//! Changes the host' "$d/runbooks/lock-bench.rhai" >"$d/runbooks/nolock-bench.rhai"
 sed "s/^\[ssh\]$/[ssh]\nmax_masters = $((n + 10))/" "$d/opsbook.toml" >"$d/warm.toml"
 sed 's/^\[ssh\]$/[ssh]\npersist = "0"/' "$d/opsbook.toml" >"$d/cold.toml"
 lines=$d/results.jsonl
@@ -51,11 +54,12 @@ for kind in warm cold; do
   python3 - "$d/contenders.json" "$kind" "$old" "$bin" "$((n + 1))" "${env[@]}" <<'PY'
 import json, sys
 path, kind, old, new, forks, env = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
-run = lambda b: env + [b, "--config", f"{kind}.toml", "--runbooks", "runbooks", "run", "lock-bench", "--hosts", "all", "--forks", forks]
+run = lambda b, rb="lock-bench": env + [b, "--config", f"{kind}.toml", "--runbooks", "runbooks", "run", rb, "--hosts", "all", "--forks", forks]
 json.dump([{"tool": f"old-{kind}", "setup": None, "argv": run(old)},
-           {"tool": f"new-{kind}", "setup": None, "argv": run(new)}], open(path, "w"))
+           {"tool": f"new-{kind}", "setup": None, "argv": run(new)},
+           {"tool": f"nolock-{kind}", "setup": None, "argv": run(new, "nolock-bench")}], open(path, "w"))
 PY
-  echo "  old-$kind, new-$kind ($n clients)…" >&2
+  echo "  old-$kind, new-$kind, nolock-$kind ($n clients)…" >&2
   (cd "$d" && python3 "$repo/bench/fleet_measure.py" "$n" "$runs" 1 "$d/contenders.json") | tee -a "$lines"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -69,8 +73,10 @@ print(f"{'tool':<9} {'wall ms':>8} {'cpu ms':>8} {'tree cpu':>9}")
 for r in rows:
     print(f"{r['tool']:<9} {r['wall_ms']:>8} {r['cpu_ms']:>8} {r['tree_cpu_ms']:>9}")
 for kind in ("warm", "cold"):
-    o, n = by[f"old-{kind}"], by[f"new-{kind}"]
-    print(f"{kind}: the lock costs {(n['cpu_ms'] - o['cpu_ms']) / hosts:+.3f} ms of opsbook's CPU a host, "
-          f"{(n['tree_cpu_ms'] - o['tree_cpu_ms']) / hosts:+.3f} ms of its tree's ({hosts} hosts)")
+    o, n, u = by[f"old-{kind}"], by[f"new-{kind}"], by[f"nolock-{kind}"]
+    print(f"{kind}: the lock costs {(n['cpu_ms'] - u['cpu_ms']) / hosts:+.3f} ms of opsbook's CPU a host, "
+          f"{(n['tree_cpu_ms'] - u['tree_cpu_ms']) / hosts:+.3f} ms of its tree's ({hosts} hosts; this build "
+          f"with and without it); against the earlier build {(n['cpu_ms'] - o['cpu_ms']) / hosts:+.3f} / "
+          f"{(n['tree_cpu_ms'] - o['tree_cpu_ms']) / hosts:+.3f} ms")
 PY
 echo "written: $out_dir/fleet-lock.json"

@@ -2,7 +2,7 @@
 """Boots (and tears down) the fleet benchmark's private hosts, as tests/support/fleet.rs does
 for the tests: one server and N client hosts, each its own network namespace, hostname, sshd,
 `systemd --user` and journald (tests/support/fleet-host.sh), joined on the bridge `obb1`
-(10.232.1.0/24, or obbK and 10.232.K.0/24 with OPSBOOK_BENCH_NET=K; apart from the tests' 10.231.X.0/24;
+(10.232.1.0/24, or obbK and 10.232.K.0/24 with OPSBOOK_BENCH_NET=K; apart from the tests' 10.231.X.0/24 and 10.233.X.0/24;
 past 252 clients a /16, 10.(200 + K % 50).0.0/16). The server runs the twin metrics
 database and log store, the clients the twin agent and shipper writing to it, all as real
 user units under their usual names. It also writes, into DIR, what the three contenders need:

@@ -56,7 +56,8 @@ fn connect_all(fleet: &Fleet) -> Vec<(Ssh, Duration)> {
 /// Runs a command on the host over the connection; (exit status, stdout, stderr).
 #[track_caller]
 fn remote(ssh: &Ssh, words: &[&str]) -> (Option<i32>, String, String) {
-    let out = ssh.run(&argv(words), Duration::from_secs(10)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let out = rt.block_on(ssh.exec(&argv(words), None, Duration::from_secs(10))).unwrap();
     assert!(!out.timed_out, "{words:?} timed out");
     (out.code, out.stdout, out.stderr)
 }

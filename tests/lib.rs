@@ -50,6 +50,7 @@ mod prometheus;
 mod realhosts;
 mod realhosts_bench;
 mod refusals;
+mod remote_sessions;
 mod remote_world;
 mod repl;
 mod rollout;

@@ -9,10 +9,10 @@
 //! boot side by side (about a second for three); everything is torn down on drop. Where root,
 //! the Debian 13 root or a tool is missing, `boot` says why.
 //!
-//! Each fleet claims a subnet `10.232.X.0/24` by creating the bridge `obdX` (creating a link
+//! Each fleet claims a subnet `10.233.X.0/24` by creating the bridge `obdX` (creating a link
 //! is atomic, so fleets running side by side, even in other processes, never share one; the
-//! private-host fleets of fleet.rs use `obfX` and `10.231.X.0/24`); the bridge has `.1`, the
-//! hosts `.2`, `.3`, … in the order given.
+//! private-host fleets of fleet.rs use `obfX` and `10.231.X.0/24`, the benchmarks' fleets
+//! `obbX` and `10.232.X.0/24`); the bridge has `.1`, the hosts `.2`, `.3`, … in the order given.
 
 // Helpers for the tests to come (inventories, ssh configs) are not all used yet.
 #![allow(dead_code)]
@@ -89,7 +89,7 @@ impl Debian13Fleet {
         let key = fleet.dir.path().join("key");
         keygen(&key)?;
         let addresses: Vec<Ipv4Addr> =
-            (0..names.len()).map(|i| Ipv4Addr::new(10, 232, fleet.subnet, i as u8 + 2)).collect();
+            (0..names.len()).map(|i| Ipv4Addr::new(10, 233, fleet.subnet, i as u8 + 2)).collect();
         // Every host knows the others by name, as hosts of one site do.
         let mut hosts_file = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
         for (name, address) in names.iter().zip(&addresses) {
@@ -169,7 +169,7 @@ impl Debian13Fleet {
         Ok(fleet)
     }
 
-    /// Creates the first free bridge `obdX` and gives it `10.232.X.1/24`.
+    /// Creates the first free bridge `obdX` and gives it `10.233.X.1/24`.
     fn claim_bridge(&mut self) -> Result<(), String> {
         let start = (std::process::id() as usize * 7) % 250;
         for k in 0..250 {
@@ -178,7 +178,7 @@ impl Debian13Fleet {
             if ip(&["link", "add", &name, "type", "bridge"]).is_ok() {
                 self.bridge = Some(name.clone());
                 self.subnet = x as u8;
-                ip(&["addr", "add", &format!("10.232.{x}.1/24"), "dev", &name])?;
+                ip(&["addr", "add", &format!("10.233.{x}.1/24"), "dev", &name])?;
                 return ip(&["link", "set", &name, "up"]);
             }
         }
@@ -187,7 +187,7 @@ impl Debian13Fleet {
 
     /// This machine's address on the fleet's bridge: where the hosts reach what a test serves.
     pub(crate) fn gateway(&self) -> Ipv4Addr {
-        Ipv4Addr::new(10, 232, self.subnet, 1)
+        Ipv4Addr::new(10, 233, self.subnet, 1)
     }
 
     pub(crate) fn hosts(&self) -> &[Debian13Host] {

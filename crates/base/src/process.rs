@@ -73,8 +73,9 @@ pub fn said_on_stderr(stderr: &str) -> String {
 /// refused (`too_much`) rather than held in memory — a `token_command` printing a gigabyte.
 pub const MAX_OUTPUT: usize = 16 << 20;
 
-/// Why a command's output was refused, in the words both runners use.
-fn too_much(program: &str, pipe: &str) -> String {
+/// Why a command's output was refused, in the words every runner uses (`printed_too_much`
+/// knows them).
+pub fn too_much(program: &str, pipe: &str) -> String {
     format!("`{program}` printed more than {} MiB on {pipe}: it was stopped", MAX_OUTPUT >> 20)
 }
 

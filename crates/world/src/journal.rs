@@ -97,6 +97,34 @@ impl Journalctl {
         cmd
     }
 
+    /// `journalctl ARGS` run to its end, here or on the host (as a session of its connection,
+    /// ended by the host's `timeout` if ours passes): exit status, stdout, stderr.
+    async fn run_to_end(&self, args: Vec<String>) -> Result<(Option<i32>, String, String), String> {
+        let late = || format!("journalctl did not finish within {}", humantime::format_duration(self.timeout));
+        if let Some(ssh) = &self.via {
+            let secs = format!("{:.1}s", self.timeout.as_secs_f64().max(0.1));
+            let mut argv = ["timeout", "-k", "2", &secs, "journalctl"].map(str::to_string).to_vec();
+            argv.extend(args);
+            let done = ssh.exec(&argv, None, self.timeout + Duration::from_secs(5)).await?;
+            if done.timed_out || done.code == Some(124) {
+                return Err(late());
+            }
+            return Ok((done.code, done.stdout, done.stderr));
+        }
+        let mut cmd = self.journalctl(args);
+        cmd.kill_on_drop(true).stdin(std::process::Stdio::null());
+        let out = match tokio::time::timeout(self.timeout, cmd.output()).await {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err("`journalctl` not found in PATH".into());
+            }
+            Ok(Err(e)) => return Err(format!("cannot run journalctl: {e}")),
+            Err(_) => return Err(late()),
+        };
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        Ok((out.status.code(), text(&out.stdout), text(&out.stderr)))
+    }
+
     fn args(&self, query: &Query) -> Vec<String> {
         let mut args: Vec<String> = vec!["--no-pager".into(), "-o".into(), "json".into()];
         args.push(
@@ -190,30 +218,14 @@ fn journalctl_error(stderr: &str, code: Option<i32>) -> String {
 impl Journal for Journalctl {
     fn read<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Vec<Entry>, String>> {
         Box::pin(async move {
-            let mut cmd = self.journalctl(self.args(query));
-            cmd.kill_on_drop(true).stdin(std::process::Stdio::null());
-            let out = match tokio::time::timeout(self.timeout, cmd.output()).await {
-                Ok(Ok(out)) => out,
-                Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err("`journalctl` not found in PATH".into());
-                }
-                Ok(Err(e)) => return Err(format!("cannot run journalctl: {e}")),
-                Err(_) => {
-                    return Err(format!(
-                        "journalctl did not finish within {}",
-                        humantime::format_duration(self.timeout)
-                    ));
-                }
-            };
-            let stderr = String::from_utf8_lossy(&out.stderr);
+            let (code, stdout, stderr) = self.run_to_end(self.args(query)).await?;
             // --grep with no match exits 1 with nothing on stderr: that is an empty result.
-            let no_match = out.stdout.is_empty() && stderr.trim().is_empty();
-            if !out.status.success() && !no_match {
-                return Err(journalctl_error(&stderr, out.status.code()));
+            let no_match = stdout.is_empty() && stderr.trim().is_empty();
+            if code != Some(0) && !no_match {
+                return Err(journalctl_error(&stderr, code));
             }
-            let text = String::from_utf8_lossy(&out.stdout);
             let mut entries = Vec::new();
-            for line in text.lines().filter(|l| l.starts_with('{')) {
+            for line in stdout.lines().filter(|l| l.starts_with('{')) {
                 let e = parse_entry(line)?;
                 if query.identifier.as_ref().is_none_or(|id| &e.identifier == id) {
                     entries.push(e);
@@ -271,16 +283,16 @@ impl Journal for Journalctl {
             let Some(ssh) = &self.via else { return native_send(identifier, message, priority) };
             // journald's socket is the host's: its own `systemd-cat` writes there.
             let argv = ["systemd-cat", "-t", identifier, "-p", &priority.to_string()].map(str::to_string);
-            let invocation = opsbook_base::process::Invocation {
-                argv: ssh.command(&argv),
-                timeout: self.timeout,
-                stdin: Some(message.to_string()),
-                ..Default::default()
-            };
-            let done = opsbook_base::process::run(&invocation).await?;
-            match done.code {
-                Some(0) => Ok(()),
-                _ => Err(format!("systemd-cat on host {} failed: {}", ssh.target().name, done.stderr.trim())),
+            let done = ssh.exec(&argv, Some(message.to_string()), self.timeout).await?;
+            let host = &ssh.target().name;
+            match (done.code, done.stderr.trim()) {
+                (Some(0), _) => Ok(()),
+                (_, said) if done.timed_out => Err(format!("systemd-cat on host {host} did not finish: {said}")),
+                (code, "") => Err(format!(
+                    "systemd-cat on host {host} failed: {}, with nothing on stderr",
+                    code.map_or("killed by a signal".to_string(), |c| format!("exit status {c}"))
+                )),
+                (_, said) => Err(format!("systemd-cat on host {host} failed: {said}")),
             }
         })
     }

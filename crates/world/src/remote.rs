@@ -1,8 +1,8 @@
 //! The world of another host, reached over its one shared OpenSSH connection
 //! (`crate::transport::Ssh`): its service manager through its bus socket forwarded over it, or
 //! `systemd-stdio-bridge` (one D-Bus connection for the run), its journal, commands, containers
-//! and files as `ssh HOST …` on the same connection, and endpoints that listen only on its
-//! loopback through unix sockets forwarded over it.
+//! and files as sessions of the same connection (`Ssh::exec`: no local process), and endpoints
+//! that listen only on its loopback through unix sockets forwarded over it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +18,9 @@ use opsbook_base::error::Error;
 /// What a remote command may take beyond its own timeout before ssh is given up on.
 const SSH_MARGIN: Duration = Duration::from_secs(5);
 
-/// Commands run on the host over ssh. The environment does not cross ssh, so it goes on the
-/// command line (`env K=V …`); killing the local ssh does not stop a remote command (no tty),
-/// so the host's own `timeout` ends it.
+/// Commands run on the host as sessions of its shared connection (`Ssh::exec`). The environment
+/// does not cross ssh, so it goes on the command line (`env K=V …`); closing a session does not
+/// stop a remote command (no tty), so the host's own `timeout` ends it.
 pub(crate) struct SshCommands {
     pub ssh: Arc<Ssh>,
 }
@@ -33,17 +33,11 @@ impl Commands for SshCommands {
             let secs = inv.timeout.as_secs_f64().max(0.1);
             remote.extend(["timeout".into(), "-k".into(), "2".into(), format!("{secs:.1}s")]);
             remote.extend(inv.argv.iter().cloned());
-            let local = Invocation {
-                argv: self.ssh.command(&remote),
-                timeout: inv.timeout + SSH_MARGIN,
-                env: Vec::new(),
-                stdin: inv.stdin.clone(),
-            };
             let host = &self.ssh.target().name;
-            let mut done = opsbook_base::process::run(&local).await.map_err(|e| not_run(host, inv, e))?;
-            // 255 is ssh's own failure (the connection, not the command); 124 is `timeout`'s.
+            let limit = inv.timeout + SSH_MARGIN;
+            let mut done = self.ssh.exec(&remote, inv.stdin.clone(), limit).await.map_err(|e| not_run(host, inv, e))?;
+            // 124 is `timeout`'s.
             match done.code {
-                Some(255) => return Err(ssh_failed(host, &done.stderr)),
                 Some(127) if done.stderr.contains("No such file") || done.stderr.contains("not found") => {
                     let program = inv.argv.first().cloned().unwrap_or_default();
                     return Err(format!("`{program}` not found in PATH on host {host}"));
@@ -59,18 +53,7 @@ impl Commands for SshCommands {
     }
 }
 
-/// ssh's own failure (exit status 255) in words: what it said, or what its silence means.
-fn ssh_failed(host: &str, stderr: &str) -> String {
-    match stderr.trim() {
-        "" => format!(
-            "ssh to host {host} failed: the connection closed without a message (ssh exited with status 255: \
-             the host or its sshd ended the session, or the shared connection was stopped)"
-        ),
-        said => format!("ssh to host {host} failed: {said}"),
-    }
-}
-
-/// Why the local ssh carrying `inv` was not run or was stopped, naming the remote command.
+/// Why `inv` did not run on the host or was stopped, naming the remote command.
 fn not_run(host: &str, inv: &Invocation, reason: String) -> String {
     let program = inv.argv.first().map(String::as_str).unwrap_or_default();
     if opsbook_base::process::printed_too_much(&reason) {
@@ -80,6 +63,9 @@ fn not_run(host: &str, inv: &Invocation, reason: String) -> String {
              (filter or count on the host, e.g. `| tail -n 1000`), or read a large file in parts",
             opsbook_base::process::MAX_OUTPUT >> 20
         );
+    }
+    if reason.starts_with("ssh to host ") {
+        return reason;
     }
     format!("cannot run `{program}` on host {host}: {reason}")
 }
@@ -169,19 +155,6 @@ pub fn routes(ssh: &Ssh, reached: &[Remote]) -> Endpoints {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_ssh_failure_says_what_happened_even_when_ssh_said_nothing() {
-        assert_eq!(
-            ssh_failed("killer", " \n"),
-            "ssh to host killer failed: the connection closed without a message (ssh exited with status 255: the \
-             host or its sshd ended the session, or the shared connection was stopped)"
-        );
-        assert_eq!(
-            ssh_failed("c1", "Connection to c1 closed by remote host.\n"),
-            "ssh to host c1 failed: Connection to c1 closed by remote host."
-        );
-    }
 
     #[test]
     fn a_remote_command_printing_too_much_is_told_to_print_less_not_to_install_ssh() {

@@ -5,9 +5,10 @@
 //! host, `SCRIPT` opens `change.lock`, tries `flock -n` on it and answers one line (`Answer`):
 //! `held RECORD` (and ends), or, once it wrote this run's record beside the lock, `taken` or
 //! `taken-over RECORD` (the record a holder that is gone left behind). It then holds the lock
-//! by waiting on its stdin: the line `release` removes the record and ends it (`released`);
-//! anything else — opsbook killed (the socket closes), the connection dropped (sshd ends the
-//! session) — ends it with the record left, the lock freed by the kernel as the shell exits.
+//! by waiting on its stdin: the line `release` removes the record, unlocks and ends it
+//! (`released`); anything else — opsbook killed (the socket closes), the connection dropped
+//! (sshd ends the session) — ends it with the record left, the lock freed by the kernel as the
+//! shell exits.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -37,7 +38,7 @@ o=; [ -e "$r" ] && o="$(head -c 4096 "$r" | tr -d '\n')"
 printf '%s\n' "$2" >"$r.new" && mv -f "$r.new" "$r" || { echo "error cannot write $r"; exit 0; }
 if [ -n "$o" ]; then printf 'taken-over %s\n' "$o"; else echo taken; fi
 read -r l
-[ "$l" = release ] && rm -f "$r" && echo released
+[ "$l" = release ] && rm -f "$r" && flock -u 9 && echo released
 "#;
 
 /// The lock of the host `ssh` reaches, for its `system` or `user` manager.
@@ -61,13 +62,23 @@ impl Holding for RemoteHolding {
         }
     }
 
-    /// The record is removed and the lock free once the session ended: its output closes.
+    /// The record is removed and the lock free once the holder says `released` (it unlocks
+    /// before it says so); read up to that word, not to the session's end, which needs one
+    /// more exchange with the host.
     fn finish_release(self: Box<Self>) {
         let _ = self.stream.set_read_timeout(Some(RELEASE_TIMEOUT));
-        let mut rest = Vec::new();
-        let _ = (&self.stream).take(4096).read_to_end(&mut rest);
-        if !String::from_utf8_lossy(&rest).contains("released") {
-            tracing::debug!("a change lock's holder did not confirm its release: {:?}", String::from_utf8_lossy(&rest));
+        let mut said = Vec::new();
+        let mut chunk = [0u8; 64];
+        while !said.ends_with(b"released\n") && said.len() < 4096 {
+            match (&self.stream).read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => said.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        if !said.ends_with(b"released\n") {
+            tracing::debug!("a change lock's holder did not confirm its release: {:?}", String::from_utf8_lossy(&said));
         }
     }
 }

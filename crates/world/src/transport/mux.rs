@@ -13,6 +13,7 @@
 //! message type; strings are `uint32 length` then bytes; all big-endian.
 
 use std::io::{Read, Write};
+use std::os::fd::RawFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -30,6 +31,7 @@ const PERMISSION_DENIED: u32 = 0x8000_0002;
 const FAILURE: u32 = 0x8000_0003;
 const ALIVE: u32 = 0x8000_0005;
 const SESSION_OPENED: u32 = 0x8000_0006;
+const EXIT_MESSAGE: u32 = 0x8000_0004;
 /// No escape character (the session has no terminal to read one from).
 const NO_ESCAPE: u32 = 0xffff_ffff;
 /// The only protocol version there is.
@@ -39,7 +41,7 @@ const FORWARD_LOCAL: u32 = 1;
 /// A port that says "the host is a unix socket path".
 const STREAMLOCAL: u32 = -2i32 as u32;
 /// Replies are a few bytes; anything longer is not a master speaking.
-const MAX_REPLY: usize = 64 << 10;
+pub const MAX_REPLY: usize = 64 << 10;
 
 /// What a request says when the master closed the connection instead of answering.
 const CLOSED: &str = "the ssh master closed the control connection";
@@ -57,12 +59,8 @@ impl Mux {
         stream.set_read_timeout(Some(limit)).and_then(|()| stream.set_write_timeout(Some(limit))).map_err(io)?;
         let mut mux = Mux { stream, next_id: 1 };
         mux.send(&Message::new(HELLO).u32(VERSION))?;
-        let mut hello = mux.receive()?;
-        match (hello.u32()?, hello.u32()?) {
-            (HELLO, VERSION) => Ok(mux),
-            (HELLO, version) => Err(format!("the ssh master speaks mux protocol {version}, not {VERSION}")),
-            (kind, _) => Err(format!("the control socket answered message {kind:#x}, not a hello")),
-        }
+        mux.hello()?;
+        Ok(mux)
     }
 
     /// The master's process id.
@@ -94,22 +92,46 @@ impl Mux {
         self.expect_ok(forwarding(CLOSE_FWD, forward))
     }
 
-    /// Opens a session running `command` (one string, for the remote login shell) with `end`
-    /// as its stdin, stdout and stderr, no terminal; the master answers once the host opened
-    /// the channel. The session lasts while this control connection stays open (keep the
-    /// returned `Mux`): closing it, or `end`'s other side, ends the session's input.
-    pub fn new_session(mut self, command: &str, end: &UnixStream) -> Result<Mux, String> {
-        use std::os::fd::AsRawFd;
-        let message = Message::new(NEW_SESSION).string("").u32(0).u32(0).u32(0).u32(0).u32(NO_ESCAPE);
-        let (id, message) = self.numbered(message.string("").string(command));
-        self.send(&message)?;
-        for _ in 0..3 {
-            super::fd_passing::send_fd(&self.stream, end.as_raw_fd()).map_err(io)?;
+    /// Connects to the master on `socket` and opens a session running `command` (one string,
+    /// for the remote login shell) with `stdio` as its stdin, stdout and stderr, no terminal,
+    /// within `limit`. Our hello and the request go in one write and the descriptors right
+    /// after (the master reads one message at a time), so opening costs one wait, for the
+    /// master's answer once the host opened the channel. The session lasts while the returned
+    /// control connection stays open (keep it); the master's last word on it is the command's
+    /// exit status (`exit_status`).
+    pub fn open_session(socket: &Path, limit: Duration, command: &str, stdio: [RawFd; 3]) -> Result<Mux, String> {
+        let stream = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+        stream.set_read_timeout(Some(limit)).and_then(|()| stream.set_write_timeout(Some(limit))).map_err(io)?;
+        let mut mux = Mux { stream, next_id: 1 };
+        let request = Message::new(NEW_SESSION).string("").u32(0).u32(0).u32(0).u32(0).u32(NO_ESCAPE);
+        let (id, request) = mux.numbered(request.string("").string(command));
+        let mut both = packet(&Message::new(HELLO).u32(VERSION));
+        both.extend_from_slice(&packet(&request));
+        mux.stream.write_all(&both).map_err(io)?;
+        for fd in stdio {
+            super::fd_passing::send_fd(&mux.stream, fd).map_err(io)?;
         }
-        let reply = self.answer_to(id)?;
+        mux.hello()?;
+        let reply = mux.answer_to(id)?;
         match reply.kind {
-            SESSION_OPENED => Ok(self),
+            SESSION_OPENED => Ok(mux),
             _ => Err(reply.refusal()),
+        }
+    }
+
+    /// The control connection itself, for reading the session's end without blocking a thread
+    /// (`exit_status` says what a message on it means).
+    pub fn into_stream(self) -> UnixStream {
+        self.stream
+    }
+
+    /// Reads the master's hello.
+    fn hello(&mut self) -> Result<(), String> {
+        let mut hello = self.receive()?;
+        match (hello.u32()?, hello.u32()?) {
+            (HELLO, VERSION) => Ok(()),
+            (HELLO, version) => Err(format!("the ssh master speaks mux protocol {version}, not {VERSION}")),
+            (kind, _) => Err(format!("the control socket answered message {kind:#x}, not a hello")),
         }
     }
 
@@ -149,9 +171,7 @@ impl Mux {
     }
 
     fn send(&mut self, message: &Message) -> Result<(), String> {
-        let mut packet = (message.body.len() as u32).to_be_bytes().to_vec();
-        packet.extend_from_slice(&message.body);
-        self.stream.write_all(&packet).map_err(io)
+        self.stream.write_all(&packet(message)).map_err(io)
     }
 
     fn receive(&mut self) -> Result<Reply, String> {
@@ -165,6 +185,22 @@ impl Mux {
         self.stream.read_exact(&mut body).map_err(io)?;
         Ok(Reply { body, at: 0, kind: 0 })
     }
+}
+
+/// A message as it goes on the socket: its length, then its body.
+fn packet(message: &Message) -> Vec<u8> {
+    let mut packet = (message.body.len() as u32).to_be_bytes().to_vec();
+    packet.extend_from_slice(&message.body);
+    packet
+}
+
+/// What a message the master sends on a session's control connection says of the session:
+/// `Some(status)` for its exit message (the remote command's exit status), `None` for anything
+/// else (a terminal that could not be had, which a session without one never asks for).
+/// `body` is the message without its length.
+pub fn exit_status(body: &[u8]) -> Option<u32> {
+    let word = |at: usize| body.get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().expect("four bytes")));
+    (word(0)? == EXIT_MESSAGE).then(|| word(8)).flatten()
 }
 
 fn io(e: std::io::Error) -> String {
@@ -318,6 +354,14 @@ mod tests {
         let mut mux = Mux::connect(&socket, Duration::from_secs(2)).unwrap();
         assert_eq!(mux.terminate(), Ok(()));
         assert_eq!(served.join().unwrap()[1], [TERMINATE.to_be_bytes(), 1u32.to_be_bytes()].concat());
+    }
+
+    #[test]
+    fn a_session_s_exit_message_gives_the_status_and_nothing_else_does() {
+        let words = |w: &[u32]| w.iter().flat_map(|n| n.to_be_bytes()).collect::<Vec<u8>>();
+        assert_eq!(exit_status(&words(&[EXIT_MESSAGE, 7, 255])), Some(255));
+        assert_eq!(exit_status(&words(&[EXIT_MESSAGE, 7])), None, "cut short");
+        assert_eq!(exit_status(&words(&[0x8000_0008, 7])), None, "a terminal refused");
     }
 
     #[test]

@@ -41,9 +41,22 @@ pub use connecting::{Connecting, Contention};
 
 use super::control::{Control, Forward, Remote};
 use super::mux::Mux;
+use super::session::Ended;
 use super::shell_quote;
 use super::ssh_error::SshError;
 use opsbook_base::process::{self, Completed, Invocation};
+
+/// A client ssh's own failure (exit status 255) in words: what it said, or what its silence
+/// means.
+fn client_failed(host: &str, stderr: &str) -> String {
+    match stderr.trim() {
+        "" => format!(
+            "ssh to host {host} failed: the connection closed without a message (ssh exited with status 255: \
+             the host or its sshd ended the session, or the shared connection was stopped)"
+        ),
+        said => format!("ssh to host {host} failed: {said}"),
+    }
+}
 
 /// What a master of this run alone prints once it is connected, authenticated, holding its
 /// forwards and listening on its control socket: its session runs, so all of that is done.
@@ -323,19 +336,44 @@ impl Ssh {
         out
     }
 
-    /// Runs `argv` on the host and waits at most `timeout`; the remote command's exit status
-    /// and output come back as they are. `Err` only when ssh cannot be started.
-    pub fn run(&self, argv: &[String], timeout: Duration) -> Result<Completed, SshError> {
-        process::run_blocking(Invocation { argv: self.command(argv), timeout, ..Invocation::default() })
-            .map_err(|reason| self.no_ssh(reason))
+    /// Runs `argv` on the host (every argument quoted for its login shell) as a session of this
+    /// connection's master, giving it `stdin`, for at most `limit`: its exit status and output
+    /// as they are (a status of 255 is the command's own). Should the master be gone, a client
+    /// `ssh` runs it instead, opening a connection of its own. `Err`, in words, when it could
+    /// not run or its session ended without an exit status.
+    pub async fn exec(&self, argv: &[String], stdin: Option<String>, limit: Duration) -> Result<Completed, String> {
+        let program = argv.first().map(String::as_str).unwrap_or_default();
+        let host = &self.target.name;
+        match super::session::run(self.control.socket.clone(), shell_quote::join(argv), stdin.clone(), limit).await {
+            Ok(Ended::Completed(done)) => Ok(done),
+            Ok(Ended::NoStatus { stderr, .. }) => Err(match stderr.trim() {
+                "" => format!(
+                    "ssh to host {host} failed: the session ended without an exit status (the connection was \
+                     lost, or a signal killed the command)"
+                ),
+                said => format!("ssh to host {host} failed: the session ended without an exit status: {said}"),
+            }),
+            Ok(Ended::TooMuch(pipe)) => Err(process::too_much(program, pipe)),
+            Err(_) => {
+                let client = Invocation { argv: self.command(argv), timeout: limit, stdin, ..Invocation::default() };
+                let done = process::run(&client).await?;
+                // 255 is the client's own failure (the connection, not the command).
+                match done.code {
+                    Some(255) => Err(client_failed(host, &done.stderr)),
+                    _ => Ok(done),
+                }
+            }
+        }
     }
 
     /// A session on the host running `command` (one string, for its login shell) over this
     /// connection's master: no new connection and no local process. Returns the control
     /// connection the session lasts with (keep it) and our end of its stdin, stdout and stderr.
     pub fn session(&self, command: &str) -> Result<(Mux, std::os::unix::net::UnixStream), String> {
+        use std::os::fd::AsRawFd;
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
-        let control = Mux::connect(&self.control.socket, CONTROL_TIMEOUT)?.new_session(command, &theirs)?;
+        let fd = theirs.as_raw_fd();
+        let control = Mux::open_session(&self.control.socket, CONTROL_TIMEOUT, command, [fd, fd, fd])?;
         Ok((control, ours))
     }
 
@@ -418,6 +456,19 @@ impl Drop for Ssh {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ssh_failure_says_what_happened_even_when_ssh_said_nothing() {
+        assert_eq!(
+            client_failed("killer", " \n"),
+            "ssh to host killer failed: the connection closed without a message (ssh exited with status 255: the \
+             host or its sshd ended the session, or the shared connection was stopped)"
+        );
+        assert_eq!(
+            client_failed("c1", "Connection to c1 closed by remote host.\n"),
+            "ssh to host c1 failed: Connection to c1 closed by remote host."
+        );
+    }
 
     fn target() -> SshTarget {
         let mut t = SshTarget::new("c1", "10.0.0.5");
