@@ -202,7 +202,16 @@ fn selection(global: &GlobalOptions, run: &RunArgs) -> Option<(Option<String>, O
 
 fn run_runbook(session: &Session, args: &RunArgs, global: &GlobalOptions) -> Result<u8, Error> {
     let format = global.format;
-    let compiled = session.compile(&args.name)?;
+    // The time limit and Ctrl-C hold from the start: compiling a large runbook takes a while.
+    opsbook_base::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
+    let limit = args.timeout.unwrap_or_else(|| session.config.duration(opsbook_base::config::keys::LIMITS_RUN_TIMEOUT));
+    if !limit.is_zero() {
+        session.context.cancel.time_out_after(session.context.runtime(), limit);
+    }
+    let compiled = match session.compile_or_stop(&args.name, format)? {
+        Ok(compiled) => compiled,
+        Err(stopped) => return saved(stopped, args),
+    };
     // The note is the run's first line: in the report itself, or beside a machine's format.
     if let Some(note) = crate::outside_inventory::note(global, session, &compiled, &args.name) {
         if format == Format::Human {
@@ -211,12 +220,12 @@ fn run_runbook(session: &Session, args: &RunArgs, global: &GlobalOptions) -> Res
             opsbook_base::say!("{note}");
         }
     }
-    opsbook_base::on_signals(session.context.runtime(), vec![session.context.cancel.clone()], "the runbook");
-    let limit = args.timeout.unwrap_or_else(|| session.config.duration(opsbook_base::config::keys::LIMITS_RUN_TIMEOUT));
-    if !limit.is_zero() {
-        session.context.cancel.time_out_after(session.context.runtime(), limit);
-    }
     let report = session.run(&compiled, &args.params, format)?;
+    saved(report, args)
+}
+
+/// A run's report saved where `--save-json` says; the run's exit code.
+fn saved(report: opsbook_base::report::Report, args: &RunArgs) -> Result<u8, Error> {
     if let Some(path) = &args.save_json {
         opsbook_base::report::json::save(path, &opsbook_base::report::json::document(&report))?;
     }

@@ -76,11 +76,13 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
-    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+    let typed = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    if typed {
         opsbook_base::tell!("opsbook {} — :help for help, Ctrl-D to leave", env!("CARGO_PKG_VERSION"));
     }
-    // Lines that could not be read (not UTF-8): each is said and skipped, and the exit
-    // status says some input was lost.
+    // Lines that could not be read (not UTF-8): each is said and skipped. Fed from a pipe or
+    // a file, the exit status says some input was lost; typed, the operator read it and went
+    // on, as after any other error in the session.
     let mut unreadable = 0usize;
     let mut read = 0usize;
     loop {
@@ -131,7 +133,7 @@ pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
         }
         let _ = editor.save_history(path);
     }
-    Ok(if unreadable > 0 { 2 } else { 0 })
+    Ok(if unreadable > 0 && !typed { 2 } else { 0 })
 }
 
 /// `$XDG_STATE_HOME/opsbook/history`, else `~/.local/state/opsbook/history`.

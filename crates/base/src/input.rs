@@ -111,7 +111,8 @@ pub fn read_text_or_explain(path: &Path, kind: Kind) -> Result<String, String> {
     read_text(path, kind).map_err(|r| r.explain(kind, path))
 }
 
-fn file_type(meta: &std::fs::Metadata) -> &'static str {
+/// What a file that is not a regular one is, in words (`directory`, `FIFO (named pipe)`, …).
+pub fn file_type(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_dir() {

@@ -18,8 +18,8 @@ mod shared;
 mod staying;
 
 pub use blocking::{Running, start, start_staying};
-pub use children::{Children, run_blocking};
-pub use shared::{Completed, Invocation, MAX_OUTPUT, printed_too_much, too_much};
+pub use children::{Children, run_blocking, run_blocking_ending_its_group};
+pub use shared::{Completed, Invocation, MAX_OUTPUT, printed_too_much, said_on_stderr, too_much};
 pub use staying::Staying;
 
 use shared::{GroupGuard, killed_note, spawn_error};
@@ -131,6 +131,32 @@ pub async fn run(inv: &Invocation) -> Result<Completed, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_always_says_how_it_ended_and_what_was_said_or_that_nothing_was() {
+        let done = |code, stderr: &str, timed_out| Completed {
+            code,
+            stdout: String::new(),
+            stderr: stderr.into(),
+            duration: Duration::ZERO,
+            timed_out,
+        };
+        assert_eq!(done(Some(1), "", false).failure(), "exit status 1, nothing on stderr");
+        assert_eq!(done(Some(1), " \n\n", false).failure(), "exit status 1, nothing on stderr");
+        assert_eq!(done(None, "", false).failure(), "ended by a signal, nothing on stderr");
+        assert_eq!(done(None, "killed after 5s", true).failure(), "it did not finish in time: killed after 5s");
+        assert_eq!(
+            done(Some(2), "a\nb\n\nc\nFailed to open journal\n", false).failure(),
+            "exit status 2: …b\nc\nFailed to open journal"
+        );
+        let long = "x".repeat(600);
+        assert_eq!(done(Some(3), &long, false).failure(), format!("exit status 3: …{}", "x".repeat(500)));
+        // Whatever it said, something follows the colon.
+        for stderr in ["", " ", "\n", "\t\n ", "e", "\u{1b}"] {
+            let said = done(Some(1), stderr, false).failure();
+            assert!(!said.trim_end().ends_with(':'), "{said:?}");
+        }
+    }
 
     pub(in crate::process) fn inv(a: &[&str], timeout: Duration) -> Invocation {
         Invocation { argv: a.iter().map(|s| s.to_string()).collect(), timeout, ..Invocation::default() }

@@ -108,11 +108,7 @@ impl Catalog {
     /// The search path for these `--runbooks` folders and the environment.
     pub fn new(cli_dirs: &[PathBuf]) -> Catalog {
         let mut dirs: Vec<(PathBuf, &'static str)> = cli_dirs.iter().map(|d| (d.clone(), "--runbooks")).collect();
-        if let Some(path) = std::env::var_os("OPSBOOK_PATH") {
-            dirs.extend(
-                std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()).map(|p| (p, "$OPSBOOK_PATH")),
-            );
-        }
+        dirs.extend(opsbook_path().into_iter().map(|p| (p, "$OPSBOOK_PATH")));
         dirs.push((PathBuf::from("runbooks"), "working directory"));
         if let Some(config) = opsbook_base::config::xdg_config_home() {
             dirs.push((config.join("opsbook/runbooks"), "$XDG_CONFIG_HOME"));
@@ -251,25 +247,52 @@ impl Catalog {
 }
 
 /// Refuses `--runbooks` folders that are missing, not folders, unreadable or a loop of
-/// links: running the built-in runbook in their place would pass for the operator's own.
+/// links: running the built-in runbook in their place would pass for the operator's own. An
+/// `$OPSBOOK_PATH` entry that is there and not a folder is refused too, saying what it is
+/// (one missing is passed over, as `$PATH`'s are).
 pub fn check_named_folders(dirs: &[PathBuf]) -> Result<(), Error> {
     for dir in dirs {
-        let shown = dir.display();
-        let refused = |why: String| Err(Error::Usage(format!("--runbooks `{shown}`: {why}")));
-        match std::fs::metadata(dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return refused("no such folder".into()),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return refused("a loop of symbolic links, not a folder".into());
-            }
-            Err(e) => return refused(format!("cannot be read: {e}")),
-            Ok(meta) if !meta.is_dir() => {
-                return refused("is not a folder: give the folder holding NAME.rhai files".into());
-            }
-            Ok(_) => {}
+        check_folder(dir, "--runbooks", false)?;
+    }
+    for dir in opsbook_path() {
+        check_folder(&dir, "$OPSBOOK_PATH entry", true)?;
+    }
+    Ok(())
+}
+
+/// The folders `$OPSBOOK_PATH` names, in order.
+fn opsbook_path() -> Vec<PathBuf> {
+    std::env::var_os("OPSBOOK_PATH")
+        .map(|path| std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// Refuses `dir`, given as `given` (`--runbooks`, …), unless it is a readable folder (or,
+/// when `missing_ok`, not there at all).
+fn check_folder(dir: &Path, given: &str, missing_ok: bool) -> Result<(), Error> {
+    let shown = dir.display();
+    let refused = |why: String| Err(Error::Usage(format!("{given} `{shown}`: {why}")));
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing_ok => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return refused("no such folder".into()),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return refused("a loop of symbolic links, not a folder".into());
         }
-        if let Err(e) = std::fs::read_dir(dir) {
-            return refused(format!("cannot be read: {e}"));
+        Err(e) => return refused(format!("cannot be read: {e}")),
+        Ok(meta) if !meta.is_dir() && missing_ok => {
+            let what = opsbook_base::file_type(&meta);
+            let what = if meta.is_file() { "regular file" } else { what };
+            return refused(format!(
+                "is a {what}, not a folder: give folders holding NAME.rhai files, separated by `:`"
+            ));
         }
+        Ok(meta) if !meta.is_dir() => {
+            return refused("is not a folder: give the folder holding NAME.rhai files".into());
+        }
+        Ok(_) => {}
+    }
+    if let Err(e) = std::fs::read_dir(dir) {
+        return refused(format!("cannot be read: {e}"));
     }
     Ok(())
 }

@@ -96,6 +96,7 @@ pub fn build(cx: &Arc<Context>, catalog: &Arc<Catalog>) -> Engine {
         catalog: catalog.clone(),
         cache: Mutex::default(),
         importing: Mutex::default(),
+        cancel: cx.cancel.clone(),
     });
 
     verbs::registry::register_all(&mut engine, cx, catalog);
@@ -111,6 +112,8 @@ struct CatalogResolver {
     cache: Mutex<HashMap<String, SharedModule>>,
     /// The modules being evaluated now, outermost first, by the thread evaluating them.
     importing: Mutex<HashMap<std::thread::ThreadId, Vec<String>>>,
+    /// The run's cancellation, which also stops a module's parse (`parse_bounded`).
+    cancel: opsbook_base::Cancel,
 }
 
 impl CatalogResolver {
@@ -176,7 +179,12 @@ impl ModuleResolver for CatalogResolver {
         let _importing = self
             .enter(path)
             .map_err(|cycle| in_module(EvalAltResult::ErrorSystem(String::new(), cycle.into()).into()))?;
-        let parsed = crate::prefetch::take(path, &entry.text).unwrap_or_else(|| engine.compile(&*entry.text));
+        // Parsed ahead, or now; either way the run's time limit and Ctrl-C stop the wait.
+        let (key, text) = (path.to_string(), entry.text.clone());
+        let parsed = crate::parse_bounded::until_cancelled(&self.cancel, move || {
+            crate::prefetch::take(&key, &text).unwrap_or_else(|| crate::parse_bounded::parse_here(&text))
+        })
+        .map_err(|_| Box::new(EvalAltResult::ErrorTerminated(Dynamic::from("interrupted"), pos)))?;
         let mut ast = parsed.map_err(|e| in_module(e.into()))?;
         ast.set_source(entry.source.as_str());
         let module: SharedModule = Module::eval_ast_as_new(Scope::new(), &ast, engine).map_err(in_module)?.into();

@@ -17,6 +17,7 @@ pub mod functions;
 mod gathering;
 mod import_cycle;
 mod locking;
+mod parse_bounded;
 mod prefetch;
 pub mod runbook;
 mod syntax;

@@ -13,6 +13,7 @@ use rhai::{AST, ASTNode, Dynamic, Engine, Expr, ImmutableString, Stmt};
 
 use crate::catalog::{Catalog, Entry};
 use crate::engine;
+use opsbook_base::Cancel;
 use opsbook_base::Error;
 use opsbook_base::suggest;
 
@@ -145,11 +146,16 @@ pub struct Compiled {
     pub imports: Vec<String>,
 }
 
-/// Compiles a runbook or module; a syntax error becomes a located diagnostic.
-pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry) -> Result<Compiled, Error> {
-    let mut ast = engine
-        .compile(&*entry.text)
-        .map_err(|e| Error::located(engine::parse_diagnostic(&e, &entry.source, catalog)))?;
+/// Compiles a runbook or module; a syntax error becomes a located diagnostic. For a run, the
+/// parse stops at its `cancel` (the run's time limit, Ctrl-C): `Error::Interrupted` says while
+/// compiling what.
+pub fn compile(engine: &Engine, catalog: &Catalog, entry: Entry, cancel: Option<&Cancel>) -> Result<Compiled, Error> {
+    let parsed = match cancel {
+        Some(cancel) => crate::parse_bounded::parse(entry.text.clone(), cancel)
+            .map_err(|_| Error::Interrupted(format!("while compiling {}", entry.source)))?,
+        None => crate::parse_bounded::parse_here(&entry.text),
+    };
+    let mut ast = parsed.map_err(|e| Error::located(engine::parse_diagnostic(&e, &entry.source, catalog)))?;
     ast.set_source(entry.source.as_str());
     let mut params: Vec<Param> = Vec::new();
     let mut imports = Vec::new();

@@ -106,6 +106,6 @@ fn answers(world: &World) -> Result<(), String> {
     match (done.code, done.timed_out) {
         (_, true) | (None, _) => Err(format!("no answer within {}s", WITHIN.as_secs())),
         (Some(0), _) => Ok(()),
-        (Some(code), _) => Err(format!("`true` ended with status {code}: {}", done.stderr.trim())),
+        (Some(_), _) => Err(format!("`true` failed: {}", done.failure())),
     }
 }

@@ -157,12 +157,33 @@ impl Session {
     /// Finds and compiles a runbook by name.
     pub fn compile(&self, name: &str) -> Result<Compiled, Error> {
         let entry = self.catalog.find(Kind::Runbook, name)?;
-        runbook::compile(self.engine(), &self.catalog, entry)
+        runbook::compile(self.engine(), &self.catalog, entry, None)
     }
 
     /// Compiles any catalog entry (a runbook or a stdlib module).
     pub fn compile_entry(&self, entry: opsbook_engine::catalog::Entry) -> Result<Compiled, Error> {
-        runbook::compile(self.engine(), &self.catalog, entry)
+        runbook::compile(self.engine(), &self.catalog, entry, None)
+    }
+
+    /// Compiles runbook `name` for a run, or — when the run's time limit or Ctrl-C came
+    /// first (`runbook::compile`'s parse is stopped by them) — the report of the run stopped
+    /// there, in `format`, as a run stopped while running would end.
+    pub fn compile_or_stop(&self, name: &str, format: Format) -> Result<Result<Compiled, Report>, Error> {
+        let entry = self.catalog.find(Kind::Runbook, name)?;
+        let stopped_at = match runbook::compile(self.engine(), &self.catalog, entry.clone(), Some(&self.context.cancel))
+        {
+            Err(Error::Interrupted(what)) if self.context.cancel.is_cancelled() => what,
+            other => return other.map(Ok),
+        };
+        let recorder = Recorder::new(&entry.name, &entry.source, Default::default(), self.mode.clone(), format);
+        let end = match self.context.cancel.timed_out() {
+            Some(limit) => End::TimedOut(format!(
+                "the run's time limit of {} passed {stopped_at}",
+                humantime::format_duration(limit)
+            )),
+            None => End::Interrupted,
+        };
+        Ok(Err(recorder.finish(end)))
     }
 
     /// Runs a compiled runbook with `--set` pairs and writes its report in `format` to stdout.

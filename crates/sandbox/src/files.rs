@@ -80,40 +80,63 @@ pub(crate) fn free_ports(n: usize) -> std::io::Result<Vec<SocketAddr>> {
 
 /// A random API token from the kernel's generator.
 pub(crate) fn random_token() -> String {
-    use std::io::Read;
-    let mut bytes = [0u8; 24];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_err() {
-        let seed = opsbook_twin::now_ns() as u64 ^ u64::from(std::process::id());
-        bytes.iter_mut().enumerate().for_each(|(i, b)| *b = (seed >> ((i % 8) * 8)) as u8 ^ i as u8);
-    }
-    format!("sandbox-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+    format!("sandbox-{}", random_hex(24))
 }
 
-/// `$TMPDIR/opsbook-sandbox-PID`, mode 0700; leftovers of sandboxes whose process is gone
-/// (killed with SIGKILL, or interrupted while a fleet was set up) are removed beside it, on a
-/// thread of their own: a fleet's thousands of files take seconds to remove on a busy disk.
+/// A fresh `$TMPDIR/opsbook-sandbox-PID-RANDOM`, mode 0700: made by this call (`create`
+/// fails on anything already at the name, a random suffix makes a planted one useless), never
+/// a folder that was there. Leftovers of sandboxes whose process is gone (killed with SIGKILL,
+/// or interrupted while a fleet was set up) are removed beside it — only folders of that very
+/// shape, not links, owned by the user this one is: another user's, or anything else at a
+/// similar name, is left alone. The removal runs on a thread of its own: a fleet's thousands
+/// of files take seconds to remove on a busy disk.
 pub(crate) fn private_dir() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let base = std::env::temp_dir();
-    let mut stale = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&base) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name.strip_prefix("opsbook-sandbox-")
-                && pid.parse::<u32>().is_ok()
-                && !Path::new(&format!("/proc/{pid}")).exists()
-            {
-                stale.push(e.path());
-            }
+    let pid = std::process::id();
+    let dir = loop {
+        let dir = base.join(format!("opsbook-sandbox-{pid}-{}", random_hex(8)));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            made => break made.map(|()| dir)?,
         }
-    }
+    };
+    let owner = std::fs::symlink_metadata(&dir)?.uid();
+    let stale: Vec<PathBuf> = std::fs::read_dir(&base)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| left_by_a_sandbox_gone(&e.file_name().to_string_lossy()))
+        .filter(|e| std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir() && m.uid() == owner))
+        .map(|e| e.path())
+        .collect();
     if !stale.is_empty() {
         std::thread::spawn(move || stale.iter().for_each(|d| drop(std::fs::remove_dir_all(d))));
     }
-    let dir = base.join(format!("opsbook-sandbox-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     Ok(dir)
+}
+
+/// Whether `name` is a sandbox folder's (`opsbook-sandbox-PID-` and 16 hex digits) whose
+/// process is gone.
+fn left_by_a_sandbox_gone(name: &str) -> bool {
+    let Some((pid, suffix)) = name.strip_prefix("opsbook-sandbox-").and_then(|rest| rest.split_once('-')) else {
+        return false;
+    };
+    pid.parse::<u32>().is_ok()
+        && suffix.len() == 16
+        && suffix.bytes().all(|b| b.is_ascii_hexdigit())
+        && !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// `bytes` random bytes from the kernel's generator, in hex.
+fn random_hex(bytes: usize) -> String {
+    use std::io::Read;
+    let mut buf = vec![0u8; bytes];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).is_err() {
+        let seed = opsbook_twin::now_ns() as u64 ^ u64::from(std::process::id());
+        buf.iter_mut().enumerate().for_each(|(i, b)| *b = (seed >> ((i % 8) * 8)) as u8 ^ i as u8);
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 pub(crate) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {

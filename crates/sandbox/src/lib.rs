@@ -167,7 +167,7 @@ impl Sandbox {
             sim.arm_lost_host(&config);
             config.set(keys::ROLES, Value::Text(sim.roles.join(",")), Origin::Sandbox)?;
             client_files.push(files);
-            let world = simulated_world(name, &sim, &sandbox.dir.join(name).join("root"))?;
+            let world = simulated_world(name, &sim, &sandbox.dir.join(name).join("root"), &ports)?;
             sandbox.hosts.push(Host { sim, world, config });
         }
         let booted = boot_in_order(&runtime, &sandbox.hosts);
@@ -242,8 +242,14 @@ fn write_client_files(
 
 /// The world of a simulated host: its units and journal, processes run for real, no
 /// containers, and its `/` (with the folders a lifecycle runbook writes into) in `root`, so a
-/// write to /etc stays in the sandbox's private directory.
-fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<World, Error> {
+/// write to /etc stays in the sandbox's private directory; HTTP reaches only the sandbox's own
+/// `servers`.
+fn simulated_world(
+    name: &str,
+    sim: &SimHost,
+    root: &std::path::Path,
+    servers: &[std::net::SocketAddr],
+) -> Result<World, Error> {
     for dir in ["etc/systemd/system", "var/lib", "root"] {
         std::fs::create_dir_all(root.join(dir)).map_err(io("cannot create the sandbox's host directory"))?;
     }
@@ -255,7 +261,7 @@ fn simulated_world(name: &str, sim: &SimHost, root: &std::path::Path) -> Result<
         containers: Arc::new(containers::NoContainers),
         net: Arc::new(opsbook_world::LocalNet),
         files: Arc::new(opsbook_world::LocalFiles { root: Some(root.to_path_buf()) }),
-        endpoints: opsbook_world::Endpoints::default(),
+        endpoints: opsbook_world::Endpoints::only(servers.to_vec()),
         connection: None,
         sandbox: true,
         change_lock: Arc::new(opsbook_world::change_lock::HostLock::new(

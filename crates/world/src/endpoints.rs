@@ -2,16 +2,20 @@
 //! ssh has its endpoints (the URLs of its configuration, as the host itself sees them)
 //! forwarded over its connection to sockets only the operator can open (`transport::ssh`).
 //! The HTTP client connects a request whose address is one of them through its socket; the
-//! URL stays the host's own, so reports name the endpoint the host knows.
+//! URL stays the host's own, so reports name the endpoint the host knows. The sandbox's world
+//! reaches only its own servers (`only`): any other address — a real server on this machine's
+//! loopback, the network — is refused in words before a byte is sent.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The endpoints of one world that are reached through sockets; empty on this machine and in
-/// the sandbox.
+/// the sandbox. In the sandbox, the only addresses its world may reach.
 #[derive(Debug, Clone, Default)]
 pub struct Endpoints {
     routes: Arc<[Route]>,
+    /// When set, no address but these is reached (the sandbox's own servers).
+    only: Option<Arc<[std::net::SocketAddr]>>,
 }
 
 #[derive(Debug)]
@@ -24,7 +28,36 @@ struct Route {
 impl Endpoints {
     /// Requests to each `(host, port)` go through its `socket`.
     pub fn new(routes: Vec<(String, u16, PathBuf)>) -> Endpoints {
-        Endpoints { routes: routes.into_iter().map(|(host, port, socket)| Route { host, port, socket }).collect() }
+        Endpoints {
+            routes: routes.into_iter().map(|(host, port, socket)| Route { host, port, socket }).collect(),
+            only: None,
+        }
+    }
+
+    /// A world that reaches no address but `servers` (on loopback, named by address or as
+    /// `localhost`): the sandbox's.
+    pub fn only(servers: Vec<std::net::SocketAddr>) -> Endpoints {
+        Endpoints { routes: Arc::new([]), only: Some(servers.into()) }
+    }
+
+    /// Why a request to `url` may not be sent from this world, when it may not: its address
+    /// is none of the servers of `only`. A URL that is no http(s) address is left to the
+    /// client to refuse.
+    pub fn refusal(&self, url: &str) -> Option<String> {
+        let only = self.only.as_ref()?;
+        let (_, host, port) = destination(url)?;
+        let ours = only.iter().any(|server| {
+            server.port() == port
+                && (server.ip().to_string() == host || (host == "localhost" && server.ip().is_loopback()))
+        });
+        if ours {
+            return None;
+        }
+        let servers: Vec<String> = only.iter().map(ToString::to_string).collect();
+        Some(format!(
+            "`{url}` is outside the sandbox: a sandbox run reaches only its own stack ({}), never a real server",
+            servers.join(", ")
+        ))
     }
 
     /// The socket a request to `url` goes through, if its host and port are forwarded.
@@ -65,6 +98,26 @@ mod tests {
         assert_eq!(e.socket_for("http://127.0.0.1:12346/"), None);
         assert_eq!(e.socket_for("not a url"), None);
         assert_eq!(Endpoints::default().socket_for("http://127.0.0.1:12345"), None);
+    }
+
+    #[test]
+    fn a_world_confined_to_its_servers_refuses_every_other_address() {
+        let e = Endpoints::only(vec!["127.0.0.1:40001".parse().unwrap(), "127.0.0.1:40002".parse().unwrap()]);
+        assert_eq!(e.refusal("http://127.0.0.1:40001/health"), None);
+        assert_eq!(e.refusal("http://localhost:40002/ready"), None);
+        assert_eq!(
+            e.refusal("http://127.0.0.1:8086/api/v2/write"),
+            Some(
+                "`http://127.0.0.1:8086/api/v2/write` is outside the sandbox: a sandbox run reaches only its own stack \
+                 (127.0.0.1:40001, 127.0.0.1:40002), never a real server"
+                    .into()
+            )
+        );
+        for elsewhere in ["http://10.0.0.1:40001/", "https://127.0.0.1:40003/", "http://[::1]:40001/"] {
+            assert!(e.refusal(elsewhere).is_some(), "{elsewhere}");
+        }
+        assert_eq!(e.refusal("not a url"), None, "left to the client");
+        assert_eq!(Endpoints::default().refusal("http://10.0.0.1/"), None, "outside the sandbox, anything");
     }
 
     #[test]

@@ -147,7 +147,9 @@ impl Config {
     pub fn load(sources: &Sources) -> Result<Config, Error> {
         let mut config = Config::defaults();
         for path in implicit_files() {
-            if path.is_file() {
+            // One that is there and no regular file (a folder, a FIFO) is refused in words by
+            // `merge_file`, never passed over — nor opened, which a FIFO would hang.
+            if path.exists() {
                 config.merge_file(&path)?;
             }
         }

@@ -75,6 +75,7 @@ fn spawn(inv: Invocation, stays: Option<&str>) -> Result<(Running, Option<Stayin
         timeout: inv.timeout,
         stage: Stage::Live,
         stays,
+        ends_group: false,
     };
     Ok((running, staying))
 }
@@ -95,6 +96,9 @@ pub struct Running {
     stage: Stage,
     /// A child that stays (`start_staying`): what it is handed to once ready.
     stays: Option<Handover>,
+    /// Whether what the child left running in its group is killed when it exits
+    /// (`ending_its_group`).
+    ends_group: bool,
 }
 
 /// Where a watched child stands.
@@ -106,6 +110,13 @@ enum Stage {
 }
 
 impl Running {
+    /// The same child, whose process group — whatever it started and left running, `sleep
+    /// 300 &` — is killed when it exits, not only at its deadline.
+    pub fn ending_its_group(mut self) -> Running {
+        self.ends_group = true;
+        self
+    }
+
     /// Adds the descriptors to watch now to `fds`, each with the events awaited.
     pub(super) fn interest(&self, fds: &mut Vec<libc::pollfd>) {
         let mut watch = |fd: Option<RawFd>, events| {
@@ -179,7 +190,15 @@ impl Running {
     /// too much.
     fn watch_live(&mut self, exited: bool, now: Instant) -> Result<(), String> {
         let waiting = |e| format!("waiting for `{}`: {e}", self.program);
+        if self.ends_group && exited && self.exit.is_some() {
+            // Exited, not yet reaped: its pid still names its group, and nobody else's.
+            self.guard.kill();
+        }
         let status = match exited.then(|| self.child.try_wait()).transpose().map_err(waiting)?.flatten() {
+            Some(status) if self.ends_group => {
+                self.guard.kill(); // without a pidfd: at once after reaping it
+                Some(status)
+            }
             Some(status) => {
                 self.guard.0 = None;
                 Some(status)
@@ -345,6 +364,27 @@ mod tests {
         let f = both(inv(&["sh", "-c", "echo parent; (sleep 5; echo late) &"], Duration::from_secs(10))).unwrap();
         assert_eq!((f.code, f.stdout.as_str(), f.timed_out), (Some(0), "parent\n", false));
         assert!(f.duration < Duration::from_secs(3), "{:?}", f.duration);
+    }
+
+    #[test]
+    fn a_child_ending_its_group_leaves_nothing_it_started_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!("sleep 300 & echo $! > {}; echo done", pid_file.display());
+        let running = start(inv(&["sh", "-c", &script], Duration::from_secs(10))).unwrap().ending_its_group();
+        let mut one = super::super::Children::new();
+        one.add((), running);
+        let f = one.next_done().unwrap().1.unwrap();
+        assert_eq!((f.code, f.stdout.as_str(), f.timed_out), (Some(0), "done\n", false));
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        // The group's processes are killed; `sleep` is reaped by init, a moment later.
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            // SAFETY: signal 0 only asks whether the process exists.
+            let exists = unsafe { libc::kill(pid, 0) == 0 };
+            !exists || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+        });
+        assert!(gone, "`sleep 300 &` outlived the command");
     }
 
     #[test]

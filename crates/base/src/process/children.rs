@@ -17,6 +17,14 @@ pub fn run_blocking(inv: Invocation) -> Result<Completed, String> {
     one.next_done().expect("one child was added").1
 }
 
+/// `run_blocking`, and what the command started and left running in its process group (a
+/// `token_command`'s `sleep 300 &`) is killed when it ends, not left behind.
+pub fn run_blocking_ending_its_group(inv: Invocation) -> Result<Completed, String> {
+    let mut one = Children::new();
+    one.add((), start(inv)?.ending_its_group());
+    one.next_done().expect("one child was added").1
+}
+
 /// Children started with `start`, each under a key of the caller's, watched together.
 pub struct Children<K> {
     running: Vec<(K, Running)>,

@@ -32,6 +32,35 @@ pub struct Completed {
     pub timed_out: bool,
 }
 
+impl Completed {
+    /// How a command that did not succeed ended, in words that always say something: its exit
+    /// status (a signal, its deadline) and the end of what it said on stderr, or that it said
+    /// nothing — never a message ending in a colon.
+    pub fn failure(&self) -> String {
+        let how = match self.code {
+            _ if self.timed_out => "it did not finish in time".to_string(),
+            Some(code) => format!("exit status {code}"),
+            None => "ended by a signal".to_string(),
+        };
+        format!("{how}{}", said_on_stderr(&self.stderr))
+    }
+}
+
+/// `: ` and the last lines of what a failed command said on stderr (at most three lines and
+/// 500 characters, `…` where cut), or `, nothing on stderr`: what follows its exit status.
+pub fn said_on_stderr(stderr: &str) -> String {
+    let said = stderr.trim();
+    if said.is_empty() {
+        return ", nothing on stderr".to_string();
+    }
+    let lines: Vec<&str> = said.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+    let last = lines[lines.len().saturating_sub(3)..].join("\n");
+    let chars = last.chars().count();
+    let cut = chars > 500 || lines.len() > 3;
+    let kept: String = last.chars().skip(chars.saturating_sub(500)).collect();
+    format!(": {}{kept}", if cut { "…" } else { "" })
+}
+
 /// The most a command may print on each of stdout and stderr: more, and it is stopped and
 /// refused (`too_much`) rather than held in memory — a `token_command` printing a gigabyte.
 pub const MAX_OUTPUT: usize = 16 << 20;

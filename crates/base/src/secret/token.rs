@@ -65,7 +65,8 @@ fn read_file(path: &Path) -> Result<Secret, String> {
 
 fn run_command(argv: &[String], timeout: Duration) -> Result<Secret, String> {
     let invocation = Invocation { argv: argv.to_vec(), timeout, ..Invocation::default() };
-    let out = process::run_blocking(invocation).map_err(|e| format!("token_command failed: {e}"))?;
+    // A token command has nothing to leave running: what it started in the background ends with it.
+    let out = process::run_blocking_ending_its_group(invocation).map_err(|e| format!("token_command failed: {e}"))?;
     if out.timed_out {
         return Err(format!(
             "token_command (`{}`) did not finish within {}",

@@ -137,6 +137,9 @@ impl Context {
     ) -> VerbResult<Result<opsbook_world::Response, String>> {
         let http = self.http()?;
         let world = self.world();
+        if let Some(refused) = world.endpoints.refusal(&request.url) {
+            return Ok(Err(refused));
+        }
         let through = world.endpoints.socket_for(&request.url);
         let request = request.through(through);
         self.block_on(|| async move { http.send(request).await })

@@ -227,6 +227,7 @@ fn cpu_load(cx: &Context, workers: i64, duration: Duration) -> VerbResult<Map> {
     let done = done?.map_err(|e| fail(format!("host::cpu_load: {e}")))?;
     let load = load_from(&done.stdout, done.duration).map_err(|e| {
         let said = super::tools::tail(&format!("{}\n{}", done.stdout, done.stderr), 3);
+        let said = if said.is_empty() { "it printed nothing".to_string() } else { said };
         fail(format!("host::cpu_load: the host's CPU counters could not be read ({e}): {said}"))
     })?;
     record(&load)

@@ -17,9 +17,7 @@ use opsbook_world::{Request, Response};
 /// The `http::` namespace.
 pub(crate) fn module() -> Module {
     let mut m = Module::new();
-    for (name, method) in
-        [("get", reqwest::Method::GET), ("head", reqwest::Method::HEAD), ("post", reqwest::Method::POST)]
-    {
+    for (name, method) in [("get", reqwest::Method::GET), ("head", reqwest::Method::HEAD)] {
         let method2 = method.clone();
         register!(
             &mut m,
@@ -49,6 +47,26 @@ pub(crate) fn module() -> Module {
             )
         );
     }
+    // A POST asks the server to change something: planned under `--dry-run`, never sent.
+    register!(
+        &mut m,
+        "post",
+        Changes,
+        ["url: &str", "Map"],
+        "/// POSTs to `url` and returns `#{status, ok, headers, text, elapsed_ms}` as `http::get` does.\n\
+         /// Under `--dry-run` it is planned, not sent (`#{planned: true, ok: true, status: 0, …}`).",
+        "http::post(config.metrics_db.url + \"/api/v2/write\")",
+        |call: NativeCallContext, url: &str| post(&context(&call), url, &Map::new())
+    );
+    register!(
+        &mut m,
+        "post",
+        Changes,
+        ["url: &str", "options: Map", "Map"],
+        "/// Like the one-argument form, with options `#{headers: #{…}, body: \"…\", timeout: \"5s\"}`.",
+        "http::post(config.log_store.url + \"/loki/api/v1/push\", #{ body: \"{}\", headers: #{ \"content-type\": \"application/json\" } })",
+        |call: NativeCallContext, url: &str, options: Map| post(&context(&call), url, &options)
+    );
     register!(
         &mut m,
         "probe",
@@ -99,6 +117,25 @@ fn request(cx: &Context, method: reqwest::Method, url: &str, options: &Map) -> V
         Err(reason) if reason.contains(url) => Err(fail(reason)),
         Err(reason) => Err(fail(format!("{method} {url}: {reason}"))),
     }
+}
+
+/// A POST, unless the run only plans (`--dry-run`): then nothing is sent, and what comes back
+/// says it was planned.
+fn post(cx: &Context, url: &str, options: &Map) -> VerbResult<Map> {
+    build(reqwest::Method::POST, url, options)?;
+    if cx.plan(&format!("POST {url}")) {
+        let mut planned = record(&ResponseRecord {
+            status: 0,
+            ok: true,
+            headers: BTreeMap::new(),
+            text: "",
+            elapsed_ms: 0,
+            error: None,
+        })?;
+        planned.insert("planned".into(), true.into());
+        return Ok(planned);
+    }
+    request(cx, reqwest::Method::POST, url, options)
 }
 
 /// A whole response as scripts see it.

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::context::{Context, context};
 use super::result::VerbResult;
-use super::tools::{command, run_tool, tail};
+use super::tools::{command, run_tool};
 use super::values::record;
 use crate::register;
 use opsbook_base::config::keys;
@@ -200,7 +200,7 @@ fn config_test(cx: &Context) -> VerbResult<Map> {
     } else if ok {
         format!("{} points from {}", records.len(), measurements.join(", "))
     } else if done.code != Some(0) {
-        format!("exit status {}: {}", done.code.map_or("signal".into(), |c| c.to_string()), tail(&done.stderr, 3))
+        done.failure()
     } else if !parse_errors.is_empty() {
         format!("unparsable line protocol: {}", parse_errors.join("; "))
     } else if !errors.is_empty() {

@@ -52,7 +52,10 @@ pub(crate) fn read(cx: &Context, path: &str) -> VerbResult<Option<Vec<u8>>> {
     match ran.code {
         0 => Ok(Some(decode(ran.stdout.trim()).ok_or_else(|| fail(format!("{path} came back garbled")))?)),
         3 => Ok(None),
-        code => Err(fail(format!("cannot read {path} (exit status {code}): {}", ran.stderr.trim()))),
+        code => Err(fail(format!(
+            "cannot read {path}: exit status {code}{}",
+            opsbook_base::process::said_on_stderr(&ran.stderr)
+        ))),
     }
 }
 
@@ -63,7 +66,11 @@ pub(crate) fn write(cx: &Context, path: &str, key: &[u8]) -> VerbResult<()> {
     let argv: Vec<String> = ["sh", "-c", script, "sh", path].iter().map(|s| s.to_string()).collect();
     let ran = run_argv(cx, &argv, Some(encode(key)), cx.config().duration(keys::TOOLS_TIMEOUT))?;
     if ran.code != 0 {
-        return Err(fail(format!("cannot write {path} (exit status {}): {}", ran.code, ran.stderr.trim())));
+        return Err(fail(format!(
+            "cannot write {path}: exit status {}{}",
+            ran.code,
+            opsbook_base::process::said_on_stderr(&ran.stderr)
+        )));
     }
     Ok(())
 }

@@ -211,7 +211,7 @@ pub(super) fn log_target(cx: &Context, command: &AgentCommand) -> VerbResult<Res
     let done = match cx.run_command(Invocation { argv, timeout, ..Invocation::default() })? {
         Ok(done) if done.code == Some(0) => done,
         Ok(done) => {
-            return Ok(Err(format!("reading its files failed: {}", crate::verbs::tools::tail(&done.stderr, 3))));
+            return Ok(Err(format!("reading its files failed: {}", done.failure())));
         }
         Err(e) => return Ok(Err(format!("reading its files failed: {e}"))),
     };

@@ -1,0 +1,109 @@
+//! Parsing a script the run may stop. Rhai's parser never looks at a run's cancellation, and a
+//! runbook of a few MiB (a `switch` of a hundred thousand arms) takes it minutes: so a
+//! runbook's or a module's parse runs on a thread of its own, with an engine that parses as
+//! the runbook's does (`syntax::parse_settings`), and the caller waits for it or for the run's
+//! cancellation (`--timeout`, the first Ctrl-C), whichever comes first. A parse given up on
+//! goes on alone until the process ends; the caller ends the run in the usual words.
+
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opsbook_base::Cancel;
+use rhai::{AST, Engine, ParseError};
+
+/// The run was cancelled (its time limit, Ctrl-C) before the work was done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stopped;
+
+/// How often the caller looks at the cancellation while it waits.
+const LOOK_EVERY: Duration = Duration::from_millis(20);
+
+/// The parser recurses once per nesting level: as much stack as the main thread has.
+const STACK: usize = 8 << 20;
+
+/// Parses `text` as a runbook's engine does, unless `cancel` comes first.
+pub(crate) fn parse(text: Arc<str>, cancel: &Cancel) -> Result<Result<AST, ParseError>, Stopped> {
+    until_cancelled(cancel, move || parse_here(&text))
+}
+
+/// Parses `text` on this thread as a runbook's engine does.
+pub(crate) fn parse_here(text: &str) -> Result<AST, ParseError> {
+    let mut engine = Engine::new_raw();
+    crate::syntax::parse_settings(&mut engine);
+    engine.compile(text)
+}
+
+/// What `work` gives, done on a thread of its own, unless `cancel` comes first (then the
+/// thread is left to finish alone). Without a thread to start, `work` is done here.
+pub(crate) fn until_cancelled<T: Send + 'static>(
+    cancel: &Cancel,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Stopped> {
+    if cancel.is_cancelled() {
+        return Err(Stopped);
+    }
+    // The work is handed over through a slot, so a thread that cannot start gives it back.
+    let slot = Arc::new(Mutex::new(Some(work)));
+    let (tx, rx) = sync_channel(1);
+    let taken = slot.clone();
+    let started = std::thread::Builder::new().name("opsbook-compile".into()).stack_size(STACK).spawn(move || {
+        let work = taken.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(work) = work {
+            let _ = tx.send(work());
+        }
+    });
+    let handle = match started {
+        Ok(handle) => handle,
+        Err(_) => {
+            let work = slot.lock().unwrap_or_else(|e| e.into_inner()).take().expect("the thread never started");
+            return Ok(work());
+        }
+    };
+    loop {
+        match rx.recv_timeout(LOOK_EVERY) {
+            Ok(done) => return Ok(done),
+            Err(RecvTimeoutError::Timeout) if cancel.is_cancelled() => return Err(Stopped),
+            Err(RecvTimeoutError::Timeout) => {}
+            // The thread ended without an answer: it panicked, and so does the caller.
+            Err(RecvTimeoutError::Disconnected) => match handle.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(()) => unreachable!("the thread sends before it ends"),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parse_gives_what_the_parser_gives() {
+        let cancel = Cancel::default();
+        let ast = parse(Arc::from("fn f() { 1 }\nlet x = wait::until(1);"), &cancel).unwrap().unwrap();
+        assert_eq!(ast.iter_functions().map(|f| f.name).collect::<Vec<_>>(), ["f"]);
+        let err = parse(Arc::from("let = ;"), &cancel).unwrap().unwrap_err();
+        assert_eq!(err.position().line(), Some(1));
+    }
+
+    #[test]
+    fn a_cancelled_run_stops_waiting_for_work_that_does_not_end() {
+        let cancel = Cancel::default();
+        let later = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            later.cancel();
+        });
+        let (_keep, never) = std::sync::mpsc::channel::<()>();
+        let waited = until_cancelled(&cancel, move || never.recv());
+        assert_eq!(waited.map(|_| ()), Err(Stopped));
+        assert_eq!(until_cancelled(&cancel, || 1), Err(Stopped), "nothing starts once cancelled");
+    }
+
+    #[test]
+    fn a_panic_in_the_work_is_the_callers() {
+        let caught = std::panic::catch_unwind(|| until_cancelled(&Cancel::default(), || panic!("the parser broke")));
+        assert!(caught.is_err());
+    }
+}
