@@ -155,7 +155,8 @@ pub struct RunArgs {
     pub save_json: Option<PathBuf>,
 
     /// Stop the run after DURATION (`30s`, `10m`) with its partial report, saying where it
-    /// was; exit 124. Default: `limits.run_timeout` (none).
+    /// was; exit 124. Over several hosts every host's run stops then; a rollout takes none.
+    /// Default: `limits.run_timeout` (none).
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub timeout: Option<std::time::Duration>,
 

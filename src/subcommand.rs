@@ -127,8 +127,16 @@ fn fleet_run(
         format: global.format,
         save_json: run.save_json.as_deref(),
         dry_run: global.dry_run,
+        timeout: run.timeout,
     };
     if run.rollout.wanted() {
+        if run.timeout.is_some() {
+            return Err(Error::Usage(
+                "--timeout stops a run where it stands, and a rollout stops only between batches (Ctrl-C), each \
+                 host bounded by its gate's own deadlines: leave --timeout out of a rollout"
+                    .into(),
+            ));
+        }
         return opsbook_fleet::rollout::run(targets, inventory, &job, &run.rollout.options());
     }
     opsbook_fleet::run::run(targets, inventory, &job)

@@ -47,6 +47,23 @@ fn a_runbook_the_parser_takes_minutes_over_ends_at_its_time_limit() {
 }
 
 #[test]
+fn a_fleet_run_of_a_runbook_the_parser_takes_minutes_over_ends_at_its_time_limit() {
+    let t = Test::new().runbook("big", &big_switch(110_000, |i| i.to_string(), "check"));
+    let args = ["run", "big", "--sandbox", "--fleet", "1", "--hosts", "all", "--timeout", "2s"];
+    let (out, took) = t.args(args).spawn().wait(Duration::from_secs(60));
+    assert_eq!(
+        (out.code, mask(&out.stdout).as_str(), out.stderr.as_str()),
+        (
+            124,
+            "big on server (runbooks/big.rhai)  [sandbox: in-process stack]\n\ntimed out: the run's time limit of [DUR] \
+             passed while compiling runbooks/big.rhai\n\n0 passed, 0 failed  ([DUR])\n",
+            ""
+        )
+    );
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+#[test]
 fn a_module_the_parser_takes_minutes_over_ends_at_the_time_limit_where_it_is_imported() {
     let module = format!("fn f() {{\n{}}}\n", big_switch(110_000, |i| i.to_string(), "print"));
     let t = Test::new().module("bigm", &module).runbook("r", "import \"bigm\" as m;\ncheck(\"after\", true);\n");

@@ -202,3 +202,33 @@ aborted: `{url}/api/v2/write` is outside the sandbox: a sandbox run reaches only
     assert!(stdout.contains("ok    post"), "{stdout}");
     assert_eq!(server.hits(), 2, "the POST and the probe from this machine");
 }
+
+#[test]
+fn a_sandbox_run_opens_no_tcp_connection_to_a_real_server() {
+    let server = Listener::start();
+    let runbook = format!(
+        "let far = host::tcp_connect(\"127.0.0.1:{}\", \"1s\");\ncheck(\"real server\", far.ok, far.detail);\n\
+         let own = config.metrics_db.url;\nown.replace(\"http://\", \"\");\n\
+         let near = host::tcp_connect(own, \"1s\");\ncheck(\"own stack\", near.ok, near.detail);\n",
+        server.port
+    );
+    let (code, stdout, stderr) = Test::new().runbook("t", &runbook).run_in_place(&["run", "t", "--sandbox"]);
+    let stdout = regex::Regex::new(r"connected in \d+ ms").unwrap().replace_all(&stdout, "connected in [N] ms");
+    assert_eq!(
+        (code, servers_masked(&stdout), stderr.as_str()),
+        (
+            1,
+            format!(
+                "t (runbooks/t.rhai)  [sandbox: in-process stack]
+  FAIL  real server — `127.0.0.1:{}` is outside the sandbox: a sandbox run reaches only its own stack ([SERVERS]), never a real server
+  ok    own stack — connected in [N] ms
+
+1 passed, 1 failed  ([DUR])
+",
+                server.port
+            ),
+            ""
+        )
+    );
+    assert_eq!(server.hits(), 0, "the sandbox reached the real server");
+}

@@ -20,4 +20,7 @@ pub struct Job<'a> {
     pub save_json: Option<&'a Path>,
     /// Whether changing verbs only say what they would do.
     pub dry_run: bool,
+    /// `--timeout`: every host's run stops there with its partial report (`run::run`; a
+    /// rollout takes none). `None`: the configuration's `limits.run_timeout`, if any.
+    pub timeout: Option<std::time::Duration>,
 }

@@ -15,6 +15,7 @@ use crate::session::Session;
 use crate::targets::Target;
 use opsbook_base::Cancel;
 use opsbook_base::Error;
+use opsbook_base::config::keys;
 use opsbook_base::report::Mode;
 use opsbook_base::report::{Formatter, Outcome, Recorder, Report};
 use opsbook_inventory::Inventory;
@@ -31,13 +32,27 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job) -> Result
     let sessions: Vec<&Session> = targets.iter().filter_map(|t| t.session.as_ref().ok()).collect();
     let mut compiled = None;
     if let Some(first) = sessions.first() {
-        // A script or parameter error is the same on every host: say it once, before any acts.
-        // The hosts share one catalog, so what compiled here serves them all.
-        let once = first.compile(runbook)?;
-        once.bind(params)?;
-        compiled = Some(once);
+        // The time limit and Ctrl-C hold from the start: compiling a large runbook takes a
+        // while. The limit is the whole run's: every host's run stops when it passes.
         let cancels: Vec<Cancel> = sessions.iter().map(|s| s.context.cancel.clone()).collect();
         opsbook_base::on_signals(first.context.runtime(), cancels, "the runbook on every host");
+        let limit = job.timeout.unwrap_or_else(|| first.config.duration(keys::LIMITS_RUN_TIMEOUT));
+        if !limit.is_zero() {
+            sessions.iter().for_each(|s| s.context.cancel.time_out_after(s.context.runtime(), limit));
+        }
+        // A script or parameter error is the same on every host: say it once, before any acts.
+        // The hosts share one catalog, so what compiled here serves them all.
+        let once = match first.compile_or_stop(runbook, format)? {
+            Ok(once) => once,
+            Err(stopped) => {
+                if let Some(path) = save_json {
+                    opsbook_base::report::json::save(path, &opsbook_base::report::json::document(&stopped))?;
+                }
+                return Ok(stopped.exit_code());
+            }
+        };
+        once.bind(params)?;
+        compiled = Some(once);
     }
 
     let started = Instant::now();

@@ -259,7 +259,7 @@ fn simulated_world(
         journal: sim.journal.clone(),
         commands: Arc::new(commands::SimCommands { root: root.to_path_buf(), lost: sim.manager.lost.clone() }),
         containers: Arc::new(containers::NoContainers),
-        net: Arc::new(opsbook_world::LocalNet),
+        net: Arc::new(opsbook_world::ConfinedNet { only: opsbook_world::Endpoints::only(servers.to_vec()) }),
         files: Arc::new(opsbook_world::LocalFiles { root: Some(root.to_path_buf()) }),
         endpoints: opsbook_world::Endpoints::only(servers.to_vec()),
         connection: None,

@@ -44,8 +44,19 @@ impl Endpoints {
     /// is none of the servers of `only`. A URL that is no http(s) address is left to the
     /// client to refuse.
     pub fn refusal(&self, url: &str) -> Option<String> {
-        let only = self.only.as_ref()?;
         let (_, host, port) = destination(url)?;
+        self.refused(&host, port, url)
+    }
+
+    /// Why a TCP connection to `address` (`HOST:PORT`) may not be opened from this world, when
+    /// it may not (`refusal`'s rule).
+    pub fn refusal_of_address(&self, address: &str) -> Option<String> {
+        let (_, host, port) = destination(&format!("http://{address}/"))?;
+        self.refused(&host, port, address)
+    }
+
+    fn refused(&self, host: &str, port: u16, shown: &str) -> Option<String> {
+        let only = self.only.as_ref()?;
         let ours = only.iter().any(|server| {
             server.port() == port
                 && (server.ip().to_string() == host || (host == "localhost" && server.ip().is_loopback()))
@@ -55,7 +66,7 @@ impl Endpoints {
         }
         let servers: Vec<String> = only.iter().map(ToString::to_string).collect();
         Some(format!(
-            "`{url}` is outside the sandbox: a sandbox run reaches only its own stack ({}), never a real server",
+            "`{shown}` is outside the sandbox: a sandbox run reaches only its own stack ({}), never a real server",
             servers.join(", ")
         ))
     }

@@ -40,7 +40,7 @@ pub use hostname::this_machine;
 pub use http_client::{Http, Request, Response};
 pub use local_files::{LocalFiles, confined};
 pub use local_time::{micros as local_micros, today as local_today};
-pub use net::{Link, LocalNet, Net, Reach, Resolved, resolve as resolve_name};
+pub use net::{ConfinedNet, Link, LocalNet, Net, Reach, Resolved, resolve as resolve_name};
 pub use remote::{endpoints_from_host, routes as forwarded_routes};
 pub use this_run::{id as run_id, who as run_by};
 pub use world::World;

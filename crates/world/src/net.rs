@@ -40,6 +40,27 @@ pub trait Net: Send + Sync {
     fn link<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Link, String>>;
 }
 
+/// This machine, reaching only the servers `only` lists (a sandbox's own stack): a connection
+/// to any other address is refused in words before a packet is sent. Its interfaces are this
+/// machine's, read only.
+pub struct ConfinedNet {
+    /// The servers it may reach (`Endpoints::only`).
+    pub only: crate::endpoints::Endpoints,
+}
+
+impl Net for ConfinedNet {
+    fn tcp_connect<'a>(&'a self, address: &'a str, timeout: Duration) -> BoxFuture<'a, Reach> {
+        match self.only.refusal_of_address(address) {
+            Some(refused) => Box::pin(async move { Reach::Failed(refused) }),
+            None => LocalNet.tcp_connect(address, timeout),
+        }
+    }
+
+    fn link<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Link, String>> {
+        LocalNet.link(name)
+    }
+}
+
 /// This machine.
 pub struct LocalNet;
 
