@@ -85,3 +85,21 @@ fn each_command_reads_its_configuration_file_once() {
         .collect();
     assert_eq!(seen, expected);
 }
+
+/// A run on this machine reads the inventory once, for the note it starts with (the inventory
+/// does not name this machine) and for the runbook's `inventory::hosts()` alike.
+#[test]
+fn a_run_on_this_machine_reads_its_inventory_once() {
+    let inventory = "all:\n  hosts:\n    far1:\n      ansible_host: 192.0.2.7\n";
+    let runbook = "//! Reads the inventory.\ncheck(\"one host\", inventory::hosts().len() == 1);\n";
+    let test = Test::new().file("hosts.yml", inventory).runbook("inventory", runbook).args([
+        "run",
+        "inventory",
+        "--inventory",
+        "hosts.yml",
+    ]);
+    let opens = Opens::watch(&test.path().join("hosts.yml"));
+    let out = test.run();
+    let out = out.stdout_has("is not in the inventory, so `inventory` checks it alone").stdout_has("ok    one host");
+    assert_eq!((out.code, opens.count()), (0, 1), "exit status and opens of hosts.yml{}", out.stderr);
+}
