@@ -35,10 +35,10 @@ fn every_verb_says_its_effect_and_gives_an_example() {
 fn every_example_gives_its_expected_result_in_the_sandbox() {
     let mut examples: Vec<String> = Vec::new();
     for f in verbs() {
-        if let Some(example) = f["example"].as_str() {
-            if !examples.iter().any(|e| e == example) {
-                examples.push(example.to_string());
-            }
+        if let Some(example) = f["example"].as_str()
+            && !examples.iter().any(|e| e == example)
+        {
+            examples.push(example.to_string());
         }
     }
     assert!(examples.len() > 100, "only {} examples were found", examples.len());
