@@ -8,7 +8,7 @@ use opsbook_base::Error;
 use opsbook_engine::runbook::Compiled;
 use opsbook_fleet::GlobalOptions;
 use opsbook_fleet::Session;
-use opsbook_inventory::{Inventory, Role};
+use opsbook_inventory::Role;
 
 /// The note for a run of runbook `name` on this machine, when one is due: an inventory is
 /// configured, it names neither this machine nor a host without an address, and the runbook
@@ -19,7 +19,8 @@ pub(crate) fn note(global: &GlobalOptions, session: &Session, compiled: &Compile
     if global.sandbox {
         return None;
     }
-    let inventory = Inventory::load(&session.config, global.inventory.as_deref()).ok()?;
+    // The inventory the runbook sees too: read once for both.
+    let inventory = session.context.inventory().ok()?;
     let here = session.context.hostname();
     if inventory.hosts().iter().any(|h| h.is_local() || h.name == here) {
         return None;

@@ -39,6 +39,7 @@ fn one_line(text: &str) -> String {
 fn the_functions_reference_is_the_verb_registry() {
     let out = Test::new().args(["fns", "--json"]).run().code(0);
     let listed: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    let results = short_example_results();
     let mut page = String::new();
     let mut namespace = None;
     for f in &listed {
@@ -57,6 +58,9 @@ fn the_functions_reference_is_the_verb_registry() {
         page.push_str(&format!("- **`{name}`**{effect}  \n  {}", one_line(&text("doc"))));
         if !text("example").is_empty() {
             page.push_str(&format!(" Example: `{}`", text("example")));
+            if let Some(result) = results.get(text("example").as_str()) {
+                page.push_str(&format!(" gives `{result}` in the sandbox."));
+            }
         }
         page.push('\n');
     }
@@ -67,6 +71,26 @@ fn the_functions_reference_is_the_verb_registry() {
         "<!-- end of the host functions -->",
         &page,
     );
+}
+
+/// The examples' results `verbs::every_example_gives_its_expected_result_in_the_sandbox`
+/// holds (`tests/fixtures/verb-examples.txt`) that read well beside the example: short, the
+/// same wherever they run (nothing masked), something (not `()`), neither refused nor varying.
+fn short_example_results() -> std::collections::BTreeMap<String, String> {
+    let kept = std::fs::read_to_string(repo_dir().join("tests/fixtures/verb-examples.txt")).unwrap();
+    let masked = regex::Regex::new(r"\[[A-Z ]+\]").unwrap();
+    kept.lines()
+        .filter_map(|line| line.split_once(" => "))
+        .filter(|(_, result)| {
+            result.len() <= 60
+                && *result != "()"
+                && !result.contains('`')
+                && !masked.is_match(result)
+                && !result.starts_with("refused: ")
+                && !result.starts_with("(varies: ")
+        })
+        .map(|(example, result)| (example.to_string(), result.to_string()))
+        .collect()
 }
 
 fn accepts(kind: Kind) -> String {

@@ -15,6 +15,7 @@ mod change_lock;
 mod change_lock_hosts;
 mod cli;
 mod config;
+mod config_read_once;
 mod debian13;
 mod delivery;
 mod delivery_hosts;

@@ -29,7 +29,7 @@ const KEY_PREFIX: &str = "opsbook_";
 
 pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inventory, Error> {
     let ansible = ansible_path.map(AnsibleInventory::load).transpose()?;
-    let toml = toml_source::read(config.files())?;
+    let toml = toml_source::read(config.file_texts())?;
     let mut groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut names: Vec<String> = Vec::new();
     if let Some(a) = &ansible {

@@ -179,7 +179,7 @@ pub struct Inventory {
 
 impl Inventory {
     /// Reads the inventory: `inventory_path` (from `--inventory`), else the `inventory` config
-    /// key, plus the `[hosts]` and `[groups]` of `config.files()`. Malformed files are errors
+    /// key, plus the `[hosts]` and `[groups]` of `config.file_texts()`. Malformed files are errors
     /// pointing into them; unresolvable values become each host's `problems`.
     pub fn load(config: &Config, inventory_path: Option<&Path>) -> Result<Inventory, Error> {
         let path = match inventory_path {

@@ -15,11 +15,12 @@
 //! config.log_shipper.unit = "alloy.service"
 //! ```
 //!
-//! Every config file (`Config::files()`) is re-read, lowest precedence first; a later file's
-//! field replaces an earlier one's. Mistakes point into the file with a caret, as the config
+//! Every config file is read from the text the configuration kept of it
+//! (`Config::file_texts()`: a command reads each file once), lowest precedence first; a later
+//! file's field replaces an earlier one's. Mistakes point into the file with a caret, as the config
 //! loader's do.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use toml::de::{DeTable, DeValue};
 
@@ -75,18 +76,14 @@ pub(crate) struct TomlInventory {
 const HOST_FIELDS: [&str; 6] = ["address", "roles", "user", "port", "key", "config"];
 const GROUP_FIELDS: [&str; 3] = ["hosts", "roles", "config"];
 
-/// Reads `[hosts.*]` and `[groups.*]` from each file.
-pub(crate) fn read(files: &[PathBuf]) -> Result<TomlInventory, Error> {
+/// Reads `[hosts.*]` and `[groups.*]` from each file's text, as `files` gives them.
+pub(crate) fn read<'a>(files: impl Iterator<Item = (&'a Path, &'a str)>) -> Result<TomlInventory, Error> {
     let mut out = TomlInventory::default();
-    for path in files {
-        let text = opsbook_base::read_text_or(path, opsbook_base::InputKind::CONFIG, |e| Error::ConfigFileMissing {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-        // The config loader parsed this file already; a parse error here cannot be new.
-        let Ok(table) = DeTable::parse(&text) else { continue };
+    for (path, text) in files {
+        // The config loader parsed this text already; a parse error here cannot be new.
+        let Ok(table) = DeTable::parse(text) else { continue };
         let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
-        let file = File { path, text: &text, line_starts };
+        let file = File { path, text, line_starts };
         for (k, v) in table.get_ref().iter() {
             match k.get_ref().as_ref() {
                 "hosts" => {

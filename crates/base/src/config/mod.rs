@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
@@ -109,6 +110,9 @@ pub struct Sources {
 pub struct Config {
     settings: BTreeMap<&'static str, Setting>,
     files: Vec<PathBuf>,
+    /// Each file's text as it was read, beside `files`: what else the files hold (the
+    /// inventory's `[hosts]` and `[groups]`) is read from here, never from the file again.
+    texts: Vec<Arc<str>>,
     /// A token handed over as a value (the sandbox's), never stored as text.
     given_token: Option<Secret>,
     /// The resolved token, kept until `forget_token` (after deploy wrote a new one).
@@ -136,6 +140,7 @@ impl Config {
         Config {
             settings,
             files: Vec::new(),
+            texts: Vec::new(),
             given_token: None,
             token: TokenCache::default(),
             serve: serve::Serve::default(),
@@ -256,6 +261,7 @@ impl Config {
             self.settings.insert(key.name, Setting { value, origin: Origin::File { path: path.to_path_buf(), line } });
         }
         self.files.push(path.to_path_buf());
+        self.texts.push(Arc::from(text.as_str()));
         Ok(())
     }
 
@@ -292,6 +298,12 @@ impl Config {
     /// The files that were read, lowest precedence first.
     pub fn files(&self) -> &[PathBuf] {
         &self.files
+    }
+
+    /// The files that were read with the text read then, lowest precedence first: the one
+    /// read of each file a command makes (the inventory parses its tables from here).
+    pub fn file_texts(&self) -> impl Iterator<Item = (&Path, &str)> {
+        self.files.iter().map(PathBuf::as_path).zip(self.texts.iter().map(|t| &**t))
     }
 
     /// Every key with its value (secrets redacted) and origin, in declaration order.

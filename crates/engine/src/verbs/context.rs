@@ -318,6 +318,12 @@ impl Context {
         self.place.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The inventory `inventory::` and `fleet::` see, read on the first call (once, whoever
+    /// asks first: a runbook or the command around it), or why there is none.
+    pub fn inventory(&self) -> Result<Arc<opsbook_inventory::Inventory>, String> {
+        self.place().inventory()
+    }
+
     /// Sets what `inventory::` and `fleet::` see for the runs that follow.
     pub fn set_place(&self, place: Place) {
         *self.place() = place;

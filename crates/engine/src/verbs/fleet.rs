@@ -19,7 +19,6 @@ use serde::Serialize;
 
 use super::context::{Context, context};
 use super::ground::Ground;
-use super::place::Source;
 use super::result::{VerbResult, fail};
 use super::time::positive_duration_arg;
 use super::values::record;
@@ -222,20 +221,7 @@ pub(crate) fn fleet_module() -> Module {
 
 /// The inventory, read now if this is the first time.
 fn inventory(cx: &Context) -> VerbResult<Arc<Inventory>> {
-    let mut place = cx.place();
-    let source = std::mem::take(&mut place.inventory);
-    place.inventory = match source {
-        Source::Pending(load) => match load() {
-            Ok(inventory) => Source::Ready(Arc::new(inventory)),
-            Err(why) => Source::Failed(why),
-        },
-        other => other,
-    };
-    match &place.inventory {
-        Source::Ready(inventory) => Ok(inventory.clone()),
-        Source::Failed(why) => Err(fail(format!("cannot read the inventory: {why}"))),
-        Source::Absent | Source::Pending(_) => Err(fail("this run has no inventory (give `--inventory FILE`)")),
-    }
+    cx.inventory().map_err(fail)
 }
 
 fn hosts(cx: &Context, pattern: &str) -> VerbResult<Array> {

@@ -65,6 +65,23 @@ impl Place {
         self.shared.get(name).or_else(|| self.reached.get(name))
     }
 
+    /// The inventory, read now if this is the first time (once: its loader is used up), or
+    /// why there is none.
+    pub(super) fn inventory(&mut self) -> Result<Arc<Inventory>, String> {
+        self.inventory = match std::mem::take(&mut self.inventory) {
+            Source::Pending(load) => match load() {
+                Ok(inventory) => Source::Ready(Arc::new(inventory)),
+                Err(why) => Source::Failed(why),
+            },
+            other => other,
+        };
+        match &self.inventory {
+            Source::Ready(inventory) => Ok(inventory.clone()),
+            Source::Failed(why) => Err(format!("cannot read the inventory: {why}")),
+            Source::Absent | Source::Pending(_) => Err("this run has no inventory (give `--inventory FILE`)".into()),
+        }
+    }
+
     /// This host runs as `name` among the hosts of `gathering`.
     pub fn in_run(mut self, gathering: Arc<Gathering>, name: String) -> Place {
         self.run = Some((gathering, name));

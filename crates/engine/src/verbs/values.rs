@@ -113,6 +113,9 @@ fn walk(value: &Dynamic, depth: usize, out: &mut String) {
         array(&list, depth, out);
     } else if let Some(items) = value.read_lock::<Map>() {
         map(&items, depth, out);
+    } else if let Some(status) = value.read_lock::<UnitStatus>() {
+        // Its status line, as `print` shows one alone, not Rust's name of the type.
+        let _ = write!(out, "{}", *status);
     } else if depth == 0 {
         out.push_str(&value.to_string());
     } else {
