@@ -33,15 +33,7 @@ fn every_verb_says_its_effect_and_gives_an_example() {
 /// rewrites the file (then review it with `git diff`).
 #[test]
 fn every_example_gives_its_expected_result_in_the_sandbox() {
-    let mut examples: Vec<String> = Vec::new();
-    for f in verbs() {
-        if let Some(example) = f["example"].as_str()
-            && !examples.iter().any(|e| e == example)
-        {
-            examples.push(example.to_string());
-        }
-    }
-    assert!(examples.len() > 100, "only {} examples were found", examples.len());
+    let examples = distinct_examples();
     // One check per example, named by its place: passed with the value's debug form, failed
     // with what it threw. The checks the examples record themselves have other names.
     let mut source = String::from("//! Runs every verb's example.\n");
@@ -100,22 +92,7 @@ fn every_example_gives_its_expected_result_in_the_sandbox() {
         seen.push_str(&format!("{example} => {shown}\n"));
     }
     assert_eq!(threw, Vec::<String>::new(), "examples that threw");
-    let path = crate::support::repo_dir().join("tests/fixtures/verb-examples.txt");
-    if std::env::var_os("OPSBOOK_BLESS").is_some() {
-        std::fs::write(&path, &seen).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let differing: Vec<String> =
-        expected.lines().zip(seen.lines()).filter(|(e, s)| e != s).map(|(e, s)| where_differing(e, s)).collect();
-    assert!(
-        expected == seen,
-        "the examples' results differ from {} (OPSBOOK_BLESS=1 rewrites it):\n{}\n({} lines expected, {} seen)",
-        path.display(),
-        differing.join("\n"),
-        expected.lines().count(),
-        seen.lines().count()
-    );
+    compare_with_fixture(&seen);
 }
 
 /// Two lines of the results' file around where they first differ (a result can be long).
@@ -243,5 +220,39 @@ fn the_functions_reference_lists_every_verb_of_the_registry() {
         &readme[start..stop],
         table,
         "docs/reference/functions.md's verbs differ from the registry (OPSBOOK_BLESS=1 rewrites them)"
+    );
+}
+
+/// Every verb's example, once each, in the order `opsbook fns` lists them.
+fn distinct_examples() -> Vec<String> {
+    let mut examples: Vec<String> = Vec::new();
+    for f in verbs() {
+        if let Some(example) = f["example"].as_str()
+            && !examples.iter().any(|e| e == example)
+        {
+            examples.push(example.to_string());
+        }
+    }
+    assert!(examples.len() > 100, "only {} examples were found", examples.len());
+    examples
+}
+
+/// `seen` against tests/fixtures/verb-examples.txt, whole (`OPSBOOK_BLESS=1` writes it there).
+fn compare_with_fixture(seen: &str) {
+    let path = crate::support::repo_dir().join("tests/fixtures/verb-examples.txt");
+    if std::env::var_os("OPSBOOK_BLESS").is_some() {
+        std::fs::write(&path, seen).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let differing: Vec<String> =
+        expected.lines().zip(seen.lines()).filter(|(e, s)| e != s).map(|(e, s)| where_differing(e, s)).collect();
+    assert!(
+        expected == seen,
+        "the examples' results differ from {} (OPSBOOK_BLESS=1 rewrites it):\n{}\n({} lines expected, {} seen)",
+        path.display(),
+        differing.join("\n"),
+        expected.lines().count(),
+        seen.lines().count()
     );
 }
