@@ -15,7 +15,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::debian13::host::Debian13Host;
-use crate::delivery_hosts::{AGENT, base_templates, template};
+use crate::delivery_hosts::{AGENT, base_templates, first_rolled_back, template};
 use crate::realhosts::{ROLES, operator_config, passes_on, run};
 use crate::rollout::summary;
 use crate::support::Test;
@@ -210,17 +210,8 @@ fn rerun() -> String {
 
 rollback on d13c1 (<built-in>/runbooks/rollback.rhai)
 {ROLLBACK}
-rollout of configure: 2 host(s) in 2 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
-BATCH  HOSTS  OUTCOME        TIME
-1      d13c1  1 rolled back  [DUR]
-2      d13c2  not attempted
-
-HOST   ROLES                       BATCH  OUTCOME        WHY
-d13c1  metrics-agent, log-shipper  1      rolled back    gate: [WHY]; the rollback passed
-d13c2  metrics-agent, log-shipper  2      not attempted  stopped after batch 1: 1 host(s) failed, more than 0
-
-2 host(s): 1 rolled back (d13c1), 1 not attempted (d13c2); stopped after batch 1 of 2: 1 host(s) failed, more than --max-fail 0 allows  ([DUR])
-"
+{}",
+        first_rolled_back("configure")
     )
 }
 

@@ -7,17 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::Test;
 
-/// A small deterministic generator (xorshift): the same cases on every run.
-struct Seeded(u64);
-
-impl Seeded {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use crate::support::seeded::Seeded;
 
 #[test]
 fn host_ranges_naming_more_than_an_inventory_may_hold_are_refused_at_once() {

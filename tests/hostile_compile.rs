@@ -7,17 +7,7 @@ use std::time::Duration;
 
 use crate::support::{Test, mask};
 
-/// A small deterministic generator (xorshift): the same cases on every run.
-struct Seeded(u64);
-
-impl Seeded {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use crate::support::seeded::Seeded;
 
 /// A `switch` over `arms` arms, each `label(i) => call("…i…", true)` (under 4 MiB for the
 /// sizes used here: the parser takes minutes over it, not the reader).

@@ -3,7 +3,6 @@
 //! Each test gets its own temporary directory that is the working directory, `$HOME` and
 //! `$XDG_CONFIG_HOME` parent, with `runbooks/` and `stdlib/` beside each other as in the repo,
 //! and an environment cleared of anything that could leak in from the developer's shell.
-//!
 //! ```ignore
 //! Test::new().runbook("x", "check(\"a\", true);").args(["run", "x"]).run().code(0).stdout_has("1 passed");
 //! ```
@@ -15,6 +14,7 @@ pub(crate) mod docs;
 pub(crate) mod fleet;
 pub(crate) mod ports;
 pub(crate) mod private_host;
+pub(crate) mod seeded;
 pub(crate) mod vendor_debs;
 pub(crate) mod wire;
 
