@@ -7,6 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::watch;
 
+thread_local! {
+    /// The handle work blocking this thread looks at (`Cancel::watch_here`).
+    static WATCHED: std::cell::RefCell<Option<Cancel>> = const { std::cell::RefCell::new(None) };
+}
+
 #[derive(Debug)]
 struct Inner {
     // The atomic is what the engine polls after every operation; the channel wakes waiters.
@@ -63,6 +68,26 @@ impl Cancel {
     /// Whether it was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.0.flag.load(Ordering::Relaxed)
+    }
+
+    /// Runs `work` with this handle as the one this thread watches (`cancelled_here`): work
+    /// that blocks the thread instead of awaiting (a remote command's session) looks at it to
+    /// end early. The caller races `work`'s future against `cancelled`, which ends the wait:
+    /// work that saw the cancel may then wait for ever.
+    pub fn watch_here<T>(&self, work: impl FnOnce() -> T) -> T {
+        struct Restore(Option<Cancel>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                WATCHED.with(|w| *w.borrow_mut() = self.0.take());
+            }
+        }
+        let _restore = Restore(WATCHED.with(|w| w.borrow_mut().replace(self.clone())));
+        work()
+    }
+
+    /// Whether the handle this thread watches (`watch_here`) was cancelled; false when none.
+    pub fn cancelled_here() -> bool {
+        WATCHED.with(|w| w.borrow().as_ref().is_some_and(Cancel::is_cancelled))
     }
 
     /// Resolves once `cancel()` has been called.

@@ -153,12 +153,15 @@ impl Context {
         Fut: Future<Output = T>,
     {
         let cancel = self.cancel.clone();
-        self.runtime().block_on(async move {
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => Err(interrupted()),
-                value = make() => Ok(value),
-            }
+        // Work that blocks this thread (a remote command's session) looks at the same cancel.
+        self.cancel.watch_here(|| {
+            self.runtime().block_on(async move {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => Err(interrupted()),
+                    value = make() => Ok(value),
+                }
+            })
         })
     }
 

@@ -93,8 +93,11 @@ impl Backend for RemoteLock {
         static QUOTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         let script = QUOTED.get_or_init(|| shell_quote::join(&["sh", "-c", SCRIPT, "opsbook-lock"].map(String::from)));
         let command = format!("{script} {scope} {}", shell_quote::quote(&record.to_line()));
-        let (control, stream) = self.ssh.session(&command)?;
-        let answer = read_answer(&stream)?;
+        let (mut control, stream) = self.ssh.session(&command)?;
+        // The script's answer comes after the master's: one wait for both.
+        let answer = read_answer(&stream);
+        control.confirm_session()?;
+        let answer = answer?;
         match Answer::parse(&answer)? {
             Answer::Held(holder) => Ok(Try::Held(holder)),
             Answer::Error(why) => Err(why),

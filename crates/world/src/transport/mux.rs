@@ -92,29 +92,37 @@ impl Mux {
         self.expect_ok(forwarding(CLOSE_FWD, forward))
     }
 
-    /// Connects to the master on `socket` and opens a session running `command` (one string,
-    /// for the remote login shell) with `stdio` as its stdin, stdout and stderr, no terminal,
-    /// within `limit`. Our hello and the request go in one write and the descriptors right
-    /// after (the master reads one message at a time), so opening costs one wait, for the
-    /// master's answer once the host opened the channel. The session lasts while the returned
-    /// control connection stays open (keep it); the master's last word on it is the command's
-    /// exit status (`exit_status`).
-    pub fn open_session(socket: &Path, limit: Duration, command: &str, stdio: [RawFd; 3]) -> Result<Mux, String> {
+    /// Connects to the master on `socket` and asks it for a session running `command` (one
+    /// string, for the remote login shell) with `stdio` as its stdin, stdout and stderr, no
+    /// terminal, within `limit`, without waiting for its answer: our hello and the request go
+    /// in one write and the descriptors right after (the master reads one message at a time).
+    /// The master's hello and its answer come on the returned connection (`confirm_session`,
+    /// or `session_word` for a caller reading it itself); the session lasts while it stays
+    /// open, and the master's last word on it is the command's exit status. The master closes
+    /// the descriptors it was given when it refuses, so a caller that dropped its own copies
+    /// sees its ends of them close.
+    pub fn ask_session(socket: &Path, limit: Duration, command: &str, stdio: [RawFd; 3]) -> Result<Mux, String> {
         let stream = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
         stream.set_read_timeout(Some(limit)).and_then(|()| stream.set_write_timeout(Some(limit))).map_err(io)?;
         let mut mux = Mux { stream, next_id: 1 };
         let request = Message::new(NEW_SESSION).string("").u32(0).u32(0).u32(0).u32(0).u32(NO_ESCAPE);
-        let (id, request) = mux.numbered(request.string("").string(command));
+        let (_, request) = mux.numbered(request.string("").string(command));
         let mut both = packet(&Message::new(HELLO).u32(VERSION));
         both.extend_from_slice(&packet(&request));
         mux.stream.write_all(&both).map_err(io)?;
         for fd in stdio {
             super::fd_passing::send_fd(&mux.stream, fd).map_err(io)?;
         }
-        mux.hello()?;
-        let reply = mux.answer_to(id)?;
+        Ok(mux)
+    }
+
+    /// Reads the master's hello and its answer to `ask_session`: `Ok` once the host opened the
+    /// session, the refusal in words otherwise.
+    pub fn confirm_session(&mut self) -> Result<(), String> {
+        self.hello()?;
+        let reply = self.answer_to(1)?;
         match reply.kind {
-            SESSION_OPENED => Ok(mux),
+            SESSION_OPENED => Ok(()),
             _ => Err(reply.refusal()),
         }
     }
@@ -201,6 +209,41 @@ fn packet(message: &Message) -> Vec<u8> {
 pub fn exit_status(body: &[u8]) -> Option<u32> {
     let word = |at: usize| body.get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().expect("four bytes")));
     (word(0)? == EXIT_MESSAGE).then(|| word(8)).flatten()
+}
+
+/// What one message on a session's control connection says (`body` without its length), in
+/// the order the master sends them: its hello, the session opened or refused, the command's
+/// exit status. `Err` for a hello of another protocol version.
+pub fn session_word(body: &[u8]) -> Result<SessionWord, String> {
+    let mut reply = Reply { body: body.to_vec(), at: 0, kind: 0 };
+    reply.kind = reply.u32()?;
+    Ok(match reply.kind {
+        HELLO => match reply.u32()? {
+            VERSION => SessionWord::Hello,
+            version => return Err(format!("the ssh master speaks mux protocol {version}, not {VERSION}")),
+        },
+        SESSION_OPENED => SessionWord::Opened,
+        PERMISSION_DENIED | FAILURE => {
+            reply.u32()?;
+            SessionWord::Refused(reply.refusal())
+        }
+        _ => exit_status(body).map_or(SessionWord::Other, SessionWord::Exit),
+    })
+}
+
+/// A message on a session's control connection (`session_word`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum SessionWord {
+    /// The master's hello.
+    Hello,
+    /// The host opened the session: the command runs.
+    Opened,
+    /// The master would not open it (nothing ran), in words.
+    Refused(String),
+    /// The command's exit status.
+    Exit(u32),
+    /// Anything else (a terminal that could not be had, which a session without one never asks for).
+    Other,
 }
 
 fn io(e: std::io::Error) -> String {

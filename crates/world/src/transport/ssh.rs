@@ -346,8 +346,12 @@ impl Ssh {
     pub async fn exec(&self, argv: &[String], stdin: Option<String>, limit: Duration) -> Result<Completed, String> {
         let program = argv.first().map(String::as_str).unwrap_or_default();
         let host = &self.target.name;
-        match super::session::run(self.control.socket.clone(), shell_quote::join(argv), stdin.clone(), limit).await {
+        let command = shell_quote::join(argv);
+        let input = stdin.as_deref().map(str::as_bytes);
+        match super::session::blocking(|| super::session::run(&self.control.socket, &command, input, limit)) {
             Ok(Ended::Completed(done)) => Ok(done),
+            // The run's wait (`Cancel::watch_here`'s caller) ends with its own interruption.
+            Ok(Ended::Interrupted) => std::future::pending().await,
             Ok(Ended::NoStatus { stderr, .. }) => Err(match stderr.trim() {
                 "" => format!(
                     "ssh to host {host} failed: the session ended without an exit status (the connection was \
@@ -370,12 +374,14 @@ impl Ssh {
 
     /// A session on the host running `command` (one string, for its login shell) over this
     /// connection's master: no new connection and no local process. Returns the control
-    /// connection the session lasts with (keep it) and our end of its stdin, stdout and stderr.
+    /// connection the session lasts with (keep it), not yet confirmed (`Mux::confirm_session`:
+    /// read it once the command said something, when the answer waits there already), and our
+    /// end of its stdin, stdout and stderr, which closes at once when the master refuses.
     pub fn session(&self, command: &str) -> Result<(Mux, std::os::unix::net::UnixStream), String> {
         use std::os::fd::AsRawFd;
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
         let fd = theirs.as_raw_fd();
-        let control = Mux::open_session(&self.control.socket, CONTROL_TIMEOUT, command, [fd, fd, fd])?;
+        let control = Mux::ask_session(&self.control.socket, CONTROL_TIMEOUT, command, [fd, fd, fd])?;
         Ok((control, ours))
     }
 
