@@ -403,6 +403,30 @@ pub(crate) fn banner(socket: &Path) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// A lasting master whose persist time would pass while a run uses it idly (its forwards alone
+/// do not hold it) is held by its keeper, a session of its own asked over the control socket
+/// (no `ssh` client runs for it); once the run lets it go, it lasts its persist time and ends.
+#[test]
+fn a_keeper_session_holds_a_lasting_master_past_its_persist_time() {
+    let Some(fleet) = boot(&["c1"]) else { return };
+    let mut target = fleet.host("c1").ssh_target();
+    target.persist = Some(Duration::from_secs(3));
+    let ssh = Ssh::connect(target).unwrap_or_else(|e| panic!("{e}"));
+    let socket = ssh.control_path().to_path_buf();
+    let (masters, clients) = (
+        || processes_mentioning(&socket).iter().filter(|c| c.contains(" -M ")).count(),
+        || processes_mentioning(&socket).iter().filter(|c| !c.contains(" -M ")).count(),
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!((masters(), clients()), (1, 0), "held past its persist time, by no ssh client");
+    assert_eq!(remote(&ssh, &["hostname"]), (Some(0), "c1\n".to_string(), String::new()));
+    ssh.close();
+    wait_until("the master gone after its persist time", Duration::from_secs(10), || match masters() {
+        0 => Ok(()),
+        n => Err(format!("{n} master(s)")),
+    });
+}
+
 /// With `persist` (`ssh.persist`, as Ansible's ControlPersist) the master outlives the run:
 /// the next connection to the same target reuses it and the ports it forwards, so it skips
 /// the key exchange; another key is another connection, never this one.

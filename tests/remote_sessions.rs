@@ -2,8 +2,8 @@
 //! the test fleet: input given, stdout and stderr apart, the command's own exit status (255
 //! included, which a local `ssh` client would have taken for its own failure), a command
 //! killed by a signal told in words, a session given up on at its limit, no local process
-//! started for any of it, a command that outlives its timeout stopped on the host, and a
-//! client `ssh` taking over when the master is gone.
+//! started for any of it, a session ended at once by the run's Ctrl-C, a command that outlives
+//! its timeout stopped on the host, and a client `ssh` taking over when the master is gone.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -70,6 +70,29 @@ fn commands_run_as_sessions_of_the_master_with_no_local_process() {
         (late.code, late.stderr.as_str(), late.timed_out),
         (None, "no answer within 1s: the session was closed", true)
     );
+
+    // Ctrl-C (or the run's time limit) ends a session in flight at once, as it ends every wait
+    // of a run: the session blocks its thread, and looks at the cancel that thread watches.
+    let cancel = opsbook_base::Cancel::default();
+    let started = std::time::Instant::now();
+    let ended = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            cancel.cancel();
+        });
+        cancel.watch_here(|| {
+            let words = argv(&["sleep", "7"]);
+            rt.block_on(async {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => "interrupted".to_string(),
+                    done = ssh.exec(&words, None, Duration::from_secs(60)) => format!("{done:?}"),
+                }
+            })
+        })
+    });
+    assert_eq!(ended, "interrupted");
+    assert!(started.elapsed() < Duration::from_secs(2), "ended {:?} after the start", started.elapsed());
 
     // Through the host's world, a command past its timeout is ended there, not left running.
     let world =

@@ -24,15 +24,32 @@ use crate::job::Job;
 use crate::liveness::{Lost, Step, Watch};
 use crate::options::RolloutOptions;
 use crate::rollout_report::{self, Batch, HostOutcome, HostResult, Plan, Rollout, why_failed};
-use crate::run::run_one;
+use crate::run::run_compiled;
 use crate::session::Session;
 use crate::targets::Target;
 use opsbook_base::Cancel;
 use opsbook_base::Error;
+use opsbook_engine::runbook::Compiled;
 use opsbook_inventory::Inventory;
 
 /// The runbook that keeps, restores and drops what a host had (its `step` parameter).
 const ROLLBACK: &str = "rollback";
+
+/// The change's runbook and the rollback runbook, compiled once for every host (they share one
+/// catalog), or compiled by each host when no host could be reached to compile them.
+#[derive(Default)]
+struct Runbooks {
+    change: Option<Compiled>,
+    rollback: Option<Compiled>,
+}
+
+impl Runbooks {
+    /// Runs `name` — the change's runbook, or `ROLLBACK` — on `target` with `params`.
+    fn run(&self, target: &Target, name: &str, params: &[(String, String)]) -> opsbook_base::report::Report {
+        let compiled = if name == ROLLBACK { &self.rollback } else { &self.change };
+        run_compiled(target, name, compiled.as_ref(), params)
+    }
+}
 
 /// Rolls `job` out over `targets` (in the inventory's order) as `options` ask, writes the
 /// report to stdout and returns the exit status: 0 every host changed, 1 otherwise, 75 another
@@ -46,10 +63,13 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
     // Whether a batch began: a Ctrl-C before (the locks' wait) has nothing in flight to finish.
     let begun = Arc::new(AtomicBool::new(false));
     let sessions: Vec<&Session> = targets.iter().filter_map(|t| t.session.as_ref().ok()).collect();
+    let mut runbooks = Runbooks::default();
     if let Some(first) = sessions.first() {
         // A script or parameter error is the same on every host: say it once, before any acts.
-        first.compile(job.runbook)?.bind(job.params)?;
-        first.compile(ROLLBACK)?.bind(&rollback_params(job.params, "save"))?;
+        let (change, rollback) = (first.compile(job.runbook)?, first.compile(ROLLBACK)?);
+        change.bind(job.params)?;
+        rollback.bind(&rollback_params(job.params, "save"))?;
+        runbooks = Runbooks { change: Some(change), rollback: Some(rollback) };
         let cancels = sessions.iter().map(|s| s.context.cancel.clone()).collect();
         opsbook_base::on_signals_draining(first.context.runtime(), drain.clone(), cancels, begun.clone());
     }
@@ -68,7 +88,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
     let written = |e| Error::Io { context: "cannot write the report".into(), source: e };
     let mut locked = false;
     if job.dry_run {
-        plan_all(&targets, &inventory, job, &ranges, &mut rollout);
+        plan_all(&targets, &inventory, (job, &runbooks), &ranges, &mut rollout);
         let all: Vec<&HostResult> = rollout.hosts.iter().collect();
         rollout_report::write_batch(&mut out, job.format, &all).map_err(written)?;
     } else {
@@ -84,7 +104,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job, options: 
             begun.store(true, Ordering::Release);
             let began = started.elapsed();
             let batch = &targets[range.clone()];
-            let results = run_batch(batch, &inventory, job, i + 1, ranges.len(), !options.no_rollback);
+            let results = run_batch(batch, &inventory, (job, &runbooks), (i + 1, ranges.len()), !options.no_rollback);
             rollout.batches[i].started = Some(began);
             rollout.batches[i].took = Some(started.elapsed() - began);
             rollout_report::write_batch(&mut out, job.format, &results.iter().collect::<Vec<_>>()).map_err(written)?;
@@ -174,9 +194,15 @@ fn not_attempted(targets: &[Target], ranges: &[Range<usize>], first: usize, why:
 }
 
 /// Every host's plan at once (`--dry-run`: nothing changes, so nothing is gated).
-fn plan_all(targets: &[Target], inventory: &Arc<Inventory>, job: &Job, ranges: &[Range<usize>], rollout: &mut Rollout) {
-    let reports =
-        crate::runner::each(targets, inventory, job.forks, |t| run_one(t, job.runbook, job.params), |_, _, _| {});
+fn plan_all(
+    targets: &[Target],
+    inventory: &Arc<Inventory>,
+    (job, runbooks): (&Job, &Runbooks),
+    ranges: &[Range<usize>],
+    rollout: &mut Rollout,
+) {
+    let change = |t: &Target| runbooks.run(t, job.runbook, job.params);
+    let reports = crate::runner::each(targets, inventory, job.forks, change, |_, _, _| {});
     for (i, (target, report)) in targets.iter().zip(reports).enumerate() {
         let batch = ranges.iter().position(|r| r.contains(&i)).unwrap_or(0) + 1;
         let reason = if report.exit_code() == 0 { String::new() } else { why_failed(&report) };
@@ -198,9 +224,8 @@ fn plan_all(targets: &[Target], inventory: &Arc<Inventory>, job: &Job, ranges: &
 fn run_batch(
     batch: &[Target],
     inventory: &Arc<Inventory>,
-    job: &Job,
-    number: usize,
-    of: usize,
+    (job, runbooks): (&Job, &Runbooks),
+    (number, of): (usize, usize),
     rollback: bool,
 ) -> Vec<HostResult> {
     let tell = std::io::stderr().is_terminal();
@@ -211,7 +236,7 @@ fn run_batch(
         batch,
         inventory,
         job.forks,
-        |target| one_host(target, job, number, rollback),
+        |target| one_host(target, (job, runbooks), number, rollback),
         |target, result, finished| {
             if tell {
                 opsbook_base::say!("  {} done: {} ({finished}/{})", target.name, result.outcome.as_str(), batch.len());
@@ -222,7 +247,7 @@ fn run_batch(
 
 /// One host: keep what it has, change it, and by the change's own report (its gate) drop what
 /// was kept, or put it back.
-fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostResult {
+fn one_host(target: &Target, (job, runbooks): (&Job, &Runbooks), batch: usize, rollback: bool) -> HostResult {
     let started = Instant::now();
     let mut result = HostResult {
         host: target.name.clone(),
@@ -236,17 +261,17 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
     };
     let Ok(session) = &target.session else {
         // Unreachable from the start: its report says so, and nothing was changed there.
-        let report = run_one(target, job.runbook, job.params);
+        let report = runbooks.run(target, job.runbook, job.params);
         result.reason = why_failed(&report);
         result.change = Some(report);
         result.took = Some(started.elapsed());
         return result;
     };
-    let step = |name: &str| run_one(target, ROLLBACK, &rollback_params(job.params, name));
+    let step = |name: &str| runbooks.run(target, ROLLBACK, &rollback_params(job.params, name));
     // The point records the change it was kept for (a later run names an unfinished one).
     let mut save = rollback_params(job.params, "save");
     save.push(("change".to_string(), job.runbook.to_string()));
-    let point = run_one(target, ROLLBACK, &save);
+    let point = runbooks.run(target, ROLLBACK, &save);
     if point.exit_code() != 0 {
         result.reason = format!("nothing changed: no rollback point could be kept ({})", why_failed(&point));
         result.change = Some(point);
@@ -256,7 +281,7 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
     let world = session.context.world();
     let watch = Watch::start(&world);
     session.context.take_in_place();
-    let change = run_one(target, job.runbook, job.params);
+    let change = runbooks.run(target, job.runbook, job.params);
     let in_place = session.context.take_in_place();
     // The gate: the change's own report, then the component's verification now (its data
     // reaching the servers), which the rollback runbook skips where the change ran it itself.
@@ -264,7 +289,7 @@ fn one_host(target: &Target, job: &Job, batch: usize, rollback: bool) -> HostRes
         watch.gate();
         let mut params = rollback_params(job.params, "gate");
         params.push(("change".to_string(), job.runbook.to_string()));
-        let gate = run_one(target, ROLLBACK, &params);
+        let gate = runbooks.run(target, ROLLBACK, &params);
         if gate.exit_code() == 0 { change } else { gate }
     } else {
         change

@@ -100,14 +100,10 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job) -> Result
     Ok(hosts_report::exit_code(&runs))
 }
 
-/// One host's run, its report kept in memory (the fleet writes it when the host is done).
-pub(crate) fn run_one(target: &Target, runbook: &str, params: &[(String, String)]) -> Report {
-    run_compiled(target, runbook, None, params)
-}
-
-/// `run_one` with the runbook compiled already (by another session of the same catalog), or
-/// compiled here when `None`.
-fn run_compiled(
+/// One host's run, its report kept in memory (the fleet writes it when the host is done), with
+/// the runbook compiled already (by another session of the same catalog), or compiled here
+/// when `None`.
+pub(crate) fn run_compiled(
     target: &Target,
     runbook: &str,
     compiled: Option<&opsbook_engine::runbook::Compiled>,

@@ -80,7 +80,8 @@ pub(super) fn run(socket: &Path, command: &str, stdin: Option<&[u8]>, limit: Dur
         }
         if now >= deadline {
             let stderr = format!("no answer within {}: the session was closed", humantime::format_duration(limit));
-            let done = Completed { code: None, stdout: String::new(), stderr, duration: started.elapsed(), timed_out: true };
+            let done =
+                Completed { code: None, stdout: String::new(), stderr, duration: started.elapsed(), timed_out: true };
             return Ok(Ended::Completed(done));
         }
         let until = if talk.opened { deadline } else { open_by };
@@ -149,7 +150,8 @@ impl<'a> Talk<'a> {
 
     /// Waits at most `pause` for any of the sockets to have something.
     fn wait(&mut self, pause: Duration) -> Result<(), String> {
-        let entry = |fd: i32, wanted: bool, events: i16| libc::pollfd { fd: if wanted { fd } else { -1 }, events, revents: 0 };
+        let entry =
+            |fd: i32, wanted: bool, events: i16| libc::pollfd { fd: if wanted { fd } else { -1 }, events, revents: 0 };
         let mut fds = [
             entry(self.control.as_raw_fd(), !self.control_done, libc::POLLIN),
             entry(self.io.as_raw_fd(), !self.out_done, libc::POLLIN),

@@ -20,8 +20,8 @@
 //! closes the pipe. Not forking saves what the background fork of `-f` costs (about 1.6 ms of
 //! CPU a host). A lasting master (`ssh -M -N -f` with a `ControlPersist`) must
 //! outlive us: if it could end while idle during a run (forwarded ports alone do not hold it),
-//! a keeper session (`exec cat` over it, reading a pipe from us; `keeper`) starts after a
-//! quarter of its persist time, and ends when that pipe closes.
+//! a keeper session (`exec cat` over it, reading a socket of ours; `keeper`) starts after a
+//! quarter of its persist time, and ends when that socket closes.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -397,7 +397,7 @@ impl Ssh {
         if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
             self.trim();
         }
-        self.keeper.end(CONTROL_TIMEOUT);
+        self.keeper.end();
         // Its directory goes once the master is gone: removing it while the master still
         // holds its sockets there had the kernel busy-wait for them (a few ms of CPU per host).
         if !self.master.end(MASTER_EXIT) {
@@ -419,7 +419,7 @@ impl Ssh {
     /// master of this run alone has no persist time: it needs none.
     fn keep_when_long(&self) {
         if let Some(persist) = self.control.lasting {
-            self.keeper.schedule(Instant::now() + persist / 4, self.command(&["exec".to_string(), "cat".to_string()]));
+            self.keeper.schedule(Instant::now() + persist / 4, self.control.socket.clone());
         }
     }
 
