@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 
 use super::answers::{Params, api_err, error_answer, json_answer, param};
 use super::tenant::Authorization;
-use super::{COMMIT, MetricsDb, VERSION, internal, invalid, onboarding, tenant_http};
+use super::database::{COMMIT, MetricsDb, VERSION, internal, invalid};
+use super::{onboarding, tenant_http};
 use crate::faults;
 use crate::logger::Level;
 

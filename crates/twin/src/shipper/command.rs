@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use super::config::{self, ShipperConfig};
-use super::{Shipper, alloy};
+use super::alloy;
+use super::pipeline::Shipper;
 use crate::logger;
 use opsbook_base::Error;
 use opsbook_world::journal::{Journal, Journalctl};
@@ -134,7 +135,7 @@ pub async fn run_command(
     });
     // Ready once it listens and a reload would be taken, as Alloy tells systemd.
     crate::notify::ready();
-    crate::serve(shipper, Some(listener), shutdown)
+    crate::running::serve(shipper, Some(listener), shutdown)
         .await
         .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
     Ok(0)

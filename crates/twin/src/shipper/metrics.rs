@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::{Shipper, VERSION};
+use super::pipeline::{Shipper, VERSION};
 use opsbook_wire::exposition::Writer;
 
 /// The request-duration histogram's upper bounds, in seconds.
@@ -57,7 +57,7 @@ impl Shipper {
         let cfg = self.config();
         let host = self.host_label();
         let mut w = Writer::new();
-        crate::build_info(&mut w, "alloy", VERSION, "go1.24.1", "builtinassets");
+        crate::build_info::build_info(&mut w, "alloy", VERSION, "go1.24.1", "builtinassets");
         w.family("alloy_config_last_load_successful", "gauge", "Config loaded successfully.").sample(
             "alloy_config_last_load_successful",
             &[],
