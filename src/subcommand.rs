@@ -11,7 +11,7 @@ use opsbook_engine::catalog::{Catalog, Kind};
 use opsbook_fleet::{Reach, Session};
 
 /// Builds the session the subcommand needs (if any) and executes it.
-pub fn execute(args: Arguments) -> Result<u8, Error> {
+pub(crate) fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global.options();
     refuse_prometheus(global.format, &args.command)?;
     // A folder the operator named that is not one: never the built-in runbook in its place.

@@ -55,7 +55,7 @@ struct Repl {
 }
 
 /// Runs the REPL against `session` until `:quit` or Ctrl-D.
-pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
+pub(crate) fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     let mut session = Repl {
         session,
         scope: Scope::new(),

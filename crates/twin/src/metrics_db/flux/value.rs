@@ -5,7 +5,7 @@ use crate::metrics_db::store::Column;
 
 /// A value in a table cell.
 #[derive(Debug, Clone, PartialEq)]
-pub(in crate::metrics_db) enum Value {
+pub(crate) enum Value {
     Null,
     Str(String),
     Float(f64),
@@ -17,11 +17,11 @@ pub(in crate::metrics_db) enum Value {
 }
 
 /// Column names and types of a table, in order.
-pub(in crate::metrics_db) type Schema = Vec<(String, ColType)>;
+pub(crate) type Schema = Vec<(String, ColType)>;
 
 /// A column's type, named in the CSV `#datatype` annotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::metrics_db) enum ColType {
+pub(crate) enum ColType {
     Str,
     Float,
     Int,
@@ -31,7 +31,7 @@ pub(in crate::metrics_db) enum ColType {
 }
 
 impl ColType {
-    pub(in crate::metrics_db) fn datatype(self) -> &'static str {
+    pub(crate) fn datatype(self) -> &'static str {
         match self {
             ColType::Str => "string",
             ColType::Float => "double",
@@ -42,7 +42,7 @@ impl ColType {
         }
     }
 
-    pub(in crate::metrics_db) fn of_column(c: &Column) -> ColType {
+    pub(crate) fn of_column(c: &Column) -> ColType {
         match c {
             Column::Float(_) => ColType::Float,
             Column::Int(_) => ColType::Int,
@@ -53,7 +53,7 @@ impl ColType {
     }
 }
 
-pub(in crate::metrics_db) fn value_at(c: &Column, i: usize) -> Value {
+pub(crate) fn value_at(c: &Column, i: usize) -> Value {
     match c {
         Column::Float(v) => Value::Float(v[i]),
         Column::Int(v) => Value::Int(v[i]),

@@ -4,7 +4,7 @@
 
 /// One problem, at byte offsets of the file (`end` inclusive; none: one character).
 #[derive(Debug, Clone, PartialEq)]
-pub(in crate::shipper) struct Diag {
+pub(crate) struct Diag {
     pub start: usize,
     pub end: Option<usize>,
     pub message: String,
