@@ -154,7 +154,7 @@ fn repl_on_host(global: &GlobalOptions) -> Result<u8, Error> {
         )));
     };
     let session = opsbook_fleet::targets::host_session(global, opsbook_inventory::Inventory::resolved(host)?)?;
-    session.context.set_place(opsbook_engine::verbs::place::Place::with_inventory(Arc::new(inventory.clone())));
+    session.context.set_place(opsbook_engine::verbs::Place::with_inventory(Arc::new(inventory.clone())));
     crate::repl::run(session, false)
 }
 
@@ -500,7 +500,7 @@ fn fns(
     }
     for d in &functions {
         let effect =
-            if d.effect == Some(opsbook_engine::verbs::verb::Effect::Changes) { "  [changes the host]" } else { "" };
+            if d.effect == Some(opsbook_engine::verbs::Effect::Changes) { "  [changes the host]" } else { "" };
         writeln!(out, "{}{effect}", d.signature).ok();
         for line in d.doc.lines() {
             writeln!(out, "    {line}").ok();

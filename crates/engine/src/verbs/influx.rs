@@ -5,7 +5,7 @@
 //! fresh server, an all-access token and a long bucket list: influx/api.rs; the token and the
 //! requests carrying it: influx/authed.rs; buckets: influx/bucket.rs.
 
-pub mod api;
+pub(crate) mod api;
 mod authed;
 mod bucket;
 mod setup;

@@ -5,7 +5,7 @@
 //! `unit/state.rs`. Mutating calls honour `--dry-run`: they are recorded as "would …" and
 //! never sent. Short names work: `loki` is `loki.service`.
 
-pub mod files;
+pub(crate) mod files;
 mod jobs;
 mod state;
 
@@ -23,7 +23,7 @@ use opsbook_world::units::{Job, UnitStatus, full_name};
 
 /// The `unit::` namespace: the functions that read and run jobs, and the installation verbs
 /// of `files.rs`.
-pub fn module() -> Module {
+pub(crate) fn module() -> Module {
     let mut m = Module::new();
     state_verbs(&mut m);
     job_verbs(&mut m);
