@@ -499,8 +499,7 @@ fn fns(
         return Ok(0);
     }
     for d in &functions {
-        let effect =
-            if d.effect == Some(opsbook_engine::verbs::Effect::Changes) { "  [changes the host]" } else { "" };
+        let effect = if d.effect == Some(opsbook_engine::verbs::Effect::Changes) { "  [changes the host]" } else { "" };
         writeln!(out, "{}{effect}", d.signature).ok();
         for line in d.doc.lines() {
             writeln!(out, "    {line}").ok();

@@ -270,3 +270,24 @@ fn modules_importing_each_other_in_a_loop_are_caught() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn a_crate_root_with_a_sixth_public_module_is_caught() {
+    let lib = "crates/wire/src/lib.rs";
+    let dir = scratch(&[lib]);
+    let faces = super::faces::crate_roots_with_too_many_public_modules;
+    assert_eq!(faces(dir.path()), Vec::<String>::new(), "the copy itself has five");
+    // A module for the crate alone, a test module and a comment are not public modules.
+    plant(
+        dir.path(),
+        lib,
+        "pub(crate) mod inner;
+#[cfg(test)]
+pub mod rehearsals;
+// pub mod said;",
+    );
+    assert_eq!(faces(dir.path()), Vec::<String>::new(), "pub(crate), tests and comments pass");
+    plant(dir.path(), lib, "#[doc(hidden)] pub mod sixth;");
+    caught(&faces(dir.path()), lib, "6 public modules (at most 5)");
+    assert!(faces(dir.path())[0].ends_with("sixth; make the others private behind `pub use`"));
+}

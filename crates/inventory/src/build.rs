@@ -23,8 +23,8 @@ use super::template::Resolver;
 use super::toml_source::{self, At, Setting, TomlGroup, TomlHost, TomlInventory};
 use opsbook_base::Diagnostic;
 use opsbook_base::Error;
-use opsbook_base::did_you_mean;
 use opsbook_base::config::{self, Config, Origin, Value, keys};
+use opsbook_base::did_you_mean;
 
 /// The host variable holding a host's roles (a list, or a comma-separated string).
 pub(crate) const ROLES_VAR: &str = "opsbook_roles";

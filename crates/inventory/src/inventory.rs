@@ -18,7 +18,6 @@ pub struct Inventory {
 }
 
 impl Inventory {
-
     /// Every host, in the order the inventory names them.
     pub fn hosts(&self) -> &[Host] {
         &self.hosts
@@ -132,8 +131,8 @@ impl Inventory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opsbook_base::config::{Config, keys};
     use opsbook_base::config::Sources;
+    use opsbook_base::config::{Config, keys};
 
     /// Three clients in an INI inventory, a server only opsbook.toml knows, roles by group.
     fn fleet() -> (tempfile::TempDir, Inventory) {

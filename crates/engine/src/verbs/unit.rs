@@ -15,11 +15,11 @@ use serde::Serialize;
 use super::context::{Context, context};
 use super::result::{VerbResult, fail};
 use super::values::record;
-use jobs::{JobRecord, jobs, run_one};
-use state::{enabled_state, status};
 use crate::register;
+use jobs::{JobRecord, jobs, run_one};
 use opsbook_base::config::keys;
 use opsbook_world::units::{Job, UnitStatus, full_name};
+use state::{enabled_state, status};
 
 /// The `unit::` namespace: the functions that read and run jobs, and the installation verbs
 /// of `files.rs`.

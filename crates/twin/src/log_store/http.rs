@@ -16,8 +16,8 @@ use axum::{Router, middleware};
 use serde_json::json;
 
 use super::logql::{self, Query};
-use super::stats::stats;
 use super::state::{LogStore, VERSION};
+use super::stats::stats;
 use crate::clock::now_ns;
 use crate::faults;
 use opsbook_wire::{exposition, loki};

@@ -17,9 +17,10 @@
 //! window and a byte budget (pushes beyond it get Loki's 429). It logs what a healthy Loki
 //! 3.4.6 logs, errors included (`voice`).
 //!
-//! `state` holds the state; `ingest` stores pushes, `select` answers queries, `http` the
-//! routes, `metrics`, `config` and `stats` the bodies of those answers. `loki_file` reads
-//! Loki's own YAML config file (`-config.file`; its keys in `loki_keys`).
+//! `state` holds the state, `serve` serves the routes; `ingest` stores pushes, `select`
+//! answers queries, `http` the routes, `metrics`, `config` and `stats` the bodies of those
+//! answers. `loki_file` reads Loki's own YAML config file (`-config.file`; its keys in
+//! `loki_keys`).
 
 mod config;
 mod http;
@@ -30,6 +31,7 @@ pub mod loki_file;
 mod loki_keys;
 mod metrics;
 mod select;
+mod serve;
 mod state;
 mod stats;
 mod voice;

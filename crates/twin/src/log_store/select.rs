@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::logql::{AggOp, LogSelector, MetricQuery, RangeFn};
-use super::stats::Tally;
 use super::state::{Labels, LogStore, MetricSeries, Stored, Stream};
+use super::stats::Tally;
 use opsbook_wire::loki::StreamOut;
 use opsbook_wire::loki::labels_text;
 

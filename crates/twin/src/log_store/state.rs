@@ -1,18 +1,14 @@
 //! The log store's state: its options, the streams it holds with their entries, its counters,
-//! when it is ready; and serving its routes (`http`) until told to stop, logging as Loki does.
+//! when it is ready.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
-
-use super::{http, loki_file, voice};
+use super::loki_file;
 use crate::faults::Faults;
 use crate::logger::Sink;
-use crate::running::{Stop, Twin, listener_of};
-use opsbook_world::BoxFuture;
 
 /// Loki's version, as `/loki/api/v1/status/buildinfo` and `loki_build_info` report it.
 pub(crate) const VERSION: &str = "3.4.6";
@@ -142,23 +138,4 @@ impl LogStore {
     pub fn entry_count(&self) -> usize {
         self.data.read().map(|d| d.streams.values().map(|s| s.entries.len()).sum()).unwrap_or(0)
     }
-}
-
-impl Twin for LogStore {
-    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
-        Box::pin(async move { serve(listener_of("log store", listener)?, self, stop).await })
-    }
-}
-
-/// Serves the log store on `listener` until `shutdown` completes, logging as Loki does
-/// over its life: its start, the `empty ring` error while the ring forms, and the
-/// `context canceled` errors of its shutdown.
-async fn serve(listener: TcpListener, store: Arc<LogStore>, shutdown: Stop) -> std::io::Result<()> {
-    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    store.started(&addr);
-    let forming = tokio::spawn(voice::ring_forming(store.clone()));
-    let result = axum::serve(listener, http::router(store.clone())).with_graceful_shutdown(shutdown).await;
-    forming.abort();
-    store.stopped();
-    result
 }

@@ -1,6 +1,6 @@
 //! The metrics database's state and what it does: its options, the points of each bucket,
 //! the tenant (orgs, buckets, tokens), writing line protocol, running a Flux query, checking a
-//! token, and serving its routes (`http`) until told to stop, logging as InfluxDB does.
+//! token, and logging as InfluxDB does.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -9,18 +9,15 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
 use super::store::{Bucket, WriteError};
 use super::tenant::{self, Authorization, Tenant};
-use super::{csv, flux, http};
+use super::{csv, flux};
 use crate::clock::now_ns;
 use crate::faults::Faults;
 use crate::logger::{self, Level, Sink};
-use crate::running::{Stop, Twin, listener_of};
 use opsbook_base::secret::Secret;
 use opsbook_wire::flux_csv::Dialect;
-use opsbook_world::BoxFuture;
 
 /// The InfluxDB version the twin reports.
 pub(crate) const VERSION: &str = "v2.7.11";
@@ -142,7 +139,12 @@ impl MetricsDb {
     }
 
     /// A new user bucket in `org_id`, for its description and its points.
-    pub(super) fn create_bucket(&self, org_id: &str, name: &str, retention_s: u64) -> Result<Value, (StatusCode, Value)> {
+    pub(super) fn create_bucket(
+        &self,
+        org_id: &str,
+        name: &str,
+        retention_s: u64,
+    ) -> Result<Value, (StatusCode, Value)> {
         let mut tenant = self.tenant_write();
         // InfluxDB v2.7.12 (tenant/error_bucket.go `BucketAlreadyExistsError`): code conflict, 422.
         if tenant.buckets.iter().any(|b| b.name == name) {
@@ -179,7 +181,7 @@ impl MetricsDb {
 
     /// A log line whatever the level: influxd writes its welcome line (which names the level)
     /// at info even when its level is warn.
-    fn log_always(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
+    pub(super) fn log_always(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
         let lvl = match level {
             Level::Error => "error",
             Level::Warn => "warn",
@@ -321,28 +323,6 @@ pub(crate) fn invalid(message: &str) -> (StatusCode, Value) {
 
 pub(crate) fn internal(message: &str) -> (StatusCode, Value) {
     (StatusCode::INTERNAL_SERVER_ERROR, json!({"code": "internal error", "message": message}))
-}
-
-impl Twin for MetricsDb {
-    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
-        Box::pin(async move { serve(listener_of("metrics database", listener)?, self, stop).await })
-    }
-}
-
-/// Serves the metrics database on `listener` until `shutdown` completes.
-async fn serve(listener: TcpListener, db: Arc<MetricsDb>, shutdown: Stop) -> std::io::Result<()> {
-    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    let level = db.options.log_level.clone();
-    db.log_always(
-        Level::Info,
-        "Welcome to InfluxDB",
-        &[("version", VERSION), ("commit", COMMIT), ("log_level", level.as_str())],
-    );
-    db.log_line(Level::Info, "Listening", &[("service", "tcp-listener"), ("transport", "http"), ("addr", &addr)]);
-    let db2 = db.clone();
-    let result = axum::serve(listener, http::router(db)).with_graceful_shutdown(shutdown).await;
-    db2.log_line(Level::Info, "Stopping", &[("service", "tcp-listener")]);
-    result
 }
 
 #[cfg(test)]

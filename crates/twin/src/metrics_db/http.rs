@@ -16,8 +16,8 @@ use axum::{Extension, Router};
 use serde_json::{Value, json};
 
 use super::answers::{Params, api_err, error_answer, json_answer, param};
-use super::tenant::Authorization;
 use super::database::{COMMIT, MetricsDb, VERSION, internal, invalid};
+use super::tenant::Authorization;
 use super::{onboarding, tenant_http};
 use crate::faults;
 use crate::logger::Level;

@@ -19,7 +19,8 @@
 //! and are dropped when older than the retention window.
 //!
 //! `database` holds the state and what it does (write, query); `http` the routes and
-//! answers, `resources` the JSON describing buckets and the runtime config. This file only
+//! answers, `serve` serves them, `resources` the JSON describing buckets and the runtime
+//! config. This file only
 //! declares the modules and shows the state to other crates.
 
 mod answers;
@@ -32,6 +33,7 @@ mod kept_setup;
 mod onboarding;
 mod paging;
 mod resources;
+mod serve;
 mod store;
 mod tenant;
 mod tenant_http;

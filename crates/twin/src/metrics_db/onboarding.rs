@@ -17,8 +17,8 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::answers::{api_err, json_answer};
-use super::tenant::{self, Permission};
 use super::database::{MetricsDb, internal, invalid};
+use super::tenant::{self, Permission};
 
 impl MetricsDb {
     /// Sets the server up: user, org, bucket and the operator token (`token`, or a new one).

@@ -8,27 +8,13 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use super::config::{self, ShipperConfig};
 use super::alloy;
+use super::config::{self, ShipperConfig};
+use super::loading::is_alloy;
 use super::pipeline::Shipper;
 use crate::logger;
 use opsbook_base::Error;
 use opsbook_world::journal::{Journal, Journalctl};
-
-/// Whether `path` is in Alloy's syntax (`.alloy`) rather than the twin's TOML.
-fn is_alloy(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "alloy")
-}
-
-/// Reads a config file of either syntax; the error in one line, as a reload reports it.
-pub(super) fn load(path: &Path, listen: &str) -> Result<ShipperConfig, String> {
-    if is_alloy(path) {
-        return alloy::load(path, listen).map_err(|e| e.summary());
-    }
-    config::load(path)
-        .map(|c| ShipperConfig { listen: listen.to_string(), ..c })
-        .map_err(|d| d.iter().map(|d| d.to_string().trim_end().to_string()).collect::<Vec<_>>().join("\n"))
-}
 
 /// `alloy validate` of a `.alloy` file: the status, the diagnostics and the closing error.
 fn validate_alloy(path: &Path) -> (u8, String, String) {

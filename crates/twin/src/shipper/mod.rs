@@ -19,15 +19,19 @@
 //!
 //! `pipeline` holds the state and the pipeline (follow, batch, send); `http` the local
 //! endpoint, `metrics` its `/metrics`, `config` the TOML config and its checks, `command` the
-//! shipper as a command (`run`, `validate`).
+//! shipper as a command (`run`, `validate`), `loading` reads its config file in either syntax,
+//! `counters` what it counts, `serve` runs the endpoint and the pipeline until stopped.
 
 mod alloy;
 mod command;
 pub mod config;
+mod counters;
 mod http;
+mod loading;
 mod metrics;
 mod pipeline;
 mod positions;
+mod serve;
 
 pub use self::command::{DEFAULT_LISTEN, run_command, validate_command, validate_output};
 pub use self::pipeline::{Shipper, ShipperFaults};

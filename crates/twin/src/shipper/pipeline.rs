@@ -1,6 +1,6 @@
 //! The log shipper's state and its pipeline: follow the journal, batch its entries into
-//! streams, send them to the log store with retries, keep the positions; and serving its local
-//! endpoint (`http`) until told to stop, logging as Alloy does.
+//! streams, send them to the log store with retries, keep the positions, logging as Alloy
+//! does.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,18 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
-
-use super::command::load;
 use super::config::{Format, ShipperConfig};
-use super::http;
-use super::metrics::Metrics;
+use super::counters::Metrics;
+use super::loading::load;
 use super::positions;
 use crate::clock::now_ns;
 use crate::logger::{self, Level, Sink};
-use crate::running::{Stop, Twin, listener_of};
 use opsbook_wire::loki::{self, PushEntry, PushStream};
-use opsbook_world::BoxFuture;
 use opsbook_world::journal::{Entry, Feed, Journal, Query};
 
 /// The Alloy version the twin reports.
@@ -79,7 +74,7 @@ impl Shipper {
 
     /// Alloy's logfmt: `ts=… level=… msg=… k=v…` (or the same as a JSON object), when
     /// `level` is as severe as the configured level.
-    fn say(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
+    pub(super) fn say(&self, level: Level, msg: &str, fields: &[(&str, &str)]) {
         let (least, json) = self.config.read().map(|c| (c.log_level, c.log_json)).unwrap_or((Level::Debug, false));
         if level > least {
             return;
@@ -188,7 +183,7 @@ impl Shipper {
             if !retry || attempt == cfg.max_retries {
                 self.say(Level::Error, "final error sending batch", &fields);
                 let reason = if status == "429" { "rate_limited" } else { "ingester_error" };
-                self.drop_batch(reason, entries, bytes);
+                self.metrics.drop_batch(reason, entries, bytes);
                 return;
             }
             self.say(Level::Warn, "error sending batch, will retry", &fields);
@@ -197,7 +192,7 @@ impl Shipper {
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {},
                 _ = stopped(&mut stop) => {
-                    self.drop_batch("ingester_error", entries, bytes);
+                    self.metrics.drop_batch("ingester_error", entries, bytes);
                     return;
                 }
             }
@@ -225,12 +220,12 @@ impl Shipper {
             .await;
         match result {
             Ok(r) if r.status().is_success() => {
-                self.observe(r.status().as_str(), started.elapsed());
+                self.metrics.observe(r.status().as_str(), started.elapsed());
                 Ok(())
             }
             Ok(r) => {
                 let status = r.status();
-                self.observe(status.as_str(), started.elapsed());
+                self.metrics.observe(status.as_str(), started.elapsed());
                 let text = r.text().await.unwrap_or_default();
                 let error = format!(
                     "server returned HTTP status {} ({}): {}",
@@ -242,7 +237,7 @@ impl Shipper {
             }
             Err(e) => {
                 // Alloy's status_code for a request that got no answer.
-                self.observe("-1", started.elapsed());
+                self.metrics.observe("-1", started.elapsed());
                 let mut reason = e.to_string();
                 let mut source = std::error::Error::source(&e);
                 while let Some(s) = source {
@@ -277,7 +272,7 @@ impl Shipper {
     }
 
     /// Follows the journal and ships batches until the config changes or `stop` is set.
-    async fn pipeline(self: &Arc<Self>, stop: tokio::sync::watch::Receiver<bool>) {
+    pub(super) async fn pipeline(self: &Arc<Self>, stop: tokio::sync::watch::Receiver<bool>) {
         let mut generation = self.generation.subscribe();
         loop {
             generation.mark_unchanged();
@@ -404,45 +399,6 @@ async fn sleep_until(deadline: Option<Instant>) {
         Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
         None => std::future::pending().await,
     }
-}
-
-impl Twin for Shipper {
-    fn run(self: Arc<Self>, listener: Option<TcpListener>, stop: Stop) -> BoxFuture<'static, std::io::Result<()>> {
-        Box::pin(async move { serve(listener_of("log shipper", listener)?, self, stop).await })
-    }
-}
-
-/// How long open connections may delay the stop.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// Serves the local endpoint on `listener` and ships the journal until `shutdown`.
-async fn serve(listener: TcpListener, shipper: Arc<Shipper>, shutdown: Stop) -> std::io::Result<()> {
-    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    shipper.say(Level::Info, "starting Alloy", &[("version", VERSION)]);
-    shipper.say(Level::Info, "now listening for http traffic", &[("service", "http"), ("addr", &addr)]);
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut stopping = stop_rx.clone();
-    let worker = shipper.clone();
-    let pipeline = tokio::spawn(async move { worker.pipeline(stop_rx).await });
-    let server = axum::serve(listener, http::router(shipper.clone())).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    // A client holding a connection open must not keep the shipper from stopping (the
-    // service manager would kill it after its stop timeout and call the unit failed).
-    let result = tokio::select! {
-        result = server.into_future() => result,
-        _ = async {
-            let _ = stopping.wait_for(|stop| *stop).await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        } => Ok(()),
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(10), pipeline).await;
-    // The journal follower, dropped with the pipeline, kills and reaps its journalctl: give it
-    // that moment, so the shipper stops with no process of its unit left behind.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    shipper.say(Level::Info, "Alloy stopped", &[]);
-    result
 }
 
 #[cfg(test)]

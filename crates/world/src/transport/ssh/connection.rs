@@ -196,7 +196,9 @@ impl Ssh {
     pub async fn exec(&self, argv: &[String], stdin: Option<String>, limit: Duration) -> Result<Completed, String> {
         let program = argv.first().map(String::as_str).unwrap_or_default();
         let host = &self.target.name;
-        match crate::transport::session::run(self.control.socket.clone(), shell_quote::join(argv), stdin.clone(), limit).await {
+        match crate::transport::session::run(self.control.socket.clone(), shell_quote::join(argv), stdin.clone(), limit)
+            .await
+        {
             Ok(Ended::Completed(done)) => Ok(done),
             Ok(Ended::NoStatus { stderr, .. }) => Err(match stderr.trim() {
                 "" => format!(
