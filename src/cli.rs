@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use crate::options::{GlobalArgs, RolloutArgs};
-pub use opsbook_fleet::GlobalOptions;
+pub(crate) use crate::options::{GlobalArgs, RolloutArgs};
+pub(crate) use opsbook_fleet::GlobalOptions;
 
 /// The command line parsed. Only a twin's reads its real program's flags (`twin log-store
 /// -config.file=…`, `twin metrics-agent --config PATH`): those are translated by the twin
@@ -36,13 +36,16 @@ pub fn parse(raw: Vec<OsString>) -> Result<Arguments, clap::Error> {
                         opsbook run quick-check --sandbox --fault log-store:down\n  \
                         opsbook run restart-all --dry-run\n  opsbook run logs --set unit=loki --format json")]
 pub struct Arguments {
+    /// The options every subcommand shares, before or after it.
     #[command(flatten)]
     pub global: GlobalArgs,
 
+    /// The subcommand and its own arguments.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The subcommands, each with its own arguments.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a runbook by name and report its checks.

@@ -24,7 +24,7 @@ use opsbook_base::Error;
 const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
 
 /// Runs `opsbook generate`.
-pub fn run(args: &GenerateArgs) -> Result<u8, Error> {
+pub(crate) fn run(args: &GenerateArgs) -> Result<u8, Error> {
     let dir = &args.dir;
     let io = |source: std::io::Error| Error::Io { context: format!("cannot write into `{}`", dir.display()), source };
     std::fs::create_dir_all(dir).map_err(io)?;
@@ -41,7 +41,7 @@ pub fn run(args: &GenerateArgs) -> Result<u8, Error> {
 
 /// The completion script for `shell`, as `opsbook completions SHELL` prints it: what an
 /// operator may type, so neither hidden subcommands (`generate`) nor hidden options.
-pub fn completion(shell: Shell, out: &mut dyn Write) {
+pub(crate) fn completion(shell: Shell, out: &mut dyn Write) {
     clap_complete::generate(shell, &mut visible(built()), "opsbook", out);
 }
 

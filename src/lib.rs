@@ -3,17 +3,24 @@
 //! The command line over the layers in `crates/`: parsing arguments, the subcommands, the
 //! REPL, `serve` and its history. Every procedure lives in `runbooks/*.rhai` and
 //! `stdlib/*.rhai`; the verbs they call live in `opsbook-engine` (see ARCHITECTURE.md).
+//!
+//! Its face is `run` (what the binary calls) and the parsed command line (`parse`,
+//! `Arguments`, `Command`: what the docs test reads); every module is private.
 
-pub mod cli;
-pub mod generate;
-pub mod history;
+#![deny(missing_docs)]
+
+mod cli;
+mod generate;
+mod history;
 mod inventory_show;
 mod options;
 mod outside_inventory;
-pub mod repl;
-pub mod scripts;
-pub mod serve;
-pub mod subcommand;
+mod repl;
+mod scripts;
+mod serve;
+mod subcommand;
+
+pub use cli::{Arguments, Command, parse};
 
 use std::process::ExitCode;
 

@@ -78,7 +78,7 @@ fn found(path: &Path, text: &str) -> Found {
 }
 
 /// Runs `opsbook scripts`.
-pub fn run(args: &ScriptsArgs) -> Result<u8, Error> {
+pub(crate) fn run(args: &ScriptsArgs) -> Result<u8, Error> {
     if let Some(name) = &args.role {
         let role = Role::parse_or_explain(name).map_err(Error::Usage)?;
         opsbook_base::tell!("{role}");

@@ -11,7 +11,7 @@ use opsbook_engine::catalog::{Catalog, Kind};
 use opsbook_fleet::{Reach, Session};
 
 /// Builds the session the subcommand needs (if any) and executes it.
-pub fn execute(args: Arguments) -> Result<u8, Error> {
+pub(crate) fn execute(args: Arguments) -> Result<u8, Error> {
     let global = args.global.options();
     refuse_prometheus(global.format, &args.command)?;
     // A folder the operator named that is not one: never the built-in runbook in its place.
@@ -154,7 +154,7 @@ fn repl_on_host(global: &GlobalOptions) -> Result<u8, Error> {
         )));
     };
     let session = opsbook_fleet::targets::host_session(global, opsbook_inventory::Inventory::resolved(host)?)?;
-    session.context.set_place(opsbook_engine::verbs::place::Place::with_inventory(Arc::new(inventory.clone())));
+    session.context.set_place(opsbook_engine::verbs::Place::with_inventory(Arc::new(inventory.clone())));
     crate::repl::run(session, false)
 }
 
@@ -499,8 +499,7 @@ fn fns(
         return Ok(0);
     }
     for d in &functions {
-        let effect =
-            if d.effect == Some(opsbook_engine::verbs::verb::Effect::Changes) { "  [changes the host]" } else { "" };
+        let effect = if d.effect == Some(opsbook_engine::verbs::Effect::Changes) { "  [changes the host]" } else { "" };
         writeln!(out, "{}{effect}", d.signature).ok();
         for line in d.doc.lines() {
             writeln!(out, "    {line}").ok();

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use opsbook::cli::{Arguments, Command};
+use opsbook::{Arguments, Command};
 
 use crate::support::docs::{CommandLine, Page, pages, shows};
 use crate::support::{repo_dir, run_in};
@@ -65,7 +65,7 @@ impl Scratch {
 /// The command line parsed as `opsbook` parses it, or clap's words on why not.
 fn parsed(command: &CommandLine) -> Result<Arguments, String> {
     let argv = std::iter::once("opsbook".to_string()).chain(command.args.iter().cloned());
-    opsbook::cli::parse(argv.map(Into::into).collect()).map_err(|e| e.render().to_string())
+    opsbook::parse(argv.map(Into::into).collect()).map_err(|e| e.render().to_string())
 }
 
 /// A copy of `from` (a page's files go into the copy, never into the checkout).

@@ -2,6 +2,7 @@
 //! the source and fails, naming the file and line, when an invariant breaks. ARCHITECTURE.md
 //! names the test beside each invariant (`every_invariant_names_its_test` holds that).
 
+mod faces;
 mod layering;
 mod planted;
 mod reading;

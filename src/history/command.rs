@@ -63,7 +63,7 @@ fn parse_since(text: &str) -> Result<Duration, String> {
 }
 
 /// The names of a report's failed checks, `section › name`.
-pub fn failed_checks(report: &Value) -> Vec<String> {
+pub(crate) fn failed_checks(report: &Value) -> Vec<String> {
     report["checks"]
         .as_array()
         .map(|checks| {
@@ -81,7 +81,7 @@ pub fn failed_checks(report: &Value) -> Vec<String> {
 
 /// Runs `opsbook history`.
 /// With `sandbox`, the rehearsals of `serve --sandbox` are read instead of the real runs.
-pub fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format, sandbox: bool) -> Result<u8, Error> {
+pub(crate) fn run(args: &HistoryArgs, state_dir: PathBuf, format: Format, sandbox: bool) -> Result<u8, Error> {
     let path = if sandbox { rehearsals_path(&state_dir) } else { database_path(&state_dir) };
     let history = History::open_read_only(path.clone()).map_err(Error::Usage)?;
     let since_ms = args.since.map(|d| now_ms() - d.as_millis() as i64);

@@ -11,7 +11,7 @@ use super::store::Run;
 
 /// One flapping check.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Flap {
+pub(crate) struct Flap {
     pub job: String,
     pub host: String,
     pub section: Option<String>,
@@ -22,7 +22,7 @@ pub struct Flap {
 }
 
 /// The checks of `runs` (oldest first) whose outcome changed more than `more_than` times.
-pub fn flapping(runs: &[Run], more_than: usize) -> Vec<Flap> {
+pub(crate) fn flapping(runs: &[Run], more_than: usize) -> Vec<Flap> {
     let mut seen: BTreeMap<(String, String, Option<String>, String), String> = BTreeMap::new();
     for run in runs {
         let Ok(report) = serde_json::from_str::<serde_json::Value>(&run.report) else { continue };

@@ -9,8 +9,8 @@
 //! written (corrupt, locked, read-only disk) is not fatal: the error is kept for the service
 //! to report, and it goes on from memory; the next write tries again.
 
-pub mod command;
-pub mod flapping;
+pub(crate) mod command;
+pub(crate) mod flapping;
 mod store;
 
 pub(crate) use store::{

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 /// One stored run.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(crate) struct Run {
     pub id: i64,
     pub job: String,
     /// The host the run watched: this machine's name, or an inventory host's for a job with
@@ -29,7 +29,7 @@ pub struct Run {
 
 impl Run {
     /// The run as `/api/runs` and `opsbook history --format json` list it, its report included.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "id": self.id,
             "job": self.job,

@@ -55,7 +55,7 @@ struct Repl {
 }
 
 /// Runs the REPL against `session` until `:quit` or Ctrl-D.
-pub fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
+pub(crate) fn run(session: Session, sandbox: bool) -> Result<u8, Error> {
     let mut session = Repl {
         session,
         scope: Scope::new(),
@@ -357,14 +357,14 @@ impl Repl {
             let here = self.session.mode().host.clone().unwrap_or_else(|| self.session.context.hostname());
             return opsbook_base::tell!("acting on {}", printable(&here));
         };
-        match opsbook_engine::verbs::fleet::reach(&self.session.context, name) {
+        match opsbook_engine::verbs::reach(&self.session.context, name) {
             Ok(ground) => {
                 self.session.context.move_to(ground);
                 self.session.set_host_name(name);
             }
             Err(e) => match *e {
                 rhai::EvalAltResult::ErrorRuntime(why, _) => {
-                    opsbook_base::say!("{}", printable(&opsbook_engine::verbs::core::text(&why)))
+                    opsbook_base::say!("{}", printable(&opsbook_engine::verbs::text(&why)))
                 }
                 other => opsbook_base::say!("error: {}", printable(&other.to_string())),
             },

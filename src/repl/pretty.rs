@@ -4,7 +4,7 @@
 
 use rhai::{Array, Dynamic, Map};
 
-use opsbook_engine::verbs::core::text;
+use opsbook_engine::verbs::text;
 use opsbook_world::units::UnitStatus;
 
 const CELL: usize = 60;
@@ -52,7 +52,7 @@ fn status(s: &UnitStatus) -> String {
     let mut lines = vec![format!("{dot} {} - {}", s.name, s.description)];
     let file = if s.unit_file_state.is_empty() { String::new() } else { format!(" ({})", s.unit_file_state) };
     lines.push(format!("     Loaded: {}{file}", s.load_state));
-    let since = s.since.map(|t| format!(" since {}", opsbook_engine::verbs::core::time_text(t))).unwrap_or_default();
+    let since = s.since.map(|t| format!(" since {}", opsbook_engine::verbs::time_text(t))).unwrap_or_default();
     let result = if s.active_state == "failed" {
         format!(" (Result: {}, status {})", s.result, s.exec_main_status)
     } else {

@@ -18,9 +18,9 @@ mod http;
 mod idle;
 mod job_run;
 mod metrics;
-pub mod page;
+pub(crate) mod page;
 mod remote;
-pub mod scan;
+pub(crate) mod scan;
 mod scheduler;
 mod state;
 
@@ -43,7 +43,7 @@ use state::State;
 
 /// The state directory: the flag, else the configuration, else the default (refused when
 /// there is none to be had).
-pub fn state_dir(flag: Option<PathBuf>, settings: &Serve) -> Result<PathBuf, Error> {
+pub(crate) fn state_dir(flag: Option<PathBuf>, settings: &Serve) -> Result<PathBuf, Error> {
     match flag.or_else(|| settings.state_dir.clone()) {
         Some(dir) => Ok(dir),
         None => default_state_dir(),
@@ -195,7 +195,7 @@ fn problems(views: &[View]) -> Vec<String> {
 }
 
 /// Runs `opsbook serve` until SIGTERM.
-pub fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
+pub(crate) fn run(global: &GlobalOptions, args: &ServeArgs) -> Result<u8, Error> {
     let sources = global.sources();
     let config = Config::load(&sources)?;
     let mut settings = config.serve.clone();

@@ -232,7 +232,7 @@ fn round(d: Duration) -> Duration {
 mod tests {
     use super::*;
     use opsbook_base::config::Config;
-    use opsbook_engine::verbs::context::Context;
+    use opsbook_engine::verbs::Context;
 
     #[test]
     fn a_watch_only_host_refuses_a_mutating_call_and_stops_the_run() {

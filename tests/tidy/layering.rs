@@ -26,65 +26,12 @@ use super::{ROOT, assert_none, crate_sources, reading, shown};
 /// A module's place in its crate: the names from the crate root down (`[]` is the root).
 type ModulePath = Vec<String>;
 
-/// The files that still import from a module above them (issue #49: each is to name the module
-/// its items live in, the parent's shared items moved to a leaf module of the folder). The list
-/// only shrinks: a file not named here that points up fails, and so does a file named here
-/// that no longer does. No loop is forgiven.
-const STILL_POINTING_UP: &[&str] = &[
-    "crates/base/src/secret/token.rs",
-    "crates/base/src/secret/url_password.rs",
-    "crates/engine/src/verbs/influx/write.rs",
-    "crates/engine/src/verbs/unit/files.rs",
-    "crates/inventory/src/ansible/ini.rs",
-    "crates/inventory/src/ansible/vars_dir.rs",
-    "crates/inventory/src/ansible/yaml.rs",
-    "crates/inventory/src/build.rs",
-    "crates/twin/src/agent/mod.rs",
-    "crates/twin/src/log_store/config.rs",
-    "crates/twin/src/log_store/http.rs",
-    "crates/twin/src/log_store/ingest.rs",
-    "crates/twin/src/log_store/loki3.rs",
-    "crates/twin/src/log_store/metrics.rs",
-    "crates/twin/src/log_store/mod.rs",
-    "crates/twin/src/log_store/select.rs",
-    "crates/twin/src/log_store/voice.rs",
-    "crates/twin/src/metrics_db/answers.rs",
-    "crates/twin/src/metrics_db/flux/eval.rs",
-    "crates/twin/src/metrics_db/flux/table.rs",
-    "crates/twin/src/metrics_db/http.rs",
-    "crates/twin/src/metrics_db/kept_setup.rs",
-    "crates/twin/src/metrics_db/mod.rs",
-    "crates/twin/src/metrics_db/onboarding.rs",
-    "crates/twin/src/metrics_db/resources.rs",
-    "crates/twin/src/metrics_db/tenant.rs",
-    "crates/twin/src/metrics_db/tenant_http.rs",
-    "crates/twin/src/process.rs",
-    "crates/twin/src/shipper/alloy/decode.rs",
-    "crates/twin/src/shipper/alloy/parse.rs",
-    "crates/twin/src/shipper/alloy/scan.rs",
-    "crates/twin/src/shipper/command.rs",
-    "crates/twin/src/shipper/http.rs",
-    "crates/twin/src/shipper/metrics.rs",
-    "crates/twin/src/shipper/mod.rs",
-    "crates/world/src/transport/ssh/bus.rs",
-    "crates/world/src/transport/ssh/connecting.rs",
-    "crates/world/src/transport/ssh/forwards.rs",
-];
-
 /// Invariant: inside each crate no module imports one that stands above it, and no modules
 /// import each other in a loop (the definitions: this file's top, ARCHITECTURE.md).
 #[test]
 fn no_module_imports_one_above_it_nor_in_a_loop() {
     let found = imports_upward_or_in_a_loop(Path::new(ROOT));
-    let file_of = |violation: &String| violation.split(':').next().unwrap_or_default().to_string();
-    let mut new: Vec<String> =
-        found.iter().filter(|v| !STILL_POINTING_UP.contains(&file_of(v).as_str())).cloned().collect();
-    for listed in STILL_POINTING_UP {
-        if !found.iter().any(|v| file_of(v) == *listed) {
-            new.push(format!("{listed}: no longer points up: remove it from STILL_POINTING_UP"));
-        }
-    }
-    assert_none(new, "imports pointing up or in a loop");
+    assert_none(found, "imports pointing up or in a loop");
 }
 
 /// Where one module names another: the file and line that does, and what it names.

@@ -156,7 +156,7 @@ fn an_invariant_naming_a_missing_test_is_caught() {
         .filter(|name| name.ends_with(".rs"))
         .map(|name| format!("tests/{name}"))
         .collect();
-    let parts = ["tests/tidy/stdlib_names.rs", "tests/tidy/layering.rs"];
+    let parts = ["tests/tidy/stdlib_names.rs", "tests/tidy/layering.rs", "tests/tidy/faces.rs"];
     let files: Vec<&str> =
         std::iter::once("ARCHITECTURE.md").chain(tests.iter().map(String::as_str)).chain(parts).collect();
     let dir = scratch(&files);
@@ -269,4 +269,25 @@ fn modules_importing_each_other_in_a_loop_are_caught() {
             && found[0].contains("runner → liveness (crates/fleet/src/runner/pool.rs:"),
         "{found:#?}"
     );
+}
+
+#[test]
+fn a_crate_root_with_a_sixth_public_module_is_caught() {
+    let lib = "crates/wire/src/lib.rs";
+    let dir = scratch(&[lib]);
+    let faces = super::faces::crate_roots_with_too_many_public_modules;
+    assert_eq!(faces(dir.path()), Vec::<String>::new(), "the copy itself has five");
+    // A module for the crate alone, a test module and a comment are not public modules.
+    plant(
+        dir.path(),
+        lib,
+        "pub(crate) mod inner;
+#[cfg(test)]
+pub mod rehearsals;
+// pub mod said;",
+    );
+    assert_eq!(faces(dir.path()), Vec::<String>::new(), "pub(crate), tests and comments pass");
+    plant(dir.path(), lib, "#[doc(hidden)] pub mod sixth;");
+    caught(&faces(dir.path()), lib, "6 public modules (at most 5)");
+    assert!(faces(dir.path())[0].ends_with("sixth; make the others private behind `pub use`"));
 }

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use crate::targets::Target;
 use opsbook_engine::Gathering;
-use opsbook_engine::verbs::ground::Ground;
-use opsbook_engine::verbs::place::Place;
+use opsbook_engine::verbs::Ground;
+use opsbook_engine::verbs::Place;
 use opsbook_inventory::Inventory;
 
 /// The most worker threads a run keeps acting (hosts waiting at barriers aside): a host's run

@@ -1,5 +1,6 @@
-//! Building the fleet from its sources: the Ansible inventory's hosts and resolved variables,
-//! then opsbook's `[groups.NAME]` and `[hosts.NAME]` on top.
+//! Building the fleet from its sources (`Inventory::load`, and `Inventory::simulated` for the
+//! sandbox): the Ansible inventory's hosts and resolved variables, then opsbook's
+//! `[groups.NAME]` and `[hosts.NAME]` on top.
 //!
 //! What wins, per fact: `[hosts.NAME]` over the Ansible variables (`ansible_host`,
 //! `ansible_user`, `ansible_port`, `ansible_ssh_private_key_file`). Roles are the union of the
@@ -10,24 +11,61 @@
 //! name order), `[hosts.NAME] config`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
 use super::ansible::{AnsibleInventory, HostVar};
+use super::host::{ADDRESS_VAR, Fact, Host, Override, Problem, Source, shown};
+use super::inventory::Inventory;
+use super::role::Role;
 use super::template::Resolver;
 use super::toml_source::{self, At, Setting, TomlGroup, TomlHost, TomlInventory};
-use super::{ADDRESS_VAR, Fact, Host, Inventory, Override, Problem, Role, Source, did_you_mean, json_text};
 use opsbook_base::Diagnostic;
 use opsbook_base::Error;
 use opsbook_base::config::{self, Config, Origin, Value, keys};
+use opsbook_base::did_you_mean;
 
 /// The host variable holding a host's roles (a list, or a comma-separated string).
 pub(crate) const ROLES_VAR: &str = "opsbook_roles";
 /// Host variables named `opsbook_…` set config keys.
 const KEY_PREFIX: &str = "opsbook_";
 
-pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inventory, Error> {
+impl Inventory {
+    /// Reads the inventory: `inventory_path` (from `--inventory`), else the `inventory` config
+    /// key, plus the `[hosts]` and `[groups]` of `config.file_texts()`. Malformed files are errors
+    /// pointing into them; unresolvable values become each host's `problems`.
+    pub fn load(config: &Config, inventory_path: Option<&Path>) -> Result<Inventory, Error> {
+        let path = match inventory_path {
+            Some(p) => Some(p.to_path_buf()),
+            None => configured_path(config),
+        };
+        build(config, path.as_deref())
+    }
+
+    /// The simulated hosts of the sandbox's fleet (`--sandbox --fleet N`).
+    pub fn simulated(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
+        simulated_fleet(config, hosts)
+    }
+}
+
+/// The `inventory` key's path, relative to the config file that set it.
+fn configured_path(config: &Config) -> Option<PathBuf> {
+    let setting = config.setting(keys::INVENTORY);
+    let text = config.text(keys::INVENTORY);
+    if text.trim().is_empty() {
+        return None;
+    }
+    let path = PathBuf::from(text);
+    match &setting.origin {
+        opsbook_base::config::Origin::File { path: file, .. } if path.is_relative() => {
+            Some(file.parent().unwrap_or(Path::new(".")).join(path))
+        }
+        _ => Some(path),
+    }
+}
+
+fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inventory, Error> {
     let ansible = ansible_path.map(AnsibleInventory::load).transpose()?;
     let toml = toml_source::read(config.file_texts())?;
     let mut groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -48,7 +86,7 @@ pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inve
         // would silently apply to nothing (a typo such as `[groups.cleints]`).
         if g.hosts.is_empty() && !groups.contains_key(&g.name) {
             let hint = did_you_mean(&g.name, groups.keys().map(String::as_str)).unwrap_or_default();
-            let at = g.place.as_ref().map(|p| format!("{}: ", super::shown(p))).unwrap_or_default();
+            let at = g.place.as_ref().map(|p| format!("{}: ", shown(p))).unwrap_or_default();
             let known = if ansible.is_some() { "names no group of the Ansible inventory and " } else { "" };
             return Err(Error::Usage(format!("{at}`[groups.{}]` {known}lists no hosts{hint}", g.name)));
         }
@@ -58,7 +96,7 @@ pub(crate) fn build(config: &Config, ansible_path: Option<&Path>) -> Result<Inve
                 let hint = did_you_mean(&host.value, names.iter().map(String::as_str)).unwrap_or_default();
                 return Err(Error::Usage(format!(
                     "{}: `[groups.{}]` lists `{}`, which is no host of the inventory{hint}",
-                    super::shown(&host.place),
+                    shown(&host.place),
                     g.name,
                     host.value
                 )));
@@ -88,7 +126,7 @@ fn local(config: &Config) -> Inventory {
 }
 
 /// The simulated hosts of `--sandbox --fleet N`, by name and role names, all in process.
-pub(crate) fn simulated(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
+fn simulated_fleet(config: &Config, hosts: &[(String, Vec<String>)]) -> Inventory {
     let hosts: Vec<Host> = hosts
         .iter()
         .map(|(name, roles)| {
@@ -362,5 +400,15 @@ fn var_error(host: &str, var: &str, from: &Source, message: String) -> Error {
             Error::located(d)
         }
         other => Error::Usage(format!("host `{host}`: `{var}` ({other}): {message}")),
+    }
+}
+
+/// An Ansible variable's value as text (numbers as written), for addresses, users, keys.
+fn json_text(value: &Json) -> Option<String> {
+    match value {
+        Json::String(s) => Some(s.clone()),
+        Json::Number(n) => Some(n.to_string()),
+        Json::Bool(b) => Some(b.to_string()),
+        _ => None,
     }
 }

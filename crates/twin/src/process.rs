@@ -10,7 +10,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::logger::Level;
-use super::{agent, log_store, logger, metrics_db, shipper, stop_signal};
+use super::{agent, log_store, logger, metrics_db, shipper};
+use crate::running::{serve, stop_signal};
 use opsbook_base::Error;
 
 /// `opsbook twin SERVICE …`
@@ -353,7 +354,7 @@ async fn run_log_store(a: LogStoreArgs) -> Result<u8, Error> {
     // Ready once a stop would be taken as one (its last lines logged).
     let stop = stop_signal();
     super::notify::ready();
-    super::serve(store, Some(listener), stop)
+    serve(store, Some(listener), stop)
         .await
         .map_err(|source| Error::Io { context: "log store server failed".into(), source })?;
     Ok(0)
@@ -411,7 +412,7 @@ async fn run_metrics_db(a: MetricsDbArgs) -> Result<u8, Error> {
     // Ready once a stop would be taken as one (its last lines logged).
     let stop = stop_signal();
     super::notify::ready();
-    super::serve(db, Some(listener), stop)
+    serve(db, Some(listener), stop)
         .await
         .map_err(|source| Error::Io { context: "metrics database server failed".into(), source })?;
     Ok(0)

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::Secret;
+use super::value::Secret;
 use crate::process::{self, Invocation};
 
 /// Where the token comes from, in the order the configuration is consulted.

@@ -53,10 +53,10 @@ pub(super) fn blank<'a>(text: &'a str, replacement: &str) -> Cow<'a, str> {
 pub fn learn(text: &str) {
     for range in passwords(text).into_iter().chain(whole_line_passwords(text)) {
         let written = &text[range];
-        super::Secret::new(written);
+        super::value::Secret::new(written);
         let decoded = percent_decoded(written);
         if decoded != written {
-            super::Secret::new(decoded);
+            super::value::Secret::new(decoded);
         }
     }
 }

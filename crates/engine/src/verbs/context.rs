@@ -336,7 +336,7 @@ impl Context {
 /// What a context's runs lock hosts for, and the locks they hold (taken and let go by
 /// `crate::locking`).
 #[derive(Default)]
-pub struct Locking {
+pub(crate) struct Locking {
     /// The runbook and component the records name.
     pub(crate) runbook: String,
     pub(crate) component: String,

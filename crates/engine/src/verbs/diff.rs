@@ -9,7 +9,7 @@ pub(crate) const MASK: &str = "********";
 
 /// `text` with every secret replaced by `MASK`, the longest first (so a secret that contains
 /// another is masked whole).
-pub fn mask(text: &str, secrets: &[String]) -> String {
+pub(crate) fn mask(text: &str, secrets: &[String]) -> String {
     let mut secrets: Vec<&String> = secrets.iter().filter(|s| !s.is_empty()).collect();
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     secrets.iter().fold(text.to_string(), |out, s| out.replace(s.as_str(), MASK))
@@ -18,7 +18,7 @@ pub fn mask(text: &str, secrets: &[String]) -> String {
 /// The unified diff from `old` to `new` (`None`: no file) at `path`, three lines of context,
 /// `meta` (e.g. `mode 0644 → 0640`) on the `+++` line, secrets masked. Empty when nothing
 /// differs.
-pub fn unified(path: &str, old: Option<&str>, new: Option<&str>, meta: &[String], secrets: &[String]) -> String {
+pub(crate) fn unified(path: &str, old: Option<&str>, new: Option<&str>, meta: &[String], secrets: &[String]) -> String {
     let hunks: String = {
         let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new.unwrap_or(""));
         let mut unified = diff.unified_diff();
@@ -35,7 +35,7 @@ pub fn unified(path: &str, old: Option<&str>, new: Option<&str>, meta: &[String]
 }
 
 /// `+N -M`: the lines a diff adds and removes, for one-line reports.
-pub fn counts(diff: &str) -> (usize, usize) {
+pub(crate) fn counts(diff: &str) -> (usize, usize) {
     let body = diff.lines().skip(2);
     body.fold((0, 0), |(a, r), l| {
         if l.starts_with('+') {

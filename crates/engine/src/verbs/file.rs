@@ -185,7 +185,7 @@ pub(crate) struct Changed {
 }
 
 /// Paths are absolute: on a remote host a relative one would name something else.
-pub fn absolute(path: &str) -> VerbResult<()> {
+pub(crate) fn absolute(path: &str) -> VerbResult<()> {
     if path.starts_with('/') && !path.contains('\0') {
         Ok(())
     } else {
@@ -206,7 +206,7 @@ fn mode_arg(value: &Dynamic) -> VerbResult<u32> {
 }
 
 /// The mode, owner and group an options map asks for; other keys are `extra`'s to take.
-pub fn wanted(options: &Map, extra: &[&str], call: &str) -> VerbResult<Wanted> {
+pub(crate) fn wanted(options: &Map, extra: &[&str], call: &str) -> VerbResult<Wanted> {
     let mut w = Wanted::default();
     for (k, v) in options {
         match k.as_str() {

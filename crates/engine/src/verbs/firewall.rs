@@ -8,11 +8,11 @@
 //! judge (a deciding rule that depends on an interface, a rate, an extension) is said so,
 //! naming the rule: `judged` is false then, and a checklist skips rather than guesses.
 
-pub mod command;
-pub mod ipt;
-pub mod nft;
-pub mod packet;
-pub mod table;
+pub(crate) mod command;
+pub(crate) mod ipt;
+pub(crate) mod nft;
+pub(crate) mod packet;
+pub(crate) mod table;
 
 use std::net::IpAddr;
 

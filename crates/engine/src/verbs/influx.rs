@@ -2,9 +2,12 @@
 //! bucket listing (every page) and one bucket by name, Flux queries with typed rows, and the
 //! storage backend. The base address, org and token come from the configuration; the token is
 //! added to requests here and never reaches the script. How InfluxDB OSS v2.7.12 answers a
-//! fresh server, an all-access token and a long bucket list: influx/api.rs.
+//! fresh server, an all-access token and a long bucket list: influx/api.rs; the token and the
+//! requests carrying it: influx/authed.rs; buckets: influx/bucket.rs.
 
-pub mod api;
+pub(crate) mod api;
+mod authed;
+mod bucket;
 mod setup;
 mod write;
 
@@ -14,10 +17,11 @@ use serde_json::Value as Json;
 
 use super::context::{Context, context};
 use super::result::{VerbResult, fail};
-use super::values::{Probe, record, text};
+use super::values::{Probe, text};
 use crate::register;
+use authed::{authed, token};
+use bucket::{bucket, buckets};
 use opsbook_base::config::keys;
-use opsbook_base::secret::Secret;
 use opsbook_wire::flux_csv::{self, Value};
 use opsbook_world::{Request, Response};
 
@@ -94,15 +98,6 @@ pub(crate) fn module() -> Module {
     m
 }
 
-pub(super) fn token(cx: &Context) -> VerbResult<Secret> {
-    match cx.config().token().map_err(|e| fail(e.to_string()))? {
-        Some(t) => Ok(t),
-        None => Err(fail(
-            "no API token configured for the metrics database: set metrics_db.token_file, metrics_db.token_command or INFLUX_TOKEN",
-        )),
-    }
-}
-
 /// What /health says besides the verdict.
 #[derive(Serialize)]
 struct Health {
@@ -162,81 +157,6 @@ fn ping(cx: &Context) -> VerbResult<Map> {
     let ok = r.status == 204;
     let detail = if ok { format!("HTTP 204, version {}", facts.version) } else { r.summary() };
     Probe::new(ok, Some(r.status), detail, Some(r.elapsed)).with(facts).into_map()
-}
-
-pub(super) fn authed(cx: &Context, request: Request<'_>) -> VerbResult<Response> {
-    let token = token(cx)?;
-    let what = format!("{} {}", request.method, request.url);
-    match cx.send(request.token(Some(&token)))? {
-        Ok(r) if (200..300).contains(&r.status) => Ok(r),
-        Ok(r) => Err(fail(api::refusal_of(cx, &r)?)),
-        Err(reason) => Err(fail(format!("{what}: {reason}"))),
-    }
-}
-
-/// One bucket as scripts see it.
-#[derive(Debug, PartialEq, Serialize)]
-struct Bucket {
-    name: String,
-    id: String,
-    #[serde(rename = "type")]
-    kind: String,
-    /// Seconds; 0 is forever (no rule, or a rule of 0).
-    retention: i64,
-}
-
-/// A bucket of a listing. A bucket without `retentionRules`, or with null or empty rules,
-/// keeps its data forever; absent text fields read as empty.
-fn bucket_of(b: &Json) -> Bucket {
-    let s = |k: &str| b.get(k).and_then(Json::as_str).unwrap_or("").to_string();
-    let retention = b
-        .get("retentionRules")
-        .and_then(Json::as_array)
-        .and_then(|r| r.first())
-        .and_then(|r| r.get("everySeconds"))
-        .and_then(Json::as_i64)
-        .unwrap_or(0);
-    Bucket { name: s("name"), id: s("id"), kind: s("type"), retention }
-}
-
-/// A bucket listing: `buckets` null or empty is no bucket; absent is not a listing at all
-/// (an error quoting the answer).
-#[cfg(test)]
-fn buckets_answer(body: &str) -> Result<Vec<Bucket>, String> {
-    Ok(api::page(body)?.0.iter().map(bucket_of).collect())
-}
-
-/// `GET` of a path (a link the server gave, or one of ours) with the token.
-fn get(cx: &Context, path: &str) -> VerbResult<Response> {
-    let target =
-        if path.starts_with("http://") || path.starts_with("https://") { path.to_string() } else { api::url(cx, path) };
-    authed(cx, Request::new(reqwest::Method::GET, target))
-}
-
-fn buckets(cx: &Context) -> VerbResult<Array> {
-    let all = api::all_buckets(cx, |path| get(cx, path))?;
-    all.iter().map(|b| record(&bucket_of(b)).map(Dynamic::from_map)).collect()
-}
-
-pub(super) fn bucket(cx: &Context, name: &str) -> VerbResult<Dynamic> {
-    let path = api::by_name_path(&cx.config().text(keys::METRICS_DB_ORG), name);
-    let token = token(cx)?;
-    let r = match cx.send(Request::new(reqwest::Method::GET, api::url(cx, &path)).token(Some(&token)))? {
-        Ok(r) => r,
-        Err(reason) if reason.contains(&api::url(cx, &path)) => return Err(fail(reason)),
-        Err(reason) => return Err(fail(format!("GET {}: {reason}", api::url(cx, &path)))),
-    };
-    if api::bucket_absent(&r) {
-        return Ok(Dynamic::UNIT);
-    }
-    if !(200..300).contains(&r.status) {
-        return Err(fail(api::refusal_of(cx, &r)?));
-    }
-    let (found, _) = api::page(&r.body).map_err(fail)?;
-    match found.iter().map(bucket_of).find(|b| b.name == name) {
-        Some(b) => record(&b).map(Dynamic::from_map),
-        None => Ok(Dynamic::UNIT),
-    }
 }
 
 fn dynamic(v: Value) -> Dynamic {
@@ -385,28 +305,6 @@ mod tests {
             let p = health_answer(&answer(200, body));
             assert!(!p.ok && p.detail.starts_with("not InfluxDB's health JSON"), "{body}: {}", p.detail);
         }
-    }
-
-    #[test]
-    fn bucket_listings_absent_null_empty_and_present() {
-        let b = |name: &str, retention| Bucket { name: name.into(), id: "1".into(), kind: "user".into(), retention };
-        assert_eq!(buckets_answer(r#"{"buckets":[]}"#), Ok(vec![]));
-        assert_eq!(buckets_answer(r#"{"buckets":null}"#), Ok(vec![]));
-        assert_eq!(
-            buckets_answer(r#"{"links":{}}"#),
-            Err("bucket listing has no `buckets` array: {\"links\":{}}".into())
-        );
-        assert_eq!(buckets_answer("oops"), Err("bucket listing is not JSON: oops".into()));
-        let rules = |r: &str| format!(r#"{{"buckets":[{{"name":"t","id":"1","type":"user"{r}}}]}}"#);
-        assert_eq!(buckets_answer(&rules("")), Ok(vec![b("t", 0)]));
-        assert_eq!(buckets_answer(&rules(r#","retentionRules":null"#)), Ok(vec![b("t", 0)]));
-        assert_eq!(buckets_answer(&rules(r#","retentionRules":[]"#)), Ok(vec![b("t", 0)]));
-        assert_eq!(
-            buckets_answer(&rules(r#","retentionRules":[{"type":"expire","everySeconds":3600}]"#)),
-            Ok(vec![b("t", 3600)])
-        );
-        let bare = buckets_answer(r#"{"buckets":[{"name":null}]}"#).unwrap();
-        assert_eq!(bare, vec![Bucket { name: String::new(), id: String::new(), kind: String::new(), retention: 0 }]);
     }
 
     #[test]

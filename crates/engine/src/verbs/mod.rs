@@ -10,38 +10,50 @@
 //! around), `result.rs` (what they return and raise), `verb.rs` (what a verb says of itself),
 //! `values.rs`, `tools.rs`, `diff.rs` (shared helpers), and `registry.rs`, which is the only
 //! file that imports every namespace.
+//!
+//! Other crates see what a session and the command line need (below): the context verbs act
+//! with, the ground and the place among hosts, a verb's effect, a value as text, reaching
+//! another host; and `template`, the templates found and rendered (`opsbook templates`). Every
+//! other module is private.
 
-pub mod account;
-pub mod alloy;
-pub mod config_view;
-pub mod container;
-pub mod context;
-pub mod core;
-pub mod diff;
-pub mod file;
-pub mod firewall;
-pub mod fleet;
-pub mod ground;
-pub mod host;
-pub mod http;
-pub mod influx;
-pub mod journal;
-pub mod loki;
-pub mod pkg;
-pub mod place;
-pub mod prom;
-pub mod registry;
-pub mod result;
-pub mod telegraf;
+mod account;
+mod alloy;
+mod config_view;
+mod container;
+pub(crate) mod context;
+pub(crate) mod core;
+mod diff;
+mod file;
+mod firewall;
+mod fleet;
+mod ground;
+mod host;
+mod http;
+mod influx;
+mod journal;
+mod loki;
+mod pkg;
+mod place;
+mod prom;
+pub(crate) mod registry;
+pub(crate) mod result;
+mod telegraf;
 pub mod template;
 mod template_values;
-pub mod time;
-pub mod tools;
-pub mod unit;
-pub mod values;
-pub mod verb;
-pub mod wait;
-pub mod wireguard;
+mod time;
+mod tools;
+mod unit;
+pub(crate) mod values;
+pub(crate) mod verb;
+mod wait;
+mod wireguard;
+
+pub use context::Context;
+pub use core::{text, time_text};
+pub use fleet::reach;
+pub use ground::Ground;
+pub use place::Place;
+pub use verb::Effect;
 
 /// Registers one verb into a module, with everything it says of itself: its name, its effect
 /// (`Reads` or `Changes`, see `verb::Effect`), its parameters with their types ending with the

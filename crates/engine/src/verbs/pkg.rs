@@ -12,10 +12,10 @@
 //! package manager: there every verb refuses. (The namespace is `pkg`: `package` is a reserved
 //! word in Rhai.)
 
-pub mod install;
-pub mod key;
-pub mod manager;
-pub mod repo;
+pub(crate) mod install;
+pub(crate) mod key;
+pub(crate) mod manager;
+pub(crate) mod repo;
 
 use rhai::{Array, Dynamic, Module, NativeCallContext};
 

@@ -90,6 +90,6 @@ impl Place {
 }
 
 /// A place with nothing in it (kept per host; `Mutex` so the runner can set it).
-pub fn nowhere() -> Mutex<Place> {
+pub(crate) fn nowhere() -> Mutex<Place> {
     Mutex::new(Place::default())
 }

@@ -7,20 +7,20 @@ use rhai::{Dynamic, EvalAltResult, Position};
 pub(crate) type VerbResult<T> = Result<T, Box<EvalAltResult>>;
 
 /// A runtime error raised by a host function: the run aborts with this message.
-pub fn fail(message: impl Into<String>) -> Box<EvalAltResult> {
+pub(crate) fn fail(message: impl Into<String>) -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(message.into()), Position::NONE))
 }
 
 /// What `exit(code)` unwinds a script with: not an error, a stop with the run's exit status.
 #[derive(Debug, Clone, Copy)]
-pub struct Stop(pub u8);
+pub(crate) struct Stop(pub u8);
 
 /// The unwinding `exit(code)` starts: like an interruption, no `catch` stops it.
-pub fn stop(code: u8) -> Box<EvalAltResult> {
+pub(crate) fn stop(code: u8) -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorTerminated(Dynamic::from(Stop(code)), Position::NONE))
 }
 
 /// The error that unwinds a script when the operator interrupts it.
-pub fn interrupted() -> Box<EvalAltResult> {
+pub(crate) fn interrupted() -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorTerminated(Dynamic::from("interrupted"), Position::NONE))
 }

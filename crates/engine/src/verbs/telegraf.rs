@@ -4,8 +4,8 @@
 //! errors of the log file its configuration may send its log to, and a reload watched until
 //! it settled (telegraf/log.rs). Checked against Telegraf v1.32.0 and v1.39.3.
 
-pub mod log;
-pub mod unit;
+pub(crate) mod log;
+pub(crate) mod unit;
 
 use std::collections::BTreeMap;
 

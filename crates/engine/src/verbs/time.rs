@@ -35,7 +35,7 @@ pub(crate) fn module() -> Module {
 }
 
 /// Sleeps on the runtime, with a progress line for waits of two seconds and more.
-pub fn sleep(cx: &Context, total: Duration) -> VerbResult<()> {
+pub(crate) fn sleep(cx: &Context, total: Duration) -> VerbResult<()> {
     let started = Instant::now();
     let result = cx.block_on(|| async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));

@@ -8,7 +8,7 @@ use opsbook_base::config::{Key, keys};
 use opsbook_world::{Completed, Invocation};
 
 /// The command configured under `key`, else `default`, with `{config}` filled in.
-pub fn command(cx: &Context, key: &Key, default: &[&str], config_path: &str) -> Vec<String> {
+pub(crate) fn command(cx: &Context, key: &Key, default: &[&str], config_path: &str) -> Vec<String> {
     let argv = cx.config().command(key).unwrap_or_else(|| default.iter().map(|a| a.to_string()).collect());
     argv.iter().map(|a| a.replace("{config}", config_path)).collect()
 }
@@ -28,7 +28,7 @@ pub(crate) fn run_tool(cx: &Context, argv: Vec<String>, key: &Key) -> VerbResult
 }
 
 /// The last lines of a tool's output, for a failed check's detail.
-pub fn tail(text: &str, lines: usize) -> String {
+pub(crate) fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     all[all.len().saturating_sub(lines)..].join(" | ")
 }

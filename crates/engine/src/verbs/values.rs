@@ -10,12 +10,12 @@ use opsbook_world::units::UnitStatus;
 
 /// Facts a probe adds to its record; none by default.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct NoFacts {}
+pub(crate) struct NoFacts {}
 
 /// What every probe returns: `#{ok, status, detail, elapsed_ms}` and the facts of its kind
 /// (a version, a backend…). `status` and `elapsed_ms` are `()` when no HTTP answer came back.
 #[derive(Debug, Clone, Serialize)]
-pub struct Probe<F: Serialize = NoFacts> {
+pub(crate) struct Probe<F: Serialize = NoFacts> {
     /// Whether the probe passed.
     pub ok: bool,
     /// The HTTP status, when an answer came back.
@@ -30,7 +30,7 @@ pub struct Probe<F: Serialize = NoFacts> {
 
 impl Probe {
     /// A probe with no facts; `elapsed` is `None` when no answer came back.
-    pub fn new(
+    pub(crate) fn new(
         ok: bool,
         status: Option<u16>,
         detail: impl Into<String>,
@@ -53,7 +53,7 @@ impl Probe {
 
 impl<F: Serialize> Probe<F> {
     /// The same outcome, carrying `facts`.
-    pub fn with<G: Serialize>(self, facts: G) -> Probe<G> {
+    pub(crate) fn with<G: Serialize>(self, facts: G) -> Probe<G> {
         Probe { ok: self.ok, status: self.status, detail: self.detail, elapsed_ms: self.elapsed_ms, facts }
     }
 
@@ -64,7 +64,7 @@ impl<F: Serialize> Probe<F> {
 }
 
 /// Any serialisable record as a script map (through rhai's serde support).
-pub fn record<T: Serialize>(value: &T) -> VerbResult<Map> {
+pub(crate) fn record<T: Serialize>(value: &T) -> VerbResult<Map> {
     rhai::serde::to_dynamic(value)?.try_cast::<Map>().ok_or_else(|| fail("a host record did not serialise as a map"))
 }
 
@@ -82,26 +82,26 @@ pub fn text(value: &Dynamic) -> String {
 }
 
 /// How deep `nested` shows arrays and maps inside each other: deeper ones read `[…]`, `#{…}`.
-pub const MAX_SHOWN_DEPTH: usize = 64;
+pub(crate) const MAX_SHOWN_DEPTH: usize = 64;
 
 /// A value as Rhai shows it (`[1, "a"]`, `#{"k": 2}`), arrays and maps nested deeper than
 /// `MAX_SHOWN_DEPTH` shown as `[…]` and `#{…}`: Rhai's own printer recurses once a level, and
 /// a 40,000-deep array overflowed the stack.
-pub fn nested(value: &Dynamic) -> String {
+pub(crate) fn nested(value: &Dynamic) -> String {
     let mut out = String::new();
     walk(value, 0, &mut out);
     out
 }
 
 /// `nested` of an array, without copying it.
-pub fn nested_array(list: &rhai::Array) -> String {
+pub(crate) fn nested_array(list: &rhai::Array) -> String {
     let mut out = String::new();
     array(list, 0, &mut out);
     out
 }
 
 /// `nested` of a map, without copying it.
-pub fn nested_map(items: &Map) -> String {
+pub(crate) fn nested_map(items: &Map) -> String {
     let mut out = String::new();
     map(items, 0, &mut out);
     out

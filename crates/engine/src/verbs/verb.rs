@@ -42,7 +42,7 @@ impl Effect {
 }
 
 /// The doc line carrying an example call.
-pub fn example_line(example: &str) -> String {
+pub(crate) fn example_line(example: &str) -> String {
     format!("{EXAMPLE_PREFIX}`{example}`")
 }
 

@@ -47,7 +47,7 @@ struct Tunnel {
 }
 
 /// `host::wireguard(iface)`.
-pub fn status(cx: &Context, iface: &str) -> VerbResult<Map> {
+pub(crate) fn status(cx: &Context, iface: &str) -> VerbResult<Map> {
     if iface.is_empty() || !iface.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) || iface.len() > 15 {
         return Err(fail(format!("host::wireguard: `{iface}` is not an interface name")));
     }

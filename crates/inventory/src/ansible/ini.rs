@@ -4,7 +4,10 @@
 
 use std::path::Path;
 
-use super::{AnsibleInventory, Place, Var, literal};
+use serde_json::Value as Json;
+
+use super::inventory::AnsibleInventory;
+use super::vars::{Place, Var};
 use opsbook_base::Diagnostic;
 use opsbook_base::Error;
 
@@ -164,6 +167,33 @@ fn expand_range(name: &str) -> Result<Vec<String>, String> {
     }
     let width = if start.starts_with('0') { start.len() } else { 0 };
     Ok((a..=b).map(|n| format!("{prefix}{n:0width$}{suffix}")).collect())
+}
+
+/// A value written in an INI inventory, read as Ansible reads it: a Python literal when it is
+/// one (numbers, `True`/`False`/`None`, quoted strings), the text as it stands otherwise.
+fn literal(text: &str) -> Json {
+    let t = text.trim();
+    if let Ok(i) = t.parse::<i64>() {
+        return Json::from(i);
+    }
+    if let Ok(f) = t.parse::<f64>()
+        && t.contains('.')
+        && let Some(n) = serde_json::Number::from_f64(f)
+    {
+        return Json::Number(n);
+    }
+    match t {
+        "True" => return Json::Bool(true),
+        "False" => return Json::Bool(false),
+        "None" => return Json::Null,
+        _ => {}
+    }
+    for q in ['"', '\''] {
+        if t.len() >= 2 && t.starts_with(q) && t.ends_with(q) {
+            return Json::String(t[1..t.len() - 1].to_string());
+        }
+    }
+    Json::String(t.to_string())
 }
 
 #[cfg(test)]

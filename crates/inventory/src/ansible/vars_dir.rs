@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Vars, yaml};
+use super::vars::Vars;
+use super::yaml;
 use opsbook_base::Error;
 
 const EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];

@@ -9,7 +9,8 @@ use std::path::Path;
 use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData, YamlLoader};
 use serde_json::Value as Json;
 
-use super::{AnsibleInventory, Place, Var, Vars};
+use super::inventory::AnsibleInventory;
+use super::vars::{Place, Var, Vars};
 use opsbook_base::Diagnostic;
 use opsbook_base::Error;
 use opsbook_base::did_you_mean;

@@ -34,8 +34,9 @@ mod system;
 use self::config::AgentConfig;
 use self::log::TelegrafLog;
 use self::output::PLUGIN;
-use super::logger::{self, Level, Sink};
-use super::{Stop, Twin, now_ns};
+use crate::clock::now_ns;
+use crate::logger::{self, Level, Sink};
+use crate::running::{Stop, Twin};
 use opsbook_base::Error;
 use opsbook_wire::line_protocol::Point;
 use opsbook_world::BoxFuture;
@@ -86,7 +87,7 @@ impl Agent {
             path,
             faults: AgentFaults::default(),
             log: TelegrafLog::new(log, settings),
-            client: super::http_client(&format!("Telegraf/{VERSION}")),
+            client: crate::http_client::http_client(&format!("Telegraf/{VERSION}")),
             sampler: Mutex::new(Sampler::new()),
             buffer: Mutex::new(VecDeque::new()),
             dropped: AtomicU64::new(0),
@@ -443,7 +444,7 @@ pub async fn run_command(
             e = failed_rx.recv() => *failed.lock().unwrap_or_else(|p| p.into_inner()) = e,
         }
     };
-    let _ = super::serve(agent.clone(), None, stop).await;
+    let _ = crate::running::serve(agent.clone(), None, stop).await;
     let error = reload_failed.lock().unwrap_or_else(|p| p.into_inner()).take();
     match error {
         Some(e) => {

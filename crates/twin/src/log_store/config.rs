@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::LogStore;
+use super::state::LogStore;
 
 impl LogStore {
     /// The `/config` YAML: the sections operators read, in Loki's layout.

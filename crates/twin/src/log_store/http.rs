@@ -16,9 +16,10 @@ use axum::{Router, middleware};
 use serde_json::json;
 
 use super::logql::{self, Query};
+use super::state::{LogStore, VERSION};
 use super::stats::stats;
-use super::{LogStore, VERSION};
-use crate::{faults, now_ns};
+use crate::clock::now_ns;
+use crate::faults;
 use opsbook_wire::{exposition, loki};
 
 /// A 400 (or other) answer in Loki's plain-text style. Query errors come without a final

@@ -10,8 +10,8 @@ use std::time::Instant;
 use axum::http::StatusCode;
 
 use super::loki3::{detect_level, with_service_name};
-use super::{Data, LogStore, Stored, Stream};
-use crate::now_ns;
+use super::state::{Data, LogStore, Stored, Stream};
+use crate::clock::now_ns;
 use opsbook_wire::loki::{PushEntry, PushStream, labels_text, valid_label_name};
 
 impl LogStore {

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::Labels;
+use super::state::Labels;
 
 /// Loki 3's `service_name`: kept if pushed, else taken from the first of the usual labels,
 /// else `unknown_service`.

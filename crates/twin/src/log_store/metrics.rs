@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{LogStore, VERSION};
+use super::state::{LogStore, VERSION};
 use opsbook_wire::exposition::Writer;
 
 impl LogStore {
@@ -19,7 +19,7 @@ impl LogStore {
             .unwrap_or((0, 0));
         let version = format!("v{VERSION}");
         let mut w = Writer::new();
-        crate::build_info(&mut w, "loki", &version, "go1.23.5", "netgo");
+        crate::build_info::build_info(&mut w, "loki", &version, "go1.23.5", "netgo");
         w.family(
             "loki_distributor_bytes_received_total",
             "counter",

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::logql::{AggOp, LogSelector, MetricQuery, RangeFn};
+use super::state::{Labels, LogStore, MetricSeries, Stored, Stream};
 use super::stats::Tally;
-use super::{Labels, LogStore, MetricSeries, Stored, Stream};
 use opsbook_wire::loki::StreamOut;
 use opsbook_wire::loki::labels_text;
 
@@ -205,7 +205,7 @@ mod tests {
     use super::super::logql::{self, Query};
 
     use super::super::test_support::{entry, labels, store};
-    use crate::now_ns;
+    use crate::clock::now_ns;
     use opsbook_wire::loki::PushStream;
 
     #[test]

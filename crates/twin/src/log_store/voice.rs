@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::{LogStore, VERSION};
+use super::state::{LogStore, VERSION};
+use crate::clock::now_ns;
 use crate::logger::{Level, logfmt_value, now_rfc3339};
-use crate::now_ns;
 
 /// When, after its start, Loki 3.4.6 logged `empty ring` in the capture.
 const RING_FORMING: Duration = Duration::from_millis(690);

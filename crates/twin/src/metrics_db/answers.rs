@@ -7,7 +7,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::MetricsDb;
+use super::database::MetricsDb;
 use crate::logger::Level;
 
 /// InfluxDB 2's API answers (its `api.Respond`, InfluxDB v2.7.12 `kit/transport/http/api.go`)

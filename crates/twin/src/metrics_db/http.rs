@@ -16,8 +16,9 @@ use axum::{Extension, Router};
 use serde_json::{Value, json};
 
 use super::answers::{Params, api_err, error_answer, json_answer, param};
+use super::database::{COMMIT, MetricsDb, VERSION, internal, invalid};
 use super::tenant::Authorization;
-use super::{COMMIT, MetricsDb, VERSION, internal, invalid, onboarding, tenant_http};
+use super::{onboarding, tenant_http};
 use crate::faults;
 use crate::logger::Level;
 

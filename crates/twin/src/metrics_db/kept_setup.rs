@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::MetricsDb;
+use super::database::MetricsDb;
 
 /// Writes what setup made to `path` (beside it, then renamed); a failure is logged, not fatal:
 /// the server is set up either way.

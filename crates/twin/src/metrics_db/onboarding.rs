@@ -17,8 +17,8 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::answers::{api_err, json_answer};
+use super::database::{MetricsDb, internal, invalid};
 use super::tenant::{self, Permission};
-use super::{MetricsDb, internal};
 
 impl MetricsDb {
     /// Sets the server up: user, org, bucket and the operator token (`token`, or a new one).
@@ -99,7 +99,7 @@ fn request(body: &[u8]) -> Result<SetupRequest, (StatusCode, Value)> {
     if let Some(p) = &password
         && !(8..=72).contains(&p.chars().count())
     {
-        return Err(super::invalid("passwords must be between 8 and 72 characters long"));
+        return Err(invalid("passwords must be between 8 and 72 characters long"));
     }
     // `retentionPeriodHrs` is a Go duration in nanoseconds, despite its name.
     let seconds = v.get("retentionPeriodSeconds").and_then(Value::as_u64).unwrap_or(0);

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::MetricsDb;
+use super::database::MetricsDb;
 
 impl MetricsDb {
     pub(super) fn config_json(&self) -> Value {

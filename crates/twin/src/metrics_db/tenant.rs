@@ -172,7 +172,7 @@ pub(super) fn new_token(seed: u64) -> String {
     let mut bytes = Vec::with_capacity(64);
     for i in 0..8u64 {
         let mut h = state.build_hasher();
-        h.write_u64(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ crate::now_ns() as u64);
+        h.write_u64(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ crate::clock::now_ns() as u64);
         bytes.extend(h.finish().to_le_bytes());
     }
     let mut out = String::new();

@@ -24,8 +24,9 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::answers::{Params, api_err, json_answer, param};
+use super::database::{MetricsDb, invalid};
+use super::paging;
 use super::tenant::{self, Authorization, Permission, RESOURCE_TYPES};
-use super::{MetricsDb, invalid, paging};
 
 fn not_found(message: String) -> (StatusCode, Value) {
     (StatusCode::NOT_FOUND, json!({"code": "not found", "message": message}))

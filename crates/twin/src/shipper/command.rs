@@ -8,26 +8,13 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use super::alloy;
 use super::config::{self, ShipperConfig};
-use super::{Shipper, alloy};
+use super::loading::is_alloy;
+use super::pipeline::Shipper;
 use crate::logger;
 use opsbook_base::Error;
 use opsbook_world::journal::{Journal, Journalctl};
-
-/// Whether `path` is in Alloy's syntax (`.alloy`) rather than the twin's TOML.
-fn is_alloy(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "alloy")
-}
-
-/// Reads a config file of either syntax; the error in one line, as a reload reports it.
-pub(super) fn load(path: &Path, listen: &str) -> Result<ShipperConfig, String> {
-    if is_alloy(path) {
-        return alloy::load(path, listen).map_err(|e| e.summary());
-    }
-    config::load(path)
-        .map(|c| ShipperConfig { listen: listen.to_string(), ..c })
-        .map_err(|d| d.iter().map(|d| d.to_string().trim_end().to_string()).collect::<Vec<_>>().join("\n"))
-}
 
 /// `alloy validate` of a `.alloy` file: the status, the diagnostics and the closing error.
 fn validate_alloy(path: &Path) -> (u8, String, String) {
@@ -134,7 +121,7 @@ pub async fn run_command(
     });
     // Ready once it listens and a reload would be taken, as Alloy tells systemd.
     crate::notify::ready();
-    crate::serve(shipper, Some(listener), shutdown)
+    crate::running::serve(shipper, Some(listener), shutdown)
         .await
         .map_err(|source| Error::Io { context: "log shipper server failed".into(), source })?;
     Ok(0)

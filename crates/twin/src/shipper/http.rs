@@ -11,7 +11,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::Shipper;
+use super::pipeline::Shipper;
 use opsbook_wire::exposition;
 
 fn text(status: StatusCode, body: impl Into<String>) -> Response {

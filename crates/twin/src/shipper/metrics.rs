@@ -3,41 +3,11 @@
 //! reason, the request-duration histogram) with Alloy v1.9.0's labels, written by
 //! `opsbook_wire::exposition::Writer`.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Shipper, VERSION};
+use super::counters::BUCKETS;
+use super::pipeline::{Shipper, VERSION};
 use opsbook_wire::exposition::Writer;
-
-/// The request-duration histogram's upper bounds, in seconds.
-const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
-
-/// One status code's request durations.
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    sum: f64,
-    count: u64,
-}
-
-/// What `/metrics` reports, counted as the shipper works.
-#[derive(Default)]
-pub(super) struct Metrics {
-    pub(super) lines_read: AtomicU64,
-    pub(super) parse_errors: AtomicU64,
-    pub(super) sent_entries: AtomicU64,
-    pub(super) sent_bytes: AtomicU64,
-    pub(super) encoded_bytes: AtomicU64,
-    pub(super) retries: AtomicU64,
-    pub(super) dropped: Mutex<BTreeMap<&'static str, (u64, u64)>>,
-    durations: Mutex<BTreeMap<String, Histogram>>,
-    pub(super) config_ok: AtomicBool,
-    pub(super) config_failures: AtomicU64,
-    /// Whether the writer has seen an entry (its counters exist from then on).
-    pub(super) seen_entry: AtomicBool,
-}
 
 /// Labels sorted by name, as client_golang writes them.
 fn sorted<'a>(mut labels: Vec<(&'a str, &'a str)>) -> Vec<(&'a str, &'a str)> {
@@ -57,7 +27,7 @@ impl Shipper {
         let cfg = self.config();
         let host = self.host_label();
         let mut w = Writer::new();
-        crate::build_info(&mut w, "alloy", VERSION, "go1.24.1", "builtinassets");
+        crate::build_info::build_info(&mut w, "alloy", VERSION, "go1.24.1", "builtinassets");
         w.family("alloy_config_last_load_successful", "gauge", "Config loaded successfully.").sample(
             "alloy_config_last_load_successful",
             &[],
@@ -160,26 +130,6 @@ impl Shipper {
             w.sample(&format!("{histogram}_bucket"), &with_le, h.count as f64);
             w.sample(&format!("{histogram}_sum"), &labels, h.sum);
             w.sample(&format!("{histogram}_count"), &labels, h.count as f64);
-        }
-    }
-
-    pub(super) fn observe(&self, status: &str, elapsed: Duration) {
-        if let Ok(mut d) = self.metrics.durations.lock() {
-            let h = d.entry(status.to_string()).or_default();
-            let secs = elapsed.as_secs_f64();
-            if let Some(i) = BUCKETS.iter().position(|le| secs <= *le) {
-                h.counts[i] += 1;
-            }
-            h.count += 1;
-            h.sum += secs;
-        }
-    }
-
-    pub(super) fn drop_batch(&self, reason: &'static str, entries: u64, bytes: u64) {
-        if let Ok(mut d) = self.metrics.dropped.lock() {
-            let e = d.entry(reason).or_default();
-            e.0 += entries;
-            e.1 += bytes;
         }
     }
 }

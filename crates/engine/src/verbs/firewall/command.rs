@@ -11,7 +11,7 @@ use opsbook_world::{Completed, Invocation};
 const NFT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs a firewall command on the host (stdin for `nft -f -`).
-pub fn run(cx: &Context, argv: &[&str], stdin: Option<String>) -> VerbResult<Result<Completed, String>> {
+pub(crate) fn run(cx: &Context, argv: &[&str], stdin: Option<String>) -> VerbResult<Result<Completed, String>> {
     let invocation = Invocation {
         argv: argv.iter().map(|a| a.to_string()).collect(),
         timeout: NFT_TIMEOUT,
@@ -22,7 +22,7 @@ pub fn run(cx: &Context, argv: &[&str], stdin: Option<String>) -> VerbResult<Res
 }
 
 /// Why a firewall command failed, quoting it, with the usual remedy.
-pub fn refused(argv: &[&str], stderr: &str) -> String {
+pub(crate) fn refused(argv: &[&str], stderr: &str) -> String {
     // nft adds a netlink line under the one that matters.
     let said = stderr.trim().lines().next().unwrap_or_default();
     let remedy = if said.contains("Operation not permitted") || said.contains("Permission denied") {
@@ -34,6 +34,6 @@ pub fn refused(argv: &[&str], stderr: &str) -> String {
 }
 
 /// A firewall command that ran past its deadline.
-pub fn late(argv: &[&str]) -> String {
+pub(crate) fn late(argv: &[&str]) -> String {
     format!("`{}` did not answer within {}s", argv.join(" "), NFT_TIMEOUT.as_secs())
 }

@@ -24,7 +24,7 @@ use crate::verbs::result::{VerbResult, fail};
 use crate::verbs::values::record;
 
 /// The table's family and name, as nft commands take them.
-pub const TABLE: &str = "inet opsbook";
+pub(crate) const TABLE: &str = "inet opsbook";
 
 /// The table with its one chain, declared idempotently.
 const DECLARE: &str =
@@ -124,7 +124,7 @@ fn refuse_in_sandbox(cx: &Context, call: &str) -> VerbResult<()> {
 }
 
 /// `firewall::admit(port, sources)`.
-pub fn admit(cx: &Context, port: u16, sources: &[String]) -> VerbResult<Map> {
+pub(crate) fn admit(cx: &Context, port: u16, sources: &[String]) -> VerbResult<Map> {
     refuse_in_sandbox(cx, "firewall::admit")?;
     let (comment, wanted) = rules(port, sources).map_err(fail)?;
     let ours = current(cx)?.unwrap_or_default();
@@ -150,7 +150,7 @@ pub fn admit(cx: &Context, port: u16, sources: &[String]) -> VerbResult<Map> {
 }
 
 /// `firewall::revoke(port)`.
-pub fn revoke(cx: &Context, port: u16) -> VerbResult<Map> {
+pub(crate) fn revoke(cx: &Context, port: u16) -> VerbResult<Map> {
     refuse_in_sandbox(cx, "firewall::revoke")?;
     let ours = current(cx)?.unwrap_or_default();
     let handles: Vec<u64> = ours.iter().filter(|(_, c)| c.starts_with(&port_prefix(port))).map(|(h, _)| *h).collect();
@@ -166,7 +166,7 @@ pub fn revoke(cx: &Context, port: u16) -> VerbResult<Map> {
 }
 
 /// `firewall::remove_table()`.
-pub fn remove_table(cx: &Context) -> VerbResult<Map> {
+pub(crate) fn remove_table(cx: &Context) -> VerbResult<Map> {
     refuse_in_sandbox(cx, "firewall::remove_table")?;
     if current(cx)?.is_none() {
         return record(&Changed { changed: false, dry_run: false });

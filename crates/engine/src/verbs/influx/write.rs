@@ -12,7 +12,8 @@ use rhai::{Map, Module, NativeCallContext};
 use serde_json::json;
 
 use super::api::{form_encode, refusal, url};
-use super::{authed, bucket, token};
+use super::authed::{authed, token};
+use super::bucket::bucket;
 use crate::register;
 use crate::verbs::context::{Context, context};
 use crate::verbs::result::{VerbResult, fail};

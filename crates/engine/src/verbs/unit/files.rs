@@ -9,7 +9,8 @@
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
 
-use super::{enabled_state, jobs, names, status};
+use super::jobs::jobs;
+use super::state::{enabled_state, names, status};
 use crate::register;
 use crate::verbs::context::{Context, context};
 use crate::verbs::file::{Changed, WriteOptions, Written, mkdir_with, remove_path, write_with};

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::parser::Expr;
 use super::planner::Agg;
 use super::table::{Body, Rows, Segment, Table, segment_constant};
-use super::{ColType, Value, value_at};
+use super::value::{ColType, Value, value_at};
 
 pub(super) fn compare(a: &Value, op: &str, b: &Value) -> Option<bool> {
     use std::cmp::Ordering;

@@ -21,6 +21,7 @@ mod lexer;
 mod parser;
 mod planner;
 mod table;
+mod value;
 
 use eval::{apply_agg, apply_filter, apply_group, apply_limit};
 use lexer::lex;
@@ -28,68 +29,9 @@ use parser::Parser;
 use planner::{Plan, Stage, plan};
 pub(super) use table::Table;
 use table::{Body, Rows, Segment};
+pub(super) use value::Value;
 
-use super::store::{Bucket, Column};
-
-/// A value in a table cell.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Value {
-    Null,
-    Str(String),
-    Float(f64),
-    Int(i64),
-    UInt(u64),
-    Bool(bool),
-    /// Nanoseconds since the epoch.
-    Time(i64),
-}
-
-/// Column names and types of a table, in order.
-pub(super) type Schema = Vec<(String, ColType)>;
-
-/// A column's type, named in the CSV `#datatype` annotation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ColType {
-    Str,
-    Float,
-    Int,
-    UInt,
-    Bool,
-    Time,
-}
-
-impl ColType {
-    pub(super) fn datatype(self) -> &'static str {
-        match self {
-            ColType::Str => "string",
-            ColType::Float => "double",
-            ColType::Int => "long",
-            ColType::UInt => "unsignedLong",
-            ColType::Bool => "boolean",
-            ColType::Time => "dateTime:RFC3339",
-        }
-    }
-
-    pub(super) fn of_column(c: &Column) -> ColType {
-        match c {
-            Column::Float(_) => ColType::Float,
-            Column::Int(_) => ColType::Int,
-            Column::UInt(_) => ColType::UInt,
-            Column::Bool(_) => ColType::Bool,
-            Column::Str(_) => ColType::Str,
-        }
-    }
-}
-
-pub(super) fn value_at(c: &Column, i: usize) -> Value {
-    match c {
-        Column::Float(v) => Value::Float(v[i]),
-        Column::Int(v) => Value::Int(v[i]),
-        Column::UInt(v) => Value::UInt(v[i]),
-        Column::Bool(v) => Value::Bool(v[i]),
-        Column::Str(v) => Value::Str(v[i].clone()),
-    }
-}
+use super::store::Bucket;
 
 /// Named results, in the order they were yielded.
 pub(super) type Results<'a> = Vec<(String, Vec<Table<'a>>)>;

@@ -2,8 +2,8 @@
 //! selector makes rows, so a count over a million points reads the columns without building
 //! a row for each point.
 
-use super::super::store::Series;
-use super::{ColType, Schema, Value, value_at};
+use super::value::{ColType, Schema, Value, value_at};
+use crate::metrics_db::store::Series;
 
 /// Which rows of a series a segment holds.
 #[derive(Debug, Clone)]

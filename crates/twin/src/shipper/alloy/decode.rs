@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::Diag;
+use super::diag::Diag;
 use super::parse::{Attr, Block, Expr, Kind, Stmt};
 use super::values::{base2_bytes, go_duration};
 use crate::logger::Level;
@@ -168,7 +168,7 @@ impl Decoder<'_> {
     /// Records `b` as declared; false (and a diagnostic) when it was declared already.
     fn once(&mut self, seen: &mut BTreeMap<String, usize>, b: &Block) -> bool {
         if let Some(first) = seen.get(&b.id()) {
-            let at = super::line_col(self.text, *first);
+            let at = super::diag::line_col(self.text, *first);
             let name = b.full_name();
             let message = format!("block {} already declared at {}:{at}", b.id(), self.file);
             self.diags.push(Diag::span(b.pos, b.pos + name.len() - 1, message));
@@ -485,7 +485,7 @@ impl Decoder<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::render;
+    use super::super::diag::render;
     use super::*;
 
     const TEMPLATE: &str = "logging {\n  level  = \"info\"\n  format = \"logfmt\"\n}\n\n\
@@ -560,7 +560,7 @@ mod tests {
         let got: Vec<String> = decode("c.alloy", text, &body, "127.0.0.1:12345")
             .unwrap_err()
             .iter()
-            .map(|d| format!("{} {}", super::super::line_col(text, d.start), d.message))
+            .map(|d| format!("{} {}", super::super::diag::line_col(text, d.start), d.message))
             .collect();
         assert_eq!(
             got,

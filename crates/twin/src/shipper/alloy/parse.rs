@@ -5,7 +5,7 @@
 //! (skip to the next statement, one error per line) follow Alloy's own parser, so a broken
 //! file gets the diagnostics `alloy validate` prints.
 
-use super::Diag;
+use super::diag::Diag;
 use super::scan::{Tok, Token, scan, unquote};
 
 /// A statement of a body.
@@ -470,7 +470,7 @@ mod tests {
         let text = "// Missing string termination.\nlocal.file_match \"applogs {\n    path_targets = [{\"__path__\" = \"/tmp/app-logs/app.log\"}]\n}\n";
         let (_, diags) = parse(text);
         let got: Vec<String> =
-            diags.iter().map(|d| format!("{} {}", super::super::line_col(text, d.start), d.message)).collect();
+            diags.iter().map(|d| format!("{} {}", super::super::diag::line_col(text, d.start), d.message)).collect();
         assert_eq!(
             got,
             vec![

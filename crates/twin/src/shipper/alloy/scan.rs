@@ -3,7 +3,7 @@
 //! token, so lists and objects may span lines after a `,`), `//` and `/* */` comments are
 //! skipped, and a string cut by the end of its line is `string literal not terminated`.
 
-use super::Diag;
+use super::diag::Diag;
 
 /// A token's kind; `name` is how Alloy's parser names it in its errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

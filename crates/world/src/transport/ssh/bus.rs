@@ -8,7 +8,8 @@
 
 use zbus::address::transport::{Transport, Unix, UnixSocket, Unixexec};
 
-use super::{BusScope, Ssh, SshTarget};
+use super::connection::Ssh;
+use super::target::{BusScope, SshTarget};
 use crate::transport::control::Remote;
 use crate::transport::shell_quote;
 
@@ -89,7 +90,7 @@ impl Ssh {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::unconnected;
+    use super::super::connection::tests::unconnected;
     use super::*;
 
     /// The bridge's argv, as ssh will get it.

@@ -7,7 +7,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{LASTING_IN_USE, Ssh, SshTarget};
+use super::connection::{LASTING_IN_USE, Ssh};
+use super::target::SshTarget;
 use crate::transport::control::{Control, Forward, Locked, Remote};
 use crate::transport::ssh_error::SshError;
 use opsbook_base::process::{self, Children, Completed};
@@ -51,6 +52,19 @@ fn limit(target: &SshTarget) -> Duration {
 }
 
 impl Ssh {
+    /// Opens the shared connection, or reuses the lasting one an earlier run left: in either
+    /// case authenticated (or failed, quoting ssh) within the target's connect timeout.
+    pub fn connect(target: SshTarget) -> Result<Ssh, SshError> {
+        Ssh::connect_with(target, &[])
+    }
+
+    /// `connect`, with a forward to each of `wanted` held when it returns: given to a new
+    /// master as it starts, asked of a lasting one that lacks some (`forward_socket` names
+    /// their sockets). `begin` does the same in two halves, for many hosts at once.
+    pub fn connect_with(target: SshTarget, wanted: &[Remote]) -> Result<Ssh, SshError> {
+        Ssh::begin(target, wanted, Contention::Wait)?.wait()
+    }
+
     /// The first half of `connect_with`: reuses a lasting master an earlier run left, or
     /// starts a new one (`Connecting::master` to watch it, `finish` when it ended).
     pub fn begin(target: SshTarget, wanted: &[Remote], contention: Contention) -> Result<Connecting, SshError> {

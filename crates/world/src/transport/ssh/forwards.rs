@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CONTROL_TIMEOUT, Ssh};
+use super::connection::{CONTROL_TIMEOUT, Ssh};
 use crate::transport::control::{Forward, Locked, Remote};
 use crate::transport::mux::Mux;
 use crate::transport::ssh_error::SshError;
