@@ -73,26 +73,9 @@ fn commands_run_as_sessions_of_the_master_with_no_local_process() {
 
     // Ctrl-C (or the run's time limit) ends a session in flight at once, as it ends every wait
     // of a run: the session blocks its thread, and looks at the cancel that thread watches.
-    let cancel = opsbook_base::Cancel::default();
-    let started = std::time::Instant::now();
-    let ended = std::thread::scope(|s| {
-        s.spawn(|| {
-            std::thread::sleep(Duration::from_millis(300));
-            cancel.cancel();
-        });
-        cancel.watch_here(|| {
-            let words = argv(&["sleep", "7"]);
-            rt.block_on(async {
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => "interrupted".to_string(),
-                    done = ssh.exec(&words, None, Duration::from_secs(60)) => format!("{done:?}"),
-                }
-            })
-        })
-    });
+    let (ended, took) = cancelled_after(&rt, &ssh, Duration::from_millis(300));
     assert_eq!(ended, "interrupted");
-    assert!(started.elapsed() < Duration::from_secs(2), "ended {:?} after the start", started.elapsed());
+    assert!(took < Duration::from_secs(2), "ended {took:?} after the start");
 
     // Through the host's world, a command past its timeout is ended there, not left running.
     let world =
@@ -114,6 +97,31 @@ fn commands_run_as_sessions_of_the_master_with_no_local_process() {
     });
     assert_eq!((done.code, done.stdout.as_str()), (Some(0), "c1\n"));
     assert_eq!(clients.len(), 1, "{clients:?}");
+}
+
+/// A `sleep 7` on the host, run as `Context::block_on` runs a verb's work (raced against the
+/// run's cancel, which the thread watches), cancelled after `after`: what ended the wait, and
+/// when.
+fn cancelled_after(rt: &tokio::runtime::Runtime, ssh: &Ssh, after: Duration) -> (String, Duration) {
+    let cancel = opsbook_base::Cancel::default();
+    let started = std::time::Instant::now();
+    let words: Vec<String> = ["sleep", "7"].map(String::from).to_vec();
+    let ended = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(after);
+            cancel.cancel();
+        });
+        cancel.watch_here(|| {
+            rt.block_on(async {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => "interrupted".to_string(),
+                    done = ssh.exec(&words, None, Duration::from_secs(60)) => format!("{done:?}"),
+                }
+            })
+        })
+    });
+    (ended, started.elapsed())
 }
 
 /// What `run` gives, and the ssh clients to `address` seen while it ran (looked for every 10 ms).
