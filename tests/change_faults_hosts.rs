@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use crate::debian13::host::Debian13Host;
 use crate::delivery_hosts::{AGENT, base_templates, first_rolled_back, template};
 use crate::realhosts::{ROLES, operator_config, passes_on, run};
-use crate::rollout::summary;
 use crate::support::Test;
 
 const CONFIGURE: [&str; 8] = ["run", "configure", "--set", "service=metrics-agent", "--serial", "1", "--max-fail", "0"];
@@ -115,23 +114,7 @@ fn a_killed_run_and_a_lost_host_leave_an_unfinished_change_that_is_found_and_res
     let took = begun.elapsed();
     cut.wait().unwrap();
     assert!(took < Duration::from_secs(150), "the run took {took:?}");
-    let text = lost_summary(&out);
-    assert_eq!(
-        text,
-        "rollout of configure: 2 host(s) in 2 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
-BATCH  HOSTS  OUTCOME        TIME
-1      d13c1  1 unreachable  [DUR]
-2      d13c2  not attempted
-
-HOST   ROLES                       BATCH  OUTCOME        WHY
-d13c1  metrics-agent, log-shipper  1      unreachable    unreachable during its change ([WHY]): configure's change in place, not verified, not rolled back; rollback point kept ([GATE]); once it answers, `opsbook run rollback --host d13c1 --set service=metrics-agent` restores it
-d13c2  metrics-agent, log-shipper  2      not attempted  stopped after batch 1: 1 host(s) failed, more than 0
-
-2 host(s): 1 unreachable (d13c1), 1 not attempted (d13c2); stopped after batch 1 of 2: 1 host(s) failed, more than --max-fail 0 allows  ([DUR])
-",
-        "{}",
-        out.stdout
-    );
+    assert_eq!(lost_masked(&out.stdout), lost(), "{}", out.stdout);
     assert_eq!(c2.ok(&["cat", AGENT]), good.1, "d13c2 untouched");
     assert!(c1.ok(&["cat", AGENT]).contains("\"nowhere\""), "d13c1 not rolled back by the run");
     let out = run(&t, &["run", "rollback", "--host", "d13c1", "--set", "service=metrics-agent"]);
@@ -160,17 +143,75 @@ fn rerun_masked(stdout: &str) -> String {
     why.replace_all(&text, "gate: [WHY]; the rollback passed").into_owned()
 }
 
-/// The summary of a rollout whose host was lost, with why it was lost and its gate's checks
-/// (which depend on where the cut fell) shown as `[WHY]` and `[GATE]`.
-fn lost_summary(out: &crate::support::Output) -> String {
-    let text = regex::Regex::new(r"unreachable during its (change|gate) \(([^()]|\([^()]*\))*\)")
-        .unwrap()
-        .replace_all(&summary(out), "unreachable during its $1 ([WHY])")
-        .into_owned();
-    regex::Regex::new(r"rollback point kept \(.*\); once")
-        .unwrap()
-        .replace_all(&text, "rollback point kept ([GATE]); once")
-        .into_owned()
+/// The report of the configure whose host was cut off in its gate, masked (`masked`), with
+/// what depends on where the cut fell left open: each gate check's outcome and what it found
+/// (its name kept), the totals, and the summary's `[WHY]` and `[GATE]` (`lost_summary`).
+fn lost_masked(stdout: &str) -> String {
+    let server = regex::Regex::new(r"http://[0-9.]+:8086").unwrap();
+    let text = server.replace_all(&masked(stdout), "http://[SERVER]:8086").into_owned();
+    let Some((before, gate)) = text.split_once("\n== metrics agent\n") else { return text };
+    let check =
+        regex::Regex::new(r"(?m)^  (ok|WARN|FAIL) +(.+?)( — .*)?\n(          (expected|actual):.*\n)*").unwrap();
+    let gate = check.replace_all(gate, "  [OUTCOME]  $2 [FOUND]\n");
+    let totals = regex::Regex::new(r"(?m)^\d+ passed, \d+ failed(, \d+ warnings?)?  ").unwrap();
+    let gate = totals.replace_all(&gate, "[N] passed, [N] failed, [N] warning(s)  ");
+    let why = regex::Regex::new(r"unreachable during its (change|gate) \(([^()]|\([^()]*\))*\)").unwrap();
+    let gate = why.replace_all(&gate, "unreachable during its $1 ([WHY])");
+    let kept = regex::Regex::new(r"rollback point kept \(.*\); once").unwrap();
+    let gate = kept.replace_all(&gate, "rollback point kept ([GATE]); once");
+    format!("{before}\n== metrics agent\n{gate}")
+}
+
+/// The configure whose host was cut off in its gate, whole (`lost_masked`).
+fn lost() -> &'static str {
+    "configure on d13c1 (<built-in>/runbooks/configure.rhai)
+
+== configuration of metrics-agent
+  ok    configuration rendered from metrics-agent/telegraf.conf.j2
+  --- /etc/telegraf/telegraf.conf
++++ /etc/telegraf/telegraf.conf
+@@ -8,7 +8,7 @@
+   urls = [\"http://[SERVER]:8086\"]
+   token = \"********\"
+   organization = \"opsbook\"
+-  bucket = \"telegraf\"
++  bucket = \"nowhere\"
+   timeout = \"[DUR]\"
+ 
+ [[inputs.cpu]]
+
+  ok    configuration validated by the component's own tool
+  changed /etc/telegraf/telegraf.conf: 1 line added, 1 removed (previous version kept as /etc/telegraf/telegraf.conf.opsbook-backup)
+
+== apply to telegraf.service
+  changed=1: configuration /etc/telegraf/telegraf.conf
+  ok    metrics-agent ready
+
+== metrics agent
+  [OUTCOME]  telegraf.service active [FOUND]
+  [OUTCOME]  configuration test prints line protocol [FOUND]
+  [OUTCOME]  telegraf.service logged no errors since [TIME] UTC [FOUND]
+  [OUTCOME]  collects cpu [FOUND]
+  [OUTCOME]  collects mem [FOUND]
+  [OUTCOME]  collects disk [FOUND]
+
+== metrics-agent: evidence made after the change
+  [OUTCOME]  a point of d13c1 stamped after the change is in telegraf [FOUND]
+  [OUTCOME]  telegraf.service logged no failed delivery since the change [FOUND]
+
+[N] passed, [N] failed, [N] warning(s)  ([DUR])
+
+rollout of configure: 2 host(s) in 2 batch(es), 1 at a time; stop once more than 0 host(s) fail (--max-fail 0); a host whose gate fails is rolled back
+BATCH  HOSTS  OUTCOME        TIME
+1      d13c1  1 unreachable  [DUR]
+2      d13c2  not attempted
+
+HOST   ROLES                       BATCH  OUTCOME        WHY
+d13c1  metrics-agent, log-shipper  1      unreachable    unreachable during its change ([WHY]): configure's change in place, not verified, not rolled back; rollback point kept ([GATE]); once it answers, `opsbook run rollback --host d13c1 --set service=metrics-agent` restores it
+d13c2  metrics-agent, log-shipper  2      not attempted  stopped after batch 1: 1 host(s) failed, more than 0
+
+2 host(s): 1 unreachable (d13c1), 1 not attempted (d13c2); stopped after batch 1 of 2: 1 host(s) failed, more than --max-fail 0 allows  ([DUR])
+"
 }
 
 /// The rerun of the broken configure after the killed run, whole: the unfinished change named,
