@@ -23,8 +23,8 @@ pub(crate) fn execute(args: Arguments) -> Result<u8, Error> {
     let session = |reach| Session::open(&global, reach);
     match args.command {
         Command::Run(run) => {
-            // Built and parsed on other threads while this one reads the configuration.
-            opsbook_engine::engine::prepare_in_background();
+            // Parsed on another thread while this one reads the configuration (what every
+            // engine shares is being built since the process started: `crate::run`).
             opsbook_engine::prefetch_modules_of(Catalog::new(&global.runbook_dirs), &run.name);
             run_command(&global, &run)
         }

@@ -87,6 +87,10 @@ pub struct Catalog {
     texts: Mutex<HashMap<String, Arc<str>>>,
     /// Modules shared by every engine of this catalog, by import path.
     modules: Mutex<HashMap<String, rhai::Shared<rhai::Module>>>,
+    /// Each module's parse, with the text parsed, by import path: a module that cannot be
+    /// shared (its top level reads `config` or calls) is evaluated by every host's engine, from
+    /// one parse.
+    parses: Mutex<HashMap<String, (Arc<str>, rhai::AST)>>,
 }
 
 impl Catalog {
@@ -100,9 +104,21 @@ impl Catalog {
         self.modules.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), module);
     }
 
-    /// Forgets the shared modules (the REPL's reload reads them again).
+    /// The parse of module `path` kept by `keep_parse`, when it is of exactly `text`.
+    pub(crate) fn parsed_module(&self, path: &str, text: &str) -> Option<rhai::AST> {
+        let parses = self.parses.lock().unwrap_or_else(|e| e.into_inner());
+        parses.get(path).filter(|(parsed, _)| **parsed == *text).map(|(_, ast)| ast.clone())
+    }
+
+    /// Keeps the parse of module `path` (of `text`) for the other engines of this catalog.
+    pub(crate) fn keep_parse(&self, path: &str, text: &Arc<str>, ast: &rhai::AST) {
+        self.parses.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), (text.clone(), ast.clone()));
+    }
+
+    /// Forgets the shared modules and parses (the REPL's reload reads them again).
     pub fn forget_modules(&self) {
         self.modules.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.parses.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// The search path for these `--runbooks` folders and the environment.
@@ -121,7 +137,7 @@ impl Catalog {
                 SearchDir { runbooks, stdlib, reason }
             })
             .collect();
-        Catalog { dirs, texts: Mutex::default(), modules: Mutex::default() }
+        Catalog { dirs, texts: Mutex::default(), modules: Mutex::default(), parses: Mutex::default() }
     }
 
     /// The folders searched, in order.
@@ -364,5 +380,25 @@ pub(crate) fn file_names(dir: &std::path::Path, prefix: &str, names: &mut Vec<St
         } else if !name.rsplit('/').next().is_some_and(|n| n.starts_with('.')) {
             names.push(name);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_modules_parse_is_kept_for_the_other_engines_only_for_the_same_text() {
+        let catalog = Catalog::new(&[]);
+        let text: Arc<str> = Arc::from("fn f() { config.x }");
+        assert!(catalog.parsed_module("m", &text).is_none(), "nothing kept yet");
+        let ast = rhai::Engine::new_raw().compile(&*text).unwrap();
+        catalog.keep_parse("m", &text, &ast);
+        let kept = catalog.parsed_module("m", &text).expect("kept");
+        assert_eq!(kept.iter_functions().map(|f| f.name).collect::<Vec<_>>(), ["f"]);
+        assert!(catalog.parsed_module("m", "fn f() { 2 }").is_none(), "an edited module is parsed anew");
+        assert!(catalog.parsed_module("other", &text).is_none());
+        catalog.forget_modules();
+        assert!(catalog.parsed_module("m", &text).is_none(), "forgotten on the REPL's reload");
     }
 }

@@ -117,6 +117,32 @@ struct CatalogResolver {
 }
 
 impl CatalogResolver {
+    /// Module `path`'s parse of `text`: the one another host's engine made, the one made ahead
+    /// when it is done, or one waited for or made now on a thread of its own, so that the run's
+    /// time limit and Ctrl-C stop the wait.
+    fn parse(
+        &self,
+        path: &str,
+        text: &Arc<str>,
+    ) -> Result<Result<rhai::AST, ParseError>, crate::parse_bounded::Stopped> {
+        if let Some(ast) = self.catalog.parsed_module(path, text) {
+            return Ok(Ok(ast));
+        }
+        let parsed = match crate::prefetch::take_done(path, text) {
+            Some(done) => done,
+            None => {
+                let (key, text) = (path.to_string(), text.clone());
+                crate::parse_bounded::until_cancelled(&self.cancel, move || {
+                    crate::prefetch::take(&key, &text).unwrap_or_else(|| crate::parse_bounded::parse_here(&text))
+                })?
+            }
+        };
+        if let Ok(ast) = &parsed {
+            self.catalog.keep_parse(path, text, ast);
+        }
+        Ok(parsed)
+    }
+
     /// Marks `path` as being evaluated by this thread until the guard drops, or names the
     /// circle importing it would close.
     fn enter(&self, path: &str) -> Result<Importing<'_>, ImportCycle> {
@@ -179,12 +205,9 @@ impl ModuleResolver for CatalogResolver {
         let _importing = self
             .enter(path)
             .map_err(|cycle| in_module(EvalAltResult::ErrorSystem(String::new(), cycle.into()).into()))?;
-        // Parsed ahead, or now; either way the run's time limit and Ctrl-C stop the wait.
-        let (key, text) = (path.to_string(), entry.text.clone());
-        let parsed = crate::parse_bounded::until_cancelled(&self.cancel, move || {
-            crate::prefetch::take(&key, &text).unwrap_or_else(|| crate::parse_bounded::parse_here(&text))
-        })
-        .map_err(|_| Box::new(EvalAltResult::ErrorTerminated(Dynamic::from("interrupted"), pos)))?;
+        let parsed = self
+            .parse(path, &entry.text)
+            .map_err(|_| Box::new(EvalAltResult::ErrorTerminated(Dynamic::from("interrupted"), pos)))?;
         let mut ast = parsed.map_err(|e| in_module(e.into()))?;
         ast.set_source(entry.source.as_str());
         let module: SharedModule = Module::eval_ast_as_new(Scope::new(), &ast, engine).map_err(in_module)?.into();

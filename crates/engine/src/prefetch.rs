@@ -108,6 +108,20 @@ pub(crate) fn take(path: &str, text: &Arc<str>) -> Option<Result<AST, ParseError
     slot.parsed.wait().clone()
 }
 
+/// The parse of module `path` made ahead when it is done already, without waiting: `None`
+/// when there is none of exactly `text`, or it is still being made (then `take` waits for it,
+/// on a thread the run's cancellation can leave behind).
+pub(crate) fn take_done(path: &str, text: &Arc<str>) -> Option<Result<AST, ParseError>> {
+    let mut waiting = waiting().lock().unwrap_or_else(|e| e.into_inner());
+    let slot = waiting.get(path)?;
+    if *slot.text != **text {
+        return None;
+    }
+    let done = slot.parsed.get()?.clone()?;
+    waiting.remove(path);
+    Some(done)
+}
+
 /// The module paths a script's `import "…"` lines name (a comment or a string that looks like
 /// one costs a parse never taken, nothing more).
 fn imports(text: &str) -> Vec<String> {
@@ -144,6 +158,20 @@ mod tests {
         let ast = take("prefetch-test-a", &text).expect("made ahead").expect("parses");
         assert_eq!(ast.iter_functions().map(|f| f.name).collect::<Vec<_>>(), ["f"]);
         assert!(take("prefetch-test-a", &text).is_none(), "taken once");
+    }
+
+    #[test]
+    fn a_finished_parse_is_taken_without_waiting_and_one_in_progress_is_left_for_take() {
+        let text: Arc<str> = Arc::from("fn g() { 1 }");
+        let slot = Arc::new(Slot::new(text.clone()));
+        assert!(slot.claim(), "the parsing thread has started on it");
+        waiting().lock().unwrap().insert("prefetch-test-c".into(), slot.clone());
+        assert!(take_done("prefetch-test-c", &text).is_none(), "still being made: not waited for");
+        let _ = slot.parsed.set(Some(Engine::new_raw().compile(&*text)));
+        assert!(take_done("prefetch-test-c", &Arc::from("fn g() { 2 }")).is_none(), "another text is parsed anew");
+        let ast = take_done("prefetch-test-c", &text).expect("done").expect("parses");
+        assert_eq!(ast.iter_functions().map(|f| f.name).collect::<Vec<_>>(), ["g"]);
+        assert!(take("prefetch-test-c", &text).is_none(), "taken once");
     }
 
     #[test]
