@@ -32,8 +32,18 @@ fn in_gate(t: &Test, client: &Debian13Host) -> Child {
         assert!(started.elapsed() < Duration::from_secs(120), "the configure never wrote d13c1's agent file");
         std::thread::sleep(Duration::from_millis(200));
     }
-    // The file is written; its reload follows at once, then the gate's checks (16 s and more).
-    std::thread::sleep(Duration::from_secs(4));
+    // The file is written (the agent's own tool checked it before); the reload and its
+    // readiness follow within a moment, then the gate, whose first program on the host is the
+    // agent's configuration test (`telegraf … --test`, half a second): the gate has begun once
+    // that is seen. A machine too loaded for these looks to catch it is given 12 s.
+    let written = Instant::now();
+    while written.elapsed() < Duration::from_secs(12) {
+        let testing = client.command(&["pgrep", "-f", "[t]elegraf .*--test"]).output();
+        if testing.is_ok_and(|found| found.status.success()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(40));
+    }
     child
 }
 
