@@ -10,13 +10,23 @@ use std::time::{Duration, Instant};
 use crate::debian13::host::{Debian13Fleet, Debian13Host};
 use crate::support::Test;
 
-/// A test's change: its start and end in the host's journal, a while apart.
+/// A test's change: its start and end in the host's journal, `hold` apart or, given `until`,
+/// once that file is on the host (at most 2 minutes).
 const HOLD: &str = "//! Change the host for a while: its start and end in the host's journal.
 //!
 //! Changes the host: a run holds the host's change lock while it runs.
 let run = param(\"run\", \"r\");
 journal::emit(\"opsbook-lock-test\", `begin ${run}`, \"info\");
-sleep(param(\"hold\", \"2s\"));
+let go_file = param(\"until\", \"\");
+if go_file == \"\" {
+    sleep(param(\"hold\", \"2s\"));
+} else {
+    let looked = 0;
+    while !file::exists(go_file) && looked < 1200 {
+        sleep(\"100ms\");
+        looked += 1;
+    }
+}
 journal::emit(\"opsbook-lock-test\", `end ${run}`, \"info\");
 check(`${run} on ${hostname()}`, true, \"\");
 ";
@@ -82,13 +92,22 @@ fn changes(host: &Debian13Host) -> String {
 fn a_second_rollout_refuses_naming_the_holder_and_one_that_waits_runs_after_it() {
     let Some(fleet) = boot() else { return };
     let t = test(&fleet);
+    // The go file: the first rollout holds each host until the test writes it.
+    const GO: &str = "/run/opsbook-lock-test-go";
+    for host in fleet.hosts() {
+        host.ok(&["rm", "-f", GO]);
+    }
     let rollout = |run: &str, hold: &str| {
         let mut cmd = t.command();
         cmd.args(["run", "hold", "--hosts", "debian13", "--serial", "1", "--set"]);
         cmd.args([format!("run={run}"), "--set".into(), format!("hold={hold}")]);
         cmd
     };
-    let first = rollout("first", "8s").stdout(std::process::Stdio::piped()).spawn().expect("start opsbook");
+    let first = rollout("first", "0s")
+        .args(["--set", &format!("until={GO}")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start opsbook");
     wait_until_held(&fleet, "\"runbook\":\"hold\"");
     // The lock rides the run's own master: one ssh connection to each host, the run's.
     for host in fleet.hosts() {
@@ -117,29 +136,66 @@ fn a_second_rollout_refuses_naming_the_holder_and_one_that_waits_runs_after_it()
             held("d13c2")
         )
     );
-    // A third operator waits for the first, then changes the hosts.
-    let started = Instant::now();
-    let third = rollout("third", "1s").arg("--lock-timeout").arg("2m").output().expect("run opsbook");
-    let waited = started.elapsed();
+    // A third operator waits for the first: once it says so for both hosts, the first is let go.
+    let waiting = |h: &str| {
+        format!(
+            "waiting for {h}: held by root@[MACHINE] — run [RUN], hold, pid [PID], since [TIME] UTC (at most [LEFT] more)"
+        )
+    };
+    let mut third = rollout("third", "0s");
+    third.args(["--lock-timeout", "2m"]);
+    let (third, said) = waits_then_runs(third, &fleet, &["d13c1", "d13c2"].map(waiting), GO);
     let first = first.wait_with_output().expect("the first rollout ends");
     assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stdout));
     assert_eq!(third.status.code(), Some(0), "{}", String::from_utf8_lossy(&third.stdout));
-    assert!(waited > Duration::from_secs(3), "the third run waited for the first ({waited:?})");
-    let mut said: Vec<String> = masked(&String::from_utf8_lossy(&third.stderr)).lines().map(String::from).collect();
-    said.sort();
-    said.dedup();
-    assert_eq!(
-        said,
-        ["d13c1", "d13c2"].map(|h| format!(
-            "waiting for {h}: held by root@[MACHINE] — run [RUN], hold, pid [PID], since [TIME] UTC (at most [LEFT] more)"
-        ))
-    );
+    assert_eq!(said, ["d13c1", "d13c2"].map(waiting));
     // Each host's changes, in the journal's order: one run's, then the other's; the refused
     // run changed nothing; and the last run let its lock go.
     for host in fleet.hosts() {
         assert_eq!(changes(host), "begin first\nend first\nbegin third\nend third\n", "{}", host.name());
         assert_eq!(record(host), "", "{}: the lock's record is removed when the run ends", host.name());
     }
+}
+
+/// Runs `cmd`, which waits for a lock: once its stderr said each of `waiting` (masked), writes
+/// the file `go` on every host (the holder's signal to end). Its output, and the distinct
+/// masked lines its stderr said, sorted.
+fn waits_then_runs(
+    mut cmd: std::process::Command,
+    fleet: &Debian13Fleet,
+    waiting: &[String],
+    go: &str,
+) -> (std::process::Output, Vec<String>) {
+    use std::io::BufRead;
+    let mut child =
+        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("start opsbook");
+    let (lines, said_so_far) = std::sync::mpsc::channel();
+    let stderr = std::io::BufReader::new(child.stderr.take().expect("piped"));
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        for line in stderr.lines().map_while(Result::ok) {
+            let line = masked(&line);
+            let _ = lines.send(line.clone());
+            all.push(line);
+        }
+        all
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    let started = Instant::now();
+    while !waiting.iter().all(|w| seen.contains(w)) {
+        assert!(started.elapsed() < Duration::from_secs(60), "it never said it waits for them all: {seen:?}");
+        if let Ok(line) = said_so_far.recv_timeout(Duration::from_millis(100)) {
+            seen.insert(line);
+        }
+    }
+    for host in fleet.hosts() {
+        host.ok(&["touch", go]);
+    }
+    let output = child.wait_with_output().expect("it ends");
+    let mut said = reader.join().expect("its stderr is read");
+    said.sort();
+    said.dedup();
+    (output, said)
 }
 
 #[test]
