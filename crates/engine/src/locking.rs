@@ -84,6 +84,29 @@ impl Context {
         self.locking().held.len()
     }
 
+    /// Lets go of the locks taken after the first `kept` without waiting for the hosts' word:
+    /// each host frees its lock as soon as it hears; `confirm_releases` (or the next take of
+    /// the same lock) reads the word.
+    pub fn let_go_after(&self, kept: usize) {
+        let taken: Vec<Arc<HostLock>> = {
+            let mut locking = self.locking();
+            let kept = kept.min(locking.held.len());
+            locking.held.split_off(kept)
+        };
+        for lock in &taken {
+            lock.let_go();
+        }
+        self.locking().letting_go.extend(taken);
+    }
+
+    /// Waits until every host `let_go_after` let go of confirmed it.
+    pub fn confirm_releases(&self) {
+        let letting_go = std::mem::take(&mut self.locking().letting_go);
+        for lock in letting_go {
+            lock.confirm_release();
+        }
+    }
+
     /// Lets go of the locks taken after the first `kept`, all at once, then waits until each
     /// host confirmed.
     pub fn release_after(&self, kept: usize) {

@@ -58,6 +58,8 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job) -> Result
     let started = Instant::now();
     let total = targets.len();
     let tell = std::io::stderr().is_terminal();
+    // Each host's locks go as its run ends; the hosts' words are read once all are done.
+    targets.iter().filter_map(|t| t.session.as_ref().ok()).for_each(|s| s.confirm_releases_later());
     let reports = crate::runner::each(
         &targets,
         &inventory,
@@ -69,9 +71,10 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job) -> Result
             }
         },
     );
-    // Every host is done: this run's own ssh masters are all asked to end now, and end while
-    // the report is written (each host's connection is closed, waiting for its master, when
-    // the targets drop).
+    // Every host is done: the hosts' words on their locks, there by now, are read; then this
+    // run's own ssh masters are all asked to end now, and end while the report is written
+    // (each host's connection is closed, waiting for its master, when the targets drop).
+    targets.iter().filter_map(|t| t.session.as_ref().ok()).for_each(|s| s.context.confirm_releases());
     for target in &targets {
         if let Some(ssh) = target.session.as_ref().ok().and_then(|s| s.context.world().connection.clone()) {
             ssh.let_go();

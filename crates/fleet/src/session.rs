@@ -50,6 +50,9 @@ pub struct Session {
     pub context: Arc<Context>,
     mode: Mode,
     engine: OnceLock<Engine>,
+    /// Whether a run's locks are let go without waiting for the hosts' word, which the caller
+    /// reads (`confirm_releases_later`).
+    confirm_later: std::sync::atomic::AtomicBool,
     /// The in-process stack of `--sandbox`, alive as long as the session.
     _sandbox: Option<Sandbox>,
 }
@@ -123,7 +126,15 @@ impl Session {
     /// builds one per job, so jobs run in parallel, each with its own context and engine).
     pub fn shared(config: Arc<Config>, world: World, catalog: Arc<Catalog>, mode: Mode) -> Session {
         let context = Context::new(config.clone(), world, mode.dry_run);
-        Session { config, catalog, context, mode, engine: OnceLock::new(), _sandbox: None }
+        Session {
+            config,
+            catalog,
+            context,
+            mode,
+            engine: OnceLock::new(),
+            confirm_later: Default::default(),
+            _sandbox: None,
+        }
     }
 
     /// Names the host this session now acts on (the REPL's `:host NAME`), for prompts and
@@ -186,6 +197,13 @@ impl Session {
         Ok(Err(recorder.finish(end)))
     }
 
+    /// From now on, the locks a run took are let go as it ends without waiting for the hosts'
+    /// word: the caller reads it (`Context::confirm_releases`) before the connection closes,
+    /// for many hosts at once, when their words have come.
+    pub fn confirm_releases_later(&self) {
+        self.confirm_later.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Runs a compiled runbook with `--set` pairs and writes its report in `format` to stdout.
     /// A script error is printed to stderr as a diagnostic and ends the report as an error.
     pub fn run(&self, compiled: &Compiled, params: &[(String, String)], format: Format) -> Result<Report, Error> {
@@ -228,7 +246,10 @@ impl Session {
             }
             None => end,
         };
-        self.context.release_after(kept);
+        self.context.let_go_after(kept);
+        if !self.confirm_later.load(std::sync::atomic::Ordering::Relaxed) {
+            self.context.confirm_releases();
+        }
         self.context.set_params(Default::default());
         let recorder = self.context.take_recorder().expect("the recorder was installed above");
         Ok(recorder.finish(end))

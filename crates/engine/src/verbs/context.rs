@@ -344,6 +344,8 @@ pub(crate) struct Locking {
     pub(crate) wait: std::time::Duration,
     /// The locks this context took, in order.
     pub(crate) held: Vec<std::sync::Arc<opsbook_world::change_lock::HostLock>>,
+    /// The locks it let go of, the hosts' word not read yet (`Context::confirm_releases`).
+    pub(crate) letting_go: Vec<std::sync::Arc<opsbook_world::change_lock::HostLock>>,
     /// The lock that stopped the run, if one did.
     pub(crate) refused: Option<opsbook_world::change_lock::LockError>,
 }

@@ -13,7 +13,9 @@
 //!
 //! `HostLock` is what a world carries: taken once per run (`take`, idempotent), waited for when
 //! asked (`--lock-timeout`), released at the run's end in two halves so a fleet's hosts are
-//! released together (`begin_release`, `finish_release`).
+//! released together (`begin_release`, `finish_release`), or let go at once and confirmed later
+//! (`let_go`, `confirm_release`): a fleet run's host is let go as its run ends, and the hosts'
+//! confirmations, there by then, are read together once every host is done.
 
 mod backend;
 mod local;
@@ -88,6 +90,8 @@ pub struct HostLock {
     host: String,
     backend: Box<dyn Backend>,
     held: Mutex<Option<Box<dyn Holding>>>,
+    /// Let go (`let_go`), its release not yet confirmed (`confirm_release`).
+    letting_go: Mutex<Option<Box<dyn Holding>>>,
 }
 
 impl std::fmt::Debug for HostLock {
@@ -99,7 +103,7 @@ impl std::fmt::Debug for HostLock {
 impl HostLock {
     /// The lock of `host` (its name in messages), tried through `backend`.
     pub fn new(host: &str, backend: Box<dyn Backend>) -> HostLock {
-        HostLock { host: host.to_string(), backend, held: Mutex::new(None) }
+        HostLock { host: host.to_string(), backend, held: Mutex::new(None), letting_go: Mutex::new(None) }
     }
 
     /// The host's name, as messages say it.
@@ -126,6 +130,7 @@ impl HostLock {
         if held.is_some() {
             return Ok(Taken::Already);
         }
+        self.confirm_release();
         let started = Instant::now();
         let mut told: Option<(Holder, Instant)> = None;
         loop {
@@ -171,6 +176,35 @@ impl HostLock {
             holding.begin_release();
             holding.finish_release();
         }
+        self.confirm_release();
+    }
+
+    /// Lets the lock go without waiting for the host's word (`confirm_release` reads it): the
+    /// host frees it as soon as it hears, and this run no longer holds it.
+    pub fn let_go(&self) {
+        let holding = self.held.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(mut holding) = holding {
+            holding.begin_release();
+            let earlier = self.letting_go.lock().unwrap_or_else(|p| p.into_inner()).replace(holding);
+            if let Some(earlier) = earlier {
+                earlier.finish_release();
+            }
+        }
+    }
+
+    /// Waits until the host confirmed the release `let_go` began; nothing when none is pending.
+    /// Before the connection it rides is closed: a session cut short may leave the record.
+    pub fn confirm_release(&self) {
+        let letting_go = self.letting_go.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(holding) = letting_go {
+            holding.finish_release();
+        }
+    }
+}
+
+impl Drop for HostLock {
+    fn drop(&mut self) {
+        self.confirm_release();
     }
 }
 
@@ -257,5 +291,46 @@ mod tests {
         lock.finish_release();
         assert!(!lock.is_held());
         assert_eq!(take(), Ok(Taken::Now { took_over: None }));
+    }
+
+    /// A lock whose holdings write down each half of their release.
+    struct Noted(std::sync::Arc<Mutex<Vec<&'static str>>>);
+    struct NotedHolding(std::sync::Arc<Mutex<Vec<&'static str>>>);
+
+    impl Holding for NotedHolding {
+        fn begin_release(&mut self) {
+            self.0.lock().unwrap().push("begin");
+        }
+        fn finish_release(self: Box<Self>) {
+            self.0.lock().unwrap().push("finish");
+        }
+    }
+
+    impl Backend for Noted {
+        fn try_take(&self, _record: &Record) -> Result<Try, String> {
+            self.0.lock().unwrap().push("take");
+            Ok(Try::Taken { holding: Box::new(NotedHolding(self.0.clone())), took_over: None })
+        }
+    }
+
+    #[test]
+    fn a_lock_let_go_is_no_longer_held_and_its_release_is_confirmed_before_the_next_take_or_its_end() {
+        let notes = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let lock = HostLock::new("c1", Box::new(Noted(notes.clone())));
+        let mine = Record::this_run("deploy", "");
+        let take = || lock.take(&mine, Duration::ZERO, &Cancel::default(), &mut |_| {});
+        assert_eq!(take(), Ok(Taken::Now { took_over: None }));
+        lock.let_go();
+        assert!(!lock.is_held());
+        assert_eq!(*notes.lock().unwrap(), ["take", "begin"]);
+        assert_eq!(take(), Ok(Taken::Now { took_over: None }));
+        lock.let_go();
+        lock.confirm_release();
+        lock.confirm_release();
+        assert_eq!(*notes.lock().unwrap(), ["take", "begin", "finish", "take", "begin", "finish"]);
+        assert_eq!(take(), Ok(Taken::Now { took_over: None }));
+        lock.let_go();
+        drop(lock);
+        assert_eq!(notes.lock().unwrap()[6..], ["take", "begin", "finish"]);
     }
 }

@@ -21,25 +21,27 @@ use crate::transport::Ssh;
 use crate::transport::mux::Mux;
 use crate::transport::shell_quote;
 
-/// How long the host may take to answer a try, and to confirm a release.
+/// How long the host may take to answer a try, and to confirm a release (set once: the
+/// socket keeps it).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The holder, run by `sh -c` on the host with the manager's scope (`system`, `user`) and the
-/// record as its arguments. POSIX sh and util-linux's `flock`, which every Debian has.
+/// record as its arguments. POSIX sh and util-linux's `flock`, which every Debian has. Few
+/// programs: a hundred hosts' holders start at once. Root is told by `/run` being writable;
+/// closing the lock's only descriptor unlocks it.
 pub(crate) const SCRIPT: &str = r#"exec 2>/dev/null
-if [ "$1" = system ] && [ "$(id -u)" = 0 ]; then d=/run/opsbook
+if [ "$1" = system ] && [ -w /run ]; then d=/run/opsbook
 elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then d=$XDG_RUNTIME_DIR/opsbook
 else d=/tmp/opsbook-$(id -u); fi
 command -v flock >/dev/null || { echo "error flock(1) is not installed on the host (package util-linux)"; exit 0; }
-mkdir -p "$d" && exec 9>>"$d/change.lock" || { echo "error cannot open $d/change.lock"; exit 0; }
+{ [ -d "$d" ] || mkdir -p "$d"; } && exec 9>>"$d/change.lock" || { echo "error cannot open $d/change.lock"; exit 0; }
 r=$d/change.json
 if ! flock -n 9; then printf 'held %s\n' "$(head -c 4096 "$r" | tr -d '\n')"; exit 0; fi
 o=; [ -e "$r" ] && o="$(head -c 4096 "$r" | tr -d '\n')"
 printf '%s\n' "$2" >"$r.new" && mv -f "$r.new" "$r" || { echo "error cannot write $r"; exit 0; }
 if [ -n "$o" ]; then printf 'taken-over %s\n' "$o"; else echo taken; fi
 read -r l
-[ "$l" = release ] && rm -f "$r" && flock -u 9 && echo released
+[ "$l" = release ] && rm -f "$r" && exec 9>&- && echo released
 "#;
 
 /// The lock of the host `ssh` reaches, for its `system` or `user` manager.
@@ -58,10 +60,10 @@ struct RemoteHolding {
 }
 
 impl Holding for RemoteHolding {
+    /// The holder reads one line: no end of input needs to follow it.
     fn begin_release(&mut self) {
         if !std::mem::replace(&mut self.released, true) {
             let _ = self.stream.write_all(b"release\n");
-            let _ = self.stream.shutdown(std::net::Shutdown::Write);
         }
     }
 
@@ -69,7 +71,6 @@ impl Holding for RemoteHolding {
     /// before it says so); read up to that word, not to the session's end, which needs one
     /// more exchange with the host.
     fn finish_release(self: Box<Self>) {
-        let _ = self.stream.set_read_timeout(Some(RELEASE_TIMEOUT));
         let mut said = Vec::new();
         let mut chunk = [0u8; 64];
         while !said.ends_with(b"released\n") && said.len() < 4096 {

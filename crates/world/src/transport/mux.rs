@@ -50,6 +50,9 @@ const CLOSED: &str = "the ssh master closed the control connection";
 pub struct Mux {
     stream: UnixStream,
     next_id: u32,
+    /// What was read and not yet taken as a message: the master's hello and its answer often
+    /// come in one read.
+    unread: Vec<u8>,
 }
 
 impl Mux {
@@ -57,7 +60,7 @@ impl Mux {
     pub fn connect(socket: &Path, limit: Duration) -> Result<Mux, String> {
         let stream = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
         stream.set_read_timeout(Some(limit)).and_then(|()| stream.set_write_timeout(Some(limit))).map_err(io)?;
-        let mut mux = Mux { stream, next_id: 1 };
+        let mut mux = Mux { stream, next_id: 1, unread: Vec::new() };
         mux.send(&Message::new(HELLO).u32(VERSION))?;
         mux.hello()?;
         Ok(mux)
@@ -101,10 +104,13 @@ impl Mux {
     /// open, and the master's last word on it is the command's exit status. The master closes
     /// the descriptors it was given when it refuses, so a caller that dropped its own copies
     /// sees its ends of them close.
+    ///
+    /// Only reads have a deadline: what is written is a few hundred bytes and three
+    /// descriptors into a new connection's empty buffer, taken whole whoever listens.
     pub fn ask_session(socket: &Path, limit: Duration, command: &str, stdio: [RawFd; 3]) -> Result<Mux, String> {
         let stream = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
-        stream.set_read_timeout(Some(limit)).and_then(|()| stream.set_write_timeout(Some(limit))).map_err(io)?;
-        let mut mux = Mux { stream, next_id: 1 };
+        stream.set_read_timeout(Some(limit)).map_err(io)?;
+        let mut mux = Mux { stream, next_id: 1, unread: Vec::new() };
         let request = Message::new(NEW_SESSION).string("").u32(0).u32(0).u32(0).u32(0).u32(NO_ESCAPE);
         let (_, request) = mux.numbered(request.string("").string(command));
         let mut both = packet(&Message::new(HELLO).u32(VERSION));
@@ -128,8 +134,9 @@ impl Mux {
     }
 
     /// The control connection itself, for reading the session's end without blocking a thread
-    /// (`exit_status` says what a message on it means).
+    /// (`exit_status` says what a message on it means). Only before anything was read from it.
     pub fn into_stream(self) -> UnixStream {
+        debug_assert!(self.unread.is_empty(), "a connection handed over with a message read from it");
         self.stream
     }
 
@@ -182,16 +189,29 @@ impl Mux {
         self.stream.write_all(&packet(message)).map_err(io)
     }
 
+    /// The next message: from what was read already when it holds one whole, else reading
+    /// what the master has sent so far (one read for a hello and an answer sent together).
     fn receive(&mut self) -> Result<Reply, String> {
-        let mut length = [0u8; 4];
-        self.stream.read_exact(&mut length).map_err(io)?;
-        let length = u32::from_be_bytes(length) as usize;
-        if length > MAX_REPLY {
-            return Err(format!("the control socket sent a {length}-byte message: not an ssh master"));
+        loop {
+            if let Some(length) = self.unread.get(..4) {
+                let length = u32::from_be_bytes(length.try_into().expect("four bytes")) as usize;
+                if length > MAX_REPLY {
+                    return Err(format!("the control socket sent a {length}-byte message: not an ssh master"));
+                }
+                if self.unread.len() >= 4 + length {
+                    let body = self.unread[4..4 + length].to_vec();
+                    self.unread.drain(..4 + length);
+                    return Ok(Reply { body, at: 0, kind: 0 });
+                }
+            }
+            let mut chunk = [0u8; 1024];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(CLOSED.into()),
+                Ok(n) => self.unread.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io(e)),
+            }
         }
-        let mut body = vec![0u8; length];
-        self.stream.read_exact(&mut body).map_err(io)?;
-        Ok(Reply { body, at: 0, kind: 0 })
     }
 }
 
