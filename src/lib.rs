@@ -28,7 +28,7 @@ use std::process::ExitCode;
 /// 0 passed, 1 a check failed, 2 usage/config/script error, 75 a host's change lock held by
 /// another run, 124 timed out, 130 interrupted.
 pub fn run() -> ExitCode {
-    opsbook_base::one_heap();
+    opsbook_base::two_heaps();
     // What every engine shares is built on a thread of its own while the command line and the
     // configuration are read: a runbook's run (`opsbook … run NAME`) starts on it at once.
     if std::env::args_os().skip(1).any(|arg| arg == "run") {

@@ -33,7 +33,7 @@ pub use cancel::{Cancel, catch_set_up, on_signals, on_signals_draining, set_up_i
 pub use diagnostic::Diagnostic;
 pub use error::{Error, read_text_or};
 pub use input::{Kind as InputKind, Refused, file_type, read_text, read_text_or_explain};
-pub use memory::{Counting as CountingAllocator, in_use as heap_in_use, one_heap};
+pub use memory::{Counting as CountingAllocator, in_use as heap_in_use, two_heaps};
 pub use pattern::{Matcher, Pattern};
 pub use progress::{clear as clear_progress, show as show_progress};
 pub use runtime::shared as shared_runtime;
