@@ -66,12 +66,24 @@ pub(crate) fn hold_all(
 
 /// Lets every host's lock go, all at once, then waits until each host confirmed.
 pub(crate) fn release_all(targets: &[Target]) {
+    on_every_context(targets, |context| context.release_after(0));
+}
+
+/// Waits until every host confirmed the release its run began (`Context::let_go_after`):
+/// words there by now are read at once; a host slow to answer holds up only its share.
+pub(crate) fn confirm_all(targets: &[Target]) {
+    on_every_context(targets, |context| context.confirm_releases());
+}
+
+/// Calls `act` on each host's context, the hosts shared among eight threads.
+fn on_every_context(targets: &[Target], act: impl Fn(&opsbook_engine::verbs::Context) + Sync) {
     let contexts: Vec<_> = targets.iter().filter_map(|t| t.session.as_ref().ok()).map(|s| &s.context).collect();
+    let act = &act;
     std::thread::scope(|scope| {
         for chunk in contexts.chunks(contexts.len().div_ceil(8).max(1)) {
             scope.spawn(move || {
                 for context in chunk {
-                    context.release_after(0);
+                    act(context);
                 }
             });
         }

@@ -74,7 +74,7 @@ pub fn run(targets: Vec<Target>, inventory: Arc<Inventory>, job: &Job) -> Result
     // Every host is done: the hosts' words on their locks, there by now, are read; then this
     // run's own ssh masters are all asked to end now, and end while the report is written
     // (each host's connection is closed, waiting for its master, when the targets drop).
-    targets.iter().filter_map(|t| t.session.as_ref().ok()).for_each(|s| s.context.confirm_releases());
+    crate::locks::confirm_all(&targets);
     for target in &targets {
         if let Some(ssh) = target.session.as_ref().ok().and_then(|s| s.context.world().connection.clone()) {
             ssh.let_go();
