@@ -110,16 +110,7 @@ impl Context {
     /// Lets go of the locks taken after the first `kept`, all at once, then waits until each
     /// host confirmed.
     pub fn release_after(&self, kept: usize) {
-        let taken: Vec<Arc<HostLock>> = {
-            let mut locking = self.locking();
-            let kept = kept.min(locking.held.len());
-            locking.held.split_off(kept)
-        };
-        for lock in &taken {
-            lock.begin_release();
-        }
-        for lock in &taken {
-            lock.finish_release();
-        }
+        self.let_go_after(kept);
+        self.confirm_releases();
     }
 }

@@ -122,7 +122,8 @@ mod tests {
             take(&second, &other()),
             Err(LockError::Held { host: "here".into(), holder: Box::new(Holder::Known(mine.clone())), waited: None })
         );
-        first.finish_release();
+        first.let_go();
+        first.confirm_release();
         assert!(!dir.path().join("opsbook/change.json").exists(), "a run that ends removes its record");
         assert_eq!(take(&second, &other()), Ok(Taken::Now { took_over: None }));
     }

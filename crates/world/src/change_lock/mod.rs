@@ -12,10 +12,9 @@
 //! second operator's hold rehearsed with `--fault lock-held`.
 //!
 //! `HostLock` is what a world carries: taken once per run (`take`, idempotent), waited for when
-//! asked (`--lock-timeout`), released at the run's end in two halves so a fleet's hosts are
-//! released together (`begin_release`, `finish_release`), or let go at once and confirmed later
-//! (`let_go`, `confirm_release`): a fleet run's host is let go as its run ends, and the hosts'
-//! confirmations, there by then, are read together once every host is done.
+//! asked (`--lock-timeout`), released in two halves so many hosts are released together: let
+//! go at once (`let_go`), the host's word read later (`confirm_release`). A fleet run's host is
+//! let go as its run ends, and the hosts' words, there by then, are read once every host is done.
 
 mod backend;
 mod local;
@@ -162,23 +161,6 @@ impl HostLock {
         }
     }
 
-    /// Starts letting the lock go, if this run holds it (see `finish_release`).
-    pub fn begin_release(&self) {
-        if let Some(holding) = self.held.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            holding.begin_release();
-        }
-    }
-
-    /// Lets the lock go and waits until the host confirmed; nothing when this run holds none.
-    pub fn finish_release(&self) {
-        let holding = self.held.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(mut holding) = holding {
-            holding.begin_release();
-            holding.finish_release();
-        }
-        self.confirm_release();
-    }
-
     /// Lets the lock go without waiting for the host's word (`confirm_release` reads it): the
     /// host frees it as soon as it hears, and this run no longer holds it.
     pub fn let_go(&self) {
@@ -288,7 +270,8 @@ mod tests {
         let take = || lock.take(&mine, Duration::ZERO, &Cancel::default(), &mut |_| {});
         assert_eq!(take(), Ok(Taken::Now { took_over: None }));
         assert_eq!(take(), Ok(Taken::Already));
-        lock.finish_release();
+        lock.let_go();
+        lock.confirm_release();
         assert!(!lock.is_held());
         assert_eq!(take(), Ok(Taken::Now { took_over: None }));
     }
