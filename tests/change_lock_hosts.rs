@@ -3,7 +3,8 @@
 //! with `--lock-timeout` waits for it and then runs, and each host's journal shows the runs'
 //! changes one after another, never two at once; and a holder SIGKILLed mid-change leaves a
 //! lock the next run has within 5 s, with no step by hand, saying what the gone holder left.
-//! The lock rides each run's own ssh master: a held host has one ssh connection, the run's.
+//! The lock rides each run's own ssh master: a held host has one ssh connection, the run's; a
+//! run of its own connections holds it in its master's own session, and frees it when killed.
 
 use std::time::{Duration, Instant};
 
@@ -250,5 +251,64 @@ fn a_killed_holders_lock_is_free_for_the_next_run_within_5s_which_names_what_it_
     for host in fleet.hosts() {
         assert_eq!(changes(host), "begin killed\nbegin next\nend next\n", "{}", host.name());
         assert_eq!(record(host), "", "{}", host.name());
+    }
+}
+
+/// What runs each host's lock holder (`sh -c SCRIPT opsbook-lock …`): its parent's command line.
+fn holders_parent(host: &Debian13Host) -> String {
+    // `loc[k]`: this shell's own command line does not match itself.
+    let script = r#"for p in /proc/[0-9]*; do
+  case "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" in *opsbook-loc[k]*)
+    read -r _ _ _ pp _ <"$p/stat"; tr '\0' ' ' <"/proc/$pp/cmdline"; echo;;
+  esac
+done"#;
+    host.ok(&["sh", "-c", script])
+}
+
+#[test]
+fn a_run_of_its_own_connections_holds_the_lock_in_its_masters_session_and_frees_it_when_killed() {
+    let Some(fleet) = boot() else { return };
+    let t = test(&fleet);
+    let cold = fleet.config_toml("", |_| Vec::new()).replacen("[ssh]\n", "[ssh]\npersist = \"0\"\n", 1);
+    std::fs::write(t.path().join("cold.toml"), cold).unwrap();
+    let holder = t
+        .command()
+        .args(["--config", "cold.toml", "run", "hold", "--hosts", "debian13", "--set", "run=cold", "--set", "hold=60s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start opsbook");
+    wait_until_held(&fleet, "\"runbook\":\"hold\"");
+    for host in fleet.hosts() {
+        // The master's own session (it runs each line it is sent) runs the holder: no session
+        // of the master was opened for it.
+        assert_eq!(holders_parent(host), "sh -c while read -r c; do eval \"$c\"; done \n", "{}", host.name());
+    }
+    // SAFETY: kill(2) on our own child's pid: opsbook alone; its masters see their input end.
+    unsafe { libc::kill(holder.id() as i32, libc::SIGKILL) };
+    let killed = Instant::now();
+    let mut holder = holder;
+    holder.wait().expect("reaped");
+    let next = t
+        .command()
+        .args(["run", "hold", "--hosts", "debian13", "--set", "run=next", "--set", "hold=0s", "--lock-timeout", "5s"])
+        .output()
+        .expect("run opsbook");
+    let took = killed.elapsed();
+    let stdout = masked(&String::from_utf8_lossy(&next.stdout));
+    assert_eq!(next.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&next.stderr));
+    assert!(took < Duration::from_secs(8), "the next run had the locks {took:?} after the kill");
+    for host in fleet.hosts() {
+        let h = host.name();
+        assert!(
+            stdout.contains(&format!(
+                "  warning: {h}: took over the change lock left by root@[MACHINE] — run [RUN], hold, pid [PID], \
+                 since [TIME] UTC: its holder is gone\n"
+            )),
+            "{stdout}"
+        );
+        assert_eq!(changes(host), "begin cold\nbegin next\nend next\n", "{h}");
+        assert_eq!(record(host), "", "{h}");
+        assert_eq!(holders_parent(host), "", "{h}: no holder is left");
     }
 }

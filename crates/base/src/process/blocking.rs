@@ -181,7 +181,8 @@ impl Running {
             return None;
         }
         let group = std::mem::replace(&mut self.guard, GroupGuard(None));
-        self.stays.take().expect("checked above").hand_over(self.child.id(), self.exit.take(), group);
+        let (stdout, unread) = self.out.past(&self.stays.as_ref().expect("checked above").ready);
+        self.stays.take().expect("checked above").hand_over(self.child.id(), self.exit.take(), group, stdout, unread);
         let (stdout, stderr) = (self.out.text(), self.err.text());
         Some(Completed { code: Some(0), stdout, stderr, duration: self.started.elapsed(), timed_out: false })
     }
@@ -290,6 +291,18 @@ impl Pipe {
     }
 
     /// Whether what arrived so far holds `line` (with its newline) as a whole line.
+    /// The pipe itself, and what it held after `line` (which it holds): the pipe is no longer
+    /// read here.
+    fn past(&mut self, line: &str) -> (Option<File>, Vec<u8>) {
+        let line = line.as_bytes();
+        let end = (0..=self.bytes.len().saturating_sub(line.len()))
+            .find(|&at| self.bytes[at..].starts_with(line) && (at == 0 || self.bytes[at - 1] == b'\n'))
+            .map_or(self.bytes.len(), |at| at + line.len());
+        let unread = self.bytes[end..].to_vec();
+        self.bytes.truncate(end);
+        (self.fd.take(), unread)
+    }
+
     fn holds(&self, line: &str) -> bool {
         let line = line.as_bytes();
         self.bytes.windows(line.len()).enumerate().any(|(at, w)| w == line && (at == 0 || self.bytes[at - 1] == b'\n'))

@@ -1,10 +1,13 @@
 //! A child that stays: started as any other (`start_staying`) and watched by `Children` until
 //! it says it is ready — a line on its stdout — then left running, held by its `Staying`. Its
-//! stdin stays open and is never written, so a child that ends at the end of its input (an
-//! ssh master whose session is `cat`) ends when the `Staying` ends it, or as soon as this
-//! process dies, however it dies: the kernel closes the pipe. It is this process's child, so
-//! its pid cannot be reused before the `Staying` reaps it.
+//! stdin stays open, so a child that ends at the end of its input (an ssh master whose session
+//! reads it) ends when the `Staying` ends it, or as soon as this process dies, however it dies:
+//! the kernel closes the pipe. Until then it can be talked to, a line at a time: `say` writes
+//! to its stdin, `hear_line` reads its stdout. It is this process's child, so its pid cannot
+//! be reused before the `Staying` reaps it.
 
+use std::fs::File;
+use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::ChildStdin;
 use std::sync::{Arc, Mutex};
@@ -16,7 +19,17 @@ use super::shared::GroupGuard;
 /// reaps it. Before it was ready (or if it never was) both do nothing: until then it belongs to
 /// its `Running`, which kills it at its timeout.
 #[derive(Default)]
-pub struct Staying(Arc<Mutex<Option<Stayed>>>);
+pub struct Staying(Arc<Mutex<Option<Stayed>>>, Arc<Mutex<Heard>>);
+
+/// The ready child's stdout (non-blocking), and what was read of it past the last line heard.
+#[derive(Default)]
+struct Heard {
+    stdout: Option<File>,
+    unread: Vec<u8>,
+}
+
+/// The longest line `hear_line` takes.
+const MAX_LINE: usize = 64 * 1024;
 
 /// A ready child: its pid (not reaped yet), its exit as a pidfd, the open end of its stdin,
 /// and its process group, killed if it does not end when asked.
@@ -31,6 +44,7 @@ pub(super) struct Stayed {
 /// What a `Running` that stays hands to its `Staying` when the child is ready.
 pub(super) struct Handover {
     slot: Arc<Mutex<Option<Stayed>>>,
+    heard: Arc<Mutex<Heard>>,
     /// The line on stdout that says the child is ready.
     pub(super) ready: String,
     stdin: Option<ChildStdin>,
@@ -39,11 +53,21 @@ pub(super) struct Handover {
 impl Handover {
     pub(super) fn new(ready: &str, stdin: Option<ChildStdin>) -> (Handover, Staying) {
         let staying = Staying::default();
-        (Handover { slot: staying.0.clone(), ready: format!("{ready}\n"), stdin }, staying)
+        let (slot, heard) = (staying.0.clone(), staying.1.clone());
+        (Handover { slot, heard, ready: format!("{ready}\n"), stdin }, staying)
     }
 
-    /// The child is ready: from now on it is the `Staying`'s.
-    pub(super) fn hand_over(self, pid: u32, exit: Option<OwnedFd>, group: GroupGuard) {
+    /// The child is ready: from now on it is the `Staying`'s, with its stdout (non-blocking)
+    /// and what it printed after its ready line.
+    pub(super) fn hand_over(
+        self,
+        pid: u32,
+        exit: Option<OwnedFd>,
+        group: GroupGuard,
+        stdout: Option<File>,
+        unread: Vec<u8>,
+    ) {
+        *self.heard.lock().unwrap_or_else(|p| p.into_inner()) = Heard { stdout, unread };
         let stayed = Stayed { pid, exit, stdin: self.stdin, group, asked: false };
         *self.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(stayed);
     }
@@ -53,6 +77,50 @@ impl Staying {
     /// The child's pid, once it was ready and until it is ended.
     pub fn pid(&self) -> Option<u32> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|s| s.pid)
+    }
+
+    /// Writes `line` and a newline to the ready child's stdin: an error before it was ready,
+    /// once it was asked to end, or when it no longer reads.
+    pub fn say(&self, line: &str) -> Result<(), String> {
+        let mut stayed = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let stdin = stayed.as_mut().and_then(|s| s.stdin.as_mut()).ok_or("the process is not running")?;
+        stdin.write_all(format!("{line}\n").as_bytes()).map_err(|e| format!("writing to the process: {e}"))
+    }
+
+    /// The next line the ready child prints on its stdout, without its newline, waiting at most
+    /// `limit` for it: an error when its stdout ends first, the time is up, or the line is
+    /// longer than 64 KiB. One caller at a time (the others wait for it).
+    pub fn hear_line(&self, limit: Duration) -> Result<String, String> {
+        let deadline = Instant::now() + limit;
+        let mut heard = self.1.lock().unwrap_or_else(|p| p.into_inner());
+        let Heard { stdout, unread } = &mut *heard;
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(end) = unread.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = unread.drain(..=end).collect();
+                return Ok(String::from_utf8_lossy(&line[..end]).into_owned());
+            }
+            if unread.len() > MAX_LINE {
+                return Err(format!("the process printed a line longer than {} KiB", MAX_LINE >> 10));
+            }
+            let file = stdout.as_mut().ok_or("the process's output has ended")?;
+            match file.read(&mut chunk) {
+                Ok(0) => {
+                    *stdout = None;
+                    return Err("the process's output ended".into());
+                }
+                Ok(n) => unread.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(format!("the process said nothing within {}", humantime::format_duration(limit)));
+                    }
+                    wait_readable(file, left);
+                }
+                Err(e) => return Err(format!("reading the process's output: {e}")),
+            }
+        }
     }
 
     /// Asks the child to end (SIGTERM), without waiting; `end` then waits for it.
@@ -74,6 +142,15 @@ impl Staying {
         stayed.reap();
         ended
     }
+}
+
+/// Waits until `file` has something to read (or its end), at most `limit`.
+fn wait_readable(file: &File, limit: Duration) {
+    let mut poll = libc::pollfd { fd: file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let millis = limit.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    // SAFETY: one live pollfd for the duration of the call; an interrupted poll is looked at
+    // again by the caller.
+    unsafe { libc::poll(&mut poll, 1, millis) };
 }
 
 impl Stayed {
@@ -177,6 +254,24 @@ mod tests {
         assert!(reaped(pid), "and is reaped");
         assert_eq!(staying.pid(), None);
         assert!(staying.end(Duration::from_secs(5)), "ending twice does nothing");
+    }
+
+    #[test]
+    fn a_ready_child_is_talked_to_a_line_at_a_time_until_it_ends() {
+        let (ready, staying) = watched("echo READY; while read -r c; do eval \"$c\"; done", Duration::from_secs(10));
+        assert_eq!(ready.unwrap().stdout, "READY\n");
+        staying.say("echo one; echo two").unwrap();
+        assert_eq!(staying.hear_line(Duration::from_secs(5)), Ok("one".to_string()));
+        assert_eq!(staying.hear_line(Duration::from_secs(5)), Ok("two".to_string()));
+        let started = Instant::now();
+        assert_eq!(staying.hear_line(Duration::from_millis(200)), Err("the process said nothing within 200ms".into()));
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        staying.say("printf 'partial'; sleep 0.2; echo ' line'").unwrap();
+        assert_eq!(staying.hear_line(Duration::from_secs(5)), Ok("partial line".to_string()));
+        staying.say("exit").unwrap();
+        assert_eq!(staying.hear_line(Duration::from_secs(5)), Err("the process's output ended".into()));
+        assert!(staying.end(Duration::from_secs(5)));
+        assert_eq!(staying.say("echo gone"), Err("the process is not running".into()));
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! A remote host's change lock, held by a shell of this run's own ssh session on the host.
 //!
-//! The session is opened on the run's master through its control socket (`Ssh::session`: no
-//! new connection, no local `ssh` process), its stdin and stdout one socket of ours. On the
-//! host, `SCRIPT` opens `change.lock`, tries `flock -n` on it and answers one line (`Answer`):
-//! `held RECORD` (and ends), or, once it wrote this run's record beside the lock, `taken` or
-//! `taken-over RECORD` (the record a holder that is gone left behind). It then holds the lock
-//! by waiting on its stdin: the line `release` removes the record, unlocks and ends it
-//! (`released`); anything else — opsbook killed (the socket closes), the connection dropped
-//! (sshd ends the session) — ends it with the record left, the lock freed by the kernel as the
-//! shell exits.
+//! The shell runs in the session a master of this run alone has of its own (`OwnSession`: it
+//! runs each line it is sent), or, on a lasting master, which has none, in a session opened on
+//! it through its control socket (`Ssh::session`, its stdin and stdout one socket of ours).
+//! Either way no new connection. On the host, `SCRIPT` opens `change.lock`, tries `flock -n`
+//! on it and answers one line (`Answer`): `held RECORD` (and ends), or, once it wrote this
+//! run's record beside the lock, `taken` or `taken-over RECORD` (the record a holder that is
+//! gone left behind). It then holds the lock by waiting on its stdin: the line `release`
+//! removes the record, unlocks and ends it (`released`); anything else — opsbook killed (the
+//! pipe or socket closes), the connection dropped (sshd ends the session) — ends it with the
+//! record left, the lock freed by the kernel as the shell exits.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -17,9 +18,9 @@ use std::time::Duration;
 
 use super::backend::{Backend, Holding, Try};
 use super::record::{Answer, Record};
-use crate::transport::Ssh;
 use crate::transport::mux::Mux;
 use crate::transport::shell_quote;
+use crate::transport::{OwnSession, Ssh};
 
 /// How long the host may take to answer a try, and to confirm a release (set once: the
 /// socket keeps it).
@@ -28,7 +29,8 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The holder, run by `sh -c` on the host with the manager's scope (`system`, `user`) and the
 /// record as its arguments. POSIX sh and util-linux's `flock`, which every Debian has. Few
 /// programs: a hundred hosts' holders start at once. Root is told by `/run` being writable;
-/// closing the lock's only descriptor unlocks it.
+/// closing the lock's only descriptor unlocks it. Each line a whole command: it is sent as one
+/// line, its lines joined with `; ` (`command`).
 pub(crate) const SCRIPT: &str = r#"exec 2>/dev/null
 if [ "$1" = system ] && [ -w /run ]; then d=/run/opsbook
 elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then d=$XDG_RUNTIME_DIR/opsbook
@@ -52,7 +54,7 @@ pub struct RemoteLock {
     pub user_scope: bool,
 }
 
-/// A lock held by a session on the host: its control connection and our end of its stdio.
+/// A lock held by a session of the master: its control connection and our end of its stdio.
 struct RemoteHolding {
     _control: Mux,
     stream: UnixStream,
@@ -87,30 +89,75 @@ impl Holding for RemoteHolding {
     }
 }
 
+/// A lock held in the master's own session: the session, lent to it until the release is
+/// confirmed.
+struct OwnHolding {
+    session: OwnSession,
+    released: bool,
+}
+
+impl Holding for OwnHolding {
+    fn begin_release(&mut self) {
+        if !std::mem::replace(&mut self.released, true) {
+            let _ = self.session.say("release");
+        }
+    }
+
+    fn finish_release(mut self: Box<Self>) {
+        if !self.released {
+            self.begin_release();
+        }
+        match self.session.hear_line(ANSWER_TIMEOUT) {
+            Ok(said) if said == "released" => {}
+            said => {
+                self.session.lose_step();
+                tracing::debug!("a change lock's holder did not confirm its release: {said:?}");
+            }
+        }
+    }
+}
+
+/// The command that runs the holder on the host, one line: the script quoted once for every
+/// host of the run, the scope and the record for each.
+fn command(user_scope: bool, record: &Record) -> String {
+    static QUOTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let script =
+        QUOTED.get_or_init(|| shell_quote::join(&["sh".to_string(), "-c".into(), one_line(), "opsbook-lock".into()]));
+    let scope = if user_scope { "user" } else { "system" };
+    format!("{script} {scope} {}", shell_quote::quote(&record.to_line()))
+}
+
+/// `SCRIPT` as one line.
+fn one_line() -> String {
+    SCRIPT.trim_end().replace('\n', "; ")
+}
+
+/// What the holder answered, as a try.
+fn answered(answer: &str, holding: impl FnOnce() -> Box<dyn Holding>) -> Result<Try, String> {
+    match Answer::parse(answer)? {
+        Answer::Held(holder) => Ok(Try::Held(holder)),
+        Answer::Error(why) => Err(why),
+        Answer::TookOver(holder) => Ok(Try::Taken { holding: holding(), took_over: Some(holder) }),
+        Answer::Taken => Ok(Try::Taken { holding: holding(), took_over: None }),
+    }
+}
+
 impl Backend for RemoteLock {
     fn try_take(&self, record: &Record) -> Result<Try, String> {
-        let scope = if self.user_scope { "user" } else { "system" };
-        // The script quoted once for every host of the run; the record for each.
-        static QUOTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-        let script = QUOTED.get_or_init(|| shell_quote::join(&["sh", "-c", SCRIPT, "opsbook-lock"].map(String::from)));
-        let command = format!("{script} {scope} {}", shell_quote::quote(&record.to_line()));
+        let command = command(self.user_scope, record);
+        if let Some(mut session) = self.ssh.own_session() {
+            session.say(&command)?;
+            let answer = session.hear_line(ANSWER_TIMEOUT).map_err(|e| format!("the host's answer: {e}"))?;
+            if Answer::parse(&answer).is_err() {
+                session.lose_step();
+            }
+            return answered(&answer, || Box::new(OwnHolding { session, released: false }));
+        }
         let (mut control, stream) = self.ssh.session(&command)?;
         // The script's answer comes after the master's: one wait for both.
         let answer = read_answer(&stream);
         control.confirm_session()?;
-        let answer = answer?;
-        match Answer::parse(&answer)? {
-            Answer::Held(holder) => Ok(Try::Held(holder)),
-            Answer::Error(why) => Err(why),
-            taken => {
-                let took_over = match taken {
-                    Answer::TookOver(holder) => Some(holder),
-                    _ => None,
-                };
-                let holding = RemoteHolding { _control: control, stream, released: false };
-                Ok(Try::Taken { holding: Box::new(holding), took_over })
-            }
-        }
+        answered(&answer?, || Box::new(RemoteHolding { _control: control, stream, released: false }))
     }
 }
 
@@ -138,7 +185,7 @@ mod tests {
     use super::*;
     use std::process::Command;
 
-    /// The script as the host runs it, here, in a folder of its own (`XDG_RUNTIME_DIR`, the
+    /// The script as the host runs it (one line), here, in a folder of its own (`XDG_RUNTIME_DIR`, the
     /// user scope): two holders, the release, and a holder killed with its record left behind.
     #[test]
     fn the_hosts_script_holds_refuses_releases_and_reports_what_a_killed_holder_left() {
@@ -149,7 +196,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let start = |record: &str| {
             let mut child = Command::new("sh")
-                .args(["-c", SCRIPT, "opsbook-lock", "user", record])
+                .args(["-c", &one_line(), "opsbook-lock", "user", record])
                 .env("XDG_RUNTIME_DIR", dir.path())
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())

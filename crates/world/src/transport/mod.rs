@@ -17,5 +17,5 @@ pub mod shell_quote;
 pub mod ssh;
 pub mod ssh_error;
 
-pub use ssh::{BusRoute, BusScope, Connecting, Contention, Ssh, SshTarget};
+pub use ssh::{BusRoute, BusScope, Connecting, Contention, OwnSession, Ssh, SshTarget};
 pub use ssh_error::SshError;

@@ -14,8 +14,8 @@
 //! and, on a lasting master, added through the control socket when a run needs one it lacks.
 //!
 //! Lifetime: a master of this run alone is opsbook's own child (`ssh -M`, no `-f`, no
-//! ControlPersist), whose one session is `exec cat` reading a pipe from us
-//! (`process::start_staying`): it lasts exactly as long as we hold that pipe, ends when asked
+//! ControlPersist), whose one session reads a pipe from us, running each line it reads
+//! (`process::start_staying`, `own_session`): it lasts exactly as long as we hold that pipe, ends when asked
 //! (`let_go`, `close`), and goes with opsbook however opsbook dies, since the kernel then
 //! closes the pipe. Not forking saves what the background fork of `-f` costs (about 1.6 ms of
 //! CPU a host). A lasting master (`ssh -M -N -f` with a `ControlPersist`) must
@@ -31,9 +31,11 @@ mod connecting;
 mod connection;
 mod forwards;
 mod keeper;
+mod own_session;
 mod target;
 
 pub use bus::BusRoute;
 pub use connecting::{Connecting, Contention};
 pub use connection::Ssh;
+pub use own_session::OwnSession;
 pub use target::{BusScope, DEFAULT_MAX_MASTERS, SshTarget};

@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,8 @@ pub struct Ssh {
     pub(super) reused: bool,
     /// A master of this run alone, once started (empty for a lasting one).
     pub(super) master: process::Staying,
+    /// Whether the master's own session is lent (`own_session`).
+    pub(super) own_session_lent: AtomicBool,
 }
 
 impl fmt::Debug for Ssh {
@@ -77,6 +79,7 @@ impl Ssh {
             in_use: Mutex::new(None),
             reused: false,
             master: process::Staying::default(),
+            own_session_lent: AtomicBool::new(false),
         }
     }
 
@@ -144,7 +147,7 @@ impl Ssh {
         if self.control.lasting.is_some() {
             return process::start(invocation(argv)).map_err(|e| self.no_ssh(e));
         }
-        argv.extend(["--".into(), format!("echo {READY}; exec cat >/dev/null")]);
+        argv.extend(["--".into(), super::own_session::command(READY)]);
         let (running, master) = process::start_staying(invocation(argv), READY).map_err(|e| self.no_ssh(e))?;
         self.master = master;
         Ok(running)
