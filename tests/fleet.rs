@@ -232,14 +232,18 @@ fn commands_bridge_and_forwards_over_one_shared_connection_per_host() {
     );
 
     // A master of this run alone is the connection's one process, this process's own child
-    // (no `-f`), holding its `exec cat` session: nothing can end it while idle. Closing ends
+    // (no `-f`), holding its own session (it runs each line it reads, until its input, a pipe
+    // of ours, ends): nothing can end it while idle. Closing ends
     // it and removes the private directory.
     let dir = ssh3.control_path().parent().unwrap().to_path_buf();
     assert!(dir.exists());
     let seen = processes_mentioning(&dir);
     assert_eq!(seen.len(), 1, "one process: {seen:?}");
     assert!(seen[0].starts_with("ssh -M "), "{seen:?}");
-    assert!(seen[0].ends_with(" -- echo opsbook-master-ready; exec cat >/dev/null "), "{seen:?}");
+    assert!(
+        seen[0].ends_with(" -- echo opsbook-master-ready; exec sh -c 'while read -r c; do eval \"$c\"; done' "),
+        "{seen:?}"
+    );
     let children = children_of_this_process();
     assert!(
         children.iter().any(|c| c.starts_with("ssh -M ") && c.contains(&dir.display().to_string())),

@@ -3,8 +3,9 @@
 //! The lock lives on the host (so operators on different machines see each other) as an
 //! exclusive `flock(2)` on a file — `/run/opsbook/change.lock` for the system's service
 //! manager, `$XDG_RUNTIME_DIR/opsbook/change.lock` for a user's — held by a process of this
-//! run: opsbook itself on this machine (`local`), a shell of this run's own ssh session on a
-//! remote host (`remote`, a session opened on the run's master: no new connection). So it dies
+//! run: opsbook itself on this machine (`local`), a shell of this run's own ssh connection on a
+//! remote host (`remote`: in the own session of a master of this run alone, else in a session
+//! opened on the lasting master: no new connection either way). So it dies
 //! with its holder — a killed opsbook, a dropped connection — and the kernel frees it: no lease
 //! to expire, nothing to clear by hand. Beside it, `change.json` names the holder (`Record`);
 //! a run that ends removes it, so a record found beside a free lock was left by a holder that
