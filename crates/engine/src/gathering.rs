@@ -26,6 +26,10 @@ pub struct Gathering {
     permit_returned: Condvar,
     /// Hosts waiting at a barrier: all are woken when a host reaches one or ends.
     moved: Condvar,
+    /// The pool's watcher (`waiting_at_barriers`): woken when a host starts waiting at a
+    /// barrier, or when told (`wake_watcher`) — not as each host ends, which would wake it
+    /// once a host on a run whose hosts end one by one.
+    watcher: Condvar,
 }
 
 #[derive(Default)]
@@ -64,7 +68,13 @@ impl Gathering {
     /// A run of `hosts`, at most `forks` of them acting at a time.
     pub fn new(hosts: Vec<String>, forks: usize) -> Gathering {
         let state = State { permits: forks.max(1), ..State::default() };
-        Gathering { hosts, state: Mutex::new(state), permit_returned: Condvar::new(), moved: Condvar::new() }
+        Gathering {
+            hosts,
+            state: Mutex::new(state),
+            permit_returned: Condvar::new(),
+            moved: Condvar::new(),
+            watcher: Condvar::new(),
+        }
     }
 
     /// The run's hosts, in run order.
@@ -98,13 +108,21 @@ impl Gathering {
     }
 
     /// How many hosts wait at a barrier now; first waits (at most `limit`) while that is still
-    /// `seen` and no host reached a barrier or ended.
-    pub fn waiting_at_barriers(&self, seen: usize, limit: Duration) -> usize {
+    /// `seen`, `over` is false (looked at under the gathering's lock, so a `wake_watcher` after
+    /// what makes it true is never missed) and nobody woke the watcher.
+    pub fn waiting_at_barriers(&self, seen: usize, limit: Duration, over: impl Fn() -> bool) -> usize {
         let state = self.lock();
-        if state.waiting != seen {
+        if state.waiting != seen || over() {
             return state.waiting;
         }
-        self.moved.wait_timeout(state, limit).unwrap_or_else(|e| e.into_inner()).0.waiting
+        self.watcher.wait_timeout(state, limit).unwrap_or_else(|e| e.into_inner()).0.waiting
+    }
+
+    /// Wakes the pool's watcher waiting in `waiting_at_barriers`, once what its `over` looks at
+    /// changed.
+    pub fn wake_watcher(&self) {
+        let _state = self.lock();
+        self.watcher.notify_all();
     }
 
     /// `host` reached `barrier`; waits (its permit given back meanwhile) until every host of
@@ -130,6 +148,7 @@ impl Gathering {
         state.permits += 1;
         state.waiting += 1;
         self.permit_returned.notify_one();
+        self.watcher.notify_all();
         self.moved.notify_all();
         let result = loop {
             let now_missing = missing(&state);
@@ -244,12 +263,12 @@ mod tests {
             .collect();
         let mut seen = 0;
         while seen < 2 {
-            seen = g.waiting_at_barriers(seen, Duration::from_secs(10));
+            seen = g.waiting_at_barriers(seen, Duration::from_secs(10), || false);
         }
         g.acquire();
         g.barrier("c", "x", Duration::from_secs(10), &Cancel::default()).unwrap();
         threads.into_iter().for_each(|t| t.join().unwrap());
-        assert_eq!(g.waiting_at_barriers(1, Duration::ZERO), 0);
+        assert_eq!(g.waiting_at_barriers(1, Duration::ZERO, || false), 0);
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub fn each<R: Send>(
         loop {
             let index = next.fetch_add(1, Ordering::SeqCst);
             let Some(target) = targets.get(index) else { break };
+            if index + 1 == targets.len() {
+                gathering.wake_watcher(); // every host is taken: the watcher's loop is over
+            }
             gathering.acquire();
             let result = each(target);
             gathering.release();
@@ -66,7 +69,7 @@ pub fn each<R: Send>(
                 scope.spawn(work);
                 started += 1;
             }
-            waiting = gathering.waiting_at_barriers(waiting, WATCH);
+            waiting = gathering.waiting_at_barriers(waiting, WATCH, || next.load(Ordering::SeqCst) >= targets.len());
         }
     });
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
