@@ -118,7 +118,8 @@ impl Ssh {
     /// A lasting one is `ssh -M -N -f`: `-f` backgrounds it once authenticated (its exit status
     /// says whether it was) and detaches its stdio, so waiting for our pipes to close does not
     /// hang. One of this run alone stays our child (`process::start_staying`): its session
-    /// prints `READY`, then reads our pipe until we end it.
+    /// prints `READY`, then runs each line it reads from our pipe (`OwnSession`, handed over
+    /// to the host's `sh`) until we end it.
     pub(super) fn start_master(&mut self, limit: Duration, forwards: &[Forward]) -> Result<process::Running, SshError> {
         let mut argv = vec!["ssh".to_string(), "-M".into()];
         argv.extend(self.control_options());
@@ -147,7 +148,8 @@ impl Ssh {
         if self.control.lasting.is_some() {
             return process::start(invocation(argv)).map_err(|e| self.no_ssh(e));
         }
-        argv.extend(["--".into(), super::own_session::command(READY)]);
+        let own_session = shell_quote::quote(r#"while read -r c; do eval "$c"; done"#);
+        argv.extend(["--".into(), format!("echo {READY}; exec sh -c {own_session}")]);
         let (running, master) = process::start_staying(invocation(argv), READY).map_err(|e| self.no_ssh(e))?;
         self.master = master;
         Ok(running)

@@ -1,26 +1,19 @@
 //! The session of a master of this run alone, lent to one user at a time.
 //!
 //! A master of this run alone has a session of its own, which lasts as long as the run holds
-//! its input (`process::Staying`). That session runs each line the run sends it, one after
-//! another, as a command of the host's `sh`, its input the session's input, its output the
-//! session's output: a command there costs no new session of the master, no local socket and
-//! no descriptors passed (the change lock's holder rides it). One user at a time: the lines and
-//! the answers of two would mix. A user who lost track of what the session says (a timeout, an
-//! answer it could not read) keeps it claimed for the rest of the run: nobody reads a stale
-//! answer for their own.
+//! its input (`process::Staying`). That session (started in `connection`'s `start_master`)
+//! runs each line the run sends it, one after another, as a command of the host's `sh`, its
+//! input the session's input, its output the session's output: a command there costs no new
+//! session of the master, no local socket and no descriptors passed (the change lock's holder
+//! rides it). One user at a time: the lines and the answers of two would mix. A user who lost
+//! track of what the session says (a timeout, an answer it could not read) keeps it claimed
+//! for the rest of the run: nobody reads a stale answer for their own.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::connection::Ssh;
-use crate::transport::shell_quote;
-
-/// What the session of a master of this run alone runs (its login shell handed over to `sh`):
-/// says `ready`, then runs each line it reads until its input ends.
-pub(super) fn command(ready: &str) -> String {
-    format!("echo {ready}; exec sh -c {}", shell_quote::quote(r#"while read -r c; do eval "$c"; done"#))
-}
 
 /// The session of a master of this run alone, claimed (`Ssh::own_session`).
 pub struct OwnSession {
