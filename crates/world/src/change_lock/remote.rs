@@ -146,8 +146,9 @@ impl Backend for RemoteLock {
     fn try_take(&self, record: &Record) -> Result<Try, String> {
         let command = command(self.user_scope, record);
         if let Some(mut session) = self.ssh.own_session() {
-            session.say(&command)?;
-            let answer = session.hear_line(ANSWER_TIMEOUT).map_err(|e| format!("the host's answer: {e}"))?;
+            let over_it = |e| format!("over the ssh connection's own session: {e}");
+            session.say(&command).map_err(over_it)?;
+            let answer = session.hear_line(ANSWER_TIMEOUT).map_err(over_it)?;
             if Answer::parse(&answer).is_err() {
                 session.lose_step();
             }
