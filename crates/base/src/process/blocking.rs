@@ -290,7 +290,6 @@ impl Pipe {
         String::from_utf8_lossy(&self.bytes).into_owned()
     }
 
-    /// Whether what arrived so far holds `line` (with its newline) as a whole line.
     /// The pipe itself, and what it held after `line` (which it holds): the pipe is no longer
     /// read here.
     fn past(&mut self, line: &str) -> (Option<File>, Vec<u8>) {
@@ -303,6 +302,7 @@ impl Pipe {
         (self.fd.take(), unread)
     }
 
+    /// Whether what arrived so far holds `line` (with its newline) as a whole line.
     fn holds(&self, line: &str) -> bool {
         let line = line.as_bytes();
         self.bytes.windows(line.len()).enumerate().any(|(at, w)| w == line && (at == 0 || self.bytes[at - 1] == b'\n'))
