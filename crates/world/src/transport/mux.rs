@@ -58,7 +58,7 @@ pub struct Mux {
 impl Mux {
     /// Connects to the master listening on `socket` and exchanges hellos, within `limit`.
     pub fn connect(socket: &Path, limit: Duration) -> Result<Mux, String> {
-        let stream = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+        let stream = Mux::reach(socket)?;
         stream.set_read_timeout(Some(limit)).and_then(|()| stream.set_write_timeout(Some(limit))).map_err(io)?;
         let mut mux = Mux { stream, next_id: 1, unread: Vec::new() };
         mux.send(&Message::new(HELLO).u32(VERSION))?;
@@ -95,7 +95,14 @@ impl Mux {
         self.expect_ok(forwarding(CLOSE_FWD, forward))
     }
 
-    /// Connects to the master on `socket` and asks it for a session running `command` (one
+    /// A new connection to the master listening on `socket` (`ask_session`'s to talk on), or
+    /// why there is none.
+    pub fn reach(socket: &Path) -> Result<UnixStream, String> {
+        UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))
+    }
+
+    /// Asks the master at the other end of `stream` (a new connection: `reach`) for a session
+    /// running `command` (one
     /// string, for the remote login shell) with `stdio` as its stdin, stdout and stderr, no
     /// terminal, within `limit`, without waiting for its answer: our hello and the request go
     /// in one write and the descriptors right after (the master reads one message at a time).
@@ -107,8 +114,7 @@ impl Mux {
     ///
     /// Only reads have a deadline: what is written is a few hundred bytes and three
     /// descriptors into a new connection's empty buffer, taken whole whoever listens.
-    pub fn ask_session(socket: &Path, limit: Duration, command: &str, stdio: [RawFd; 3]) -> Result<Mux, String> {
-        let stream = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+    pub fn ask_session(stream: UnixStream, limit: Duration, command: &str, stdio: [RawFd; 3]) -> Result<Mux, String> {
         stream.set_read_timeout(Some(limit)).map_err(io)?;
         let mut mux = Mux { stream, next_id: 1, unread: Vec::new() };
         let request = Message::new(NEW_SESSION).string("").u32(0).u32(0).u32(0).u32(0).u32(NO_ESCAPE);

@@ -21,7 +21,6 @@
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::mux::{self, Mux, SessionWord};
@@ -57,15 +56,16 @@ pub(super) fn blocking<T>(work: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Runs `command` (one string, for the remote login shell) as a session of the master on
-/// `socket`, giving it `stdin` (or an empty input), for at most `limit`, on this thread. `Err`
-/// when no session could be opened (the master is gone or refused): nothing ran.
-pub(super) fn run(socket: &Path, command: &str, stdin: Option<&[u8]>, limit: Duration) -> Result<Ended, String> {
+/// Runs `command` (one string, for the remote login shell) as a session of the master at the
+/// other end of `control` (a new connection to its socket), giving it `stdin` (or an empty
+/// input), for at most `limit`, on this thread. `Err` when no session could be opened (the
+/// master is gone or refused): nothing ran.
+pub(super) fn run(control: UnixStream, command: &str, stdin: Option<&[u8]>, limit: Duration) -> Result<Ended, String> {
     let started = Instant::now();
     let pair = || UnixStream::pair().map_err(|e| format!("a socket pair for a session: {e}"));
     let ((io, io_theirs), (err, err_theirs)) = (pair()?, pair()?);
     let stdio = [io_theirs.as_raw_fd(), io_theirs.as_raw_fd(), err_theirs.as_raw_fd()];
-    let control = Mux::ask_session(socket, limit.min(OPEN_LIMIT), command, stdio)?.into_stream();
+    let control = Mux::ask_session(control, limit.min(OPEN_LIMIT), command, stdio)?.into_stream();
     // The master holds its own copies now: ours would keep the outputs from ever ending.
     drop((io_theirs, err_theirs));
     let mut talk = Talk::new(control, io, err, stdin.unwrap_or_default())?;

@@ -94,11 +94,14 @@ impl Ssh {
         let in_use = ssh.control.in_use(&locked).map_err(|reason| ssh.dir_error(reason))?;
         *ssh.in_use.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(in_use);
         // A master listens on its socket: connecting is the check (no ssh process to start),
-        // and as a client of it for a moment this also restarts the master's persist time, so
-        // it outlives this run's start. Past `max_masters`, idle masters are asked to exit
+        // and as a client of it this also restarts the master's persist time, so it outlives
+        // this run's start. The connection is kept for the run's first session (the change
+        // lock's, or its first command's). Past `max_masters`, idle masters are asked to exit
         // when a run ends with its own (`close`), not here: one this run is about to reuse
         // may be among them.
-        ssh.reused = std::os::unix::net::UnixStream::connect(&ssh.control.socket).is_ok();
+        let found = std::os::unix::net::UnixStream::connect(&ssh.control.socket).ok();
+        ssh.reused = found.is_some();
+        *ssh.found.get_mut().unwrap_or_else(|p| p.into_inner()) = found;
         if ssh.reused {
             ssh.open_missing(Some(&locked), wanted)?;
             LASTING_IN_USE.fetch_add(1, Ordering::SeqCst);

@@ -61,6 +61,10 @@ pub struct Ssh {
     pub(super) master: process::Staying,
     /// Whether the master's own session is lent (`own_session`).
     pub(super) own_session_lent: AtomicBool,
+    /// The connection to its socket that found a lasting master listening, kept for the first
+    /// session asked of it (`control_connection`): the check and that session are one
+    /// connection, not two.
+    pub(super) found: Mutex<Option<std::os::unix::net::UnixStream>>,
 }
 
 impl fmt::Debug for Ssh {
@@ -80,6 +84,7 @@ impl Ssh {
             reused: false,
             master: process::Staying::default(),
             own_session_lent: AtomicBool::new(false),
+            found: Mutex::new(None),
         }
     }
 
@@ -203,7 +208,7 @@ impl Ssh {
         let host = &self.target.name;
         let command = shell_quote::join(argv);
         let input = stdin.as_deref().map(str::as_bytes);
-        let session = || crate::transport::session::run(&self.control.socket, &command, input, limit);
+        let session = || crate::transport::session::run(self.control_connection()?, &command, input, limit);
         match crate::transport::session::blocking(session) {
             Ok(Ended::Completed(done)) => Ok(done),
             // The run's wait (`Cancel::watch_here`'s caller) ends with its own interruption.
@@ -237,8 +242,17 @@ impl Ssh {
         use std::os::fd::AsRawFd;
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
         let fd = theirs.as_raw_fd();
-        let control = Mux::ask_session(&self.control.socket, CONTROL_TIMEOUT, command, [fd, fd, fd])?;
+        let control = Mux::ask_session(self.control_connection()?, CONTROL_TIMEOUT, command, [fd, fd, fd])?;
         Ok((control, ours))
+    }
+
+    /// A new connection to the master's socket for a session: the one that found a lasting
+    /// master, while nobody took it yet, else one made now.
+    fn control_connection(&self) -> Result<std::os::unix::net::UnixStream, String> {
+        match self.found.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(found) => Ok(found),
+            None => Mux::reach(&self.control.socket),
+        }
     }
 
     /// Ends this run's use of the connection: the keeper, and a master of this run alone (with
@@ -249,6 +263,7 @@ impl Ssh {
         if !self.keeper.close() {
             return;
         }
+        drop(self.found.lock().unwrap_or_else(|p| p.into_inner()).take());
         self.let_go();
         if self.in_use.lock().unwrap_or_else(|p| p.into_inner()).take().is_some() {
             self.trim();

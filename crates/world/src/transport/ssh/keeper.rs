@@ -61,7 +61,7 @@ impl Keeper {
         }
         let asked = UnixStream::pair().map_err(|e| e.to_string()).and_then(|(ours, theirs)| {
             let fd = theirs.as_raw_fd();
-            Mux::ask_session(socket, ASK_LIMIT, "exec cat", [fd, fd, fd]).map(|control| (control, ours))
+            Mux::ask_session(Mux::reach(socket)?, ASK_LIMIT, "exec cat", [fd, fd, fd]).map(|control| (control, ours))
         });
         match asked {
             Ok(session) => *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session),
