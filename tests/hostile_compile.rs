@@ -25,9 +25,14 @@ fn big_switch(arms: u64, label: impl Fn(u64) -> String, call: &str) -> String {
     text
 }
 
+/// A runbook `big` of the largest switch used here, checking `a3` of its arms.
+fn big_runbook() -> Test {
+    Test::new().runbook("big", &big_switch(110_000, |i| i.to_string(), "check"))
+}
+
 #[test]
 fn a_runbook_still_compiling_at_its_time_limit_ends_there() {
-    let t = Test::new().runbook("big", &big_switch(110_000, |i| i.to_string(), "check"));
+    let t = big_runbook();
     let (out, took) = t.args(["run", "big", "--timeout", "300ms"]).spawn().wait(Duration::from_secs(60));
     assert_eq!(
         (out.code, mask(&out.stdout).as_str(), out.stderr.as_str()),
@@ -43,7 +48,7 @@ fn a_runbook_still_compiling_at_its_time_limit_ends_there() {
 
 #[test]
 fn a_fleet_run_still_compiling_its_runbook_at_the_time_limit_ends_there() {
-    let t = Test::new().runbook("big", &big_switch(110_000, |i| i.to_string(), "check"));
+    let t = big_runbook();
     let args = ["run", "big", "--sandbox", "--fleet", "1", "--hosts", "all", "--timeout", "300ms"];
     let (out, took) = t.args(args).spawn().wait(Duration::from_secs(60));
     assert_eq!(
@@ -76,7 +81,7 @@ fn a_module_still_compiling_at_the_time_limit_ends_the_run_where_it_is_imported(
 
 #[test]
 fn a_switch_of_a_hundred_thousand_arms_compiles_and_runs_within_seconds() {
-    let t = Test::new().runbook("big", &big_switch(110_000, |i| i.to_string(), "check"));
+    let t = big_runbook();
     let (out, took) = t.args(["run", "big", "--timeout", "60s"]).spawn().wait(Duration::from_secs(90));
     assert_eq!(
         (out.code, mask(&out.stdout).as_str(), out.stderr.as_str()),
@@ -99,7 +104,7 @@ fn has_thread(pid: i32, name: &str) -> Result<(), String> {
 
 #[test]
 fn the_first_ctrl_c_stops_a_compile_under_way() {
-    let t = Test::new().runbook("big", &big_switch(110_000, |i| i.to_string(), "check"));
+    let t = big_runbook();
     let running = t.args(["run", "big"]).spawn();
     // The parse runs on its thread while the run waits on it and on the signals.
     crate::support::wait_until("the compile under way", Duration::from_secs(30), || {

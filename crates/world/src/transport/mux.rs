@@ -102,10 +102,10 @@ impl Mux {
     }
 
     /// Asks the master at the other end of `stream` (a new connection: `reach`) for a session
-    /// running `command` (one
-    /// string, for the remote login shell) with `stdio` as its stdin, stdout and stderr, no
-    /// terminal, within `limit`, without waiting for its answer: our hello and the request go
-    /// in one write and the descriptors right after (the master reads one message at a time).
+    /// running `command` (one string, for the remote login shell) with `stdio` as its stdin,
+    /// stdout and stderr, no terminal, within `limit`, without waiting for its answer: our
+    /// hello and the request go in one write and the descriptors right after (the master reads
+    /// one message at a time).
     /// The master's hello and its answer come on the returned connection (`confirm_session`,
     /// or `session_word` for a caller reading it itself); the session lasts while it stays
     /// open, and the master's last word on it is the command's exit status. The master closes

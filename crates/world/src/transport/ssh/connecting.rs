@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::connection::{LASTING_IN_USE, Ssh};
 use super::target::SshTarget;
 use crate::transport::control::{Control, Forward, Locked, Remote};
+use crate::transport::mux::Mux;
 use crate::transport::ssh_error::SshError;
 use opsbook_base::process::{self, Children, Completed};
 
@@ -99,7 +100,7 @@ impl Ssh {
         // lock's, or its first command's). Past `max_masters`, idle masters are asked to exit
         // when a run ends with its own (`close`), not here: one this run is about to reuse
         // may be among them.
-        let found = std::os::unix::net::UnixStream::connect(&ssh.control.socket).ok();
+        let found = Mux::reach(&ssh.control.socket).ok();
         ssh.reused = found.is_some();
         *ssh.found.get_mut().unwrap_or_else(|p| p.into_inner()) = found;
         if ssh.reused {
