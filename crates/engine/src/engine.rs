@@ -118,8 +118,9 @@ struct CatalogResolver {
 
 impl CatalogResolver {
     /// Module `path`'s parse of `text`: the one another host's engine made, the one made ahead
-    /// when it is done, or one waited for or made now on a thread of its own, so that the run's
-    /// time limit and Ctrl-C stop the wait.
+    /// when it is done, or one waited for or made now — for a module larger than
+    /// `parse_bounded::SMALL`, on a thread of its own, so that the run's time limit and Ctrl-C
+    /// stop the wait.
     fn parse(
         &self,
         path: &str,
@@ -130,6 +131,13 @@ impl CatalogResolver {
         }
         let parsed = match crate::prefetch::take_done(path, text) {
             Some(done) => done,
+            // A small module's parse, or the wait for the one made ahead, lasts milliseconds.
+            None if text.len() <= crate::parse_bounded::SMALL => {
+                if self.cancel.is_cancelled() {
+                    return Err(crate::parse_bounded::Stopped);
+                }
+                crate::prefetch::take(path, text).unwrap_or_else(|| crate::parse_bounded::parse_here(text))
+            }
             None => {
                 let (key, text) = (path.to_string(), text.clone());
                 crate::parse_bounded::until_cancelled(&self.cancel, move || {

@@ -3,7 +3,9 @@
 //! runbook's or a module's parse runs on a thread of its own, with an engine that parses as
 //! the runbook's does (`syntax::parse_settings`), and the caller waits for it or for the run's
 //! cancellation (`--timeout`, the first Ctrl-C), whichever comes first. A parse given up on
-//! goes on alone until the process ends; the caller ends the run in the usual words.
+//! goes on alone until the process ends; the caller ends the run in the usual words. A script
+//! of at most `SMALL` bytes parses within milliseconds, so it is parsed where it is asked for,
+//! without a thread to start and hand it over (every built-in runbook is one).
 
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -22,8 +24,16 @@ const LOOK_EVERY: Duration = Duration::from_millis(20);
 /// The parser recurses once per nesting level: as much stack as the main thread has.
 const STACK: usize = 8 << 20;
 
+/// The largest script parsed without a thread of its own: about 10 ms of parsing at the
+/// parser's slowest (a `switch` of small arms), and its nesting bounded by the engine's depth
+/// limits (`syntax::parse_settings`) whatever its length.
+pub(crate) const SMALL: usize = 64 << 10;
+
 /// Parses `text` as a runbook's engine does, unless `cancel` comes first.
 pub(crate) fn parse(text: Arc<str>, cancel: &Cancel) -> Result<Result<AST, ParseError>, Stopped> {
+    if text.len() <= SMALL {
+        return if cancel.is_cancelled() { Err(Stopped) } else { Ok(parse_here(&text)) };
+    }
     until_cancelled(cancel, move || parse_here(&text))
 }
 
@@ -85,6 +95,35 @@ mod tests {
         assert_eq!(ast.iter_functions().map(|f| f.name).collect::<Vec<_>>(), ["f"]);
         let err = parse(Arc::from("let = ;"), &cancel).unwrap().unwrap_err();
         assert_eq!(err.position().line(), Some(1));
+    }
+
+    /// The deepest nesting the depth limits allow, of calls, maps and blocks, in a script small
+    /// enough to parse where it is asked for, parses on a quarter of the 2 MiB stack a spawned
+    /// thread gets; one level deeper is refused by the limit, not by the stack.
+    #[test]
+    fn a_small_script_nested_as_deep_as_allowed_parses_on_a_small_stack() {
+        let shapes: [fn(String) -> String; 3] =
+            [|inner| format!("f({inner})"), |inner| format!("#{{a: {inner}}}"), |inner| format!("{{ {inner} }}")];
+        let deepest = std::thread::Builder::new()
+            .stack_size(512 << 10)
+            .spawn(move || {
+                shapes.map(|shape| {
+                    let nested = |depth: usize| {
+                        let expr = (0..depth).fold("1".to_string(), |inner, _| shape(inner));
+                        Arc::from(format!("fn f(x) {{ x }}\nlet v = {expr};\n").as_str())
+                    };
+                    let parses = |depth| parse(nested(depth), &Cancel::default()).unwrap();
+                    let deepest = (1..500).take_while(|&depth| parses(depth).is_ok()).last().unwrap();
+                    let refused = parses(deepest + 1).unwrap_err().to_string();
+                    assert!(refused.contains("maximum complexity"), "{refused}");
+                    assert!(nested(deepest).len() <= SMALL);
+                    deepest
+                })
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(deepest.iter().all(|&depth| depth >= 30), "{deepest:?}");
     }
 
     #[test]

@@ -22,12 +22,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 async fn connect_first(routes: &[BusRoute]) -> Result<zbus::Connection, String> {
     let mut reasons = Vec::new();
     for route in routes {
-        let builder = zbus::connection::Builder::address(route.address.clone()).map_err(|e| e.to_string())?;
-        let builder = match route.user_id {
-            Some(uid) => builder.user_id(uid),
-            None => builder,
-        };
-        match connect_within(builder).await {
+        match connect_within(route.address.clone(), route.user_id).await {
             Ok(connection) => return Ok(connection),
             Err(e) => reasons.push(format!("{}: {e}", route.via)),
         }
@@ -35,13 +30,44 @@ async fn connect_first(routes: &[BusRoute]) -> Result<zbus::Connection, String> 
     Err(reasons.join("; "))
 }
 
-/// The connection `builder` makes, or why not within `CALL_TIMEOUT`.
-async fn connect_within(builder: zbus::connection::Builder<'_>) -> Result<zbus::Connection, String> {
-    match tokio::time::timeout(CALL_TIMEOUT, builder.method_timeout(CALL_TIMEOUT).build()).await {
-        Ok(Ok(connection)) => Ok(connection),
-        Ok(Err(e)) => Err(e.to_string()),
+/// The connection to the bus at `address` (authenticating as `user_id` when given), or why not
+/// within `CALL_TIMEOUT`.
+async fn connect_within(address: zbus::Address, user_id: Option<u32>) -> Result<zbus::Connection, String> {
+    let connected = async {
+        let builder = builder_for(address).await?;
+        let builder = match user_id {
+            Some(uid) => builder.user_id(uid),
+            None => builder,
+        };
+        builder.method_timeout(CALL_TIMEOUT).build().await.map_err(|e| e.to_string())
+    };
+    match tokio::time::timeout(CALL_TIMEOUT, connected).await {
+        Ok(connection) => connection,
         Err(_) => Err(format!("no answer within {}s", CALL_TIMEOUT.as_secs())),
     }
+}
+
+/// A connection builder for `address`. A socket file (every local bus, every forwarded one)
+/// is connected here, as any other I/O of the run: zbus would start a blocking thread for
+/// each (one more thread a run, one a host of a fleet run). Any other address, zbus connects.
+async fn builder_for(address: zbus::Address) -> Result<zbus::connection::Builder<'static>, String> {
+    use zbus::address::transport::{Transport, UnixSocket};
+    if let Transport::Unix(unix) = address.transport()
+        && let UnixSocket::File(path) = unix.path()
+    {
+        // A listener whose backlog is full refuses for now: asked again until the caller's
+        // time runs out, as a blocking connect would wait.
+        loop {
+            match tokio::net::UnixStream::connect(path).await {
+                Ok(stream) => return Ok(zbus::connection::Builder::unix_stream(stream)),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    zbus::connection::Builder::address(address).map_err(|e| e.to_string())
 }
 
 #[zbus::proxy(
@@ -150,13 +176,9 @@ impl SystemdDbus {
                 let connection = match &self.remote {
                     Some((routes, _)) => connect_first(routes).await.map_err(no_bus)?,
                     None => {
-                        let builder = if self.user {
-                            zbus::connection::Builder::session()
-                        } else {
-                            zbus::connection::Builder::system()
-                        };
-                        let builder = builder.map_err(|e| no_bus(e.to_string()))?;
-                        connect_within(builder).await.map_err(no_bus)?
+                        let address = if self.user { zbus::Address::session() } else { zbus::Address::system() };
+                        let address = address.map_err(|e| no_bus(e.to_string()))?;
+                        connect_within(address, None).await.map_err(no_bus)?
                     }
                 };
                 let manager = ManagerProxy::new(&connection).await.map_err(|e| no_bus(e.to_string()))?;
