@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod atomic;
+mod background;
 mod cancel;
 pub mod components;
 pub mod config;
@@ -29,6 +30,7 @@ mod shown;
 mod suggest;
 
 pub use atomic::{Atomic, temporary as atomic_temporary, write as write_atomically};
+pub use background::helper_thread;
 pub use cancel::{Cancel, catch_set_up, on_signals, on_signals_draining, set_up_interrupted};
 pub use diagnostic::Diagnostic;
 pub use error::{Error, read_text_or};

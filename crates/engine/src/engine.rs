@@ -39,6 +39,7 @@ fn standard_library() -> SharedModule {
 pub fn prepare_in_background() {
     // Without the thread (none left to start), the first engine builds them itself.
     let _ = std::thread::Builder::new().name("opsbook-prepare".into()).spawn(|| {
+        opsbook_base::helper_thread();
         standard_library();
         verbs::registry::prepare();
     });

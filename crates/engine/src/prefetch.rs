@@ -55,6 +55,7 @@ pub fn modules_of(catalog: Catalog, name: &str) {
     let name = name.to_string();
     // Without the thread (none left to start), each module is parsed when imported.
     let _ = std::thread::Builder::new().name("opsbook-parse".into()).spawn(move || {
+        opsbook_base::helper_thread();
         let Ok(runbook) = catalog.find(Kind::Runbook, &name) else { return };
         let order = import_order(&catalog, &runbook.text);
         // Every slot is there before the first parse: a run asking for a module the thread
