@@ -24,6 +24,9 @@ pub fn helper_thread() {
         }
         libc::setpriority(libc::PRIO_PROCESS, thread, (now + NICE).min(19));
     }
+    // A thread just started runs first, for a whole slice, on the core of the thread that
+    // started it: given back now, that core goes to the main thread.
+    std::thread::yield_now();
 }
 
 #[cfg(test)]
