@@ -12,6 +12,7 @@ source "$REPO/bench/twin-units.sh"
 bin=$OPSBOOK_BIN
 trace=/sys/kernel/tracing
 mountpoint -q "$trace" || mount -t tracefs nodev "$trace"
+was_on=$(cat "$trace/tracing_on")
 echo 0 >"$trace/tracing_on"
 echo >"$trace/uprobe_events"
 symbols=$(nm -C "$bin")
@@ -51,4 +52,5 @@ for event in opsbook sched/sched_switch sched/sched_process_exec sched/sched_pro
 done
 echo 0 >"$trace/events/sched/sched_switch/filter"
 echo >"$trace/uprobe_events"
+echo "$was_on" >"$trace/tracing_on"
 python3 "$REPO/bench/timeline.py" "$state/trace.log" >"$state/timeline.txt"
