@@ -119,9 +119,9 @@ struct CatalogResolver {
 
 impl CatalogResolver {
     /// Module `path`'s parse of `text`: the one another host's engine made, the one made ahead
-    /// when it is done, or one waited for or made now — for a module larger than
-    /// `parse_bounded::SMALL`, on a thread of its own, so that the run's time limit and Ctrl-C
-    /// stop the wait.
+    /// when it is done, or one waited for or made now — for a module too large to parse in
+    /// place (`parse_bounded::by_size`), on a thread of its own, so that the run's time limit
+    /// and Ctrl-C stop the wait.
     fn parse(
         &self,
         path: &str,
@@ -132,16 +132,9 @@ impl CatalogResolver {
         }
         let parsed = match crate::prefetch::take_done(path, text) {
             Some(done) => done,
-            // A small module's parse, or the wait for the one made ahead, lasts milliseconds.
-            None if text.len() <= crate::parse_bounded::SMALL => {
-                if self.cancel.is_cancelled() {
-                    return Err(crate::parse_bounded::Stopped);
-                }
-                crate::prefetch::take(path, text).unwrap_or_else(|| crate::parse_bounded::parse_here(text))
-            }
             None => {
                 let (key, text) = (path.to_string(), text.clone());
-                crate::parse_bounded::until_cancelled(&self.cancel, move || {
+                crate::parse_bounded::by_size(&self.cancel, text.len(), move || {
                     crate::prefetch::take(&key, &text).unwrap_or_else(|| crate::parse_bounded::parse_here(&text))
                 })?
             }

@@ -27,14 +27,26 @@ const STACK: usize = 8 << 20;
 /// The largest script parsed without a thread of its own: about 10 ms of parsing at the
 /// parser's slowest (a `switch` of small arms), and its nesting bounded by the engine's depth
 /// limits (`syntax::parse_settings`) whatever its length.
-pub(crate) const SMALL: usize = 64 << 10;
+const SMALL: usize = 64 << 10;
 
 /// Parses `text` as a runbook's engine does, unless `cancel` comes first.
 pub(crate) fn parse(text: Arc<str>, cancel: &Cancel) -> Result<Result<AST, ParseError>, Stopped> {
-    if text.len() <= SMALL {
-        return if cancel.is_cancelled() { Err(Stopped) } else { Ok(parse_here(&text)) };
+    let size = text.len();
+    by_size(cancel, size, move || parse_here(&text))
+}
+
+/// What `work` on a script of `size` bytes gives, unless `cancel` comes first: done here for a
+/// script of at most `SMALL` bytes, else on a thread of its own (`until_cancelled`).
+pub(crate) fn by_size<T: Send + 'static>(
+    cancel: &Cancel,
+    size: usize,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Stopped> {
+    match size <= SMALL {
+        true if cancel.is_cancelled() => Err(Stopped),
+        true => Ok(work()),
+        false => until_cancelled(cancel, work),
     }
-    until_cancelled(cancel, move || parse_here(&text))
 }
 
 /// Parses `text` on this thread as a runbook's engine does.
@@ -46,7 +58,7 @@ pub(crate) fn parse_here(text: &str) -> Result<AST, ParseError> {
 
 /// What `work` gives, done on a thread of its own, unless `cancel` comes first (then the
 /// thread is left to finish alone). Without a thread to start, `work` is done here.
-pub(crate) fn until_cancelled<T: Send + 'static>(
+fn until_cancelled<T: Send + 'static>(
     cancel: &Cancel,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Stopped> {

@@ -55,19 +55,23 @@ async fn builder_for(address: zbus::Address) -> Result<zbus::connection::Builder
     if let Transport::Unix(unix) = address.transport()
         && let UnixSocket::File(path) = unix.path()
     {
-        // A listener whose backlog is full refuses for now: asked again until the caller's
-        // time runs out, as a blocking connect would wait.
-        loop {
-            match tokio::net::UnixStream::connect(path).await {
-                Ok(stream) => return Ok(zbus::connection::Builder::unix_stream(stream)),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                Err(e) => return Err(e.to_string()),
-            }
-        }
+        let stream = connect_socket(path).await.map_err(|e| e.to_string())?;
+        return Ok(zbus::connection::Builder::unix_stream(stream));
     }
     zbus::connection::Builder::address(address).map_err(|e| e.to_string())
+}
+
+/// The socket at `path`, connected. A listener whose backlog is full refuses for now: it is
+/// asked again until the caller's time runs out, as a blocking connect would wait.
+async fn connect_socket(path: &std::path::Path) -> std::io::Result<tokio::net::UnixStream> {
+    loop {
+        match tokio::net::UnixStream::connect(path).await {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            connected => return connected,
+        }
+    }
 }
 
 #[zbus::proxy(
@@ -467,5 +471,39 @@ fn change_text(kind: &str, file: &str, target: &str) -> String {
         "symlink" => format!("created symlink {file} → {target}"),
         "unlink" => format!("removed {file}"),
         other => format!("{other} {file} {target}").trim_end().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bus whose listen backlog is full: the connect waits, and succeeds once a connection is
+    /// accepted, as the blocking connect zbus made did; a missing socket is said at once.
+    #[tokio::test]
+    async fn a_connect_to_a_full_backlog_waits_for_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bus");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let mut pending = Vec::new();
+        let full = loop {
+            match tokio::net::UnixStream::connect(&path).await {
+                Ok(stream) => pending.push(stream),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break pending.len(),
+                Err(e) => panic!("{e}"),
+            }
+            assert!(pending.len() < 10_000, "the backlog never filled");
+        };
+        let waiting = tokio::spawn({
+            let path = path.clone();
+            async move { connect_socket(&path).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiting.is_finished(), "it waits while the backlog is full ({full} pending)");
+        let _accepted = listener.accept().await.unwrap();
+        let connected = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap();
+        assert!(connected.is_ok(), "{connected:?}");
+        let missing = connect_socket(&dir.path().join("none")).await.unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
     }
 }
