@@ -45,8 +45,12 @@ pub struct Arguments {
     pub command: Command,
 }
 
-/// The subcommands, each with its own arguments.
+/// The subcommands, each with its own arguments. A subcommand's arguments are declared to
+/// clap only once the command line names it (`defer`): a run does not build every other
+/// subcommand's. Their argument structs carry no doc comment for that reason: clap applies a
+/// deferred struct's doc after the variant's, so it would replace the subcommand's help.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Run a runbook by name and report its checks.
     ///
@@ -142,7 +146,7 @@ pub enum Command {
     Generate(GenerateArgs),
 }
 
-/// Arguments of `opsbook run`.
+// Arguments of `opsbook run` (a plain comment: clap would show a doc comment here in place of the subcommand's own, `Command` being deferred).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Runbook name (see `opsbook list`).
@@ -184,7 +188,7 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
     }
 }
 
-/// Arguments of `opsbook serve`.
+// Arguments of `opsbook serve` (a plain comment: clap would show a doc comment here in place of the subcommand's own, `Command` being deferred).
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Jobs as RUNBOOK@INTERVAL (e.g. `quick-check@1m verify@10m`); when given, they replace
@@ -201,7 +205,7 @@ pub struct ServeArgs {
     pub state_dir: Option<PathBuf>,
 }
 
-/// Arguments of `opsbook generate`.
+// Arguments of `opsbook generate` (a plain comment: clap would show a doc comment here in place of the subcommand's own, `Command` being deferred).
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     /// What to write.

@@ -82,7 +82,8 @@ pub struct GlobalArgs {
     pub verbose: u8,
 }
 
-/// How `opsbook run` rolls a change out over several hosts (`opsbook_fleet::rollout`).
+// How `opsbook run` rolls a change out over several hosts (`opsbook_fleet::rollout`)
+// (a plain comment: clap would show a doc comment here in place of the subcommand's own, `Command` being deferred).
 #[derive(Debug, Args, Clone)]
 pub struct RolloutArgs {
     /// Roll the change out in batches of N hosts, or P% of them (`25%`): the next batch starts

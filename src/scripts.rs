@@ -39,7 +39,7 @@ fn mode_of(name: &str) -> u32 {
     if name.starts_with("lib/") { 0o644 } else { 0o755 }
 }
 
-/// Arguments of `opsbook scripts`.
+// Arguments of `opsbook scripts` (a plain comment: clap would show a doc comment here in place of the subcommand's own, `Command` being deferred).
 #[derive(Debug, Args)]
 pub struct ScriptsArgs {
     /// Write both scripts into DIR (created if missing), mode 0755, and the body they share

@@ -9,7 +9,9 @@ const DOCUMENTED: &str = "//! Restart one thing, carefully.\n//! Second line of 
 fn help_and_version() {
     // Whole texts: a subcommand dropped from the help, or a changed word, fails here.
     Test::new().args(["--help"]).run().code(0).stdout_is_fixture("cli/help.txt");
-    for sub in ["run", "list", "show", "check", "fns", "config", "repl", "completions"] {
+    for sub in
+        ["run", "list", "show", "check", "fns", "config", "repl", "completions", "serve", "history", "twin", "scripts"]
+    {
         Test::new().args([sub, "--help"]).run().code(0).stdout_is_fixture(&format!("cli/help-{sub}.txt"));
     }
     Test::new().args(["--version"]).run().code(0).stdout_is(&format!("opsbook {}\n", env!("CARGO_PKG_VERSION")));

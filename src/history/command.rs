@@ -17,7 +17,7 @@ use opsbook_base::Error;
 use opsbook_base::report::Format;
 use opsbook_base::{escaped, padded};
 
-/// Arguments of `opsbook history`.
+// Arguments of `opsbook history` (a plain comment: clap would show a doc comment here in place of the subcommand's own, `Command` being deferred).
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
     /// Only this job's runs.

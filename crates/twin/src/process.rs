@@ -14,7 +14,8 @@ use super::{agent, log_store, logger, metrics_db, shipper};
 use crate::running::{serve, stop_signal};
 use opsbook_base::Error;
 
-/// `opsbook twin SERVICE …`
+// `opsbook twin SERVICE …` (a plain comment: clap would show a doc comment here in place of the subcommand's own, `Command` being deferred).
+#[allow(missing_docs)]
 #[derive(Debug, Args)]
 pub struct TwinArgs {
     #[command(subcommand)]
@@ -22,8 +23,10 @@ pub struct TwinArgs {
     pub service: Service,
 }
 
+// The components a twin stands in for, each with its real program's command line
+// (a plain comment: clap would show a doc comment here in place of the subcommand's own, `Command` being deferred).
+#[allow(missing_docs)]
 #[derive(Debug, Subcommand)]
-/// The components a twin stands in for, each with its real program's command line.
 pub enum Service {
     /// The metrics database: InfluxDB 2 API on 127.0.0.1:8086, data in memory.
     ///
