@@ -16,6 +16,8 @@ use opsbook_base::config::Config;
 use opsbook_base::config::keys;
 use opsbook_base::secret::Secret;
 
+use crate::http_through::Way;
+
 /// What both clients share: no redirects (a probe reports a 30x), a connect deadline.
 fn builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
@@ -215,10 +217,14 @@ impl Http {
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
         let limit = usize::try_from(self.max_body_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-        if let Some(socket) = request.through.as_deref()
+        let way = match request.through.as_deref() {
+            Some(socket) => Some(Way::Socket(socket)),
+            None => direct(&url).map(Way::Address),
+        };
+        if let Some(way) = way
             && url.scheme() == "http"
         {
-            let sent = crate::http_through::send(socket, request.method, &url, headers, request.body, timeout, limit);
+            let sent = crate::http_through::send(way, request.method, &url, headers, request.body, timeout, limit);
             let answer = match sent.await {
                 Ok(answer) => answer,
                 Err(why) => return Err(crate::http_explain::explain(why, &url, timeout).await),
@@ -272,6 +278,26 @@ impl Http {
 }
 
 /// A short, actionable reason for a failed request.
+/// The address a plain-http `url` is sent to straight, on a connection of its own
+/// (`http_through`): an IP address, when no proxy is set for http in the environment (the
+/// shared client would go through it). A name is left to the shared client, which resolves it.
+fn direct(url: &reqwest::Url) -> Option<std::net::SocketAddr> {
+    static PROXIED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let proxied = PROXIED.get_or_init(|| {
+        ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
+    });
+    if *proxied { None } else { ip_address(url) }
+}
+
+/// `url`'s IP address and port; `None` when it names its host.
+fn ip_address(url: &reqwest::Url) -> Option<std::net::SocketAddr> {
+    let host = url.host_str()?;
+    let ip: std::net::IpAddr = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host).parse().ok()?;
+    Some(std::net::SocketAddr::new(ip, url.port_or_known_default()?))
+}
+
 fn reason(e: &reqwest::Error, timeout: Duration) -> String {
     if e.is_timeout() {
         return format!("timed out after {}", humantime::format_duration(timeout));
@@ -367,6 +393,67 @@ mod tests {
         let r = rt().block_on(http().send(req)).unwrap();
         assert_eq!((r.status, r.body.as_str(), r.content_type()), (503, "ready", "text/plain"));
         assert_eq!(r.summary(), "HTTP 503: ready");
+    }
+}
+
+#[cfg(test)]
+mod direct_tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn only_an_ip_address_is_reached_straight() {
+        let at = |url: &str| ip_address(&reqwest::Url::parse(url).unwrap()).map(|a| a.to_string());
+        assert_eq!(at("http://127.0.0.1:8086/health").as_deref(), Some("127.0.0.1:8086"));
+        assert_eq!(at("http://[::1]:3100/ready").as_deref(), Some("[::1]:3100"));
+        assert_eq!(at("http://10.0.0.5/").as_deref(), Some("10.0.0.5:80"));
+        assert_eq!(at("http://localhost:3100/ready"), None);
+        assert_eq!(at("http://db.example:8086/"), None);
+    }
+
+    /// The request's head as a server reads it: its lines, the header lines sorted (their
+    /// order means nothing in HTTP).
+    fn head(stream: &mut std::net::TcpStream) -> Vec<String> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut buf).unwrap();
+            assert!(n > 0, "the request ended before its head did");
+            got.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8(got).unwrap();
+        let mut lines: Vec<String> = text.split("\r\n").filter(|l| !l.is_empty()).map(str::to_string).collect();
+        lines[1..].sort();
+        lines
+    }
+
+    #[test]
+    fn a_request_sent_straight_is_the_one_the_shared_client_sends() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let mut heads = Vec::new();
+            for _ in 0..2 {
+                let (mut s, _) = listener.accept().unwrap();
+                heads.push(head(&mut s));
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
+            }
+            heads
+        });
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let http = Http::new(&Config::defaults()).unwrap();
+        let token = Secret::new("tok-123");
+        // By address: straight; by name: the shared client (it resolves the name).
+        for host in ["127.0.0.1", "localhost"] {
+            let url = format!("http://{host}:{port}/api/v2/query?org=o");
+            let req = Request::new(reqwest::Method::POST, url).token(Some(&token)).body("from(bucket: \"b\")");
+            let r = rt.block_on(http.send(req.header("content-type", "application/vnd.flux"))).unwrap();
+            assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+        }
+        let heads = server.join().unwrap();
+        let by_name: Vec<String> = heads[1].iter().map(|l| l.replace("localhost", "127.0.0.1")).collect();
+        assert_eq!(heads[0], by_name);
+        assert_eq!(heads[0][0], "POST /api/v2/query?org=o HTTP/1.1");
     }
 }
 

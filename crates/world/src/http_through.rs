@@ -1,10 +1,13 @@
-//! One plain-http request through a unix socket (an endpoint forwarded over ssh), sent on a
-//! connection of its own and driven in the caller's task: no client, pool or connection task
-//! to set up per host, which would be most of a cold fleet host's HTTP cost.
+//! One plain-http request on a connection of its own, driven in the caller's task: through a
+//! unix socket (an endpoint forwarded over ssh), or straight to an IP address. No client, pool
+//! or connection task to set up, and no hop to a connection task on another thread: the
+//! request's own future writes and reads, where the shared client hands both to a task of
+//! its own and is woken by it (that hand-over was a third of a quick check's request).
 //! The request is what the shared client would send (origin-form target, `Host` of the
 //! endpoint as the host knows it, opsbook's user agent, `Accept: */*`); failures read as the
 //! shared client's do ("connection refused", "timed out after 5s", hyper's own words).
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -21,10 +24,22 @@ pub(crate) struct Answer {
     pub too_large: bool,
 }
 
-/// Sends `method url` with `headers` and `body` through `socket`, reading at most `limit`
+/// Where the request's connection goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Way<'a> {
+    /// Through this unix socket.
+    Socket(&'a Path),
+    /// Straight to this address.
+    Address(SocketAddr),
+}
+
+/// How long a connection may take to be made, as the shared client's `connect_timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Sends `method url` with `headers` and `body` the `way` given, reading at most `limit`
 /// bytes of body; the whole exchange within `timeout`.
 pub(crate) async fn send(
-    socket: &Path,
+    way: Way<'_>,
     method: reqwest::Method,
     url: &reqwest::Url,
     headers: HeaderMap,
@@ -33,17 +48,36 @@ pub(crate) async fn send(
     limit: usize,
 ) -> Result<Answer, String> {
     let request = request(method, url, headers, body)?;
-    match tokio::time::timeout(timeout, exchange(socket, request, limit)).await {
-        Ok(answer) => answer,
-        Err(_) => Err(format!("timed out after {}", humantime::format_duration(timeout))),
+    let timed_out = || format!("timed out after {}", humantime::format_duration(timeout));
+    let exchanged = tokio::time::timeout(timeout, async {
+        match way {
+            Way::Socket(socket) => {
+                let stream = tokio::net::UnixStream::connect(socket).await.map_err(connect_error)?;
+                exchange(stream, request, limit).await
+            }
+            Way::Address(address) => {
+                let connecting = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(address));
+                let stream = connecting.await.map_err(|_| timed_out())?.map_err(connect_error)?;
+                let _ = stream.set_nodelay(true);
+                exchange(stream, request, limit).await
+            }
+        }
+    });
+    exchanged.await.unwrap_or_else(|_| Err(timed_out()))
+}
+
+/// A failed connect in the shared client's words.
+fn connect_error(e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+        _ => format!("cannot connect: {e}"),
     }
 }
 
-async fn exchange(socket: &Path, request: hyper::Request<Full<Bytes>>, limit: usize) -> Result<Answer, String> {
-    let stream = tokio::net::UnixStream::connect(socket).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
-        _ => format!("cannot connect: {e}"),
-    })?;
+async fn exchange<S>(stream: S, request: hyper::Request<Full<Bytes>>, limit: usize) -> Result<Answer, String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
     // The connection is driven here, beside the request, until the whole body is read. One
@@ -170,7 +204,15 @@ mod tests {
     fn get(socket: &Path, url: &str, limit: usize) -> Result<Answer, String> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let url = reqwest::Url::parse(url).unwrap();
-        let sent = send(socket, reqwest::Method::GET, &url, HeaderMap::new(), None, Duration::from_secs(5), limit);
+        let sent = send(
+            Way::Socket(socket),
+            reqwest::Method::GET,
+            &url,
+            HeaderMap::new(),
+            None,
+            Duration::from_secs(5),
+            limit,
+        );
         runtime.block_on(sent)
     }
 
@@ -248,8 +290,15 @@ mod tests {
         let _listener = UnixListener::bind(&socket).unwrap();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let url = reqwest::Url::parse("http://127.0.0.1:3100/ready").unwrap();
-        let sent =
-            send(&socket, reqwest::Method::GET, &url, HeaderMap::new(), None, Duration::from_millis(200), 1 << 20);
+        let sent = send(
+            Way::Socket(&socket),
+            reqwest::Method::GET,
+            &url,
+            HeaderMap::new(),
+            None,
+            Duration::from_millis(200),
+            1 << 20,
+        );
         assert_eq!(runtime.block_on(sent).err().unwrap(), "timed out after 200ms");
     }
 }
