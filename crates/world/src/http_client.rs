@@ -3,7 +3,9 @@
 //! request covering connect, headers and body. Failures come back as a short reason an
 //! operator can act on: "connection refused", "timed out after 5s", "TLS: …". A request to an
 //! endpoint forwarded over ssh connects through its unix socket (`Request::through`), with the
-//! URL, Host header and TLS name of the endpoint as the host knows it.
+//! URL, Host header and TLS name of the endpoint as the host knows it. Plain http through such
+//! a socket, or to an IP address when no proxy is set, goes on a connection of its own
+//! (`http_direct`); names and https go through reqwest's client.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use opsbook_base::config::Config;
 use opsbook_base::config::keys;
 use opsbook_base::secret::Secret;
 
-use crate::http_through::Way;
+use crate::http_direct::Way;
 
 /// What both clients share: no redirects (a probe reports a 30x), a connect deadline.
 fn builder() -> reqwest::ClientBuilder {
@@ -48,7 +50,7 @@ pub struct Http {
     /// For https:// addresses: system roots plus `http.ca_file`, built on the first such request.
     secure: std::sync::OnceLock<Result<reqwest::Client, String>>,
     /// For https:// endpoints forwarded to unix sockets: one client per socket, built on the
-    /// first request through it (plain http through a socket is `http_through`'s).
+    /// first request through it (plain http through a socket is `http_direct`'s).
     through: Mutex<HashMap<PathBuf, reqwest::Client>>,
     ca_file: String,
     pub(crate) default_timeout: Duration,
@@ -160,7 +162,7 @@ impl Http {
 
     /// The client for `url`: the TLS one (built now if this is the first https:// request);
     /// through a socket, that socket's (plain http through a socket never comes here:
-    /// `http_through` sends it).
+    /// `http_direct` sends it).
     fn client_for(&self, url: &str, through: Option<&Path>) -> Result<reqwest::Client, String> {
         let secure = url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
         if !secure {
@@ -224,7 +226,7 @@ impl Http {
         if let Some(way) = way
             && url.scheme() == "http"
         {
-            let sent = crate::http_through::send(way, request.method, &url, headers, request.body, timeout, limit);
+            let sent = crate::http_direct::send(way, request.method, &url, headers, request.body, timeout, limit);
             let answer = match sent.await {
                 Ok(answer) => answer,
                 Err(why) => return Err(crate::http_explain::explain(why, &url, timeout).await),
@@ -247,7 +249,7 @@ impl Http {
             Err(e) => return Err(crate::http_explain::explain(reason(&e, timeout), &url, timeout).await),
         };
         let status = response.status().as_u16();
-        let headers = crate::http_through::header_pairs(response.headers());
+        let headers = crate::http_direct::header_pairs(response.headers());
         let mut body = Vec::new();
         let mut too_large = None;
         if response.content_length().is_some_and(|n| n > limit as u64) {
@@ -279,7 +281,7 @@ impl Http {
 
 /// A short, actionable reason for a failed request.
 /// The address a plain-http `url` is sent to straight, on a connection of its own
-/// (`http_through`): an IP address, when no proxy is set for http in the environment (the
+/// (`http_direct`): an IP address, when no proxy is set for http in the environment (the
 /// shared client would go through it). A name is left to the shared client, which resolves it.
 fn direct(url: &reqwest::Url) -> Option<std::net::SocketAddr> {
     static PROXIED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
