@@ -24,7 +24,7 @@ use crate::http_direct::Way;
 fn builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(5))
+        .connect_timeout(crate::http_direct::CONNECT_TIMEOUT)
         .user_agent(concat!("opsbook/", env!("CARGO_PKG_VERSION")))
 }
 
@@ -279,7 +279,6 @@ impl Http {
     }
 }
 
-/// A short, actionable reason for a failed request.
 /// The address a plain-http `url` is sent to straight, on a connection of its own
 /// (`http_direct`): an IP address, when no proxy is set for http in the environment (the
 /// shared client would go through it). A name is left to the shared client, which resolves it.
@@ -300,6 +299,7 @@ fn ip_address(url: &reqwest::Url) -> Option<std::net::SocketAddr> {
     Some(std::net::SocketAddr::new(ip, url.port_or_known_default()?))
 }
 
+/// A short, actionable reason for a failed request.
 fn reason(e: &reqwest::Error, timeout: Duration) -> String {
     if e.is_timeout() {
         return format!("timed out after {}", humantime::format_duration(timeout));

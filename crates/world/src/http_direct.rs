@@ -33,8 +33,8 @@ pub(crate) enum Way<'a> {
     Address(SocketAddr),
 }
 
-/// How long a connection may take to be made, as the shared client's `connect_timeout`.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection may take to be made, on either way and in the shared client.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Sends `method url` with `headers` and `body` the `way` given, reading at most `limit`
 /// bytes of body; the whole exchange within `timeout`.
