@@ -18,12 +18,13 @@ use opsbook_world::{endpoints_from_host, forwarded_routes as routes};
 use crate::support::fleet::Fleet;
 
 const SLEEPER: &str = "[Unit]\nDescription=Sleeper on a remote host\n[Service]\nExecStart=/bin/sh -c 'echo sleeper up; exec sleep infinity'\n";
+const NOISY: &str = "[Service]\nExecStart=/bin/sh -c 'echo level=error msg=boom; echo level=warn msg=careful; echo level=info msg=fine; exec sleep infinity'\n";
 const LOOPBACK_WEB: &str =
     "[Service]\nExecStart=/usr/bin/python3 -m http.server 12345 --bind 127.0.0.1 --directory /run\n";
 
 const RUNBOOK: &str = r#"
 check("hostname is the host's", hostname() == "c1", hostname());
-unit::start(["sleeper", "web"]);
+unit::start(["sleeper", "web", "noisy"]);
 let s = unit::status("sleeper");
 check("unit started over the bridge", s.active_state == "active" && s.main_pid > 0, `${s}`);
 let out = host::exec(["sh", "-c", "echo $(hostname) $GREETING"], #{ env: #{ GREETING: "hello" } });
@@ -37,6 +38,24 @@ check("the host's journal has the line", found.ok, `after ${found.waited}s`);
 let up = wait::until(|| journal::read(#{ unit: "sleeper.service", grep: "sleeper up" }).len() > 0,
     #{ timeout: "5s", every: "100ms" });
 check("the unit's lines are read there", up.ok, `after ${up.waited}s`);
+// Both of a level's reads (by priority, by the text's own level) go in one session.
+let logged = wait::until(|| journal::warnings("noisy", "1 min ago").len() == 2, #{ timeout: "5s", every: "100ms" });
+let errors = journal::errors("noisy", "1 min ago").map(|e| e.message);
+let warnings = journal::warnings("noisy", "1 min ago").map(|e| e.message);
+check("its errors and warnings are read there", logged.ok && errors == ["level=error msg=boom"]
+    && warnings == ["level=error msg=boom", "level=warn msg=careful"], `${errors}; ${warnings}`);
+let refused = "";
+try { journal::errors("noisy", "not a time"); } catch (e) { refused = `${e}`; }
+check("a read journalctl refuses says why", refused.contains("journalctl failed (status 1)")
+    && refused.contains("not a time"), refused);
+file::write("/tmp/a.txt", "one\n", #{ backup: false });
+file::write("/tmp/a.txt", "two\n");
+file::write("/tmp/b.txt", "three\n");
+let texts = file::read_all(["/tmp/a.txt", "/tmp/absent.txt", "/tmp/b.txt"]);
+let kept = file::exists("/tmp/a.txt.opsbook-backup");
+let removed = file::remove("/tmp/a.txt").changed;
+check("files are read together and removed with their backup", texts == ["two\n", (), "three\n"] && kept
+    && removed && !file::exists("/tmp/a.txt.opsbook-backup") && !file::exists("/tmp/a.txt"), `${texts}`);
 let ready = wait::until(|| http::probe(config.log_shipper.url).ok, #{ timeout: "10s", every: "100ms" });
 let p = http::probe(config.log_shipper.url);
 check("its loopback endpoint answers through the forward", ready.ok && p.status == 200, p.detail);
@@ -58,6 +77,7 @@ fn a_session_acts_on_a_remote_host_through_its_world() {
     let host = fleet.host("c1");
     host.install_unit("sleeper.service", SLEEPER);
     host.install_unit("web.service", LOOPBACK_WEB);
+    host.install_unit("noisy.service", NOISY);
     let mut config = Config::defaults();
     config.set(keys::SCOPE, Value::Text("user".into()), Origin::Flag("test")).unwrap();
     // The shipper's endpoint listens on the host's loopback only.
@@ -97,6 +117,9 @@ fn a_session_acts_on_a_remote_host_through_its_world() {
             "command ran there, with its environment",
             "the host's journal has the line",
             "the unit's lines are read there",
+            "its errors and warnings are read there",
+            "a read journalctl refuses says why",
+            "files are read together and removed with their backup",
             "its loopback endpoint answers through the forward",
             "TCP reach is tried from the host",
             "the host's interfaces are read there",

@@ -60,7 +60,8 @@ pub trait Files: Send + Sync {
     ) -> BoxFuture<'a, Result<(), String>>;
     /// Changes the mode and ownership of an existing path.
     fn set_meta<'a>(&'a self, path: &'a str, wanted: &'a Wanted) -> BoxFuture<'a, Result<(), String>>;
-    /// Removes a file (or, with `tree`, a directory and what it holds); false when nothing was there.
+    /// Removes a file and the backup kept beside it (`PATH.opsbook-backup`, when there is one),
+    /// or with `tree` a directory and what it holds; false when nothing was at the path.
     fn remove<'a>(&'a self, path: &'a str, tree: bool) -> BoxFuture<'a, Result<bool, String>>;
     /// Creates a directory and its parents; false when it already existed.
     fn mkdir<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<bool, String>>;
@@ -172,9 +173,12 @@ const SET_META: &str = r#"set -eu
 if [ -n "$3" ]; then chown "$3" "$1"; fi
 if [ -n "$2" ]; then chmod "$2" "$1"; fi"#;
 
+/// $1 path, $2 `tree` or `file` (a file goes with its backup, in the same call).
 const REMOVE: &str = r#"if [ ! -e "$1" ] && [ ! -L "$1" ]; then echo absent; exit 0; fi
 if [ -d "$1" ] && [ "$2" != tree ]; then echo "it is a directory" >&2; exit 1; fi
-rm -rf "$1" && echo removed"#;
+rm -rf "$1" || exit 1
+if [ "$2" != tree ]; then rm -f "$1.opsbook-backup" || exit 1; fi
+echo removed"#;
 
 const MKDIR: &str = r#"if [ -d "$1" ]; then echo exists; else mkdir -p "$1" && echo created; fi"#;
 

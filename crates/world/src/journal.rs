@@ -60,10 +60,24 @@ pub type Feed = mpsc::Receiver<Result<Entry, String>>;
 pub trait Journal: Send + Sync {
     /// The entries `query` selects, oldest first.
     fn read<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Vec<Entry>, String>>;
+    /// The entries of each query, in order, as `read` gives them; a remote host answers them
+    /// all in one round trip.
+    fn read_each<'a>(&'a self, queries: &'a [Query]) -> BoxFuture<'a, Result<Vec<Vec<Entry>>, String>> {
+        Box::pin(read_in_turn(self, queries))
+    }
     /// Starts following: new entries matching `query` arrive on the feed until it is dropped.
     fn follow<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Feed, String>>;
     /// Writes an entry tagged with `identifier` at `priority`.
     fn emit<'a>(&'a self, identifier: &'a str, message: &'a str, priority: u8) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// Each query read after the other (`read_each` where reads cost no round trip).
+async fn read_in_turn<J: Journal + ?Sized>(journal: &J, queries: &[Query]) -> Result<Vec<Vec<Entry>>, String> {
+    let mut all = Vec::with_capacity(queries.len());
+    for query in queries {
+        all.push(journal.read(query).await?);
+    }
+    Ok(all)
 }
 
 /// syslog priority names.
@@ -226,23 +240,85 @@ fn journalctl_error(stderr: &str, code: Option<i32>) -> String {
     format!("journalctl failed ({}): {first}", code.map_or("killed".into(), |c| format!("status {c}")))
 }
 
+/// What one journalctl printed, as `read` answers it: its JSON lines' entries that `query`
+/// selects, or its failure.
+fn entries_of(query: &Query, code: Option<i32>, stdout: &str, stderr: &str) -> Result<Vec<Entry>, String> {
+    // --grep with no match exits 1 with nothing on stderr: that is an empty result.
+    let no_match = stdout.is_empty() && stderr.trim().is_empty();
+    if code != Some(0) && !no_match {
+        return Err(journalctl_error(stderr, code));
+    }
+    let mut entries = Vec::new();
+    for line in stdout.lines().filter(|l| l.starts_with('{')) {
+        let e = parse_entry(line)?;
+        if query.identifier.as_ref().is_none_or(|id| &e.identifier == id) {
+            entries.push(e);
+        }
+    }
+    Ok(entries)
+}
+
+/// What ends each journalctl's part of `read_each`'s one session, with its exit status.
+const PART_END: &str = "opsbook-journal-end:";
+
+impl Journalctl {
+    /// Several queries as one session of the host's connection: each journalctl's output (its
+    /// stderr among it: journalctl's own lines are JSON, its complaints are not), then
+    /// `PART_END` and its exit status.
+    async fn read_remote_each(
+        &self,
+        ssh: &crate::transport::Ssh,
+        queries: &[Query],
+    ) -> Result<Vec<Vec<Entry>>, String> {
+        use crate::transport::shell_quote;
+        let secs = format!("{:.1}s", self.timeout.as_secs_f64().max(0.1));
+        let script: String = queries
+            .iter()
+            .map(|q| {
+                let mut argv = ["timeout", "-k", "2", &secs, "journalctl"].map(str::to_string).to_vec();
+                argv.extend(self.args(q));
+                format!("{} 2>&1; s=$?; echo; echo \"{PART_END}$s\"\n", shell_quote::join(&argv))
+            })
+            .collect();
+        let argv = ["sh", "-c", &script].map(str::to_string);
+        let done = ssh.exec(&argv, None, self.timeout * queries.len() as u32 + Duration::from_secs(5)).await?;
+        if done.timed_out {
+            return Err(format!("journalctl did not finish within {}", humantime::format_duration(self.timeout)));
+        }
+        let mut parts = Vec::with_capacity(queries.len());
+        let mut rest = done.stdout.as_str();
+        for query in queries {
+            let Some((part, after)) = rest.split_once(PART_END) else {
+                return Err(format!("journalctl's answer was cut short: \"{}\"", done.stderr.trim()));
+            };
+            let (status, after) = after.split_once('\n').unwrap_or((after, ""));
+            rest = after;
+            let code = status.trim().parse::<i32>().ok();
+            if code == Some(124) {
+                return Err(format!("journalctl did not finish within {}", humantime::format_duration(self.timeout)));
+            }
+            let (json, said): (Vec<&str>, Vec<&str>) =
+                part.lines().filter(|l| !l.trim().is_empty()).partition(|l| l.starts_with('{'));
+            parts.push(entries_of(query, code, &json.join("\n"), &said.join("\n"))?);
+        }
+        Ok(parts)
+    }
+}
+
 impl Journal for Journalctl {
     fn read<'a>(&'a self, query: &'a Query) -> BoxFuture<'a, Result<Vec<Entry>, String>> {
         Box::pin(async move {
             let (code, stdout, stderr) = self.run_to_end(self.args(query)).await?;
-            // --grep with no match exits 1 with nothing on stderr: that is an empty result.
-            let no_match = stdout.is_empty() && stderr.trim().is_empty();
-            if code != Some(0) && !no_match {
-                return Err(journalctl_error(&stderr, code));
+            entries_of(query, code, &stdout, &stderr)
+        })
+    }
+
+    fn read_each<'a>(&'a self, queries: &'a [Query]) -> BoxFuture<'a, Result<Vec<Vec<Entry>>, String>> {
+        Box::pin(async move {
+            match &self.via {
+                Some(ssh) => self.read_remote_each(ssh, queries).await,
+                None => read_in_turn(self, queries).await,
             }
-            let mut entries = Vec::new();
-            for line in stdout.lines().filter(|l| l.starts_with('{')) {
-                let e = parse_entry(line)?;
-                if query.identifier.as_ref().is_none_or(|id| &e.identifier == id) {
-                    entries.push(e);
-                }
-            }
-            Ok(entries)
         })
     }
 

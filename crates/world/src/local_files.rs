@@ -121,7 +121,15 @@ impl Files for LocalFiles {
                 Ok(m) if m.is_dir() => return Err(format!("cannot remove {path}: it is a directory")),
                 _ => std::fs::remove_file(&at),
             };
-            gone.map(|_| true).map_err(io_error("remove", path))
+            gone.map_err(io_error("remove", path))?;
+            if !tree {
+                let backup = format!("{path}{BACKUP_SUFFIX}");
+                match std::fs::remove_file(self.at(&backup)) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_error("remove", &backup)(e)),
+                    _ => {}
+                }
+            }
+            Ok(true)
         })
     }
 

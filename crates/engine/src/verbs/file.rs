@@ -1,9 +1,10 @@
-//! `file::` — a host's files: read, compare several at once, write atomically with a diff and
-//! a backup, check a candidate with a component's tool, remove, make directories. Everything
-//! goes through the `Files` world seam (a candidate's check through the host's commands, as
-//! one script), so on an ssh host it happens there. Every change passes `Context::plan` first (under `--dry-run` the diff is shown
-//! and nothing is written) and is logged as it happens (`changed PATH: …`). Diffs never show
-//! the API token nor any string the caller names in `secrets`.
+//! `file::` — a host's files: read one or several at once, compare several (`compare`), write
+//! atomically with a diff and a backup, check a candidate with a component's tool, remove, make
+//! directories. Everything goes through the `Files` world seam (a candidate's check through the
+//! host's commands, as one script), so on an ssh host it happens there. Every change passes
+//! `Context::plan` first (under `--dry-run` the diff is shown and nothing is written) and is
+//! logged as it happens (`changed PATH: …`). Diffs never show the API token nor any string the
+//! caller names in `secrets`.
 
 use rhai::{Array, Dynamic, Map, Module, NativeCallContext};
 use serde::Serialize;
@@ -13,6 +14,12 @@ use super::diff;
 use super::result::{VerbResult, fail};
 use super::values::{record, text};
 use crate::register;
+
+mod compare;
+mod meta;
+
+use meta::meta_changes;
+use meta::{absolute, wanted};
 use opsbook_base::report::Level;
 use opsbook_world::Invocation;
 use opsbook_world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
@@ -34,6 +41,16 @@ fn read_verbs(m: &mut Module) {
         "/// The file's text, or `()` when it does not exist.",
         "file::read(\"/etc/hostname\")",
         |call: NativeCallContext, path: &str| read(&context(&call), path)
+    );
+    register!(
+        m,
+        "read_all",
+        Reads,
+        ["paths: Array", "Array"],
+        "/// The texts of several files, in order, all read in one call (one round trip on an ssh host):\n\
+         /// each the file's text, or `()` when it does not exist. A directory fails, as with `file::read`.",
+        "file::read_all([\"/etc/hostname\", \"/etc/motd\"])",
+        |call: NativeCallContext, paths: Array| read_all(&context(&call), &paths)
     );
     register!(
         m,
@@ -66,7 +83,7 @@ fn read_verbs(m: &mut Module) {
          /// Returns `#{same, differing}`: `differing` says what differs, item by item (`PATH: absent`,\n\
          /// `PATH: content, mode 0644 → 0640`). Reads only: the same under `--dry-run`.",
         "file::compare([#{ path: \"/etc/motd\", content: \"welcome\\n\" }, #{ path: \"/etc/opsbook-demo\", dir: true }])",
-        |call: NativeCallContext, files: Array| compare(&context(&call), &files)
+        |call: NativeCallContext, files: Array| compare::compare(&context(&call), &files)
     );
     register!(
         m,
@@ -184,45 +201,6 @@ pub(crate) struct Changed {
     pub dry_run: bool,
 }
 
-/// Paths are absolute: on a remote host a relative one would name something else.
-pub(crate) fn absolute(path: &str) -> VerbResult<()> {
-    if path.starts_with('/') && !path.contains('\0') {
-        Ok(())
-    } else {
-        Err(fail(format!(
-            "`{path}` is not an absolute path (files are named from `/`, on whichever host the run acts)"
-        )))
-    }
-}
-
-/// `"0640"`, `"640"` or a number (`0o640`).
-fn mode_arg(value: &Dynamic) -> VerbResult<u32> {
-    let bad = || fail(format!("mode `{}` is not an octal file mode such as \"0640\"", text(value)));
-    if let Ok(n) = value.as_int() {
-        return u32::try_from(n).ok().filter(|m| *m <= 0o7777).ok_or_else(bad);
-    }
-    let t = text(value);
-    u32::from_str_radix(t.trim(), 8).ok().filter(|m| *m <= 0o7777).ok_or_else(bad)
-}
-
-/// The mode, owner and group an options map asks for; other keys are `extra`'s to take.
-pub(crate) fn wanted(options: &Map, extra: &[&str], call: &str) -> VerbResult<Wanted> {
-    let mut w = Wanted::default();
-    for (k, v) in options {
-        match k.as_str() {
-            "mode" => w.mode = Some(mode_arg(v)?),
-            "owner" => w.owner = Some(text(v)).filter(|s| !s.is_empty()),
-            "group" => w.group = Some(text(v)).filter(|s| !s.is_empty()),
-            other if extra.contains(&other) => {}
-            other => {
-                let known = ["mode", "owner", "group"].iter().chain(extra).copied().collect::<Vec<_>>().join(", ");
-                return Err(fail(format!("{call}: unknown option `{other}` ({known})")));
-            }
-        }
-    }
-    Ok(w)
-}
-
 fn write_options(options: &Map) -> VerbResult<WriteOptions> {
     let wanted = wanted(options, &["backup", "secrets"], "file::write")?;
     let backup = match options.get("backup") {
@@ -260,67 +238,6 @@ pub(crate) fn stat(cx: &Context, path: &str) -> VerbResult<Option<Meta>> {
     absolute(path)?;
     let (files, p) = (cx.world().files.clone(), path.to_string());
     cx.block_on(|| async move { files.stat(&p).await })?.map_err(fail)
-}
-
-/// What `file::compare` found against what was wanted.
-#[derive(Serialize)]
-struct Compared {
-    same: bool,
-    differing: Vec<String>,
-}
-
-/// One item of `file::compare`: what should be at a path (`content: None` is a directory).
-struct Expected {
-    path: String,
-    content: Option<String>,
-    wanted: Wanted,
-}
-
-fn expected(item: &Dynamic) -> VerbResult<Expected> {
-    let shape = "file::compare: each item is `#{path, content}` (a file) or `#{path, dir: true}` (a directory)";
-    let map = item.read_lock::<Map>().ok_or_else(|| fail(shape))?;
-    let path = map.get("path").map(text).ok_or_else(|| fail(shape))?;
-    absolute(&path)?;
-    let dir = match map.get("dir") {
-        Some(d) => d.as_bool().map_err(|_| fail("file::compare: `dir` must be true or false"))?,
-        None => false,
-    };
-    let content = map.get("content").map(text);
-    if dir == content.is_some() {
-        return Err(fail(format!("{shape}; {path} has {}", if dir { "both" } else { "neither" })));
-    }
-    let wanted = wanted(&map, &["path", "content", "dir"], "file::compare")?;
-    Ok(Expected { path, content, wanted })
-}
-
-/// What differs between what is at a path and what is wanted there; empty when nothing does.
-fn differences(expected: &Expected, found: Option<Looked>) -> Vec<String> {
-    match found {
-        None => vec!["absent".to_string()],
-        Some(l) if l.meta.dir != expected.content.is_none() => {
-            vec![if l.meta.dir { "a directory" } else { "not a directory" }.to_string()]
-        }
-        Some(l) => {
-            let content = (l.text != expected.content).then(|| "content".to_string());
-            content.into_iter().chain(meta_changes(&l.meta, &expected.wanted)).collect()
-        }
-    }
-}
-
-fn compare(cx: &Context, items: &Array) -> VerbResult<Map> {
-    let expected = items.iter().map(expected).collect::<VerbResult<Vec<_>>>()?;
-    let paths: Vec<String> = expected.iter().map(|e| e.path.clone()).collect();
-    let files = cx.world().files.clone();
-    let found = cx.block_on(|| async move { files.look_all(&paths).await })?.map_err(fail)?;
-    let differing: Vec<String> = expected
-        .iter()
-        .zip(found)
-        .filter_map(|(e, f)| {
-            let what = differences(e, f);
-            (!what.is_empty()).then(|| format!("{}: {}", e.path, what.join(", ")))
-        })
-        .collect();
-    record(&Compared { same: differing.is_empty(), differing })
 }
 
 /// What a candidate's check came to, as scripts see it (the shape of `host::exec`'s answer).
@@ -390,23 +307,30 @@ fn read(cx: &Context, path: &str) -> VerbResult<Dynamic> {
     Ok(read_file(cx, path)?.map_or(Dynamic::UNIT, |(t, _)| t.into()))
 }
 
-fn exists(cx: &Context, path: &str) -> VerbResult<bool> {
-    Ok(stat(cx, path)?.is_some())
+fn read_all(cx: &Context, paths: &Array) -> VerbResult<Array> {
+    let paths = paths
+        .iter()
+        .map(|p| {
+            let path = p.clone().into_string().map_err(|_| fail("file::read_all: each path is a string"))?;
+            absolute(&path)?;
+            Ok(path)
+        })
+        .collect::<VerbResult<Vec<String>>>()?;
+    let (files, asked) = (cx.world().files.clone(), paths.clone());
+    let found = cx.block_on(|| async move { files.look_all(&asked).await })?.map_err(fail)?;
+    paths
+        .iter()
+        .zip(found)
+        .map(|(path, looked)| match looked {
+            None => Ok(Dynamic::UNIT),
+            Some(Looked { text: Some(text), .. }) => Ok(text.into()),
+            Some(Looked { text: None, .. }) => Err(fail(format!("cannot read {path}: it is a directory"))),
+        })
+        .collect()
 }
 
-/// `mode 0644 → 0640`, `owner root → loki`… for what `wanted` would change on `meta`.
-fn meta_changes(meta: &Meta, wanted: &Wanted) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(mode) = wanted.mode.filter(|m| *m != meta.mode) {
-        out.push(format!("mode {} → {}", mode_text(meta.mode), mode_text(mode)));
-    }
-    if let Some(owner) = wanted.owner.as_ref().filter(|o| **o != meta.owner) {
-        out.push(format!("owner {} → {owner}", meta.owner));
-    }
-    if let Some(group) = wanted.group.as_ref().filter(|g| **g != meta.group) {
-        out.push(format!("group {} → {group}", meta.group));
-    }
-    out
+fn exists(cx: &Context, path: &str) -> VerbResult<bool> {
+    Ok(stat(cx, path)?.is_some())
 }
 
 /// `1 line`, `3 lines`.
@@ -439,15 +363,6 @@ fn write(cx: &Context, path: &str, content: &str, options: &Map) -> VerbResult<M
 /// `unit::install`.
 pub(crate) fn write_with(cx: &Context, path: &str, content: &str, options: &WriteOptions) -> VerbResult<Written> {
     let existing = read_file(cx, path)?;
-    // Under --dry-run the directory may be one an earlier step only planned to make.
-    if existing.is_none() && !cx.dry_run {
-        let parent = path.rsplit_once('/').map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
-        if !stat(cx, parent)?.is_some_and(|m| m.dir) {
-            return Err(fail(format!(
-                "cannot write {path}: the directory {parent} does not exist\n  help: `file::mkdir(\"{parent}\")` first"
-            )));
-        }
-    }
     let secrets = secrets(cx, &options.secrets);
     let (old, changes, wanted) = match &existing {
         Some((old, meta)) => {
@@ -487,7 +402,10 @@ pub(crate) fn write_with(cx: &Context, path: &str, content: &str, options: &Writ
     let (p, text) = (path.to_string(), content.to_string());
     if rewrite {
         let w = wanted.clone();
-        cx.block_on(|| async move { files.write(&p, &text, &w, keep).await })?.map_err(fail)?;
+        let written = cx.block_on(|| async move { files.write(&p, &text, &w, keep).await })?;
+        if let Err(e) = written {
+            return Err(fail(missing_parent(cx, path, existing.is_some())?.unwrap_or(e)));
+        }
     } else if let Some((_, meta)) = &existing {
         let differing = only_differing(meta, &wanted);
         cx.block_on(|| async move { files.set_meta(&p, &differing).await })?.map_err(fail)?;
@@ -495,6 +413,18 @@ pub(crate) fn write_with(cx: &Context, path: &str, content: &str, options: &Writ
     let kept = backup.as_ref().map(|b| format!(" (previous version kept as {b})")).unwrap_or_default();
     cx.log(Level::Info, &format!("changed {path}: {summary}{kept}"));
     Ok(Written { changed: true, diff, backup, ..unchanged })
+}
+
+/// Why writing a new file failed when its directory is not there (looked for only then: a
+/// write that succeeds costs no second round trip); `None` when the directory is there.
+fn missing_parent(cx: &Context, path: &str, existed: bool) -> VerbResult<Option<String>> {
+    let parent = path.rsplit_once('/').map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
+    if existed || stat(cx, parent)?.is_some_and(|m| m.dir) {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "cannot write {path}: the directory {parent} does not exist\n  help: `file::mkdir(\"{parent}\")` first"
+    )))
 }
 
 fn remove(cx: &Context, path: &str) -> VerbResult<Map> {
@@ -510,17 +440,8 @@ pub(crate) fn remove_path(cx: &Context, path: &str, tree: bool) -> VerbResult<Ch
     if cx.plan(&format!("remove {path}")) {
         return Ok(Changed { changed: true, dry_run: true });
     }
-    let files = cx.world().files.clone();
-    let p = path.to_string();
-    let backup = format!("{path}{BACKUP_SUFFIX}");
-    let removed = cx.block_on(|| async move {
-        let removed = files.remove(&p, tree).await?;
-        if !tree {
-            files.remove(&backup, false).await?;
-        }
-        Ok::<_, String>(removed)
-    })?;
-    let removed = removed.map_err(fail)?;
+    let (files, p) = (cx.world().files.clone(), path.to_string());
+    let removed = cx.block_on(|| async move { files.remove(&p, tree).await })?.map_err(fail)?;
     if removed {
         let what = if meta.dir { "directory removed" } else { "removed" };
         cx.log(Level::Info, &format!("changed {path}: {what}"));

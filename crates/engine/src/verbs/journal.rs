@@ -245,8 +245,14 @@ fn by_level(host: &Context, unit: &str, since: &str, max: Level) -> VerbResult<A
     });
     let base = Query { invocation: by_run, ..base };
     let priority = if max == Level::Error { 3 } else { 4 };
-    let mut entries = read_entries(host, Query { max_priority: Some(priority), ..base.clone() })?;
-    entries.extend(read_entries(host, Query { grep: Some(LEVEL_CANDIDATES.to_string()), ..base })?);
+    // Both reads in one call: one round trip on an ssh host.
+    let queries = [
+        Query { max_priority: Some(priority), ..base.clone() },
+        Query { grep: Some(LEVEL_CANDIDATES.to_string()), ..base },
+    ];
+    let journal = host.world().journal.clone();
+    let read = host.block_on(|| async move { journal.read_each(&queries).await })?.map_err(fail)?;
+    let mut entries: Vec<Entry> = read.into_iter().flatten().collect();
     // The level a line carries decides; journald's priority only for lines that carry none.
     entries.retain(|e| {
         boundary_us.is_none_or(|b| e.realtime_us >= b) && classify(&e.message, Some(e.priority)).at_or_worse(max)
