@@ -6,11 +6,13 @@
 # opsbook's process only) and prints its own CPU a host by phase (bench/rollout_profile.py).
 #   sudo OPSBOOK_BIN=target/release/opsbook bash bench/rollout-profile.sh [N] [ROLE]
 #   (N: 10 clients; ROLE: log-shipper or metrics-agent, log-shipper by default)
+# With OPSBOOK_BENCH_TRACE=sessions the recorded rollout runs under strace instead, and what is
+# printed is the remote sessions it asked of the hosts' masters, a host (bench/rollout_sessions.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 [ "$(id -u)" = 0 ] || { echo "booting private hosts needs root" >&2; exit 1; }
-command -v perf >/dev/null || { echo "perf is needed (linux-perf)" >&2; exit 1; }
+[ "${OPSBOOK_BENCH_TRACE:-}" = sessions ] || command -v perf >/dev/null || { echo "perf is needed (linux-perf)" >&2; exit 1; }
 if [ -z "${OPSBOOK_BIN:-}" ]; then
   cargo build --release -q
 fi
@@ -28,6 +30,13 @@ for r in metrics-agent log-shipper; do
 done
 # One rollout unrecorded (the masters started, the page cache warm), then the recorded one.
 "$bin" --runbooks "$d/marks/0/runbooks" run configure --set "service=$role" --serial 10% >/dev/null
+if [ "${OPSBOOK_BENCH_TRACE:-}" = sessions ]; then
+  command -v strace >/dev/null || { echo "strace is needed" >&2; exit 1; }
+  strace -f -qq -s 4000 -e trace=sendto -o "$d/strace.txt" \
+    "$bin" --runbooks "$d/marks/1/runbooks" run configure --set "service=$role" --serial 10% >"$d/rollout.txt"
+  python3 "$repo/bench/rollout_sessions.py" "$n" <"$d/strace.txt"
+  exit 0
+fi
 perf record -q -F 2000 --call-graph dwarf,32768 -o "$d/perf.data" -- \
   "$bin" --runbooks "$d/marks/1/runbooks" run configure --set "service=$role" --serial 10% >"$d/rollout.txt"
 # OPSBOOK_BENCH_SCRIPT=FILE keeps the samples' stacks for a closer look.

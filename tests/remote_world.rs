@@ -1,8 +1,10 @@
 //! A session acting on another host through its world over ssh (`World::over_ssh`): the
-//! host's service manager over the D-Bus bridge, its journal read and written, a command run
-//! there with its environment, an endpoint on its loopback reached through a forwarded port,
-//! and TCP reach and interfaces seen from the host — all on a real host of the test fleet (own network, hostname, sshd, systemd,
-//! journald). Skipped, saying why, without root or sshd.
+//! host's service manager over the D-Bus bridge, its journal read and written (a level's two
+//! reads in one session, a journalctl that refuses quoted), its files read several at once and
+//! removed with their backup, a command run there with its environment, an endpoint on its
+//! loopback reached through a forwarded port, and TCP reach and interfaces seen from the host —
+//! all on a real host of the test fleet (own network, hostname, sshd, systemd, journald).
+//! Skipped, saying why, without root or sshd.
 
 use std::os::unix::fs::FileTypeExt;
 use std::sync::Arc;

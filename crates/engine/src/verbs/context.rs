@@ -46,6 +46,9 @@ pub struct Context {
     /// The runbook said its change is in place (`fleet::change_in_place()`): what follows only
     /// verifies it. A rollout reads it when the host is lost during the change.
     in_place: AtomicBool,
+    /// Invocation IDs of units' runs the journal was seen holding lines of: a run that logged
+    /// keeps them, so a later read of the same run needs no look first (`journal::by_level`).
+    logged_runs: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Context {
@@ -63,6 +66,7 @@ impl Context {
             place: place::nowhere(),
             locking: Mutex::default(),
             in_place: AtomicBool::new(false),
+            logged_runs: Mutex::default(),
         })
     }
 
@@ -74,6 +78,16 @@ impl Context {
     /// The world calls act on now (the host's, or another's inside `fleet::on`).
     pub fn world(&self) -> World {
         self.ground().world.clone()
+    }
+
+    /// Whether the journal was seen holding lines of the unit run `invocation` (`saw_logged`).
+    pub(crate) fn seen_logged(&self, invocation: &str) -> bool {
+        self.logged_runs.lock().unwrap_or_else(|e| e.into_inner()).contains(invocation)
+    }
+
+    /// Notes that the journal holds lines of the unit run `invocation`: a fact that stays true.
+    pub(crate) fn saw_logged(&self, invocation: &str) {
+        self.logged_runs.lock().unwrap_or_else(|e| e.into_inner()).insert(invocation.to_string());
     }
 
     /// `config` as scripts see it, for the ground acted on now.

@@ -238,10 +238,18 @@ fn by_level(host: &Context, unit: &str, since: &str, max: Level) -> VerbResult<A
     let base =
         Query { unit: Some(full_name(unit)), since: Some(since.to_string()), lines: Some(1000), ..Query::default() };
     // Reading by invocation ID needs journald to have recorded it: when the run has no line
-    // under its ID at all, its lines are read by unit and start time instead.
+    // under its ID at all, its lines are read by unit and start time instead. A run seen
+    // logging once is not looked at again.
     let by_run = run.invocation.clone().filter(|id| {
+        if host.seen_logged(id) {
+            return true;
+        }
         let probe = Query { invocation: Some(id.clone()), since: None, lines: Some(1), ..base.clone() };
-        read_entries(host, probe).is_ok_and(|found| !found.is_empty())
+        let logged = read_entries(host, probe).is_ok_and(|found| !found.is_empty());
+        if logged {
+            host.saw_logged(id);
+        }
+        logged
     });
     let base = Query { invocation: by_run, ..base };
     let priority = if max == Level::Error { 3 } else { 4 };
