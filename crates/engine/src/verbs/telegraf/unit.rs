@@ -41,6 +41,9 @@ pub(super) struct AgentCommand {
     pub flags: Vec<(String, String)>,
     /// Where the flags were read (`telegraf.service's ExecStart`, `metrics_agent.exec`…).
     pub from: String,
+    /// The program's environment file (`agent_environment`) when it was read to expand its
+    /// unit's ExecStart: read once, not again for its log target.
+    pub environment: Option<BTreeMap<String, String>>,
 }
 
 impl AgentCommand {
@@ -160,17 +163,21 @@ pub(super) fn agent_command(cx: &Context) -> VerbResult<AgentCommand> {
     let asked = unit.clone();
     let exec = cx.block_on(|| async move { units.status(&asked).await })?.map(|s| s.exec_start).unwrap_or_default();
     let mut program = "telegraf".to_string();
+    let mut environment = None;
     if let Some(first) = exec.first() {
-        let argv = expand(&exec, &agent_environment(cx, first)?);
+        let env = agent_environment(cx, first)?;
+        let argv = expand(&exec, &env);
         let command = AgentCommand {
             program: first.clone(),
             flags: loading_flags(&argv[1..]),
             from: format!("{unit}'s ExecStart"),
+            environment: Some(env),
         };
         if command.names_a_config() {
             return Ok(command);
         }
         program = command.program;
+        environment = command.environment;
     }
     let path = config.text(keys::METRICS_AGENT_CONFIG);
     let line = split_words(&config.text(keys::METRICS_AGENT_EXEC).replace("{config}", &path));
@@ -178,11 +185,17 @@ pub(super) fn agent_command(cx: &Context) -> VerbResult<AgentCommand> {
         program: program.clone(),
         flags: loading_flags(line.get(1..).unwrap_or_default()),
         from: keys::METRICS_AGENT_EXEC.name.to_string(),
+        environment: environment.clone(),
     };
     if command.names_a_config() {
         return Ok(command);
     }
-    Ok(AgentCommand { program, flags: vec![("config".into(), path)], from: keys::METRICS_AGENT_CONFIG.name.into() })
+    Ok(AgentCommand {
+        program,
+        flags: vec![("config".into(), path)],
+        from: keys::METRICS_AGENT_CONFIG.name.into(),
+        environment,
+    })
 }
 
 // The script printing each file Telegraf would load (the sandbox answers it in-process).
@@ -215,7 +228,10 @@ pub(super) fn log_target(cx: &Context, command: &AgentCommand) -> VerbResult<Res
         }
         Err(e) => return Ok(Err(format!("reading its files failed: {e}"))),
     };
-    let env = agent_environment(cx, &command.program)?;
+    let env = match &command.environment {
+        Some(env) => env.clone(),
+        None => agent_environment(cx, &command.program)?,
+    };
     Ok(Ok(target_of(&done.stdout, &env)))
 }
 
@@ -298,7 +314,8 @@ mod tests {
                 ("config-directory".to_string(), "/etc/telegraf/telegraf.d".to_string())
             ]
         );
-        let command = AgentCommand { program: "/usr/bin/telegraf".into(), flags, from: "unit".into() };
+        let command =
+            AgentCommand { program: "/usr/bin/telegraf".into(), flags, from: "unit".into(), environment: None };
         assert_eq!(
             command.argv(&["--test"]).join(" "),
             "/usr/bin/telegraf --config /etc/telegraf/telegraf.conf --config-directory /etc/telegraf/telegraf.d --test"
