@@ -258,8 +258,9 @@ fn entries_of(query: &Query, code: Option<i32>, stdout: &str, stderr: &str) -> R
     Ok(entries)
 }
 
-/// What ends each journalctl's part of `read_each`'s one session, with its exit status.
-const PART_END: &str = "opsbook-journal-end:";
+/// What ends each journalctl's part of `read_each`'s one session, with its exit status: a line
+/// of its own, which no entry can be (journalctl prints each as one line of JSON, `{`…).
+const PART_END: &str = "\nopsbook-journal-end:";
 
 impl Journalctl {
     /// Several queries as one session of the host's connection: each journalctl's output (its
@@ -277,7 +278,8 @@ impl Journalctl {
             .map(|q| {
                 let mut argv = ["timeout", "-k", "2", &secs, "journalctl"].map(str::to_string).to_vec();
                 argv.extend(self.args(q));
-                format!("{} 2>&1; s=$?; echo; echo \"{PART_END}$s\"\n", shell_quote::join(&argv))
+                let end = PART_END.trim_start();
+                format!("{} 2>&1; s=$?; echo; echo \"{end}$s\"\n", shell_quote::join(&argv))
             })
             .collect();
         let argv = ["sh", "-c", &script].map(str::to_string);
