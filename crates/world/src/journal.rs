@@ -125,7 +125,7 @@ impl Journalctl {
     /// `journalctl ARGS` run to its end, here or on the host (as a session of its connection,
     /// ended by the host's `timeout` if ours passes): exit status, stdout, stderr.
     async fn run_to_end(&self, args: Vec<String>) -> Result<(Option<i32>, String, String), String> {
-        let late = || format!("journalctl did not finish within {}", humantime::format_duration(self.timeout));
+        let late = || not_finished(self.timeout);
         if let Some(ssh) = &self.via {
             let secs = format!("{:.1}s", self.timeout.as_secs_f64().max(0.1));
             let mut argv = ["timeout", "-k", "2", &secs, "journalctl"].map(str::to_string).to_vec();
@@ -258,6 +258,11 @@ fn entries_of(query: &Query, code: Option<i32>, stdout: &str, stderr: &str) -> R
     Ok(entries)
 }
 
+/// Why a journalctl was given up on: it ran past `timeout`.
+fn not_finished(timeout: Duration) -> String {
+    format!("journalctl did not finish within {}", humantime::format_duration(timeout))
+}
+
 /// What ends each journalctl's part of `read_each`'s one session, with its exit status: a line
 /// of its own, which no entry can be (journalctl prints each as one line of JSON, `{`…).
 const PART_END: &str = "\nopsbook-journal-end:";
@@ -285,7 +290,7 @@ impl Journalctl {
         let argv = ["sh", "-c", &script].map(str::to_string);
         let done = ssh.exec(&argv, None, self.timeout * queries.len() as u32 + Duration::from_secs(5)).await?;
         if done.timed_out {
-            return Err(format!("journalctl did not finish within {}", humantime::format_duration(self.timeout)));
+            return Err(not_finished(self.timeout));
         }
         let mut parts = Vec::with_capacity(queries.len());
         let mut rest = done.stdout.as_str();
@@ -297,7 +302,7 @@ impl Journalctl {
             rest = after;
             let code = status.trim().parse::<i32>().ok();
             if code == Some(124) {
-                return Err(format!("journalctl did not finish within {}", humantime::format_duration(self.timeout)));
+                return Err(not_finished(self.timeout));
             }
             let (json, said): (Vec<&str>, Vec<&str>) =
                 part.lines().filter(|l| !l.trim().is_empty()).partition(|l| l.starts_with('{'));

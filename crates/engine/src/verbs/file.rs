@@ -14,15 +14,13 @@ use super::diff;
 use super::result::{VerbResult, fail};
 use super::values::{record, text};
 use crate::register;
-
-mod compare;
-mod meta;
-
-use meta::meta_changes;
-use meta::{absolute, wanted};
+use meta::{absolute, meta_changes, wanted};
 use opsbook_base::report::Level;
 use opsbook_world::Invocation;
 use opsbook_world::files::{BACKUP_SUFFIX, CANDIDATE, CANDIDATE_FAILED, Looked, Meta, Wanted, mode_text};
+
+mod compare;
+mod meta;
 
 /// The `file::` namespace.
 pub(crate) fn module() -> Module {
